@@ -1,0 +1,1 @@
+//! aql packets (placeholder, being written).

@@ -1,0 +1,1 @@
+//! kfd-emu (being written)

@@ -1,0 +1,187 @@
+//! ioctl request numbers, computed the way `<asm-generic/ioctl.h>` does, by `const fn`.
+//!
+//! The KFD requests are `_IOR/_IOW/_IOWR('K', nr, struct kfd_ioctl_*_args)`
+//! (see `include/uapi/linux/kfd_ioctl.h`). [`KfdIoctl`] ties each argument struct to its request,
+//! so that a typed call can never pass a struct of the wrong size.
+
+use crate::bindings::*;
+use core::mem::size_of;
+
+const NRBITS: u32 = 8;
+const TYPEBITS: u32 = 8;
+const SIZEBITS: u32 = 14;
+const NRSHIFT: u32 = 0;
+const TYPESHIFT: u32 = NRSHIFT + NRBITS;
+const SIZESHIFT: u32 = TYPESHIFT + TYPEBITS;
+const DIRSHIFT: u32 = SIZESHIFT + SIZEBITS;
+
+/// Direction bits of an ioctl request (as seen from user space).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// `_IO`: no argument copied.
+    None = 0,
+    /// `_IOW`: user space writes, the kernel reads.
+    Write = 1,
+    /// `_IOR`: the kernel writes, user space reads.
+    Read = 2,
+    /// `_IOWR`: both.
+    ReadWrite = 3,
+}
+
+/// An encoded ioctl request number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct IoctlRequest(u32);
+
+impl IoctlRequest {
+    /// Encodes `(dir, type, nr, size)` as `_IOC` does. Panics at compile time when `size` does
+    /// not fit the 14-bit size field.
+    pub const fn new(dir: Direction, ty: u8, nr: u8, size: usize) -> Self {
+        assert!(size < (1 << SIZEBITS), "ioctl argument too large");
+        IoctlRequest(
+            ((dir as u32) << DIRSHIFT)
+                | ((ty as u32) << TYPESHIFT)
+                | ((nr as u32) << NRSHIFT)
+                | ((size as u32) << SIZESHIFT),
+        )
+    }
+    /// `_IOR(ty, nr, size)`.
+    pub const fn ior(ty: u8, nr: u8, size: usize) -> Self {
+        Self::new(Direction::Read, ty, nr, size)
+    }
+    /// `_IOW(ty, nr, size)`.
+    pub const fn iow(ty: u8, nr: u8, size: usize) -> Self {
+        Self::new(Direction::Write, ty, nr, size)
+    }
+    /// `_IOWR(ty, nr, size)`.
+    pub const fn iowr(ty: u8, nr: u8, size: usize) -> Self {
+        Self::new(Direction::ReadWrite, ty, nr, size)
+    }
+    /// Wraps a raw request number (as passed to `ioctl(2)`).
+    pub const fn from_raw(raw: u32) -> Self {
+        IoctlRequest(raw)
+    }
+    /// The raw request number.
+    pub const fn raw(self) -> u32 {
+        self.0
+    }
+    /// The command number (`_IOC_NR`).
+    pub const fn nr(self) -> u8 {
+        (self.0 >> NRSHIFT) as u8
+    }
+    /// The type/magic byte (`_IOC_TYPE`).
+    pub const fn ty(self) -> u8 {
+        (self.0 >> TYPESHIFT) as u8
+    }
+    /// The argument size in bytes (`_IOC_SIZE`).
+    pub const fn size(self) -> usize {
+        ((self.0 >> SIZESHIFT) & ((1 << SIZEBITS) - 1)) as usize
+    }
+    /// The direction (`_IOC_DIR`).
+    pub const fn dir(self) -> Direction {
+        match self.0 >> DIRSHIFT {
+            0 => Direction::None,
+            1 => Direction::Write,
+            2 => Direction::Read,
+            _ => Direction::ReadWrite,
+        }
+    }
+}
+
+/// The KFD ioctl magic, `'K'`.
+pub const AMDKFD_IOCTL_BASE: u8 = b'K';
+
+/// An argument struct of a KFD ioctl, tied to its request number.
+///
+/// # Safety
+/// `REQUEST` must be the request whose argument is exactly `Self` (size and layout), and `Self` must
+/// be plain old data that the kernel may read and overwrite.
+pub unsafe trait KfdIoctl: Sized {
+    /// The request number.
+    const REQUEST: IoctlRequest;
+    /// The request's name, for error messages (`"AMDKFD_IOC_ALLOC_MEMORY_OF_GPU"`).
+    const NAME: &'static str;
+}
+
+/// A KFD ioctl argument with no user pointer or GPU-visible address inside, which the kernel can
+/// only read and write in place: safe to issue through [`crate::DriverExt::kfd_ioctl`].
+///
+/// # Safety
+/// The request must dereference nothing but the argument struct itself.
+pub unsafe trait PlainKfdIoctl: KfdIoctl {}
+
+macro_rules! kfd_ioctls {
+    ($($name:ident = $dir:ident($nr:literal, $ty:ty) $($plain:ident)?;)*) => {
+        /// Every KFD request kfdrt issues, by name.
+        pub mod request {
+            use super::*;
+            $(
+                #[doc = concat!("`AMDKFD_IOC_", stringify!($name), "`.")]
+                pub const $name: IoctlRequest =
+                    IoctlRequest::$dir(AMDKFD_IOCTL_BASE, $nr, size_of::<$ty>());
+            )*
+        }
+        $(
+            // SAFETY: the request is computed from this exact type's size and the header's nr.
+            unsafe impl KfdIoctl for $ty {
+                const REQUEST: IoctlRequest = request::$name;
+                const NAME: &'static str = concat!("AMDKFD_IOC_", stringify!($name));
+            }
+            $(kfd_ioctls!(@$plain $ty);)?
+        )*
+        /// The name of a KFD request, by its command number (for logs of unknown requests).
+        pub fn kfd_request_name(nr: u8) -> Option<&'static str> {
+            match nr {
+                $($nr => Some(concat!("AMDKFD_IOC_", stringify!($name))),)*
+                _ => None,
+            }
+        }
+    };
+    (@plain $ty:ty) => {
+        // SAFETY: marked `plain` below only for requests whose struct holds ids, sizes and flags.
+        unsafe impl PlainKfdIoctl for $ty {}
+    };
+}
+
+kfd_ioctls! {
+    GET_VERSION = ior(0x01, kfd_ioctl_get_version_args) plain;
+    CREATE_QUEUE = iowr(0x02, kfd_ioctl_create_queue_args);
+    DESTROY_QUEUE = iowr(0x03, kfd_ioctl_destroy_queue_args) plain;
+    SET_MEMORY_POLICY = iow(0x04, kfd_ioctl_set_memory_policy_args) plain;
+    GET_CLOCK_COUNTERS = iowr(0x05, kfd_ioctl_get_clock_counters_args) plain;
+    UPDATE_QUEUE = iow(0x07, kfd_ioctl_update_queue_args);
+    CREATE_EVENT = iowr(0x08, kfd_ioctl_create_event_args) plain;
+    DESTROY_EVENT = iow(0x09, kfd_ioctl_destroy_event_args) plain;
+    SET_EVENT = iow(0x0A, kfd_ioctl_set_event_args) plain;
+    RESET_EVENT = iow(0x0B, kfd_ioctl_reset_event_args) plain;
+    WAIT_EVENTS = iowr(0x0C, kfd_ioctl_wait_events_args);
+    SET_SCRATCH_BACKING_VA = iowr(0x11, kfd_ioctl_set_scratch_backing_va_args);
+    GET_TILE_CONFIG = iowr(0x12, kfd_ioctl_get_tile_config_args);
+    SET_TRAP_HANDLER = iow(0x13, kfd_ioctl_set_trap_handler_args);
+    GET_PROCESS_APERTURES_NEW = iowr(0x14, kfd_ioctl_get_process_apertures_new_args);
+    ACQUIRE_VM = iow(0x15, kfd_ioctl_acquire_vm_args) plain;
+    ALLOC_MEMORY_OF_GPU = iowr(0x16, kfd_ioctl_alloc_memory_of_gpu_args);
+    FREE_MEMORY_OF_GPU = iow(0x17, kfd_ioctl_free_memory_of_gpu_args) plain;
+    MAP_MEMORY_TO_GPU = iowr(0x18, kfd_ioctl_map_memory_to_gpu_args);
+    UNMAP_MEMORY_FROM_GPU = iowr(0x19, kfd_ioctl_unmap_memory_from_gpu_args);
+    SET_CU_MASK = iow(0x1A, kfd_ioctl_set_cu_mask_args);
+    SET_XNACK_MODE = iowr(0x21, kfd_ioctl_set_xnack_mode_args) plain;
+    AVAILABLE_MEMORY = iowr(0x23, kfd_ioctl_get_available_memory_args) plain;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encoding_matches_asm_generic() {
+        // _IOR('K', 1, 8) written out by hand: dir 2 << 30 | size 8 << 16 | 'K' << 8 | 1.
+        assert_eq!(request::GET_VERSION.raw(), (2 << 30) | (8 << 16) | (0x4B << 8) | 1);
+        let r = request::ALLOC_MEMORY_OF_GPU;
+        assert_eq!(r.nr(), 0x16);
+        assert_eq!(r.ty(), b'K');
+        assert_eq!(r.dir(), Direction::ReadWrite);
+        assert_eq!(r.size(), size_of::<kfd_ioctl_alloc_memory_of_gpu_args>());
+        assert_eq!(kfd_request_name(0x0C), Some("AMDKFD_IOC_WAIT_EVENTS"));
+        assert_eq!(kfd_request_name(0xEE), None);
+    }
+}

@@ -1,0 +1,1 @@
+//! pm4 packets (placeholder, being written).

@@ -1,0 +1,1 @@
+//! kfdrt (being written)
