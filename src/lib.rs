@@ -1,1 +1,35 @@
-//! kfdrt (being written)
+//! kfdrt: a user-mode runtime for AMD GPUs over the Linux KFD driver (`/dev/kfd`).
+//!
+//! kfdrt does what ROCr and libhsakmt do, in Rust: discover GPUs from the KFD topology, allocate
+//! and map GPU memory, create events, signals and queues, dispatch kernels and copy memory. Every
+//! system call goes through the [`kfd_sys::Driver`] seam, so the same code runs on a real GPU and on
+//! the emulated device of the `kfd-emu` crate (feature `emu`, on by default).
+//!
+//! ```no_run
+//! # fn main() -> kfdrt::Result<()> {
+//! let kfd = kfdrt::Kfd::from_env()?; // KFDRT_DEVICE=auto|hw|emu
+//! for gpu in kfd.gpus() {
+//!     println!("{} with {} CUs", gpu.info().gfx_target, gpu.info().compute_units);
+//!     let buf = gpu.alloc(1 << 20, kfdrt::MemoryKind::GttCoherent)?;
+//!     buf.write(0, b"hello")?;
+//! }
+//! # Ok(()) }
+//! ```
+#![warn(missing_docs)]
+
+mod device;
+mod error;
+pub mod event;
+pub mod memory;
+pub mod topology;
+
+pub use device::{ClockCounters, DeviceChoice, Gpu, Kfd, DEVICE_ENV};
+pub use error::{Error, Result};
+pub use event::{Event, EventKind, MemoryException, WaitMode};
+pub use kfd_sys::{DriverKind, Errno};
+pub use memory::{AllocOptions, Buffer, MemoryKind};
+pub use topology::{GpuInfo, Topology};
+
+/// The emulated device, re-exported for programs and tests that configure it.
+#[cfg(feature = "emu")]
+pub use kfd_emu as emu;

@@ -1,0 +1,86 @@
+//! The runtime's error type.
+
+use kfd_sys::Errno;
+
+/// Everything that can go wrong in kfdrt. Errors name the failing operation and carry the errno
+/// the driver (or emulator) returned, so a log line is enough to tell what happened.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A driver call failed.
+    #[error("{op} failed: {errno}")]
+    Driver {
+        /// The operation, usually the ioctl's name.
+        op: &'static str,
+        /// What the driver returned.
+        errno: Errno,
+    },
+    /// No usable device: `/dev/kfd` is missing, or the requested backend is not built in.
+    #[error("no KFD device: {0}")]
+    NoDevice(String),
+    /// The driver speaks a KFD ABI version kfdrt does not support.
+    #[error("unsupported KFD version {major}.{minor} (kfdrt needs 1.{min_minor} or newer)")]
+    UnsupportedVersion {
+        /// Major version the driver reported.
+        major: u32,
+        /// Minor version the driver reported.
+        minor: u32,
+        /// Oldest minor version kfdrt accepts.
+        min_minor: u32,
+    },
+    /// The topology tree is missing something or holds a value that does not parse.
+    #[error("topology: {0}")]
+    Topology(String),
+    /// A caller-supplied argument is invalid (the message says which and why).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// The device or the process is out of the requested kind of memory.
+    #[error("out of {kind} memory on GPU {gpu_id:#x} (requested {requested} bytes)")]
+    OutOfMemory {
+        /// Memory kind, e.g. "device-local VRAM".
+        kind: &'static str,
+        /// The GPU's KFD id.
+        gpu_id: u32,
+        /// Bytes requested.
+        requested: u64,
+    },
+    /// A wait did not complete in time.
+    #[error("timed out after {after_ms} ms waiting for {what}")]
+    Timeout {
+        /// What was being waited for.
+        what: String,
+        /// The timeout that expired.
+        after_ms: u64,
+    },
+    /// An environment variable holds a value kfdrt does not understand.
+    #[error("environment variable {var}={value:?}: {reason}")]
+    Environment {
+        /// The variable.
+        var: &'static str,
+        /// Its value.
+        value: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The emulated device could not be created.
+    #[cfg(feature = "emu")]
+    #[error("emulator: {0}")]
+    Emulator(#[from] kfd_emu::EmuError),
+}
+
+impl Error {
+    /// The errno behind a driver failure, if that is what this is.
+    pub fn errno(&self) -> Option<Errno> {
+        match self {
+            Error::Driver { errno, .. } => Some(*errno),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn driver(op: &'static str) -> impl FnOnce(Errno) -> Error {
+        move |errno| Error::Driver { op, errno }
+    }
+}
+
+/// `Result<T, kfdrt::Error>`.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

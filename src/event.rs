@@ -1,0 +1,271 @@
+//! KFD events: interrupt-backed wake-ups for signals, memory faults and queue errors.
+//!
+//! Signal events share one "events page" per process: 4096 slots of 8 bytes in uncached GTT that
+//! the GPU writes an event's id into (its mailbox) before raising the interrupt. kfdrt allocates
+//! the page on the first signal event and registers it with that `CREATE_EVENT`, as libhsakmt does.
+
+use crate::device::Kfd;
+use crate::error::{Error, Result};
+use crate::memory::raw::RawAllocation;
+use crate::memory::MemoryKind;
+use kfd_sys::bindings::*;
+use kfd_sys::{Driver, DriverExt};
+use std::fmt;
+use std::time::Duration;
+
+/// Slots in the events page (KFD's `KFD_SIGNAL_EVENT_LIMIT`).
+pub const EVENT_SLOTS: u64 = 4096;
+/// Bytes per mailbox slot.
+pub const EVENT_SLOT_SIZE: u64 = 8;
+
+/// The process's events page: an uncached GTT allocation mapped to every GPU.
+pub(crate) struct EventsPage {
+    alloc: RawAllocation,
+    mapped: Vec<u32>,
+    registered: bool,
+}
+
+impl EventsPage {
+    pub(crate) fn release(self, driver: &dyn Driver) {
+        self.alloc.release(driver, &self.mapped);
+    }
+}
+
+/// The kind of an event (`KFD_IOC_EVENT_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventKind {
+    /// Signalled by a GPU interrupt or `SET_EVENT`.
+    Signal,
+    /// A GPU memory fault of this process (the wait returns the faulting address).
+    Memory,
+    /// A hardware exception (queue error, GPU reset).
+    HwException,
+}
+
+impl EventKind {
+    fn raw(self) -> u32 {
+        match self {
+            EventKind::Signal => KFD_IOC_EVENT_SIGNAL,
+            EventKind::Memory => KFD_IOC_EVENT_MEMORY,
+            EventKind::HwException => KFD_IOC_EVENT_HW_EXCEPTION,
+        }
+    }
+}
+
+/// How to wait on several events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitMode {
+    /// Until every event is signalled.
+    All,
+    /// Until any event is signalled.
+    Any,
+}
+
+/// A GPU memory fault, as reported with a memory event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryException {
+    /// The faulting virtual address (page-aligned by the hardware).
+    pub va: u64,
+    /// The GPU that faulted.
+    pub gpu_id: u32,
+    /// The page was not present (not mapped).
+    pub not_present: bool,
+    /// A write to a read-only page.
+    pub read_only: bool,
+    /// An instruction fetch from a non-executable page.
+    pub no_execute: bool,
+}
+
+/// A KFD event. Dropping it destroys it.
+pub struct Event {
+    kfd: Kfd,
+    id: u32,
+    kind: EventKind,
+    auto_reset: bool,
+    mailbox: Option<u64>,
+}
+
+impl fmt::Debug for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Event")
+            .field("id", &self.id)
+            .field("kind", &self.kind)
+            .field("auto_reset", &self.auto_reset)
+            .finish()
+    }
+}
+
+fn timeout_ms(timeout: Option<Duration>) -> u32 {
+    match timeout {
+        // KFD waits forever for 0xFFFFFFFF.
+        None => u32::MAX,
+        Some(t) => u32::try_from(t.as_millis()).unwrap_or(u32::MAX - 1).min(u32::MAX - 1),
+    }
+}
+
+impl Kfd {
+    /// Creates an event. Auto-reset events are reset by the wait that observes them.
+    pub fn create_event(&self, kind: EventKind, auto_reset: bool) -> Result<Event> {
+        let driver = &**self.driver();
+        let mut page_guard = self.shared.events_page.lock().unwrap_or_else(|p| p.into_inner());
+        let mut args = kfd_ioctl_create_event_args {
+            event_type: kind.raw(),
+            auto_reset: u32::from(auto_reset),
+            ..Default::default()
+        };
+        if kind == EventKind::Signal && page_guard.is_none() {
+            if let Some(first) = self.gpu(0) {
+                let info = first.info();
+                let alloc = RawAllocation::new(
+                    driver,
+                    info.gpu_id,
+                    info.drm_render_minor,
+                    EVENT_SLOTS * EVENT_SLOT_SIZE,
+                    MemoryKind::GttUncached,
+                    false,
+                )?;
+                let others: Vec<u32> = self.gpus().iter().skip(1).map(|g| g.id()).collect();
+                if !others.is_empty() {
+                    if let Err(e) = alloc.map_to_gpus(driver, &others) {
+                        alloc.release(driver, &[info.gpu_id]);
+                        return Err(e);
+                    }
+                }
+                let mut mapped = vec![info.gpu_id];
+                mapped.extend(others);
+                *page_guard = Some(EventsPage { alloc, mapped, registered: false });
+            }
+        }
+        if kind == EventKind::Signal {
+            if let Some(page) = page_guard.as_ref().filter(|p| !p.registered) {
+                args.event_page_offset = page.alloc.handle;
+            }
+        }
+        driver
+            .kfd_ioctl(&mut args)
+            .map_err(Error::driver("AMDKFD_IOC_CREATE_EVENT"))?;
+        let mut mailbox = None;
+        if let Some(page) = page_guard.as_mut().filter(|_| kind == EventKind::Signal) {
+            page.registered = true;
+            if u64::from(args.event_slot_index) < EVENT_SLOTS {
+                mailbox = Some(page.alloc.va.addr + u64::from(args.event_slot_index) * EVENT_SLOT_SIZE);
+            }
+        }
+        Ok(Event { kfd: self.clone(), id: args.event_id, kind, auto_reset, mailbox })
+    }
+
+    /// Waits for `events` (all or any). Returns `Ok(true)` when the condition was met and
+    /// `Ok(false)` on timeout; `None` waits forever.
+    pub fn wait_events(&self, events: &[&Event], mode: WaitMode, timeout: Option<Duration>) -> Result<bool> {
+        self.wait_raw(events, mode, timeout).map(|(done, _)| done)
+    }
+
+    fn wait_raw(
+        &self,
+        events: &[&Event],
+        mode: WaitMode,
+        timeout: Option<Duration>,
+    ) -> Result<(bool, Vec<kfd_event_data>)> {
+        if events.is_empty() {
+            return Err(Error::InvalidArgument("waiting on no events".into()));
+        }
+        if events.iter().any(|e| !std::sync::Arc::ptr_eq(&e.kfd.shared, &self.shared)) {
+            return Err(Error::InvalidArgument("event belongs to another Kfd".into()));
+        }
+        let mut data: Vec<kfd_event_data> = events
+            .iter()
+            .map(|e| kfd_event_data { event_id: e.id, ..Default::default() })
+            .collect();
+        let mut args = kfd_ioctl_wait_events_args {
+            events_ptr: data.as_mut_ptr() as u64,
+            num_events: u32::try_from(data.len())
+                .map_err(|_| Error::InvalidArgument("too many events".into()))?,
+            wait_for_all: u32::from(mode == WaitMode::All),
+            timeout: timeout_ms(timeout),
+            wait_result: 0,
+        };
+        // SAFETY: `events_ptr` points to `data`, `num_events` entries, alive across the call; the
+        // driver reads ids and writes payloads in place.
+        unsafe { self.driver().kfd_ioctl_unchecked(&mut args) }
+            .map_err(Error::driver("AMDKFD_IOC_WAIT_EVENTS"))?;
+        match args.wait_result {
+            KFD_IOC_WAIT_RESULT_COMPLETE => Ok((true, data)),
+            KFD_IOC_WAIT_RESULT_TIMEOUT => Ok((false, data)),
+            _ => Err(Error::Driver {
+                op: "AMDKFD_IOC_WAIT_EVENTS (wait_result FAIL)",
+                errno: kfd_sys::Errno::EIO,
+            }),
+        }
+    }
+}
+
+impl Event {
+    /// KFD's event id (what the GPU writes into the mailbox and passes as interrupt context).
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// The kind.
+    pub fn kind(&self) -> EventKind {
+        self.kind
+    }
+
+    /// Whether a wait resets it.
+    pub fn auto_reset(&self) -> bool {
+        self.auto_reset
+    }
+
+    /// GPU address of the event's mailbox slot in the events page (signal events only).
+    pub fn mailbox_address(&self) -> Option<u64> {
+        self.mailbox
+    }
+
+    /// Signals the event from the CPU (`SET_EVENT`).
+    pub fn set(&self) -> Result<()> {
+        let mut args = kfd_ioctl_set_event_args { event_id: self.id, pad: 0 };
+        self.kfd.driver().kfd_ioctl(&mut args).map(drop).map_err(Error::driver("AMDKFD_IOC_SET_EVENT"))
+    }
+
+    /// Clears the event (`RESET_EVENT`).
+    pub fn reset(&self) -> Result<()> {
+        let mut args = kfd_ioctl_reset_event_args { event_id: self.id, pad: 0 };
+        self.kfd.driver().kfd_ioctl(&mut args).map(drop).map_err(Error::driver("AMDKFD_IOC_RESET_EVENT"))
+    }
+
+    /// Waits until the event is signalled: `Ok(true)`, or `Ok(false)` after `timeout`
+    /// (`None` = forever).
+    pub fn wait(&self, timeout: Option<Duration>) -> Result<bool> {
+        self.kfd.wait_events(&[self], WaitMode::Any, timeout)
+    }
+
+    /// Waits on a memory event and returns the fault it reports, or `None` on timeout.
+    pub fn wait_memory_exception(&self, timeout: Option<Duration>) -> Result<Option<MemoryException>> {
+        if self.kind != EventKind::Memory {
+            return Err(Error::InvalidArgument("not a memory event".into()));
+        }
+        let (done, data) = self.kfd.wait_raw(&[self], WaitMode::Any, timeout)?;
+        if !done {
+            return Ok(None);
+        }
+        let Some(d) = data.first() else { return Ok(None) };
+        // SAFETY: for a memory event KFD fills the memory-exception member of the union; every
+        // member is plain integers, so any bit pattern is a valid value.
+        let m = unsafe { d.__bindgen_anon_1.memory_exception_data };
+        Ok(Some(MemoryException {
+            va: m.va,
+            gpu_id: m.gpu_id,
+            not_present: m.failure.NotPresent != 0,
+            read_only: m.failure.ReadOnly != 0,
+            no_execute: m.failure.NoExecute != 0,
+        }))
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        let mut args = kfd_ioctl_destroy_event_args { event_id: self.id, pad: 0 };
+        if let Err(e) = self.kfd.driver().kfd_ioctl(&mut args) {
+            log::warn!("kfdrt: AMDKFD_IOC_DESTROY_EVENT {}: {e}", self.id);
+        }
+    }
+}

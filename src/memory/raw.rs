@@ -1,0 +1,190 @@
+//! One KFD allocation: the reserve → allocate → CPU-map → GPU-map sequence and its reverse.
+//!
+//! [`RawAllocation`] is what [`crate::Buffer`], the events page and queue memory are built on.
+
+use super::va::{va_alignment, VaRange, PAGE_SIZE};
+use super::MemoryKind;
+use crate::error::{Error, Result};
+use kfd_sys::bindings::*;
+use kfd_sys::{Driver, DriverExt, Errno, MapSource, Node};
+
+/// A live KFD allocation of one GPU.
+#[derive(Debug)]
+pub(crate) struct RawAllocation {
+    /// KFD's handle.
+    pub(crate) handle: u64,
+    /// The address range (GPU VA = CPU VA); for pageable memory, the host memory itself.
+    pub(crate) va: VaRange,
+    /// The GPU that owns the allocation.
+    pub(crate) gpu_id: u32,
+    pub(crate) kind: MemoryKind,
+    /// Whether the CPU can access `va`.
+    pub(crate) cpu_mapped: bool,
+}
+
+/// What to ask KFD for: the memory kind's flags plus options.
+pub(crate) fn alloc_flags(kind: MemoryKind, executable: bool) -> u32 {
+    let base = match kind {
+        MemoryKind::DeviceLocal => {
+            KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE
+        }
+        MemoryKind::HostVisibleVram => {
+            KFD_IOC_ALLOC_MEM_FLAGS_VRAM
+                | KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC
+                | KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE
+        }
+        MemoryKind::GttCoherent => KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_COHERENT,
+        MemoryKind::GttUncached => {
+            KFD_IOC_ALLOC_MEM_FLAGS_GTT
+                | KFD_IOC_ALLOC_MEM_FLAGS_COHERENT
+                | KFD_IOC_ALLOC_MEM_FLAGS_UNCACHED
+        }
+        MemoryKind::Pageable => KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_COHERENT,
+    };
+    let exec = if executable { KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE } else { 0 };
+    base | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | exec
+}
+
+impl RawAllocation {
+    /// Allocates `size` bytes (rounded up to a page) of `kind` on GPU `gpu_id` with render node
+    /// `render_minor`, maps it for the CPU where the kind allows and for `gpu_id`.
+    pub(crate) fn new(
+        driver: &dyn Driver,
+        gpu_id: u32,
+        render_minor: u32,
+        size: u64,
+        kind: MemoryKind,
+        executable: bool,
+    ) -> Result<RawAllocation> {
+        if size == 0 {
+            return Err(Error::InvalidArgument("allocation size is 0".into()));
+        }
+        let len = super::va::align_up(size, PAGE_SIZE)
+            .ok_or_else(|| Error::InvalidArgument(format!("size {size} overflows")))?;
+        let va = VaRange::reserve(driver, len, va_alignment(len))?;
+        if kind == MemoryKind::Pageable {
+            if let Err(e) = back_with_host_memory(driver, &va) {
+                va.release(driver);
+                return Err(e);
+            }
+        }
+        let mut args = kfd_ioctl_alloc_memory_of_gpu_args {
+            va_addr: va.addr,
+            size: len,
+            gpu_id,
+            flags: alloc_flags(kind, executable),
+            // USERPTR passes the user address in mmap_offset.
+            mmap_offset: if kind == MemoryKind::Pageable { va.addr } else { 0 },
+            handle: 0,
+        };
+        // SAFETY: the VA range is reserved by us for this allocation; for USERPTR it is host
+        // memory we own for the allocation's whole life.
+        if let Err(errno) = unsafe { driver.kfd_ioctl_unchecked(&mut args) } {
+            va.release(driver);
+            return Err(if errno == Errno::ENOMEM {
+                Error::OutOfMemory { kind: kind.name(), gpu_id, requested: len }
+            } else {
+                Error::Driver { op: "AMDKFD_IOC_ALLOC_MEMORY_OF_GPU", errno }
+            });
+        }
+        let mut alloc = RawAllocation { handle: args.handle, va, gpu_id, kind, cpu_mapped: false };
+        if kind.host_accessible() && kind != MemoryKind::Pageable {
+            // SAFETY: MAP_FIXED over our own reservation, at the offset KFD returned for this BO.
+            let mapped = unsafe {
+                driver.mmap(
+                    MapSource::File(Node::Render(render_minor)),
+                    alloc.va.addr as *mut _,
+                    len as usize,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED | libc::MAP_FIXED,
+                    args.mmap_offset,
+                )
+            };
+            if let Err(errno) = mapped {
+                alloc.release(driver, &[]);
+                return Err(Error::Driver { op: "mmap (render node)", errno });
+            }
+        }
+        alloc.cpu_mapped = kind.host_accessible();
+        if let Err(e) = alloc.map_to_gpus(driver, &[gpu_id]) {
+            alloc.release(driver, &[]);
+            return Err(e);
+        }
+        Ok(alloc)
+    }
+
+    /// The CPU pointer, when the CPU can access the memory.
+    pub(crate) fn cpu_ptr(&self) -> Option<*mut u8> {
+        self.cpu_mapped.then_some(self.va.addr as *mut u8)
+    }
+
+    /// `MAP_MEMORY_TO_GPU` for `gpu_ids`.
+    pub(crate) fn map_to_gpus(&self, driver: &dyn Driver, gpu_ids: &[u32]) -> Result<()> {
+        let mut args = kfd_ioctl_map_memory_to_gpu_args {
+            handle: self.handle,
+            device_ids_array_ptr: gpu_ids.as_ptr() as u64,
+            n_devices: u32::try_from(gpu_ids.len())
+                .map_err(|_| Error::InvalidArgument("too many GPUs".into()))?,
+            n_success: 0,
+        };
+        // SAFETY: the device array is `gpu_ids`, alive across the call, `n_devices` long.
+        unsafe { driver.kfd_ioctl_unchecked(&mut args) }
+            .map(drop)
+            .map_err(Error::driver("AMDKFD_IOC_MAP_MEMORY_TO_GPU"))
+    }
+
+    /// `UNMAP_MEMORY_FROM_GPU` for `gpu_ids`.
+    pub(crate) fn unmap_from_gpus(&self, driver: &dyn Driver, gpu_ids: &[u32]) -> Result<()> {
+        let mut args = kfd_ioctl_unmap_memory_from_gpu_args {
+            handle: self.handle,
+            device_ids_array_ptr: gpu_ids.as_ptr() as u64,
+            n_devices: u32::try_from(gpu_ids.len())
+                .map_err(|_| Error::InvalidArgument("too many GPUs".into()))?,
+            n_success: 0,
+        };
+        // SAFETY: the device array is `gpu_ids`, alive across the call, `n_devices` long.
+        unsafe { driver.kfd_ioctl_unchecked(&mut args) }
+            .map(drop)
+            .map_err(Error::driver("AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU"))
+    }
+
+    /// Unmaps from `mapped_gpus`, removes the CPU mapping and frees, in that order. (Pageable
+    /// memory is freed before its host pages go, since KFD holds them until the free.)
+    pub(crate) fn release(self, driver: &dyn Driver, mapped_gpus: &[u32]) {
+        if !mapped_gpus.is_empty() {
+            if let Err(e) = self.unmap_from_gpus(driver, mapped_gpus) {
+                log::warn!("kfdrt: unmapping {:#x} at free: {e}", self.va.addr);
+            }
+        }
+        if self.kind != MemoryKind::Pageable {
+            self.va.release(driver);
+        }
+        let mut args = kfd_ioctl_free_memory_of_gpu_args { handle: self.handle };
+        if let Err(e) = driver.kfd_ioctl(&mut args) {
+            log::warn!("kfdrt: AMDKFD_IOC_FREE_MEMORY_OF_GPU {:#x}: {e}", self.handle);
+        }
+        if self.kind == MemoryKind::Pageable {
+            self.va.release(driver);
+        }
+    }
+}
+
+fn back_with_host_memory(driver: &dyn Driver, va: &VaRange) -> Result<()> {
+    // SAFETY: MAP_FIXED over our own fresh reservation.
+    unsafe {
+        driver.mmap(
+            MapSource::Anonymous,
+            va.addr as *mut _,
+            va.len as usize,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_FIXED,
+            0,
+        )
+    }
+    .map_err(Error::driver("mmap (host memory)"))?;
+    if va.len >= super::va::HUGE_PAGE_SIZE {
+        // SAFETY: advisory only, on memory we own; failure (no THP) changes nothing observable.
+        unsafe { libc::madvise(va.addr as *mut _, va.len as usize, libc::MADV_HUGEPAGE) };
+    }
+    Ok(())
+}
