@@ -2,6 +2,8 @@
 
 use crate::error::{Error, Result};
 use crate::event::EventsPage;
+use crate::signal::SignalPool;
+use crate::queue::doorbell::{DoorbellPages, DOORBELL_PAGES_SIZE};
 use crate::topology::{GpuInfo, Topology};
 use kfd_sys::bindings::*;
 use kfd_sys::{DevKfd, Driver, DriverExt, DriverKind, MIN_MINOR_VERSION, SUPPORTED_MAJOR_VERSION};
@@ -45,6 +47,7 @@ pub(crate) struct GpuState {
     /// Render-node descriptor passed to `ACQUIRE_VM` (kept open by the driver).
     pub(crate) render_fd: i32,
     pub(crate) apertures: kfd_process_device_apertures,
+    pub(crate) doorbells: Mutex<Option<DoorbellPages>>,
 }
 
 /// What every handle of an open KFD shares. Dropped after the last buffer, event and queue.
@@ -56,6 +59,7 @@ pub(crate) struct KfdShared {
     pub(crate) topology: Topology,
     pub(crate) gpus: Vec<GpuState>,
     pub(crate) events_page: Mutex<Option<EventsPage>>,
+    pub(crate) signals: Mutex<SignalPool>,
 }
 
 impl KfdShared {
@@ -66,6 +70,17 @@ impl KfdShared {
 
 impl Drop for KfdShared {
     fn drop(&mut self) {
+        let signals = std::mem::take(self.signals.get_mut().unwrap_or_else(|p| p.into_inner()));
+        signals.release(&*self.driver);
+        for gpu in &mut self.gpus {
+            if let Some(pages) = gpu.doorbells.get_mut().unwrap_or_else(|p| p.into_inner()).take() {
+                // SAFETY: the doorbell pages were mapped by kfdrt and every queue using them is
+                // gone (queues keep the KfdShared alive).
+                if let Err(e) = unsafe { self.driver.munmap(pages.addr as *mut _, DOORBELL_PAGES_SIZE as usize) } {
+                    log::warn!("kfdrt: unmapping doorbells: {e}");
+                }
+            }
+        }
         let page = self.events_page.get_mut().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(page) = page {
             page.release(&*self.driver);
@@ -181,7 +196,12 @@ impl Kfd {
                 .find(|a| a.gpu_id == info.gpu_id)
                 .copied()
                 .unwrap_or_default();
-            gpus.push(GpuState { info: info.clone(), render_fd, apertures: ap });
+            gpus.push(GpuState {
+                info: info.clone(),
+                render_fd,
+                apertures: ap,
+                doorbells: Mutex::new(None),
+            });
         }
         log::info!(
             "kfdrt: {} (KFD {}.{}), {} GPU(s)",
@@ -199,6 +219,7 @@ impl Kfd {
                 topology,
                 gpus,
                 events_page: Mutex::new(None),
+                signals: Mutex::new(SignalPool::default()),
             }),
         })
     }

@@ -52,6 +52,20 @@ pub enum Error {
         /// The timeout that expired.
         after_ms: u64,
     },
+    /// A queue's ring has no room and the call was not allowed to wait.
+    #[error("queue {queue_id} is full")]
+    QueueFull {
+        /// KFD's queue id.
+        queue_id: u32,
+    },
+    /// A queue stopped because of an error the packet processor reported; it runs nothing more.
+    #[error("queue {queue_id} stopped: {fault}")]
+    QueueError {
+        /// KFD's queue id.
+        queue_id: u32,
+        /// What the packet processor reported.
+        fault: crate::queue::QueueFault,
+    },
     /// An environment variable holds a value kfdrt does not understand.
     #[error("environment variable {var}={value:?}: {reason}")]
     Environment {

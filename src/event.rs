@@ -4,12 +4,13 @@
 //! the GPU writes an event's id into (its mailbox) before raising the interrupt. kfdrt allocates
 //! the page on the first signal event and registers it with that `CREATE_EVENT`, as libhsakmt does.
 
-use crate::device::Kfd;
+use crate::device::{Kfd, KfdShared};
 use crate::error::{Error, Result};
 use crate::memory::raw::RawAllocation;
 use crate::memory::MemoryKind;
 use kfd_sys::bindings::*;
 use kfd_sys::{Driver, DriverExt};
+
 use std::fmt;
 use std::time::Duration;
 
@@ -103,55 +104,100 @@ fn timeout_ms(timeout: Option<Duration>) -> u32 {
     }
 }
 
+/// Creates a KFD event for `shared`, registering the events page with the first signal event.
+/// Returns the event id and, for signal events, its mailbox address.
+pub(crate) fn create_raw_event(
+    shared: &KfdShared,
+    kind: EventKind,
+    auto_reset: bool,
+) -> Result<(u32, Option<u64>)> {
+    let driver = &*shared.driver;
+    let mut page_guard = shared.events_page.lock().unwrap_or_else(|p| p.into_inner());
+    let mut args = kfd_ioctl_create_event_args {
+        event_type: kind.raw(),
+        auto_reset: u32::from(auto_reset),
+        ..Default::default()
+    };
+    if kind == EventKind::Signal && page_guard.is_none() {
+        if let Some(first) = shared.gpus.first() {
+            let info = &first.info;
+            let alloc = RawAllocation::new(
+                driver,
+                info.gpu_id,
+                info.drm_render_minor,
+                EVENT_SLOTS * EVENT_SLOT_SIZE,
+                MemoryKind::GttUncached,
+                false,
+            )?;
+            let others: Vec<u32> = shared.gpus.iter().skip(1).map(|g| g.info.gpu_id).collect();
+            if !others.is_empty() {
+                if let Err(e) = alloc.map_to_gpus(driver, &others) {
+                    alloc.release(driver, &[info.gpu_id]);
+                    return Err(e);
+                }
+            }
+            let mut mapped = vec![info.gpu_id];
+            mapped.extend(others);
+            *page_guard = Some(EventsPage { alloc, mapped, registered: false });
+        }
+    }
+    if kind == EventKind::Signal {
+        if let Some(page) = page_guard.as_ref().filter(|p| !p.registered) {
+            args.event_page_offset = page.alloc.handle;
+        }
+    }
+    driver
+        .kfd_ioctl(&mut args)
+        .map_err(Error::driver("AMDKFD_IOC_CREATE_EVENT"))?;
+    let mut mailbox = None;
+    if let Some(page) = page_guard.as_mut().filter(|_| kind == EventKind::Signal) {
+        page.registered = true;
+        if u64::from(args.event_slot_index) < EVENT_SLOTS {
+            mailbox = Some(page.alloc.va.addr + u64::from(args.event_slot_index) * EVENT_SLOT_SIZE);
+        }
+    }
+    Ok((args.event_id, mailbox))
+}
+
+/// `WAIT_EVENTS` on raw ids: `Ok(true)` when the condition was met, `Ok(false)` on timeout.
+pub(crate) fn wait_ids(
+    shared: &KfdShared,
+    ids: &[u32],
+    mode: WaitMode,
+    timeout: Option<Duration>,
+) -> Result<(bool, Vec<kfd_event_data>)> {
+    if ids.is_empty() {
+        return Err(Error::InvalidArgument("waiting on no events".into()));
+    }
+    let mut data: Vec<kfd_event_data> =
+        ids.iter().map(|&event_id| kfd_event_data { event_id, ..Default::default() }).collect();
+    let mut args = kfd_ioctl_wait_events_args {
+        events_ptr: data.as_mut_ptr() as u64,
+        num_events: u32::try_from(data.len())
+            .map_err(|_| Error::InvalidArgument("too many events".into()))?,
+        wait_for_all: u32::from(mode == WaitMode::All),
+        timeout: timeout_ms(timeout),
+        wait_result: 0,
+    };
+    // SAFETY: `events_ptr` points to `data`, `num_events` entries, alive across the call; the
+    // driver reads ids and writes payloads in place.
+    unsafe { shared.driver.kfd_ioctl_unchecked(&mut args) }
+        .map_err(Error::driver("AMDKFD_IOC_WAIT_EVENTS"))?;
+    match args.wait_result {
+        KFD_IOC_WAIT_RESULT_COMPLETE => Ok((true, data)),
+        KFD_IOC_WAIT_RESULT_TIMEOUT => Ok((false, data)),
+        _ => Err(Error::Driver {
+            op: "AMDKFD_IOC_WAIT_EVENTS (wait_result FAIL)",
+            errno: kfd_sys::Errno::EIO,
+        }),
+    }
+}
+
 impl Kfd {
     /// Creates an event. Auto-reset events are reset by the wait that observes them.
     pub fn create_event(&self, kind: EventKind, auto_reset: bool) -> Result<Event> {
-        let driver = &**self.driver();
-        let mut page_guard = self.shared.events_page.lock().unwrap_or_else(|p| p.into_inner());
-        let mut args = kfd_ioctl_create_event_args {
-            event_type: kind.raw(),
-            auto_reset: u32::from(auto_reset),
-            ..Default::default()
-        };
-        if kind == EventKind::Signal && page_guard.is_none() {
-            if let Some(first) = self.gpu(0) {
-                let info = first.info();
-                let alloc = RawAllocation::new(
-                    driver,
-                    info.gpu_id,
-                    info.drm_render_minor,
-                    EVENT_SLOTS * EVENT_SLOT_SIZE,
-                    MemoryKind::GttUncached,
-                    false,
-                )?;
-                let others: Vec<u32> = self.gpus().iter().skip(1).map(|g| g.id()).collect();
-                if !others.is_empty() {
-                    if let Err(e) = alloc.map_to_gpus(driver, &others) {
-                        alloc.release(driver, &[info.gpu_id]);
-                        return Err(e);
-                    }
-                }
-                let mut mapped = vec![info.gpu_id];
-                mapped.extend(others);
-                *page_guard = Some(EventsPage { alloc, mapped, registered: false });
-            }
-        }
-        if kind == EventKind::Signal {
-            if let Some(page) = page_guard.as_ref().filter(|p| !p.registered) {
-                args.event_page_offset = page.alloc.handle;
-            }
-        }
-        driver
-            .kfd_ioctl(&mut args)
-            .map_err(Error::driver("AMDKFD_IOC_CREATE_EVENT"))?;
-        let mut mailbox = None;
-        if let Some(page) = page_guard.as_mut().filter(|_| kind == EventKind::Signal) {
-            page.registered = true;
-            if u64::from(args.event_slot_index) < EVENT_SLOTS {
-                mailbox = Some(page.alloc.va.addr + u64::from(args.event_slot_index) * EVENT_SLOT_SIZE);
-            }
-        }
-        Ok(Event { kfd: self.clone(), id: args.event_id, kind, auto_reset, mailbox })
+        let (id, mailbox) = create_raw_event(&self.shared, kind, auto_reset)?;
+        Ok(Event { kfd: self.clone(), id, kind, auto_reset, mailbox })
     }
 
     /// Waits for `events` (all or any). Returns `Ok(true)` when the condition was met and
@@ -166,36 +212,11 @@ impl Kfd {
         mode: WaitMode,
         timeout: Option<Duration>,
     ) -> Result<(bool, Vec<kfd_event_data>)> {
-        if events.is_empty() {
-            return Err(Error::InvalidArgument("waiting on no events".into()));
-        }
         if events.iter().any(|e| !std::sync::Arc::ptr_eq(&e.kfd.shared, &self.shared)) {
             return Err(Error::InvalidArgument("event belongs to another Kfd".into()));
         }
-        let mut data: Vec<kfd_event_data> = events
-            .iter()
-            .map(|e| kfd_event_data { event_id: e.id, ..Default::default() })
-            .collect();
-        let mut args = kfd_ioctl_wait_events_args {
-            events_ptr: data.as_mut_ptr() as u64,
-            num_events: u32::try_from(data.len())
-                .map_err(|_| Error::InvalidArgument("too many events".into()))?,
-            wait_for_all: u32::from(mode == WaitMode::All),
-            timeout: timeout_ms(timeout),
-            wait_result: 0,
-        };
-        // SAFETY: `events_ptr` points to `data`, `num_events` entries, alive across the call; the
-        // driver reads ids and writes payloads in place.
-        unsafe { self.driver().kfd_ioctl_unchecked(&mut args) }
-            .map_err(Error::driver("AMDKFD_IOC_WAIT_EVENTS"))?;
-        match args.wait_result {
-            KFD_IOC_WAIT_RESULT_COMPLETE => Ok((true, data)),
-            KFD_IOC_WAIT_RESULT_TIMEOUT => Ok((false, data)),
-            _ => Err(Error::Driver {
-                op: "AMDKFD_IOC_WAIT_EVENTS (wait_result FAIL)",
-                errno: kfd_sys::Errno::EIO,
-            }),
-        }
+        let ids: Vec<u32> = events.iter().map(|e| e.id).collect();
+        wait_ids(&self.shared, &ids, mode, timeout)
     }
 }
 

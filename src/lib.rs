@@ -20,14 +20,20 @@
 mod device;
 mod error;
 pub mod event;
+pub mod kernel;
 pub mod memory;
+pub mod queue;
+pub mod signal;
 pub mod topology;
 
 pub use device::{ClockCounters, DeviceChoice, Gpu, Kfd, DEVICE_ENV};
 pub use error::{Error, Result};
 pub use event::{Event, EventKind, MemoryException, WaitMode};
+pub use kernel::Kernel;
 pub use kfd_sys::{DriverKind, Errno};
+pub use queue::{AqlQueue, AqlQueueOptions, Dispatch, QueuePriority, Submission};
 pub use memory::{AllocOptions, Buffer, MemoryKind};
+pub use signal::{Condition, Signal};
 pub use topology::{GpuInfo, Topology};
 
 /// The emulated device, re-exported for programs and tests that configure it.

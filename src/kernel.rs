@@ -1,0 +1,146 @@
+//! [`Kernel`]: what a dispatch runs — a kernel descriptor's address and its segment sizes.
+
+#[cfg(feature = "emu")]
+use crate::device::Gpu;
+#[cfg(feature = "emu")]
+use crate::error::{Error, Result};
+use crate::memory::Buffer;
+#[cfg(feature = "emu")]
+use crate::memory::{AllocOptions, MemoryKind};
+use std::fmt;
+
+/// A kernel ready to dispatch: the address of its 64-byte kernel descriptor ("kernel object")
+/// plus the sizes a dispatch packet needs.
+pub struct Kernel {
+    name: String,
+    object: u64,
+    kernarg_size: u32,
+    group_segment_size: u32,
+    private_segment_size: u32,
+    /// Memory holding the descriptor (and code), kept alive with the kernel.
+    _code: Option<Buffer>,
+    #[cfg(feature = "emu")]
+    binding: Option<(std::sync::Arc<kfd_emu::Emulator>, u64)>,
+}
+
+impl fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Kernel")
+            .field("name", &self.name)
+            .field("object", &format_args!("{:#x}", self.object))
+            .field("kernarg_size", &self.kernarg_size)
+            .finish()
+    }
+}
+
+impl Kernel {
+    /// A kernel whose descriptor is already in GPU memory at `object` (for example loaded by
+    /// other code).
+    ///
+    /// # Safety
+    /// `object` must be the address of a valid kernel descriptor, mapped to the GPUs it will be
+    /// dispatched on, whose code and descriptor outlive every dispatch of it; the GPU will run it.
+    pub unsafe fn from_raw(
+        name: &str,
+        object: u64,
+        kernarg_size: u32,
+        group_segment_size: u32,
+        private_segment_size: u32,
+    ) -> Kernel {
+        Kernel {
+            name: name.to_owned(),
+            object,
+            kernarg_size,
+            group_segment_size,
+            private_segment_size,
+            _code: None,
+            #[cfg(feature = "emu")]
+            binding: None,
+        }
+    }
+
+    /// The kernel's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Address of the kernel descriptor.
+    pub fn object(&self) -> u64 {
+        self.object
+    }
+
+    /// Bytes of kernel arguments the kernel reads.
+    pub fn kernarg_size(&self) -> u32 {
+        self.kernarg_size
+    }
+
+    /// Static LDS bytes per work-group.
+    pub fn group_segment_size(&self) -> u32 {
+        self.group_segment_size
+    }
+
+    /// Scratch bytes per work-item.
+    pub fn private_segment_size(&self) -> u32 {
+        self.private_segment_size
+    }
+}
+
+/// Builds the 64-byte kernel descriptor of an emulated kernel: segment sizes and kernarg size
+/// as a real one, entry 256 bytes after the descriptor (where an `s_endpgm` would be).
+#[cfg(feature = "emu")]
+fn emulated_descriptor(kernarg_size: u32, wave32: bool) -> aql::KernelDescriptor {
+    let mut kd = aql::KernelDescriptor::default();
+    kd.kernarg_size = kernarg_size;
+    kd.kernel_code_entry_byte_offset = 256;
+    kd.set_kernarg_segment_ptr(true);
+    kd.set_wavefront_size32(wave32);
+    kd
+}
+
+#[cfg(feature = "emu")]
+impl Gpu {
+    /// Creates an emulated kernel: `f` runs once per work-group when the kernel is dispatched on
+    /// the emulated device. The kernel object is a real descriptor in executable GPU memory,
+    /// so dispatch paths are the same as for machine code. Errors on a hardware device.
+    pub fn emulated_kernel(
+        &self,
+        name: &str,
+        kernarg_size: u32,
+        f: std::sync::Arc<kfd_emu::KernelFn>,
+    ) -> Result<Kernel> {
+        let emu = self
+            .kfd()
+            .emulator()
+            .cloned()
+            .ok_or_else(|| Error::InvalidArgument(format!("emulated kernel {name:?} on a real GPU")))?;
+        let code = self.alloc_with(4096, AllocOptions { kind: MemoryKind::HostVisibleVram, executable: true })?;
+        let kd = emulated_descriptor(kernarg_size, self.info().wave_size == 32);
+        // SAFETY: `KernelDescriptor` is plain old data of 64 bytes.
+        let bytes = unsafe {
+            std::slice::from_raw_parts((&kd as *const aql::KernelDescriptor).cast::<u8>(), 64)
+        };
+        code.write(0, bytes)?;
+        // s_endpgm (SOPP opcode 1) at the entry, so the object is also well-formed machine code.
+        code.write(256, &0xBF81_0000u32.to_le_bytes())?;
+        let object = code.gpu_address();
+        emu.bind_kernel(object, name, f);
+        Ok(Kernel {
+            name: name.to_owned(),
+            object,
+            kernarg_size,
+            group_segment_size: 0,
+            private_segment_size: 0,
+            _code: Some(code),
+            binding: Some((emu, object)),
+        })
+    }
+}
+
+impl Drop for Kernel {
+    fn drop(&mut self) {
+        #[cfg(feature = "emu")]
+        if let Some((emu, object)) = self.binding.take() {
+            emu.unbind_kernel(object);
+        }
+    }
+}

@@ -1,0 +1,584 @@
+//! [`AqlQueue`]: a user-mode AQL queue — ring, `amd_queue_t`, doorbell, kernel-argument memory
+//! and error state — with dispatch, barrier and batch submission.
+//!
+//! Submission follows the HSA multi-producer protocol through [`aql::ring::AqlRing`]: reserve
+//! slots, write each packet's body, publish its header with one release store, ring the doorbell
+//! once per batch. The ring is never overrun: reservation waits for the packet processor's read
+//! index (or reports [`Error::QueueFull`] with the non-blocking calls).
+
+use super::doorbell::doorbell_ptr;
+use super::kernarg::KernargRing;
+use crate::device::{Gpu, Kfd};
+use crate::error::{Error, Result};
+use crate::kernel::Kernel;
+use crate::memory::{Buffer, MemoryKind};
+use crate::signal::{Condition, Signal, DEFAULT_SPIN};
+use aql::ring::{AqlRing, RingError};
+use aql::{AmdQueue, BarrierPacket, FenceScope, KernelDispatchPacket, Packet};
+use kfd_sys::bindings::*;
+use kfd_sys::DriverExt;
+use std::fmt;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Queue priority (`queue_priority` of `CREATE_QUEUE`, as ROCr maps HSA priorities).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum QueuePriority {
+    /// ROCr's low priority (KFD 3).
+    Low,
+    /// The default (KFD 7).
+    #[default]
+    Normal,
+    /// ROCr's high priority (KFD 11).
+    High,
+}
+
+impl QueuePriority {
+    fn kfd(self) -> u32 {
+        match self {
+            QueuePriority::Low => 3,
+            QueuePriority::Normal => 7,
+            QueuePriority::High => 11,
+        }
+    }
+}
+
+/// Options of [`Gpu::create_aql_queue`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AqlQueueOptions {
+    /// Ring size in packets: a power of two from 64 to 131072 (ROCr's range). Default 1024.
+    pub size_packets: u32,
+    /// Priority; normal by default.
+    pub priority: QueuePriority,
+    /// Whether the packet processor writes start/end timestamps into completion signals.
+    pub profiling: bool,
+    /// Bytes of kernel-argument memory owned by the queue. Default 256 KiB.
+    pub kernarg_bytes: u64,
+}
+
+impl Default for AqlQueueOptions {
+    fn default() -> Self {
+        AqlQueueOptions {
+            size_packets: 1024,
+            priority: QueuePriority::Normal,
+            profiling: false,
+            kernarg_bytes: 256 * 1024,
+        }
+    }
+}
+
+/// The error a queue stopped with, as the packet processor reported it through the queue's
+/// inactive signal (ROCr's error bits).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueFault {
+    /// The raw error word.
+    pub code: u64,
+}
+
+impl QueueFault {
+    /// A description of the error bits.
+    pub fn describe(&self) -> &'static str {
+        crate::queue::error_bits::describe(self.code)
+    }
+}
+
+impl fmt::Display for QueueFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (code {:#x})", self.describe(), self.code)
+    }
+}
+
+pub(crate) struct AqlQueueShared {
+    gpu: Gpu,
+    queue_id: u32,
+    ring: AqlRing,
+    amd_queue: *const AmdQueue,
+    size_packets: u32,
+    inactive: Signal,
+    kernargs: std::sync::Mutex<KernargRing>,
+    // Memory the packet processor uses; freed after DESTROY_QUEUE, in Drop.
+    _ring_mem: Buffer,
+    _amd_queue_mem: Buffer,
+    _eop: Option<Buffer>,
+    _cwsr: Option<Buffer>,
+}
+
+// SAFETY: `amd_queue` points into `_amd_queue_mem`, owned by this struct; the fields the packet
+// processor writes are accessed atomically. `AqlRing` is Send + Sync.
+unsafe impl Send for AqlQueueShared {}
+// SAFETY: as above; all shared mutation goes through atomics or the kernarg mutex.
+unsafe impl Sync for AqlQueueShared {}
+
+/// An AQL queue on one GPU. Cheap to clone; the queue is destroyed when the last clone and the
+/// last [`Submission`] from it are gone.
+#[derive(Clone)]
+pub struct AqlQueue(Arc<AqlQueueShared>);
+
+impl fmt::Debug for AqlQueue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AqlQueue")
+            .field("queue_id", &self.0.queue_id)
+            .field("gpu", &self.0.gpu)
+            .field("size_packets", &self.0.size_packets)
+            .field("write_index", &self.0.ring.write_index())
+            .field("read_index", &self.0.ring.read_index())
+            .finish()
+    }
+}
+
+fn host_buffer(gpu: &Gpu, size: u64, kind: MemoryKind) -> Result<Buffer> {
+    gpu.alloc(size, kind)
+}
+
+impl Gpu {
+    /// Creates an AQL queue.
+    pub fn create_aql_queue(&self, options: AqlQueueOptions) -> Result<AqlQueue> {
+        let n = options.size_packets;
+        if !n.is_power_of_two() || !(64..=131072).contains(&n) {
+            return Err(Error::InvalidArgument(format!(
+                "AQL queue size {n} is not a power of two in 64..=131072"
+            )));
+        }
+        let kfd = self.kfd().clone();
+        let info = self.info().clone();
+        let ring_bytes = u64::from(n) * 64;
+        let ring_mem = host_buffer(self, ring_bytes, MemoryKind::GttCoherent)?;
+        let amd_queue_mem = host_buffer(self, 4096, MemoryKind::GttCoherent)?;
+        let kernarg_mem = host_buffer(self, options.kernarg_bytes.max(4096), MemoryKind::GttCoherent)?;
+        let inactive = kfd.create_signal(0)?;
+        let ring_ptr = ring_mem.as_ptr().ok_or_else(|| Error::InvalidArgument("ring not host-visible".into()))?;
+        let q_ptr = amd_queue_mem.as_ptr().ok_or_else(|| Error::InvalidArgument("queue not host-visible".into()))?
+            as *mut AmdQueue;
+        // SAFETY: the ring is ours, `n` 64-byte slots, not yet known to any packet processor.
+        unsafe { aql::ring::init_ring(ring_ptr, n) };
+        // SAFETY: `q_ptr` is a fresh 4 KiB GTT page (larger than `AmdQueue`), page aligned and
+        // not yet shared; it is initialised before CREATE_QUEUE hands it to the CP.
+        unsafe { AmdQueue::init(q_ptr, ring_mem.gpu_address(), n, inactive.handle(), options.profiling) };
+        // SAFETY: initialised just above; lives as long as `amd_queue_mem`, which the queue owns.
+        let q = unsafe { &*q_ptr };
+        // gfx94x AQL queues take no EOP buffer (KFD only uses it for PM4 queues there).
+        let gfx94x = (90400..90500).contains(&info.gfx_target_version);
+        let eop = if gfx94x { None } else { Some(self.alloc(4096, MemoryKind::DeviceLocal)?) };
+        let sizes = super::cwsr::cwsr_sizes(&info);
+        let cwsr = self.alloc(sizes.total_bytes, MemoryKind::DeviceLocal)?;
+        let mut args = kfd_ioctl_create_queue_args {
+            ring_base_address: ring_mem.gpu_address(),
+            write_pointer_address: q.write_dispatch_id_address(),
+            read_pointer_address: q.read_dispatch_id_address(),
+            ring_size: u32::try_from(ring_bytes).map_err(|_| Error::InvalidArgument("ring too large".into()))?,
+            gpu_id: info.gpu_id,
+            queue_type: KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
+            queue_percentage: KFD_MAX_QUEUE_PERCENTAGE,
+            queue_priority: options.priority.kfd(),
+            eop_buffer_address: eop.as_ref().map_or(0, Buffer::gpu_address),
+            eop_buffer_size: eop.as_ref().map_or(0, Buffer::allocated_size),
+            ctx_save_restore_address: cwsr.gpu_address(),
+            ctx_save_restore_size: sizes.ctx_save_restore_size,
+            ctl_stack_size: sizes.ctl_stack_size,
+            ..Default::default()
+        };
+        // SAFETY: every address is GPU memory owned by the queue object being built, which keeps
+        // it alive until after DESTROY_QUEUE.
+        unsafe { kfd.driver().kfd_ioctl_unchecked(&mut args) }.map_err(Error::driver("AMDKFD_IOC_CREATE_QUEUE"))?;
+        let queue_id = args.queue_id;
+        let destroy = |kfd: &Kfd| {
+            let mut d = kfd_ioctl_destroy_queue_args { queue_id, pad: 0 };
+            let _ = kfd.driver().kfd_ioctl(&mut d);
+        };
+        let doorbell = match doorbell_ptr(&kfd.shared, self.index(), args.doorbell_offset) {
+            Ok(d) => d,
+            Err(e) => {
+                destroy(&kfd);
+                return Err(e);
+            }
+        };
+        // SAFETY: ring, indices and doorbell live in memory owned by the queue (the doorbell
+        // pages by the Kfd, which the queue keeps alive); the processor shares them by design.
+        let ring = match unsafe {
+            AqlRing::new(ring_ptr, n, &q.write_dispatch_id, &q.read_dispatch_id, doorbell)
+        } {
+            Ok(r) => r,
+            Err(e) => {
+                destroy(&kfd);
+                return Err(Error::InvalidArgument(format!("AQL ring: {e}")));
+            }
+        };
+        log::debug!("kfdrt: AQL queue {queue_id} on GPU {:#x}, {n} packets", info.gpu_id);
+        Ok(AqlQueue(Arc::new(AqlQueueShared {
+            gpu: self.clone(),
+            queue_id,
+            ring,
+            amd_queue: q_ptr,
+            size_packets: n,
+            inactive,
+            kernargs: std::sync::Mutex::new(KernargRing::new(kernarg_mem)),
+            _ring_mem: ring_mem,
+            _amd_queue_mem: amd_queue_mem,
+            _eop: eop,
+            _cwsr: Some(cwsr),
+        })))
+    }
+}
+
+impl Drop for AqlQueueShared {
+    fn drop(&mut self) {
+        let mut d = kfd_ioctl_destroy_queue_args { queue_id: self.queue_id, pad: 0 };
+        if let Err(e) = self.gpu.kfd().driver().kfd_ioctl(&mut d) {
+            log::warn!("kfdrt: AMDKFD_IOC_DESTROY_QUEUE {}: {e}", self.queue_id);
+        }
+        // The buffers are freed after this, by field drop order.
+    }
+}
+
+/// One kernel launch: what to run, on how many work-items, with which arguments.
+#[derive(Clone, Copy, Debug)]
+pub struct Dispatch<'a> {
+    /// The kernel.
+    pub kernel: &'a Kernel,
+    /// Grid size in work-items per dimension (not work-groups).
+    pub grid: [u32; 3],
+    /// Work-group size per dimension.
+    pub workgroup: [u16; 3],
+    /// Kernel arguments, copied into the queue's kernarg memory.
+    pub kernargs: &'a [u8],
+    /// Dynamic LDS bytes per work-group, added to the kernel's static amount.
+    pub dynamic_lds: u32,
+}
+
+impl<'a> Dispatch<'a> {
+    /// A 1-D launch of `grid` work-items in groups of `workgroup`.
+    pub fn linear(kernel: &'a Kernel, grid: u32, workgroup: u16, kernargs: &'a [u8]) -> Self {
+        Dispatch { kernel, grid: [grid, 1, 1], workgroup: [workgroup, 1, 1], kernargs, dynamic_lds: 0 }
+    }
+
+    fn dimensions(&self) -> u16 {
+        if self.grid[2] > 1 || self.workgroup[2] > 1 {
+            3
+        } else if self.grid[1] > 1 || self.workgroup[1] > 1 {
+            2
+        } else {
+            1
+        }
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self.grid.contains(&0) || self.workgroup.contains(&0) {
+            return Err(Error::InvalidArgument(format!(
+                "grid {:?} / work-group {:?} has a zero dimension",
+                self.grid, self.workgroup
+            )));
+        }
+        let wi: u32 = self.workgroup.iter().map(|&w| u32::from(w)).product();
+        if wi > 1024 {
+            return Err(Error::InvalidArgument(format!("work-group of {wi} work-items exceeds 1024")));
+        }
+        Ok(())
+    }
+}
+
+/// A completion to wait for: owns the signal its last packet decrements until that is observed.
+#[must_use = "a submission's completion should be waited for"]
+pub struct Submission {
+    queue: AqlQueue,
+    signal: Signal,
+    last_index: u64,
+}
+
+impl fmt::Debug for Submission {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Submission").field("index", &self.last_index).field("signal", &self.signal).finish()
+    }
+}
+
+impl Submission {
+    /// Index of the last packet of the submission in its queue.
+    pub fn packet_index(&self) -> u64 {
+        self.last_index
+    }
+
+    /// The completion signal (reaches 0 on completion).
+    pub fn signal(&self) -> &Signal {
+        &self.signal
+    }
+
+    /// Whether it has completed.
+    pub fn is_complete(&self) -> bool {
+        self.signal.value() <= 0
+    }
+
+    /// Waits for completion. A queue error is returned as [`Error::QueueError`] even when it
+    /// happened before the wait; `timeout` of `None` waits forever.
+    pub fn wait(&self, timeout: Option<Duration>) -> Result<()> {
+        let q = &self.queue;
+        q.check()?;
+        self.signal
+            .wait_with(Condition::Lt(1), timeout, DEFAULT_SPIN, &[q.0.inactive.event_id()], &|| q.check())
+            .map(drop)
+            .or_else(|e| match e {
+                // The queue may have died while we slept; report that rather than a timeout.
+                Error::Timeout { .. } => q.check().and(Err(e)),
+                e => Err(e),
+            })
+    }
+
+    /// Start and end timestamps of the last packet (queues created with profiling).
+    pub fn timestamps(&self) -> (u64, u64) {
+        self.signal.timestamps()
+    }
+}
+
+/// Packets built for one submission, written to the ring together with one doorbell.
+pub struct Batch<'q> {
+    queue: &'q AqlQueue,
+    signal: Signal,
+    packets: Vec<Packet>,
+    submitted: bool,
+}
+
+impl Drop for Batch<'_> {
+    fn drop(&mut self) {
+        if !self.submitted {
+            // Nothing of this batch reached the ring: release its kernel-argument regions.
+            self.signal.value_atomic().store(0, Ordering::Release);
+        }
+    }
+}
+
+impl AqlQueue {
+    /// KFD's id of the queue.
+    pub fn id(&self) -> u32 {
+        self.0.queue_id
+    }
+
+    /// Ring size in packets.
+    pub fn size(&self) -> u32 {
+        self.0.size_packets
+    }
+
+    /// The GPU.
+    pub fn gpu(&self) -> &Gpu {
+        &self.0.gpu
+    }
+
+    /// The next packet index to be reserved.
+    pub fn write_index(&self) -> u64 {
+        self.0.ring.write_index()
+    }
+
+    /// The packet processor's read index.
+    pub fn read_index(&self) -> u64 {
+        self.0.ring.read_index()
+    }
+
+    /// Address of the queue's `amd_queue_t` (what an `hsa_queue_t*` points at).
+    pub fn amd_queue_address(&self) -> u64 {
+        self.0.amd_queue as u64
+    }
+
+    /// The error the queue stopped with, if it did.
+    pub fn fault(&self) -> Option<QueueFault> {
+        let v = self.0.inactive.value();
+        (v != 0).then_some(QueueFault { code: v as u64 })
+    }
+
+    fn check(&self) -> Result<()> {
+        match self.fault() {
+            Some(fault) => Err(Error::QueueError { queue_id: self.0.queue_id, fault }),
+            None => Ok(()),
+        }
+    }
+
+    /// Starts a batch: packets added to it are submitted together, with one doorbell, and the
+    /// batch's last packet carries the barrier bit and the completion signal.
+    pub fn batch(&self) -> Result<Batch<'_>> {
+        self.check()?;
+        let signal = self.0.gpu.kfd().create_signal(1)?;
+        Ok(Batch { queue: self, signal, packets: Vec::new(), submitted: false })
+    }
+
+    /// Dispatches one kernel and returns its completion.
+    pub fn dispatch(&self, d: &Dispatch<'_>) -> Result<Submission> {
+        let mut b = self.batch()?;
+        b.dispatch(d)?;
+        b.submit()
+    }
+
+    /// Submits a barrier-AND: completes when every signal in `deps` is 0 (any number: packets are
+    /// chained five dependencies at a time).
+    pub fn barrier_and(&self, deps: &[&Signal]) -> Result<Submission> {
+        let mut b = self.batch()?;
+        b.barrier_and(deps)?;
+        b.submit()
+    }
+
+    /// Submits a barrier-OR: completes when any signal in `deps` (at most 5) is 0.
+    pub fn barrier_or(&self, deps: &[&Signal]) -> Result<Submission> {
+        let mut b = self.batch()?;
+        b.barrier_or(deps)?;
+        b.submit()
+    }
+
+    fn kernarg_region(&self, len: u64, signal: &Signal) -> Result<(u64, *mut u8)> {
+        loop {
+            let oldest = {
+                let mut k = self.0.kernargs.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(off) = k.try_alloc(len, signal, 0)? {
+                    return Ok(k.address(off));
+                }
+                k.oldest()
+            };
+            // Full of running submissions: wait for the oldest, then retry.
+            match oldest {
+                Some((sig, target)) => {
+                    sig.wait_with(Condition::Lt(target + 1), None, DEFAULT_SPIN, &[self.0.inactive.event_id()], &|| {
+                        self.check()
+                    })?;
+                }
+                None => return Err(Error::InvalidArgument("kernarg memory exhausted".into())),
+            }
+        }
+    }
+}
+
+impl Batch<'_> {
+    /// Adds a kernel dispatch.
+    pub fn dispatch(&mut self, d: &Dispatch<'_>) -> Result<&mut Self> {
+        d.validate()?;
+        let len = d.kernargs.len().max(d.kernel.kernarg_size() as usize) as u64;
+        let (gpu_addr, cpu) = self.queue.kernarg_region(len, &self.signal)?;
+        // SAFETY: the region is `len` >= kernargs.len() bytes of host-visible memory reserved for
+        // this submission alone.
+        unsafe { std::ptr::copy_nonoverlapping(d.kernargs.as_ptr(), cpu, d.kernargs.len()) };
+        self.packets.push(Packet::KernelDispatch(KernelDispatchPacket {
+            barrier: false,
+            acquire: FenceScope::System,
+            release: FenceScope::System,
+            dimensions: d.dimensions(),
+            workgroup_size: d.workgroup,
+            grid_size: d.grid,
+            private_segment_size: d.kernel.private_segment_size(),
+            group_segment_size: d.kernel.group_segment_size() + d.dynamic_lds,
+            kernel_object: d.kernel.object(),
+            kernarg_address: gpu_addr,
+            completion_signal: 0,
+        }));
+        Ok(self)
+    }
+
+    fn barrier(&mut self, deps: &[&Signal], or: bool) -> Result<&mut Self> {
+        if or && deps.len() > 5 {
+            return Err(Error::InvalidArgument("a barrier-OR takes at most 5 signals".into()));
+        }
+        let chunks: Vec<&[&Signal]> = if deps.is_empty() { vec![&[]] } else { deps.chunks(5).collect() };
+        for chunk in chunks {
+            let mut dep_signal = [0u64; 5];
+            for (slot, s) in dep_signal.iter_mut().zip(chunk) {
+                *slot = s.handle();
+            }
+            let p = BarrierPacket {
+                barrier: true,
+                acquire: FenceScope::System,
+                release: FenceScope::System,
+                dep_signal,
+                completion_signal: 0,
+            };
+            self.packets.push(if or { Packet::BarrierOr(p) } else { Packet::BarrierAnd(p) });
+        }
+        Ok(self)
+    }
+
+    /// Adds a barrier-AND on `deps` (chained by fives).
+    pub fn barrier_and(&mut self, deps: &[&Signal]) -> Result<&mut Self> {
+        self.barrier(deps, false)
+    }
+
+    /// Adds a barrier-OR on `deps` (at most 5).
+    pub fn barrier_or(&mut self, deps: &[&Signal]) -> Result<&mut Self> {
+        self.barrier(deps, true)
+    }
+
+    /// Packets in the batch.
+    pub fn len(&self) -> usize {
+        self.packets.len()
+    }
+
+    /// Whether the batch is empty.
+    pub fn is_empty(&self) -> bool {
+        self.packets.is_empty()
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        if self.packets.len() > self.queue.0.size_packets as usize {
+            return Err(Error::InvalidArgument(format!(
+                "batch of {} packets exceeds the queue's {} slots",
+                self.packets.len(),
+                self.queue.0.size_packets
+            )));
+        }
+        if self.packets.is_empty() {
+            self.barrier(&[], false)?;
+        }
+        let handle = self.signal.handle();
+        if let Some(last) = self.packets.last_mut() {
+            last.set_barrier(true);
+            last.set_completion_signal(handle);
+        }
+        self.signal.arm_decrement();
+        Ok(())
+    }
+
+    fn write(mut self, mut r: aql::ring::Reservation<'_>) -> Submission {
+        for (i, p) in self.packets.iter().enumerate() {
+            r.write(i as u32, p);
+        }
+        self.submitted = true;
+        let last_index = r.submit();
+        let q = self.queue;
+        q.0.gpu.kfd().driver().doorbell_hint(q.0.gpu.id());
+        Submission { queue: q.clone(), signal: self.signal.clone(), last_index }
+    }
+
+    /// Submits the batch, waiting for ring space if needed.
+    pub fn submit(mut self) -> Result<Submission> {
+        self.finish()?;
+        let q = self.queue;
+        let n = self.packets.len() as u32;
+        let r = q
+            .0
+            .ring
+            .reserve(n, |spins| {
+                if spins < 64 {
+                    std::hint::spin_loop();
+                } else {
+                    std::thread::yield_now();
+                }
+                q.fault().is_none()
+            })
+            .map_err(|e| ring_error(q, e))?;
+        Ok(self.write(r))
+    }
+
+    /// Submits the batch only if the ring has room now: [`Error::QueueFull`] otherwise, with
+    /// nothing written.
+    pub fn try_submit(mut self) -> Result<Submission> {
+        self.finish()?;
+        let q = self.queue;
+        q.check()?;
+        let r = q.0.ring.try_reserve(self.packets.len() as u32).map_err(|e| ring_error(q, e))?;
+        Ok(self.write(r))
+    }
+}
+
+fn ring_error(q: &AqlQueue, e: RingError) -> Error {
+    match e {
+        RingError::Full => Error::QueueFull { queue_id: q.0.queue_id },
+        RingError::Abandoned => q.check().err().unwrap_or(Error::QueueFull { queue_id: q.0.queue_id }),
+        e => Error::InvalidArgument(format!("AQL ring: {e}")),
+    }
+}
+
+const _: () = {
+    const fn is_send_sync<T: Send + Sync>() {}
+    is_send_sync::<AqlQueue>();
+};

@@ -1,0 +1,80 @@
+//! Kernel-argument memory of a queue: a ring of host-visible memory handed out in submission
+//! order and reclaimed when the submission that uses it has completed.
+//!
+//! Kernel arguments must stay intact until the kernel has finished, not just until the packet
+//! processor has read the packet, so a region is tied to its submission's completion signal and
+//! reused only after that signal is observed complete.
+
+use crate::error::{Error, Result};
+use crate::memory::Buffer;
+use crate::signal::Signal;
+use std::collections::VecDeque;
+
+/// Kernel arguments are 16-byte aligned by the ABI; ROCr aligns them to 64 (a cache line).
+pub const KERNARG_ALIGN: u64 = 64;
+
+pub(crate) struct KernargRing {
+    mem: Buffer,
+    size: u64,
+    /// Monotonic offsets: `head` is where the next region starts, regions in flight end at the
+    /// recorded offsets, oldest first.
+    head: u64,
+    in_flight: VecDeque<(u64, Signal, i64)>,
+    tail: u64,
+}
+
+impl KernargRing {
+    pub(crate) fn new(mem: Buffer) -> KernargRing {
+        let size = mem.allocated_size();
+        KernargRing { mem, size, head: 0, in_flight: VecDeque::new(), tail: 0 }
+    }
+
+    fn retire(&mut self) {
+        while let Some((end, sig, target)) = self.in_flight.front() {
+            if sig.value() > *target {
+                break;
+            }
+            self.tail = *end;
+            self.in_flight.pop_front();
+        }
+    }
+
+    /// Reserves `len` bytes for a submission that completes when `signal` reaches `target`,
+    /// returning the monotonic start offset; `Ok(None)` when the ring is full of regions whose
+    /// submissions are still running (the caller waits on [`KernargRing::oldest`] and retries).
+    pub(crate) fn try_alloc(&mut self, len: u64, signal: &Signal, target: i64) -> Result<Option<u64>> {
+        let len = len.max(1).div_ceil(KERNARG_ALIGN) * KERNARG_ALIGN;
+        if len > self.size {
+            return Err(Error::InvalidArgument(format!(
+                "{len} bytes of kernel arguments exceed the queue's kernarg memory ({} bytes)",
+                self.size
+            )));
+        }
+        self.retire();
+        let mut start = self.head;
+        // A region never wraps around the end of the ring.
+        if start % self.size + len > self.size {
+            start += self.size - start % self.size;
+        }
+        if start + len - self.tail > self.size {
+            return Ok(None);
+        }
+        self.head = start + len;
+        self.in_flight.push_back((self.head, signal.clone(), target));
+        Ok(Some(start))
+    }
+
+    /// The GPU address and CPU pointer of monotonic offset `off`.
+    pub(crate) fn address(&self, off: u64) -> (u64, *mut u8) {
+        let o = off % self.size;
+        // The buffer is host-accessible GTT (checked at queue creation), so the pointer exists.
+        let base = self.mem.as_ptr().unwrap_or(std::ptr::null_mut());
+        // SAFETY: `o < size`, inside the mapping.
+        (self.mem.gpu_address() + o, unsafe { base.add(o as usize) })
+    }
+
+    /// The oldest in-flight signal, to wait on when full.
+    pub(crate) fn oldest(&self) -> Option<(Signal, i64)> {
+        self.in_flight.front().map(|(_, s, t)| (s.clone(), *t))
+    }
+}

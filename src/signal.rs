@@ -1,0 +1,354 @@
+//! Signals: `amd_signal_t`-compatible 64-byte completion words, interrupt-backed and pooled.
+//!
+//! A signal lives in uncached GTT (the CPU and every GPU poll it) and has its own auto-reset KFD
+//! event: the command processor decrements `value` and, because `event_mailbox_ptr` is set, writes
+//! the event id to the mailbox and raises an interrupt, which wakes `WAIT_EVENTS`. A waiter spins
+//! on the value briefly (cheap when the GPU is quick) and then sleeps on the event.
+//!
+//! Reuse rule: a signal handed to a packet is *armed* with the value its completion will reach.
+//! When the last handle drops, the pool only hands the slot out again once that value has been
+//! observed, so a slot can never be reused while a packet that will write it is in flight.
+
+use crate::device::{Kfd, KfdShared};
+use crate::error::{Error, Result};
+use crate::event::{EventKind, WaitMode};
+use crate::memory::raw::RawAllocation;
+use crate::memory::MemoryKind;
+use aql::AmdSignal;
+use kfd_sys::bindings::*;
+use kfd_sys::{Driver, DriverExt};
+use std::fmt;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Signals per pool page (one 4 KiB page of 64-byte signals).
+const SIGNALS_PER_PAGE: usize = 64;
+/// How long a waiter spins on the value before sleeping in `WAIT_EVENTS`.
+pub const DEFAULT_SPIN: Duration = Duration::from_micros(50);
+/// The `kind` of a user-mode signal (`AMD_SIGNAL_KIND_USER`).
+const SIGNAL_KIND_USER: i64 = 1;
+
+/// A condition on a signal's value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Condition {
+    /// `value == v`.
+    Eq(i64),
+    /// `value != v`.
+    Ne(i64),
+    /// `value < v`.
+    Lt(i64),
+    /// `value >= v`.
+    Gte(i64),
+}
+
+impl Condition {
+    /// Whether `value` satisfies the condition.
+    pub fn holds(self, value: i64) -> bool {
+        match self {
+            Condition::Eq(v) => value == v,
+            Condition::Ne(v) => value != v,
+            Condition::Lt(v) => value < v,
+            Condition::Gte(v) => value >= v,
+        }
+    }
+}
+
+impl fmt::Display for Condition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Condition::Eq(v) => write!(f, "== {v}"),
+            Condition::Ne(v) => write!(f, "!= {v}"),
+            Condition::Lt(v) => write!(f, "< {v}"),
+            Condition::Gte(v) => write!(f, ">= {v}"),
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Slot {
+    signal: *const AmdSignal,
+    event_id: u32,
+}
+
+// SAFETY: a slot points into a pool page that lives as long as the pool (owned by KfdShared), and
+// every access to the signal's mutable words is atomic.
+unsafe impl Send for Slot {}
+
+/// The per-process pool of signal memory and events, owned by [`KfdShared`].
+#[derive(Default)]
+pub(crate) struct SignalPool {
+    pages: Vec<RawAllocation>,
+    mapped: Vec<Vec<u32>>,
+    free: Vec<Slot>,
+    /// Released slots whose armed completion value has not been observed yet.
+    pending: Vec<(Slot, i64)>,
+    events: Vec<u32>,
+}
+
+impl SignalPool {
+    fn take(&mut self, shared: &KfdShared) -> Result<Slot> {
+        // Reclaim released slots whose packets have completed.
+        let mut i = 0;
+        while i < self.pending.len() {
+            let (slot, target) = self.pending[i];
+            // SAFETY: the slot's page is alive (owned by this pool).
+            if unsafe { &*slot.signal }.value.load(Ordering::Acquire) == target {
+                self.free.push(slot);
+                self.pending.swap_remove(i);
+            } else {
+                i += 1;
+            }
+        }
+        if let Some(slot) = self.free.pop() {
+            return Ok(slot);
+        }
+        self.grow(shared)?;
+        self.free.pop().ok_or_else(|| Error::InvalidArgument("signal pool is empty".into()))
+    }
+
+    fn grow(&mut self, shared: &KfdShared) -> Result<()> {
+        let driver = &*shared.driver;
+        let Some(first) = shared.gpus.first() else {
+            return Err(Error::NoDevice("signals need a GPU".into()));
+        };
+        let page = RawAllocation::new(
+            driver,
+            first.info.gpu_id,
+            first.info.drm_render_minor,
+            (SIGNALS_PER_PAGE * std::mem::size_of::<AmdSignal>()) as u64,
+            MemoryKind::GttUncached,
+            false,
+        )?;
+        let others: Vec<u32> = shared.gpus.iter().skip(1).map(|g| g.info.gpu_id).collect();
+        if !others.is_empty() {
+            if let Err(e) = page.map_to_gpus(driver, &others) {
+                page.release(driver, &[first.info.gpu_id]);
+                return Err(e);
+            }
+        }
+        let base = page.va.addr as *mut AmdSignal;
+        let mut mapped = vec![first.info.gpu_id];
+        mapped.extend(others);
+        let mut new_slots = Vec::with_capacity(SIGNALS_PER_PAGE);
+        for i in 0..SIGNALS_PER_PAGE {
+            let event = match create_signal_event(shared) {
+                Ok(e) => e,
+                Err(e) => {
+                    for s in &new_slots {
+                        destroy_event(driver, Slot::event_id(s));
+                    }
+                    page.release(driver, &mapped);
+                    return Err(e);
+                }
+            };
+            // SAFETY: `i` < SIGNALS_PER_PAGE, inside the page; nobody else knows the slot yet.
+            let sig = unsafe { base.add(i) };
+            // SAFETY: as above; the page is zeroed GTT, written once before publication.
+            unsafe {
+                let s = &*sig;
+                s.kind.store(SIGNAL_KIND_USER, Ordering::Relaxed);
+                s.value.store(0, Ordering::Relaxed);
+                s.event_mailbox_ptr.store(event.1, Ordering::Relaxed);
+                s.event_id.store(event.0, Ordering::Release);
+            }
+            new_slots.push(Slot { signal: sig, event_id: event.0 });
+        }
+        self.events.extend(new_slots.iter().map(|s| s.event_id));
+        self.free.extend(new_slots);
+        self.pages.push(page);
+        self.mapped.push(mapped);
+        Ok(())
+    }
+
+    /// Destroys every event and frees every page (at process teardown).
+    pub(crate) fn release(self, driver: &dyn Driver) {
+        for e in self.events {
+            destroy_event(driver, e);
+        }
+        for (page, mapped) in self.pages.into_iter().zip(self.mapped) {
+            page.release(driver, &mapped);
+        }
+    }
+}
+
+impl Slot {
+    fn event_id(s: &Slot) -> u32 {
+        s.event_id
+    }
+}
+
+fn create_signal_event(shared: &KfdShared) -> Result<(u32, u64)> {
+    // A raw event, not an `Event` handle: the pool lives inside `KfdShared` and must not keep
+    // the Kfd alive.
+    let (id, mailbox) = crate::event::create_raw_event(shared, EventKind::Signal, true)?;
+    // KFD gives signal events a mailbox in the events page; without one the CP could not wake us.
+    let mailbox = mailbox.ok_or(Error::Driver {
+        op: "AMDKFD_IOC_CREATE_EVENT (no event slot)",
+        errno: kfd_sys::Errno::ENOSPC,
+    })?;
+    Ok((id, mailbox))
+}
+
+fn destroy_event(driver: &dyn Driver, event_id: u32) {
+    let mut args = kfd_ioctl_destroy_event_args { event_id, pad: 0 };
+    if let Err(e) = driver.kfd_ioctl(&mut args) {
+        log::warn!("kfdrt: destroying signal event {event_id}: {e}");
+    }
+}
+
+struct SignalInner {
+    kfd: Kfd,
+    slot: Slot,
+    /// The value the last armed completion will leave (`None`: not armed).
+    armed_target: Mutex<Option<i64>>,
+}
+
+/// An `amd_signal_t` handle. Clones share the signal.
+#[derive(Clone)]
+pub struct Signal(Arc<SignalInner>);
+
+impl fmt::Debug for Signal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Signal({:#x} = {})", self.handle(), self.value())
+    }
+}
+
+impl Kfd {
+    /// Takes a signal from the pool and sets its value to `initial`.
+    pub fn create_signal(&self, initial: i64) -> Result<Signal> {
+        let slot = {
+            let mut pool = self.shared.signals.lock().unwrap_or_else(|p| p.into_inner());
+            pool.take(&self.shared)?
+        };
+        let s = Signal(Arc::new(SignalInner { kfd: self.clone(), slot, armed_target: Mutex::new(None) }));
+        s.raw().value.store(initial, Ordering::Release);
+        Ok(s)
+    }
+}
+
+impl Signal {
+    fn raw(&self) -> &AmdSignal {
+        // SAFETY: the slot's page lives as long as the pool, which the Kfd inside keeps alive.
+        unsafe { &*self.0.slot.signal }
+    }
+
+    /// The signal handle as packets carry it (the address of the `amd_signal_t`).
+    pub fn handle(&self) -> u64 {
+        self.0.slot.signal as u64
+    }
+
+    /// The KFD event behind the signal.
+    pub fn event_id(&self) -> u32 {
+        self.0.slot.event_id
+    }
+
+    /// The current value (acquire load).
+    pub fn value(&self) -> i64 {
+        self.raw().value.load(Ordering::Acquire)
+    }
+
+    /// The value word, for code that needs its own atomics.
+    pub fn value_atomic(&self) -> &AtomicI64 {
+        &self.raw().value
+    }
+
+    /// Stores `value` (release) and wakes sleeping waiters.
+    pub fn store(&self, value: i64) -> Result<()> {
+        self.raw().value.store(value, Ordering::Release);
+        self.notify()
+    }
+
+    /// Atomically subtracts `n` (release) and wakes sleeping waiters; returns the new value.
+    pub fn subtract(&self, n: i64) -> Result<i64> {
+        let v = self.raw().value.fetch_sub(n, Ordering::AcqRel) - n;
+        self.notify()?;
+        Ok(v)
+    }
+
+    fn notify(&self) -> Result<()> {
+        let mut args = kfd_ioctl_set_event_args { event_id: self.event_id(), pad: 0 };
+        self.0.kfd.driver().kfd_ioctl(&mut args).map(drop).map_err(Error::driver("AMDKFD_IOC_SET_EVENT"))
+    }
+
+    /// Profiling timestamps `(start, end)` the command processor wrote, in GPU clock ticks.
+    pub fn timestamps(&self) -> (u64, u64) {
+        let r = self.raw();
+        (r.start_ts.load(Ordering::Acquire), r.end_ts.load(Ordering::Acquire))
+    }
+
+    /// Records that a packet will decrement this signal once: the slot cannot be reused before
+    /// the value reaches the result. Called by queues when they attach the signal to a packet.
+    pub(crate) fn arm_decrement(&self) {
+        let mut t = self.0.armed_target.lock().unwrap_or_else(|p| p.into_inner());
+        let base = t.unwrap_or_else(|| self.value());
+        *t = Some(base - 1);
+    }
+
+    /// Waits until `cond` holds, spinning for `spin` and then sleeping on the event. Returns the
+    /// value that satisfied it, or a [`Error::Timeout`] naming the signal and its value.
+    pub fn wait(&self, cond: Condition, timeout: Option<Duration>) -> Result<i64> {
+        self.wait_with(cond, timeout, DEFAULT_SPIN, &[], &|| Ok(()))
+    }
+
+    /// [`Signal::wait`] with an explicit spin time, extra events that also wake the waiter (a
+    /// queue's error event) and a check run after every wake-up that may end the wait with an
+    /// error (the queue's error state).
+    pub(crate) fn wait_with(
+        &self,
+        cond: Condition,
+        timeout: Option<Duration>,
+        spin: Duration,
+        wake_events: &[u32],
+        check: &dyn Fn() -> Result<()>,
+    ) -> Result<i64> {
+        let start = Instant::now();
+        loop {
+            let v = self.value();
+            if cond.holds(v) {
+                return Ok(v);
+            }
+            if start.elapsed() >= spin {
+                break;
+            }
+            std::hint::spin_loop();
+        }
+        loop {
+            let v = self.value();
+            if cond.holds(v) {
+                return Ok(v);
+            }
+            let remaining = match timeout {
+                Some(t) => match t.checked_sub(start.elapsed()) {
+                    Some(r) if !r.is_zero() => Some(r),
+                    _ => {
+                        return Err(Error::Timeout {
+                            what: format!("signal {:#x} {cond} (value {v})", self.handle()),
+                            after_ms: t.as_millis() as u64,
+                        })
+                    }
+                },
+                None => None,
+            };
+            check()?;
+            let mut ids = Vec::with_capacity(1 + wake_events.len());
+            ids.push(self.event_id());
+            ids.extend_from_slice(wake_events);
+            crate::event::wait_ids(&self.0.kfd.shared, &ids, WaitMode::Any, remaining)?;
+        }
+    }
+}
+
+impl Drop for SignalInner {
+    fn drop(&mut self) {
+        let target = *self.armed_target.get_mut().unwrap_or_else(|p| p.into_inner());
+        let mut pool = self.kfd.shared.signals.lock().unwrap_or_else(|p| p.into_inner());
+        match target {
+            // SAFETY: the page is alive (owned by the pool we hold locked).
+            Some(t) if unsafe { &*self.slot.signal }.value.load(Ordering::Acquire) != t => {
+                pool.pending.push((self.slot, t))
+            }
+            _ => pool.free.push(self.slot),
+        }
+    }
+}

@@ -1,0 +1,234 @@
+//! AQL queue tests: multi-producer submission, ring-full behaviour, barriers, queue errors.
+
+mod common;
+
+use kfdrt::emu::{GpuFault, Preset, WorkGroup};
+use kfdrt::queue::error_bits;
+use kfdrt::{AqlQueueOptions, Dispatch, Error, EventKind, Kfd, Kernel, MemoryKind};
+use std::sync::Arc;
+use std::time::Duration;
+
+const LONG: Option<Duration> = Some(Duration::from_secs(120));
+
+fn emu() -> Kfd {
+    common::emulated(Preset::Gfx90a, 1)
+}
+
+/// Kernel: atomically increments `counters[kernarg id]`, once per dispatch (grid of one group).
+fn count_kernel(wg: &WorkGroup<'_>) -> Result<(), GpuFault> {
+    let counters = wg.kernarg_u64(0)?;
+    let id = wg.kernarg_u64(8)?;
+    wg.mem.atomic_add_u64(counters + id * 8, 1)?;
+    Ok(())
+}
+
+fn args(counters: u64, id: u64) -> [u8; 16] {
+    let mut a = [0u8; 16];
+    a[..8].copy_from_slice(&counters.to_le_bytes());
+    a[8..].copy_from_slice(&id.to_le_bytes());
+    a
+}
+
+#[test]
+fn a_million_dispatches_from_four_producers_each_run_exactly_once() {
+    const PRODUCERS: u64 = 4;
+    const TOTAL: u64 = 1_000_000;
+    const BATCH: u64 = 50;
+    let kfd = emu();
+    let gpu = kfd.gpu(0).unwrap();
+    let counters = gpu.alloc(TOTAL * 8, MemoryKind::GttCoherent).unwrap();
+    let kernel = Arc::new(gpu.emulated_kernel("count", 16, Arc::new(count_kernel)).unwrap());
+    let queue = gpu
+        .create_aql_queue(AqlQueueOptions { size_packets: 256, ..Default::default() })
+        .unwrap();
+    let base = counters.gpu_address();
+    let threads: Vec<_> = (0..PRODUCERS)
+        .map(|p| {
+            let (queue, kernel) = (queue.clone(), kernel.clone());
+            std::thread::spawn(move || {
+                let per = TOTAL / PRODUCERS;
+                let mut pending = std::collections::VecDeque::new();
+                for start in (p * per..(p + 1) * per).step_by(BATCH as usize) {
+                    let mut batch = queue.batch().unwrap();
+                    for id in start..start + BATCH {
+                        let a = args(base, id);
+                        batch.dispatch(&Dispatch::linear(&kernel, 1, 1, &a)).unwrap();
+                    }
+                    pending.push_back(batch.submit().unwrap());
+                    // Keep a bounded number of completions outstanding.
+                    while pending.len() > 8 {
+                        pending.pop_front().unwrap().wait(LONG).unwrap();
+                    }
+                }
+                for s in pending {
+                    s.wait(LONG).unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let bytes = counters.as_slice().unwrap();
+    let mut wrong = Vec::new();
+    for (id, c) in bytes.chunks_exact(8).enumerate() {
+        let v = u64::from_le_bytes(c.try_into().unwrap());
+        if v != 1 && wrong.len() < 10 {
+            wrong.push((id, v));
+        }
+    }
+    assert!(wrong.is_empty(), "dispatches not run exactly once (id, count): {wrong:?}");
+    assert!(queue.write_index() >= TOTAL, "ring wrapped {} times", queue.write_index() / 256);
+    assert_eq!(queue.read_index(), queue.write_index());
+    let stats = kfd.emulator().unwrap().stats();
+    assert_eq!(stats.torn_packets, 0, "kfdrt's writer must never tear a packet");
+    assert!(stats.packets_run >= TOTAL);
+}
+
+#[test]
+fn try_submit_reports_full_while_stalled_and_everything_runs_after() {
+    let kfd = emu();
+    let gpu = kfd.gpu(0).unwrap();
+    let emu = kfd.emulator().unwrap().clone();
+    let counters = gpu.alloc(1024 * 8, MemoryKind::GttCoherent).unwrap();
+    let kernel = gpu.emulated_kernel("count", 16, Arc::new(count_kernel)).unwrap();
+    let queue = gpu.create_aql_queue(AqlQueueOptions { size_packets: 64, ..Default::default() }).unwrap();
+    emu.faults().stall_queue(queue.id());
+    let mut subs = Vec::new();
+    let mut id = 0u64;
+    loop {
+        let a = args(counters.gpu_address(), id);
+        let mut b = queue.batch().unwrap();
+        b.dispatch(&Dispatch::linear(&kernel, 1, 1, &a)).unwrap();
+        match b.try_submit() {
+            Ok(s) => subs.push(s),
+            Err(Error::QueueFull { queue_id }) => {
+                assert_eq!(queue_id, queue.id());
+                break;
+            }
+            Err(e) => panic!("unexpected {e}"),
+        }
+        id += 1;
+        assert!(id <= 64, "a 64-slot ring accepted more than 64 packets while stalled");
+    }
+    assert_eq!(id, 64, "the ring holds exactly 64 packets");
+    assert!(subs.iter().all(|s| !s.is_complete()));
+    emu.faults().resume_queue(queue.id());
+    for s in &subs {
+        s.wait(LONG).unwrap();
+    }
+    let c = counters.as_slice().unwrap();
+    for i in 0..1024usize {
+        let v = u64::from_le_bytes(c[i * 8..i * 8 + 8].try_into().unwrap());
+        assert_eq!(v, u64::from(i < 64), "counter {i}");
+    }
+}
+
+#[test]
+fn barrier_and_waits_for_all_five_and_chains_beyond_five() {
+    let kfd = emu();
+    let gpu = kfd.gpu(0).unwrap();
+    let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    for n in [5usize, 12] {
+        let deps: Vec<_> = (0..n).map(|_| kfd.create_signal(1).unwrap()).collect();
+        let refs: Vec<&kfdrt::Signal> = deps.iter().collect();
+        let done = queue.barrier_and(&refs).unwrap();
+        for d in &deps[..n - 1] {
+            d.store(0).unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(!done.is_complete(), "barrier-AND completed with one dependency outstanding");
+        deps[n - 1].store(0).unwrap();
+        done.wait(LONG).unwrap();
+    }
+}
+
+#[test]
+fn barrier_or_completes_on_any() {
+    let kfd = emu();
+    let gpu = kfd.gpu(0).unwrap();
+    let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let deps: Vec<_> = (0..5).map(|_| kfd.create_signal(1).unwrap()).collect();
+    let refs: Vec<&kfdrt::Signal> = deps.iter().collect();
+    let done = queue.barrier_or(&refs).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(!done.is_complete());
+    deps[3].store(0).unwrap();
+    done.wait(LONG).unwrap();
+    let six: Vec<_> = (0..6).map(|_| kfd.create_signal(1).unwrap()).collect();
+    let refs: Vec<&kfdrt::Signal> = six.iter().collect();
+    assert!(matches!(queue.barrier_or(&refs), Err(Error::InvalidArgument(_))));
+}
+
+#[test]
+fn invalid_kernel_object_stops_the_queue_with_a_typed_error() {
+    let kfd = emu();
+    let gpu = kfd.gpu(0).unwrap();
+    let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    // SAFETY (test): the address is deliberately not a kernel; the emulator must reject it.
+    let bogus = unsafe { Kernel::from_raw("bogus", 0x10_0000_0000, 0, 0, 0) };
+    let s = queue.dispatch(&Dispatch::linear(&bogus, 64, 64, &[])).unwrap();
+    match s.wait(LONG) {
+        Err(Error::QueueError { queue_id, fault }) => {
+            assert_eq!(queue_id, queue.id());
+            assert_ne!(fault.code & error_bits::INVALID_CODE_OBJECT, 0, "{fault}");
+        }
+        other => panic!("expected a queue error, got {other:?}"),
+    }
+    assert!(queue.fault().is_some());
+    assert!(matches!(queue.barrier_and(&[]), Err(Error::QueueError { .. })));
+}
+
+#[test]
+fn bad_dispatch_arguments_are_refused_before_the_ring() {
+    let kfd = emu();
+    let gpu = kfd.gpu(0).unwrap();
+    let kernel = gpu.emulated_kernel("count", 16, Arc::new(count_kernel)).unwrap();
+    let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let before = queue.write_index();
+    let zero = Dispatch { grid: [0, 1, 1], ..Dispatch::linear(&kernel, 1, 1, &[0; 16]) };
+    assert!(matches!(queue.dispatch(&zero), Err(Error::InvalidArgument(_))));
+    let huge = Dispatch { workgroup: [1024, 2, 1], ..Dispatch::linear(&kernel, 2048, 1, &[0; 16]) };
+    assert!(matches!(queue.dispatch(&huge), Err(Error::InvalidArgument(_))));
+    assert_eq!(queue.write_index(), before, "nothing reached the ring");
+    for size in [0u32, 63, 100, 1 << 20] {
+        let r = gpu.create_aql_queue(AqlQueueOptions { size_packets: size, ..Default::default() });
+        assert!(matches!(r, Err(Error::InvalidArgument(_))), "size {size}");
+    }
+}
+
+#[test]
+fn kernel_touching_unmapped_memory_reports_the_address() {
+    let kfd = emu();
+    let gpu = kfd.gpu(0).unwrap();
+    let mem_event = kfd.create_event(EventKind::Memory, false).unwrap();
+    const BAD: u64 = 0x7e57_0000_1000;
+    let kernel = gpu
+        .emulated_kernel("wild", 0, Arc::new(|wg: &WorkGroup<'_>| wg.mem.write_u32(BAD + 8, 1)))
+        .unwrap();
+    let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let s = queue.dispatch(&Dispatch::linear(&kernel, 1, 1, &[])).unwrap();
+    match s.wait(LONG) {
+        Err(Error::QueueError { fault, .. }) => {
+            assert_ne!(fault.code & error_bits::MEMORY_APERTURE_VIOLATION, 0, "{fault}")
+        }
+        other => panic!("expected a memory violation, got {other:?}"),
+    }
+    let fault = mem_event.wait_memory_exception(LONG).unwrap().expect("a memory exception");
+    assert_eq!(fault.va & !0xFFF, BAD & !0xFFF, "fault at {:#x}", fault.va);
+    assert_eq!(fault.gpu_id, gpu.id());
+}
+
+#[test]
+fn normal_priority_by_default_and_queues_are_destroyed_on_drop() {
+    assert_eq!(AqlQueueOptions::default().priority, kfdrt::QueuePriority::Normal);
+    let kfd = emu();
+    let gpu = kfd.gpu(0).unwrap();
+    let emu = kfd.emulator().unwrap().clone();
+    {
+        let q: Vec<_> = (0..4).map(|_| gpu.create_aql_queue(AqlQueueOptions::default()).unwrap()).collect();
+        assert_eq!(emu.stats().live_queues, 4);
+        q[0].barrier_and(&[]).unwrap().wait(LONG).unwrap();
+    }
+    assert_eq!(emu.stats().live_queues, 0);
+}

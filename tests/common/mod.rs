@@ -1,0 +1,40 @@
+//! Shared helpers of the integration tests.
+//!
+//! Tests open the device `KFDRT_DEVICE` names (default `auto`: `/dev/kfd` when present, else the
+//! emulator). Tests that need the emulator's counters or several GPUs create their own emulated
+//! device; tests that need real hardware call [`hardware_or_skip`].
+#![allow(dead_code)]
+
+use kfdrt::emu::{EmuConfig, Preset};
+use kfdrt::Kfd;
+
+/// The device under test, as `KFDRT_DEVICE` selects.
+pub fn device() -> Kfd {
+    match Kfd::from_env() {
+        Ok(k) => k,
+        Err(e) => panic!("cannot open the device under test: {e}"),
+    }
+}
+
+/// A fresh emulated device.
+pub fn emulated(preset: Preset, gpus: usize) -> Kfd {
+    match Kfd::emulated(EmuConfig::new(preset, gpus)) {
+        Ok(k) => k,
+        Err(e) => panic!("cannot create an emulated {preset} x{gpus}: {e}"),
+    }
+}
+
+/// `/dev/kfd`, or `None` after printing why the test is skipped.
+pub fn hardware_or_skip(test: &str) -> Option<Kfd> {
+    if !kfd_sys::DevKfd::present() {
+        eprintln!("{test}: skipped: /dev/kfd is absent (no AMD GPU on this machine)");
+        return None;
+    }
+    match Kfd::open() {
+        Ok(k) => Some(k),
+        Err(e) => {
+            eprintln!("{test}: skipped: {e}");
+            None
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! Memory tests in the spirit of kfdtest's KFDMemoryTest.
+
+mod common;
+
+use kfd_sys::bindings::*;
+use kfd_sys::DriverExt;
+use kfdrt::emu::Preset;
+use kfdrt::{Error, Errno, MemoryKind};
+
+const ALL_KINDS: [MemoryKind; 5] = [
+    MemoryKind::DeviceLocal,
+    MemoryKind::HostVisibleVram,
+    MemoryKind::GttCoherent,
+    MemoryKind::GttUncached,
+    MemoryKind::Pageable,
+];
+
+#[test]
+fn every_kind_allocates_maps_and_is_accessible_where_it_should_be() {
+    let kfd = common::device();
+    let gpu = kfd.gpu(0).unwrap();
+    for kind in ALL_KINDS {
+        let mut buf = gpu.alloc(10_000, kind).unwrap();
+        assert_eq!(buf.size(), 10_000);
+        assert_eq!(buf.allocated_size(), 12_288);
+        assert_eq!(buf.gpu_address() % 4096, 0);
+        assert_eq!(buf.mapped_gpus(), vec![gpu.id()]);
+        assert_eq!(buf.as_ptr().is_some(), kind.host_accessible(), "{kind:?}");
+        if let Some(bytes) = buf.as_mut_slice() {
+            bytes[9_999] = 0xA5;
+            let mut out = [0u8; 1];
+            buf.read(9_999, &mut out).unwrap();
+            assert_eq!(out[0], 0xA5);
+        }
+    }
+}
+
+#[test]
+fn parameter_errors_are_typed() {
+    let kfd = common::device();
+    let gpu = kfd.gpu(0).unwrap();
+    assert!(matches!(gpu.alloc(0, MemoryKind::GttCoherent), Err(Error::InvalidArgument(_))));
+    assert!(matches!(gpu.alloc(u64::MAX - 10, MemoryKind::DeviceLocal), Err(Error::InvalidArgument(_))));
+    let vram = gpu.alloc(4096, MemoryKind::DeviceLocal).unwrap();
+    assert!(matches!(vram.write(0, &[1]), Err(Error::InvalidArgument(_))), "device-local is not host-accessible");
+    let gtt = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    assert!(matches!(gtt.write(4095, &[1, 2]), Err(Error::InvalidArgument(_))));
+    assert!(matches!(gtt.read(u64::MAX, &mut [0]), Err(Error::InvalidArgument(_))));
+    assert!(matches!(gtt.unmap_from(&gpu), Err(Error::InvalidArgument(_))));
+    // A GPU of another Kfd is refused before reaching the driver.
+    let other = common::emulated(Preset::Gfx90a, 1);
+    assert!(matches!(gtt.map_to(&other.gpu(0).unwrap()), Err(Error::InvalidArgument(_))));
+}
+
+#[test]
+fn driver_rejects_bad_raw_requests_with_kfd_errnos() {
+    let kfd = common::device();
+    let gpu = kfd.gpu(0).unwrap();
+    let d = kfd.driver();
+    // Freeing an unknown handle.
+    let mut free = kfd_ioctl_free_memory_of_gpu_args { handle: 0xdead_0000_0000 };
+    assert_eq!(d.kfd_ioctl(&mut free), Err(Errno::EINVAL));
+    // Unknown GPU for ACQUIRE_VM.
+    let mut acq = kfd_ioctl_acquire_vm_args { drm_fd: 0, gpu_id: 0x1 };
+    assert_eq!(d.kfd_ioctl(&mut acq), Err(Errno::EINVAL));
+    // Zero-size allocation and no memory domain.
+    for (size, flags) in [(0u64, KFD_IOC_ALLOC_MEM_FLAGS_GTT), (4096, KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE)] {
+        let mut a = kfd_ioctl_alloc_memory_of_gpu_args {
+            va_addr: 0x7f00_0000_0000,
+            size,
+            gpu_id: gpu.id(),
+            flags,
+            ..Default::default()
+        };
+        // SAFETY: the request is rejected before any address is used.
+        let r = unsafe { d.kfd_ioctl_unchecked(&mut a) };
+        assert_eq!(r, Err(Errno::EINVAL), "size {size} flags {flags:#x}");
+    }
+}
+
+#[test]
+fn vram_over_capacity_is_out_of_memory() {
+    let kfd = common::emulated(Preset::Gfx1100, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let too_much = gpu.info().vram_bytes + (1 << 30);
+    match gpu.alloc(too_much, MemoryKind::DeviceLocal) {
+        Err(Error::OutOfMemory { gpu_id, requested, .. }) => {
+            assert_eq!(gpu_id, gpu.id());
+            assert!(requested >= too_much);
+        }
+        other => panic!("expected OutOfMemory, got {other:?}"),
+    }
+    // Fill most of VRAM, then one more large allocation fails; freeing makes room again.
+    let half = gpu.info().vram_bytes / 2 + 4096;
+    let first = gpu.alloc(half, MemoryKind::DeviceLocal).unwrap();
+    assert!(matches!(gpu.alloc(half, MemoryKind::DeviceLocal), Err(Error::OutOfMemory { .. })));
+    drop(first);
+    gpu.alloc(half, MemoryKind::DeviceLocal).unwrap();
+    assert_eq!(kfd.emulator().unwrap().stats().live_allocations, 0);
+}
+
+#[test]
+fn ten_thousand_alloc_free_cycles_leave_nothing_behind() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let emu = kfd.emulator().unwrap().clone();
+    for i in 0..10_000u64 {
+        let kind = ALL_KINDS[(i % 5) as usize];
+        let b = gpu.alloc(4096 * (1 + i % 7), kind).unwrap();
+        assert!(emu.is_mapped(gpu.id(), b.gpu_address(), b.size()));
+    }
+    let s = emu.stats();
+    assert_eq!(s.live_allocations, 0);
+    assert_eq!(emu.mapped_bytes(gpu.id()), Some(0));
+}
+
+#[test]
+fn contents_survive_unmap_and_remap() {
+    let kfd = common::device();
+    let gpu = kfd.gpu(0).unwrap();
+    for kind in [MemoryKind::HostVisibleVram, MemoryKind::GttCoherent, MemoryKind::Pageable] {
+        let buf = gpu.alloc(64 * 1024, kind).unwrap();
+        let pattern: Vec<u8> = (0..64 * 1024).map(|i| (i * 7 % 251) as u8).collect();
+        buf.write(0, &pattern).unwrap();
+        buf.remap().unwrap();
+        let mut back = vec![0u8; pattern.len()];
+        buf.read(0, &mut back).unwrap();
+        assert_eq!(back, pattern, "{kind:?}");
+        if let Some(emu) = kfd.emulator() {
+            assert!(emu.is_mapped(gpu.id(), buf.gpu_address(), buf.size()));
+        }
+    }
+}
+
+#[test]
+fn peer_mapping_shows_in_both_page_tables() {
+    let kfd = common::emulated(Preset::Gfx90a, 2);
+    let (g0, g1) = (kfd.gpu(0).unwrap(), kfd.gpu(1).unwrap());
+    let emu = kfd.emulator().unwrap().clone();
+    let buf = g0.alloc(3 << 20, MemoryKind::DeviceLocal).unwrap();
+    assert_eq!(buf.gpu_address() % (2 << 20), 0, ">= 2 MiB allocations are 2 MiB-aligned");
+    assert!(emu.is_mapped(g0.id(), buf.gpu_address(), buf.size()));
+    assert!(!emu.is_mapped(g1.id(), buf.gpu_address(), buf.size()));
+    buf.map_to(&g1).unwrap();
+    buf.map_to(&g1).unwrap(); // idempotent
+    assert_eq!(buf.mapped_gpus(), vec![g0.id(), g1.id()]);
+    assert!(emu.is_mapped(g0.id(), buf.gpu_address(), buf.size()));
+    assert!(emu.is_mapped(g1.id(), buf.gpu_address(), buf.size()));
+    assert_eq!(emu.mapped_bytes(g1.id()), Some(buf.allocated_size()));
+    buf.unmap_from(&g1).unwrap();
+    assert!(!emu.is_mapped(g1.id(), buf.gpu_address(), 1));
+    assert!(matches!(buf.unmap_from(&g1), Err(Error::InvalidArgument(_))));
+    buf.map_to(&g1).unwrap();
+    drop(buf);
+    assert_eq!(emu.mapped_bytes(g0.id()), Some(0));
+    assert_eq!(emu.mapped_bytes(g1.id()), Some(0));
+    assert_eq!(emu.stats().live_allocations, 0);
+}
+
+#[test]
+fn injected_allocation_failure_is_typed_and_leaks_nothing() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let emu = kfd.emulator().unwrap().clone();
+    let keep = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    emu.faults().fail_nth_allocation(1);
+    assert!(matches!(gpu.alloc(4096, MemoryKind::DeviceLocal), Err(Error::OutOfMemory { .. })));
+    assert_eq!(emu.stats().live_allocations, 1);
+    gpu.alloc(4096, MemoryKind::DeviceLocal).unwrap();
+    drop(keep);
+    assert_eq!(emu.stats().live_allocations, 0);
+}

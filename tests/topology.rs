@@ -1,0 +1,110 @@
+//! Topology checks in the spirit of kfdtest's KFDTopologyTest.
+
+mod common;
+
+use kfdrt::emu::Preset;
+use kfdrt::topology::HeapType;
+use kfdrt::Kfd;
+
+fn check_topology(kfd: &Kfd) {
+    let topo = kfd.topology();
+    assert!(!topo.cpus.is_empty(), "no CPU node");
+    for cpu in &topo.cpus {
+        assert!(cpu.cores > 0, "CPU node {} reports no cores", cpu.node);
+        for l in &cpu.links {
+            assert_eq!(l.node_from, cpu.node, "io link of node {} starts elsewhere", cpu.node);
+        }
+    }
+    let mut ids = std::collections::HashSet::new();
+    for gpu in kfd.gpus() {
+        let i = gpu.info();
+        assert!(ids.insert(i.gpu_id), "duplicate gpu_id {:#x}", i.gpu_id);
+        assert_ne!(i.gpu_id, 0);
+        assert!(i.compute_units > 0, "{}: no compute units", i.gfx_target);
+        assert!(i.wave_size == 32 || i.wave_size == 64, "wave size {}", i.wave_size);
+        assert!(i.lds_bytes >= 32 * 1024, "LDS {}", i.lds_bytes);
+        assert!(i.fw_version > 0, "no ME firmware version");
+        assert!(i.sdma_fw_version > 0, "no SDMA firmware version");
+        assert!(!i.mem_banks.is_empty(), "no memory bank");
+        assert!(i.vram_bytes > 0);
+        assert!(i.mem_banks.iter().any(|b| b.heap.is_vram()));
+        assert!(i.sdma_engines > 0 && i.sdma_queues_per_engine > 0);
+        assert!(i.gfx_target.starts_with("gfx"));
+        for l in &i.links {
+            assert_eq!(l.node_from, i.node, "io link of node {} starts elsewhere", i.node);
+            assert!(l.node_to != i.node);
+        }
+        // Every GPU links to a CPU node.
+        let cpu_nodes: Vec<u32> = topo.cpus.iter().map(|c| c.node).collect();
+        assert!(i.links.iter().any(|l| cpu_nodes.contains(&l.node_to)));
+    }
+}
+
+#[test]
+fn device_under_test_topology_is_sane() {
+    let kfd = common::device();
+    println!("testing on {}", kfd.describe());
+    check_topology(&kfd);
+}
+
+#[test]
+fn every_preset_with_one_and_eight_gpus() {
+    for preset in [Preset::Gfx90a, Preset::Gfx942, Preset::Gfx1100] {
+        for n in [1, 8] {
+            let kfd = common::emulated(preset, n);
+            assert_eq!(kfd.gpus().len(), n);
+            check_topology(&kfd);
+            let i = kfd.gpus()[0].info().clone();
+            match preset {
+                Preset::Gfx90a => {
+                    assert_eq!((i.gfx_target.as_str(), i.wave_size), ("gfx90a", 64));
+                    assert_eq!(i.gfx_target_version, 90010);
+                }
+                Preset::Gfx942 => {
+                    assert_eq!(i.gfx_target, "gfx942");
+                    assert!(i.num_xcc > 1, "gfx942 is a multi-XCC part");
+                }
+                Preset::Gfx1100 => assert_eq!((i.gfx_target.as_str(), i.wave_size), ("gfx1100", 32)),
+            }
+            if n == 8 {
+                // GPU-to-GPU links exist for every pair in a multi-GPU system.
+                for g in kfd.gpus() {
+                    let peers = g.info().links.iter().filter(|l| {
+                        kfd.gpus().iter().any(|o| o.info().node == l.node_to)
+                    });
+                    assert_eq!(peers.count(), 7, "{:?} should link to 7 peers", g);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn heap_types_are_consistent() {
+    let kfd = common::emulated(Preset::Gfx1100, 1);
+    let i = kfd.gpus()[0].info().clone();
+    let visible: u64 =
+        i.mem_banks.iter().filter(|b| b.heap == HeapType::FrameBufferPublic).map(|b| b.size_bytes).sum();
+    assert_eq!(visible, i.host_visible_vram_bytes);
+    assert!(i.host_visible_vram_bytes <= i.vram_bytes);
+}
+
+#[test]
+fn invalid_node_is_an_error() {
+    let kfd = common::device();
+    assert!(kfd.gpu(kfd.gpus().len()).is_none());
+    assert!(kfd.gpu_by_id(0).is_none(), "gpu_id 0 is a CPU node, not a GPU");
+    let err = kfd.driver().read_topology("nodes/999/properties").unwrap_err();
+    assert_eq!(err, kfdrt::Errno::ENOENT);
+}
+
+#[test]
+fn clock_counters_advance() {
+    let kfd = common::device();
+    let gpu = kfd.gpu(0).expect("a GPU");
+    let a = kfd.clock_counters(&gpu).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2));
+    let b = kfd.clock_counters(&gpu).unwrap();
+    assert!(b.gpu > a.gpu && b.cpu > a.cpu && b.system > a.system);
+    assert!(a.system_freq_hz > 0);
+}
