@@ -1,0 +1,332 @@
+//! The AQL packet processor: one thread per AQL queue, behaving like the command processor.
+//!
+//! It follows the hardware's rules, including the unforgiving ones: a packet is consumed as soon
+//! as its header word is valid (the doorbell is only a wake-up hint unless the configuration
+//! asks for it), its header is set back to INVALID before the read index moves on, and a packet
+//! whose bytes change after it was read is counted as a torn publication. Packets run in order,
+//! one at a time, which satisfies every barrier bit.
+
+use crate::device::GpuState;
+use crate::kernel::{KernelRegistry, WorkGroup};
+use crate::queue::{QueueCtl, QueueErrorCode};
+use crate::stats::Counters;
+use crate::vm::{GpuFault, GpuVm};
+use crate::Emulator;
+use aql::{queue_offsets, signal_offsets, BarrierPacket, BarrierValuePacket, KernelDispatchPacket, Packet};
+use kfd_sys::bindings::*;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+struct Processor {
+    ctl: Arc<QueueCtl>,
+    kernels: Arc<KernelRegistry>,
+    stats: Arc<Counters>,
+    faults: Arc<FaultView>,
+    requires_doorbell: bool,
+    spin_poll: bool,
+    epoch: Instant,
+}
+
+/// What the processor needs of the fault injector (shared by reference count, not by lifetime).
+pub(crate) struct FaultView(*const crate::FaultInjector);
+// SAFETY: the injector lives inside the Emulator, which joins every processor thread before it
+// is dropped (`QueueTable::stop_all` in `Emulator::drop`), and its state is behind a mutex.
+unsafe impl Send for FaultView {}
+// SAFETY: as above.
+unsafe impl Sync for FaultView {}
+
+enum Outcome {
+    Done,
+    Error(QueueErrorCode, Option<GpuFault>),
+    Stopped,
+}
+
+pub(crate) fn spawn(emu: &Emulator, ctl: Arc<QueueCtl>) -> std::io::Result<std::thread::JoinHandle<()>> {
+    let p = Processor {
+        ctl: ctl.clone(),
+        kernels: emu.kernels.clone(),
+        stats: emu.stats.clone(),
+        faults: Arc::new(FaultView(&emu.faults)),
+        requires_doorbell: emu.config.aql_requires_doorbell,
+        spin_poll: emu.config.spin_poll,
+        epoch: emu.epoch,
+    };
+    std::thread::Builder::new().name(format!("kfd-emu-aql-{}", ctl.id)).spawn(move || p.run())
+}
+
+impl Processor {
+    fn gpu(&self) -> &GpuState {
+        &self.ctl.gpu
+    }
+
+    fn vm(&self) -> &GpuVm {
+        &self.ctl.gpu.vm
+    }
+
+    fn stopped(&self) -> bool {
+        self.ctl.stop.load(Ordering::Acquire)
+    }
+
+    fn paused(&self) -> bool {
+        !self.ctl.enabled.load(Ordering::Acquire)
+            // SAFETY: see `FaultView`.
+            || unsafe { &*self.faults.0 }.is_stalled(self.ctl.id)
+            || self.ctl.error.lock().unwrap_or_else(|p| p.into_inner()).is_some()
+    }
+
+    fn gpu_clock(&self) -> u64 {
+        (self.epoch.elapsed().as_nanos() * u128::from(self.gpu().params.gpu_clock_hz) / 1_000_000_000) as u64
+    }
+
+    /// Waits a little: spins first, then sleeps with growing intervals (woken early by doorbell
+    /// hints), so an idle queue costs next to no CPU.
+    fn idle(&self, idle_rounds: &mut u32, generation: u64) {
+        *idle_rounds = idle_rounds.saturating_add(1);
+        if self.spin_poll || *idle_rounds < 64 {
+            std::hint::spin_loop();
+        } else if *idle_rounds < 128 {
+            std::thread::yield_now();
+        } else {
+            let us = 10u64 << (*idle_rounds - 128).min(7);
+            self.gpu().wait_for_hint(generation, Duration::from_micros(us.min(1000)));
+        }
+    }
+
+    fn run(self) {
+        let n = self.ctl.ring_size / 64;
+        let mut rd = self.vm().read_u64(self.ctl.rptr).unwrap_or(0);
+        let mut idle_rounds = 0u32;
+        while !self.stopped() {
+            let generation = self.gpu().wake_generation();
+            if self.paused() {
+                self.idle(&mut idle_rounds, generation);
+                continue;
+            }
+            let slot = self.ctl.ring + (rd % n) * 64;
+            let header = match self.vm().read_u32(slot) {
+                Ok(h) => h,
+                Err(f) => {
+                    self.fail(QueueErrorCode::MemoryViolation, Some(f));
+                    continue;
+                }
+            };
+            let doorbell_ok = !self.requires_doorbell || self.gpu().doorbell(self.ctl.doorbell_index) >= rd;
+            if !aql::is_valid_header_word(header) || !doorbell_ok {
+                self.idle(&mut idle_rounds, generation);
+                continue;
+            }
+            idle_rounds = 0;
+            let mut raw = [0u32; 16];
+            let mut bytes = [0u8; 64];
+            if let Err(f) = self.vm().read(slot, &mut bytes) {
+                self.fail(QueueErrorCode::MemoryViolation, Some(f));
+                continue;
+            }
+            for (i, d) in raw.iter_mut().enumerate() {
+                *d = u32::from_le_bytes([bytes[4 * i], bytes[4 * i + 1], bytes[4 * i + 2], bytes[4 * i + 3]]);
+            }
+            // The header word was read with acquire first; the copy above may have raced a writer
+            // that stored the header before the body. Keep the acquire-loaded header.
+            raw[0] = header;
+            let outcome = match Packet::decode(&raw) {
+                Ok(p) => self.execute(&p),
+                Err(_) => Outcome::Error(QueueErrorCode::InvalidPacketFormat, None),
+            };
+            match outcome {
+                Outcome::Stopped => return,
+                Outcome::Error(code, fault) => {
+                    self.fail(code, fault);
+                    continue;
+                }
+                Outcome::Done => {}
+            }
+            self.check_torn(slot, &raw);
+            // Header back to INVALID before the read index moves, so a producer that sees the
+            // slot free never sees a stale valid header.
+            let _ = self.vm().write_u32(slot, aql::INVALID_HEADER_WORD);
+            rd += 1;
+            let _ = self.vm().write_u64(self.ctl.rptr, rd);
+            self.stats.packets_run.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn check_torn(&self, slot: u64, seen: &[u32; 16]) {
+        let mut now = [0u8; 64];
+        if self.vm().read(slot, &mut now).is_err() {
+            return;
+        }
+        let changed = seen.iter().enumerate().any(|(i, d)| d.to_le_bytes() != now[4 * i..4 * i + 4]);
+        if changed {
+            self.stats.torn_packets.fetch_add(1, Ordering::Relaxed);
+            log::error!("kfd-emu: queue {}: packet bytes changed after its header was valid (torn publication)", self.ctl.id);
+        }
+    }
+
+    fn execute(&self, p: &Packet) -> Outcome {
+        let start = self.gpu_clock();
+        let r = match p {
+            Packet::KernelDispatch(d) => self.dispatch(d),
+            Packet::BarrierAnd(b) => self.barrier(b, true),
+            Packet::BarrierOr(b) => self.barrier(b, false),
+            Packet::BarrierValue(b) => self.barrier_value(b),
+            // PM4 indirect buffers (cache invalidation) are accepted; the PM4 interpreter is the
+            // PM4 queue's and is not emulated yet, so the commands themselves have no effect.
+            Packet::VendorPm4Ib(_) => Outcome::Done,
+        };
+        if !matches!(r, Outcome::Done) {
+            return r;
+        }
+        self.complete(p.completion_signal(), start)
+    }
+
+    fn complete(&self, signal: u64, start: u64) -> Outcome {
+        if signal == 0 {
+            return Outcome::Done;
+        }
+        let vm = self.vm();
+        let r = (|| -> Result<(), GpuFault> {
+            let profiling = vm.read_u32(self.ctl.rptr - queue_offsets::READ_DISPATCH_ID + queue_offsets::QUEUE_PROPERTIES)?
+                & aql::QUEUE_PROPERTY_ENABLE_PROFILING
+                != 0;
+            if profiling {
+                vm.write_u64(signal + signal_offsets::START_TS, start)?;
+                vm.write_u64(signal + signal_offsets::END_TS, self.gpu_clock().max(start))?;
+            }
+            vm.atomic_add_i64(signal + signal_offsets::VALUE, -1)?;
+            self.raise_signal_event(signal)
+        })();
+        match r {
+            Ok(()) => Outcome::Done,
+            Err(f) => Outcome::Error(QueueErrorCode::MemoryViolation, Some(f)),
+        }
+    }
+
+    /// Writes the signal's event id to its mailbox and raises the interrupt, if it has one.
+    fn raise_signal_event(&self, signal: u64) -> Result<(), GpuFault> {
+        let vm = self.vm();
+        let mailbox = vm.read_u64(signal + signal_offsets::EVENT_MAILBOX_PTR)?;
+        if mailbox != 0 {
+            let id = vm.read_u32(signal + signal_offsets::EVENT_ID)?;
+            vm.write_u64(mailbox, u64::from(id))?;
+            self.ctl.events.signal_from_device(id);
+        }
+        Ok(())
+    }
+
+    fn dispatch(&self, d: &KernelDispatchPacket) -> Outcome {
+        use QueueErrorCode::*;
+        if !(1..=3).contains(&d.dimensions) || d.grid_size.contains(&0) {
+            return Outcome::Error(InvalidArgument, None);
+        }
+        let wg: [u32; 3] = d.workgroup_size.map(u32::from);
+        if wg.contains(&0) || wg.iter().product::<u32>() > 1024 {
+            return Outcome::Error(IncompatibleArguments, None);
+        }
+        if u64::from(d.group_segment_size) > u64::from(self.gpu().params.lds_size_kb) * 1024 {
+            return Outcome::Error(IncompatibleArguments, None);
+        }
+        let mut kd = [0u8; 64];
+        if d.kernel_object % 64 != 0 || self.vm().read(d.kernel_object, &mut kd).is_err() {
+            return Outcome::Error(InvalidCodeObject, None);
+        }
+        let kd = aql::KernelDescriptor::from_bytes(&kd);
+        let Some(f) = self.kernels.get(d.kernel_object) else {
+            return Outcome::Error(InvalidCodeObject, None);
+        };
+        if kd.kernarg_size > 0 && !self.vm().is_mapped(d.kernarg_address, u64::from(kd.kernarg_size)) {
+            return Outcome::Error(InvalidArgument, None);
+        }
+        let groups: [u32; 3] = std::array::from_fn(|i| d.grid_size[i].div_ceil(wg[i]));
+        for z in 0..groups[2] {
+            for y in 0..groups[1] {
+                for x in 0..groups[0] {
+                    if self.stopped() {
+                        return Outcome::Stopped;
+                    }
+                    let w = WorkGroup {
+                        group_id: [x, y, z],
+                        workgroup_size: wg,
+                        grid_size: d.grid_size,
+                        kernarg_address: d.kernarg_address,
+                        mem: self.vm(),
+                        gpu_id: self.gpu().gpu_id,
+                    };
+                    if let Err(fault) = f(&w) {
+                        return Outcome::Error(MemoryViolation, Some(fault));
+                    }
+                }
+            }
+        }
+        Outcome::Done
+    }
+
+    /// Polls until `ready` says so, backing off; `None` from `ready` is a fault.
+    fn wait_until(&self, mut ready: impl FnMut() -> Result<bool, GpuFault>) -> Outcome {
+        let mut rounds = 0u32;
+        loop {
+            let generation = self.gpu().wake_generation();
+            match ready() {
+                Ok(true) => return Outcome::Done,
+                Ok(false) => {}
+                Err(f) => return Outcome::Error(QueueErrorCode::MemoryViolation, Some(f)),
+            }
+            if self.stopped() {
+                return Outcome::Stopped;
+            }
+            self.idle(&mut rounds, generation);
+        }
+    }
+
+    fn barrier(&self, b: &BarrierPacket, all: bool) -> Outcome {
+        let deps: Vec<u64> = b.dep_signal.iter().copied().filter(|&s| s != 0).collect();
+        if deps.is_empty() {
+            return Outcome::Done;
+        }
+        let vm = self.vm();
+        self.wait_until(|| {
+            let mut done = 0;
+            for &s in &deps {
+                if vm.read_u64(s + signal_offsets::VALUE)? as i64 == 0 {
+                    done += 1;
+                }
+            }
+            Ok(if all { done == deps.len() } else { done > 0 })
+        })
+    }
+
+    fn barrier_value(&self, b: &BarrierValuePacket) -> Outcome {
+        if b.signal == 0 {
+            return Outcome::Done;
+        }
+        let vm = self.vm();
+        self.wait_until(|| {
+            let v = vm.read_u64(b.signal + signal_offsets::VALUE)? as i64 & b.mask;
+            Ok(match b.condition {
+                0 => v == b.value,
+                1 => v != b.value,
+                2 => v < b.value,
+                _ => v >= b.value,
+            })
+        })
+    }
+
+    /// Stops the queue: records the error, reports a fault as a memory exception, writes the
+    /// error code into the queue's inactive signal and wakes its waiters.
+    fn fail(&self, code: QueueErrorCode, fault: Option<GpuFault>) {
+        *self.ctl.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(code);
+        log::warn!("kfd-emu: queue {} stopped: {code:?} {fault:?}", self.ctl.id);
+        if let Some(f) = fault {
+            let mf = crate::events::MemoryFault { va: f.va, gpu_id: self.gpu().gpu_id };
+            self.ctl.events.signal_kind(KFD_IOC_EVENT_MEMORY, Some(mf));
+        }
+        self.ctl.events.signal_kind(KFD_IOC_EVENT_HW_EXCEPTION, None);
+        let vm = self.vm();
+        let q = self.ctl.rptr - queue_offsets::READ_DISPATCH_ID;
+        if let Ok(sig) = vm.read_u64(q + queue_offsets::QUEUE_INACTIVE_SIGNAL) {
+            if sig != 0 && vm.write_u64(sig + signal_offsets::VALUE, code.bits()).is_ok() {
+                let _ = self.raise_signal_event(sig);
+            }
+        }
+    }
+}

@@ -1,0 +1,222 @@
+//! Emulated device configuration: GPU presets modelled on real parts, and the knobs of the
+//! packet processors.
+
+use crate::EmuError;
+use std::fmt;
+use std::str::FromStr;
+
+/// A GPU the emulator can model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Preset {
+    /// AMD Instinct MI210 (gfx90a, CDNA2).
+    Gfx90a,
+    /// AMD Instinct MI300X (gfx942, CDNA3, 8 XCCs).
+    Gfx942,
+    /// AMD Radeon RX 7900 XTX (gfx1100, RDNA3, wave32, small BAR).
+    Gfx1100,
+}
+
+impl FromStr for Preset {
+    type Err = EmuError;
+    fn from_str(s: &str) -> Result<Self, EmuError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "gfx90a" | "mi210" => Ok(Preset::Gfx90a),
+            "gfx942" | "mi300x" => Ok(Preset::Gfx942),
+            "gfx1100" | "rx7900xtx" => Ok(Preset::Gfx1100),
+            other => Err(EmuError::Config(format!("unknown preset {other:?} (gfx90a, gfx942, gfx1100)"))),
+        }
+    }
+}
+
+impl fmt::Display for Preset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Preset::Gfx90a => "gfx90a",
+            Preset::Gfx942 => "gfx942",
+            Preset::Gfx1100 => "gfx1100",
+        })
+    }
+}
+
+/// What the topology reports for one emulated GPU. Values follow the real parts' KFD topology
+/// where public sources give them; counts that vary by board are representative.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GpuParams {
+    /// Marketing name, for logs.
+    pub name: String,
+    /// `gfx_target_version` (major*10000 + minor*100 + stepping).
+    pub gfx_target_version: u32,
+    /// PCI device id.
+    pub device_id: u32,
+    /// Compute units (all XCCs).
+    pub compute_units: u32,
+    /// SIMDs per CU.
+    pub simd_per_cu: u32,
+    /// Wavefront size.
+    pub wave_size: u32,
+    /// LDS per work-group in KiB.
+    pub lds_size_kb: u32,
+    /// VRAM bytes.
+    pub vram_bytes: u64,
+    /// VRAM the host can map (equal to `vram_bytes` with large BAR).
+    pub host_visible_vram_bytes: u64,
+    /// SDMA engines for PCIe.
+    pub sdma_engines: u32,
+    /// SDMA engines for XGMI.
+    pub sdma_xgmi_engines: u32,
+    /// Queue slots per SDMA engine.
+    pub sdma_queues_per_engine: u32,
+    /// Accelerator complexes.
+    pub num_xcc: u32,
+    /// Waves per SIMD.
+    pub max_waves_per_simd: u32,
+    /// Shader arrays (all XCCs).
+    pub array_count: u32,
+    /// Shader arrays per shader engine.
+    pub simd_arrays_per_engine: u32,
+    /// CUs per shader array.
+    pub cu_per_simd_array: u32,
+    /// ME firmware version.
+    pub fw_version: u32,
+    /// SDMA firmware version.
+    pub sdma_fw_version: u32,
+    /// Maximum engine clock, MHz.
+    pub max_engine_clk_mhz: u32,
+    /// Frequency of the GPU timestamp counter.
+    pub gpu_clock_hz: u64,
+    /// Hardware compute queues KFD may use.
+    pub num_cp_queues: u32,
+}
+
+const GIB: u64 = 1 << 30;
+
+impl Preset {
+    /// The preset's parameters.
+    pub fn params(self) -> GpuParams {
+        match self {
+            Preset::Gfx90a => GpuParams {
+                name: "AMD Instinct MI210 (emulated)".into(),
+                gfx_target_version: 90010,
+                device_id: 0x740F,
+                compute_units: 104,
+                simd_per_cu: 4,
+                wave_size: 64,
+                lds_size_kb: 64,
+                vram_bytes: 64 * GIB,
+                host_visible_vram_bytes: 64 * GIB,
+                sdma_engines: 2,
+                sdma_xgmi_engines: 3,
+                sdma_queues_per_engine: 8,
+                num_xcc: 1,
+                max_waves_per_simd: 8,
+                array_count: 8,
+                simd_arrays_per_engine: 1,
+                cu_per_simd_array: 13,
+                fw_version: 78,
+                sdma_fw_version: 8,
+                max_engine_clk_mhz: 1700,
+                gpu_clock_hz: 100_000_000,
+                num_cp_queues: 24,
+            },
+            Preset::Gfx942 => GpuParams {
+                name: "AMD Instinct MI300X (emulated)".into(),
+                gfx_target_version: 90402,
+                device_id: 0x74A1,
+                compute_units: 304,
+                simd_per_cu: 4,
+                wave_size: 64,
+                lds_size_kb: 64,
+                vram_bytes: 192 * GIB,
+                host_visible_vram_bytes: 192 * GIB,
+                sdma_engines: 2,
+                sdma_xgmi_engines: 14,
+                sdma_queues_per_engine: 8,
+                num_xcc: 8,
+                max_waves_per_simd: 8,
+                array_count: 32,
+                simd_arrays_per_engine: 1,
+                cu_per_simd_array: 10,
+                fw_version: 177,
+                sdma_fw_version: 19,
+                max_engine_clk_mhz: 2100,
+                gpu_clock_hz: 100_000_000,
+                num_cp_queues: 24,
+            },
+            Preset::Gfx1100 => GpuParams {
+                name: "AMD Radeon RX 7900 XTX (emulated)".into(),
+                gfx_target_version: 110000,
+                device_id: 0x744C,
+                compute_units: 96,
+                simd_per_cu: 2,
+                wave_size: 32,
+                lds_size_kb: 64,
+                vram_bytes: 24 * GIB,
+                host_visible_vram_bytes: 256 << 20,
+                sdma_engines: 2,
+                sdma_xgmi_engines: 0,
+                sdma_queues_per_engine: 6,
+                num_xcc: 1,
+                max_waves_per_simd: 16,
+                array_count: 12,
+                simd_arrays_per_engine: 2,
+                cu_per_simd_array: 8,
+                fw_version: 2200,
+                sdma_fw_version: 21,
+                max_engine_clk_mhz: 2500,
+                gpu_clock_hz: 100_000_000,
+                num_cp_queues: 24,
+            },
+        }
+    }
+}
+
+/// Configuration of an [`crate::Emulator`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EmuConfig {
+    /// The GPUs, 1 to 8.
+    pub gpus: Vec<GpuParams>,
+    /// System memory reported for the CPU node.
+    pub system_memory_bytes: u64,
+    /// CPU cores reported for the CPU node.
+    pub cpu_cores: u32,
+    /// AQL processors also wait for the doorbell before consuming a packet (hardware may start
+    /// as soon as the header is valid, which is the default).
+    pub aql_requires_doorbell: bool,
+    /// Packet processors spin instead of backing off when idle (for latency benchmarks; costs a
+    /// core per busy queue).
+    pub spin_poll: bool,
+}
+
+/// Environment variable naming the preset for [`EmuConfig::from_env`].
+pub const PRESET_ENV: &str = "KFDRT_EMU_PRESET";
+/// Environment variable giving the GPU count for [`EmuConfig::from_env`].
+pub const GPUS_ENV: &str = "KFDRT_EMU_GPUS";
+
+impl EmuConfig {
+    /// `gpus` GPUs of `preset` (the count is checked by [`crate::Emulator::new`]).
+    pub fn new(preset: Preset, gpus: usize) -> EmuConfig {
+        EmuConfig {
+            gpus: (0..gpus).map(|_| preset.params()).collect(),
+            system_memory_bytes: 64 * GIB,
+            cpu_cores: std::thread::available_parallelism().map_or(2, |n| n.get() as u32),
+            aql_requires_doorbell: false,
+            spin_poll: false,
+        }
+    }
+
+    /// From `KFDRT_EMU_PRESET` (default gfx90a) and `KFDRT_EMU_GPUS` (default 1).
+    pub fn from_env() -> Result<EmuConfig, EmuError> {
+        let preset = match std::env::var(PRESET_ENV) {
+            Ok(v) if !v.trim().is_empty() => v.parse()?,
+            _ => Preset::Gfx90a,
+        };
+        let gpus = match std::env::var(GPUS_ENV) {
+            Ok(v) if !v.trim().is_empty() => v
+                .trim()
+                .parse::<usize>()
+                .map_err(|_| EmuError::Config(format!("{GPUS_ENV}={v:?} is not a number")))?,
+            _ => 1,
+        };
+        Ok(EmuConfig::new(preset, gpus))
+    }
+}

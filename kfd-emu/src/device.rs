@@ -1,0 +1,95 @@
+//! Per-GPU state of the emulated device.
+
+use crate::config::GpuParams;
+use crate::memfd::SharedMem;
+use crate::vm::GpuVm;
+use kfd_sys::Errno;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
+
+/// KFD mmap offset types (`KFD_MMAP_TYPE_*`, bits 62-63) and the GPU id field (bits 46-61).
+pub(crate) const MMAP_TYPE_SHIFT: u32 = 62;
+pub(crate) const MMAP_TYPE_DOORBELL: u64 = 3 << MMAP_TYPE_SHIFT;
+pub(crate) const MMAP_TYPE_MMIO: u64 = 1 << MMAP_TYPE_SHIFT;
+pub(crate) const MMAP_GPU_ID_SHIFT: u32 = 46;
+/// Bytes of doorbells per process per GPU: 1024 doorbells of 8 bytes, two pages.
+pub(crate) const DOORBELL_SLICE: u64 = 8192;
+
+pub(crate) struct GpuState {
+    pub(crate) index: usize,
+    pub(crate) gpu_id: u32,
+    pub(crate) params: GpuParams,
+    pub(crate) render_minor: u32,
+    pub(crate) vm: GpuVm,
+    pub(crate) vram_used: AtomicU64,
+    pub(crate) visible_vram_used: AtomicU64,
+    pub(crate) vm_acquired: AtomicBool,
+    pub(crate) doorbells: SharedMem,
+    pub(crate) mmio: SharedMem,
+    /// Bumped on every doorbell hint; processors waiting for work sleep on the condvar.
+    wake: Mutex<u64>,
+    wake_cv: Condvar,
+}
+
+impl GpuState {
+    pub(crate) fn new(index: usize, params: GpuParams) -> Result<GpuState, Errno> {
+        Ok(GpuState {
+            index,
+            // KFD derives ids from a hash of the device; any stable non-zero 16-bit value will do.
+            gpu_id: 0xA1B0 + index as u32 * 0x0F13,
+            params,
+            render_minor: crate::FIRST_RENDER_MINOR + index as u32,
+            vm: GpuVm::default(),
+            vram_used: AtomicU64::new(0),
+            visible_vram_used: AtomicU64::new(0),
+            vm_acquired: AtomicBool::new(false),
+            doorbells: SharedMem::new(DOORBELL_SLICE)?,
+            mmio: SharedMem::new(4096)?,
+            wake: Mutex::new(0),
+            wake_cv: Condvar::new(),
+        })
+    }
+
+    /// The fake descriptor `open_render_node` hands out for this GPU.
+    pub(crate) fn render_fd(&self) -> i32 {
+        10_000 + self.render_minor as i32
+    }
+
+    /// The KFD mmap offset of this GPU's doorbell pages.
+    pub(crate) fn doorbell_mmap_offset(&self) -> u64 {
+        MMAP_TYPE_DOORBELL | u64::from(self.gpu_id) << MMAP_GPU_ID_SHIFT
+    }
+
+    /// The KFD mmap offset of this GPU's MMIO remap page.
+    pub(crate) fn mmio_mmap_offset(&self) -> u64 {
+        MMAP_TYPE_MMIO | u64::from(self.gpu_id) << MMAP_GPU_ID_SHIFT
+    }
+
+    /// Reads doorbell `index` (8-byte doorbells).
+    pub(crate) fn doorbell(&self, index: u32) -> u64 {
+        let p = self.doorbells.host() as *const AtomicU64;
+        // SAFETY: `index` < 1024 (queue creation hands out no more), inside the 8 KiB mapping.
+        unsafe { (*p.add(index as usize % 1024)).load(Ordering::Acquire) }
+    }
+
+    pub(crate) fn doorbell_rung(&self) {
+        let mut g = self.wake.lock().unwrap_or_else(|p| p.into_inner());
+        *g = g.wrapping_add(1);
+        self.wake_cv.notify_all();
+    }
+
+    /// The current wake generation.
+    pub(crate) fn wake_generation(&self) -> u64 {
+        *self.wake.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Sleeps until a doorbell hint newer than `seen` or `timeout`.
+    pub(crate) fn wait_for_hint(&self, seen: u64, timeout: Duration) {
+        let g = self.wake.lock().unwrap_or_else(|p| p.into_inner());
+        if *g != seen {
+            return;
+        }
+        let _ = self.wake_cv.wait_timeout(g, timeout);
+    }
+}

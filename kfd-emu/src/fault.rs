@@ -1,0 +1,51 @@
+//! Fault injection: make the emulated device fail the way real ones do, on demand.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// Controls for injected failures. Obtain it from [`crate::Emulator::faults`].
+#[derive(Debug, Default)]
+pub struct FaultInjector {
+    /// Allocations to let through before failing one (0 = off).
+    fail_alloc_in: AtomicU64,
+    stalled: Mutex<HashSet<u32>>,
+}
+
+impl FaultInjector {
+    /// Makes the `n`-th allocation from now fail with ENOMEM (1 = the next one); 0 turns it off.
+    pub fn fail_nth_allocation(&self, n: u64) {
+        self.fail_alloc_in.store(n, Ordering::Release);
+    }
+
+    /// Clears every injected fault.
+    pub fn clear(&self) {
+        self.fail_alloc_in.store(0, Ordering::Release);
+        self.stalled.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+
+    pub(crate) fn take_allocation_failure(&self) -> bool {
+        let mut cur = self.fail_alloc_in.load(Ordering::Acquire);
+        while cur != 0 {
+            match self.fail_alloc_in.compare_exchange(cur, cur - 1, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return cur == 1,
+                Err(c) => cur = c,
+            }
+        }
+        false
+    }
+
+    /// Stops queue `queue_id`'s packet processor from consuming packets until resumed.
+    pub fn stall_queue(&self, queue_id: u32) {
+        self.stalled.lock().unwrap_or_else(|p| p.into_inner()).insert(queue_id);
+    }
+
+    /// Lets a stalled queue run again.
+    pub fn resume_queue(&self, queue_id: u32) {
+        self.stalled.lock().unwrap_or_else(|p| p.into_inner()).remove(&queue_id);
+    }
+
+    pub(crate) fn is_stalled(&self, queue_id: u32) -> bool {
+        self.stalled.lock().unwrap_or_else(|p| p.into_inner()).contains(&queue_id)
+    }
+}

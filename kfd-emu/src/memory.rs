@@ -1,0 +1,296 @@
+//! Buffer objects: `ALLOC/FREE/MAP/UNMAP_MEMORY_OF_GPU` with amdkfd's checks, and mmap.
+//!
+//! The checks mirror `kfd_ioctl_alloc_memory_of_gpu` and friends in `kfd_chardev.c` and
+//! `amdgpu_amdkfd_gpuvm.c`: a zero size, an unknown GPU, a GPU whose VM was not acquired, no
+//! memory domain, a wrongly sized doorbell or MMIO buffer, and a VA that is not page aligned or
+//! overlaps another buffer (amdgpu_vm_bo_map's conflict) are EINVAL; exceeding VRAM (or
+//! host-visible VRAM for PUBLIC buffers) is ENOMEM; freeing a buffer still mapped is EBUSY.
+
+use crate::device::{GpuState, DOORBELL_SLICE};
+use crate::memfd::SharedMem;
+use crate::Emulator;
+use kfd_sys::bindings::*;
+use kfd_sys::{Errno, MapSource, Node};
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::c_void;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+const PAGE: u64 = 4096;
+
+#[derive(Debug)]
+pub(crate) enum Backing {
+    /// VRAM or GTT: emulator-owned shared memory.
+    Shared(SharedMem),
+    /// The user's own pages at the buffer's VA.
+    User,
+    /// A GPU's doorbell pages.
+    Doorbell,
+    /// A GPU's MMIO remap page.
+    Mmio,
+}
+
+pub(crate) struct Bo {
+    pub(crate) gpu: Arc<GpuState>,
+    pub(crate) va: u64,
+    pub(crate) size: u64,
+    pub(crate) flags: u32,
+    pub(crate) backing: Backing,
+    pub(crate) mmap_offset: u64,
+    /// Indices of the GPUs it is mapped to.
+    pub(crate) mapped: Vec<usize>,
+}
+
+impl Bo {
+    fn host(&self) -> *mut u8 {
+        match &self.backing {
+            Backing::Shared(m) => m.host(),
+            Backing::User => self.va as *mut u8,
+            Backing::Doorbell => self.gpu.doorbells.host(),
+            Backing::Mmio => self.gpu.mmio.host(),
+        }
+    }
+
+    fn vram_accounting(&self) -> Option<(u64, bool)> {
+        (self.flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM != 0)
+            .then_some((self.size, self.flags & KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC != 0))
+    }
+}
+
+#[derive(Default)]
+struct Inner {
+    bos: HashMap<u64, Bo>,
+    /// VA start -> end, for the overlap check.
+    ranges: BTreeMap<u64, u64>,
+    /// Render-node mmap offset -> handle.
+    offsets: HashMap<u64, u64>,
+    next: u64,
+}
+
+/// Every buffer of the (single) emulated process.
+#[derive(Default)]
+pub(crate) struct MemoryTable {
+    inner: Mutex<Inner>,
+}
+
+impl MemoryTable {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn live(&self) -> usize {
+        self.lock().bos.len()
+    }
+}
+
+fn overlaps(ranges: &BTreeMap<u64, u64>, start: u64, end: u64) -> bool {
+    ranges.range(..end).next_back().is_some_and(|(_, &e)| e > start)
+}
+
+pub(crate) fn alloc(emu: &Emulator, a: &mut kfd_ioctl_alloc_memory_of_gpu_args) -> Result<(), Errno> {
+    if a.size == 0 {
+        return Err(Errno::EINVAL);
+    }
+    let gpu = emu.gpu(a.gpu_id).ok_or(Errno::EINVAL)?.clone();
+    if !gpu.vm_acquired.load(Ordering::Acquire) {
+        return Err(Errno::EINVAL);
+    }
+    let f = a.flags;
+    let size = a.size.checked_add(PAGE - 1).ok_or(Errno::EINVAL)? & !(PAGE - 1);
+    if a.va_addr % PAGE != 0 || a.va_addr == 0 {
+        return Err(Errno::EINVAL);
+    }
+    let end = a.va_addr.checked_add(size).ok_or(Errno::EINVAL)?;
+    // amdgpu picks the first domain flag in this order; none is an error.
+    let backing = if f & KFD_IOC_ALLOC_MEM_FLAGS_VRAM != 0 || f & KFD_IOC_ALLOC_MEM_FLAGS_GTT != 0 {
+        None
+    } else if f & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR != 0 {
+        if a.mmap_offset == 0 || a.mmap_offset != a.va_addr {
+            return Err(Errno::EINVAL);
+        }
+        Some(Backing::User)
+    } else if f & KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL != 0 {
+        if size != DOORBELL_SLICE || a.mmap_offset != gpu.doorbell_mmap_offset() {
+            return Err(Errno::EINVAL);
+        }
+        Some(Backing::Doorbell)
+    } else if f & KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP != 0 {
+        if size != PAGE {
+            return Err(Errno::EINVAL);
+        }
+        Some(Backing::Mmio)
+    } else {
+        return Err(Errno::EINVAL);
+    };
+    if emu.faults.take_allocation_failure() {
+        return Err(Errno::ENOMEM);
+    }
+    let mut m = emu.memory.lock();
+    if overlaps(&m.ranges, a.va_addr, end) {
+        return Err(Errno::EINVAL);
+    }
+    let is_vram = f & KFD_IOC_ALLOC_MEM_FLAGS_VRAM != 0;
+    if is_vram {
+        let public = f & KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC != 0;
+        let used = gpu.vram_used.load(Ordering::Acquire);
+        if used + size > gpu.params.vram_bytes {
+            return Err(Errno::ENOMEM);
+        }
+        if public && gpu.visible_vram_used.load(Ordering::Acquire) + size > gpu.params.host_visible_vram_bytes {
+            return Err(Errno::ENOMEM);
+        }
+    }
+    let backing = match backing {
+        Some(b) => b,
+        None => Backing::Shared(SharedMem::new(size)?),
+    };
+    m.next += 1;
+    let handle = u64::from(gpu.gpu_id) << 32 | m.next;
+    let mmap_offset = match backing {
+        // DRM-style fake offsets: unique, page aligned, never reused while the process lives.
+        Backing::Shared(_) => 0x100_0000_0000 + m.next * PAGE,
+        Backing::User => a.va_addr,
+        Backing::Doorbell => gpu.doorbell_mmap_offset(),
+        Backing::Mmio => gpu.mmio_mmap_offset(),
+    };
+    if is_vram {
+        gpu.vram_used.fetch_add(size, Ordering::AcqRel);
+        if f & KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC != 0 {
+            gpu.visible_vram_used.fetch_add(size, Ordering::AcqRel);
+        }
+    }
+    if matches!(backing, Backing::Shared(_)) {
+        m.offsets.insert(mmap_offset, handle);
+    }
+    m.ranges.insert(a.va_addr, end);
+    m.bos.insert(handle, Bo { gpu, va: a.va_addr, size, flags: f, backing, mmap_offset, mapped: Vec::new() });
+    a.handle = handle;
+    a.mmap_offset = mmap_offset;
+    Ok(())
+}
+
+pub(crate) fn free(emu: &Emulator, handle: u64) -> Result<(), Errno> {
+    let bo = {
+        let mut m = emu.memory.lock();
+        let bo = m.bos.get(&handle).ok_or(Errno::EINVAL)?;
+        if !bo.mapped.is_empty() {
+            return Err(Errno::EBUSY);
+        }
+        let Some(bo) = m.bos.remove(&handle) else { return Err(Errno::EINVAL) };
+        m.ranges.remove(&bo.va);
+        m.offsets.remove(&bo.mmap_offset);
+        bo
+    };
+    if let Some((size, public)) = bo.vram_accounting() {
+        bo.gpu.vram_used.fetch_sub(size, Ordering::AcqRel);
+        if public {
+            bo.gpu.visible_vram_used.fetch_sub(size, Ordering::AcqRel);
+        }
+    }
+    Ok(())
+}
+
+fn device_ids(ptr: u64, n: u32) -> Result<Vec<u32>, Errno> {
+    if ptr == 0 {
+        return Err(Errno::EFAULT);
+    }
+    // SAFETY: the caller of the ioctl guarantees the array (the Driver::ioctl contract); this is
+    // what copy_from_user reads.
+    Ok(unsafe { std::slice::from_raw_parts(ptr as *const u32, n as usize) }.to_vec())
+}
+
+/// MAP (`map = true`) or UNMAP for the devices `[n_success, n_devices)`.
+pub(crate) fn map(emu: &Emulator, handle: u64, ptr: u64, n_devices: u32, n_success: &mut u32, map: bool) -> Result<(), Errno> {
+    if n_devices == 0 || *n_success > n_devices {
+        return Err(Errno::EINVAL);
+    }
+    let ids = device_ids(ptr, n_devices)?;
+    let mut m = emu.memory.lock();
+    let bo = m.bos.get_mut(&handle).ok_or(Errno::EINVAL)?;
+    // Validate every device first, so a bad id changes nothing.
+    let mut gpus = Vec::new();
+    for &id in &ids[*n_success as usize..] {
+        let g = emu.gpu(id).ok_or(Errno::EINVAL)?;
+        if !g.vm_acquired.load(Ordering::Acquire) {
+            return Err(Errno::EINVAL);
+        }
+        if !map && !bo.mapped.contains(&g.index) {
+            return Err(Errno::EINVAL);
+        }
+        gpus.push(g.clone());
+    }
+    for g in gpus {
+        if map {
+            if !bo.mapped.contains(&g.index) {
+                g.vm.map(bo.va, bo.size, bo.host(), handle);
+                bo.mapped.push(g.index);
+            }
+        } else {
+            g.vm.unmap(bo.va);
+            bo.mapped.retain(|&i| i != g.index);
+        }
+        *n_success += 1;
+    }
+    Ok(())
+}
+
+/// The driver's mmap: render-node offsets map buffers, KFD offsets map doorbells and MMIO.
+///
+/// # Safety
+/// As [`kfd_sys::Driver::mmap`].
+pub(crate) unsafe fn mmap(
+    emu: &Emulator,
+    source: MapSource,
+    addr: *mut c_void,
+    len: usize,
+    prot: i32,
+    flags: i32,
+    offset: u64,
+) -> Result<*mut c_void, Errno> {
+    match source {
+        MapSource::Anonymous => {
+            // SAFETY: forwarded from the caller.
+            let p = unsafe { libc::mmap(addr, len, prot, flags | libc::MAP_ANONYMOUS, -1, 0) };
+            if p == libc::MAP_FAILED {
+                Err(Errno::last())
+            } else {
+                Ok(p)
+            }
+        }
+        MapSource::File(Node::Render(minor)) => {
+            let m = emu.memory.lock();
+            let handle = m.offsets.get(&offset).ok_or(Errno::EINVAL)?;
+            let bo = m.bos.get(handle).ok_or(Errno::EINVAL)?;
+            if bo.gpu.render_minor != minor {
+                return Err(Errno::EINVAL);
+            }
+            match &bo.backing {
+                // SAFETY: forwarded from the caller.
+                Backing::Shared(mem) => unsafe { mem.map_for_caller(addr, len, prot, flags, 0) },
+                _ => Err(Errno::EINVAL),
+            }
+        }
+        MapSource::File(Node::Kfd) => {
+            let gpu = emu
+                .gpus
+                .iter()
+                .find(|g| g.doorbell_mmap_offset() == offset || g.mmio_mmap_offset() == offset)
+                .ok_or(Errno::EINVAL)?;
+            let mem = if gpu.doorbell_mmap_offset() == offset { &gpu.doorbells } else { &gpu.mmio };
+            if len > mem.len() {
+                return Err(Errno::EINVAL);
+            }
+            // SAFETY: forwarded from the caller.
+            unsafe { mem.map_for_caller(addr, len, prot, flags, 0) }
+        }
+    }
+}
+
+/// Whether `handle` names a GTT buffer large enough to be the events page.
+pub(crate) fn is_events_page(emu: &Emulator, handle: u64) -> bool {
+    let m = emu.memory.lock();
+    m.bos.get(&handle).is_some_and(|bo| {
+        bo.flags & KFD_IOC_ALLOC_MEM_FLAGS_GTT != 0
+            && bo.size >= u64::from(crate::events::SIGNAL_EVENT_LIMIT) * 8
+    })
+}

@@ -1,0 +1,227 @@
+//! The queue table: `CREATE/DESTROY/UPDATE_QUEUE` with amdkfd's checks, doorbell slots, and the
+//! packet-processor thread of each queue.
+//!
+//! Checks follow `kfd_ioctl_create_queue` / `set_queue_properties_from_user` (percentage,
+//! priority, power-of-two ring size, queue type) and Linux 6.12's `kfd_queue_acquire_buffers`
+//! (the ring, read/write pointers and EOP buffer must be mapped to the GPU; the CWSR sizes must be
+//! the ones KFD computes for the part, and the area mapped).
+
+use crate::config::GpuParams;
+use crate::device::GpuState;
+use crate::events::EventTable;
+use crate::Emulator;
+use kfd_sys::bindings::*;
+use kfd_sys::Errno;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+/// Queues per process per GPU (one doorbell each, 1024 doorbells).
+const MAX_QUEUES_PER_GPU: usize = 1024;
+/// KFD's smallest ring; smaller requests are clamped to it.
+const MIN_RING_SIZE: u32 = 1024;
+/// EOP buffer size compute queues must pass (gfx9+).
+pub(crate) const EOP_BUFFER_SIZE: u64 = 4096;
+
+/// Error bits a processor writes into an AQL queue's inactive signal (ROCr's decoding).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueueErrorCode {
+    /// Work-group size or dimensions incompatible with the dispatch.
+    IncompatibleArguments,
+    /// Invalid kernel object.
+    InvalidCodeObject,
+    /// Unknown packet type or malformed packet.
+    InvalidPacketFormat,
+    /// Invalid packet argument (zero grid, unmapped kernarg).
+    InvalidArgument,
+    /// GPU page fault.
+    MemoryViolation,
+}
+
+impl QueueErrorCode {
+    /// The bits written into the inactive signal.
+    pub fn bits(self) -> u64 {
+        match self {
+            QueueErrorCode::IncompatibleArguments => 2,
+            QueueErrorCode::InvalidCodeObject => 8,
+            QueueErrorCode::InvalidPacketFormat => 32,
+            QueueErrorCode::InvalidArgument => 64,
+            QueueErrorCode::MemoryViolation => 0x2000_0000,
+        }
+    }
+}
+
+/// What the packet processor of one queue needs, shared with its thread.
+pub(crate) struct QueueCtl {
+    pub(crate) id: u32,
+    pub(crate) gpu: Arc<GpuState>,
+    pub(crate) ring: u64,
+    pub(crate) ring_size: u64,
+    pub(crate) rptr: u64,
+    pub(crate) doorbell_index: u32,
+    pub(crate) stop: AtomicBool,
+    pub(crate) enabled: AtomicBool,
+    pub(crate) error: Mutex<Option<QueueErrorCode>>,
+    pub(crate) events: Arc<EventTable>,
+}
+
+struct Entry {
+    ctl: Arc<QueueCtl>,
+    thread: Option<JoinHandle<()>>,
+}
+
+#[derive(Default)]
+pub(crate) struct QueueTable {
+    inner: Mutex<(HashMap<u32, Entry>, u32)>,
+}
+
+impl QueueTable {
+    pub(crate) fn live(&self) -> usize {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner()).0.len()
+    }
+
+    pub(crate) fn stop_all(&self) {
+        let entries: Vec<Entry> = {
+            let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+            g.0.drain().map(|(_, e)| e).collect()
+        };
+        for e in entries {
+            stop(e);
+        }
+    }
+}
+
+fn stop(mut e: Entry) {
+    e.ctl.stop.store(true, Ordering::Release);
+    e.ctl.gpu.doorbell_rung();
+    if let Some(t) = e.thread.take() {
+        let _ = t.join();
+    }
+}
+
+/// CWSR sizes KFD computes for a part: (ctx_save_restore_size, ctl_stack_size, total bytes).
+pub(crate) fn cwsr_sizes(p: &GpuParams) -> (u64, u64, u64) {
+    let page = |v: u64| v.div_ceil(4096) * 4096;
+    let gfx10_plus = p.gfx_target_version >= 100000;
+    let xcc = u64::from(p.num_xcc.max(1));
+    let cu = u64::from(p.compute_units) / xcc;
+    let waves = if gfx10_plus {
+        cu * 32
+    } else {
+        (cu * 40).min(u64::from(p.array_count) / u64::from(p.simd_arrays_per_engine.max(1)) * 512)
+    };
+    let mut ctl = page(waves * if gfx10_plus { 12 } else { 8 } + 8 + 40);
+    if (100000..110000).contains(&p.gfx_target_version) {
+        ctl = ctl.min(0x7000);
+    }
+    let vgpr: u64 = match p.gfx_target_version {
+        90008 | 90010 | 90400..=90499 => 0x80000,
+        110000 | 110001 | 110501 | 120000 | 120001 => 0x60000,
+        _ => 0x40000,
+    };
+    let wg = page(cu * (vgpr + 0x4000 + 0x10000 + 0x1000));
+    let debug = (waves * 32).div_ceil(64) * 64;
+    (ctl + wg, ctl, (ctl + wg + debug) * xcc)
+}
+
+pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Result<(), Errno> {
+    let gpu = emu.gpu(a.gpu_id).ok_or(Errno::EINVAL)?.clone();
+    if a.queue_percentage & 0xFF > KFD_MAX_QUEUE_PERCENTAGE || a.queue_priority > KFD_MAX_QUEUE_PRIORITY {
+        return Err(Errno::EINVAL);
+    }
+    if a.ring_size != 0 && !a.ring_size.is_power_of_two() {
+        return Err(Errno::EINVAL);
+    }
+    let ring_size = a.ring_size.max(MIN_RING_SIZE);
+    if a.queue_type != KFD_IOC_QUEUE_TYPE_COMPUTE_AQL {
+        // PM4 compute and SDMA queues arrive with their packet processors; until then the
+        // emulated device refuses them the way KFD refuses an unknown queue type.
+        return Err(Errno::EINVAL);
+    }
+    let vm = &gpu.vm;
+    if a.ring_base_address % 256 != 0 || !vm.is_mapped(a.ring_base_address, u64::from(ring_size)) {
+        return Err(Errno::EINVAL);
+    }
+    if !vm.is_mapped(a.read_pointer_address, 8) || !vm.is_mapped(a.write_pointer_address, 8) {
+        return Err(Errno::EINVAL);
+    }
+    let gfx94x = (90400..90500).contains(&gpu.params.gfx_target_version);
+    let eop_optional = gfx94x && a.queue_type == KFD_IOC_QUEUE_TYPE_COMPUTE_AQL;
+    if a.eop_buffer_address == 0 {
+        if !eop_optional {
+            return Err(Errno::EINVAL);
+        }
+    } else if a.eop_buffer_size != EOP_BUFFER_SIZE || !vm.is_mapped(a.eop_buffer_address, EOP_BUFFER_SIZE) {
+        return Err(Errno::EINVAL);
+    }
+    if a.ctx_save_restore_address != 0 {
+        let (ctx, ctl, total) = cwsr_sizes(&gpu.params);
+        if u64::from(a.ctx_save_restore_size) != ctx
+            || u64::from(a.ctl_stack_size) != ctl
+            || !vm.is_mapped(a.ctx_save_restore_address, total)
+        {
+            return Err(Errno::EINVAL);
+        }
+    }
+    let mut g = emu.queues.inner.lock().unwrap_or_else(|p| p.into_inner());
+    let used: Vec<u32> = g.0.values().filter(|e| e.ctl.gpu.index == gpu.index).map(|e| e.ctl.doorbell_index).collect();
+    if used.len() >= MAX_QUEUES_PER_GPU {
+        return Err(Errno::ENOSPC);
+    }
+    // Compute queues fill the first page, then the second (SDMA queues will start there).
+    let doorbell_index = (0..MAX_QUEUES_PER_GPU as u32).find(|i| !used.contains(i)).ok_or(Errno::ENOSPC)?;
+    g.1 += 1;
+    let id = g.1;
+    let ctl = Arc::new(QueueCtl {
+        id,
+        gpu: gpu.clone(),
+        ring: a.ring_base_address,
+        ring_size: u64::from(ring_size),
+        rptr: a.read_pointer_address,
+        doorbell_index,
+        stop: AtomicBool::new(false),
+        enabled: AtomicBool::new(a.queue_percentage & 0xFF > 0 && a.ring_base_address != 0),
+        error: Mutex::new(None),
+        events: emu.events.clone(),
+    });
+    let thread = crate::aql_proc::spawn(emu, ctl.clone()).map_err(|_| Errno::ENOMEM)?;
+    g.0.insert(id, Entry { ctl, thread: Some(thread) });
+    a.queue_id = id;
+    a.doorbell_offset = gpu.doorbell_mmap_offset() | u64::from(doorbell_index) * 8;
+    Ok(())
+}
+
+pub(crate) fn destroy(emu: &Emulator, id: u32) -> Result<(), Errno> {
+    let e = {
+        let mut g = emu.queues.inner.lock().unwrap_or_else(|p| p.into_inner());
+        g.0.remove(&id).ok_or(Errno::EINVAL)?
+    };
+    stop(e);
+    Ok(())
+}
+
+pub(crate) fn update(emu: &Emulator, a: &kfd_ioctl_update_queue_args) -> Result<(), Errno> {
+    if a.queue_percentage > KFD_MAX_QUEUE_PERCENTAGE || a.queue_priority > KFD_MAX_QUEUE_PRIORITY {
+        return Err(Errno::EINVAL);
+    }
+    if a.ring_size != 0 && !a.ring_size.is_power_of_two() {
+        return Err(Errno::EINVAL);
+    }
+    let g = emu.queues.inner.lock().unwrap_or_else(|p| p.into_inner());
+    let e = g.0.get(&a.queue_id).ok_or(Errno::EINVAL)?;
+    let on = a.queue_percentage > 0 && a.ring_base_address != 0;
+    e.ctl.enabled.store(on, Ordering::Release);
+    e.ctl.gpu.doorbell_rung();
+    Ok(())
+}
+
+impl Emulator {
+    /// The error queue `queue_id` stopped with, if any.
+    pub fn queue_error(&self, queue_id: u32) -> Option<QueueErrorCode> {
+        let g = self.queues.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let e = g.0.get(&queue_id)?;
+        let err = *e.ctl.error.lock().unwrap_or_else(|p| p.into_inner());
+        err
+    }
+}

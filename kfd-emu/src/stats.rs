@@ -1,0 +1,38 @@
+//! Counters tests read.
+
+use crate::Emulator;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) packets_run: AtomicU64,
+    pub(crate) torn_packets: AtomicU64,
+}
+
+/// A snapshot of the emulator's counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EmuStats {
+    /// Buffers allocated and not freed.
+    pub live_allocations: usize,
+    /// Events created and not destroyed.
+    pub live_events: usize,
+    /// Queues created and not destroyed.
+    pub live_queues: usize,
+    /// Packets the processors have completed.
+    pub packets_run: u64,
+    /// Packets whose bytes changed after their header became valid (a protocol violation by the
+    /// writer).
+    pub torn_packets: u64,
+}
+
+impl Counters {
+    pub(crate) fn snapshot(&self, emu: &Emulator) -> EmuStats {
+        EmuStats {
+            live_allocations: emu.memory.live(),
+            live_events: emu.events.live(),
+            live_queues: emu.queues.live(),
+            packets_run: self.packets_run.load(Ordering::Acquire),
+            torn_packets: self.torn_packets.load(Ordering::Acquire),
+        }
+    }
+}

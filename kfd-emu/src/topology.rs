@@ -1,0 +1,191 @@
+//! The KFD topology tree of the emulated system, in sysfs's text format.
+//!
+//! Node 0 is the CPU; nodes 1..=N are the GPUs. Every GPU links to the CPU and, in multi-GPU
+//! systems, to every other GPU (XGMI within a gfx90a/gfx942 hive, PCIe otherwise).
+
+use crate::config::EmuConfig;
+use crate::device::GpuState;
+use kfd_sys::Errno;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::sync::Arc;
+
+/// Link types of `io_links/*/properties`.
+const LINK_PCIE: u32 = 2;
+const LINK_XGMI: u32 = 11;
+/// HSA capability bits the emulator reports for GPUs.
+const CAPABILITY: u64 = 0x0028_4200;
+
+pub(crate) struct TopologyTree {
+    files: BTreeMap<String, String>,
+}
+
+fn props(pairs: &[(&str, u64)]) -> String {
+    let mut s = String::new();
+    for (k, v) in pairs {
+        let _ = writeln!(s, "{k} {v}");
+    }
+    s
+}
+
+impl TopologyTree {
+    pub(crate) fn build(config: &EmuConfig, gpus: &[Arc<GpuState>]) -> TopologyTree {
+        let mut files = BTreeMap::new();
+        files.insert("generation_id".into(), "1\n".into());
+        files.insert(
+            "system_properties".into(),
+            props(&[("platform_oem", 0x414D44), ("platform_id", 0x454D55), ("platform_rev", 1)]),
+        );
+        // CPU node.
+        files.insert("nodes/0/gpu_id".into(), "0\n".into());
+        files.insert("nodes/0/name".into(), "\n".into());
+        files.insert(
+            "nodes/0/properties".into(),
+            props(&[
+                ("cpu_cores_count", u64::from(config.cpu_cores)),
+                ("simd_count", 0),
+                ("mem_banks_count", 1),
+                ("caches_count", 0),
+                ("io_links_count", gpus.len() as u64),
+                ("cpu_core_id_base", 0),
+                ("simd_id_base", 0),
+                ("max_waves_per_simd", 0),
+                ("lds_size_in_kb", 0),
+                ("gds_size_in_kb", 0),
+                ("wave_front_size", 0),
+                ("array_count", 0),
+                ("vendor_id", 0),
+                ("device_id", 0),
+                ("location_id", 0),
+                ("drm_render_minor", 0),
+                ("hive_id", 0),
+                ("num_sdma_engines", 0),
+                ("num_cp_queues", 0),
+            ]),
+        );
+        files.insert(
+            "nodes/0/mem_banks/0/properties".into(),
+            props(&[("heap_type", 0), ("size_in_bytes", config.system_memory_bytes), ("flags", 0), ("width", 64), ("mem_clk_max", 3200)]),
+        );
+        for (i, g) in gpus.iter().enumerate() {
+            let node = i as u64 + 1;
+            let link = |from: u64, to: u64, ty: u32, weight: u64| {
+                props(&[
+                    ("type", u64::from(ty)),
+                    ("version_major", 0),
+                    ("version_minor", 0),
+                    ("node_from", from),
+                    ("node_to", to),
+                    ("weight", weight),
+                    ("min_latency", 0),
+                    ("max_latency", 0),
+                    ("min_bandwidth", if ty == LINK_XGMI { 50_000 } else { 312 }),
+                    ("max_bandwidth", if ty == LINK_XGMI { 50_000 } else { 64_000 }),
+                    ("recommended_transfer_size", 0),
+                    ("flags", 1),
+                ])
+            };
+            files.insert(format!("nodes/0/io_links/{i}/properties"), link(0, node, LINK_PCIE, 20));
+            let p = &g.params;
+            let hive = gpus.len() > 1 && p.sdma_xgmi_engines > 0;
+            let base = format!("nodes/{node}");
+            files.insert(format!("{base}/gpu_id"), format!("{}\n", g.gpu_id));
+            files.insert(format!("{base}/name"), format!("{}\n", crate_target_name(p.gfx_target_version)));
+            let visible = p.host_visible_vram_bytes >= p.vram_bytes;
+            files.insert(
+                format!("{base}/properties"),
+                props(&[
+                    ("cpu_cores_count", 0),
+                    ("simd_count", u64::from(p.compute_units * p.simd_per_cu)),
+                    ("mem_banks_count", 1),
+                    ("caches_count", 2),
+                    ("io_links_count", gpus.len() as u64),
+                    ("cpu_core_id_base", 0),
+                    ("simd_id_base", 0x8000_0000 + u64::from(g.gpu_id)),
+                    ("max_waves_per_simd", u64::from(p.max_waves_per_simd)),
+                    ("lds_size_in_kb", u64::from(p.lds_size_kb)),
+                    ("gds_size_in_kb", 0),
+                    ("num_gws", 64),
+                    ("wave_front_size", u64::from(p.wave_size)),
+                    ("array_count", u64::from(p.array_count)),
+                    ("simd_arrays_per_engine", u64::from(p.simd_arrays_per_engine)),
+                    ("cu_per_simd_array", u64::from(p.cu_per_simd_array)),
+                    ("simd_per_cu", u64::from(p.simd_per_cu)),
+                    ("max_slots_scratch_cu", 32),
+                    ("gfx_target_version", u64::from(p.gfx_target_version)),
+                    ("vendor_id", 0x1002),
+                    ("device_id", u64::from(p.device_id)),
+                    ("location_id", 0x0300 + 0x100 * i as u64),
+                    ("domain", 0),
+                    ("drm_render_minor", u64::from(g.render_minor)),
+                    ("hive_id", if hive { 0x5EED_0000_0001 } else { 0 }),
+                    ("num_sdma_engines", u64::from(p.sdma_engines)),
+                    ("num_sdma_xgmi_engines", u64::from(p.sdma_xgmi_engines)),
+                    ("num_sdma_queues_per_engine", u64::from(p.sdma_queues_per_engine)),
+                    ("num_cp_queues", u64::from(p.num_cp_queues)),
+                    ("max_engine_clk_fcompute", u64::from(p.max_engine_clk_mhz)),
+                    ("local_mem_size", p.vram_bytes),
+                    ("fw_version", u64::from(p.fw_version)),
+                    ("capability", CAPABILITY),
+                    ("debug_prop", 0),
+                    ("sdma_fw_version", u64::from(p.sdma_fw_version)),
+                    ("unique_id", 0xC0FF_EE00_0000 + u64::from(g.gpu_id)),
+                    ("num_xcc", u64::from(p.num_xcc)),
+                    ("max_engine_clk_ccompute", 3000),
+                ]),
+            );
+            files.insert(
+                format!("{base}/mem_banks/0/properties"),
+                props(&[
+                    ("heap_type", if visible { 1 } else { 2 }),
+                    ("size_in_bytes", p.vram_bytes),
+                    ("flags", 0),
+                    ("width", 4096),
+                    ("mem_clk_max", 1600),
+                ]),
+            );
+            for (c, (level, kb)) in [(1u64, 16u64), (2, 8192)].iter().enumerate() {
+                files.insert(
+                    format!("{base}/caches/{c}/properties"),
+                    props(&[("processor_id_low", 0x8000_0000), ("level", *level), ("size", *kb), ("cache_line_size", 128), ("cache_lines_per_tag", 1), ("association", 16), ("latency", 1), ("type", 1)]),
+                );
+            }
+            files.insert(format!("{base}/io_links/0/properties"), link(node, 0, LINK_PCIE, 20));
+            let mut l = 1;
+            for j in 0..gpus.len() {
+                if j != i {
+                    let (ty, w) = if hive { (LINK_XGMI, 15) } else { (LINK_PCIE, 40) };
+                    files.insert(format!("{base}/io_links/{l}/properties"), link(node, j as u64 + 1, ty, w));
+                    l += 1;
+                }
+            }
+        }
+        TopologyTree { files }
+    }
+
+    pub(crate) fn read(&self, path: &str) -> Result<String, Errno> {
+        self.files.get(path.trim_matches('/')).cloned().ok_or(Errno::ENOENT)
+    }
+
+    pub(crate) fn list(&self, path: &str) -> Result<Vec<String>, Errno> {
+        let dir = path.trim_matches('/');
+        let prefix = if dir.is_empty() { String::new() } else { format!("{dir}/") };
+        let mut names: Vec<String> = self
+            .files
+            .keys()
+            .filter_map(|k| k.strip_prefix(&prefix))
+            .filter_map(|rest| rest.split_once('/').map(|(first, _)| first.to_owned()))
+            .collect();
+        names.dedup();
+        if names.is_empty() {
+            return Err(Errno::ENOENT);
+        }
+        kfd_sys::sort_topology_entries(&mut names);
+        names.dedup();
+        Ok(names)
+    }
+}
+
+fn crate_target_name(v: u32) -> String {
+    format!("gfx{}{:x}{:x}", v / 10000, (v / 100) % 100, v % 100)
+}

@@ -1,0 +1,206 @@
+//! A GPU's view of memory: its page table (which VA ranges are mapped to it, and where the
+//! bytes live on the host) and checked accessors for the packet processors and emulated kernels.
+//!
+//! GPU VA equals host VA, but the bytes behind a GPU mapping are reached through the emulator's
+//! own mapping of the buffer (device-local VRAM has no CPU mapping at its VA). Every access is
+//! checked against the page table while its read lock is held, so an unmap cannot pull memory
+//! from under an access; an access outside the table is a [`GpuFault`], as a GPU page fault.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
+use std::sync::RwLock;
+
+/// A GPU page fault: an access to an address not mapped to this GPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("GPU page fault at {va:#x} ({})", if *write { "write" } else { "read" })]
+pub struct GpuFault {
+    /// The faulting address.
+    pub va: u64,
+    /// Whether the access was a write.
+    pub write: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Mapping {
+    len: u64,
+    /// Host address of the mapping's first byte.
+    host: usize,
+    handle: u64,
+}
+
+/// One GPU's page table and memory accessors.
+#[derive(Debug, Default)]
+pub struct GpuVm {
+    table: RwLock<BTreeMap<u64, Mapping>>,
+}
+
+fn find(table: &BTreeMap<u64, Mapping>, va: u64, len: u64, write: bool) -> Result<usize, GpuFault> {
+    let fault = GpuFault { va, write };
+    let (&start, m) = table.range(..=va).next_back().ok_or(fault)?;
+    let end = va.checked_add(len).ok_or(fault)?;
+    if end > start + m.len {
+        // Report the first unmapped byte, as the hardware would.
+        return Err(GpuFault { va: (start + m.len).max(va), write });
+    }
+    Ok(m.host + (va - start) as usize)
+}
+
+impl GpuVm {
+    pub(crate) fn map(&self, va: u64, len: u64, host: *mut u8, handle: u64) {
+        let mut t = self.table.write().unwrap_or_else(|p| p.into_inner());
+        t.insert(va, Mapping { len, host: host as usize, handle });
+    }
+
+    pub(crate) fn unmap(&self, va: u64) -> bool {
+        let mut t = self.table.write().unwrap_or_else(|p| p.into_inner());
+        t.remove(&va).is_some()
+    }
+
+    /// Whether `va..va+len` is entirely mapped.
+    pub fn is_mapped(&self, va: u64, len: u64) -> bool {
+        let t = self.table.read().unwrap_or_else(|p| p.into_inner());
+        find(&t, va, len.max(1), false).is_ok()
+    }
+
+    /// Every mapping as `(va, len)`, in address order.
+    pub fn mappings(&self) -> Vec<(u64, u64)> {
+        let t = self.table.read().unwrap_or_else(|p| p.into_inner());
+        t.iter().map(|(&va, m)| (va, m.len)).collect()
+    }
+
+    /// Total mapped bytes.
+    pub fn mapped_bytes(&self) -> u64 {
+        let t = self.table.read().unwrap_or_else(|p| p.into_inner());
+        t.values().map(|m| m.len).sum()
+    }
+
+    /// Handle of the buffer mapped at `va`, if any.
+    pub fn handle_at(&self, va: u64) -> Option<u64> {
+        let t = self.table.read().unwrap_or_else(|p| p.into_inner());
+        let (&start, m) = t.range(..=va).next_back()?;
+        (va < start + m.len).then_some(m.handle)
+    }
+
+    /// Runs `f` with a host pointer to `va..va+len`, holding the table so the range stays mapped.
+    pub fn with_range<R>(&self, va: u64, len: u64, write: bool, f: impl FnOnce(*mut u8) -> R) -> Result<R, GpuFault> {
+        let t = self.table.read().unwrap_or_else(|p| p.into_inner());
+        let host = find(&t, va, len.max(1), write)?;
+        Ok(f(host as *mut u8))
+    }
+
+    fn aligned<T>(va: u64, write: bool) -> Result<(), GpuFault> {
+        if va % std::mem::align_of::<T>() as u64 != 0 {
+            // Misaligned atomics are not something the emulated memory path supports; report it
+            // like an access fault so the queue stops instead of the emulator crashing.
+            return Err(GpuFault { va, write });
+        }
+        Ok(())
+    }
+
+    /// Reads a u32.
+    pub fn read_u32(&self, va: u64) -> Result<u32, GpuFault> {
+        Self::aligned::<u32>(va, false)?;
+        // SAFETY: the range is mapped (checked under the lock) and 4-byte aligned.
+        self.with_range(va, 4, false, |p| unsafe { (*(p as *const AtomicU32)).load(Ordering::Acquire) })
+    }
+
+    /// Writes a u32.
+    pub fn write_u32(&self, va: u64, v: u32) -> Result<(), GpuFault> {
+        Self::aligned::<u32>(va, true)?;
+        // SAFETY: as in `read_u32`.
+        self.with_range(va, 4, true, |p| unsafe { (*(p as *const AtomicU32)).store(v, Ordering::Release) })
+    }
+
+    /// Reads a u64.
+    pub fn read_u64(&self, va: u64) -> Result<u64, GpuFault> {
+        Self::aligned::<u64>(va, false)?;
+        // SAFETY: mapped and 8-byte aligned.
+        self.with_range(va, 8, false, |p| unsafe { (*(p as *const AtomicU64)).load(Ordering::Acquire) })
+    }
+
+    /// Writes a u64.
+    pub fn write_u64(&self, va: u64, v: u64) -> Result<(), GpuFault> {
+        Self::aligned::<u64>(va, true)?;
+        // SAFETY: mapped and 8-byte aligned.
+        self.with_range(va, 8, true, |p| unsafe { (*(p as *const AtomicU64)).store(v, Ordering::Release) })
+    }
+
+    /// Atomically adds to a u64 and returns the old value.
+    pub fn atomic_add_u64(&self, va: u64, v: u64) -> Result<u64, GpuFault> {
+        Self::aligned::<u64>(va, true)?;
+        // SAFETY: mapped and 8-byte aligned.
+        self.with_range(va, 8, true, |p| unsafe { (*(p as *const AtomicU64)).fetch_add(v, Ordering::AcqRel) })
+    }
+
+    /// Atomically adds to an i64 and returns the new value (signal decrements).
+    pub fn atomic_add_i64(&self, va: u64, v: i64) -> Result<i64, GpuFault> {
+        Self::aligned::<i64>(va, true)?;
+        // SAFETY: mapped and 8-byte aligned.
+        self.with_range(va, 8, true, |p| unsafe { (*(p as *const AtomicI64)).fetch_add(v, Ordering::AcqRel) + v })
+    }
+
+    /// Reads `out.len()` bytes.
+    pub fn read(&self, va: u64, out: &mut [u8]) -> Result<(), GpuFault> {
+        // SAFETY: `out.len()` bytes at `p` are mapped; `out` is a separate Rust buffer. Racing
+        // CPU writes may be observed torn, as on hardware.
+        self.with_range(va, out.len() as u64, false, |p| unsafe {
+            std::ptr::copy_nonoverlapping(p, out.as_mut_ptr(), out.len())
+        })
+    }
+
+    /// Writes `data`.
+    pub fn write(&self, va: u64, data: &[u8]) -> Result<(), GpuFault> {
+        // SAFETY: as in `read`, reversed.
+        self.with_range(va, data.len() as u64, true, |p| unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), p, data.len())
+        })
+    }
+
+    /// Copies `len` bytes from `src` to `dst` (both through this GPU's page table; possibly
+    /// overlapping).
+    pub fn copy(&self, dst: u64, src: u64, len: u64) -> Result<(), GpuFault> {
+        let t = self.table.read().unwrap_or_else(|p| p.into_inner());
+        let s = find(&t, src, len.max(1), false)?;
+        let d = find(&t, dst, len.max(1), true)?;
+        // SAFETY: both ranges are mapped while the lock is held; `copy` tolerates overlap.
+        unsafe { std::ptr::copy(s as *const u8, d as *mut u8, len as usize) };
+        Ok(())
+    }
+
+    /// Fills `len` bytes at `dst` with the 32-bit `pattern` (len a multiple of 4).
+    pub fn fill_u32(&self, dst: u64, pattern: u32, len: u64) -> Result<(), GpuFault> {
+        self.with_range(dst, len, true, |p| {
+            let bytes = pattern.to_le_bytes();
+            for i in 0..len as usize {
+                // SAFETY: `i` < len, inside the mapped range.
+                unsafe { p.add(i).write_volatile(bytes[i % 4]) };
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn translate_and_fault() {
+        let vm = GpuVm::default();
+        let mut backing = vec![0u64; 512];
+        vm.map(0x10_0000, 4096, backing.as_mut_ptr().cast(), 1);
+        vm.write_u64(0x10_0008, 42).unwrap();
+        assert_eq!(backing[1], 42);
+        assert_eq!(vm.read_u64(0x10_0008), Ok(42));
+        assert_eq!(vm.read_u32(0x10_1000), Err(GpuFault { va: 0x10_1000, write: false }));
+        assert_eq!(vm.write(0x10_0FFC, &[0; 8]), Err(GpuFault { va: 0x10_1000, write: true }));
+        assert_eq!(vm.read_u32(0xF_FFFC), Err(GpuFault { va: 0xF_FFFC, write: false }));
+        assert!(vm.is_mapped(0x10_0000, 4096) && !vm.is_mapped(0x10_0000, 4097));
+        assert_eq!(vm.atomic_add_i64(0x10_0008, -2), Ok(40));
+        vm.fill_u32(0x10_0010, 0xAABBCCDD, 8).unwrap();
+        assert_eq!(backing[2], 0xAABBCCDD_AABBCCDD);
+        vm.copy(0x10_0018, 0x10_0010, 8).unwrap();
+        assert_eq!(backing[3], backing[2]);
+        assert!(vm.unmap(0x10_0000));
+        assert!(vm.read_u64(0x10_0008).is_err());
+    }
+}
