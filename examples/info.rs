@@ -44,7 +44,12 @@ fn main() {
     let topo = kfd.topology();
     for cpu in &topo.cpus {
         let mem: u64 = cpu.mem_banks.iter().map(|b| b.size_bytes).sum();
-        println!("node {}: CPU, {} cores, {} system memory", cpu.node, cpu.cores, human(mem));
+        println!(
+            "node {}: CPU, {} cores, {} system memory",
+            cpu.node,
+            cpu.cores,
+            human(mem)
+        );
     }
     for gpu in kfd.gpus() {
         let i = gpu.info();
@@ -62,7 +67,11 @@ fn main() {
             i.max_engine_clk_mhz
         );
         for bank in &i.mem_banks {
-            println!("    memory pool: {} {}", human(bank.size_bytes), heap_name(bank.heap));
+            println!(
+                "    memory pool: {} {}",
+                human(bank.size_bytes),
+                heap_name(bank.heap)
+            );
         }
         match gpu.available_memory() {
             Ok(free) => println!("    available VRAM: {}", human(free)),
@@ -72,7 +81,10 @@ fn main() {
             "    SDMA: {} engine(s) + {} XGMI, {} queue slot(s) each",
             i.sdma_engines, i.sdma_xgmi_engines, i.sdma_queues_per_engine
         );
-        println!("    firmware: ME {} SDMA {}", i.fw_version, i.sdma_fw_version);
+        println!(
+            "    firmware: ME {} SDMA {}",
+            i.fw_version, i.sdma_fw_version
+        );
         for l in &i.links {
             println!(
                 "    link -> node {}: {} (weight {}, up to {} MB/s)",

@@ -44,8 +44,14 @@ fn run() -> kfdrt::Result<()> {
         println!("vector_add: a real GPU needs a vector-add code object; this example runs the emulated kernel only");
         return Ok(());
     }
-    let gpu = kfd.gpu(0).ok_or_else(|| kfdrt::Error::NoDevice("no GPU".into()))?;
-    println!("GPU: {} ({} CUs)", gpu.info().gfx_target, gpu.info().compute_units);
+    let gpu = kfd
+        .gpu(0)
+        .ok_or_else(|| kfdrt::Error::NoDevice("no GPU".into()))?;
+    println!(
+        "GPU: {} ({} CUs)",
+        gpu.info().gfx_target,
+        gpu.info().compute_units
+    );
 
     let t = Instant::now();
     let bytes = u64::from(N) * 4;
@@ -56,7 +62,11 @@ fn run() -> kfdrt::Result<()> {
     let ys: Vec<f32> = (0..N).map(|i| (2 * i) as f32 + 0.5).collect();
     a.write(0, as_bytes(&xs))?;
     b.write(0, as_bytes(&ys))?;
-    println!("allocate + upload {} MiB: {:?}", 3 * bytes >> 20, t.elapsed());
+    println!(
+        "allocate + upload {} MiB: {:?}",
+        (3 * bytes) >> 20,
+        t.elapsed()
+    );
 
     let kernel = gpu.emulated_kernel("vector_add", 28, Arc::new(vector_add))?;
     let queue = gpu.create_aql_queue(AqlQueueOptions::default())?;
@@ -70,7 +80,11 @@ fn run() -> kfdrt::Result<()> {
     let grid = N.div_ceil(u32::from(WORKGROUP)) * u32::from(WORKGROUP);
     let done = queue.dispatch(&Dispatch::linear(&kernel, grid, WORKGROUP, &args))?;
     done.wait(Some(std::time::Duration::from_secs(60)))?;
-    println!("dispatch + wait ({} work-groups): {:?}", grid / u32::from(WORKGROUP), t.elapsed());
+    println!(
+        "dispatch + wait ({} work-groups): {:?}",
+        grid / u32::from(WORKGROUP),
+        t.elapsed()
+    );
 
     let mut out = vec![0u8; bytes as usize];
     c.read(0, &mut out)?;
@@ -82,7 +96,9 @@ fn run() -> kfdrt::Result<()> {
         }
     }
     if bad != 0 {
-        return Err(kfdrt::Error::InvalidArgument(format!("{bad} of {N} results are wrong")));
+        return Err(kfdrt::Error::InvalidArgument(format!(
+            "{bad} of {N} results are wrong"
+        )));
     }
     // Round trip of an empty dispatch, to show queue overhead.
     let t = Instant::now();
@@ -90,7 +106,10 @@ fn run() -> kfdrt::Result<()> {
     for _ in 0..EMPTY {
         queue.barrier_and(&[])?.wait(None)?;
     }
-    println!("verified {N} sums; empty barrier round trip: {:?} each", t.elapsed() / EMPTY);
+    println!(
+        "verified {N} sums; empty barrier round trip: {:?} each",
+        t.elapsed() / EMPTY
+    );
     Ok(())
 }
 

@@ -2,8 +2,8 @@
 
 use crate::error::{Error, Result};
 use crate::event::EventsPage;
-use crate::signal::SignalPool;
 use crate::queue::doorbell::{DoorbellPages, DOORBELL_PAGES_SIZE};
+use crate::signal::SignalPool;
 use crate::topology::{GpuInfo, Topology};
 use kfd_sys::bindings::*;
 use kfd_sys::{DevKfd, Driver, DriverExt, DriverKind, MIN_MINOR_VERSION, SUPPORTED_MAJOR_VERSION};
@@ -73,15 +73,27 @@ impl Drop for KfdShared {
         let signals = std::mem::take(self.signals.get_mut().unwrap_or_else(|p| p.into_inner()));
         signals.release(&*self.driver);
         for gpu in &mut self.gpus {
-            if let Some(pages) = gpu.doorbells.get_mut().unwrap_or_else(|p| p.into_inner()).take() {
+            if let Some(pages) = gpu
+                .doorbells
+                .get_mut()
+                .unwrap_or_else(|p| p.into_inner())
+                .take()
+            {
                 // SAFETY: the doorbell pages were mapped by kfdrt and every queue using them is
                 // gone (queues keep the KfdShared alive).
-                if let Err(e) = unsafe { self.driver.munmap(pages.addr as *mut _, DOORBELL_PAGES_SIZE as usize) } {
+                if let Err(e) = unsafe {
+                    self.driver
+                        .munmap(pages.addr as *mut _, DOORBELL_PAGES_SIZE as usize)
+                } {
                     log::warn!("kfdrt: unmapping doorbells: {e}");
                 }
             }
         }
-        let page = self.events_page.get_mut().unwrap_or_else(|p| p.into_inner()).take();
+        let page = self
+            .events_page
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
         if let Some(page) = page {
             page.release(&*self.driver);
         }
@@ -167,7 +179,9 @@ impl Kfd {
         driver
             .kfd_ioctl(&mut version)
             .map_err(Error::driver("AMDKFD_IOC_GET_VERSION"))?;
-        if version.major_version != SUPPORTED_MAJOR_VERSION || version.minor_version < MIN_MINOR_VERSION {
+        if version.major_version != SUPPORTED_MAJOR_VERSION
+            || version.minor_version < MIN_MINOR_VERSION
+        {
             return Err(Error::UnsupportedVersion {
                 major: version.major_version,
                 minor: version.minor_version,
@@ -178,14 +192,17 @@ impl Kfd {
         let apertures = read_apertures(&*driver)?;
         let mut gpus = Vec::with_capacity(topology.gpus.len());
         for info in &topology.gpus {
-            let render_fd = driver.open_render_node(info.drm_render_minor).map_err(|e| {
-                Error::NoDevice(format!(
-                    "cannot open render node renderD{} of GPU {:#x}: {e}",
-                    info.drm_render_minor, info.gpu_id
-                ))
-            })?;
+            let render_fd = driver
+                .open_render_node(info.drm_render_minor)
+                .map_err(|e| {
+                    Error::NoDevice(format!(
+                        "cannot open render node renderD{} of GPU {:#x}: {e}",
+                        info.drm_render_minor, info.gpu_id
+                    ))
+                })?;
             let mut acquire = kfd_ioctl_acquire_vm_args {
-                drm_fd: u32::try_from(render_fd).map_err(|_| Error::driver("open render node")(kfd_sys::Errno::EBADF))?,
+                drm_fd: u32::try_from(render_fd)
+                    .map_err(|_| Error::driver("open render node")(kfd_sys::Errno::EBADF))?,
                 gpu_id: info.gpu_id,
             };
             driver
@@ -257,22 +274,36 @@ impl Kfd {
 
     /// The GPUs, in topology order.
     pub fn gpus(&self) -> Vec<Gpu> {
-        (0..self.shared.gpus.len()).map(|index| Gpu { kfd: self.clone(), index }).collect()
+        (0..self.shared.gpus.len())
+            .map(|index| Gpu {
+                kfd: self.clone(),
+                index,
+            })
+            .collect()
     }
 
     /// The `index`-th GPU, or `None`.
     pub fn gpu(&self, index: usize) -> Option<Gpu> {
-        (index < self.shared.gpus.len()).then(|| Gpu { kfd: self.clone(), index })
+        (index < self.shared.gpus.len()).then(|| Gpu {
+            kfd: self.clone(),
+            index,
+        })
     }
 
     /// The GPU with KFD id `gpu_id`, or `None`.
     pub fn gpu_by_id(&self, gpu_id: u32) -> Option<Gpu> {
-        self.shared.gpu_index(gpu_id).map(|index| Gpu { kfd: self.clone(), index })
+        self.shared.gpu_index(gpu_id).map(|index| Gpu {
+            kfd: self.clone(),
+            index,
+        })
     }
 
     /// GPU and CPU timestamps taken together (`GET_CLOCK_COUNTERS`) on `gpu`.
     pub fn clock_counters(&self, gpu: &Gpu) -> Result<ClockCounters> {
-        let mut args = kfd_ioctl_get_clock_counters_args { gpu_id: gpu.id(), ..Default::default() };
+        let mut args = kfd_ioctl_get_clock_counters_args {
+            gpu_id: gpu.id(),
+            ..Default::default()
+        };
         self.shared
             .driver
             .kfd_ioctl(&mut args)
@@ -331,7 +362,11 @@ pub struct Gpu {
 impl fmt::Debug for Gpu {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let i = self.info();
-        write!(f, "Gpu({}, id {:#x}, node {})", i.gfx_target, i.gpu_id, i.node)
+        write!(
+            f,
+            "Gpu({}, id {:#x}, node {})",
+            i.gfx_target, i.gpu_id, i.node
+        )
     }
 }
 
@@ -381,7 +416,10 @@ impl Gpu {
 
     /// Free VRAM the driver reports for this process (`AVAILABLE_MEMORY`).
     pub fn available_memory(&self) -> Result<u64> {
-        let mut args = kfd_ioctl_get_available_memory_args { gpu_id: self.id(), ..Default::default() };
+        let mut args = kfd_ioctl_get_available_memory_args {
+            gpu_id: self.id(),
+            ..Default::default()
+        };
         self.kfd
             .shared
             .driver

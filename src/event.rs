@@ -100,7 +100,9 @@ fn timeout_ms(timeout: Option<Duration>) -> u32 {
     match timeout {
         // KFD waits forever for 0xFFFFFFFF.
         None => u32::MAX,
-        Some(t) => u32::try_from(t.as_millis()).unwrap_or(u32::MAX - 1).min(u32::MAX - 1),
+        Some(t) => u32::try_from(t.as_millis())
+            .unwrap_or(u32::MAX - 1)
+            .min(u32::MAX - 1),
     }
 }
 
@@ -138,7 +140,11 @@ pub(crate) fn create_raw_event(
             }
             let mut mapped = vec![info.gpu_id];
             mapped.extend(others);
-            *page_guard = Some(EventsPage { alloc, mapped, registered: false });
+            *page_guard = Some(EventsPage {
+                alloc,
+                mapped,
+                registered: false,
+            });
         }
     }
     if kind == EventKind::Signal {
@@ -169,8 +175,13 @@ pub(crate) fn wait_ids(
     if ids.is_empty() {
         return Err(Error::InvalidArgument("waiting on no events".into()));
     }
-    let mut data: Vec<kfd_event_data> =
-        ids.iter().map(|&event_id| kfd_event_data { event_id, ..Default::default() }).collect();
+    let mut data: Vec<kfd_event_data> = ids
+        .iter()
+        .map(|&event_id| kfd_event_data {
+            event_id,
+            ..Default::default()
+        })
+        .collect();
     let mut args = kfd_ioctl_wait_events_args {
         events_ptr: data.as_mut_ptr() as u64,
         num_events: u32::try_from(data.len())
@@ -197,12 +208,23 @@ impl Kfd {
     /// Creates an event. Auto-reset events are reset by the wait that observes them.
     pub fn create_event(&self, kind: EventKind, auto_reset: bool) -> Result<Event> {
         let (id, mailbox) = create_raw_event(&self.shared, kind, auto_reset)?;
-        Ok(Event { kfd: self.clone(), id, kind, auto_reset, mailbox })
+        Ok(Event {
+            kfd: self.clone(),
+            id,
+            kind,
+            auto_reset,
+            mailbox,
+        })
     }
 
     /// Waits for `events` (all or any). Returns `Ok(true)` when the condition was met and
     /// `Ok(false)` on timeout; `None` waits forever.
-    pub fn wait_events(&self, events: &[&Event], mode: WaitMode, timeout: Option<Duration>) -> Result<bool> {
+    pub fn wait_events(
+        &self,
+        events: &[&Event],
+        mode: WaitMode,
+        timeout: Option<Duration>,
+    ) -> Result<bool> {
         self.wait_raw(events, mode, timeout).map(|(done, _)| done)
     }
 
@@ -212,8 +234,13 @@ impl Kfd {
         mode: WaitMode,
         timeout: Option<Duration>,
     ) -> Result<(bool, Vec<kfd_event_data>)> {
-        if events.iter().any(|e| !std::sync::Arc::ptr_eq(&e.kfd.shared, &self.shared)) {
-            return Err(Error::InvalidArgument("event belongs to another Kfd".into()));
+        if events
+            .iter()
+            .any(|e| !std::sync::Arc::ptr_eq(&e.kfd.shared, &self.shared))
+        {
+            return Err(Error::InvalidArgument(
+                "event belongs to another Kfd".into(),
+            ));
         }
         let ids: Vec<u32> = events.iter().map(|e| e.id).collect();
         wait_ids(&self.shared, &ids, mode, timeout)
@@ -243,14 +270,28 @@ impl Event {
 
     /// Signals the event from the CPU (`SET_EVENT`).
     pub fn set(&self) -> Result<()> {
-        let mut args = kfd_ioctl_set_event_args { event_id: self.id, pad: 0 };
-        self.kfd.driver().kfd_ioctl(&mut args).map(drop).map_err(Error::driver("AMDKFD_IOC_SET_EVENT"))
+        let mut args = kfd_ioctl_set_event_args {
+            event_id: self.id,
+            pad: 0,
+        };
+        self.kfd
+            .driver()
+            .kfd_ioctl(&mut args)
+            .map(drop)
+            .map_err(Error::driver("AMDKFD_IOC_SET_EVENT"))
     }
 
     /// Clears the event (`RESET_EVENT`).
     pub fn reset(&self) -> Result<()> {
-        let mut args = kfd_ioctl_reset_event_args { event_id: self.id, pad: 0 };
-        self.kfd.driver().kfd_ioctl(&mut args).map(drop).map_err(Error::driver("AMDKFD_IOC_RESET_EVENT"))
+        let mut args = kfd_ioctl_reset_event_args {
+            event_id: self.id,
+            pad: 0,
+        };
+        self.kfd
+            .driver()
+            .kfd_ioctl(&mut args)
+            .map(drop)
+            .map_err(Error::driver("AMDKFD_IOC_RESET_EVENT"))
     }
 
     /// Waits until the event is signalled: `Ok(true)`, or `Ok(false)` after `timeout`
@@ -260,7 +301,10 @@ impl Event {
     }
 
     /// Waits on a memory event and returns the fault it reports, or `None` on timeout.
-    pub fn wait_memory_exception(&self, timeout: Option<Duration>) -> Result<Option<MemoryException>> {
+    pub fn wait_memory_exception(
+        &self,
+        timeout: Option<Duration>,
+    ) -> Result<Option<MemoryException>> {
         if self.kind != EventKind::Memory {
             return Err(Error::InvalidArgument("not a memory event".into()));
         }
@@ -268,7 +312,9 @@ impl Event {
         if !done {
             return Ok(None);
         }
-        let Some(d) = data.first() else { return Ok(None) };
+        let Some(d) = data.first() else {
+            return Ok(None);
+        };
         // SAFETY: for a memory event KFD fills the memory-exception member of the union; every
         // member is plain integers, so any bit pattern is a valid value.
         let m = unsafe { d.__bindgen_anon_1.memory_exception_data };
@@ -284,7 +330,10 @@ impl Event {
 
 impl Drop for Event {
     fn drop(&mut self) {
-        let mut args = kfd_ioctl_destroy_event_args { event_id: self.id, pad: 0 };
+        let mut args = kfd_ioctl_destroy_event_args {
+            event_id: self.id,
+            pad: 0,
+        };
         if let Err(e) = self.kfd.driver().kfd_ioctl(&mut args) {
             log::warn!("kfdrt: AMDKFD_IOC_DESTROY_EVENT {}: {e}", self.id);
         }

@@ -108,12 +108,16 @@ impl Gpu {
         kernarg_size: u32,
         f: std::sync::Arc<kfd_emu::KernelFn>,
     ) -> Result<Kernel> {
-        let emu = self
-            .kfd()
-            .emulator()
-            .cloned()
-            .ok_or_else(|| Error::InvalidArgument(format!("emulated kernel {name:?} on a real GPU")))?;
-        let code = self.alloc_with(4096, AllocOptions { kind: MemoryKind::HostVisibleVram, executable: true })?;
+        let emu = self.kfd().emulator().cloned().ok_or_else(|| {
+            Error::InvalidArgument(format!("emulated kernel {name:?} on a real GPU"))
+        })?;
+        let code = self.alloc_with(
+            4096,
+            AllocOptions {
+                kind: MemoryKind::HostVisibleVram,
+                executable: true,
+            },
+        )?;
         let kd = emulated_descriptor(kernarg_size, self.info().wave_size == 32);
         // SAFETY: `KernelDescriptor` is plain old data of 64 bytes.
         let bytes = unsafe {

@@ -31,8 +31,8 @@ pub use error::{Error, Result};
 pub use event::{Event, EventKind, MemoryException, WaitMode};
 pub use kernel::Kernel;
 pub use kfd_sys::{DriverKind, Errno};
-pub use queue::{AqlQueue, AqlQueueOptions, Dispatch, QueuePriority, Submission};
 pub use memory::{AllocOptions, Buffer, MemoryKind};
+pub use queue::{AqlQueue, AqlQueueOptions, Dispatch, QueuePriority, Submission};
 pub use signal::{Condition, Signal};
 pub use topology::{GpuInfo, Topology};
 

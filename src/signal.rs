@@ -74,6 +74,8 @@ struct Slot {
 // SAFETY: a slot points into a pool page that lives as long as the pool (owned by KfdShared), and
 // every access to the signal's mutable words is atomic.
 unsafe impl Send for Slot {}
+// SAFETY: as above: shared access only reads the pointer and goes through atomics.
+unsafe impl Sync for Slot {}
 
 /// The per-process pool of signal memory and events, owned by [`KfdShared`].
 #[derive(Default)]
@@ -104,7 +106,9 @@ impl SignalPool {
             return Ok(slot);
         }
         self.grow(shared)?;
-        self.free.pop().ok_or_else(|| Error::InvalidArgument("signal pool is empty".into()))
+        self.free
+            .pop()
+            .ok_or_else(|| Error::InvalidArgument("signal pool is empty".into()))
     }
 
     fn grow(&mut self, shared: &KfdShared) -> Result<()> {
@@ -152,7 +156,10 @@ impl SignalPool {
                 s.event_mailbox_ptr.store(event.1, Ordering::Relaxed);
                 s.event_id.store(event.0, Ordering::Release);
             }
-            new_slots.push(Slot { signal: sig, event_id: event.0 });
+            new_slots.push(Slot {
+                signal: sig,
+                event_id: event.0,
+            });
         }
         self.events.extend(new_slots.iter().map(|s| s.event_id));
         self.free.extend(new_slots);
@@ -218,10 +225,18 @@ impl Kfd {
     /// Takes a signal from the pool and sets its value to `initial`.
     pub fn create_signal(&self, initial: i64) -> Result<Signal> {
         let slot = {
-            let mut pool = self.shared.signals.lock().unwrap_or_else(|p| p.into_inner());
+            let mut pool = self
+                .shared
+                .signals
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
             pool.take(&self.shared)?
         };
-        let s = Signal(Arc::new(SignalInner { kfd: self.clone(), slot, armed_target: Mutex::new(None) }));
+        let s = Signal(Arc::new(SignalInner {
+            kfd: self.clone(),
+            slot,
+            armed_target: Mutex::new(None),
+        }));
         s.raw().value.store(initial, Ordering::Release);
         Ok(s)
     }
@@ -267,20 +282,35 @@ impl Signal {
     }
 
     fn notify(&self) -> Result<()> {
-        let mut args = kfd_ioctl_set_event_args { event_id: self.event_id(), pad: 0 };
-        self.0.kfd.driver().kfd_ioctl(&mut args).map(drop).map_err(Error::driver("AMDKFD_IOC_SET_EVENT"))
+        let mut args = kfd_ioctl_set_event_args {
+            event_id: self.event_id(),
+            pad: 0,
+        };
+        self.0
+            .kfd
+            .driver()
+            .kfd_ioctl(&mut args)
+            .map(drop)
+            .map_err(Error::driver("AMDKFD_IOC_SET_EVENT"))
     }
 
     /// Profiling timestamps `(start, end)` the command processor wrote, in GPU clock ticks.
     pub fn timestamps(&self) -> (u64, u64) {
         let r = self.raw();
-        (r.start_ts.load(Ordering::Acquire), r.end_ts.load(Ordering::Acquire))
+        (
+            r.start_ts.load(Ordering::Acquire),
+            r.end_ts.load(Ordering::Acquire),
+        )
     }
 
     /// Records that a packet will decrement this signal once: the slot cannot be reused before
     /// the value reaches the result. Called by queues when they attach the signal to a packet.
     pub(crate) fn arm_decrement(&self) {
-        let mut t = self.0.armed_target.lock().unwrap_or_else(|p| p.into_inner());
+        let mut t = self
+            .0
+            .armed_target
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         let base = t.unwrap_or_else(|| self.value());
         *t = Some(base - 1);
     }
@@ -341,8 +371,16 @@ impl Signal {
 
 impl Drop for SignalInner {
     fn drop(&mut self) {
-        let target = *self.armed_target.get_mut().unwrap_or_else(|p| p.into_inner());
-        let mut pool = self.kfd.shared.signals.lock().unwrap_or_else(|p| p.into_inner());
+        let target = *self
+            .armed_target
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner());
+        let mut pool = self
+            .kfd
+            .shared
+            .signals
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         match target {
             // SAFETY: the page is alive (owned by the pool we hold locked).
             Some(t) if unsafe { &*self.slot.signal }.value.load(Ordering::Acquire) != t => {

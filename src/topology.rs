@@ -21,9 +21,9 @@ impl NodeProperties {
             let (Some(key), Some(value), None) = (parts.next(), parts.next(), parts.next()) else {
                 return Err(Error::Topology(format!("{file}: malformed line {line:?}")));
             };
-            let value = value
-                .parse::<u64>()
-                .map_err(|_| Error::Topology(format!("{file}: {key} has non-numeric value {value:?}")))?;
+            let value = value.parse::<u64>().map_err(|_| {
+                Error::Topology(format!("{file}: {key} has non-numeric value {value:?}"))
+            })?;
             map.insert(key.to_owned(), value);
         }
         Ok(NodeProperties(map))
@@ -87,7 +87,10 @@ impl HeapType {
 
     /// Whether this is device memory (VRAM).
     pub fn is_vram(self) -> bool {
-        matches!(self, HeapType::FrameBufferPublic | HeapType::FrameBufferPrivate)
+        matches!(
+            self,
+            HeapType::FrameBufferPublic | HeapType::FrameBufferPrivate
+        )
     }
 }
 
@@ -261,7 +264,9 @@ impl Topology {
         let mut cpus = Vec::new();
         let mut gpus = Vec::new();
         for n in nodes {
-            let Ok(index) = n.parse::<u32>() else { continue };
+            let Ok(index) = n.parse::<u32>() else {
+                continue;
+            };
             let node = format!("nodes/{index}");
             let gpu_id: u32 = driver
                 .read_topology(&format!("{node}/gpu_id"))
@@ -326,7 +331,11 @@ impl Topology {
                 properties: props,
             });
         }
-        Ok(Topology { generation_id, cpus, gpus })
+        Ok(Topology {
+            generation_id,
+            cpus,
+            gpus,
+        })
     }
 }
 

@@ -4,7 +4,7 @@ mod common;
 
 use kfdrt::emu::{GpuFault, Preset, WorkGroup};
 use kfdrt::queue::error_bits;
-use kfdrt::{AqlQueueOptions, Dispatch, Error, EventKind, Kfd, Kernel, MemoryKind};
+use kfdrt::{AqlQueueOptions, Dispatch, Error, EventKind, Kernel, Kfd, MemoryKind};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,9 +37,15 @@ fn a_million_dispatches_from_four_producers_each_run_exactly_once() {
     let kfd = emu();
     let gpu = kfd.gpu(0).unwrap();
     let counters = gpu.alloc(TOTAL * 8, MemoryKind::GttCoherent).unwrap();
-    let kernel = Arc::new(gpu.emulated_kernel("count", 16, Arc::new(count_kernel)).unwrap());
+    let kernel = Arc::new(
+        gpu.emulated_kernel("count", 16, Arc::new(count_kernel))
+            .unwrap(),
+    );
     let queue = gpu
-        .create_aql_queue(AqlQueueOptions { size_packets: 256, ..Default::default() })
+        .create_aql_queue(AqlQueueOptions {
+            size_packets: 256,
+            ..Default::default()
+        })
         .unwrap();
     let base = counters.gpu_address();
     let threads: Vec<_> = (0..PRODUCERS)
@@ -52,7 +58,9 @@ fn a_million_dispatches_from_four_producers_each_run_exactly_once() {
                     let mut batch = queue.batch().unwrap();
                     for id in start..start + BATCH {
                         let a = args(base, id);
-                        batch.dispatch(&Dispatch::linear(&kernel, 1, 1, &a)).unwrap();
+                        batch
+                            .dispatch(&Dispatch::linear(&kernel, 1, 1, &a))
+                            .unwrap();
                     }
                     pending.push_back(batch.submit().unwrap());
                     // Keep a bounded number of completions outstanding.
@@ -77,11 +85,21 @@ fn a_million_dispatches_from_four_producers_each_run_exactly_once() {
             wrong.push((id, v));
         }
     }
-    assert!(wrong.is_empty(), "dispatches not run exactly once (id, count): {wrong:?}");
-    assert!(queue.write_index() >= TOTAL, "ring wrapped {} times", queue.write_index() / 256);
+    assert!(
+        wrong.is_empty(),
+        "dispatches not run exactly once (id, count): {wrong:?}"
+    );
+    assert!(
+        queue.write_index() >= TOTAL,
+        "ring wrapped {} times",
+        queue.write_index() / 256
+    );
     assert_eq!(queue.read_index(), queue.write_index());
     let stats = kfd.emulator().unwrap().stats();
-    assert_eq!(stats.torn_packets, 0, "kfdrt's writer must never tear a packet");
+    assert_eq!(
+        stats.torn_packets, 0,
+        "kfdrt's writer must never tear a packet"
+    );
     assert!(stats.packets_run >= TOTAL);
 }
 
@@ -91,8 +109,15 @@ fn try_submit_reports_full_while_stalled_and_everything_runs_after() {
     let gpu = kfd.gpu(0).unwrap();
     let emu = kfd.emulator().unwrap().clone();
     let counters = gpu.alloc(1024 * 8, MemoryKind::GttCoherent).unwrap();
-    let kernel = gpu.emulated_kernel("count", 16, Arc::new(count_kernel)).unwrap();
-    let queue = gpu.create_aql_queue(AqlQueueOptions { size_packets: 64, ..Default::default() }).unwrap();
+    let kernel = gpu
+        .emulated_kernel("count", 16, Arc::new(count_kernel))
+        .unwrap();
+    let queue = gpu
+        .create_aql_queue(AqlQueueOptions {
+            size_packets: 64,
+            ..Default::default()
+        })
+        .unwrap();
     emu.faults().stall_queue(queue.id());
     let mut subs = Vec::new();
     let mut id = 0u64;
@@ -109,7 +134,10 @@ fn try_submit_reports_full_while_stalled_and_everything_runs_after() {
             Err(e) => panic!("unexpected {e}"),
         }
         id += 1;
-        assert!(id <= 64, "a 64-slot ring accepted more than 64 packets while stalled");
+        assert!(
+            id <= 64,
+            "a 64-slot ring accepted more than 64 packets while stalled"
+        );
     }
     assert_eq!(id, 64, "the ring holds exactly 64 packets");
     assert!(subs.iter().all(|s| !s.is_complete()));
@@ -137,7 +165,10 @@ fn barrier_and_waits_for_all_five_and_chains_beyond_five() {
             d.store(0).unwrap();
         }
         std::thread::sleep(Duration::from_millis(20));
-        assert!(!done.is_complete(), "barrier-AND completed with one dependency outstanding");
+        assert!(
+            !done.is_complete(),
+            "barrier-AND completed with one dependency outstanding"
+        );
         deps[n - 1].store(0).unwrap();
         done.wait(LONG).unwrap();
     }
@@ -157,7 +188,10 @@ fn barrier_or_completes_on_any() {
     done.wait(LONG).unwrap();
     let six: Vec<_> = (0..6).map(|_| kfd.create_signal(1).unwrap()).collect();
     let refs: Vec<&kfdrt::Signal> = six.iter().collect();
-    assert!(matches!(queue.barrier_or(&refs), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        queue.barrier_or(&refs),
+        Err(Error::InvalidArgument(_))
+    ));
 }
 
 #[test]
@@ -167,7 +201,9 @@ fn invalid_kernel_object_stops_the_queue_with_a_typed_error() {
     let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     // SAFETY (test): the address is deliberately not a kernel; the emulator must reject it.
     let bogus = unsafe { Kernel::from_raw("bogus", 0x10_0000_0000, 0, 0, 0) };
-    let s = queue.dispatch(&Dispatch::linear(&bogus, 64, 64, &[])).unwrap();
+    let s = queue
+        .dispatch(&Dispatch::linear(&bogus, 64, 64, &[]))
+        .unwrap();
     match s.wait(LONG) {
         Err(Error::QueueError { queue_id, fault }) => {
             assert_eq!(queue_id, queue.id());
@@ -176,23 +212,43 @@ fn invalid_kernel_object_stops_the_queue_with_a_typed_error() {
         other => panic!("expected a queue error, got {other:?}"),
     }
     assert!(queue.fault().is_some());
-    assert!(matches!(queue.barrier_and(&[]), Err(Error::QueueError { .. })));
+    assert!(matches!(
+        queue.barrier_and(&[]),
+        Err(Error::QueueError { .. })
+    ));
 }
 
 #[test]
 fn bad_dispatch_arguments_are_refused_before_the_ring() {
     let kfd = emu();
     let gpu = kfd.gpu(0).unwrap();
-    let kernel = gpu.emulated_kernel("count", 16, Arc::new(count_kernel)).unwrap();
+    let kernel = gpu
+        .emulated_kernel("count", 16, Arc::new(count_kernel))
+        .unwrap();
     let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     let before = queue.write_index();
-    let zero = Dispatch { grid: [0, 1, 1], ..Dispatch::linear(&kernel, 1, 1, &[0; 16]) };
-    assert!(matches!(queue.dispatch(&zero), Err(Error::InvalidArgument(_))));
-    let huge = Dispatch { workgroup: [1024, 2, 1], ..Dispatch::linear(&kernel, 2048, 1, &[0; 16]) };
-    assert!(matches!(queue.dispatch(&huge), Err(Error::InvalidArgument(_))));
+    let zero = Dispatch {
+        grid: [0, 1, 1],
+        ..Dispatch::linear(&kernel, 1, 1, &[0; 16])
+    };
+    assert!(matches!(
+        queue.dispatch(&zero),
+        Err(Error::InvalidArgument(_))
+    ));
+    let huge = Dispatch {
+        workgroup: [1024, 2, 1],
+        ..Dispatch::linear(&kernel, 2048, 1, &[0; 16])
+    };
+    assert!(matches!(
+        queue.dispatch(&huge),
+        Err(Error::InvalidArgument(_))
+    ));
     assert_eq!(queue.write_index(), before, "nothing reached the ring");
     for size in [0u32, 63, 100, 1 << 20] {
-        let r = gpu.create_aql_queue(AqlQueueOptions { size_packets: size, ..Default::default() });
+        let r = gpu.create_aql_queue(AqlQueueOptions {
+            size_packets: size,
+            ..Default::default()
+        });
         assert!(matches!(r, Err(Error::InvalidArgument(_))), "size {size}");
     }
 }
@@ -204,29 +260,47 @@ fn kernel_touching_unmapped_memory_reports_the_address() {
     let mem_event = kfd.create_event(EventKind::Memory, false).unwrap();
     const BAD: u64 = 0x7e57_0000_1000;
     let kernel = gpu
-        .emulated_kernel("wild", 0, Arc::new(|wg: &WorkGroup<'_>| wg.mem.write_u32(BAD + 8, 1)))
+        .emulated_kernel(
+            "wild",
+            0,
+            Arc::new(|wg: &WorkGroup<'_>| wg.mem.write_u32(BAD + 8, 1)),
+        )
         .unwrap();
     let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
-    let s = queue.dispatch(&Dispatch::linear(&kernel, 1, 1, &[])).unwrap();
+    let s = queue
+        .dispatch(&Dispatch::linear(&kernel, 1, 1, &[]))
+        .unwrap();
     match s.wait(LONG) {
         Err(Error::QueueError { fault, .. }) => {
-            assert_ne!(fault.code & error_bits::MEMORY_APERTURE_VIOLATION, 0, "{fault}")
+            assert_ne!(
+                fault.code & error_bits::MEMORY_APERTURE_VIOLATION,
+                0,
+                "{fault}"
+            )
         }
         other => panic!("expected a memory violation, got {other:?}"),
     }
-    let fault = mem_event.wait_memory_exception(LONG).unwrap().expect("a memory exception");
+    let fault = mem_event
+        .wait_memory_exception(LONG)
+        .unwrap()
+        .expect("a memory exception");
     assert_eq!(fault.va & !0xFFF, BAD & !0xFFF, "fault at {:#x}", fault.va);
     assert_eq!(fault.gpu_id, gpu.id());
 }
 
 #[test]
 fn normal_priority_by_default_and_queues_are_destroyed_on_drop() {
-    assert_eq!(AqlQueueOptions::default().priority, kfdrt::QueuePriority::Normal);
+    assert_eq!(
+        AqlQueueOptions::default().priority,
+        kfdrt::QueuePriority::Normal
+    );
     let kfd = emu();
     let gpu = kfd.gpu(0).unwrap();
     let emu = kfd.emulator().unwrap().clone();
     {
-        let q: Vec<_> = (0..4).map(|_| gpu.create_aql_queue(AqlQueueOptions::default()).unwrap()).collect();
+        let q: Vec<_> = (0..4)
+            .map(|_| gpu.create_aql_queue(AqlQueueOptions::default()).unwrap())
+            .collect();
         assert_eq!(emu.stats().live_queues, 4);
         q[0].barrier_and(&[]).unwrap().wait(LONG).unwrap();
     }

@@ -33,7 +33,11 @@ fn wait_times_out() {
     let e = kfd.create_event(EventKind::Signal, true).unwrap();
     let t = Instant::now();
     assert!(!e.wait(Some(Duration::from_millis(30))).unwrap());
-    assert!(t.elapsed() >= Duration::from_millis(25), "returned after {:?}", t.elapsed());
+    assert!(
+        t.elapsed() >= Duration::from_millis(25),
+        "returned after {:?}",
+        t.elapsed()
+    );
 }
 
 #[test]
@@ -54,7 +58,9 @@ fn wait_from_another_thread() {
 #[test]
 fn wait_for_all_of_64_returns_only_after_the_last() {
     let kfd = common::device();
-    let events: Vec<_> = (0..64).map(|_| kfd.create_event(EventKind::Signal, true).unwrap()).collect();
+    let events: Vec<_> = (0..64)
+        .map(|_| kfd.create_event(EventKind::Signal, true).unwrap())
+        .collect();
     let mut slots: Vec<u64> = events.iter().filter_map(|e| e.mailbox_address()).collect();
     slots.sort_unstable();
     slots.dedup();
@@ -71,10 +77,15 @@ fn wait_for_all_of_64_returns_only_after_the_last() {
     };
     let refs: Vec<&kfdrt::Event> = events.iter().collect();
     // Waiting for any returns early; waiting for all only after the 64th set.
-    assert!(kfd.wait_events(&refs, WaitMode::All, Some(Duration::from_secs(10))).unwrap());
+    assert!(kfd
+        .wait_events(&refs, WaitMode::All, Some(Duration::from_secs(10)))
+        .unwrap());
     setter.join().unwrap();
     let last = events.last().unwrap();
-    assert!(!last.wait(Some(Duration::ZERO)).unwrap(), "auto-reset by the wait-all");
+    assert!(
+        !last.wait(Some(Duration::ZERO)).unwrap(),
+        "auto-reset by the wait-all"
+    );
 }
 
 #[test]
@@ -82,10 +93,16 @@ fn wait_for_any_returns_on_one() {
     let kfd = common::device();
     let a = kfd.create_event(EventKind::Signal, false).unwrap();
     let b = kfd.create_event(EventKind::Signal, false).unwrap();
-    assert!(!kfd.wait_events(&[&a, &b], WaitMode::Any, Some(Duration::ZERO)).unwrap());
+    assert!(!kfd
+        .wait_events(&[&a, &b], WaitMode::Any, Some(Duration::ZERO))
+        .unwrap());
     b.set().unwrap();
-    assert!(kfd.wait_events(&[&a, &b], WaitMode::Any, Some(Duration::ZERO)).unwrap());
-    assert!(!kfd.wait_events(&[&a, &b], WaitMode::All, Some(Duration::ZERO)).unwrap());
+    assert!(kfd
+        .wait_events(&[&a, &b], WaitMode::Any, Some(Duration::ZERO))
+        .unwrap());
+    assert!(!kfd
+        .wait_events(&[&a, &b], WaitMode::All, Some(Duration::ZERO))
+        .unwrap());
     assert!(kfd.wait_events(&[], WaitMode::Any, None).is_err());
 }
 
@@ -94,7 +111,9 @@ fn events_are_destroyed_on_drop() {
     let kfd = common::emulated(kfdrt::emu::Preset::Gfx90a, 1);
     let emu = kfd.emulator().unwrap().clone();
     {
-        let _e: Vec<_> = (0..10).map(|_| kfd.create_event(EventKind::Signal, true).unwrap()).collect();
+        let _e: Vec<_> = (0..10)
+            .map(|_| kfd.create_event(EventKind::Signal, true).unwrap())
+            .collect();
         assert_eq!(emu.stats().live_events, 10);
     }
     assert_eq!(emu.stats().live_events, 0);

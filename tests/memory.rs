@@ -5,7 +5,7 @@ mod common;
 use kfd_sys::bindings::*;
 use kfd_sys::DriverExt;
 use kfdrt::emu::Preset;
-use kfdrt::{Error, Errno, MemoryKind};
+use kfdrt::{Errno, Error, MemoryKind};
 
 const ALL_KINDS: [MemoryKind; 5] = [
     MemoryKind::DeviceLocal,
@@ -39,17 +39,38 @@ fn every_kind_allocates_maps_and_is_accessible_where_it_should_be() {
 fn parameter_errors_are_typed() {
     let kfd = common::device();
     let gpu = kfd.gpu(0).unwrap();
-    assert!(matches!(gpu.alloc(0, MemoryKind::GttCoherent), Err(Error::InvalidArgument(_))));
-    assert!(matches!(gpu.alloc(u64::MAX - 10, MemoryKind::DeviceLocal), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        gpu.alloc(0, MemoryKind::GttCoherent),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        gpu.alloc(u64::MAX - 10, MemoryKind::DeviceLocal),
+        Err(Error::InvalidArgument(_))
+    ));
     let vram = gpu.alloc(4096, MemoryKind::DeviceLocal).unwrap();
-    assert!(matches!(vram.write(0, &[1]), Err(Error::InvalidArgument(_))), "device-local is not host-accessible");
+    assert!(
+        matches!(vram.write(0, &[1]), Err(Error::InvalidArgument(_))),
+        "device-local is not host-accessible"
+    );
     let gtt = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
-    assert!(matches!(gtt.write(4095, &[1, 2]), Err(Error::InvalidArgument(_))));
-    assert!(matches!(gtt.read(u64::MAX, &mut [0]), Err(Error::InvalidArgument(_))));
-    assert!(matches!(gtt.unmap_from(&gpu), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        gtt.write(4095, &[1, 2]),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        gtt.read(u64::MAX, &mut [0]),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        gtt.unmap_from(&gpu),
+        Err(Error::InvalidArgument(_))
+    ));
     // A GPU of another Kfd is refused before reaching the driver.
     let other = common::emulated(Preset::Gfx90a, 1);
-    assert!(matches!(gtt.map_to(&other.gpu(0).unwrap()), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        gtt.map_to(&other.gpu(0).unwrap()),
+        Err(Error::InvalidArgument(_))
+    ));
 }
 
 #[test]
@@ -58,13 +79,21 @@ fn driver_rejects_bad_raw_requests_with_kfd_errnos() {
     let gpu = kfd.gpu(0).unwrap();
     let d = kfd.driver();
     // Freeing an unknown handle.
-    let mut free = kfd_ioctl_free_memory_of_gpu_args { handle: 0xdead_0000_0000 };
+    let mut free = kfd_ioctl_free_memory_of_gpu_args {
+        handle: 0xdead_0000_0000,
+    };
     assert_eq!(d.kfd_ioctl(&mut free), Err(Errno::EINVAL));
     // Unknown GPU for ACQUIRE_VM.
-    let mut acq = kfd_ioctl_acquire_vm_args { drm_fd: 0, gpu_id: 0x1 };
+    let mut acq = kfd_ioctl_acquire_vm_args {
+        drm_fd: 0,
+        gpu_id: 0x1,
+    };
     assert_eq!(d.kfd_ioctl(&mut acq), Err(Errno::EINVAL));
     // Zero-size allocation and no memory domain.
-    for (size, flags) in [(0u64, KFD_IOC_ALLOC_MEM_FLAGS_GTT), (4096, KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE)] {
+    for (size, flags) in [
+        (0u64, KFD_IOC_ALLOC_MEM_FLAGS_GTT),
+        (4096, KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE),
+    ] {
         let mut a = kfd_ioctl_alloc_memory_of_gpu_args {
             va_addr: 0x7f00_0000_0000,
             size,
@@ -84,7 +113,9 @@ fn vram_over_capacity_is_out_of_memory() {
     let gpu = kfd.gpu(0).unwrap();
     let too_much = gpu.info().vram_bytes + (1 << 30);
     match gpu.alloc(too_much, MemoryKind::DeviceLocal) {
-        Err(Error::OutOfMemory { gpu_id, requested, .. }) => {
+        Err(Error::OutOfMemory {
+            gpu_id, requested, ..
+        }) => {
             assert_eq!(gpu_id, gpu.id());
             assert!(requested >= too_much);
         }
@@ -93,7 +124,10 @@ fn vram_over_capacity_is_out_of_memory() {
     // Fill most of VRAM, then one more large allocation fails; freeing makes room again.
     let half = gpu.info().vram_bytes / 2 + 4096;
     let first = gpu.alloc(half, MemoryKind::DeviceLocal).unwrap();
-    assert!(matches!(gpu.alloc(half, MemoryKind::DeviceLocal), Err(Error::OutOfMemory { .. })));
+    assert!(matches!(
+        gpu.alloc(half, MemoryKind::DeviceLocal),
+        Err(Error::OutOfMemory { .. })
+    ));
     drop(first);
     gpu.alloc(half, MemoryKind::DeviceLocal).unwrap();
     assert_eq!(kfd.emulator().unwrap().stats().live_allocations, 0);
@@ -118,7 +152,11 @@ fn ten_thousand_alloc_free_cycles_leave_nothing_behind() {
 fn contents_survive_unmap_and_remap() {
     let kfd = common::device();
     let gpu = kfd.gpu(0).unwrap();
-    for kind in [MemoryKind::HostVisibleVram, MemoryKind::GttCoherent, MemoryKind::Pageable] {
+    for kind in [
+        MemoryKind::HostVisibleVram,
+        MemoryKind::GttCoherent,
+        MemoryKind::Pageable,
+    ] {
         let buf = gpu.alloc(64 * 1024, kind).unwrap();
         let pattern: Vec<u8> = (0..64 * 1024).map(|i| (i * 7 % 251) as u8).collect();
         buf.write(0, &pattern).unwrap();
@@ -138,7 +176,11 @@ fn peer_mapping_shows_in_both_page_tables() {
     let (g0, g1) = (kfd.gpu(0).unwrap(), kfd.gpu(1).unwrap());
     let emu = kfd.emulator().unwrap().clone();
     let buf = g0.alloc(3 << 20, MemoryKind::DeviceLocal).unwrap();
-    assert_eq!(buf.gpu_address() % (2 << 20), 0, ">= 2 MiB allocations are 2 MiB-aligned");
+    assert_eq!(
+        buf.gpu_address() % (2 << 20),
+        0,
+        ">= 2 MiB allocations are 2 MiB-aligned"
+    );
     assert!(emu.is_mapped(g0.id(), buf.gpu_address(), buf.size()));
     assert!(!emu.is_mapped(g1.id(), buf.gpu_address(), buf.size()));
     buf.map_to(&g1).unwrap();
@@ -149,7 +191,10 @@ fn peer_mapping_shows_in_both_page_tables() {
     assert_eq!(emu.mapped_bytes(g1.id()), Some(buf.allocated_size()));
     buf.unmap_from(&g1).unwrap();
     assert!(!emu.is_mapped(g1.id(), buf.gpu_address(), 1));
-    assert!(matches!(buf.unmap_from(&g1), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        buf.unmap_from(&g1),
+        Err(Error::InvalidArgument(_))
+    ));
     buf.map_to(&g1).unwrap();
     drop(buf);
     assert_eq!(emu.mapped_bytes(g0.id()), Some(0));
@@ -164,7 +209,10 @@ fn injected_allocation_failure_is_typed_and_leaks_nothing() {
     let emu = kfd.emulator().unwrap().clone();
     let keep = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
     emu.faults().fail_nth_allocation(1);
-    assert!(matches!(gpu.alloc(4096, MemoryKind::DeviceLocal), Err(Error::OutOfMemory { .. })));
+    assert!(matches!(
+        gpu.alloc(4096, MemoryKind::DeviceLocal),
+        Err(Error::OutOfMemory { .. })
+    ));
     assert_eq!(emu.stats().live_allocations, 1);
     gpu.alloc(4096, MemoryKind::DeviceLocal).unwrap();
     drop(keep);

@@ -12,7 +12,11 @@ fn check_topology(kfd: &Kfd) {
     for cpu in &topo.cpus {
         assert!(cpu.cores > 0, "CPU node {} reports no cores", cpu.node);
         for l in &cpu.links {
-            assert_eq!(l.node_from, cpu.node, "io link of node {} starts elsewhere", cpu.node);
+            assert_eq!(
+                l.node_from, cpu.node,
+                "io link of node {} starts elsewhere",
+                cpu.node
+            );
         }
     }
     let mut ids = std::collections::HashSet::new();
@@ -21,7 +25,11 @@ fn check_topology(kfd: &Kfd) {
         assert!(ids.insert(i.gpu_id), "duplicate gpu_id {:#x}", i.gpu_id);
         assert_ne!(i.gpu_id, 0);
         assert!(i.compute_units > 0, "{}: no compute units", i.gfx_target);
-        assert!(i.wave_size == 32 || i.wave_size == 64, "wave size {}", i.wave_size);
+        assert!(
+            i.wave_size == 32 || i.wave_size == 64,
+            "wave size {}",
+            i.wave_size
+        );
         assert!(i.lds_bytes >= 32 * 1024, "LDS {}", i.lds_bytes);
         assert!(i.fw_version > 0, "no ME firmware version");
         assert!(i.sdma_fw_version > 0, "no SDMA firmware version");
@@ -31,7 +39,11 @@ fn check_topology(kfd: &Kfd) {
         assert!(i.sdma_engines > 0 && i.sdma_queues_per_engine > 0);
         assert!(i.gfx_target.starts_with("gfx"));
         for l in &i.links {
-            assert_eq!(l.node_from, i.node, "io link of node {} starts elsewhere", i.node);
+            assert_eq!(
+                l.node_from, i.node,
+                "io link of node {} starts elsewhere",
+                i.node
+            );
             assert!(l.node_to != i.node);
         }
         // Every GPU links to a CPU node.
@@ -64,14 +76,18 @@ fn every_preset_with_one_and_eight_gpus() {
                     assert_eq!(i.gfx_target, "gfx942");
                     assert!(i.num_xcc > 1, "gfx942 is a multi-XCC part");
                 }
-                Preset::Gfx1100 => assert_eq!((i.gfx_target.as_str(), i.wave_size), ("gfx1100", 32)),
+                Preset::Gfx1100 => {
+                    assert_eq!((i.gfx_target.as_str(), i.wave_size), ("gfx1100", 32))
+                }
             }
             if n == 8 {
                 // GPU-to-GPU links exist for every pair in a multi-GPU system.
                 for g in kfd.gpus() {
-                    let peers = g.info().links.iter().filter(|l| {
-                        kfd.gpus().iter().any(|o| o.info().node == l.node_to)
-                    });
+                    let peers = g
+                        .info()
+                        .links
+                        .iter()
+                        .filter(|l| kfd.gpus().iter().any(|o| o.info().node == l.node_to));
                     assert_eq!(peers.count(), 7, "{:?} should link to 7 peers", g);
                 }
             }
@@ -83,8 +99,12 @@ fn every_preset_with_one_and_eight_gpus() {
 fn heap_types_are_consistent() {
     let kfd = common::emulated(Preset::Gfx1100, 1);
     let i = kfd.gpus()[0].info().clone();
-    let visible: u64 =
-        i.mem_banks.iter().filter(|b| b.heap == HeapType::FrameBufferPublic).map(|b| b.size_bytes).sum();
+    let visible: u64 = i
+        .mem_banks
+        .iter()
+        .filter(|b| b.heap == HeapType::FrameBufferPublic)
+        .map(|b| b.size_bytes)
+        .sum();
     assert_eq!(visible, i.host_visible_vram_bytes);
     assert!(i.host_visible_vram_bytes <= i.vram_bytes);
 }
@@ -93,8 +113,14 @@ fn heap_types_are_consistent() {
 fn invalid_node_is_an_error() {
     let kfd = common::device();
     assert!(kfd.gpu(kfd.gpus().len()).is_none());
-    assert!(kfd.gpu_by_id(0).is_none(), "gpu_id 0 is a CPU node, not a GPU");
-    let err = kfd.driver().read_topology("nodes/999/properties").unwrap_err();
+    assert!(
+        kfd.gpu_by_id(0).is_none(),
+        "gpu_id 0 is a CPU node, not a GPU"
+    );
+    let err = kfd
+        .driver()
+        .read_topology("nodes/999/properties")
+        .unwrap_err();
     assert_eq!(err, kfdrt::Errno::ENOENT);
 }
 

@@ -12,7 +12,9 @@ use crate::queue::{QueueCtl, QueueErrorCode};
 use crate::stats::Counters;
 use crate::vm::{GpuFault, GpuVm};
 use crate::Emulator;
-use aql::{queue_offsets, signal_offsets, BarrierPacket, BarrierValuePacket, KernelDispatchPacket, Packet};
+use aql::{
+    queue_offsets, signal_offsets, BarrierPacket, BarrierValuePacket, KernelDispatchPacket, Packet,
+};
 use kfd_sys::bindings::*;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -42,7 +44,10 @@ enum Outcome {
     Stopped,
 }
 
-pub(crate) fn spawn(emu: &Emulator, ctl: Arc<QueueCtl>) -> std::io::Result<std::thread::JoinHandle<()>> {
+pub(crate) fn spawn(
+    emu: &Emulator,
+    ctl: Arc<QueueCtl>,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
     let p = Processor {
         ctl: ctl.clone(),
         kernels: emu.kernels.clone(),
@@ -52,7 +57,9 @@ pub(crate) fn spawn(emu: &Emulator, ctl: Arc<QueueCtl>) -> std::io::Result<std::
         spin_poll: emu.config.spin_poll,
         epoch: emu.epoch,
     };
-    std::thread::Builder::new().name(format!("kfd-emu-aql-{}", ctl.id)).spawn(move || p.run())
+    std::thread::Builder::new()
+        .name(format!("kfd-emu-aql-{}", ctl.id))
+        .spawn(move || p.run())
 }
 
 impl Processor {
@@ -76,7 +83,8 @@ impl Processor {
     }
 
     fn gpu_clock(&self) -> u64 {
-        (self.epoch.elapsed().as_nanos() * u128::from(self.gpu().params.gpu_clock_hz) / 1_000_000_000) as u64
+        (self.epoch.elapsed().as_nanos() * u128::from(self.gpu().params.gpu_clock_hz)
+            / 1_000_000_000) as u64
     }
 
     /// Waits a little: spins first, then sleeps with growing intervals (woken early by doorbell
@@ -89,7 +97,8 @@ impl Processor {
             std::thread::yield_now();
         } else {
             let us = 10u64 << (*idle_rounds - 128).min(7);
-            self.gpu().wait_for_hint(generation, Duration::from_micros(us.min(1000)));
+            self.gpu()
+                .wait_for_hint(generation, Duration::from_micros(us.min(1000)));
         }
     }
 
@@ -111,7 +120,8 @@ impl Processor {
                     continue;
                 }
             };
-            let doorbell_ok = !self.requires_doorbell || self.gpu().doorbell(self.ctl.doorbell_index) >= rd;
+            let doorbell_ok =
+                !self.requires_doorbell || self.gpu().doorbell(self.ctl.doorbell_index) >= rd;
             if !aql::is_valid_header_word(header) || !doorbell_ok {
                 self.idle(&mut idle_rounds, generation);
                 continue;
@@ -124,7 +134,12 @@ impl Processor {
                 continue;
             }
             for (i, d) in raw.iter_mut().enumerate() {
-                *d = u32::from_le_bytes([bytes[4 * i], bytes[4 * i + 1], bytes[4 * i + 2], bytes[4 * i + 3]]);
+                *d = u32::from_le_bytes([
+                    bytes[4 * i],
+                    bytes[4 * i + 1],
+                    bytes[4 * i + 2],
+                    bytes[4 * i + 3],
+                ]);
             }
             // The header word was read with acquire first; the copy above may have raced a writer
             // that stored the header before the body. Keep the acquire-loaded header.
@@ -156,7 +171,10 @@ impl Processor {
         if self.vm().read(slot, &mut now).is_err() {
             return;
         }
-        let changed = seen.iter().enumerate().any(|(i, d)| d.to_le_bytes() != now[4 * i..4 * i + 4]);
+        let changed = seen
+            .iter()
+            .enumerate()
+            .any(|(i, d)| d.to_le_bytes() != now[4 * i..4 * i + 4]);
         if changed {
             self.stats.torn_packets.fetch_add(1, Ordering::Relaxed);
             log::error!("kfd-emu: queue {}: packet bytes changed after its header was valid (torn publication)", self.ctl.id);
@@ -186,8 +204,9 @@ impl Processor {
         }
         let vm = self.vm();
         let r = (|| -> Result<(), GpuFault> {
-            let profiling = vm.read_u32(self.ctl.rptr - queue_offsets::READ_DISPATCH_ID + queue_offsets::QUEUE_PROPERTIES)?
-                & aql::QUEUE_PROPERTY_ENABLE_PROFILING
+            let profiling = vm.read_u32(
+                self.ctl.rptr - queue_offsets::READ_DISPATCH_ID + queue_offsets::QUEUE_PROPERTIES,
+            )? & aql::QUEUE_PROPERTY_ENABLE_PROFILING
                 != 0;
             if profiling {
                 vm.write_u64(signal + signal_offsets::START_TS, start)?;
@@ -234,7 +253,11 @@ impl Processor {
         let Some(f) = self.kernels.get(d.kernel_object) else {
             return Outcome::Error(InvalidCodeObject, None);
         };
-        if kd.kernarg_size > 0 && !self.vm().is_mapped(d.kernarg_address, u64::from(kd.kernarg_size)) {
+        if kd.kernarg_size > 0
+            && !self
+                .vm()
+                .is_mapped(d.kernarg_address, u64::from(kd.kernarg_size))
+        {
             return Outcome::Error(InvalidArgument, None);
         }
         let groups: [u32; 3] = std::array::from_fn(|i| d.grid_size[i].div_ceil(wg[i]));
@@ -317,14 +340,23 @@ impl Processor {
         *self.ctl.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(code);
         log::warn!("kfd-emu: queue {} stopped: {code:?} {fault:?}", self.ctl.id);
         if let Some(f) = fault {
-            let mf = crate::events::MemoryFault { va: f.va, gpu_id: self.gpu().gpu_id };
+            let mf = crate::events::MemoryFault {
+                va: f.va,
+                gpu_id: self.gpu().gpu_id,
+            };
             self.ctl.events.signal_kind(KFD_IOC_EVENT_MEMORY, Some(mf));
         }
-        self.ctl.events.signal_kind(KFD_IOC_EVENT_HW_EXCEPTION, None);
+        self.ctl
+            .events
+            .signal_kind(KFD_IOC_EVENT_HW_EXCEPTION, None);
         let vm = self.vm();
         let q = self.ctl.rptr - queue_offsets::READ_DISPATCH_ID;
         if let Ok(sig) = vm.read_u64(q + queue_offsets::QUEUE_INACTIVE_SIGNAL) {
-            if sig != 0 && vm.write_u64(sig + signal_offsets::VALUE, code.bits()).is_ok() {
+            if sig != 0
+                && vm
+                    .write_u64(sig + signal_offsets::VALUE, code.bits())
+                    .is_ok()
+            {
                 let _ = self.raise_signal_event(sig);
             }
         }

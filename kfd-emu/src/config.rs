@@ -23,7 +23,9 @@ impl FromStr for Preset {
             "gfx90a" | "mi210" => Ok(Preset::Gfx90a),
             "gfx942" | "mi300x" => Ok(Preset::Gfx942),
             "gfx1100" | "rx7900xtx" => Ok(Preset::Gfx1100),
-            other => Err(EmuError::Config(format!("unknown preset {other:?} (gfx90a, gfx942, gfx1100)"))),
+            other => Err(EmuError::Config(format!(
+                "unknown preset {other:?} (gfx90a, gfx942, gfx1100)"
+            ))),
         }
     }
 }

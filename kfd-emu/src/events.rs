@@ -54,7 +54,11 @@ impl EventTable {
 
     /// `CREATE_EVENT`. `page_ok` says whether a handle names a GTT buffer big enough for the
     /// events page.
-    pub(crate) fn create(&self, a: &mut kfd_ioctl_create_event_args, page_ok: impl Fn(u64) -> bool) -> Result<(), Errno> {
+    pub(crate) fn create(
+        &self,
+        a: &mut kfd_ioctl_create_event_args,
+        page_ok: impl Fn(u64) -> bool,
+    ) -> Result<(), Errno> {
         let mut g = self.lock();
         if a.event_page_offset != 0 {
             if g.page_handle.is_some() || !page_ok(a.event_page_offset) {
@@ -68,7 +72,9 @@ impl EventTable {
                     // dGPUs need the events page before the first signal event.
                     return Err(Errno::EINVAL);
                 }
-                (0..SIGNAL_EVENT_LIMIT).find(|i| !g.events.contains_key(i)).ok_or(Errno::ENOSPC)?
+                (0..SIGNAL_EVENT_LIMIT)
+                    .find(|i| !g.events.contains_key(i))
+                    .ok_or(Errno::ENOSPC)?
             }
             KFD_IOC_EVENT_NODECHANGE..=KFD_IOC_EVENT_MEMORY => {
                 let id = FIRST_NONSIGNAL_ID + g.next_nonsignal;
@@ -77,7 +83,15 @@ impl EventTable {
             }
             _ => return Err(Errno::EINVAL),
         };
-        g.events.insert(id, Event { kind: a.event_type, auto_reset: a.auto_reset != 0, signaled: false, fault: None });
+        g.events.insert(
+            id,
+            Event {
+                kind: a.event_type,
+                auto_reset: a.auto_reset != 0,
+                signaled: false,
+                fault: None,
+            },
+        );
         a.event_id = id;
         a.event_slot_index = if id < SIGNAL_EVENT_LIMIT { id } else { 0 };
         a.event_trigger_data = id;
@@ -85,7 +99,11 @@ impl EventTable {
     }
 
     pub(crate) fn destroy(&self, id: u32) -> Result<(), Errno> {
-        self.lock().events.remove(&id).map(drop).ok_or(Errno::EINVAL)
+        self.lock()
+            .events
+            .remove(&id)
+            .map(drop)
+            .ok_or(Errno::EINVAL)
     }
 
     pub(crate) fn set(&self, id: u32) -> Result<(), Errno> {
@@ -125,8 +143,14 @@ impl EventTable {
     }
 
     /// `WAIT_EVENTS`: `Ok(result)` with KFD's wait_result; fills memory-fault payloads.
-    pub(crate) fn wait(&self, data: &mut [kfd_event_data], all: bool, timeout_ms: u32) -> Result<u32, Errno> {
-        let deadline = (timeout_ms != u32::MAX).then(|| Instant::now() + Duration::from_millis(u64::from(timeout_ms)));
+    pub(crate) fn wait(
+        &self,
+        data: &mut [kfd_event_data],
+        all: bool,
+        timeout_ms: u32,
+    ) -> Result<u32, Errno> {
+        let deadline = (timeout_ms != u32::MAX)
+            .then(|| Instant::now() + Duration::from_millis(u64::from(timeout_ms)));
         let mut g = self.lock();
         loop {
             let mut ready = 0;
@@ -139,13 +163,20 @@ impl EventTable {
             }
             if (all && ready == data.len()) || (!all && ready > 0) {
                 for d in data.iter_mut() {
-                    let Some(ev) = g.events.get_mut(&d.event_id) else { continue };
+                    let Some(ev) = g.events.get_mut(&d.event_id) else {
+                        continue;
+                    };
                     if !ev.signaled {
                         continue;
                     }
                     if let Some(f) = ev.fault {
                         let m = kfd_hsa_memory_exception_data {
-                            failure: kfd_memory_exception_failure { NotPresent: 1, ReadOnly: 0, NoExecute: 0, imprecise: 0 },
+                            failure: kfd_memory_exception_failure {
+                                NotPresent: 1,
+                                ReadOnly: 0,
+                                NoExecute: 0,
+                                imprecise: 0,
+                            },
                             va: f.va & !0xFFF,
                             gpu_id: f.gpu_id,
                             ErrorType: 0,
@@ -165,7 +196,11 @@ impl EventTable {
                     if now >= d {
                         return Ok(KFD_IOC_WAIT_RESULT_TIMEOUT);
                     }
-                    g = self.cv.wait_timeout(g, d - now).unwrap_or_else(|p| p.into_inner()).0;
+                    g = self
+                        .cv
+                        .wait_timeout(g, d - now)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0;
                 }
             }
         }

@@ -21,13 +21,21 @@ impl FaultInjector {
     /// Clears every injected fault.
     pub fn clear(&self) {
         self.fail_alloc_in.store(0, Ordering::Release);
-        self.stalled.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        self.stalled
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
     }
 
     pub(crate) fn take_allocation_failure(&self) -> bool {
         let mut cur = self.fail_alloc_in.load(Ordering::Acquire);
         while cur != 0 {
-            match self.fail_alloc_in.compare_exchange(cur, cur - 1, Ordering::AcqRel, Ordering::Acquire) {
+            match self.fail_alloc_in.compare_exchange(
+                cur,
+                cur - 1,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
                 Ok(_) => return cur == 1,
                 Err(c) => cur = c,
             }
@@ -37,15 +45,24 @@ impl FaultInjector {
 
     /// Stops queue `queue_id`'s packet processor from consuming packets until resumed.
     pub fn stall_queue(&self, queue_id: u32) {
-        self.stalled.lock().unwrap_or_else(|p| p.into_inner()).insert(queue_id);
+        self.stalled
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(queue_id);
     }
 
     /// Lets a stalled queue run again.
     pub fn resume_queue(&self, queue_id: u32) {
-        self.stalled.lock().unwrap_or_else(|p| p.into_inner()).remove(&queue_id);
+        self.stalled
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&queue_id);
     }
 
     pub(crate) fn is_stalled(&self, queue_id: u32) -> bool {
-        self.stalled.lock().unwrap_or_else(|p| p.into_inner()).contains(&queue_id)
+        self.stalled
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&queue_id)
     }
 }

@@ -28,9 +28,17 @@ unsafe fn arg<'a, T: KfdIoctl>(arg: *mut c_void) -> Result<&'a mut T, Errno> {
 
 /// # Safety
 /// As [`kfd_sys::Driver::ioctl`].
-pub(crate) unsafe fn dispatch(emu: &Emulator, node: Node, request: IoctlRequest, a: *mut c_void) -> Result<i32, Errno> {
+pub(crate) unsafe fn dispatch(
+    emu: &Emulator,
+    node: Node,
+    request: IoctlRequest,
+    a: *mut c_void,
+) -> Result<i32, Errno> {
     if let Node::Render(minor) = node {
-        log::debug!("kfd-emu: unsupported ioctl {:#x} on render node {minor}", request.raw());
+        log::debug!(
+            "kfd-emu: unsupported ioctl {:#x} on render node {minor}",
+            request.raw()
+        );
         return Err(Errno::ENOTTY);
     }
     macro_rules! with {
@@ -46,9 +54,11 @@ pub(crate) unsafe fn dispatch(emu: &Emulator, node: Node, request: IoctlRequest,
             v.minor_version = VERSION.1;
             Ok(())
         }),
-        r if r == rq::GET_PROCESS_APERTURES_NEW => with!(kfd_ioctl_get_process_apertures_new_args, |v| {
-            apertures(emu, v)
-        }),
+        r if r == rq::GET_PROCESS_APERTURES_NEW => {
+            with!(kfd_ioctl_get_process_apertures_new_args, |v| {
+                apertures(emu, v)
+            })
+        }
         r if r == rq::ACQUIRE_VM => with!(kfd_ioctl_acquire_vm_args, |v| {
             let g = emu.gpu(v.gpu_id).ok_or(Errno::EINVAL)?;
             if v.drm_fd as i32 != g.render_fd() {
@@ -85,52 +95,106 @@ pub(crate) unsafe fn dispatch(emu: &Emulator, node: Node, request: IoctlRequest,
         }),
         r if r == rq::AVAILABLE_MEMORY => with!(kfd_ioctl_get_available_memory_args, |v| {
             let g = emu.gpu(v.gpu_id).ok_or(Errno::EINVAL)?;
-            v.available = g.params.vram_bytes.saturating_sub(g.vram_used.load(Ordering::Acquire));
+            v.available = g
+                .params
+                .vram_bytes
+                .saturating_sub(g.vram_used.load(Ordering::Acquire));
             Ok(())
         }),
-        r if r == rq::ALLOC_MEMORY_OF_GPU => with!(kfd_ioctl_alloc_memory_of_gpu_args, |v| memory::alloc(emu, v)),
-        r if r == rq::FREE_MEMORY_OF_GPU => with!(kfd_ioctl_free_memory_of_gpu_args, |v| memory::free(emu, v.handle)),
+        r if r == rq::ALLOC_MEMORY_OF_GPU => {
+            with!(kfd_ioctl_alloc_memory_of_gpu_args, |v| memory::alloc(
+                emu, v
+            ))
+        }
+        r if r == rq::FREE_MEMORY_OF_GPU => {
+            with!(kfd_ioctl_free_memory_of_gpu_args, |v| memory::free(
+                emu, v.handle
+            ))
+        }
         r if r == rq::MAP_MEMORY_TO_GPU => with!(kfd_ioctl_map_memory_to_gpu_args, |v| {
-            memory::map(emu, v.handle, v.device_ids_array_ptr, v.n_devices, &mut v.n_success, true)
+            memory::map(
+                emu,
+                v.handle,
+                v.device_ids_array_ptr,
+                v.n_devices,
+                &mut v.n_success,
+                true,
+            )
         }),
         r if r == rq::UNMAP_MEMORY_FROM_GPU => with!(kfd_ioctl_unmap_memory_from_gpu_args, |v| {
-            memory::map(emu, v.handle, v.device_ids_array_ptr, v.n_devices, &mut v.n_success, false)
+            memory::map(
+                emu,
+                v.handle,
+                v.device_ids_array_ptr,
+                v.n_devices,
+                &mut v.n_success,
+                false,
+            )
         }),
         r if r == rq::CREATE_EVENT => with!(kfd_ioctl_create_event_args, |v| {
             emu.events.create(v, |h| memory::is_events_page(emu, h))
         }),
-        r if r == rq::DESTROY_EVENT => with!(kfd_ioctl_destroy_event_args, |v| emu.events.destroy(v.event_id)),
+        r if r == rq::DESTROY_EVENT => with!(kfd_ioctl_destroy_event_args, |v| emu
+            .events
+            .destroy(v.event_id)),
         r if r == rq::SET_EVENT => with!(kfd_ioctl_set_event_args, |v| emu.events.set(v.event_id)),
-        r if r == rq::RESET_EVENT => with!(kfd_ioctl_reset_event_args, |v| emu.events.reset(v.event_id)),
+        r if r == rq::RESET_EVENT => {
+            with!(kfd_ioctl_reset_event_args, |v| emu.events.reset(v.event_id))
+        }
         r if r == rq::WAIT_EVENTS => with!(kfd_ioctl_wait_events_args, |v| {
             if v.num_events == 0 || v.events_ptr == 0 {
                 return Err(Errno::EINVAL);
             }
             // SAFETY: the caller's contract covers the events array (copy_from_user in KFD).
-            let data = unsafe { std::slice::from_raw_parts_mut(v.events_ptr as *mut kfd_event_data, v.num_events as usize) };
+            let data = unsafe {
+                std::slice::from_raw_parts_mut(
+                    v.events_ptr as *mut kfd_event_data,
+                    v.num_events as usize,
+                )
+            };
             v.wait_result = emu.events.wait(data, v.wait_for_all != 0, v.timeout)?;
             Ok(())
         }),
         r if r == rq::CREATE_QUEUE => with!(kfd_ioctl_create_queue_args, |v| queue::create(emu, v)),
-        r if r == rq::DESTROY_QUEUE => with!(kfd_ioctl_destroy_queue_args, |v| queue::destroy(emu, v.queue_id)),
+        r if r == rq::DESTROY_QUEUE => with!(kfd_ioctl_destroy_queue_args, |v| queue::destroy(
+            emu, v.queue_id
+        )),
         r if r == rq::UPDATE_QUEUE => with!(kfd_ioctl_update_queue_args, |v| queue::update(emu, v)),
         other => {
-            let name = if other.ty() == b'K' { kfd_request_name(other.nr()) } else { None };
-            log::warn!("kfd-emu: unsupported request {:#x} ({})", other.raw(), name.unwrap_or("unknown"));
-            Err(if other.ty() == b'K' { Errno::EINVAL } else { Errno::ENOTTY })
+            let name = if other.ty() == b'K' {
+                kfd_request_name(other.nr())
+            } else {
+                None
+            };
+            log::warn!(
+                "kfd-emu: unsupported request {:#x} ({})",
+                other.raw(),
+                name.unwrap_or("unknown")
+            );
+            Err(if other.ty() == b'K' {
+                Errno::EINVAL
+            } else {
+                Errno::ENOTTY
+            })
         }
     }
     .map(|()| 0)
 }
 
 fn clock_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: `ts` is a valid out-parameter.
     unsafe { libc::clock_gettime(clock, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-fn apertures(emu: &Emulator, v: &mut kfd_ioctl_get_process_apertures_new_args) -> Result<(), Errno> {
+fn apertures(
+    emu: &Emulator,
+    v: &mut kfd_ioctl_get_process_apertures_new_args,
+) -> Result<(), Errno> {
     let n = emu.gpus.len() as u32;
     if v.num_of_nodes == 0 {
         v.num_of_nodes = n;
@@ -142,7 +206,10 @@ fn apertures(emu: &Emulator, v: &mut kfd_ioctl_get_process_apertures_new_args) -
     let count = v.num_of_nodes.min(n) as usize;
     // SAFETY: the caller's contract covers `num_of_nodes` entries at the pointer.
     let out = unsafe {
-        std::slice::from_raw_parts_mut(v.kfd_process_device_apertures_ptr as *mut kfd_process_device_apertures, count)
+        std::slice::from_raw_parts_mut(
+            v.kfd_process_device_apertures_ptr as *mut kfd_process_device_apertures,
+            count,
+        )
     };
     for (slot, g) in out.iter_mut().zip(&emu.gpus) {
         // A gfx9 dGPU's layout: LDS and scratch apertures in the non-canonical high range, GPUVM

@@ -40,8 +40,11 @@ impl WorkGroup<'_> {
     /// the grid's edge are cut).
     pub fn work_items(&self) -> impl Iterator<Item = [u32; 3]> + '_ {
         let base: [u32; 3] = std::array::from_fn(|d| self.group_id[d] * self.workgroup_size[d]);
-        let end: [u32; 3] = std::array::from_fn(|d| (base[d] + self.workgroup_size[d]).min(self.grid_size[d]));
-        (base[2]..end[2]).flat_map(move |z| (base[1]..end[1]).flat_map(move |y| (base[0]..end[0]).map(move |x| [x, y, z])))
+        let end: [u32; 3] =
+            std::array::from_fn(|d| (base[d] + self.workgroup_size[d]).min(self.grid_size[d]));
+        (base[2]..end[2]).flat_map(move |z| {
+            (base[1]..end[1]).flat_map(move |y| (base[0]..end[0]).map(move |x| [x, y, z]))
+        })
     }
 }
 
@@ -52,7 +55,11 @@ pub(crate) struct KernelRegistry {
 
 impl KernelRegistry {
     pub(crate) fn get(&self, object: u64) -> Option<Arc<KernelFn>> {
-        self.map.read().unwrap_or_else(|p| p.into_inner()).get(&object).map(|(_, f)| f.clone())
+        self.map
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&object)
+            .map(|(_, f)| f.clone())
     }
 }
 
@@ -65,6 +72,10 @@ impl Emulator {
 
     /// Removes a binding.
     pub fn unbind_kernel(&self, kernel_object: u64) {
-        self.kernels.map.write().unwrap_or_else(|p| p.into_inner()).remove(&kernel_object);
+        self.kernels
+            .map
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&kernel_object);
     }
 }

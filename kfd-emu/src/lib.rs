@@ -10,6 +10,7 @@
 //! runtime at the buffer's VA through the render node, so CPU and GPU share the pages.
 #![warn(missing_docs)]
 
+mod aql_proc;
 mod config;
 mod device;
 mod events;
@@ -19,7 +20,6 @@ mod kernel;
 mod memfd;
 mod memory;
 mod queue;
-mod aql_proc;
 mod stats;
 mod topology;
 mod vm;
@@ -64,7 +64,9 @@ pub struct Emulator {
 
 impl std::fmt::Debug for Emulator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Emulator").field("gpus", &self.gpus.len()).finish()
+        f.debug_struct("Emulator")
+            .field("gpus", &self.gpus.len())
+            .finish()
     }
 }
 
@@ -75,11 +77,16 @@ impl Emulator {
     /// Creates an emulated device.
     pub fn new(config: EmuConfig) -> Result<Arc<Emulator>, EmuError> {
         if config.gpus.is_empty() || config.gpus.len() > 8 {
-            return Err(EmuError::Config(format!("{} GPUs (1 to 8 supported)", config.gpus.len())));
+            return Err(EmuError::Config(format!(
+                "{} GPUs (1 to 8 supported)",
+                config.gpus.len()
+            )));
         }
         let mut gpus = Vec::new();
         for (i, p) in config.gpus.iter().enumerate() {
-            gpus.push(Arc::new(GpuState::new(i, p.clone()).map_err(EmuError::Host)?));
+            gpus.push(Arc::new(
+                GpuState::new(i, p.clone()).map_err(EmuError::Host)?,
+            ));
         }
         let topology = topology::TopologyTree::build(&config, &gpus);
         Ok(Arc::new(Emulator {
@@ -127,7 +134,9 @@ impl Emulator {
 
     /// The page table of `gpu_id` as `(va, len)` ranges.
     pub fn mappings(&self, gpu_id: u32) -> Vec<(u64, u64)> {
-        self.gpu(gpu_id).map(|g| g.vm.mappings()).unwrap_or_default()
+        self.gpu(gpu_id)
+            .map(|g| g.vm.mappings())
+            .unwrap_or_default()
     }
 
     /// The memory view of `gpu_id`, as its engines see it.
@@ -142,7 +151,10 @@ impl Emulator {
 
     /// The GPU timestamp counter (ticks at the preset's clock since the emulator started).
     pub fn gpu_clock(&self) -> u64 {
-        let hz = self.gpus.first().map_or(100_000_000, |g| g.params.gpu_clock_hz);
+        let hz = self
+            .gpus
+            .first()
+            .map_or(100_000_000, |g| g.params.gpu_clock_hz);
         (self.epoch.elapsed().as_nanos() * u128::from(hz) / 1_000_000_000) as u64
     }
 }
@@ -153,11 +165,20 @@ impl Driver for Emulator {
     }
 
     fn describe(&self) -> String {
-        let first = self.gpus.first().map(|g| g.params.name.as_str()).unwrap_or("?");
+        let first = self
+            .gpus
+            .first()
+            .map(|g| g.params.name.as_str())
+            .unwrap_or("?");
         format!("kfd-emu (emulated device: {} x {first})", self.gpus.len())
     }
 
-    unsafe fn ioctl(&self, node: Node, request: IoctlRequest, arg: *mut c_void) -> Result<i32, Errno> {
+    unsafe fn ioctl(
+        &self,
+        node: Node,
+        request: IoctlRequest,
+        arg: *mut c_void,
+    ) -> Result<i32, Errno> {
         // SAFETY: forwarded from the caller's contract on `arg`.
         unsafe { ioctl::dispatch(self, node, request, arg) }
     }

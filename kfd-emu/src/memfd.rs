@@ -41,7 +41,11 @@ impl SharedMem {
         if host == libc::MAP_FAILED {
             return Err(Errno::ENOMEM);
         }
-        Ok(SharedMem { fd, host: host as usize, len })
+        Ok(SharedMem {
+            fd,
+            host: host as usize,
+            len,
+        })
     }
 
     /// The emulator's pointer to the first byte.
@@ -66,11 +70,23 @@ impl SharedMem {
         flags: i32,
         offset: u64,
     ) -> Result<*mut libc::c_void, Errno> {
-        if offset.checked_add(len as u64).is_none_or(|end| end > self.len as u64) {
+        if offset
+            .checked_add(len as u64)
+            .is_none_or(|end| end > self.len as u64)
+        {
             return Err(Errno::EINVAL);
         }
         // SAFETY: forwarded to the caller; the file range exists (checked above).
-        let p = unsafe { libc::mmap(addr, len, prot, flags | libc::MAP_SHARED, self.fd.as_raw_fd(), offset as libc::off_t) };
+        let p = unsafe {
+            libc::mmap(
+                addr,
+                len,
+                prot,
+                flags | libc::MAP_SHARED,
+                self.fd.as_raw_fd(),
+                offset as libc::off_t,
+            )
+        };
         if p == libc::MAP_FAILED {
             Err(Errno::last())
         } else {

@@ -84,10 +84,16 @@ impl MemoryTable {
 }
 
 fn overlaps(ranges: &BTreeMap<u64, u64>, start: u64, end: u64) -> bool {
-    ranges.range(..end).next_back().is_some_and(|(_, &e)| e > start)
+    ranges
+        .range(..end)
+        .next_back()
+        .is_some_and(|(_, &e)| e > start)
 }
 
-pub(crate) fn alloc(emu: &Emulator, a: &mut kfd_ioctl_alloc_memory_of_gpu_args) -> Result<(), Errno> {
+pub(crate) fn alloc(
+    emu: &Emulator,
+    a: &mut kfd_ioctl_alloc_memory_of_gpu_args,
+) -> Result<(), Errno> {
     if a.size == 0 {
         return Err(Errno::EINVAL);
     }
@@ -136,7 +142,10 @@ pub(crate) fn alloc(emu: &Emulator, a: &mut kfd_ioctl_alloc_memory_of_gpu_args) 
         if used + size > gpu.params.vram_bytes {
             return Err(Errno::ENOMEM);
         }
-        if public && gpu.visible_vram_used.load(Ordering::Acquire) + size > gpu.params.host_visible_vram_bytes {
+        if public
+            && gpu.visible_vram_used.load(Ordering::Acquire) + size
+                > gpu.params.host_visible_vram_bytes
+        {
             return Err(Errno::ENOMEM);
         }
     }
@@ -163,7 +172,18 @@ pub(crate) fn alloc(emu: &Emulator, a: &mut kfd_ioctl_alloc_memory_of_gpu_args) 
         m.offsets.insert(mmap_offset, handle);
     }
     m.ranges.insert(a.va_addr, end);
-    m.bos.insert(handle, Bo { gpu, va: a.va_addr, size, flags: f, backing, mmap_offset, mapped: Vec::new() });
+    m.bos.insert(
+        handle,
+        Bo {
+            gpu,
+            va: a.va_addr,
+            size,
+            flags: f,
+            backing,
+            mmap_offset,
+            mapped: Vec::new(),
+        },
+    );
     a.handle = handle;
     a.mmap_offset = mmap_offset;
     Ok(())
@@ -176,7 +196,9 @@ pub(crate) fn free(emu: &Emulator, handle: u64) -> Result<(), Errno> {
         if !bo.mapped.is_empty() {
             return Err(Errno::EBUSY);
         }
-        let Some(bo) = m.bos.remove(&handle) else { return Err(Errno::EINVAL) };
+        let Some(bo) = m.bos.remove(&handle) else {
+            return Err(Errno::EINVAL);
+        };
         m.ranges.remove(&bo.va);
         m.offsets.remove(&bo.mmap_offset);
         bo
@@ -200,7 +222,14 @@ fn device_ids(ptr: u64, n: u32) -> Result<Vec<u32>, Errno> {
 }
 
 /// MAP (`map = true`) or UNMAP for the devices `[n_success, n_devices)`.
-pub(crate) fn map(emu: &Emulator, handle: u64, ptr: u64, n_devices: u32, n_success: &mut u32, map: bool) -> Result<(), Errno> {
+pub(crate) fn map(
+    emu: &Emulator,
+    handle: u64,
+    ptr: u64,
+    n_devices: u32,
+    n_success: &mut u32,
+    map: bool,
+) -> Result<(), Errno> {
     if n_devices == 0 || *n_success > n_devices {
         return Err(Errno::EINVAL);
     }
@@ -276,7 +305,11 @@ pub(crate) unsafe fn mmap(
                 .iter()
                 .find(|g| g.doorbell_mmap_offset() == offset || g.mmio_mmap_offset() == offset)
                 .ok_or(Errno::EINVAL)?;
-            let mem = if gpu.doorbell_mmap_offset() == offset { &gpu.doorbells } else { &gpu.mmio };
+            let mem = if gpu.doorbell_mmap_offset() == offset {
+                &gpu.doorbells
+            } else {
+                &gpu.mmio
+            };
             if len > mem.len() {
                 return Err(Errno::EINVAL);
             }

@@ -127,7 +127,9 @@ pub(crate) fn cwsr_sizes(p: &GpuParams) -> (u64, u64, u64) {
 
 pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Result<(), Errno> {
     let gpu = emu.gpu(a.gpu_id).ok_or(Errno::EINVAL)?.clone();
-    if a.queue_percentage & 0xFF > KFD_MAX_QUEUE_PERCENTAGE || a.queue_priority > KFD_MAX_QUEUE_PRIORITY {
+    if a.queue_percentage & 0xFF > KFD_MAX_QUEUE_PERCENTAGE
+        || a.queue_priority > KFD_MAX_QUEUE_PRIORITY
+    {
         return Err(Errno::EINVAL);
     }
     if a.ring_size != 0 && !a.ring_size.is_power_of_two() {
@@ -152,7 +154,9 @@ pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Res
         if !eop_optional {
             return Err(Errno::EINVAL);
         }
-    } else if a.eop_buffer_size != EOP_BUFFER_SIZE || !vm.is_mapped(a.eop_buffer_address, EOP_BUFFER_SIZE) {
+    } else if a.eop_buffer_size != EOP_BUFFER_SIZE
+        || !vm.is_mapped(a.eop_buffer_address, EOP_BUFFER_SIZE)
+    {
         return Err(Errno::EINVAL);
     }
     if a.ctx_save_restore_address != 0 {
@@ -165,12 +169,18 @@ pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Res
         }
     }
     let mut g = emu.queues.inner.lock().unwrap_or_else(|p| p.into_inner());
-    let used: Vec<u32> = g.0.values().filter(|e| e.ctl.gpu.index == gpu.index).map(|e| e.ctl.doorbell_index).collect();
+    let used: Vec<u32> =
+        g.0.values()
+            .filter(|e| e.ctl.gpu.index == gpu.index)
+            .map(|e| e.ctl.doorbell_index)
+            .collect();
     if used.len() >= MAX_QUEUES_PER_GPU {
         return Err(Errno::ENOSPC);
     }
     // Compute queues fill the first page, then the second (SDMA queues will start there).
-    let doorbell_index = (0..MAX_QUEUES_PER_GPU as u32).find(|i| !used.contains(i)).ok_or(Errno::ENOSPC)?;
+    let doorbell_index = (0..MAX_QUEUES_PER_GPU as u32)
+        .find(|i| !used.contains(i))
+        .ok_or(Errno::ENOSPC)?;
     g.1 += 1;
     let id = g.1;
     let ctl = Arc::new(QueueCtl {
@@ -186,9 +196,15 @@ pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Res
         events: emu.events.clone(),
     });
     let thread = crate::aql_proc::spawn(emu, ctl.clone()).map_err(|_| Errno::ENOMEM)?;
-    g.0.insert(id, Entry { ctl, thread: Some(thread) });
+    g.0.insert(
+        id,
+        Entry {
+            ctl,
+            thread: Some(thread),
+        },
+    );
     a.queue_id = id;
-    a.doorbell_offset = gpu.doorbell_mmap_offset() | u64::from(doorbell_index) * 8;
+    a.doorbell_offset = gpu.doorbell_mmap_offset() | (u64::from(doorbell_index) * 8);
     Ok(())
 }
 

@@ -34,7 +34,11 @@ impl TopologyTree {
         files.insert("generation_id".into(), "1\n".into());
         files.insert(
             "system_properties".into(),
-            props(&[("platform_oem", 0x414D44), ("platform_id", 0x454D55), ("platform_rev", 1)]),
+            props(&[
+                ("platform_oem", 0x414D44),
+                ("platform_id", 0x454D55),
+                ("platform_rev", 1),
+            ]),
         );
         // CPU node.
         files.insert("nodes/0/gpu_id".into(), "0\n".into());
@@ -65,7 +69,13 @@ impl TopologyTree {
         );
         files.insert(
             "nodes/0/mem_banks/0/properties".into(),
-            props(&[("heap_type", 0), ("size_in_bytes", config.system_memory_bytes), ("flags", 0), ("width", 64), ("mem_clk_max", 3200)]),
+            props(&[
+                ("heap_type", 0),
+                ("size_in_bytes", config.system_memory_bytes),
+                ("flags", 0),
+                ("width", 64),
+                ("mem_clk_max", 3200),
+            ]),
         );
         for (i, g) in gpus.iter().enumerate() {
             let node = i as u64 + 1;
@@ -80,17 +90,26 @@ impl TopologyTree {
                     ("min_latency", 0),
                     ("max_latency", 0),
                     ("min_bandwidth", if ty == LINK_XGMI { 50_000 } else { 312 }),
-                    ("max_bandwidth", if ty == LINK_XGMI { 50_000 } else { 64_000 }),
+                    (
+                        "max_bandwidth",
+                        if ty == LINK_XGMI { 50_000 } else { 64_000 },
+                    ),
                     ("recommended_transfer_size", 0),
                     ("flags", 1),
                 ])
             };
-            files.insert(format!("nodes/0/io_links/{i}/properties"), link(0, node, LINK_PCIE, 20));
+            files.insert(
+                format!("nodes/0/io_links/{i}/properties"),
+                link(0, node, LINK_PCIE, 20),
+            );
             let p = &g.params;
             let hive = gpus.len() > 1 && p.sdma_xgmi_engines > 0;
             let base = format!("nodes/{node}");
             files.insert(format!("{base}/gpu_id"), format!("{}\n", g.gpu_id));
-            files.insert(format!("{base}/name"), format!("{}\n", crate_target_name(p.gfx_target_version)));
+            files.insert(
+                format!("{base}/name"),
+                format!("{}\n", crate_target_name(p.gfx_target_version)),
+            );
             let visible = p.host_visible_vram_bytes >= p.vram_bytes;
             files.insert(
                 format!("{base}/properties"),
@@ -108,7 +127,10 @@ impl TopologyTree {
                     ("num_gws", 64),
                     ("wave_front_size", u64::from(p.wave_size)),
                     ("array_count", u64::from(p.array_count)),
-                    ("simd_arrays_per_engine", u64::from(p.simd_arrays_per_engine)),
+                    (
+                        "simd_arrays_per_engine",
+                        u64::from(p.simd_arrays_per_engine),
+                    ),
                     ("cu_per_simd_array", u64::from(p.cu_per_simd_array)),
                     ("simd_per_cu", u64::from(p.simd_per_cu)),
                     ("max_slots_scratch_cu", 32),
@@ -121,7 +143,10 @@ impl TopologyTree {
                     ("hive_id", if hive { 0x5EED_0000_0001 } else { 0 }),
                     ("num_sdma_engines", u64::from(p.sdma_engines)),
                     ("num_sdma_xgmi_engines", u64::from(p.sdma_xgmi_engines)),
-                    ("num_sdma_queues_per_engine", u64::from(p.sdma_queues_per_engine)),
+                    (
+                        "num_sdma_queues_per_engine",
+                        u64::from(p.sdma_queues_per_engine),
+                    ),
                     ("num_cp_queues", u64::from(p.num_cp_queues)),
                     ("max_engine_clk_fcompute", u64::from(p.max_engine_clk_mhz)),
                     ("local_mem_size", p.vram_bytes),
@@ -147,15 +172,34 @@ impl TopologyTree {
             for (c, (level, kb)) in [(1u64, 16u64), (2, 8192)].iter().enumerate() {
                 files.insert(
                     format!("{base}/caches/{c}/properties"),
-                    props(&[("processor_id_low", 0x8000_0000), ("level", *level), ("size", *kb), ("cache_line_size", 128), ("cache_lines_per_tag", 1), ("association", 16), ("latency", 1), ("type", 1)]),
+                    props(&[
+                        ("processor_id_low", 0x8000_0000),
+                        ("level", *level),
+                        ("size", *kb),
+                        ("cache_line_size", 128),
+                        ("cache_lines_per_tag", 1),
+                        ("association", 16),
+                        ("latency", 1),
+                        ("type", 1),
+                    ]),
                 );
             }
-            files.insert(format!("{base}/io_links/0/properties"), link(node, 0, LINK_PCIE, 20));
+            files.insert(
+                format!("{base}/io_links/0/properties"),
+                link(node, 0, LINK_PCIE, 20),
+            );
             let mut l = 1;
             for j in 0..gpus.len() {
                 if j != i {
-                    let (ty, w) = if hive { (LINK_XGMI, 15) } else { (LINK_PCIE, 40) };
-                    files.insert(format!("{base}/io_links/{l}/properties"), link(node, j as u64 + 1, ty, w));
+                    let (ty, w) = if hive {
+                        (LINK_XGMI, 15)
+                    } else {
+                        (LINK_PCIE, 40)
+                    };
+                    files.insert(
+                        format!("{base}/io_links/{l}/properties"),
+                        link(node, j as u64 + 1, ty, w),
+                    );
                     l += 1;
                 }
             }
@@ -164,12 +208,19 @@ impl TopologyTree {
     }
 
     pub(crate) fn read(&self, path: &str) -> Result<String, Errno> {
-        self.files.get(path.trim_matches('/')).cloned().ok_or(Errno::ENOENT)
+        self.files
+            .get(path.trim_matches('/'))
+            .cloned()
+            .ok_or(Errno::ENOENT)
     }
 
     pub(crate) fn list(&self, path: &str) -> Result<Vec<String>, Errno> {
         let dir = path.trim_matches('/');
-        let prefix = if dir.is_empty() { String::new() } else { format!("{dir}/") };
+        let prefix = if dir.is_empty() {
+            String::new()
+        } else {
+            format!("{dir}/")
+        };
         let mut names: Vec<String> = self
             .files
             .keys()

@@ -40,7 +40,10 @@ fn find(table: &BTreeMap<u64, Mapping>, va: u64, len: u64, write: bool) -> Resul
     let end = va.checked_add(len).ok_or(fault)?;
     if end > start + m.len {
         // Report the first unmapped byte, as the hardware would.
-        return Err(GpuFault { va: (start + m.len).max(va), write });
+        return Err(GpuFault {
+            va: (start + m.len).max(va),
+            write,
+        });
     }
     Ok(m.host + (va - start) as usize)
 }
@@ -48,7 +51,14 @@ fn find(table: &BTreeMap<u64, Mapping>, va: u64, len: u64, write: bool) -> Resul
 impl GpuVm {
     pub(crate) fn map(&self, va: u64, len: u64, host: *mut u8, handle: u64) {
         let mut t = self.table.write().unwrap_or_else(|p| p.into_inner());
-        t.insert(va, Mapping { len, host: host as usize, handle });
+        t.insert(
+            va,
+            Mapping {
+                len,
+                host: host as usize,
+                handle,
+            },
+        );
     }
 
     pub(crate) fn unmap(&self, va: u64) -> bool {
@@ -82,7 +92,13 @@ impl GpuVm {
     }
 
     /// Runs `f` with a host pointer to `va..va+len`, holding the table so the range stays mapped.
-    pub fn with_range<R>(&self, va: u64, len: u64, write: bool, f: impl FnOnce(*mut u8) -> R) -> Result<R, GpuFault> {
+    pub fn with_range<R>(
+        &self,
+        va: u64,
+        len: u64,
+        write: bool,
+        f: impl FnOnce(*mut u8) -> R,
+    ) -> Result<R, GpuFault> {
         let t = self.table.read().unwrap_or_else(|p| p.into_inner());
         let host = find(&t, va, len.max(1), write)?;
         Ok(f(host as *mut u8))
@@ -101,42 +117,54 @@ impl GpuVm {
     pub fn read_u32(&self, va: u64) -> Result<u32, GpuFault> {
         Self::aligned::<u32>(va, false)?;
         // SAFETY: the range is mapped (checked under the lock) and 4-byte aligned.
-        self.with_range(va, 4, false, |p| unsafe { (*(p as *const AtomicU32)).load(Ordering::Acquire) })
+        self.with_range(va, 4, false, |p| unsafe {
+            (*(p as *const AtomicU32)).load(Ordering::Acquire)
+        })
     }
 
     /// Writes a u32.
     pub fn write_u32(&self, va: u64, v: u32) -> Result<(), GpuFault> {
         Self::aligned::<u32>(va, true)?;
         // SAFETY: as in `read_u32`.
-        self.with_range(va, 4, true, |p| unsafe { (*(p as *const AtomicU32)).store(v, Ordering::Release) })
+        self.with_range(va, 4, true, |p| unsafe {
+            (*(p as *const AtomicU32)).store(v, Ordering::Release)
+        })
     }
 
     /// Reads a u64.
     pub fn read_u64(&self, va: u64) -> Result<u64, GpuFault> {
         Self::aligned::<u64>(va, false)?;
         // SAFETY: mapped and 8-byte aligned.
-        self.with_range(va, 8, false, |p| unsafe { (*(p as *const AtomicU64)).load(Ordering::Acquire) })
+        self.with_range(va, 8, false, |p| unsafe {
+            (*(p as *const AtomicU64)).load(Ordering::Acquire)
+        })
     }
 
     /// Writes a u64.
     pub fn write_u64(&self, va: u64, v: u64) -> Result<(), GpuFault> {
         Self::aligned::<u64>(va, true)?;
         // SAFETY: mapped and 8-byte aligned.
-        self.with_range(va, 8, true, |p| unsafe { (*(p as *const AtomicU64)).store(v, Ordering::Release) })
+        self.with_range(va, 8, true, |p| unsafe {
+            (*(p as *const AtomicU64)).store(v, Ordering::Release)
+        })
     }
 
     /// Atomically adds to a u64 and returns the old value.
     pub fn atomic_add_u64(&self, va: u64, v: u64) -> Result<u64, GpuFault> {
         Self::aligned::<u64>(va, true)?;
         // SAFETY: mapped and 8-byte aligned.
-        self.with_range(va, 8, true, |p| unsafe { (*(p as *const AtomicU64)).fetch_add(v, Ordering::AcqRel) })
+        self.with_range(va, 8, true, |p| unsafe {
+            (*(p as *const AtomicU64)).fetch_add(v, Ordering::AcqRel)
+        })
     }
 
     /// Atomically adds to an i64 and returns the new value (signal decrements).
     pub fn atomic_add_i64(&self, va: u64, v: i64) -> Result<i64, GpuFault> {
         Self::aligned::<i64>(va, true)?;
         // SAFETY: mapped and 8-byte aligned.
-        self.with_range(va, 8, true, |p| unsafe { (*(p as *const AtomicI64)).fetch_add(v, Ordering::AcqRel) + v })
+        self.with_range(va, 8, true, |p| unsafe {
+            (*(p as *const AtomicI64)).fetch_add(v, Ordering::AcqRel) + v
+        })
     }
 
     /// Reads `out.len()` bytes.
@@ -191,9 +219,27 @@ mod tests {
         vm.write_u64(0x10_0008, 42).unwrap();
         assert_eq!(backing[1], 42);
         assert_eq!(vm.read_u64(0x10_0008), Ok(42));
-        assert_eq!(vm.read_u32(0x10_1000), Err(GpuFault { va: 0x10_1000, write: false }));
-        assert_eq!(vm.write(0x10_0FFC, &[0; 8]), Err(GpuFault { va: 0x10_1000, write: true }));
-        assert_eq!(vm.read_u32(0xF_FFFC), Err(GpuFault { va: 0xF_FFFC, write: false }));
+        assert_eq!(
+            vm.read_u32(0x10_1000),
+            Err(GpuFault {
+                va: 0x10_1000,
+                write: false
+            })
+        );
+        assert_eq!(
+            vm.write(0x10_0FFC, &[0; 8]),
+            Err(GpuFault {
+                va: 0x10_1000,
+                write: true
+            })
+        );
+        assert_eq!(
+            vm.read_u32(0xF_FFFC),
+            Err(GpuFault {
+                va: 0xF_FFFC,
+                write: false
+            })
+        );
         assert!(vm.is_mapped(0x10_0000, 4096) && !vm.is_mapped(0x10_0000, 4097));
         assert_eq!(vm.atomic_add_i64(0x10_0008, -2), Ok(40));
         vm.fill_u32(0x10_0010, 0xAABBCCDD, 8).unwrap();

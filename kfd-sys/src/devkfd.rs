@@ -1,6 +1,8 @@
 //! [`DevKfd`]: the [`Driver`] seam implemented with real system calls on `/dev/kfd`.
 
-use crate::driver::{sort_topology_entries, Driver, DriverKind, MapSource, Node, KFD_TOPOLOGY_ROOT};
+use crate::driver::{
+    sort_topology_entries, Driver, DriverKind, MapSource, Node, KFD_TOPOLOGY_ROOT,
+};
 use crate::errno::Errno;
 use crate::ioctl::IoctlRequest;
 use core::ffi::c_void;
@@ -61,7 +63,12 @@ impl Driver for DevKfd {
         format!("{DEV_KFD_PATH} (hardware)")
     }
 
-    unsafe fn ioctl(&self, node: Node, request: IoctlRequest, arg: *mut c_void) -> Result<i32, Errno> {
+    unsafe fn ioctl(
+        &self,
+        node: Node,
+        request: IoctlRequest,
+        arg: *mut c_void,
+    ) -> Result<i32, Errno> {
         let fd = self.fd_of(node)?;
         loop {
             // SAFETY: the caller guarantees `arg` is valid for `request` (see the trait).

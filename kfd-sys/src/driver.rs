@@ -56,7 +56,12 @@ pub trait Driver: Send + Sync + 'static {
     /// `arg` must point to a readable and writable value of `request.size()` bytes laid out as the
     /// kernel expects for `request`, and every user pointer inside it must be valid as the request
     /// requires (for example the device array of `MAP_MEMORY_TO_GPU`).
-    unsafe fn ioctl(&self, node: Node, request: IoctlRequest, arg: *mut c_void) -> Result<i32, Errno>;
+    unsafe fn ioctl(
+        &self,
+        node: Node,
+        request: IoctlRequest,
+        arg: *mut c_void,
+    ) -> Result<i32, Errno>;
 
     /// Opens (once; later calls return the same descriptor) the render node with DRM minor `minor`
     /// and returns its descriptor, for `ACQUIRE_VM`'s `drm_fd`.

@@ -58,7 +58,11 @@ impl Errno {
 
     /// The calling thread's current `errno`.
     pub fn last() -> Errno {
-        Errno(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO))
+        Errno(
+            std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO),
+        )
     }
 
     /// The symbolic name of the common values (`"EINVAL"`), or `None`.

@@ -175,7 +175,10 @@ mod tests {
     #[test]
     fn encoding_matches_asm_generic() {
         // _IOR('K', 1, 8) written out by hand: dir 2 << 30 | size 8 << 16 | 'K' << 8 | 1.
-        assert_eq!(request::GET_VERSION.raw(), (2 << 30) | (8 << 16) | (0x4B << 8) | 1);
+        assert_eq!(
+            request::GET_VERSION.raw(),
+            (2 << 30) | (8 << 16) | (0x4B << 8) | 1
+        );
         let r = request::ALLOC_MEMORY_OF_GPU;
         assert_eq!(r.nr(), 0x16);
         assert_eq!(r.ty(), b'K');

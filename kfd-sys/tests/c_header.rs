@@ -24,11 +24,29 @@ fn expectations() -> Vec<(String, String, u64)> {
         )*};
     }
     req!(
-        GET_VERSION, CREATE_QUEUE, DESTROY_QUEUE, SET_MEMORY_POLICY, GET_CLOCK_COUNTERS,
-        UPDATE_QUEUE, CREATE_EVENT, DESTROY_EVENT, SET_EVENT, RESET_EVENT, WAIT_EVENTS,
-        SET_SCRATCH_BACKING_VA, GET_TILE_CONFIG, SET_TRAP_HANDLER, GET_PROCESS_APERTURES_NEW,
-        ACQUIRE_VM, ALLOC_MEMORY_OF_GPU, FREE_MEMORY_OF_GPU, MAP_MEMORY_TO_GPU,
-        UNMAP_MEMORY_FROM_GPU, SET_CU_MASK, SET_XNACK_MODE, AVAILABLE_MEMORY
+        GET_VERSION,
+        CREATE_QUEUE,
+        DESTROY_QUEUE,
+        SET_MEMORY_POLICY,
+        GET_CLOCK_COUNTERS,
+        UPDATE_QUEUE,
+        CREATE_EVENT,
+        DESTROY_EVENT,
+        SET_EVENT,
+        RESET_EVENT,
+        WAIT_EVENTS,
+        SET_SCRATCH_BACKING_VA,
+        GET_TILE_CONFIG,
+        SET_TRAP_HANDLER,
+        GET_PROCESS_APERTURES_NEW,
+        ACQUIRE_VM,
+        ALLOC_MEMORY_OF_GPU,
+        FREE_MEMORY_OF_GPU,
+        MAP_MEMORY_TO_GPU,
+        UNMAP_MEMORY_FROM_GPU,
+        SET_CU_MASK,
+        SET_XNACK_MODE,
+        AVAILABLE_MEMORY
     );
     macro_rules! layout {
         ($ty:ident { $($field:ident),* }) => {
@@ -44,48 +62,120 @@ fn expectations() -> Vec<(String, String, u64)> {
             ));)*
         };
     }
-    layout!(kfd_ioctl_get_version_args { major_version, minor_version });
+    layout!(kfd_ioctl_get_version_args {
+        major_version,
+        minor_version
+    });
     layout!(kfd_ioctl_create_queue_args {
-        ring_base_address, write_pointer_address, read_pointer_address, doorbell_offset,
-        ring_size, gpu_id, queue_type, queue_percentage, queue_priority, queue_id,
-        eop_buffer_address, eop_buffer_size, ctx_save_restore_address, ctx_save_restore_size,
+        ring_base_address,
+        write_pointer_address,
+        read_pointer_address,
+        doorbell_offset,
+        ring_size,
+        gpu_id,
+        queue_type,
+        queue_percentage,
+        queue_priority,
+        queue_id,
+        eop_buffer_address,
+        eop_buffer_size,
+        ctx_save_restore_address,
+        ctx_save_restore_size,
         ctl_stack_size
     });
     layout!(kfd_ioctl_destroy_queue_args { queue_id });
     layout!(kfd_ioctl_update_queue_args {
-        ring_base_address, queue_id, ring_size, queue_percentage, queue_priority
+        ring_base_address,
+        queue_id,
+        ring_size,
+        queue_percentage,
+        queue_priority
     });
     layout!(kfd_ioctl_get_clock_counters_args {
-        gpu_clock_counter, cpu_clock_counter, system_clock_counter, system_clock_freq, gpu_id
+        gpu_clock_counter,
+        cpu_clock_counter,
+        system_clock_counter,
+        system_clock_freq,
+        gpu_id
     });
     layout!(kfd_process_device_apertures {
-        lds_base, lds_limit, scratch_base, scratch_limit, gpuvm_base, gpuvm_limit, gpu_id
+        lds_base,
+        lds_limit,
+        scratch_base,
+        scratch_limit,
+        gpuvm_base,
+        gpuvm_limit,
+        gpu_id
     });
     layout!(kfd_ioctl_get_process_apertures_new_args {
-        kfd_process_device_apertures_ptr, num_of_nodes
+        kfd_process_device_apertures_ptr,
+        num_of_nodes
     });
     layout!(kfd_ioctl_acquire_vm_args { drm_fd, gpu_id });
-    layout!(kfd_ioctl_alloc_memory_of_gpu_args { va_addr, size, handle, mmap_offset, gpu_id, flags });
+    layout!(kfd_ioctl_alloc_memory_of_gpu_args {
+        va_addr,
+        size,
+        handle,
+        mmap_offset,
+        gpu_id,
+        flags
+    });
     layout!(kfd_ioctl_free_memory_of_gpu_args { handle });
-    layout!(kfd_ioctl_map_memory_to_gpu_args { handle, device_ids_array_ptr, n_devices, n_success });
-    layout!(kfd_ioctl_unmap_memory_from_gpu_args { handle, device_ids_array_ptr, n_devices, n_success });
+    layout!(kfd_ioctl_map_memory_to_gpu_args {
+        handle,
+        device_ids_array_ptr,
+        n_devices,
+        n_success
+    });
+    layout!(kfd_ioctl_unmap_memory_from_gpu_args {
+        handle,
+        device_ids_array_ptr,
+        n_devices,
+        n_success
+    });
     layout!(kfd_ioctl_create_event_args {
-        event_page_offset, event_trigger_data, event_type, auto_reset, node_id, event_id,
+        event_page_offset,
+        event_trigger_data,
+        event_type,
+        auto_reset,
+        node_id,
+        event_id,
         event_slot_index
     });
     layout!(kfd_ioctl_destroy_event_args { event_id });
     layout!(kfd_ioctl_set_event_args { event_id });
     layout!(kfd_ioctl_reset_event_args { event_id });
-    layout!(kfd_ioctl_wait_events_args { events_ptr, num_events, wait_for_all, timeout, wait_result });
-    layout!(kfd_event_data { kfd_event_data_ext, event_id });
-    layout!(kfd_hsa_memory_exception_data { failure, va, gpu_id });
+    layout!(kfd_ioctl_wait_events_args {
+        events_ptr,
+        num_events,
+        wait_for_all,
+        timeout,
+        wait_result
+    });
+    layout!(kfd_event_data {
+        kfd_event_data_ext,
+        event_id
+    });
+    layout!(kfd_hsa_memory_exception_data {
+        failure,
+        va,
+        gpu_id
+    });
     layout!(kfd_ioctl_get_available_memory_args { available, gpu_id });
     layout!(kfd_ioctl_set_xnack_mode_args { xnack_enabled });
     layout!(kfd_ioctl_set_memory_policy_args {
-        alternate_aperture_base, alternate_aperture_size, gpu_id, default_policy, alternate_policy
+        alternate_aperture_base,
+        alternate_aperture_size,
+        gpu_id,
+        default_policy,
+        alternate_policy
     });
     layout!(kfd_ioctl_set_scratch_backing_va_args { va_addr, gpu_id });
-    layout!(kfd_ioctl_set_trap_handler_args { tba_addr, tma_addr, gpu_id });
+    layout!(kfd_ioctl_set_trap_handler_args {
+        tba_addr,
+        tma_addr,
+        gpu_id
+    });
     v
 }
 
@@ -105,7 +195,11 @@ fn ioctl_numbers_and_layouts_match_the_c_header() {
     std::fs::create_dir_all(dir.join("drm")).unwrap();
     // kfd_ioctl.h includes <drm/drm.h> only for the fixed-width types and _IOC macros, which
     // Debian ships in libdrm-dev under another path; a shim stands in when it is missing.
-    std::fs::write(dir.join("drm/drm.h"), "#include <linux/types.h>\n#include <linux/ioctl.h>\n").unwrap();
+    std::fs::write(
+        dir.join("drm/drm.h"),
+        "#include <linux/types.h>\n#include <linux/ioctl.h>\n",
+    )
+    .unwrap();
     let mut src = String::from(
         "#include <stdio.h>\n#include <stddef.h>\n#include <linux/kfd_ioctl.h>\nint main(void) {\n",
     );
@@ -123,7 +217,11 @@ fn ioctl_numbers_and_layouts_match_the_c_header() {
         .arg(&exe)
         .output()
         .unwrap();
-    assert!(out.status.success(), "C compile failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "C compile failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let run = Command::new(&exe).output().unwrap();
     assert!(run.status.success());
     let values: HashMap<String, u64> = String::from_utf8_lossy(&run.stdout)
@@ -141,6 +239,10 @@ fn ioctl_numbers_and_layouts_match_the_c_header() {
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
-    assert!(mismatches.is_empty(), "mismatches:\n{}", mismatches.join("\n"));
+    assert!(
+        mismatches.is_empty(),
+        "mismatches:\n{}",
+        mismatches.join("\n")
+    );
     assert!(exp.len() > 100, "checked only {} values", exp.len());
 }

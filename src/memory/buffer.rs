@@ -19,7 +19,10 @@ pub struct AllocOptions {
 impl AllocOptions {
     /// Non-executable memory of `kind`.
     pub fn new(kind: MemoryKind) -> Self {
-        AllocOptions { kind, executable: false }
+        AllocOptions {
+            kind,
+            executable: false,
+        }
     }
 }
 
@@ -70,14 +73,21 @@ impl Gpu {
             options.kind,
             options.executable,
         )?;
-        Ok(Buffer { kfd: self.kfd.clone(), raw: Some(raw), size, mapped: Mutex::new(vec![info.gpu_id]) })
+        Ok(Buffer {
+            kfd: self.kfd.clone(),
+            raw: Some(raw),
+            size,
+            mapped: Mutex::new(vec![info.gpu_id]),
+        })
     }
 }
 
 impl Buffer {
     fn raw(&self) -> &RawAllocation {
         // `raw` is only taken in Drop.
-        self.raw.as_ref().unwrap_or_else(|| unreachable!("buffer used after drop"))
+        self.raw
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("buffer used after drop"))
     }
 
     /// The GPU virtual address (equal to the CPU address where the CPU can access it).
@@ -120,14 +130,16 @@ impl Buffer {
     /// The GPU may write the memory concurrently; synchronise through signals before reading.
     pub fn as_slice(&self) -> Option<&[u8]> {
         // SAFETY: the mapping is `size` bytes long and lives as long as `self`.
-        self.as_ptr().map(|p| unsafe { std::slice::from_raw_parts(p, self.size as usize) })
+        self.as_ptr()
+            .map(|p| unsafe { std::slice::from_raw_parts(p, self.size as usize) })
     }
 
     /// The contents as a mutable byte slice, or `None` when the CPU cannot access this kind.
     pub fn as_mut_slice(&mut self) -> Option<&mut [u8]> {
         let size = self.size as usize;
         // SAFETY: as `as_slice`, and `&mut self` excludes other CPU borrows.
-        self.as_ptr().map(|p| unsafe { std::slice::from_raw_parts_mut(p, size) })
+        self.as_ptr()
+            .map(|p| unsafe { std::slice::from_raw_parts_mut(p, size) })
     }
 
     fn check_range(&self, offset: u64, len: usize) -> Result<*mut u8> {
@@ -164,7 +176,10 @@ impl Buffer {
 
     /// GPU ids the buffer is mapped to, owner first.
     pub fn mapped_gpus(&self) -> Vec<u32> {
-        self.mapped.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.mapped
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     fn same_kfd(&self, gpu: &Gpu) -> Result<()> {
@@ -202,7 +217,8 @@ impl Buffer {
                 gpu.id()
             )));
         };
-        self.raw().unmap_from_gpus(&**self.kfd.driver(), &[gpu.id()])?;
+        self.raw()
+            .unmap_from_gpus(&**self.kfd.driver(), &[gpu.id()])?;
         mapped.remove(pos);
         Ok(())
     }

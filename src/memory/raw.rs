@@ -41,7 +41,11 @@ pub(crate) fn alloc_flags(kind: MemoryKind, executable: bool) -> u32 {
         }
         MemoryKind::Pageable => KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_COHERENT,
     };
-    let exec = if executable { KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE } else { 0 };
+    let exec = if executable {
+        KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE
+    } else {
+        0
+    };
     base | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | exec
 }
 
@@ -74,7 +78,11 @@ impl RawAllocation {
             gpu_id,
             flags: alloc_flags(kind, executable),
             // USERPTR passes the user address in mmap_offset.
-            mmap_offset: if kind == MemoryKind::Pageable { va.addr } else { 0 },
+            mmap_offset: if kind == MemoryKind::Pageable {
+                va.addr
+            } else {
+                0
+            },
             handle: 0,
         };
         // SAFETY: the VA range is reserved by us for this allocation; for USERPTR it is host
@@ -82,12 +90,25 @@ impl RawAllocation {
         if let Err(errno) = unsafe { driver.kfd_ioctl_unchecked(&mut args) } {
             va.release(driver);
             return Err(if errno == Errno::ENOMEM {
-                Error::OutOfMemory { kind: kind.name(), gpu_id, requested: len }
+                Error::OutOfMemory {
+                    kind: kind.name(),
+                    gpu_id,
+                    requested: len,
+                }
             } else {
-                Error::Driver { op: "AMDKFD_IOC_ALLOC_MEMORY_OF_GPU", errno }
+                Error::Driver {
+                    op: "AMDKFD_IOC_ALLOC_MEMORY_OF_GPU",
+                    errno,
+                }
             });
         }
-        let mut alloc = RawAllocation { handle: args.handle, va, gpu_id, kind, cpu_mapped: false };
+        let mut alloc = RawAllocation {
+            handle: args.handle,
+            va,
+            gpu_id,
+            kind,
+            cpu_mapped: false,
+        };
         if kind.host_accessible() && kind != MemoryKind::Pageable {
             // SAFETY: MAP_FIXED over our own reservation, at the offset KFD returned for this BO.
             let mapped = unsafe {
@@ -102,7 +123,10 @@ impl RawAllocation {
             };
             if let Err(errno) = mapped {
                 alloc.release(driver, &[]);
-                return Err(Error::Driver { op: "mmap (render node)", errno });
+                return Err(Error::Driver {
+                    op: "mmap (render node)",
+                    errno,
+                });
             }
         }
         alloc.cpu_mapped = kind.host_accessible();
@@ -159,9 +183,14 @@ impl RawAllocation {
         if self.kind != MemoryKind::Pageable {
             self.va.release(driver);
         }
-        let mut args = kfd_ioctl_free_memory_of_gpu_args { handle: self.handle };
+        let mut args = kfd_ioctl_free_memory_of_gpu_args {
+            handle: self.handle,
+        };
         if let Err(e) = driver.kfd_ioctl(&mut args) {
-            log::warn!("kfdrt: AMDKFD_IOC_FREE_MEMORY_OF_GPU {:#x}: {e}", self.handle);
+            log::warn!(
+                "kfdrt: AMDKFD_IOC_FREE_MEMORY_OF_GPU {:#x}: {e}",
+                self.handle
+            );
         }
         if self.kind == MemoryKind::Pageable {
             self.va.release(driver);

@@ -145,28 +145,49 @@ impl Gpu {
         let ring_bytes = u64::from(n) * 64;
         let ring_mem = host_buffer(self, ring_bytes, MemoryKind::GttCoherent)?;
         let amd_queue_mem = host_buffer(self, 4096, MemoryKind::GttCoherent)?;
-        let kernarg_mem = host_buffer(self, options.kernarg_bytes.max(4096), MemoryKind::GttCoherent)?;
+        let kernarg_mem = host_buffer(
+            self,
+            options.kernarg_bytes.max(4096),
+            MemoryKind::GttCoherent,
+        )?;
         let inactive = kfd.create_signal(0)?;
-        let ring_ptr = ring_mem.as_ptr().ok_or_else(|| Error::InvalidArgument("ring not host-visible".into()))?;
-        let q_ptr = amd_queue_mem.as_ptr().ok_or_else(|| Error::InvalidArgument("queue not host-visible".into()))?
+        let ring_ptr = ring_mem
+            .as_ptr()
+            .ok_or_else(|| Error::InvalidArgument("ring not host-visible".into()))?;
+        let q_ptr = amd_queue_mem
+            .as_ptr()
+            .ok_or_else(|| Error::InvalidArgument("queue not host-visible".into()))?
             as *mut AmdQueue;
         // SAFETY: the ring is ours, `n` 64-byte slots, not yet known to any packet processor.
         unsafe { aql::ring::init_ring(ring_ptr, n) };
         // SAFETY: `q_ptr` is a fresh 4 KiB GTT page (larger than `AmdQueue`), page aligned and
         // not yet shared; it is initialised before CREATE_QUEUE hands it to the CP.
-        unsafe { AmdQueue::init(q_ptr, ring_mem.gpu_address(), n, inactive.handle(), options.profiling) };
+        unsafe {
+            AmdQueue::init(
+                q_ptr,
+                ring_mem.gpu_address(),
+                n,
+                inactive.handle(),
+                options.profiling,
+            )
+        };
         // SAFETY: initialised just above; lives as long as `amd_queue_mem`, which the queue owns.
         let q = unsafe { &*q_ptr };
         // gfx94x AQL queues take no EOP buffer (KFD only uses it for PM4 queues there).
         let gfx94x = (90400..90500).contains(&info.gfx_target_version);
-        let eop = if gfx94x { None } else { Some(self.alloc(4096, MemoryKind::DeviceLocal)?) };
+        let eop = if gfx94x {
+            None
+        } else {
+            Some(self.alloc(4096, MemoryKind::DeviceLocal)?)
+        };
         let sizes = super::cwsr::cwsr_sizes(&info);
         let cwsr = self.alloc(sizes.total_bytes, MemoryKind::DeviceLocal)?;
         let mut args = kfd_ioctl_create_queue_args {
             ring_base_address: ring_mem.gpu_address(),
             write_pointer_address: q.write_dispatch_id_address(),
             read_pointer_address: q.read_dispatch_id_address(),
-            ring_size: u32::try_from(ring_bytes).map_err(|_| Error::InvalidArgument("ring too large".into()))?,
+            ring_size: u32::try_from(ring_bytes)
+                .map_err(|_| Error::InvalidArgument("ring too large".into()))?,
             gpu_id: info.gpu_id,
             queue_type: KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
             queue_percentage: KFD_MAX_QUEUE_PERCENTAGE,
@@ -180,7 +201,8 @@ impl Gpu {
         };
         // SAFETY: every address is GPU memory owned by the queue object being built, which keeps
         // it alive until after DESTROY_QUEUE.
-        unsafe { kfd.driver().kfd_ioctl_unchecked(&mut args) }.map_err(Error::driver("AMDKFD_IOC_CREATE_QUEUE"))?;
+        unsafe { kfd.driver().kfd_ioctl_unchecked(&mut args) }
+            .map_err(Error::driver("AMDKFD_IOC_CREATE_QUEUE"))?;
         let queue_id = args.queue_id;
         let destroy = |kfd: &Kfd| {
             let mut d = kfd_ioctl_destroy_queue_args { queue_id, pad: 0 };
@@ -196,7 +218,13 @@ impl Gpu {
         // SAFETY: ring, indices and doorbell live in memory owned by the queue (the doorbell
         // pages by the Kfd, which the queue keeps alive); the processor shares them by design.
         let ring = match unsafe {
-            AqlRing::new(ring_ptr, n, &q.write_dispatch_id, &q.read_dispatch_id, doorbell)
+            AqlRing::new(
+                ring_ptr,
+                n,
+                &q.write_dispatch_id,
+                &q.read_dispatch_id,
+                doorbell,
+            )
         } {
             Ok(r) => r,
             Err(e) => {
@@ -204,7 +232,10 @@ impl Gpu {
                 return Err(Error::InvalidArgument(format!("AQL ring: {e}")));
             }
         };
-        log::debug!("kfdrt: AQL queue {queue_id} on GPU {:#x}, {n} packets", info.gpu_id);
+        log::debug!(
+            "kfdrt: AQL queue {queue_id} on GPU {:#x}, {n} packets",
+            info.gpu_id
+        );
         Ok(AqlQueue(Arc::new(AqlQueueShared {
             gpu: self.clone(),
             queue_id,
@@ -223,7 +254,10 @@ impl Gpu {
 
 impl Drop for AqlQueueShared {
     fn drop(&mut self) {
-        let mut d = kfd_ioctl_destroy_queue_args { queue_id: self.queue_id, pad: 0 };
+        let mut d = kfd_ioctl_destroy_queue_args {
+            queue_id: self.queue_id,
+            pad: 0,
+        };
         if let Err(e) = self.gpu.kfd().driver().kfd_ioctl(&mut d) {
             log::warn!("kfdrt: AMDKFD_IOC_DESTROY_QUEUE {}: {e}", self.queue_id);
         }
@@ -249,7 +283,13 @@ pub struct Dispatch<'a> {
 impl<'a> Dispatch<'a> {
     /// A 1-D launch of `grid` work-items in groups of `workgroup`.
     pub fn linear(kernel: &'a Kernel, grid: u32, workgroup: u16, kernargs: &'a [u8]) -> Self {
-        Dispatch { kernel, grid: [grid, 1, 1], workgroup: [workgroup, 1, 1], kernargs, dynamic_lds: 0 }
+        Dispatch {
+            kernel,
+            grid: [grid, 1, 1],
+            workgroup: [workgroup, 1, 1],
+            kernargs,
+            dynamic_lds: 0,
+        }
     }
 
     fn dimensions(&self) -> u16 {
@@ -271,7 +311,9 @@ impl<'a> Dispatch<'a> {
         }
         let wi: u32 = self.workgroup.iter().map(|&w| u32::from(w)).product();
         if wi > 1024 {
-            return Err(Error::InvalidArgument(format!("work-group of {wi} work-items exceeds 1024")));
+            return Err(Error::InvalidArgument(format!(
+                "work-group of {wi} work-items exceeds 1024"
+            )));
         }
         Ok(())
     }
@@ -287,7 +329,10 @@ pub struct Submission {
 
 impl fmt::Debug for Submission {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Submission").field("index", &self.last_index).field("signal", &self.signal).finish()
+        f.debug_struct("Submission")
+            .field("index", &self.last_index)
+            .field("signal", &self.signal)
+            .finish()
     }
 }
 
@@ -313,7 +358,13 @@ impl Submission {
         let q = &self.queue;
         q.check()?;
         self.signal
-            .wait_with(Condition::Lt(1), timeout, DEFAULT_SPIN, &[q.0.inactive.event_id()], &|| q.check())
+            .wait_with(
+                Condition::Lt(1),
+                timeout,
+                DEFAULT_SPIN,
+                &[q.0.inactive.event_id()],
+                &|| q.check(),
+            )
             .map(drop)
             .or_else(|e| match e {
                 // The queue may have died while we slept; report that rather than a timeout.
@@ -384,7 +435,10 @@ impl AqlQueue {
 
     fn check(&self) -> Result<()> {
         match self.fault() {
-            Some(fault) => Err(Error::QueueError { queue_id: self.0.queue_id, fault }),
+            Some(fault) => Err(Error::QueueError {
+                queue_id: self.0.queue_id,
+                fault,
+            }),
             None => Ok(()),
         }
     }
@@ -394,7 +448,12 @@ impl AqlQueue {
     pub fn batch(&self) -> Result<Batch<'_>> {
         self.check()?;
         let signal = self.0.gpu.kfd().create_signal(1)?;
-        Ok(Batch { queue: self, signal, packets: Vec::new(), submitted: false })
+        Ok(Batch {
+            queue: self,
+            signal,
+            packets: Vec::new(),
+            submitted: false,
+        })
     }
 
     /// Dispatches one kernel and returns its completion.
@@ -431,9 +490,13 @@ impl AqlQueue {
             // Full of running submissions: wait for the oldest, then retry.
             match oldest {
                 Some((sig, target)) => {
-                    sig.wait_with(Condition::Lt(target + 1), None, DEFAULT_SPIN, &[self.0.inactive.event_id()], &|| {
-                        self.check()
-                    })?;
+                    sig.wait_with(
+                        Condition::Lt(target + 1),
+                        None,
+                        DEFAULT_SPIN,
+                        &[self.0.inactive.event_id()],
+                        &|| self.check(),
+                    )?;
                 }
                 None => return Err(Error::InvalidArgument("kernarg memory exhausted".into())),
             }
@@ -450,27 +513,34 @@ impl Batch<'_> {
         // SAFETY: the region is `len` >= kernargs.len() bytes of host-visible memory reserved for
         // this submission alone.
         unsafe { std::ptr::copy_nonoverlapping(d.kernargs.as_ptr(), cpu, d.kernargs.len()) };
-        self.packets.push(Packet::KernelDispatch(KernelDispatchPacket {
-            barrier: false,
-            acquire: FenceScope::System,
-            release: FenceScope::System,
-            dimensions: d.dimensions(),
-            workgroup_size: d.workgroup,
-            grid_size: d.grid,
-            private_segment_size: d.kernel.private_segment_size(),
-            group_segment_size: d.kernel.group_segment_size() + d.dynamic_lds,
-            kernel_object: d.kernel.object(),
-            kernarg_address: gpu_addr,
-            completion_signal: 0,
-        }));
+        self.packets
+            .push(Packet::KernelDispatch(KernelDispatchPacket {
+                barrier: false,
+                acquire: FenceScope::System,
+                release: FenceScope::System,
+                dimensions: d.dimensions(),
+                workgroup_size: d.workgroup,
+                grid_size: d.grid,
+                private_segment_size: d.kernel.private_segment_size(),
+                group_segment_size: d.kernel.group_segment_size() + d.dynamic_lds,
+                kernel_object: d.kernel.object(),
+                kernarg_address: gpu_addr,
+                completion_signal: 0,
+            }));
         Ok(self)
     }
 
     fn barrier(&mut self, deps: &[&Signal], or: bool) -> Result<&mut Self> {
         if or && deps.len() > 5 {
-            return Err(Error::InvalidArgument("a barrier-OR takes at most 5 signals".into()));
+            return Err(Error::InvalidArgument(
+                "a barrier-OR takes at most 5 signals".into(),
+            ));
         }
-        let chunks: Vec<&[&Signal]> = if deps.is_empty() { vec![&[]] } else { deps.chunks(5).collect() };
+        let chunks: Vec<&[&Signal]> = if deps.is_empty() {
+            vec![&[]]
+        } else {
+            deps.chunks(5).collect()
+        };
         for chunk in chunks {
             let mut dep_signal = [0u64; 5];
             for (slot, s) in dep_signal.iter_mut().zip(chunk) {
@@ -483,7 +553,11 @@ impl Batch<'_> {
                 dep_signal,
                 completion_signal: 0,
             };
-            self.packets.push(if or { Packet::BarrierOr(p) } else { Packet::BarrierAnd(p) });
+            self.packets.push(if or {
+                Packet::BarrierOr(p)
+            } else {
+                Packet::BarrierAnd(p)
+            });
         }
         Ok(self)
     }
@@ -536,7 +610,11 @@ impl Batch<'_> {
         let last_index = r.submit();
         let q = self.queue;
         q.0.gpu.kfd().driver().doorbell_hint(q.0.gpu.id());
-        Submission { queue: q.clone(), signal: self.signal.clone(), last_index }
+        Submission {
+            queue: q.clone(),
+            signal: self.signal.clone(),
+            last_index,
+        }
     }
 
     /// Submits the batch, waiting for ring space if needed.
@@ -544,18 +622,17 @@ impl Batch<'_> {
         self.finish()?;
         let q = self.queue;
         let n = self.packets.len() as u32;
-        let r = q
-            .0
-            .ring
-            .reserve(n, |spins| {
-                if spins < 64 {
-                    std::hint::spin_loop();
-                } else {
-                    std::thread::yield_now();
-                }
-                q.fault().is_none()
-            })
-            .map_err(|e| ring_error(q, e))?;
+        let r =
+            q.0.ring
+                .reserve(n, |spins| {
+                    if spins < 64 {
+                        std::hint::spin_loop();
+                    } else {
+                        std::thread::yield_now();
+                    }
+                    q.fault().is_none()
+                })
+                .map_err(|e| ring_error(q, e))?;
         Ok(self.write(r))
     }
 
@@ -565,15 +642,22 @@ impl Batch<'_> {
         self.finish()?;
         let q = self.queue;
         q.check()?;
-        let r = q.0.ring.try_reserve(self.packets.len() as u32).map_err(|e| ring_error(q, e))?;
+        let r =
+            q.0.ring
+                .try_reserve(self.packets.len() as u32)
+                .map_err(|e| ring_error(q, e))?;
         Ok(self.write(r))
     }
 }
 
 fn ring_error(q: &AqlQueue, e: RingError) -> Error {
     match e {
-        RingError::Full => Error::QueueFull { queue_id: q.0.queue_id },
-        RingError::Abandoned => q.check().err().unwrap_or(Error::QueueFull { queue_id: q.0.queue_id }),
+        RingError::Full => Error::QueueFull {
+            queue_id: q.0.queue_id,
+        },
+        RingError::Abandoned => q.check().err().unwrap_or(Error::QueueFull {
+            queue_id: q.0.queue_id,
+        }),
         e => Error::InvalidArgument(format!("AQL ring: {e}")),
     }
 }

@@ -46,7 +46,10 @@ pub(crate) fn doorbell_ptr(
                 "kfdrt: doorbell offset {doorbell_offset:#x} is outside the GPU's doorbell pages at {:#x}",
                 p.mmap_offset
             );
-            return Err(Error::Driver { op: "doorbell mapping", errno: kfd_sys::Errno::EINVAL });
+            return Err(Error::Driver {
+                op: "doorbell mapping",
+                errno: kfd_sys::Errno::EINVAL,
+            });
         }
         slot @ None => {
             // SAFETY: a new shared mapping chosen by the kernel (no MAP_FIXED) of the KFD fd.
@@ -61,7 +64,10 @@ pub(crate) fn doorbell_ptr(
                 )
             }
             .map_err(Error::driver("mmap (doorbell pages)"))?;
-            slot.insert(DoorbellPages { mmap_offset: base_offset, addr: addr as u64 })
+            slot.insert(DoorbellPages {
+                mmap_offset: base_offset,
+                addr: addr as u64,
+            })
         }
     };
     Ok((pages.addr + within) as *const AtomicU64)

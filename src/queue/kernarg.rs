@@ -26,7 +26,13 @@ pub(crate) struct KernargRing {
 impl KernargRing {
     pub(crate) fn new(mem: Buffer) -> KernargRing {
         let size = mem.allocated_size();
-        KernargRing { mem, size, head: 0, in_flight: VecDeque::new(), tail: 0 }
+        KernargRing {
+            mem,
+            size,
+            head: 0,
+            in_flight: VecDeque::new(),
+            tail: 0,
+        }
     }
 
     fn retire(&mut self) {
@@ -42,7 +48,12 @@ impl KernargRing {
     /// Reserves `len` bytes for a submission that completes when `signal` reaches `target`,
     /// returning the monotonic start offset; `Ok(None)` when the ring is full of regions whose
     /// submissions are still running (the caller waits on [`KernargRing::oldest`] and retries).
-    pub(crate) fn try_alloc(&mut self, len: u64, signal: &Signal, target: i64) -> Result<Option<u64>> {
+    pub(crate) fn try_alloc(
+        &mut self,
+        len: u64,
+        signal: &Signal,
+        target: i64,
+    ) -> Result<Option<u64>> {
         let len = len.max(1).div_ceil(KERNARG_ALIGN) * KERNARG_ALIGN;
         if len > self.size {
             return Err(Error::InvalidArgument(format!(
@@ -60,7 +71,8 @@ impl KernargRing {
             return Ok(None);
         }
         self.head = start + len;
-        self.in_flight.push_back((self.head, signal.clone(), target));
+        self.in_flight
+            .push_back((self.head, signal.clone(), target));
         Ok(Some(start))
     }
 

@@ -5,7 +5,9 @@ pub mod cwsr;
 pub(crate) mod doorbell;
 pub(crate) mod kernarg;
 
-pub use self::aql::{AqlQueue, AqlQueueOptions, Batch, Dispatch, QueuePriority, QueueFault, Submission};
+pub use self::aql::{
+    AqlQueue, AqlQueueOptions, Batch, Dispatch, QueueFault, QueuePriority, Submission,
+};
 
 /// The error bits a packet processor writes into a queue's inactive signal when the queue stops
 /// (the values ROCr decodes into `hsa_status_t`).
@@ -32,7 +34,10 @@ pub mod error_bits {
     /// Describes the most specific error bit set in `code`.
     pub fn describe(code: u64) -> &'static str {
         const TABLE: [(u64, &str); 9] = [
-            (MEMORY_APERTURE_VIOLATION, "memory aperture violation (GPU page fault)"),
+            (
+                MEMORY_APERTURE_VIOLATION,
+                "memory aperture violation (GPU page fault)",
+            ),
             (ILLEGAL_INSTRUCTION, "illegal instruction"),
             (INVALID_CODE_OBJECT, "invalid code object"),
             (INVALID_PACKET_FORMAT, "invalid packet format"),
@@ -42,6 +47,9 @@ pub mod error_bits {
             (OUT_OF_REGISTERS, "out of registers"),
             (EXCEPTION, "exception"),
         ];
-        TABLE.iter().find(|(bit, _)| code & bit != 0).map_or("unknown queue error", |(_, d)| d)
+        TABLE
+            .iter()
+            .find(|(bit, _)| code & bit != 0)
+            .map_or("unknown queue error", |(_, d)| d)
     }
 }
