@@ -27,6 +27,7 @@ struct Processor {
     faults: Arc<FaultView>,
     requires_doorbell: bool,
     spin_poll: bool,
+    torn_window: Duration,
     epoch: Instant,
 }
 
@@ -55,6 +56,7 @@ pub(crate) fn spawn(
         faults: Arc::new(FaultView(&emu.faults)),
         requires_doorbell: emu.config.aql_requires_doorbell,
         spin_poll: emu.config.spin_poll,
+        torn_window: emu.config.torn_check_window,
         epoch: emu.epoch,
     };
     std::thread::Builder::new()
@@ -144,10 +146,17 @@ impl Processor {
             // The header word was read with acquire first; the copy above may have raced a writer
             // that stored the header before the body. Keep the acquire-loaded header.
             raw[0] = header;
+            if !self.torn_window.is_zero() {
+                std::thread::sleep(self.torn_window);
+                self.check_torn(slot, &raw);
+            }
             let outcome = match Packet::decode(&raw) {
                 Ok(p) => self.execute(&p),
                 Err(_) => Outcome::Error(QueueErrorCode::InvalidPacketFormat, None),
             };
+            if self.torn_window.is_zero() {
+                self.check_torn(slot, &raw);
+            }
             match outcome {
                 Outcome::Stopped => return,
                 Outcome::Error(code, fault) => {
@@ -156,13 +165,11 @@ impl Processor {
                 }
                 Outcome::Done => {}
             }
-            self.check_torn(slot, &raw);
             // Header back to INVALID before the read index moves, so a producer that sees the
             // slot free never sees a stale valid header.
             let _ = self.vm().write_u32(slot, aql::INVALID_HEADER_WORD);
             rd += 1;
             let _ = self.vm().write_u64(self.ctl.rptr, rd);
-            self.stats.packets_run.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -195,6 +202,8 @@ impl Processor {
         if !matches!(r, Outcome::Done) {
             return r;
         }
+        // Counted before the completion signal, so a waiter that saw the signal sees the count.
+        self.stats.packets_run.fetch_add(1, Ordering::Relaxed);
         self.complete(p.completion_signal(), start)
     }
 

@@ -187,6 +187,11 @@ pub struct EmuConfig {
     /// Packet processors spin instead of backing off when idle (for latency benchmarks; costs a
     /// core per busy queue).
     pub spin_poll: bool,
+    /// How long the AQL processor waits, after seeing a valid header, before reading the packet
+    /// again to catch a writer that publishes the header before the body. Zero (the default)
+    /// still compares the packet after it ran; a window makes a header-first writer's race
+    /// deterministic to catch in tests.
+    pub torn_check_window: std::time::Duration,
 }
 
 /// Environment variable naming the preset for [`EmuConfig::from_env`].
@@ -203,6 +208,7 @@ impl EmuConfig {
             cpu_cores: std::thread::available_parallelism().map_or(2, |n| n.get() as u32),
             aql_requires_doorbell: false,
             spin_poll: false,
+            torn_check_window: std::time::Duration::ZERO,
         }
     }
 

@@ -100,6 +100,15 @@ fn stop(mut e: Entry) {
     }
 }
 
+/// Doorbells of each 512-doorbell half from this index on are reserved for SDMA and other
+/// engines (as amdgpu's SOC15 layout reserves them); compute queues use the rest, so the
+/// 241st compute queue of a process lands on the second doorbell page.
+const FIRST_NON_CP_DOORBELL: u32 = 0xF0;
+
+fn is_cp_doorbell(i: u32) -> bool {
+    i % 512 < FIRST_NON_CP_DOORBELL
+}
+
 /// CWSR sizes KFD computes for a part: (ctx_save_restore_size, ctl_stack_size, total bytes).
 pub(crate) fn cwsr_sizes(p: &GpuParams) -> (u64, u64, u64) {
     let page = |v: u64| v.div_ceil(4096) * 4096;
@@ -179,6 +188,7 @@ pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Res
     }
     // Compute queues fill the first page, then the second (SDMA queues will start there).
     let doorbell_index = (0..MAX_QUEUES_PER_GPU as u32)
+        .filter(|&i| is_cp_doorbell(i))
         .find(|i| !used.contains(i))
         .ok_or(Errno::ENOSPC)?;
     g.1 += 1;

@@ -92,13 +92,14 @@ impl fmt::Display for QueueFault {
 pub(crate) struct AqlQueueShared {
     gpu: Gpu,
     queue_id: u32,
+    doorbell_offset: u64,
     ring: AqlRing,
     amd_queue: *const AmdQueue,
     size_packets: u32,
     inactive: Signal,
     kernargs: std::sync::Mutex<KernargRing>,
     // Memory the packet processor uses; freed after DESTROY_QUEUE, in Drop.
-    _ring_mem: Buffer,
+    ring_mem: Buffer,
     _amd_queue_mem: Buffer,
     _eop: Option<Buffer>,
     _cwsr: Option<Buffer>,
@@ -239,12 +240,13 @@ impl Gpu {
         Ok(AqlQueue(Arc::new(AqlQueueShared {
             gpu: self.clone(),
             queue_id,
+            doorbell_offset: args.doorbell_offset,
             ring,
             amd_queue: q_ptr,
             size_packets: n,
             inactive,
             kernargs: std::sync::Mutex::new(KernargRing::new(kernarg_mem)),
-            _ring_mem: ring_mem,
+            ring_mem: ring_mem,
             _amd_queue_mem: amd_queue_mem,
             _eop: eop,
             _cwsr: Some(cwsr),
@@ -400,6 +402,17 @@ impl AqlQueue {
     /// KFD's id of the queue.
     pub fn id(&self) -> u32 {
         self.0.queue_id
+    }
+
+    /// The doorbell offset KFD returned (its low 13 bits are the byte offset of the queue's
+    /// doorbell within the GPU's two doorbell pages).
+    pub fn doorbell_offset(&self) -> u64 {
+        self.0.doorbell_offset
+    }
+
+    /// GPU address of the ring.
+    pub fn ring_address(&self) -> u64 {
+        self.0.ring_mem.gpu_address()
     }
 
     /// Ring size in packets.

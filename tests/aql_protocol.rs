@@ -1,0 +1,222 @@
+//! The AQL publication protocol as the emulated packet processor enforces it, and KFD's queue
+//! checks: a header-first writer is caught, kfdrt's writer is not; CREATE_QUEUE errno cases;
+//! doorbells on both pages.
+
+mod common;
+
+use kfd_sys::bindings::*;
+use kfd_sys::DriverExt;
+use kfdrt::emu::{EmuConfig, Preset};
+use kfdrt::{AqlQueueOptions, Errno, Kfd, MemoryKind};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::Duration;
+
+fn with_torn_window() -> Kfd {
+    let mut c = EmuConfig::new(Preset::Gfx90a, 1);
+    c.torn_check_window = Duration::from_millis(30);
+    Kfd::emulated(c).unwrap()
+}
+
+/// Publishes a barrier-AND at the queue's next slot the wrong way round: header first, body
+/// (its completion signal) only after a pause.
+fn header_first_write(queue: &kfdrt::AqlQueue, completion: u64) {
+    // SAFETY (test): the amd_queue_t and ring are live GTT owned by `queue`.
+    let q = unsafe { &*(queue.amd_queue_address() as *const aql::AmdQueue) };
+    let id = q.write_dispatch_id.fetch_add(1, Ordering::AcqRel);
+    let slot = (queue.ring_address() + (id % u64::from(queue.size())) * 64) as *const AtomicU32;
+    let header = 3 | 1 << 8 | 2 << 9 | 2 << 11; // barrier-AND, barrier bit, system fences
+                                                // SAFETY (test): dwords of the reserved slot.
+    unsafe { &*slot }.store(header, Ordering::Release);
+    std::thread::sleep(Duration::from_millis(10));
+    let sig = slot.wrapping_add(14) as *const AtomicU64;
+    // SAFETY (test): dwords 14-15 of the slot, 8-byte aligned (slots are 64-byte aligned).
+    unsafe { &*sig }.store(completion, Ordering::Relaxed);
+}
+
+#[test]
+fn header_first_writer_is_detected_as_torn() {
+    let kfd = with_torn_window();
+    let gpu = kfd.gpu(0).unwrap();
+    let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let sig = kfd.create_signal(1).unwrap();
+    header_first_write(&queue, sig.handle());
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(
+        kfd.emulator().unwrap().stats().torn_packets >= 1,
+        "a header-first publication went unnoticed"
+    );
+}
+
+#[test]
+fn kfdrt_writer_is_never_torn_even_with_a_detection_window() {
+    let kfd = with_torn_window();
+    let gpu = kfd.gpu(0).unwrap();
+    let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    for _ in 0..5 {
+        let mut b = queue.batch().unwrap();
+        for _ in 0..4 {
+            b.barrier_and(&[]).unwrap();
+        }
+        b.submit()
+            .unwrap()
+            .wait(Some(Duration::from_secs(30)))
+            .unwrap();
+    }
+    let s = kfd.emulator().unwrap().stats();
+    assert_eq!(s.torn_packets, 0);
+    assert_eq!(s.packets_run, 20);
+}
+
+#[test]
+fn create_queue_checks_mirror_kfd() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let ring = gpu.alloc(64 * 1024, MemoryKind::GttCoherent).unwrap();
+    let ptrs = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    let eop = gpu.alloc(4096, MemoryKind::DeviceLocal).unwrap();
+    let good = kfd_ioctl_create_queue_args {
+        ring_base_address: ring.gpu_address(),
+        ring_size: 64 * 1024,
+        write_pointer_address: ptrs.gpu_address() + 56,
+        read_pointer_address: ptrs.gpu_address() + 128,
+        gpu_id: gpu.id(),
+        queue_type: KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
+        queue_percentage: 100,
+        queue_priority: 7,
+        eop_buffer_address: eop.gpu_address(),
+        eop_buffer_size: 4096,
+        ..Default::default()
+    };
+    let create = |a: &mut kfd_ioctl_create_queue_args| {
+        // SAFETY (test): every address is a live buffer of this test.
+        unsafe { kfd.driver().kfd_ioctl_unchecked(a) }
+    };
+    let cases: Vec<(&str, kfd_ioctl_create_queue_args)> = vec![
+        (
+            "unknown gpu",
+            kfd_ioctl_create_queue_args {
+                gpu_id: 0x1234,
+                ..good
+            },
+        ),
+        (
+            "ring size not a power of two",
+            kfd_ioctl_create_queue_args {
+                ring_size: 3000,
+                ..good
+            },
+        ),
+        (
+            "percentage over 100",
+            kfd_ioctl_create_queue_args {
+                queue_percentage: 101,
+                ..good
+            },
+        ),
+        (
+            "priority over 15",
+            kfd_ioctl_create_queue_args {
+                queue_priority: 16,
+                ..good
+            },
+        ),
+        (
+            "unknown type",
+            kfd_ioctl_create_queue_args {
+                queue_type: 9,
+                ..good
+            },
+        ),
+        (
+            "ring unmapped",
+            kfd_ioctl_create_queue_args {
+                ring_base_address: 0x7000_0000_0000,
+                ..good
+            },
+        ),
+        (
+            "ring misaligned",
+            kfd_ioctl_create_queue_args {
+                ring_base_address: ring.gpu_address() + 64,
+                ring_size: 4096,
+                ..good
+            },
+        ),
+        (
+            "rptr unmapped",
+            kfd_ioctl_create_queue_args {
+                read_pointer_address: 0x10,
+                ..good
+            },
+        ),
+        (
+            "eop wrong size",
+            kfd_ioctl_create_queue_args {
+                eop_buffer_size: 8192,
+                ..good
+            },
+        ),
+        (
+            "cwsr wrong size",
+            kfd_ioctl_create_queue_args {
+                ctx_save_restore_address: eop.gpu_address(),
+                ctx_save_restore_size: 4096,
+                ctl_stack_size: 4096,
+                ..good
+            },
+        ),
+    ];
+    for (what, mut a) in cases {
+        assert_eq!(create(&mut a), Err(Errno::EINVAL), "{what}");
+    }
+    assert_eq!(kfd.emulator().unwrap().stats().live_queues, 0);
+    let mut a = good;
+    create(&mut a).unwrap();
+    assert_eq!(kfd.emulator().unwrap().stats().live_queues, 1);
+    let mut d = kfd_ioctl_destroy_queue_args {
+        queue_id: a.queue_id,
+        pad: 0,
+    };
+    kfd.driver().kfd_ioctl(&mut d).unwrap();
+    assert_eq!(
+        kfd.driver().kfd_ioctl(&mut d),
+        Err(Errno::EINVAL),
+        "destroying twice"
+    );
+    assert_eq!(kfd.emulator().unwrap().stats().live_queues, 0);
+}
+
+#[test]
+fn doorbells_fill_the_first_page_then_the_second() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let small = AqlQueueOptions {
+        size_packets: 64,
+        kernarg_bytes: 4096,
+        ..Default::default()
+    };
+    let queues: Vec<_> = (0..250)
+        .map(|_| gpu.create_aql_queue(small).unwrap())
+        .collect();
+    let in_page = |q: &kfdrt::AqlQueue| (q.doorbell_offset() & 0x1FFF) / 4096;
+    assert_eq!(in_page(&queues[0]), 0);
+    assert!(
+        queues.iter().any(|q| in_page(q) == 1),
+        "no queue landed on the second doorbell page: {:x?}",
+        queues
+            .iter()
+            .map(|q| q.doorbell_offset() & 0x1FFF)
+            .collect::<Vec<_>>()
+    );
+    // The queues on the second page work.
+    let last = queues.last().unwrap();
+    assert_eq!(in_page(last), 1);
+    last.barrier_and(&[])
+        .unwrap()
+        .wait(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut offs: Vec<u64> = queues.iter().map(|q| q.doorbell_offset()).collect();
+    offs.sort_unstable();
+    offs.dedup();
+    assert_eq!(offs.len(), 250, "every queue has its own doorbell");
+}
