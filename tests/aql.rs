@@ -136,7 +136,8 @@ fn try_submit_reports_full_while_stalled_and_everything_runs_after() {
         id += 1;
         assert!(
             id <= 64,
-            "a 64-slot ring accepted more than 64 packets while stalled"
+            "a 64-slot ring accepted more than 64 packets while stalled (read index {})",
+            queue.read_index()
         );
     }
     assert_eq!(id, 64, "the ring holds exactly 64 packets");

@@ -81,7 +81,7 @@ impl Processor {
         !self.ctl.enabled.load(Ordering::Acquire)
             // SAFETY: see `FaultView`.
             || unsafe { &*self.faults.0 }.is_stalled(self.ctl.id)
-            || self.ctl.error.lock().unwrap_or_else(|p| p.into_inner()).is_some()
+            || self.ctl.failed.load(Ordering::Acquire)
     }
 
     fn gpu_clock(&self) -> u64 {
@@ -124,7 +124,9 @@ impl Processor {
             };
             let doorbell_ok =
                 !self.requires_doorbell || self.gpu().doorbell(self.ctl.doorbell_index) >= rd;
-            if !aql::is_valid_header_word(header) || !doorbell_ok {
+            // Re-check the pause state after seeing a valid header: a stall or disable that was
+            // requested before the packet was published must keep it from running.
+            if !aql::is_valid_header_word(header) || !doorbell_ok || self.paused() {
                 self.idle(&mut idle_rounds, generation);
                 continue;
             }
@@ -347,6 +349,7 @@ impl Processor {
     /// error code into the queue's inactive signal and wakes its waiters.
     fn fail(&self, code: QueueErrorCode, fault: Option<GpuFault>) {
         *self.ctl.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(code);
+        self.ctl.failed.store(true, Ordering::Release);
         log::warn!("kfd-emu: queue {} stopped: {code:?} {fault:?}", self.ctl.id);
         if let Some(f) = fault {
             let mf = crate::events::MemoryFault {

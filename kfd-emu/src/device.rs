@@ -4,7 +4,7 @@ use crate::config::GpuParams;
 use crate::memfd::SharedMem;
 use crate::vm::GpuVm;
 use kfd_sys::Errno;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
@@ -27,8 +27,11 @@ pub(crate) struct GpuState {
     pub(crate) vm_acquired: AtomicBool,
     pub(crate) doorbells: SharedMem,
     pub(crate) mmio: SharedMem,
-    /// Bumped on every doorbell hint; processors waiting for work sleep on the condvar.
-    wake: Mutex<u64>,
+    /// Bumped on every doorbell hint; processors waiting for work sleep on the condvar, and
+    /// only then does a hint take the lock (so submission stays cheap while they spin).
+    wake_generation: AtomicU64,
+    sleepers: AtomicU32,
+    wake: Mutex<()>,
     wake_cv: Condvar,
 }
 
@@ -46,7 +49,9 @@ impl GpuState {
             vm_acquired: AtomicBool::new(false),
             doorbells: SharedMem::new(DOORBELL_SLICE)?,
             mmio: SharedMem::new(4096)?,
-            wake: Mutex::new(0),
+            wake_generation: AtomicU64::new(0),
+            sleepers: AtomicU32::new(0),
+            wake: Mutex::new(()),
             wake_cv: Condvar::new(),
         })
     }
@@ -74,22 +79,27 @@ impl GpuState {
     }
 
     pub(crate) fn doorbell_rung(&self) {
-        let mut g = self.wake.lock().unwrap_or_else(|p| p.into_inner());
-        *g = g.wrapping_add(1);
-        self.wake_cv.notify_all();
+        // SeqCst pairs with `wait_for_hint`: either the sleeper sees the new generation, or we
+        // see the sleeper and notify it under the lock.
+        self.wake_generation.fetch_add(1, Ordering::SeqCst);
+        if self.sleepers.load(Ordering::SeqCst) > 0 {
+            let _g = self.wake.lock().unwrap_or_else(|p| p.into_inner());
+            self.wake_cv.notify_all();
+        }
     }
 
     /// The current wake generation.
     pub(crate) fn wake_generation(&self) -> u64 {
-        *self.wake.lock().unwrap_or_else(|p| p.into_inner())
+        self.wake_generation.load(Ordering::SeqCst)
     }
 
     /// Sleeps until a doorbell hint newer than `seen` or `timeout`.
     pub(crate) fn wait_for_hint(&self, seen: u64, timeout: Duration) {
+        self.sleepers.fetch_add(1, Ordering::SeqCst);
         let g = self.wake.lock().unwrap_or_else(|p| p.into_inner());
-        if *g != seen {
-            return;
+        if self.wake_generation.load(Ordering::SeqCst) == seen {
+            let _ = self.wake_cv.wait_timeout(g, timeout);
         }
-        let _ = self.wake_cv.wait_timeout(g, timeout);
+        self.sleepers.fetch_sub(1, Ordering::SeqCst);
     }
 }

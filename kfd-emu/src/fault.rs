@@ -1,7 +1,7 @@
 //! Fault injection: make the emulated device fail the way real ones do, on demand.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 /// Controls for injected failures. Obtain it from [`crate::Emulator::faults`].
@@ -10,6 +10,8 @@ pub struct FaultInjector {
     /// Allocations to let through before failing one (0 = off).
     fail_alloc_in: AtomicU64,
     stalled: Mutex<HashSet<u32>>,
+    /// Fast path for processors: whether any queue is stalled at all.
+    any_stalled: AtomicBool,
 }
 
 impl FaultInjector {
@@ -25,6 +27,7 @@ impl FaultInjector {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clear();
+        self.any_stalled.store(false, Ordering::Release);
     }
 
     pub(crate) fn take_allocation_failure(&self) -> bool {
@@ -49,17 +52,21 @@ impl FaultInjector {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(queue_id);
+        self.any_stalled.store(true, Ordering::Release);
     }
 
     /// Lets a stalled queue run again.
     pub fn resume_queue(&self, queue_id: u32) {
-        self.stalled
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&queue_id);
+        let mut stalled = self.stalled.lock().unwrap_or_else(|p| p.into_inner());
+        stalled.remove(&queue_id);
+        self.any_stalled
+            .store(!stalled.is_empty(), Ordering::Release);
     }
 
     pub(crate) fn is_stalled(&self, queue_id: u32) -> bool {
+        if !self.any_stalled.load(Ordering::Acquire) {
+            return false;
+        }
         self.stalled
             .lock()
             .unwrap_or_else(|p| p.into_inner())

@@ -63,6 +63,8 @@ pub(crate) struct QueueCtl {
     pub(crate) stop: AtomicBool,
     pub(crate) enabled: AtomicBool,
     pub(crate) error: Mutex<Option<QueueErrorCode>>,
+    /// Set with `error`, read by the processor loop without locking.
+    pub(crate) failed: AtomicBool,
     pub(crate) events: Arc<EventTable>,
 }
 
@@ -203,6 +205,7 @@ pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Res
         stop: AtomicBool::new(false),
         enabled: AtomicBool::new(a.queue_percentage & 0xFF > 0 && a.ring_base_address != 0),
         error: Mutex::new(None),
+        failed: AtomicBool::new(false),
         events: emu.events.clone(),
     });
     let thread = crate::aql_proc::spawn(emu, ctl.clone()).map_err(|_| Errno::ENOMEM)?;

@@ -89,7 +89,8 @@ mod tests {
         assert_eq!(va_alignment(4096), 4096);
         assert_eq!(va_alignment(8191), 4096);
         assert_eq!(va_alignment(8192), 8192);
-        assert_eq!(va_alignment(1 << 20), 1 << 19);
+        assert_eq!(va_alignment(1 << 20), 1 << 20);
+        assert_eq!(va_alignment((1 << 20) - 1), 1 << 19);
         assert_eq!(va_alignment(2 << 20), 2 << 20);
         assert_eq!(va_alignment(1 << 30), 2 << 20);
         assert_eq!(align_up(4097, 4096), Some(8192));

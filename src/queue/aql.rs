@@ -98,6 +98,7 @@ pub(crate) struct AqlQueueShared {
     size_packets: u32,
     inactive: Signal,
     kernargs: std::sync::Mutex<KernargRing>,
+    kernarg_capacity: u64,
     // Memory the packet processor uses; freed after DESTROY_QUEUE, in Drop.
     ring_mem: Buffer,
     _amd_queue_mem: Buffer,
@@ -148,7 +149,12 @@ impl Gpu {
         let amd_queue_mem = host_buffer(self, 4096, MemoryKind::GttCoherent)?;
         let kernarg_mem = host_buffer(
             self,
-            options.kernarg_bytes.max(4096),
+            // At least one minimal region per ring slot, so a full ring of single dispatches
+            // never waits for kernel-argument memory.
+            options
+                .kernarg_bytes
+                .max(4096)
+                .max(u64::from(n) * super::kernarg::KERNARG_ALIGN),
             MemoryKind::GttCoherent,
         )?;
         let inactive = kfd.create_signal(0)?;
@@ -245,6 +251,7 @@ impl Gpu {
             amd_queue: q_ptr,
             size_packets: n,
             inactive,
+            kernarg_capacity: kernarg_mem.allocated_size(),
             kernargs: std::sync::Mutex::new(KernargRing::new(kernarg_mem)),
             ring_mem: ring_mem,
             _amd_queue_mem: amd_queue_mem,
@@ -387,7 +394,13 @@ pub struct Batch<'q> {
     signal: Signal,
     packets: Vec<Packet>,
     submitted: bool,
+    /// Kernel-argument memory taken for this batch: (GPU address, CPU pointer, used, capacity).
+    /// Taken a chunk at a time so a batch locks the queue's kernarg ring once, not per packet.
+    kernargs: Option<(u64, *mut u8, u64, u64)>,
 }
+
+/// Kernel-argument bytes a batch takes from the queue at a time.
+const KERNARG_CHUNK: u64 = 4096;
 
 impl Drop for Batch<'_> {
     fn drop(&mut self) {
@@ -464,8 +477,9 @@ impl AqlQueue {
         Ok(Batch {
             queue: self,
             signal,
-            packets: Vec::new(),
+            packets: Vec::with_capacity(8),
             submitted: false,
+            kernargs: None,
         })
     }
 
@@ -521,8 +535,14 @@ impl Batch<'_> {
     /// Adds a kernel dispatch.
     pub fn dispatch(&mut self, d: &Dispatch<'_>) -> Result<&mut Self> {
         d.validate()?;
-        let len = d.kernargs.len().max(d.kernel.kernarg_size() as usize) as u64;
-        let (gpu_addr, cpu) = self.queue.kernarg_region(len, &self.signal)?;
+        let len = (d
+            .kernargs
+            .len()
+            .max(d.kernel.kernarg_size() as usize)
+            .max(1) as u64)
+            .div_ceil(super::kernarg::KERNARG_ALIGN)
+            * super::kernarg::KERNARG_ALIGN;
+        let (gpu_addr, cpu) = self.kernarg_space(len)?;
         // SAFETY: the region is `len` >= kernargs.len() bytes of host-visible memory reserved for
         // this submission alone.
         unsafe { std::ptr::copy_nonoverlapping(d.kernargs.as_ptr(), cpu, d.kernargs.len()) };
@@ -541,6 +561,28 @@ impl Batch<'_> {
                 completion_signal: 0,
             }));
         Ok(self)
+    }
+
+    fn kernarg_space(&mut self, len: u64) -> Result<(u64, *mut u8)> {
+        if let Some((gpu, cpu, used, cap)) = &mut self.kernargs {
+            if *cap - *used >= len {
+                // SAFETY: `used + len <= cap`, inside the chunk this batch owns.
+                let r = (*gpu + *used, unsafe { cpu.add(*used as usize) });
+                *used += len;
+                return Ok(r);
+            }
+        }
+        // The first region of a batch is exact (single dispatches waste nothing); later ones
+        // take growing chunks so a large batch locks the kernarg ring only a few times.
+        let prev = self.kernargs.map_or(0, |k| k.3);
+        let cap = len.max(
+            (prev * 2)
+                .min(KERNARG_CHUNK)
+                .min(self.queue.0.kernarg_capacity),
+        );
+        let (gpu, cpu) = self.queue.kernarg_region(cap, &self.signal)?;
+        self.kernargs = Some((gpu, cpu, len, cap));
+        Ok((gpu, cpu))
     }
 
     fn barrier(&mut self, deps: &[&Signal], or: bool) -> Result<&mut Self> {

@@ -1,0 +1,153 @@
+//! Dispatch benchmarks on the emulated device:
+//! - host cost per packet (build + publish, excluding the wait), single and batches of 64;
+//! - empty round trip (submit a barrier packet, wait for its completion signal) with the packet
+//!   processor spin-polling, with p50/p99 printed from 20 000 samples;
+//! - throughput of two producer threads submitting batches to one queue.
+//!
+//! `cargo bench --bench dispatch`
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use kfdrt::emu::{EmuConfig, Preset, WorkGroup};
+use kfdrt::{AqlQueue, AqlQueueOptions, Dispatch, Kernel, Kfd};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn device(spin: bool) -> Kfd {
+    let mut c = EmuConfig::new(Preset::Gfx90a, 1);
+    c.spin_poll = spin;
+    Kfd::emulated(c).expect("emulated device")
+}
+
+fn setup(kfd: &Kfd) -> (AqlQueue, Kernel) {
+    let gpu = kfd.gpu(0).expect("gpu");
+    let kernel = gpu
+        .emulated_kernel("empty", 0, Arc::new(|_: &WorkGroup<'_>| Ok(())))
+        .expect("kernel");
+    let queue = gpu
+        .create_aql_queue(AqlQueueOptions {
+            size_packets: 1024,
+            ..Default::default()
+        })
+        .expect("queue");
+    (queue, kernel)
+}
+
+const WAIT: Option<Duration> = Some(Duration::from_secs(30));
+
+fn host_cost(c: &mut Criterion) {
+    let kfd = device(false);
+    let (queue, kernel) = setup(&kfd);
+    let mut g = c.benchmark_group("enqueue");
+    for batch in [1u64, 64] {
+        g.throughput(Throughput::Elements(batch));
+        g.bench_function(format!("dispatch_batch_{batch}"), |b| {
+            b.iter_custom(|iters| {
+                let mut spent = Duration::ZERO;
+                for _ in 0..iters {
+                    let t = Instant::now();
+                    let mut bt = queue.batch().expect("batch");
+                    for _ in 0..batch {
+                        bt.dispatch(&Dispatch::linear(&kernel, 1, 1, &[]))
+                            .expect("dispatch");
+                    }
+                    let s = bt.submit().expect("submit");
+                    spent += t.elapsed();
+                    s.wait(WAIT).expect("wait");
+                }
+                spent
+            })
+        });
+    }
+    g.finish();
+}
+
+fn round_trip(c: &mut Criterion) {
+    let kfd = device(true);
+    let (queue, _kernel) = setup(&kfd);
+    let mut g = c.benchmark_group("round_trip");
+    g.bench_function("empty_barrier_spin_poll", |b| {
+        b.iter(|| {
+            queue
+                .barrier_and(&[])
+                .expect("submit")
+                .wait(WAIT)
+                .expect("wait")
+        })
+    });
+    g.finish();
+    // Percentiles criterion does not report.
+    let mut samples: Vec<Duration> = (0..20_000)
+        .map(|_| {
+            let t = Instant::now();
+            queue
+                .barrier_and(&[])
+                .expect("submit")
+                .wait(WAIT)
+                .expect("wait");
+            t.elapsed()
+        })
+        .collect();
+    samples.sort_unstable();
+    let p = |q: f64| samples[((samples.len() - 1) as f64 * q) as usize];
+    println!(
+        "round_trip/empty_barrier_spin_poll percentiles over {} samples: p50 {:?}  p99 {:?}  max {:?}",
+        samples.len(),
+        p(0.50),
+        p(0.99),
+        p(1.0)
+    );
+}
+
+fn two_producers(c: &mut Criterion) {
+    let kfd = device(false);
+    let (queue, kernel) = setup(&kfd);
+    let kernel = Arc::new(kernel);
+    const BATCHES: u64 = 50;
+    const BATCH: u64 = 64;
+    let mut g = c.benchmark_group("throughput");
+    g.throughput(Throughput::Elements(2 * BATCHES * BATCH));
+    g.sample_size(10);
+    g.bench_function("two_producers_batches_of_64", |b| {
+        b.iter_custom(|iters| {
+            let t = Instant::now();
+            for _ in 0..iters {
+                let threads: Vec<_> = (0..2)
+                    .map(|_| {
+                        let (queue, kernel) = (queue.clone(), kernel.clone());
+                        std::thread::spawn(move || {
+                            let mut last = None;
+                            for _ in 0..BATCHES {
+                                let mut bt = queue.batch().expect("batch");
+                                for _ in 0..BATCH {
+                                    bt.dispatch(&Dispatch::linear(&kernel, 1, 1, &[]))
+                                        .expect("dispatch");
+                                }
+                                if let Some(s) = last.replace(bt.submit().expect("submit")) {
+                                    let s: kfdrt::Submission = s;
+                                    s.wait(WAIT).expect("wait");
+                                }
+                            }
+                            if let Some(s) = last {
+                                s.wait(WAIT).expect("wait");
+                            }
+                        })
+                    })
+                    .collect();
+                for th in threads {
+                    th.join().expect("producer");
+                }
+            }
+            t.elapsed()
+        })
+    });
+    g.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
+    targets = host_cost, round_trip, two_producers
+}
+criterion_main!(benches);
