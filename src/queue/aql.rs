@@ -253,7 +253,7 @@ impl Gpu {
             inactive,
             kernarg_capacity: kernarg_mem.allocated_size(),
             kernargs: std::sync::Mutex::new(KernargRing::new(kernarg_mem)),
-            ring_mem: ring_mem,
+            ring_mem,
             _amd_queue_mem: amd_queue_mem,
             _eop: eop,
             _cwsr: Some(cwsr),
