@@ -2,6 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::event::EventsPage;
+use crate::memory::suballoc::{SubAllocator, BLOCK_SIZE, DISABLE_ENV};
 use crate::queue::doorbell::{DoorbellPages, DOORBELL_PAGES_SIZE};
 use crate::signal::SignalPool;
 use crate::topology::{GpuInfo, Topology};
@@ -60,6 +61,9 @@ pub(crate) struct KfdShared {
     pub(crate) gpus: Vec<GpuState>,
     pub(crate) events_page: Mutex<Option<EventsPage>>,
     pub(crate) signals: Mutex<SignalPool>,
+    pub(crate) suballoc: Mutex<SubAllocator>,
+    /// Requests below this many bytes are suballocated (0 = never).
+    pub(crate) suballoc_threshold: std::sync::atomic::AtomicU64,
 }
 
 impl KfdShared {
@@ -72,6 +76,8 @@ impl Drop for KfdShared {
     fn drop(&mut self) {
         let signals = std::mem::take(self.signals.get_mut().unwrap_or_else(|p| p.into_inner()));
         signals.release(&*self.driver);
+        let mut sub = std::mem::take(self.suballoc.get_mut().unwrap_or_else(|p| p.into_inner()));
+        sub.release_all(self);
         for gpu in &mut self.gpus {
             if let Some(pages) = gpu
                 .doorbells
@@ -237,6 +243,8 @@ impl Kfd {
                 gpus,
                 events_page: Mutex::new(None),
                 signals: Mutex::new(SignalPool::default()),
+                suballoc: Mutex::new(SubAllocator::default()),
+                suballoc_threshold: std::sync::atomic::AtomicU64::new(default_threshold()),
             }),
         })
     }
@@ -314,6 +322,49 @@ impl Kfd {
             system: args.system_clock_counter,
             system_freq_hz: args.system_clock_freq,
         })
+    }
+}
+
+fn default_threshold() -> u64 {
+    match std::env::var(DISABLE_ENV) {
+        Ok(v) if v.trim() == "1" => 0,
+        _ => BLOCK_SIZE,
+    }
+}
+
+impl Kfd {
+    /// Sets the size below which allocations are carved from shared 2 MiB blocks (at most
+    /// 2 MiB; 0 turns suballocation off for later allocations).
+    pub fn set_suballocation_threshold(&self, bytes: u64) {
+        self.shared
+            .suballoc_threshold
+            .store(bytes.min(BLOCK_SIZE), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The current suballocation threshold.
+    pub fn suballocation_threshold(&self) -> u64 {
+        self.shared
+            .suballoc_threshold
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Returns every empty suballocator block to the driver.
+    pub fn trim_memory(&self) {
+        let mut sub = self
+            .shared
+            .suballoc
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        sub.trim(&self.shared);
+    }
+
+    /// KFD allocations the suballocator holds.
+    pub fn suballocator_blocks(&self) -> usize {
+        self.shared
+            .suballoc
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .blocks()
     }
 }
 

@@ -114,8 +114,10 @@ impl Gpu {
         let code = self.alloc_with(
             4096,
             AllocOptions {
-                kind: MemoryKind::HostVisibleVram,
                 executable: true,
+                // Code is aligned to 256 bytes; a page keeps the descriptor and entry together.
+                alignment: 4096,
+                ..AllocOptions::new(MemoryKind::HostVisibleVram)
             },
         )?;
         let kd = emulated_descriptor(kernarg_size, self.info().wave_size == 32);

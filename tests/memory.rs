@@ -22,7 +22,12 @@ fn every_kind_allocates_maps_and_is_accessible_where_it_should_be() {
     for kind in ALL_KINDS {
         let mut buf = gpu.alloc(10_000, kind).unwrap();
         assert_eq!(buf.size(), 10_000);
-        assert_eq!(buf.allocated_size(), 12_288);
+        assert!(buf.allocated_size() >= 10_000);
+        assert_eq!(
+            buf.is_suballocated(),
+            kind != MemoryKind::Pageable,
+            "{kind:?}"
+        );
         assert_eq!(buf.gpu_address() % 4096, 0);
         assert_eq!(buf.mapped_gpus(), vec![gpu.id()]);
         assert_eq!(buf.as_ptr().is_some(), kind.host_accessible(), "{kind:?}");
@@ -130,6 +135,7 @@ fn vram_over_capacity_is_out_of_memory() {
     ));
     drop(first);
     gpu.alloc(half, MemoryKind::DeviceLocal).unwrap();
+    kfd.trim_memory();
     assert_eq!(kfd.emulator().unwrap().stats().live_allocations, 0);
 }
 
@@ -143,6 +149,13 @@ fn ten_thousand_alloc_free_cycles_leave_nothing_behind() {
         let b = gpu.alloc(4096 * (1 + i % 7), kind).unwrap();
         assert!(emu.is_mapped(gpu.id(), b.gpu_address(), b.size()));
     }
+    // Small buffers come from 2 MiB blocks; at most one spare block per pool survives the frees.
+    assert!(
+        kfd.suballocator_blocks() <= 4,
+        "{} blocks kept",
+        kfd.suballocator_blocks()
+    );
+    kfd.trim_memory();
     let s = emu.stats();
     assert_eq!(s.live_allocations, 0);
     assert_eq!(emu.mapped_bytes(gpu.id()), Some(0));
@@ -216,5 +229,6 @@ fn injected_allocation_failure_is_typed_and_leaks_nothing() {
     assert_eq!(emu.stats().live_allocations, 1);
     gpu.alloc(4096, MemoryKind::DeviceLocal).unwrap();
     drop(keep);
+    kfd.trim_memory();
     assert_eq!(emu.stats().live_allocations, 0);
 }

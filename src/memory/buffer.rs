@@ -1,6 +1,7 @@
 //! [`Buffer`]: an owned GPU allocation with its mappings.
 
 use super::raw::RawAllocation;
+use super::suballoc::{Chunk, PoolKey};
 use super::MemoryKind;
 use crate::device::{Gpu, Kfd};
 use crate::error::{Error, Result};
@@ -14,6 +15,11 @@ pub struct AllocOptions {
     pub kind: MemoryKind,
     /// Whether the GPU may execute code from it (code objects, blit kernels).
     pub executable: bool,
+    /// Required alignment of the GPU address: a power of two up to 2 MiB (0 = the default:
+    /// 64 bytes for sub-allocations, a page or more for dedicated ones).
+    pub alignment: u64,
+    /// Give the buffer its own KFD allocation even when it is small (bypass the suballocator).
+    pub dedicated: bool,
 }
 
 impl AllocOptions {
@@ -22,6 +28,8 @@ impl AllocOptions {
         AllocOptions {
             kind,
             executable: false,
+            alignment: 0,
+            dedicated: false,
         }
     }
 }
@@ -33,10 +41,24 @@ impl AllocOptions {
 /// buffers their packets reference alive).
 pub struct Buffer {
     kfd: Kfd,
-    raw: Option<RawAllocation>,
+    backing: Option<Backing>,
     size: u64,
     /// GPU ids this buffer is mapped to, the owner first.
     mapped: Mutex<Vec<u32>>,
+}
+
+/// What memory a buffer owns.
+enum Backing {
+    /// A KFD allocation of its own.
+    Whole(RawAllocation),
+    /// A chunk of a suballocator block.
+    Sub {
+        chunk: Chunk,
+        va: u64,
+        cpu: Option<*mut u8>,
+        gpu_id: u32,
+        handle: u64,
+    },
 }
 
 // SAFETY: the buffer owns its allocation; the raw CPU pointer inside refers to a shared mapping
@@ -62,9 +84,48 @@ impl Gpu {
         self.alloc_with(size, AllocOptions::new(kind))
     }
 
-    /// Allocates with explicit [`AllocOptions`].
+    /// Allocates with explicit [`AllocOptions`]. Requests below the suballocation threshold
+    /// (2 MiB by default; see [`Kfd::set_suballocation_threshold`]) come from shared 2 MiB blocks,
+    /// unless the kind is pageable, the options ask for a dedicated allocation, or
+    /// `KFDRT_DISABLE_SUBALLOCATOR=1` was set when the Kfd opened.
     pub fn alloc_with(&self, size: u64, options: AllocOptions) -> Result<Buffer> {
+        let a = options.alignment;
+        if a != 0 && (!a.is_power_of_two() || a > super::suballoc::BLOCK_SIZE) {
+            return Err(Error::InvalidArgument(format!(
+                "alignment {a} is not a power of two up to 2 MiB"
+            )));
+        }
+        if size == 0 {
+            return Err(Error::InvalidArgument("allocation size is 0".into()));
+        }
         let info = self.info();
+        let shared = &self.kfd.shared;
+        let threshold = shared
+            .suballoc_threshold
+            .load(std::sync::atomic::Ordering::Relaxed);
+        if !options.dedicated && options.kind != MemoryKind::Pageable && size < threshold {
+            let key = PoolKey {
+                gpu_index: self.index,
+                kind: options.kind,
+                executable: options.executable,
+            };
+            let mut sub = shared.suballoc.lock().unwrap_or_else(|p| p.into_inner());
+            let (chunk, va, cpu) = sub.alloc(shared, key, size, a)?;
+            let handle = sub.block_raw(&chunk).map_or(0, |r| r.handle);
+            drop(sub);
+            return Ok(Buffer {
+                kfd: self.kfd.clone(),
+                backing: Some(Backing::Sub {
+                    chunk,
+                    va,
+                    cpu,
+                    gpu_id: info.gpu_id,
+                    handle,
+                }),
+                size,
+                mapped: Mutex::new(vec![info.gpu_id]),
+            });
+        }
         let raw = RawAllocation::new(
             &**self.kfd.driver(),
             info.gpu_id,
@@ -75,7 +136,7 @@ impl Gpu {
         )?;
         Ok(Buffer {
             kfd: self.kfd.clone(),
-            raw: Some(raw),
+            backing: Some(Backing::Whole(raw)),
             size,
             mapped: Mutex::new(vec![info.gpu_id]),
         })
@@ -83,16 +144,19 @@ impl Gpu {
 }
 
 impl Buffer {
-    fn raw(&self) -> &RawAllocation {
-        // `raw` is only taken in Drop.
-        self.raw
+    fn backing(&self) -> &Backing {
+        // `backing` is only taken in Drop.
+        self.backing
             .as_ref()
             .unwrap_or_else(|| unreachable!("buffer used after drop"))
     }
 
     /// The GPU virtual address (equal to the CPU address where the CPU can access it).
     pub fn gpu_address(&self) -> u64 {
-        self.raw().va.addr
+        match self.backing() {
+            Backing::Whole(r) => r.va.addr,
+            Backing::Sub { va, .. } => *va,
+        }
     }
 
     /// The size requested, in bytes.
@@ -100,29 +164,50 @@ impl Buffer {
         self.size
     }
 
-    /// The size of the underlying allocation (rounded up to a page).
+    /// The bytes reserved for the buffer: the page-rounded size of a dedicated allocation, or
+    /// the power-of-two chunk of a sub-allocation.
     pub fn allocated_size(&self) -> u64 {
-        self.raw().va.len
+        match self.backing() {
+            Backing::Whole(r) => r.va.len,
+            Backing::Sub { chunk, .. } => chunk.size(),
+        }
+    }
+
+    /// Whether the buffer is a chunk of a shared suballocator block.
+    pub fn is_suballocated(&self) -> bool {
+        matches!(self.backing(), Backing::Sub { .. })
     }
 
     /// The memory kind.
     pub fn kind(&self) -> MemoryKind {
-        self.raw().kind
+        match self.backing() {
+            Backing::Whole(r) => r.kind,
+            Backing::Sub { chunk, .. } => chunk.key.kind,
+        }
     }
 
-    /// KFD's handle of the allocation.
+    /// KFD's handle of the allocation (of the shared block for a sub-allocation).
     pub fn handle(&self) -> u64 {
-        self.raw().handle
+        match self.backing() {
+            Backing::Whole(r) => r.handle,
+            Backing::Sub { handle, .. } => *handle,
+        }
     }
 
     /// The GPU that owns the allocation.
     pub fn owner_gpu_id(&self) -> u32 {
-        self.raw().gpu_id
+        match self.backing() {
+            Backing::Whole(r) => r.gpu_id,
+            Backing::Sub { gpu_id, .. } => *gpu_id,
+        }
     }
 
     /// The CPU pointer, or `None` for device-local VRAM.
     pub fn as_ptr(&self) -> Option<*mut u8> {
-        self.raw().cpu_ptr()
+        match self.backing() {
+            Backing::Whole(r) => r.cpu_ptr(),
+            Backing::Sub { cpu, .. } => *cpu,
+        }
     }
 
     /// The contents as a byte slice, or `None` when the CPU cannot access this kind.
@@ -190,14 +275,23 @@ impl Buffer {
         }
     }
 
-    /// Maps the buffer to `gpu` too (peer access). Mapping twice is a no-op.
+    /// Maps the buffer to `gpu` too (peer access). Mapping twice is a no-op. A sub-allocated
+    /// buffer shares its 2 MiB block, so the peer sees the whole block (page tables work in
+    /// blocks); the block stays mapped while any of its buffers asks for the peer.
     pub fn map_to(&self, gpu: &Gpu) -> Result<()> {
         self.same_kfd(gpu)?;
         let mut mapped = self.mapped.lock().unwrap_or_else(|p| p.into_inner());
         if mapped.contains(&gpu.id()) {
             return Ok(());
         }
-        self.raw().map_to_gpus(&**self.kfd.driver(), &[gpu.id()])?;
+        let shared = &self.kfd.shared;
+        match self.backing() {
+            Backing::Whole(r) => r.map_to_gpus(&*shared.driver, &[gpu.id()])?,
+            Backing::Sub { chunk, .. } => {
+                let mut sub = shared.suballoc.lock().unwrap_or_else(|p| p.into_inner());
+                sub.map_peer(shared, chunk, gpu.id())?
+            }
+        }
         mapped.push(gpu.id());
         Ok(())
     }
@@ -217,26 +311,57 @@ impl Buffer {
                 gpu.id()
             )));
         };
-        self.raw()
-            .unmap_from_gpus(&**self.kfd.driver(), &[gpu.id()])?;
+        self.unmap_peer(gpu.id())?;
         mapped.remove(pos);
         Ok(())
     }
 
-    /// Unmaps the buffer from its own GPU and maps it again (contents are kept).
+    fn unmap_peer(&self, gpu_id: u32) -> Result<()> {
+        let shared = &self.kfd.shared;
+        match self.backing() {
+            Backing::Whole(r) => r.unmap_from_gpus(&*shared.driver, &[gpu_id]),
+            Backing::Sub { chunk, .. } => {
+                let mut sub = shared.suballoc.lock().unwrap_or_else(|p| p.into_inner());
+                sub.unmap_peer(shared, chunk, gpu_id)
+            }
+        }
+    }
+
+    /// Unmaps the buffer from its own GPU and maps it again (contents are kept). For a
+    /// sub-allocation this remaps its whole block: only call it while the GPU is idle.
     pub fn remap(&self) -> Result<()> {
         let owner = [self.owner_gpu_id()];
-        let driver = &**self.kfd.driver();
-        self.raw().unmap_from_gpus(driver, &owner)?;
-        self.raw().map_to_gpus(driver, &owner)
+        let shared = &self.kfd.shared;
+        let sub;
+        let raw = match self.backing() {
+            Backing::Whole(r) => r,
+            Backing::Sub { chunk, .. } => {
+                sub = shared.suballoc.lock().unwrap_or_else(|p| p.into_inner());
+                sub.block_raw(chunk)
+                    .ok_or_else(|| Error::InvalidArgument("suballocator block vanished".into()))?
+            }
+        };
+        raw.unmap_from_gpus(&*shared.driver, &owner)?;
+        raw.map_to_gpus(&*shared.driver, &owner)
     }
 }
 
 impl Drop for Buffer {
     fn drop(&mut self) {
         let mapped = std::mem::take(self.mapped.get_mut().unwrap_or_else(|p| p.into_inner()));
-        if let Some(raw) = self.raw.take() {
-            raw.release(&**self.kfd.driver(), &mapped);
+        match self.backing.take() {
+            Some(Backing::Whole(raw)) => raw.release(&**self.kfd.driver(), &mapped),
+            Some(Backing::Sub { chunk, gpu_id, .. }) => {
+                let shared = &self.kfd.shared;
+                let mut sub = shared.suballoc.lock().unwrap_or_else(|p| p.into_inner());
+                for peer in mapped.into_iter().filter(|&g| g != gpu_id) {
+                    if let Err(e) = sub.unmap_peer(shared, &chunk, peer) {
+                        log::warn!("kfdrt: dropping peer mapping at free: {e}");
+                    }
+                }
+                sub.free(shared, chunk);
+            }
+            None => {}
         }
     }
 }

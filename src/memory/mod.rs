@@ -3,6 +3,7 @@
 
 mod buffer;
 pub(crate) mod raw;
+pub mod suballoc;
 pub mod va;
 
 pub use buffer::{AllocOptions, Buffer};

@@ -1,0 +1,339 @@
+//! The suballocator: small allocations carved out of 2 MiB KFD blocks.
+//!
+//! An ML runtime makes thousands of small allocations; one KFD allocation each would cost an
+//! ioctl and an mmap apiece and scatter small GPU mappings that defeat huge pages. Requests below
+//! the threshold (default 2 MiB) are instead served from 2 MiB blocks, one pool per
+//! (GPU, memory kind, executable).
+//!
+//! Algorithm: a binary buddy allocator per block, with per-order free sets shared by all blocks
+//! of a pool. Sizes round up to a power of two from 64 bytes to 2 MiB, so every chunk is
+//! naturally aligned to its size and any power-of-two alignment up to the block size is met by
+//! rounding the size up to the alignment. Allocation and free are O(log(2 MiB / 64 B)) = at most
+//! 15 set operations each, independent of how many allocations are live; neighbours merge on
+//! free, so a fully freed block is whole again. The cost is internal fragmentation of up to 2x
+//! for sizes just above a power of two (reported by the allocator benchmark).
+//!
+//! Hysteresis: a pool keeps one empty block for the next burst and returns further empty blocks
+//! to KFD at once; [`crate::Kfd::trim_memory`] returns all of them.
+
+use super::raw::RawAllocation;
+use super::MemoryKind;
+use crate::device::KfdShared;
+use crate::error::{Error, Result};
+use std::collections::{BTreeSet, HashMap};
+
+/// Size of a block taken from KFD.
+pub const BLOCK_SIZE: u64 = 2 << 20;
+/// Smallest chunk.
+pub const MIN_CHUNK: u64 = 64;
+const ORDERS: usize = 16; // 64 B << 15 = 2 MiB
+/// Environment variable that turns the suballocator off.
+pub const DISABLE_ENV: &str = "KFDRT_DISABLE_SUBALLOCATOR";
+
+/// Which pool a sub-allocation comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct PoolKey {
+    pub(crate) gpu_index: usize,
+    pub(crate) kind: MemoryKind,
+    pub(crate) executable: bool,
+}
+
+/// Where a sub-allocation lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Chunk {
+    pub(crate) key: PoolKey,
+    pub(crate) block: u32,
+    pub(crate) offset: u64,
+    pub(crate) order: u8,
+}
+
+impl Chunk {
+    pub(crate) fn size(&self) -> u64 {
+        MIN_CHUNK << self.order
+    }
+}
+
+struct Block {
+    raw: RawAllocation,
+    used: u64,
+    /// Peer GPUs this block is mapped to, with the number of buffers that asked for each.
+    peers: HashMap<u32, usize>,
+}
+
+#[derive(Default)]
+struct Pool {
+    blocks: Vec<Option<Block>>,
+    /// Free chunks per order as (block, offset).
+    free: [BTreeSet<(u32, u64)>; ORDERS],
+    empty_blocks: usize,
+}
+
+/// All pools of a process.
+#[derive(Default)]
+pub(crate) struct SubAllocator {
+    pools: HashMap<PoolKey, Pool>,
+}
+
+/// The order whose chunk fits `size` bytes aligned to `align`.
+pub(crate) fn order_for(size: u64, align: u64) -> Option<u8> {
+    let need = size.max(align).max(MIN_CHUNK).checked_next_power_of_two()?;
+    if need > BLOCK_SIZE {
+        return None;
+    }
+    Some((need / MIN_CHUNK).trailing_zeros() as u8)
+}
+
+impl Pool {
+    fn take(&mut self, order: usize) -> Option<(u32, u64)> {
+        // Smallest free chunk of at least `order`, split down.
+        let from = (order..ORDERS).find(|&o| !self.free[o].is_empty())?;
+        let (block, offset) = self.free[from].pop_first()?;
+        for o in (order..from).rev() {
+            self.free[o].insert((block, offset + (MIN_CHUNK << o)));
+        }
+        Some((block, offset))
+    }
+
+    fn give_back(&mut self, block: u32, mut offset: u64, mut order: usize) {
+        while order + 1 < ORDERS {
+            let buddy = offset ^ (MIN_CHUNK << order);
+            if !self.free[order].remove(&(block, buddy)) {
+                break;
+            }
+            offset = offset.min(buddy);
+            order += 1;
+        }
+        self.free[order].insert((block, offset));
+    }
+}
+
+impl SubAllocator {
+    /// Allocates a chunk for `size` bytes aligned to `align`, growing the pool from KFD when needed.
+    pub(crate) fn alloc(
+        &mut self,
+        shared: &KfdShared,
+        key: PoolKey,
+        size: u64,
+        align: u64,
+    ) -> Result<(Chunk, u64, Option<*mut u8>)> {
+        let order = order_for(size, align).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "{size} bytes at alignment {align} do not fit a block"
+            ))
+        })?;
+        let pool = self.pools.entry(key).or_default();
+        let (block, offset) = match pool.take(order as usize) {
+            Some(c) => c,
+            None => {
+                let gpu = &shared.gpus[key.gpu_index];
+                let raw = RawAllocation::new(
+                    &*shared.driver,
+                    gpu.info.gpu_id,
+                    gpu.info.drm_render_minor,
+                    BLOCK_SIZE,
+                    key.kind,
+                    key.executable,
+                )?;
+                let slot = match pool.blocks.iter().position(Option::is_none) {
+                    Some(i) => i,
+                    None => {
+                        pool.blocks.push(None);
+                        pool.blocks.len() - 1
+                    }
+                };
+                pool.blocks[slot] = Some(Block {
+                    raw,
+                    used: 0,
+                    peers: HashMap::new(),
+                });
+                pool.empty_blocks += 1;
+                pool.free[ORDERS - 1].insert((slot as u32, 0));
+                pool.take(order as usize)
+                    .ok_or_else(|| Error::InvalidArgument("empty block refused a chunk".into()))?
+            }
+        };
+        let Some(b) = pool.blocks.get_mut(block as usize).and_then(Option::as_mut) else {
+            return Err(Error::InvalidArgument("suballocator block vanished".into()));
+        };
+        if b.used == 0 {
+            pool.empty_blocks -= 1;
+        }
+        let chunk = Chunk {
+            key,
+            block,
+            offset,
+            order,
+        };
+        b.used += chunk.size();
+        let va = b.raw.va.addr + offset;
+        let cpu = b.raw.cpu_ptr().map(|p| {
+            // SAFETY: `offset` < BLOCK_SIZE, inside the block's mapping.
+            unsafe { p.add(offset as usize) }
+        });
+        Ok((chunk, va, cpu))
+    }
+
+    /// Returns a chunk; a block left empty goes back to KFD unless it is the pool's spare.
+    pub(crate) fn free(&mut self, shared: &KfdShared, chunk: Chunk) {
+        let Some(pool) = self.pools.get_mut(&chunk.key) else {
+            return;
+        };
+        let Some(b) = pool
+            .blocks
+            .get_mut(chunk.block as usize)
+            .and_then(Option::as_mut)
+        else {
+            return;
+        };
+        b.used -= chunk.size();
+        let now_empty = b.used == 0;
+        pool.give_back(chunk.block, chunk.offset, chunk.order as usize);
+        if now_empty {
+            pool.empty_blocks += 1;
+            if pool.empty_blocks > 1 {
+                release_block(shared, pool, chunk.block);
+            }
+        }
+    }
+
+    /// Returns every empty block to KFD.
+    pub(crate) fn trim(&mut self, shared: &KfdShared) {
+        for pool in self.pools.values_mut() {
+            let empty: Vec<u32> = pool
+                .blocks
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| b.as_ref().is_some_and(|b| b.used == 0))
+                .map(|(i, _)| i as u32)
+                .collect();
+            for i in empty {
+                release_block(shared, pool, i);
+            }
+        }
+    }
+
+    /// Releases everything (process teardown; no buffer is alive any more).
+    pub(crate) fn release_all(&mut self, shared: &KfdShared) {
+        for (_, pool) in self.pools.drain() {
+            for b in pool.blocks.into_iter().flatten() {
+                let mut mapped = vec![b.raw.gpu_id];
+                mapped.extend(b.peers.keys());
+                b.raw.release(&*shared.driver, &mapped);
+            }
+        }
+    }
+
+    /// KFD blocks currently held.
+    pub(crate) fn blocks(&self) -> usize {
+        self.pools
+            .values()
+            .map(|p| p.blocks.iter().flatten().count())
+            .sum()
+    }
+
+    /// Handle, block VA and owner of the block behind a chunk.
+    pub(crate) fn block_raw(&self, chunk: &Chunk) -> Option<&RawAllocation> {
+        self.pools
+            .get(&chunk.key)?
+            .blocks
+            .get(chunk.block as usize)?
+            .as_ref()
+            .map(|b| &b.raw)
+    }
+
+    /// Maps the block behind `chunk` to peer `gpu_id` (counted per buffer).
+    pub(crate) fn map_peer(
+        &mut self,
+        shared: &KfdShared,
+        chunk: &Chunk,
+        gpu_id: u32,
+    ) -> Result<()> {
+        let b = self.block_mut(chunk)?;
+        let n = b.peers.entry(gpu_id).or_insert(0);
+        if *n == 0 {
+            b.raw.map_to_gpus(&*shared.driver, &[gpu_id])?;
+        }
+        *n += 1;
+        Ok(())
+    }
+
+    /// Drops one buffer's claim on the peer mapping; unmaps the block when it was the last.
+    pub(crate) fn unmap_peer(
+        &mut self,
+        shared: &KfdShared,
+        chunk: &Chunk,
+        gpu_id: u32,
+    ) -> Result<()> {
+        let b = self.block_mut(chunk)?;
+        let Some(n) = b.peers.get_mut(&gpu_id) else {
+            return Err(Error::InvalidArgument(format!(
+                "block not mapped to GPU {gpu_id:#x}"
+            )));
+        };
+        if *n == 1 {
+            b.raw.unmap_from_gpus(&*shared.driver, &[gpu_id])?;
+            b.peers.remove(&gpu_id);
+        } else {
+            *n -= 1;
+        }
+        Ok(())
+    }
+
+    fn block_mut(&mut self, chunk: &Chunk) -> Result<&mut Block> {
+        self.pools
+            .get_mut(&chunk.key)
+            .and_then(|p| p.blocks.get_mut(chunk.block as usize))
+            .and_then(Option::as_mut)
+            .ok_or_else(|| Error::InvalidArgument("suballocator block vanished".into()))
+    }
+}
+
+fn release_block(shared: &KfdShared, pool: &mut Pool, block: u32) {
+    let Some(b) = pool.blocks.get_mut(block as usize).and_then(Option::take) else {
+        return;
+    };
+    pool.free[ORDERS - 1].remove(&(block, 0));
+    pool.empty_blocks -= 1;
+    let mut mapped = vec![b.raw.gpu_id];
+    mapped.extend(b.peers.keys());
+    b.raw.release(&*shared.driver, &mapped);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn orders() {
+        assert_eq!(order_for(1, 1), Some(0));
+        assert_eq!(order_for(64, 1), Some(0));
+        assert_eq!(order_for(65, 1), Some(1));
+        assert_eq!(order_for(100, 4096), Some(6));
+        assert_eq!(order_for(BLOCK_SIZE, 1), Some(15));
+        assert_eq!(order_for(BLOCK_SIZE + 1, 1), None);
+        assert_eq!(order_for(64, BLOCK_SIZE * 2), None);
+    }
+
+    #[test]
+    fn buddy_split_and_merge() {
+        let mut p = Pool::default();
+        p.free[ORDERS - 1].insert((0, 0));
+        let a = p.take(0).unwrap();
+        let b = p.take(0).unwrap();
+        assert_eq!(a, (0, 0));
+        assert_eq!(b, (0, 64));
+        let c = p.take(3).unwrap();
+        assert_eq!(c.1 % 512, 0, "chunks are aligned to their size");
+        p.give_back(0, a.1, 0);
+        p.give_back(0, b.1, 0);
+        p.give_back(0, c.1, 3);
+        assert_eq!(
+            p.free[ORDERS - 1].len(),
+            1,
+            "everything merged back into one block"
+        );
+        for o in 0..ORDERS - 1 {
+            assert!(p.free[o].is_empty());
+        }
+    }
+}
