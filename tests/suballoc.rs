@@ -1,0 +1,245 @@
+//! Suballocator and placement tests.
+
+mod common;
+
+use kfdrt::emu::Preset;
+use kfdrt::{AllocOptions, Buffer, Error, Kfd, MemoryKind};
+use proptest::prelude::*;
+use std::sync::Arc;
+
+const SMALL_KINDS: [MemoryKind; 4] = [
+    MemoryKind::DeviceLocal,
+    MemoryKind::HostVisibleVram,
+    MemoryKind::GttCoherent,
+    MemoryKind::GttUncached,
+];
+
+fn check_no_overlap(live: &[Buffer]) {
+    let mut ranges: Vec<(u64, u64)> = live
+        .iter()
+        .map(|b| (b.gpu_address(), b.gpu_address() + b.size()))
+        .collect();
+    ranges.sort_unstable();
+    for w in ranges.windows(2) {
+        assert!(
+            w[0].1 <= w[1].0,
+            "live allocations overlap: {:#x?} and {:#x?}",
+            w[0],
+            w[1]
+        );
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #[test]
+    fn random_alloc_free_sequences(ops in prop::collection::vec((1u64..300_000, 0u32..13, any::<bool>(), 0usize..4), 1..120)) {
+        let kfd = common::emulated(Preset::Gfx90a, 1);
+        let gpu = kfd.gpu(0).unwrap();
+        let mut live: Vec<Buffer> = Vec::new();
+        for (size, align_log, free_one, kind) in ops {
+            if free_one && !live.is_empty() {
+                let i = (size as usize) % live.len();
+                live.swap_remove(i);
+                continue;
+            }
+            let alignment = 64u64 << align_log; // 64 B .. 256 KiB
+            let opts = AllocOptions { alignment, ..AllocOptions::new(SMALL_KINDS[kind]) };
+            let b = gpu.alloc_with(size, opts).unwrap();
+            prop_assert_eq!(b.gpu_address() % alignment, 0, "alignment {} not met", alignment);
+            prop_assert!(b.allocated_size() >= size);
+            prop_assert!(kfd.emulator().unwrap().is_mapped(gpu.id(), b.gpu_address(), size));
+            live.push(b);
+            check_no_overlap(&live);
+        }
+        drop(live);
+        kfd.trim_memory();
+        prop_assert_eq!(kfd.emulator().unwrap().stats().live_allocations, 0);
+    }
+}
+
+#[test]
+fn sub_allocations_write_through_to_the_gpu_view() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let emu = kfd.emulator().unwrap().clone();
+    let a = gpu.alloc(100, MemoryKind::GttCoherent).unwrap();
+    let b = gpu.alloc(100, MemoryKind::GttCoherent).unwrap();
+    assert!(a.is_suballocated() && b.is_suballocated());
+    assert_eq!(a.handle(), b.handle(), "both come from one block");
+    a.write(0, &[1, 2, 3, 4]).unwrap();
+    b.write(0, &[9, 9, 9, 9]).unwrap();
+    let vm = emu.gpu_vm(gpu.id()).unwrap();
+    assert_eq!(
+        vm.read_u32(a.gpu_address()).unwrap(),
+        u32::from_le_bytes([1, 2, 3, 4])
+    );
+    assert_eq!(
+        vm.read_u32(b.gpu_address()).unwrap(),
+        u32::from_le_bytes([9, 9, 9, 9])
+    );
+}
+
+#[test]
+fn many_small_allocations_share_few_blocks() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let emu = kfd.emulator().unwrap().clone();
+    let live: Vec<Buffer> = (0..20_000)
+        .map(|_| gpu.alloc(64, MemoryKind::DeviceLocal).unwrap())
+        .collect();
+    let used = 20_000 * 64u64;
+    let blocks = emu.stats().live_allocations as u64;
+    assert!(
+        blocks <= used.div_ceil(2 << 20),
+        "{blocks} KFD allocations for {used} bytes"
+    );
+    drop(live);
+    kfd.trim_memory();
+    assert_eq!(emu.stats().live_allocations, 0);
+}
+
+#[test]
+fn four_threads_allocate_and_free_concurrently() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let threads: Vec<_> = (0..4u64)
+        .map(|t| {
+            let gpu = gpu.clone();
+            std::thread::spawn(move || {
+                let mut live = Vec::new();
+                for i in 0..5_000u64 {
+                    let size = 64 + (i * 37 + t * 101) % 20_000;
+                    live.push(gpu.alloc(size, SMALL_KINDS[(i % 4) as usize]).unwrap());
+                    if i % 3 == 0 {
+                        live.swap_remove((i as usize * 7) % live.len());
+                    }
+                }
+                live
+            })
+        })
+        .collect();
+    let mut all: Vec<Buffer> = Vec::new();
+    for t in threads {
+        all.extend(t.join().unwrap());
+    }
+    check_no_overlap(&all);
+    drop(all);
+    kfd.trim_memory();
+    assert_eq!(kfd.emulator().unwrap().stats().live_allocations, 0);
+}
+
+#[test]
+fn large_allocations_are_fully_2mib_mappable() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let emu = kfd.emulator().unwrap().clone();
+    for size in [2u64 << 20, 6 << 20, 64 << 20] {
+        let b = gpu.alloc(size, MemoryKind::DeviceLocal).unwrap();
+        assert!(!b.is_suballocated());
+        let stats = emu.page_size_stats(gpu.id()).unwrap();
+        assert_eq!(stats.bytes_2m, size, "{size}: {stats:?}");
+        assert_eq!(stats.bytes_64k + stats.bytes_4k, 0);
+        drop(b);
+    }
+    // Suballocator blocks are 2 MiB-mappable too.
+    let small = gpu.alloc(4096, MemoryKind::DeviceLocal).unwrap();
+    assert_eq!(emu.page_size_stats(gpu.id()).unwrap().bytes_2m, 2 << 20);
+    drop(small);
+}
+
+#[test]
+fn out_of_memory_is_typed_and_keeps_nothing() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let emu = kfd.emulator().unwrap().clone();
+    // Fill one block, then make the next block allocation fail.
+    let first: Vec<Buffer> = (0..32)
+        .map(|_| gpu.alloc(64 << 10, MemoryKind::GttCoherent).unwrap())
+        .collect();
+    assert_eq!(emu.stats().live_allocations, 1);
+    emu.faults().fail_nth_allocation(1);
+    match gpu.alloc(64 << 10, MemoryKind::GttCoherent) {
+        Err(Error::OutOfMemory { .. }) => {}
+        other => panic!("expected OutOfMemory, got {other:?}"),
+    }
+    assert_eq!(
+        emu.stats().live_allocations,
+        1,
+        "the failed attempt left nothing behind"
+    );
+    drop(first);
+    kfd.trim_memory();
+    assert_eq!(emu.stats().live_allocations, 0);
+}
+
+#[test]
+fn disabling_and_dedicated_allocations_bypass_the_suballocator() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let b = gpu
+        .alloc_with(
+            4096,
+            AllocOptions {
+                dedicated: true,
+                ..AllocOptions::new(MemoryKind::GttCoherent)
+            },
+        )
+        .unwrap();
+    assert!(!b.is_suballocated());
+    kfd.set_suballocation_threshold(0);
+    assert!(!gpu
+        .alloc(64, MemoryKind::DeviceLocal)
+        .unwrap()
+        .is_suballocated());
+    kfd.set_suballocation_threshold(1 << 20);
+    assert!(gpu
+        .alloc(64, MemoryKind::DeviceLocal)
+        .unwrap()
+        .is_suballocated());
+    assert!(!gpu
+        .alloc(1 << 20, MemoryKind::DeviceLocal)
+        .unwrap()
+        .is_suballocated());
+    assert!(matches!(
+        gpu.alloc_with(
+            64,
+            AllocOptions {
+                alignment: 3,
+                ..AllocOptions::new(MemoryKind::DeviceLocal)
+            }
+        ),
+        Err(Error::InvalidArgument(_))
+    ));
+}
+
+#[test]
+fn sub_allocation_peer_mapping_follows_its_block() {
+    let kfd = common::emulated(Preset::Gfx90a, 2);
+    let (g0, g1) = (kfd.gpu(0).unwrap(), kfd.gpu(1).unwrap());
+    let emu = kfd.emulator().unwrap().clone();
+    let a = gpu_small(&g0);
+    let b = gpu_small(&g0);
+    a.map_to(&g1).unwrap();
+    b.map_to(&g1).unwrap();
+    assert!(emu.is_mapped(g1.id(), a.gpu_address(), a.size()));
+    a.unmap_from(&g1).unwrap();
+    assert!(
+        emu.is_mapped(g1.id(), b.gpu_address(), b.size()),
+        "b still needs the block on the peer"
+    );
+    drop(b);
+    assert!(
+        !emu.is_mapped(g1.id(), a.gpu_address(), 1),
+        "last claim gone: block unmapped from the peer"
+    );
+    let kfd2: Kfd = kfd.clone();
+    drop(a);
+    kfd2.trim_memory();
+    assert_eq!(emu.stats().live_allocations, 0);
+    let _ = Arc::strong_count(&emu);
+}
+
+fn gpu_small(g: &kfdrt::Gpu) -> Buffer {
+    g.alloc(1000, MemoryKind::DeviceLocal).unwrap()
+}
