@@ -243,3 +243,28 @@ fn sub_allocation_peer_mapping_follows_its_block() {
 fn gpu_small(g: &kfdrt::Gpu) -> Buffer {
     g.alloc(1000, MemoryKind::DeviceLocal).unwrap()
 }
+
+#[test]
+fn caller_memory_is_registered_while_borrowed() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let emu = kfd.emulator().unwrap().clone();
+    let mut data = vec![0u8; 3 * 4096 + 100];
+    data[5000] = 42;
+    {
+        let reg = gpu.register_host_memory(&mut data[..]).unwrap();
+        assert!(emu.is_mapped(gpu.id(), reg.gpu_address(), reg.len()));
+        let vm = emu.gpu_vm(gpu.id()).unwrap();
+        let mut b = [0u8; 1];
+        vm.read(reg.gpu_address() + 5000, &mut b).unwrap();
+        assert_eq!(b[0], 42, "the GPU sees the caller's bytes");
+        vm.write(reg.gpu_address() + 7, &[7]).unwrap();
+        assert_eq!(emu.stats().live_allocations, 1);
+    }
+    assert_eq!(data[7], 7, "GPU writes land in the caller's memory");
+    assert_eq!(emu.stats().live_allocations, 0);
+    assert!(matches!(
+        gpu.register_host_memory(&mut []),
+        Err(Error::InvalidArgument(_))
+    ));
+}

@@ -1,12 +1,20 @@
 //! GPU-accessible memory: [`Buffer`]s of device-local VRAM, host-visible VRAM, GTT and pageable
 //! host memory, mapped to one or more GPUs.
+//!
+//! Placement follows ROCr: kfdrt's own queues, signals and events live in GTT (kernel-pinned,
+//! uncached where both sides poll), while bulk host memory should be [`MemoryKind::Pageable`]
+//! (USERPTR: ordinary pageable memory with the full system capacity) or caller-owned memory
+//! registered with [`crate::Gpu::register_host_memory`]. Small VRAM and GTT buffers come from the
+//! [`suballoc`] pools; large ones get their own 2 MiB-aligned allocation ([`va`]).
 
 mod buffer;
+mod host;
 pub(crate) mod raw;
 pub mod suballoc;
 pub mod va;
 
 pub use buffer::{AllocOptions, Buffer};
+pub use host::HostRegistration;
 
 /// What memory a [`Buffer`] is made of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
