@@ -98,7 +98,6 @@ pub(crate) struct AqlQueueShared {
     size_packets: u32,
     inactive: Signal,
     kernargs: std::sync::Mutex<KernargRing>,
-    kernarg_capacity: u64,
     // Memory the packet processor uses; freed after DESTROY_QUEUE, in Drop.
     ring_mem: Buffer,
     _amd_queue_mem: Buffer,
@@ -251,7 +250,6 @@ impl Gpu {
             amd_queue: q_ptr,
             size_packets: n,
             inactive,
-            kernarg_capacity: kernarg_mem.allocated_size(),
             kernargs: std::sync::Mutex::new(KernargRing::new(kernarg_mem)),
             ring_mem,
             _amd_queue_mem: amd_queue_mem,
@@ -394,13 +392,13 @@ pub struct Batch<'q> {
     signal: Signal,
     packets: Vec<Packet>,
     submitted: bool,
-    /// Kernel-argument memory taken for this batch: (GPU address, CPU pointer, used, capacity).
-    /// Taken a chunk at a time so a batch locks the queue's kernarg ring once, not per packet.
-    kernargs: Option<(u64, *mut u8, u64, u64)>,
+    /// Kernel arguments of the batch's dispatches, staged here and copied into the queue's
+    /// kernarg memory at submission: taking that memory only when the batch is complete means
+    /// no half-built batch can pin it while others wait for it.
+    kernarg_bytes: Vec<u8>,
+    /// Packets whose `kernarg_address` is an offset into `kernarg_bytes` until submission.
+    kernarg_fixups: Vec<usize>,
 }
-
-/// Kernel-argument bytes a batch takes from the queue at a time.
-const KERNARG_CHUNK: u64 = 4096;
 
 impl Drop for Batch<'_> {
     fn drop(&mut self) {
@@ -479,7 +477,8 @@ impl AqlQueue {
             signal,
             packets: Vec::with_capacity(8),
             submitted: false,
-            kernargs: None,
+            kernarg_bytes: Vec::new(),
+            kernarg_fixups: Vec::new(),
         })
     }
 
@@ -542,10 +541,13 @@ impl Batch<'_> {
             .max(1) as u64)
             .div_ceil(super::kernarg::KERNARG_ALIGN)
             * super::kernarg::KERNARG_ALIGN;
-        let (gpu_addr, cpu) = self.kernarg_space(len)?;
-        // SAFETY: the region is `len` >= kernargs.len() bytes of host-visible memory reserved for
-        // this submission alone.
-        unsafe { std::ptr::copy_nonoverlapping(d.kernargs.as_ptr(), cpu, d.kernargs.len()) };
+        let align = super::kernarg::KERNARG_ALIGN as usize;
+        let offset = self.kernarg_bytes.len().div_ceil(align) * align;
+        self.kernarg_bytes.resize(offset + len as usize, 0);
+        self.kernarg_bytes[offset..offset + d.kernargs.len()].copy_from_slice(d.kernargs);
+        self.kernarg_fixups.push(self.packets.len());
+        // An offset into the staged bytes until `place_kernargs` makes it an address.
+        let gpu_addr = offset as u64;
         self.packets
             .push(Packet::KernelDispatch(KernelDispatchPacket {
                 barrier: false,
@@ -561,28 +563,6 @@ impl Batch<'_> {
                 completion_signal: 0,
             }));
         Ok(self)
-    }
-
-    fn kernarg_space(&mut self, len: u64) -> Result<(u64, *mut u8)> {
-        if let Some((gpu, cpu, used, cap)) = &mut self.kernargs {
-            if *cap - *used >= len {
-                // SAFETY: `used + len <= cap`, inside the chunk this batch owns.
-                let r = (*gpu + *used, unsafe { cpu.add(*used as usize) });
-                *used += len;
-                return Ok(r);
-            }
-        }
-        // The first region of a batch is exact (single dispatches waste nothing); later ones
-        // take growing chunks so a large batch locks the kernarg ring only a few times.
-        let prev = self.kernargs.map_or(0, |k| k.3);
-        let cap = len.max(
-            (prev * 2)
-                .min(KERNARG_CHUNK)
-                .min(self.queue.0.kernarg_capacity),
-        );
-        let (gpu, cpu) = self.queue.kernarg_region(cap, &self.signal)?;
-        self.kernargs = Some((gpu, cpu, len, cap));
-        Ok((gpu, cpu))
     }
 
     fn barrier(&mut self, deps: &[&Signal], or: bool) -> Result<&mut Self> {
@@ -672,9 +652,52 @@ impl Batch<'_> {
         }
     }
 
+    /// Copies the staged kernel arguments into the queue's kernarg memory and points the
+    /// dispatches at them. `wait` says whether to wait for memory held by running submissions.
+    fn place_kernargs(&mut self, wait: bool) -> Result<()> {
+        if self.kernarg_bytes.is_empty() {
+            return Ok(());
+        }
+        let len = self.kernarg_bytes.len() as u64;
+        let (gpu, cpu) = if wait {
+            self.queue.kernarg_region(len, &self.signal)?
+        } else {
+            let mut k = self
+                .queue
+                .0
+                .kernargs
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            match k.try_alloc(len, &self.signal, 0)? {
+                Some(off) => k.address(off),
+                None => {
+                    return Err(Error::QueueFull {
+                        queue_id: self.queue.0.queue_id,
+                    })
+                }
+            }
+        };
+        // SAFETY: the region is `len` bytes of host-visible kernarg memory reserved for this
+        // batch; the staging vector is a separate allocation.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                self.kernarg_bytes.as_ptr(),
+                cpu,
+                self.kernarg_bytes.len(),
+            )
+        };
+        for &i in &self.kernarg_fixups {
+            if let Some(Packet::KernelDispatch(p)) = self.packets.get_mut(i) {
+                p.kernarg_address += gpu;
+            }
+        }
+        Ok(())
+    }
+
     /// Submits the batch, waiting for ring space if needed.
     pub fn submit(mut self) -> Result<Submission> {
         self.finish()?;
+        self.place_kernargs(true)?;
         let q = self.queue;
         let n = self.packets.len() as u32;
         let r =
@@ -697,6 +720,15 @@ impl Batch<'_> {
         self.finish()?;
         let q = self.queue;
         q.check()?;
+        let in_flight = q.0.ring.write_index().saturating_sub(q.0.ring.read_index());
+        let free = u64::from(q.0.size_packets).saturating_sub(in_flight);
+        if self.packets.len() as u64 > free {
+            // Don't take kernarg memory for a batch the ring cannot take now.
+            return Err(Error::QueueFull {
+                queue_id: q.0.queue_id,
+            });
+        }
+        self.place_kernargs(false)?;
         let r =
             q.0.ring
                 .try_reserve(self.packets.len() as u32)
