@@ -220,3 +220,66 @@ fn doorbells_fill_the_first_page_then_the_second() {
     offs.dedup();
     assert_eq!(offs.len(), 250, "every queue has its own doorbell");
 }
+
+#[test]
+fn profiling_queues_get_ordered_timestamps() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let queue = gpu
+        .create_aql_queue(AqlQueueOptions {
+            profiling: true,
+            ..Default::default()
+        })
+        .unwrap();
+    let mut last_end = 0;
+    for _ in 0..3 {
+        let s = queue.barrier_and(&[]).unwrap();
+        s.wait(Some(Duration::from_secs(30))).unwrap();
+        let (start, end) = s.timestamps();
+        assert!(start > 0 && end >= start, "start {start} end {end}");
+        assert!(start >= last_end, "timestamps go backwards");
+        last_end = end;
+    }
+    let plain = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let s = plain.barrier_and(&[]).unwrap();
+    s.wait(Some(Duration::from_secs(30))).unwrap();
+    assert_eq!(s.timestamps(), (0, 0), "no timestamps without profiling");
+}
+
+#[test]
+fn strict_mode_waits_for_the_doorbell() {
+    let mut c = EmuConfig::new(Preset::Gfx90a, 1);
+    c.aql_requires_doorbell = true;
+    let kfd = Kfd::emulated(c).unwrap();
+    let gpu = kfd.gpu(0).unwrap();
+    let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    // kfdrt rings the doorbell after publishing, so strict mode runs its packets too.
+    queue
+        .barrier_and(&[])
+        .unwrap()
+        .wait(Some(Duration::from_secs(30)))
+        .unwrap();
+    // A packet published without a doorbell does not run in strict mode.
+    let sig = kfd.create_signal(1).unwrap();
+    // SAFETY (test): the amd_queue_t and ring are live GTT owned by `queue`.
+    let q = unsafe { &*(queue.amd_queue_address() as *const aql::AmdQueue) };
+    let id = q.write_dispatch_id.fetch_add(1, Ordering::AcqRel);
+    let slot = (queue.ring_address() + (id % u64::from(queue.size())) * 64) as *const AtomicU32;
+    let packet = aql::Packet::BarrierAnd(aql::BarrierPacket {
+        completion_signal: sig.handle(),
+        ..Default::default()
+    });
+    let words = packet.encode();
+    for (i, w) in words.iter().enumerate().skip(1) {
+        // SAFETY (test): dwords of the reserved slot.
+        unsafe { &*slot.add(i) }.store(*w, Ordering::Relaxed);
+    }
+    // SAFETY (test): dword 0 of the slot.
+    unsafe { &*slot }.store(words[0], Ordering::Release);
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(
+        sig.value(),
+        1,
+        "strict mode ran a packet before its doorbell"
+    );
+}

@@ -43,8 +43,8 @@ pub struct Buffer {
     kfd: Kfd,
     backing: Option<Backing>,
     size: u64,
-    /// GPU ids this buffer is mapped to, the owner first.
-    mapped: Mutex<Vec<u32>>,
+    /// Peer GPUs this buffer is also mapped to (the owner is implied; empty costs nothing).
+    peers: Mutex<Vec<u32>>,
 }
 
 /// What memory a buffer owns.
@@ -110,8 +110,7 @@ impl Gpu {
                 executable: options.executable,
             };
             let mut sub = shared.suballoc.lock().unwrap_or_else(|p| p.into_inner());
-            let (chunk, va, cpu) = sub.alloc(shared, key, size, a)?;
-            let handle = sub.block_raw(&chunk).map_or(0, |r| r.handle);
+            let (chunk, va, cpu, handle) = sub.alloc(shared, key, size, a)?;
             drop(sub);
             return Ok(Buffer {
                 kfd: self.kfd.clone(),
@@ -123,7 +122,7 @@ impl Gpu {
                     handle,
                 }),
                 size,
-                mapped: Mutex::new(vec![info.gpu_id]),
+                peers: Mutex::new(Vec::new()),
             });
         }
         let raw = RawAllocation::new(
@@ -138,7 +137,7 @@ impl Gpu {
             kfd: self.kfd.clone(),
             backing: Some(Backing::Whole(raw)),
             size,
-            mapped: Mutex::new(vec![info.gpu_id]),
+            peers: Mutex::new(Vec::new()),
         })
     }
 }
@@ -261,10 +260,10 @@ impl Buffer {
 
     /// GPU ids the buffer is mapped to, owner first.
     pub fn mapped_gpus(&self) -> Vec<u32> {
-        self.mapped
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        let peers = self.peers.lock().unwrap_or_else(|p| p.into_inner());
+        std::iter::once(self.owner_gpu_id())
+            .chain(peers.iter().copied())
+            .collect()
     }
 
     fn same_kfd(&self, gpu: &Gpu) -> Result<()> {
@@ -280,8 +279,8 @@ impl Buffer {
     /// blocks); the block stays mapped while any of its buffers asks for the peer.
     pub fn map_to(&self, gpu: &Gpu) -> Result<()> {
         self.same_kfd(gpu)?;
-        let mut mapped = self.mapped.lock().unwrap_or_else(|p| p.into_inner());
-        if mapped.contains(&gpu.id()) {
+        let mut mapped = self.peers.lock().unwrap_or_else(|p| p.into_inner());
+        if gpu.id() == self.owner_gpu_id() || mapped.contains(&gpu.id()) {
             return Ok(());
         }
         let shared = &self.kfd.shared;
@@ -304,7 +303,7 @@ impl Buffer {
                 "cannot unmap a buffer from the GPU that owns it".into(),
             ));
         }
-        let mut mapped = self.mapped.lock().unwrap_or_else(|p| p.into_inner());
+        let mut mapped = self.peers.lock().unwrap_or_else(|p| p.into_inner());
         let Some(pos) = mapped.iter().position(|&g| g == gpu.id()) else {
             return Err(Error::InvalidArgument(format!(
                 "buffer is not mapped to GPU {:#x}",
@@ -348,13 +347,17 @@ impl Buffer {
 
 impl Drop for Buffer {
     fn drop(&mut self) {
-        let mapped = std::mem::take(self.mapped.get_mut().unwrap_or_else(|p| p.into_inner()));
+        let peers = std::mem::take(self.peers.get_mut().unwrap_or_else(|p| p.into_inner()));
         match self.backing.take() {
-            Some(Backing::Whole(raw)) => raw.release(&**self.kfd.driver(), &mapped),
-            Some(Backing::Sub { chunk, gpu_id, .. }) => {
+            Some(Backing::Whole(raw)) => {
+                let mut mapped = vec![raw.gpu_id];
+                mapped.extend(peers);
+                raw.release(&**self.kfd.driver(), &mapped)
+            }
+            Some(Backing::Sub { chunk, .. }) => {
                 let shared = &self.kfd.shared;
                 let mut sub = shared.suballoc.lock().unwrap_or_else(|p| p.into_inner());
-                for peer in mapped.into_iter().filter(|&g| g != gpu_id) {
+                for peer in peers {
                     if let Err(e) = sub.unmap_peer(shared, &chunk, peer) {
                         log::warn!("kfdrt: dropping peer mapping at free: {e}");
                     }

@@ -71,7 +71,21 @@ struct Pool {
 /// All pools of a process.
 #[derive(Default)]
 pub(crate) struct SubAllocator {
-    pools: HashMap<PoolKey, Pool>,
+    /// Indexed by [`PoolKey::index`]: a lookup on every allocation and free must be cheap.
+    pools: Vec<Option<Pool>>,
+}
+
+impl PoolKey {
+    fn index(&self) -> usize {
+        let kind = match self.kind {
+            MemoryKind::DeviceLocal => 0,
+            MemoryKind::HostVisibleVram => 1,
+            MemoryKind::GttCoherent => 2,
+            MemoryKind::GttUncached => 3,
+            MemoryKind::Pageable => 4,
+        };
+        (self.gpu_index * 5 + kind) * 2 + usize::from(self.executable)
+    }
 }
 
 /// The order whose chunk fits `size` bytes aligned to `align`.
@@ -115,13 +129,17 @@ impl SubAllocator {
         key: PoolKey,
         size: u64,
         align: u64,
-    ) -> Result<(Chunk, u64, Option<*mut u8>)> {
+    ) -> Result<(Chunk, u64, Option<*mut u8>, u64)> {
         let order = order_for(size, align).ok_or_else(|| {
             Error::InvalidArgument(format!(
                 "{size} bytes at alignment {align} do not fit a block"
             ))
         })?;
-        let pool = self.pools.entry(key).or_default();
+        let idx = key.index();
+        if self.pools.len() <= idx {
+            self.pools.resize_with(idx + 1, || None);
+        }
+        let pool = self.pools[idx].get_or_insert_with(Pool::default);
         let (block, offset) = match pool.take(order as usize) {
             Some(c) => c,
             None => {
@@ -170,12 +188,16 @@ impl SubAllocator {
             // SAFETY: `offset` < BLOCK_SIZE, inside the block's mapping.
             unsafe { p.add(offset as usize) }
         });
-        Ok((chunk, va, cpu))
+        Ok((chunk, va, cpu, b.raw.handle))
     }
 
     /// Returns a chunk; a block left empty goes back to KFD unless it is the pool's spare.
     pub(crate) fn free(&mut self, shared: &KfdShared, chunk: Chunk) {
-        let Some(pool) = self.pools.get_mut(&chunk.key) else {
+        let Some(pool) = self
+            .pools
+            .get_mut(chunk.key.index())
+            .and_then(Option::as_mut)
+        else {
             return;
         };
         let Some(b) = pool
@@ -198,7 +220,7 @@ impl SubAllocator {
 
     /// Returns every empty block to KFD.
     pub(crate) fn trim(&mut self, shared: &KfdShared) {
-        for pool in self.pools.values_mut() {
+        for pool in self.pools.iter_mut().flatten() {
             let empty: Vec<u32> = pool
                 .blocks
                 .iter()
@@ -214,7 +236,7 @@ impl SubAllocator {
 
     /// Releases everything (process teardown; no buffer is alive any more).
     pub(crate) fn release_all(&mut self, shared: &KfdShared) {
-        for (_, pool) in self.pools.drain() {
+        for pool in self.pools.drain(..).flatten() {
             for b in pool.blocks.into_iter().flatten() {
                 let mut mapped = vec![b.raw.gpu_id];
                 mapped.extend(b.peers.keys());
@@ -226,7 +248,8 @@ impl SubAllocator {
     /// KFD blocks currently held.
     pub(crate) fn blocks(&self) -> usize {
         self.pools
-            .values()
+            .iter()
+            .flatten()
             .map(|p| p.blocks.iter().flatten().count())
             .sum()
     }
@@ -234,7 +257,8 @@ impl SubAllocator {
     /// Handle, block VA and owner of the block behind a chunk.
     pub(crate) fn block_raw(&self, chunk: &Chunk) -> Option<&RawAllocation> {
         self.pools
-            .get(&chunk.key)?
+            .get(chunk.key.index())?
+            .as_ref()?
             .blocks
             .get(chunk.block as usize)?
             .as_ref()
@@ -281,7 +305,8 @@ impl SubAllocator {
 
     fn block_mut(&mut self, chunk: &Chunk) -> Result<&mut Block> {
         self.pools
-            .get_mut(&chunk.key)
+            .get_mut(chunk.key.index())
+            .and_then(Option::as_mut)
             .and_then(|p| p.blocks.get_mut(chunk.block as usize))
             .and_then(Option::as_mut)
             .ok_or_else(|| Error::InvalidArgument("suballocator block vanished".into()))
