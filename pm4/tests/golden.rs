@@ -317,8 +317,7 @@ fn ring_wraps_with_nop_padding_and_never_overruns() {
     };
     // 6-dword packets do not divide 64: the 11th would cross the end.
     let mut seen = Vec::new();
-    let mut v = 0;
-    for _ in 0..40 {
+    for v in 0..40u32 {
         loop {
             match r.try_write(&packet(v)) {
                 Ok(_) => break,
