@@ -339,7 +339,6 @@ fn ring_wraps_with_nop_padding_and_never_overruns() {
                 Err(e) => panic!("{e}"),
             }
         }
-        v += 1;
     }
     assert!(
         seen.len() >= 30,
