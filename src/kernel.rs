@@ -17,6 +17,8 @@ pub struct Kernel {
     kernarg_size: u32,
     group_segment_size: u32,
     private_segment_size: u32,
+    /// The kernel descriptor, when kfdrt knows it (needed for PM4 dispatch).
+    descriptor: Option<aql::KernelDescriptor>,
     /// Memory holding the descriptor (and code), kept alive with the kernel.
     _code: Option<Buffer>,
     #[cfg(feature = "emu")]
@@ -53,6 +55,7 @@ impl Kernel {
             kernarg_size,
             group_segment_size,
             private_segment_size,
+            descriptor: None,
             _code: None,
             #[cfg(feature = "emu")]
             binding: None,
@@ -72,6 +75,18 @@ impl Kernel {
     /// Bytes of kernel arguments the kernel reads.
     pub fn kernarg_size(&self) -> u32 {
         self.kernarg_size
+    }
+
+    /// The kernel descriptor, when known.
+    pub fn descriptor(&self) -> Option<&aql::KernelDescriptor> {
+        self.descriptor.as_ref()
+    }
+
+    /// Address of the first instruction (descriptor + `kernel_code_entry_byte_offset`).
+    pub fn entry_address(&self) -> Option<u64> {
+        let kd = self.descriptor.as_ref()?;
+        self.object
+            .checked_add_signed(kd.kernel_code_entry_byte_offset)
     }
 
     /// Static LDS bytes per work-group.
@@ -136,6 +151,7 @@ impl Gpu {
             kernarg_size,
             group_segment_size: 0,
             private_segment_size: 0,
+            descriptor: Some(kd),
             _code: Some(code),
             binding: Some((emu, object)),
         })

@@ -32,7 +32,9 @@ pub use event::{Event, EventKind, MemoryException, WaitMode};
 pub use kernel::Kernel;
 pub use kfd_sys::{DriverKind, Errno};
 pub use memory::{AllocOptions, Buffer, MemoryKind};
-pub use queue::{AqlQueue, AqlQueueOptions, Dispatch, QueuePriority, Submission};
+pub use queue::{
+    AqlQueue, AqlQueueOptions, Dispatch, Pm4Queue, Pm4QueueOptions, QueuePriority, Submission,
+};
 pub use signal::{Condition, Signal};
 pub use topology::{GpuInfo, Topology};
 

@@ -33,6 +33,17 @@ struct Processor {
 
 /// What the processor needs of the fault injector (shared by reference count, not by lifetime).
 pub(crate) struct FaultView(*const crate::FaultInjector);
+
+impl FaultView {
+    pub(crate) fn new(f: &crate::FaultInjector) -> FaultView {
+        FaultView(f)
+    }
+
+    pub(crate) fn is_stalled(&self, queue_id: u32) -> bool {
+        // SAFETY: see the type's Send/Sync impls: the injector outlives every processor thread.
+        unsafe { &*self.0 }.is_stalled(queue_id)
+    }
+}
 // SAFETY: the injector lives inside the Emulator, which joins every processor thread before it
 // is dropped (`QueueTable::stop_all` in `Emulator::drop`), and its state is behind a mutex.
 unsafe impl Send for FaultView {}
@@ -64,6 +75,20 @@ pub(crate) fn spawn(
         .spawn(move || p.run())
 }
 
+/// Waits a little: spins first, then sleeps with growing intervals (woken early by doorbell
+/// hints), so an idle queue costs next to no CPU. Shared by every packet processor.
+pub(crate) fn idle(gpu: &GpuState, spin_poll: bool, idle_rounds: &mut u32, generation: u64) {
+    *idle_rounds = idle_rounds.saturating_add(1);
+    if spin_poll || *idle_rounds < 64 {
+        std::hint::spin_loop();
+    } else if *idle_rounds < 128 {
+        std::thread::yield_now();
+    } else {
+        let us = 10u64 << (*idle_rounds - 128).min(7);
+        gpu.wait_for_hint(generation, Duration::from_micros(us.min(1000)));
+    }
+}
+
 impl Processor {
     fn gpu(&self) -> &GpuState {
         &self.ctl.gpu
@@ -92,16 +117,7 @@ impl Processor {
     /// Waits a little: spins first, then sleeps with growing intervals (woken early by doorbell
     /// hints), so an idle queue costs next to no CPU.
     fn idle(&self, idle_rounds: &mut u32, generation: u64) {
-        *idle_rounds = idle_rounds.saturating_add(1);
-        if self.spin_poll || *idle_rounds < 64 {
-            std::hint::spin_loop();
-        } else if *idle_rounds < 128 {
-            std::thread::yield_now();
-        } else {
-            let us = 10u64 << (*idle_rounds - 128).min(7);
-            self.gpu()
-                .wait_for_hint(generation, Duration::from_micros(us.min(1000)));
-        }
+        idle(self.gpu(), self.spin_poll, idle_rounds, generation);
     }
 
     fn run(self) {
@@ -197,9 +213,24 @@ impl Processor {
             Packet::BarrierAnd(b) => self.barrier(b, true),
             Packet::BarrierOr(b) => self.barrier(b, false),
             Packet::BarrierValue(b) => self.barrier_value(b),
-            // PM4 indirect buffers (cache invalidation) are accepted; the PM4 interpreter is the
-            // PM4 queue's and is not emulated yet, so the commands themselves have no effect.
-            Packet::VendorPm4Ib(_) => Outcome::Done,
+            // PM4 indirect buffers (icache invalidation, ROCr's and kfdrt's) run through the PM4
+            // queues' interpreter.
+            Packet::VendorPm4Ib(ib) => {
+                let mut interp = crate::pm4_proc::Interpreter::new(
+                    self.gpu(),
+                    &self.ctl,
+                    &self.kernels,
+                    self.epoch,
+                );
+                match interp.run_buffer(ib.ib_address, ib.ib_size_dwords, 0, &|| self.stopped()) {
+                    Ok(()) => Outcome::Done,
+                    Err(crate::pm4_proc::Pm4Error::Stopped) => Outcome::Stopped,
+                    Err(crate::pm4_proc::Pm4Error::Fault(f)) => {
+                        Outcome::Error(QueueErrorCode::MemoryViolation, Some(f))
+                    }
+                    Err(_) => Outcome::Error(QueueErrorCode::InvalidPacketFormat, None),
+                }
+            }
         };
         if !matches!(r, Outcome::Done) {
             return r;

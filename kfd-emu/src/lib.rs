@@ -20,6 +20,7 @@ mod kernel;
 mod memfd;
 mod memory;
 mod pagesize;
+mod pm4_proc;
 mod queue;
 mod stats;
 mod topology;

@@ -59,6 +59,7 @@ pub(crate) struct QueueCtl {
     pub(crate) ring: u64,
     pub(crate) ring_size: u64,
     pub(crate) rptr: u64,
+    pub(crate) wptr: u64,
     pub(crate) doorbell_index: u32,
     pub(crate) stop: AtomicBool,
     pub(crate) enabled: AtomicBool,
@@ -147,9 +148,10 @@ pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Res
         return Err(Errno::EINVAL);
     }
     let ring_size = a.ring_size.max(MIN_RING_SIZE);
-    if a.queue_type != KFD_IOC_QUEUE_TYPE_COMPUTE_AQL {
-        // PM4 compute and SDMA queues arrive with their packet processors; until then the
-        // emulated device refuses them the way KFD refuses an unknown queue type.
+    if a.queue_type != KFD_IOC_QUEUE_TYPE_COMPUTE_AQL && a.queue_type != KFD_IOC_QUEUE_TYPE_COMPUTE
+    {
+        // SDMA queues arrive with the SDMA engine emulation; until then the emulated device
+        // refuses them the way KFD refuses an unknown queue type.
         return Err(Errno::EINVAL);
     }
     let vm = &gpu.vm;
@@ -201,6 +203,7 @@ pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Res
         ring: a.ring_base_address,
         ring_size: u64::from(ring_size),
         rptr: a.read_pointer_address,
+        wptr: a.write_pointer_address,
         doorbell_index,
         stop: AtomicBool::new(false),
         enabled: AtomicBool::new(a.queue_percentage & 0xFF > 0 && a.ring_base_address != 0),
@@ -208,7 +211,12 @@ pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Res
         failed: AtomicBool::new(false),
         events: emu.events.clone(),
     });
-    let thread = crate::aql_proc::spawn(emu, ctl.clone()).map_err(|_| Errno::ENOMEM)?;
+    let thread = if a.queue_type == KFD_IOC_QUEUE_TYPE_COMPUTE {
+        crate::pm4_proc::spawn(emu, ctl.clone())
+    } else {
+        crate::aql_proc::spawn(emu, ctl.clone())
+    }
+    .map_err(|_| Errno::ENOMEM)?;
     g.0.insert(
         id,
         Entry {

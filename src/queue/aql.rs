@@ -35,7 +35,7 @@ pub enum QueuePriority {
 }
 
 impl QueuePriority {
-    fn kfd(self) -> u32 {
+    pub(crate) fn kfd(self) -> u32 {
         match self {
             QueuePriority::Low => 3,
             QueuePriority::Normal => 7,
@@ -97,6 +97,8 @@ pub(crate) struct AqlQueueShared {
     amd_queue: *const AmdQueue,
     size_packets: u32,
     inactive: Signal,
+    /// PM4 buffer holding the instruction-cache invalidation, built on first use.
+    icache_ib: std::sync::OnceLock<Buffer>,
     kernargs: std::sync::Mutex<KernargRing>,
     // Memory the packet processor uses; freed after DESTROY_QUEUE, in Drop.
     ring_mem: Buffer,
@@ -250,6 +252,7 @@ impl Gpu {
             amd_queue: q_ptr,
             size_packets: n,
             inactive,
+            icache_ib: std::sync::OnceLock::new(),
             kernargs: std::sync::Mutex::new(KernargRing::new(kernarg_mem)),
             ring_mem,
             _amd_queue_mem: amd_queue_mem,
@@ -465,6 +468,58 @@ impl AqlQueue {
             }),
             None => Ok(()),
         }
+    }
+
+    /// Invalidates the GPU's instruction cache (after code was written to memory) with a PM4
+    /// ACQUIRE_MEM carried by an AMD vendor PM4-IB packet, as ROCr does; completes in order.
+    pub fn invalidate_icache(&self) -> Result<Submission> {
+        let ib = match self.0.icache_ib.get() {
+            Some(b) => b,
+            None => {
+                let family = pm4::GfxFamily::from_gfx_target_version(
+                    self.0.gpu.info().gfx_target_version,
+                )
+                .ok_or_else(|| Error::InvalidArgument("no PM4 support for this GPU".into()))?;
+                let acquire = if family.is_gfx10_plus() {
+                    // GLI_INV = 1: invalidate the whole instruction cache.
+                    pm4::Pm4Packet::AcquireMem {
+                        coher_cntl: 0,
+                        gcr_cntl: 1,
+                    }
+                } else {
+                    // SH_ICACHE (29) | SH_KCACHE (27) | TC (23) | TCL1 (22), as kfdtest does.
+                    pm4::Pm4Packet::AcquireMem {
+                        coher_cntl: 0x28C0_0000,
+                        gcr_cntl: 0,
+                    }
+                };
+                let mut words = Vec::new();
+                acquire.encode(family, &mut words);
+                let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+                let buf = self
+                    .0
+                    .gpu
+                    .alloc(bytes.len() as u64, MemoryKind::GttCoherent)?;
+                buf.write(0, &bytes)?;
+                // Another thread may have won the race; either buffer holds the same packet.
+                let _ = self.0.icache_ib.set(buf);
+                self.0
+                    .icache_ib
+                    .get()
+                    .ok_or_else(|| Error::InvalidArgument("icache buffer".into()))?
+            }
+        };
+        let dwords = (ib.size() / 4) as u32;
+        let mut b = self.batch()?;
+        b.packets.push(Packet::VendorPm4Ib(aql::Pm4IbPacket {
+            barrier: true,
+            acquire: FenceScope::System,
+            release: FenceScope::System,
+            ib_address: ib.gpu_address(),
+            ib_size_dwords: dwords,
+            completion_signal: 0,
+        }));
+        b.submit()
     }
 
     /// Starts a batch: packets added to it are submitted together, with one doorbell, and the

@@ -4,10 +4,12 @@ mod aql;
 pub mod cwsr;
 pub(crate) mod doorbell;
 pub(crate) mod kernarg;
+mod pm4;
 
 pub use self::aql::{
     AqlQueue, AqlQueueOptions, Batch, Dispatch, QueueFault, QueuePriority, Submission,
 };
+pub use self::pm4::{Pm4Queue, Pm4QueueOptions};
 
 /// The error bits a packet processor writes into a queue's inactive signal when the queue stops
 /// (the values ROCr decodes into `hsa_status_t`).

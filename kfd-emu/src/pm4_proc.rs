@@ -1,0 +1,409 @@
+//! The PM4 packet processor of compute queues (KFD queue type COMPUTE), and the PM4 interpreter
+//! it shares with the AQL processor's vendor PM4-IB packets.
+//!
+//! Per queue it keeps the SH register state; DISPATCH_DIRECT launches the emulated kernel at
+//! `COMPUTE_PGM_LO/HI` with the programmed work-group size and the kernel-argument pointer from
+//! the user-data registers (placed after whatever the descriptor's enable bits put first);
+//! RELEASE_MEM writes data or the clock and raises the event interrupt; WAIT_REG_MEM polls memory;
+//! WRITE_DATA, COPY_DATA and one level of INDIRECT_BUFFER run; ACQUIRE_MEM and EVENT_WRITE are
+//! accepted (the emulator keeps memory coherent). Anything else stops the queue.
+
+use crate::aql_proc::idle;
+use crate::device::GpuState;
+use crate::kernel::{KernelRegistry, WorkGroup};
+use crate::queue::{QueueCtl, QueueErrorCode};
+use crate::vm::{GpuFault, GpuVm};
+use crate::Emulator;
+use kfd_sys::bindings::*;
+use pm4::regs::{self, initiator};
+use pm4::{data_sel, CompareFunction, GfxFamily, Pm4Packet};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Why PM4 execution stopped.
+#[derive(Debug)]
+pub(crate) enum Pm4Error {
+    Stopped,
+    Fault(GpuFault),
+    Decode,
+    BadDispatch,
+}
+
+impl From<GpuFault> for Pm4Error {
+    fn from(f: GpuFault) -> Self {
+        Pm4Error::Fault(f)
+    }
+}
+
+/// PM4 execution state: the SH registers and what commands act on.
+pub(crate) struct Interpreter<'a> {
+    vm: &'a GpuVm,
+    gpu: &'a GpuState,
+    ctl: &'a QueueCtl,
+    kernels: &'a KernelRegistry,
+    family: GfxFamily,
+    sh: Box<[u32; (regs::SH_REG_END - regs::SH_REG_BASE) as usize]>,
+    epoch: Instant,
+}
+
+impl<'a> Interpreter<'a> {
+    pub(crate) fn new(
+        gpu: &'a GpuState,
+        ctl: &'a QueueCtl,
+        kernels: &'a KernelRegistry,
+        epoch: Instant,
+    ) -> Self {
+        Interpreter {
+            vm: &gpu.vm,
+            gpu,
+            ctl,
+            kernels,
+            family: GfxFamily::from_gfx_target_version(gpu.params.gfx_target_version)
+                .unwrap_or(GfxFamily::Gfx9),
+            sh: Box::new([0; (regs::SH_REG_END - regs::SH_REG_BASE) as usize]),
+            epoch,
+        }
+    }
+
+    fn reg(&self, r: u32) -> u32 {
+        self.sh
+            .get((r - regs::SH_REG_BASE) as usize)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    fn clock(&self) -> u64 {
+        (self.epoch.elapsed().as_nanos() * u128::from(self.gpu.params.gpu_clock_hz) / 1_000_000_000)
+            as u64
+    }
+
+    /// Reads and decodes the packet at `addr`, returning it and its length in dwords.
+    pub(crate) fn fetch(&self, addr: u64, available: u64) -> Result<(Pm4Packet, u64), Pm4Error> {
+        let h = self.vm.read_u32(addr)?;
+        let len = if h == pm4::NOP_FILLER || h == 0x8000_0000 {
+            1
+        } else if h >> 30 == 3 {
+            u64::from((h >> 16) & 0x3FFF) + 2
+        } else {
+            return Err(Pm4Error::Decode);
+        };
+        if len > available {
+            return Err(Pm4Error::Decode);
+        }
+        let mut bytes = vec![0u8; len as usize * 4];
+        self.vm.read(addr, &mut bytes)?;
+        let dwords: Vec<u32> = bytes
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        let (p, n) = Pm4Packet::decode(self.family, &dwords).map_err(|_| Pm4Error::Decode)?;
+        Ok((p, n as u64))
+    }
+
+    /// Runs the `dwords` dwords at `addr` (an indirect buffer).
+    pub(crate) fn run_buffer(
+        &mut self,
+        addr: u64,
+        dwords: u32,
+        depth: u32,
+        stopped: &dyn Fn() -> bool,
+    ) -> Result<(), Pm4Error> {
+        let mut off = 0u64;
+        while off < u64::from(dwords) {
+            let (p, n) = self.fetch(addr + off * 4, u64::from(dwords) - off)?;
+            self.execute(&p, depth, stopped)?;
+            off += n;
+        }
+        Ok(())
+    }
+
+    /// Executes one packet.
+    pub(crate) fn execute(
+        &mut self,
+        p: &Pm4Packet,
+        depth: u32,
+        stopped: &dyn Fn() -> bool,
+    ) -> Result<(), Pm4Error> {
+        match p {
+            Pm4Packet::Nop { .. } | Pm4Packet::AcquireMem { .. } | Pm4Packet::EventWrite { .. } => {
+                Ok(())
+            }
+            Pm4Packet::SetShReg { reg, values } => {
+                let first = reg.checked_sub(regs::SH_REG_BASE).ok_or(Pm4Error::Decode)? as usize;
+                let slots = self
+                    .sh
+                    .get_mut(first..first + values.len())
+                    .ok_or(Pm4Error::Decode)?;
+                slots.copy_from_slice(values);
+                Ok(())
+            }
+            Pm4Packet::DispatchDirect { dims, initiator } => {
+                self.dispatch(*dims, *initiator, stopped)
+            }
+            Pm4Packet::ReleaseMem {
+                int_sel,
+                data_sel: sel,
+                addr,
+                data,
+                int_ctxid,
+                ..
+            } => {
+                match *sel {
+                    data_sel::NONE => {}
+                    data_sel::DATA32 => self.vm.write_u32(*addr, *data as u32)?,
+                    data_sel::DATA64 => self.vm.write_u64(*addr, *data)?,
+                    data_sel::GPU_CLOCK => self.vm.write_u64(*addr, self.clock())?,
+                    data_sel::SYSTEM_CLOCK => self
+                        .vm
+                        .write_u64(*addr, self.epoch.elapsed().as_nanos() as u64)?,
+                    _ => return Err(Pm4Error::Decode),
+                }
+                if matches!(
+                    *int_sel,
+                    pm4::int_sel::SEND_INT | pm4::int_sel::SEND_INT_ON_CONFIRM
+                ) {
+                    self.ctl.events.signal_from_device(*int_ctxid);
+                }
+                Ok(())
+            }
+            Pm4Packet::WaitRegMem {
+                function,
+                mem_space,
+                addr,
+                reference,
+                mask,
+                ..
+            } => {
+                if *mem_space != 1 {
+                    return Err(Pm4Error::Decode);
+                }
+                self.wait_mem(*function, *addr, *reference, *mask, stopped)
+            }
+            Pm4Packet::WriteData { addr, data, .. } => {
+                for (i, d) in data.iter().enumerate() {
+                    self.vm.write_u32(addr + 4 * i as u64, *d)?;
+                }
+                Ok(())
+            }
+            Pm4Packet::CopyData {
+                src_sel,
+                count64,
+                src,
+                dst,
+                ..
+            } => {
+                let v = match src_sel {
+                    5 => *src,
+                    9 => self.clock(),
+                    1 if *count64 => self.vm.read_u64(*src)?,
+                    1 => u64::from(self.vm.read_u32(*src)?),
+                    _ => return Err(Pm4Error::Decode),
+                };
+                if *count64 {
+                    self.vm.write_u64(*dst, v)?;
+                } else {
+                    self.vm.write_u32(*dst, v as u32)?;
+                }
+                Ok(())
+            }
+            Pm4Packet::IndirectBuffer {
+                addr, size_dwords, ..
+            } => {
+                if depth >= 1 {
+                    // The CP runs one level of indirect buffers from a ring.
+                    return Err(Pm4Error::Decode);
+                }
+                self.run_buffer(*addr, *size_dwords, depth + 1, stopped)
+            }
+        }
+    }
+
+    fn wait_mem(
+        &self,
+        f: CompareFunction,
+        addr: u64,
+        reference: u32,
+        mask: u32,
+        stopped: &dyn Fn() -> bool,
+    ) -> Result<(), Pm4Error> {
+        let mut rounds = 0;
+        loop {
+            let generation = self.gpu.wake_generation();
+            if f.eval(self.vm.read_u32(addr)?, reference, mask) {
+                return Ok(());
+            }
+            if stopped() {
+                return Err(Pm4Error::Stopped);
+            }
+            idle(self.gpu, false, &mut rounds, generation);
+        }
+    }
+
+    fn dispatch(
+        &self,
+        dims: [u32; 3],
+        init: u32,
+        stopped: &dyn Fn() -> bool,
+    ) -> Result<(), Pm4Error> {
+        let entry = (u64::from(self.reg(regs::COMPUTE_PGM_LO))
+            | u64::from(self.reg(regs::COMPUTE_PGM_HI) & 0xFF) << 32)
+            << 8;
+        // kfdrt's (and the emulator's) kernel objects put the entry 256 bytes after the descriptor.
+        let kd_addr = entry.checked_sub(256).ok_or(Pm4Error::BadDispatch)?;
+        let f = self.kernels.get(kd_addr).ok_or(Pm4Error::BadDispatch)?;
+        let mut raw = [0u8; 64];
+        self.vm
+            .read(kd_addr, &mut raw)
+            .map_err(|_| Pm4Error::BadDispatch)?;
+        let kd = aql::KernelDescriptor::from_bytes(&raw);
+        let props = kd.kernel_code_properties;
+        use aql::code_properties as cp;
+        let mut sgpr = 0u32;
+        for (bit, n) in [
+            (cp::ENABLE_SGPR_PRIVATE_SEGMENT_BUFFER, 4),
+            (cp::ENABLE_SGPR_DISPATCH_PTR, 2),
+            (cp::ENABLE_SGPR_QUEUE_PTR, 2),
+        ] {
+            if props & bit != 0 {
+                sgpr += n;
+            }
+        }
+        let kernarg = if props & cp::ENABLE_SGPR_KERNARG_SEGMENT_PTR != 0
+            && sgpr + 1 < regs::USER_DATA_COUNT
+        {
+            u64::from(self.reg(regs::COMPUTE_USER_DATA_0 + sgpr))
+                | u64::from(self.reg(regs::COMPUTE_USER_DATA_0 + sgpr + 1)) << 32
+        } else {
+            0
+        };
+        let wg: [u32; 3] =
+            std::array::from_fn(|i| self.reg(regs::COMPUTE_NUM_THREAD_X + i as u32) & 0xFFFF);
+        if wg.contains(&0) || wg.iter().product::<u32>() > 1024 || dims.contains(&0) {
+            return Err(Pm4Error::BadDispatch);
+        }
+        let (groups, grid) = if init & initiator::USE_THREAD_DIMENSIONS != 0 {
+            (std::array::from_fn(|i| dims[i].div_ceil(wg[i])), dims)
+        } else {
+            (dims, std::array::from_fn(|i| dims[i].saturating_mul(wg[i])))
+        };
+        let groups: [u32; 3] = groups;
+        for z in 0..groups[2] {
+            for y in 0..groups[1] {
+                for x in 0..groups[0] {
+                    if stopped() {
+                        return Err(Pm4Error::Stopped);
+                    }
+                    let w = WorkGroup {
+                        group_id: [x, y, z],
+                        workgroup_size: wg,
+                        grid_size: grid,
+                        kernarg_address: kernarg,
+                        mem: self.vm,
+                        gpu_id: self.gpu.gpu_id,
+                    };
+                    f(&w)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+struct Processor {
+    ctl: Arc<QueueCtl>,
+    kernels: Arc<KernelRegistry>,
+    faults: crate::aql_proc::FaultView,
+    spin_poll: bool,
+    requires_doorbell: bool,
+    epoch: Instant,
+    stats: Arc<crate::stats::Counters>,
+}
+
+pub(crate) fn spawn(
+    emu: &Emulator,
+    ctl: Arc<QueueCtl>,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    let p = Processor {
+        ctl: ctl.clone(),
+        kernels: emu.kernels.clone(),
+        faults: crate::aql_proc::FaultView::new(&emu.faults),
+        spin_poll: emu.config.spin_poll,
+        requires_doorbell: emu.config.aql_requires_doorbell,
+        epoch: emu.epoch,
+        stats: emu.stats.clone(),
+    };
+    std::thread::Builder::new()
+        .name(format!("kfd-emu-pm4-{}", ctl.id))
+        .spawn(move || p.run())
+}
+
+impl Processor {
+    fn stopped(&self) -> bool {
+        self.ctl.stop.load(Ordering::Acquire)
+    }
+
+    fn paused(&self) -> bool {
+        !self.ctl.enabled.load(Ordering::Acquire)
+            || self.faults.is_stalled(self.ctl.id)
+            || self.ctl.failed.load(Ordering::Acquire)
+    }
+
+    fn run(self) {
+        let gpu = self.ctl.gpu.clone();
+        let vm = &gpu.vm;
+        let size = self.ctl.ring_size / 4;
+        let mut interp = Interpreter::new(&gpu, &self.ctl, &self.kernels, self.epoch);
+        let mut rd = 0u64;
+        let mut rounds = 0u32;
+        let stopped = || self.stopped();
+        while !self.stopped() {
+            let generation = gpu.wake_generation();
+            let mut wptr = vm.read_u64(self.ctl.wptr).unwrap_or(rd);
+            if self.requires_doorbell {
+                wptr = wptr.min(gpu.doorbell(self.ctl.doorbell_index));
+            }
+            if self.paused() || wptr <= rd {
+                idle(&gpu, self.spin_poll, &mut rounds, generation);
+                continue;
+            }
+            rounds = 0;
+            let pos = rd % size;
+            // A packet never crosses the end of the ring.
+            let available = (wptr - rd).min(size - pos);
+            let r = interp
+                .fetch(self.ctl.ring + pos * 4, available)
+                .and_then(|(p, n)| interp.execute(&p, 0, &stopped).map(|()| n));
+            match r {
+                Ok(n) => {
+                    rd += n;
+                    let _ = vm.write_u32(self.ctl.rptr, (rd % size) as u32);
+                    self.stats.packets_run.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(Pm4Error::Stopped) => return,
+                Err(e) => self.fail(e),
+            }
+        }
+    }
+
+    fn fail(&self, e: Pm4Error) {
+        let code = match e {
+            Pm4Error::Fault(_) => QueueErrorCode::MemoryViolation,
+            Pm4Error::BadDispatch => QueueErrorCode::InvalidCodeObject,
+            _ => QueueErrorCode::InvalidPacketFormat,
+        };
+        log::warn!("kfd-emu: PM4 queue {} stopped: {e:?}", self.ctl.id);
+        *self.ctl.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(code);
+        self.ctl.failed.store(true, Ordering::Release);
+        if let Pm4Error::Fault(f) = e {
+            let mf = crate::events::MemoryFault {
+                va: f.va,
+                gpu_id: self.ctl.gpu.gpu_id,
+            };
+            self.ctl.events.signal_kind(KFD_IOC_EVENT_MEMORY, Some(mf));
+        }
+        self.ctl
+            .events
+            .signal_kind(KFD_IOC_EVENT_HW_EXCEPTION, None);
+    }
+}

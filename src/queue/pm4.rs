@@ -1,0 +1,456 @@
+//! [`Pm4Queue`]: a PM4 compute queue (KFD queue type COMPUTE), the interface kfdtest drives and
+//! the lowest level a runtime can dispatch through.
+//!
+//! The ring's read and write pointers live in their own allocation. Packets are encoded for the
+//! GPU's family and written with [`pm4::ring::Pm4Ring`]; one submission commits the write pointer
+//! and rings the doorbell once.
+
+use super::doorbell::doorbell_ptr;
+use super::QueuePriority;
+use crate::device::Gpu;
+use crate::error::{Error, Result};
+use crate::event::Event;
+use crate::kernel::Kernel;
+use crate::memory::{Buffer, MemoryKind};
+use kfd_sys::bindings::*;
+use kfd_sys::DriverExt;
+use pm4::regs::{self, initiator};
+use pm4::ring::{Pm4Ring, RingError};
+use pm4::{data_sel, event as ev, int_sel, CompareFunction, GfxFamily, Pm4Packet};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Options of [`Gpu::create_pm4_queue`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pm4QueueOptions {
+    /// Ring size in bytes: a power of two, at least 1 KiB. Default 64 KiB.
+    pub ring_bytes: u32,
+    /// Priority; normal by default.
+    pub priority: QueuePriority,
+}
+
+impl Default for Pm4QueueOptions {
+    fn default() -> Self {
+        Pm4QueueOptions {
+            ring_bytes: 64 * 1024,
+            priority: QueuePriority::Normal,
+        }
+    }
+}
+
+/// A PM4 compute queue.
+pub struct Pm4Queue {
+    gpu: Gpu,
+    queue_id: u32,
+    family: GfxFamily,
+    ring: Mutex<Pm4Ring>,
+    /// rptr (u32 at 0), wptr (u64 at 8), fence (u32 at 64): apart from any other queue's.
+    pointers: Buffer,
+    fence_seq: AtomicU32,
+    _ring_mem: Buffer,
+    _eop: Buffer,
+    _cwsr: Buffer,
+}
+
+// SAFETY: the ring writer is behind a mutex; the pointers are into buffers the queue owns.
+unsafe impl Sync for Pm4Queue {}
+
+impl std::fmt::Debug for Pm4Queue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pm4Queue")
+            .field("queue_id", &self.queue_id)
+            .field("gpu", &self.gpu)
+            .finish()
+    }
+}
+
+const RPTR: u64 = 0;
+const WPTR: u64 = 8;
+const FENCE: u64 = 64;
+
+impl Gpu {
+    /// Creates a PM4 compute queue.
+    pub fn create_pm4_queue(&self, options: Pm4QueueOptions) -> Result<Pm4Queue> {
+        let bytes = options.ring_bytes;
+        if !bytes.is_power_of_two() || bytes < 1024 {
+            return Err(Error::InvalidArgument(format!(
+                "PM4 ring of {bytes} bytes: needs a power of two >= 1024"
+            )));
+        }
+        let info = self.info().clone();
+        let family =
+            GfxFamily::from_gfx_target_version(info.gfx_target_version).ok_or_else(|| {
+                Error::InvalidArgument(format!("no PM4 support for {}", info.gfx_target))
+            })?;
+        let ring_mem = self.alloc(u64::from(bytes), MemoryKind::GttCoherent)?;
+        let pointers = self.alloc(4096, MemoryKind::GttUncached)?;
+        let eop = self.alloc(4096, MemoryKind::DeviceLocal)?;
+        let sizes = super::cwsr::cwsr_sizes(&info);
+        let cwsr = self.alloc(sizes.total_bytes, MemoryKind::DeviceLocal)?;
+        let ptr = pointers
+            .as_ptr()
+            .ok_or_else(|| Error::InvalidArgument("pointers not host-visible".into()))?;
+        let mut args = kfd_ioctl_create_queue_args {
+            ring_base_address: ring_mem.gpu_address(),
+            ring_size: bytes,
+            read_pointer_address: pointers.gpu_address() + RPTR,
+            write_pointer_address: pointers.gpu_address() + WPTR,
+            gpu_id: info.gpu_id,
+            queue_type: KFD_IOC_QUEUE_TYPE_COMPUTE,
+            queue_percentage: KFD_MAX_QUEUE_PERCENTAGE,
+            queue_priority: options.priority.kfd(),
+            eop_buffer_address: eop.gpu_address(),
+            eop_buffer_size: eop.allocated_size().min(4096),
+            ctx_save_restore_address: cwsr.gpu_address(),
+            ctx_save_restore_size: sizes.ctx_save_restore_size,
+            ctl_stack_size: sizes.ctl_stack_size,
+            ..Default::default()
+        };
+        // SAFETY: every address is memory owned by the queue being built, alive until after
+        // DESTROY_QUEUE (Drop).
+        unsafe { self.kfd().driver().kfd_ioctl_unchecked(&mut args) }
+            .map_err(Error::driver("AMDKFD_IOC_CREATE_QUEUE"))?;
+        let queue_id = args.queue_id;
+        let destroy = || {
+            let mut d = kfd_ioctl_destroy_queue_args { queue_id, pad: 0 };
+            let _ = self.kfd().driver().kfd_ioctl(&mut d);
+        };
+        let doorbell = match doorbell_ptr(&self.kfd().shared, self.index(), args.doorbell_offset) {
+            Ok(d) => d,
+            Err(e) => {
+                destroy();
+                return Err(e);
+            }
+        };
+        let ring_ptr = ring_mem
+            .as_ptr()
+            .ok_or_else(|| Error::InvalidArgument("ring not host-visible".into()))?;
+        // SAFETY: the ring, pointers and doorbell outlive the writer (owned by the queue / Kfd);
+        // offsets are inside the 4 KiB pointer page and suitably aligned.
+        let ring = unsafe {
+            Pm4Ring::new(
+                ring_ptr.cast(),
+                bytes / 4,
+                ptr.add(RPTR as usize) as *const AtomicU32,
+                ptr.add(WPTR as usize) as *const AtomicU64,
+                doorbell,
+            )
+        };
+        let ring = match ring {
+            Ok(r) => r,
+            Err(e) => {
+                destroy();
+                return Err(Error::InvalidArgument(format!("PM4 ring: {e}")));
+            }
+        };
+        Ok(Pm4Queue {
+            gpu: self.clone(),
+            queue_id,
+            family,
+            ring: Mutex::new(ring),
+            pointers,
+            fence_seq: AtomicU32::new(0),
+            _ring_mem: ring_mem,
+            _eop: eop,
+            _cwsr: cwsr,
+        })
+    }
+}
+
+impl Drop for Pm4Queue {
+    fn drop(&mut self) {
+        let mut d = kfd_ioctl_destroy_queue_args {
+            queue_id: self.queue_id,
+            pad: 0,
+        };
+        if let Err(e) = self.gpu.kfd().driver().kfd_ioctl(&mut d) {
+            log::warn!("kfdrt: AMDKFD_IOC_DESTROY_QUEUE {}: {e}", self.queue_id);
+        }
+    }
+}
+
+impl Pm4Queue {
+    /// KFD's queue id.
+    pub fn id(&self) -> u32 {
+        self.queue_id
+    }
+
+    /// The GPU family the packets are encoded for.
+    pub fn family(&self) -> GfxFamily {
+        self.family
+    }
+
+    fn word(&self, off: u64) -> u64 {
+        self.pointers.as_ptr().map_or(0, |p| p as u64 + off)
+    }
+
+    /// The CP's read pointer (dword offset in the ring).
+    pub fn rptr(&self) -> u32 {
+        // SAFETY: the pointer page is owned by the queue; the word is 4-byte aligned.
+        unsafe { &*(self.word(RPTR) as *const AtomicU32) }.load(Ordering::Acquire)
+    }
+
+    /// The committed write pointer (dwords, monotonic).
+    pub fn wptr(&self) -> u64 {
+        // SAFETY: as in `rptr`; 8-byte aligned.
+        unsafe { &*(self.word(WPTR) as *const AtomicU64) }.load(Ordering::Acquire)
+    }
+
+    /// Ring size in dwords.
+    pub fn size_dwords(&self) -> u32 {
+        self.ring.lock().unwrap_or_else(|p| p.into_inner()).size()
+    }
+
+    /// Writes `packets` (waiting for room as the CP consumes), then commits and rings the doorbell
+    /// once. Returns the new write pointer. Fails with [`Error::Timeout`] if the CP makes no room
+    /// within `timeout`.
+    pub fn submit(&self, packets: &[Pm4Packet], timeout: Duration) -> Result<u64> {
+        let mut dwords = Vec::new();
+        let mut ring = self.ring.lock().unwrap_or_else(|p| p.into_inner());
+        let start = Instant::now();
+        for p in packets {
+            dwords.clear();
+            p.encode(self.family, &mut dwords);
+            loop {
+                match ring.try_write(&dwords) {
+                    Ok(_) => break,
+                    Err(RingError::Full) => {
+                        // Let the CP see what is written so far, then wait for it to make room.
+                        ring.commit();
+                        self.gpu.kfd().driver().doorbell_hint(self.gpu.id());
+                        if start.elapsed() > timeout {
+                            return Err(Error::Timeout {
+                                what: format!(
+                                    "room in PM4 queue {} (rptr {})",
+                                    self.queue_id,
+                                    self.rptr()
+                                ),
+                                after_ms: timeout.as_millis() as u64,
+                            });
+                        }
+                        std::thread::yield_now();
+                    }
+                    Err(e) => return Err(Error::InvalidArgument(format!("PM4 packet: {e}"))),
+                }
+            }
+        }
+        ring.commit();
+        self.gpu.kfd().driver().doorbell_hint(self.gpu.id());
+        Ok(ring.wptr())
+    }
+
+    /// WRITE_DATA of `data` to `addr`.
+    pub fn write_data(&self, addr: u64, data: &[u32]) -> Pm4Packet {
+        Pm4Packet::WriteData {
+            dst_sel: 5,
+            confirm: true,
+            addr,
+            data: data.to_vec(),
+        }
+    }
+
+    /// WAIT_REG_MEM until `(*addr & mask) <func> reference`.
+    pub fn wait_mem(
+        &self,
+        addr: u64,
+        func: CompareFunction,
+        reference: u32,
+        mask: u32,
+    ) -> Pm4Packet {
+        Pm4Packet::WaitRegMem {
+            function: func,
+            mem_space: 1,
+            addr,
+            reference,
+            mask,
+            poll_interval: 4,
+        }
+    }
+
+    /// RELEASE_MEM that raises `event`'s interrupt at end of pipe (after writing its id to the
+    /// event's mailbox, as KFD expects for signal events).
+    pub fn signal_event(&self, event: &Event) -> Result<Pm4Packet> {
+        let mailbox = event.mailbox_address().ok_or_else(|| {
+            Error::InvalidArgument("event has no mailbox (not a signal event)".into())
+        })?;
+        Ok(Pm4Packet::ReleaseMem {
+            event_type: ev::CACHE_FLUSH_AND_INV_TS,
+            event_index: 5,
+            cache_action: 0,
+            dst_sel: 0,
+            int_sel: int_sel::SEND_INT_ON_CONFIRM,
+            data_sel: data_sel::DATA32,
+            addr: mailbox,
+            data: u64::from(event.id()),
+            int_ctxid: event.id(),
+        })
+    }
+
+    /// The packets that dispatch `kernel` on `groups` work-groups of `workgroup` work-items with
+    /// the kernel arguments at `kernarg_address`: cache invalidation, program and resource
+    /// registers from the kernel descriptor, user SGPRs in the documented order, then
+    /// DISPATCH_DIRECT.
+    pub fn dispatch_packets(
+        &self,
+        kernel: &Kernel,
+        groups: [u32; 3],
+        workgroup: [u32; 3],
+        kernarg_address: u64,
+    ) -> Result<Vec<Pm4Packet>> {
+        let kd = kernel.descriptor().ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "kernel {:?} has no known descriptor",
+                kernel.name()
+            ))
+        })?;
+        let entry = kernel
+            .entry_address()
+            .ok_or_else(|| Error::InvalidArgument("kernel entry overflows".into()))?;
+        if entry % 256 != 0 {
+            return Err(Error::InvalidArgument(format!(
+                "kernel entry {entry:#x} is not 256-byte aligned"
+            )));
+        }
+        if groups.contains(&0) || workgroup.contains(&0) || workgroup.iter().product::<u32>() > 1024
+        {
+            return Err(Error::InvalidArgument(format!(
+                "groups {groups:?} / work-group {workgroup:?}"
+            )));
+        }
+        let mut p = vec![if self.family.is_gfx10_plus() {
+            // GLI_INV=1 (all), GLK_INV, GLV_INV, GL1_INV, GL2_INV.
+            Pm4Packet::AcquireMem {
+                coher_cntl: 0,
+                gcr_cntl: 1 | 1 << 7 | 1 << 8 | 1 << 9 | 1 << 14,
+            }
+        } else {
+            Pm4Packet::AcquireMem {
+                coher_cntl: 0x28C0_0000,
+                gcr_cntl: 0,
+            }
+        }];
+        p.push(Pm4Packet::SetShReg {
+            reg: regs::COMPUTE_PGM_LO,
+            values: vec![(entry >> 8) as u32, ((entry >> 40) & 0xFF) as u32],
+        });
+        p.push(Pm4Packet::SetShReg {
+            reg: regs::COMPUTE_PGM_RSRC1,
+            values: vec![kd.compute_pgm_rsrc1, kd.compute_pgm_rsrc2],
+        });
+        if let Some(r3) = regs::compute_pgm_rsrc3(self.family) {
+            p.push(Pm4Packet::SetShReg {
+                reg: r3,
+                values: vec![kd.compute_pgm_rsrc3],
+            });
+        }
+        p.push(Pm4Packet::SetShReg {
+            reg: regs::COMPUTE_RESOURCE_LIMITS,
+            values: vec![0],
+        });
+        p.push(Pm4Packet::SetShReg {
+            reg: regs::COMPUTE_TMPRING_SIZE,
+            values: vec![0],
+        });
+        p.push(Pm4Packet::SetShReg {
+            reg: regs::COMPUTE_RESTART_X,
+            values: vec![0, 0, 0],
+        });
+        // User SGPRs in the order the descriptor's enable bits define them.
+        use aql::code_properties as cp;
+        let props = kd.kernel_code_properties;
+        let mut user = Vec::new();
+        if props & cp::ENABLE_SGPR_PRIVATE_SEGMENT_BUFFER != 0 {
+            user.extend([0u32; 4]); // no scratch: a null buffer resource
+        }
+        if props & cp::ENABLE_SGPR_DISPATCH_PTR != 0 {
+            user.extend([0u32; 2]); // PM4 dispatches have no AQL packet
+        }
+        if props & cp::ENABLE_SGPR_QUEUE_PTR != 0 {
+            user.extend([0u32; 2]);
+        }
+        if props & cp::ENABLE_SGPR_KERNARG_SEGMENT_PTR != 0 {
+            user.extend([kernarg_address as u32, (kernarg_address >> 32) as u32]);
+        }
+        if !user.is_empty() {
+            p.push(Pm4Packet::SetShReg {
+                reg: regs::COMPUTE_USER_DATA_0,
+                values: user,
+            });
+        }
+        p.push(Pm4Packet::SetShReg {
+            reg: regs::COMPUTE_START_X,
+            values: vec![0, 0, 0],
+        });
+        p.push(Pm4Packet::SetShReg {
+            reg: regs::COMPUTE_NUM_THREAD_X,
+            values: workgroup.to_vec(),
+        });
+        let w32 = if self.family.is_gfx10_plus() && kd.wavefront_size32() {
+            initiator::CS_W32_EN
+        } else {
+            0
+        };
+        p.push(Pm4Packet::DispatchDirect {
+            dims: groups,
+            initiator: initiator::COMPUTE_SHADER_EN | initiator::FORCE_START_AT_000 | w32,
+        });
+        Ok(p)
+    }
+
+    /// Submits a RELEASE_MEM that writes an increasing value to the queue's fence word and waits
+    /// until it lands: everything submitted before has completed.
+    pub fn finish(&self, timeout: Duration) -> Result<()> {
+        let value = self
+            .fence_seq
+            .fetch_add(1, Ordering::AcqRel)
+            .wrapping_add(1);
+        let fence = self.pointers.gpu_address() + FENCE;
+        self.submit(
+            &[Pm4Packet::ReleaseMem {
+                event_type: ev::CACHE_FLUSH_AND_INV_TS,
+                event_index: 5,
+                cache_action: 0,
+                dst_sel: 0,
+                int_sel: int_sel::NONE,
+                data_sel: data_sel::DATA32,
+                addr: fence,
+                data: u64::from(value),
+                int_ctxid: 0,
+            }],
+            timeout,
+        )?;
+        let start = Instant::now();
+        // SAFETY: the fence word is in the queue's pointer page, 4-byte aligned.
+        let word = unsafe { &*(self.word(FENCE) as *const AtomicU32) };
+        while word.load(Ordering::Acquire) != value {
+            if start.elapsed() > timeout {
+                return Err(Error::Timeout {
+                    what: format!(
+                        "PM4 queue {} fence {value} (at {})",
+                        self.queue_id,
+                        word.load(Ordering::Acquire)
+                    ),
+                    after_ms: timeout.as_millis() as u64,
+                });
+            }
+            std::thread::yield_now();
+        }
+        Ok(())
+    }
+
+    /// Disables (`false`: percentage 0, nothing runs) or re-enables the queue (`UPDATE_QUEUE`).
+    pub fn set_enabled(&self, enabled: bool) -> Result<()> {
+        let mut a = kfd_ioctl_update_queue_args {
+            ring_base_address: self._ring_mem.gpu_address(),
+            queue_id: self.queue_id,
+            ring_size: self._ring_mem.allocated_size().min(u64::from(u32::MAX)) as u32,
+            queue_percentage: if enabled { KFD_MAX_QUEUE_PERCENTAGE } else { 0 },
+            queue_priority: QueuePriority::Normal.kfd(),
+        };
+        // SAFETY: the ring address is the queue's own ring, alive as long as the queue.
+        unsafe { self.gpu.kfd().driver().kfd_ioctl_unchecked(&mut a) }
+            .map(drop)
+            .map_err(Error::driver("AMDKFD_IOC_UPDATE_QUEUE"))
+    }
+}

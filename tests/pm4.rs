@@ -1,0 +1,281 @@
+//! PM4 compute queues in the spirit of kfdtest's KFDQMTest, and PM4 vs AQL dispatch.
+
+mod common;
+
+use kfdrt::emu::{GpuFault, Preset, WorkGroup};
+use kfdrt::{AqlQueueOptions, Dispatch, EventKind, MemoryKind, Pm4QueueOptions};
+use pm4::{CompareFunction, Pm4Packet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const T: Duration = Duration::from_secs(30);
+
+fn wait_until(what: &str, f: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(start.elapsed() < T, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+fn read_u32s(b: &kfdrt::Buffer, n: usize) -> Vec<u32> {
+    let mut bytes = vec![0u8; n * 4];
+    b.read(0, &mut bytes).unwrap();
+    bytes
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+#[test]
+fn nop_is_consumed() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let q = kfd
+        .gpu(0)
+        .unwrap()
+        .create_pm4_queue(Pm4QueueOptions::default())
+        .unwrap();
+    let w = q
+        .submit(
+            &[Pm4Packet::Nop { padding: 3 }, Pm4Packet::Nop { padding: 0 }],
+            T,
+        )
+        .unwrap();
+    assert_eq!(w, 5);
+    wait_until("rptr to reach wptr", || {
+        u64::from(q.rptr()) == q.wptr() % u64::from(q.size_dwords())
+    });
+}
+
+#[test]
+fn write_data_lands() {
+    let kfd = common::emulated(Preset::Gfx1100, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let q = gpu.create_pm4_queue(Pm4QueueOptions::default()).unwrap();
+    let buf = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    buf.write(0, &[0xFF; 64]).unwrap();
+    q.submit(&[q.write_data(buf.gpu_address() + 4, &[1, 2, 3])], T)
+        .unwrap();
+    q.finish(T).unwrap();
+    assert_eq!(read_u32s(&buf, 5), vec![0xFFFF_FFFF, 1, 2, 3, 0xFFFF_FFFF]);
+}
+
+#[test]
+fn wraparound_with_a_packet_size_that_does_not_divide_the_ring() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let q = gpu
+        .create_pm4_queue(Pm4QueueOptions {
+            ring_bytes: 1024,
+            ..Default::default()
+        })
+        .unwrap();
+    // WRITE_DATA of 3 dwords is 7 dwords; 256 is not a multiple of 7.
+    let per_ring = 256 / 7;
+    let n = 2 * (per_ring + 1);
+    let buf = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    for i in 0..n {
+        let v = 1000 + i as u32;
+        q.submit(
+            &[q.write_data(buf.gpu_address() + 16 * i as u64, &[v, v, v])],
+            T,
+        )
+        .unwrap();
+    }
+    q.finish(T).unwrap();
+    let words = read_u32s(&buf, 4 * n);
+    for i in 0..n {
+        assert_eq!(words[4 * i], 1000 + i as u32, "packet {i} did not land");
+    }
+    assert!(q.wptr() > 2 * 256, "the ring wrapped");
+}
+
+#[test]
+fn sixty_five_queues_with_a_hundred_packets_each_drain() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let buf = gpu.alloc(65 * 100 * 4, MemoryKind::GttCoherent).unwrap();
+    let queues: Vec<_> = (0..65)
+        .map(|_| {
+            gpu.create_pm4_queue(Pm4QueueOptions {
+                ring_bytes: 4096,
+                ..Default::default()
+            })
+            .unwrap()
+        })
+        .collect();
+    for (qi, q) in queues.iter().enumerate() {
+        let packets: Vec<Pm4Packet> = (0..100)
+            .map(|i| {
+                q.write_data(
+                    buf.gpu_address() + 4 * (qi * 100 + i) as u64,
+                    &[(qi * 100 + i) as u32 + 1],
+                )
+            })
+            .collect();
+        q.submit(&packets, T).unwrap();
+    }
+    for q in &queues {
+        q.finish(T).unwrap();
+    }
+    let words = read_u32s(&buf, 6500);
+    for (i, w) in words.iter().enumerate() {
+        assert_eq!(*w, i as u32 + 1, "value {i}");
+    }
+}
+
+#[test]
+fn release_mem_interrupt_wakes_an_event_wait() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let q = gpu.create_pm4_queue(Pm4QueueOptions::default()).unwrap();
+    let _first = kfd.create_event(EventKind::Signal, true).unwrap(); // so the id is not 0
+    let e = kfd.create_event(EventKind::Signal, true).unwrap();
+    assert_ne!(e.id(), 0);
+    assert!(!e.wait(Some(Duration::ZERO)).unwrap());
+    q.submit(&[q.signal_event(&e).unwrap()], T).unwrap();
+    assert!(
+        e.wait(Some(T)).unwrap(),
+        "the RELEASE_MEM interrupt did not wake the wait"
+    );
+    let vm = kfd.emulator().unwrap().gpu_vm(gpu.id()).unwrap();
+    assert_eq!(
+        vm.read_u64(e.mailbox_address().unwrap()).unwrap(),
+        u64::from(e.id()),
+        "mailbox holds the id"
+    );
+}
+
+#[test]
+fn disabled_queue_runs_nothing_until_enabled() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let q = gpu.create_pm4_queue(Pm4QueueOptions::default()).unwrap();
+    let buf = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    q.set_enabled(false).unwrap();
+    q.submit(&[q.write_data(buf.gpu_address(), &[77])], T)
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(read_u32s(&buf, 1), vec![0], "a disabled queue ran a packet");
+    q.set_enabled(true).unwrap();
+    q.finish(T).unwrap();
+    assert_eq!(read_u32s(&buf, 1), vec![77]);
+}
+
+#[test]
+fn wait_reg_mem_holds_later_packets() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let q = gpu.create_pm4_queue(Pm4QueueOptions::default()).unwrap();
+    let buf = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    let flag = buf.gpu_address();
+    q.submit(
+        &[
+            q.wait_mem(flag, CompareFunction::Equal, 5, 0xFFFF_FFFF),
+            q.write_data(flag + 4, &[1]),
+        ],
+        T,
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(read_u32s(&buf, 2), vec![0, 0]);
+    buf.write(0, &5u32.to_le_bytes()).unwrap();
+    q.finish(T).unwrap();
+    assert_eq!(read_u32s(&buf, 2), vec![5, 1]);
+}
+
+#[test]
+fn unknown_opcode_stops_the_queue() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let q = gpu.create_pm4_queue(Pm4QueueOptions::default()).unwrap();
+    let buf = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    // An unknown opcode, then a WRITE_DATA that must not run.
+    let mut words = vec![pm4::header(0x99, 1), 0];
+    q.write_data(buf.gpu_address(), &[1])
+        .encode(q.family(), &mut words);
+    // The ring writer only takes typed packets, so the raw dwords go in an indirect buffer.
+    let ib = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    ib.write(0, &bytes).unwrap();
+    q.submit(
+        &[Pm4Packet::IndirectBuffer {
+            addr: ib.gpu_address(),
+            size_dwords: words.len() as u32,
+            chain: false,
+        }],
+        T,
+    )
+    .unwrap();
+    let emu = kfd.emulator().unwrap();
+    wait_until("the queue error", || emu.queue_error(q.id()).is_some());
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(
+        read_u32s(&buf, 1),
+        vec![0],
+        "nothing after the bad packet ran"
+    );
+}
+
+/// Records what a work-group sees: kernarg words, group id, sizes.
+fn recorder(wg: &WorkGroup<'_>) -> Result<(), GpuFault> {
+    let out = wg.kernarg_u64(0)?;
+    let tag = wg.kernarg_u32(8)?;
+    let g = wg.group_id[0] + wg.group_id[1] * 4;
+    let base = out + u64::from(g) * 32;
+    let vals = [
+        tag,
+        wg.group_id[0],
+        wg.group_id[1],
+        wg.workgroup_size[0],
+        wg.workgroup_size[1],
+        wg.grid_size[0],
+        wg.grid_size[1],
+        0xC0DE,
+    ];
+    for (i, v) in vals.iter().enumerate() {
+        wg.mem.write_u32(base + 4 * i as u64, *v)?;
+    }
+    Ok(())
+}
+
+#[test]
+fn pm4_and_aql_dispatch_of_the_same_kernel_agree() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let kernel = gpu
+        .emulated_kernel("recorder", 12, Arc::new(recorder))
+        .unwrap();
+    let out_aql = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    let out_pm4 = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    let args = |out: u64| {
+        let mut a = out.to_le_bytes().to_vec();
+        a.extend_from_slice(&0x5EEDu32.to_le_bytes());
+        a
+    };
+    // AQL: grid 4x3 groups of 16x2 work-items.
+    let aq = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let a = args(out_aql.gpu_address());
+    let d = Dispatch {
+        kernel: &kernel,
+        grid: [64, 6, 1],
+        workgroup: [16, 2, 1],
+        kernargs: &a,
+        dynamic_lds: 0,
+    };
+    aq.dispatch(&d).unwrap().wait(Some(T)).unwrap();
+    // PM4: the same launch, kernel arguments in GPU memory the caller owns.
+    let pq = gpu.create_pm4_queue(Pm4QueueOptions::default()).unwrap();
+    let karg = gpu.alloc(64, MemoryKind::GttCoherent).unwrap();
+    karg.write(0, &args(out_pm4.gpu_address())).unwrap();
+    let packets = pq
+        .dispatch_packets(&kernel, [4, 3, 1], [16, 2, 1], karg.gpu_address())
+        .unwrap();
+    pq.submit(&packets, T).unwrap();
+    pq.finish(T).unwrap();
+    let (x, y) = (read_u32s(&out_aql, 12 * 8), read_u32s(&out_pm4, 12 * 8));
+    assert_eq!(x[7], 0xC0DE, "AQL dispatch ran");
+    assert_eq!(x, y, "PM4 and AQL dispatches saw different arguments");
+    // And the AQL queue's instruction-cache invalidation (a vendor PM4-IB packet) completes.
+    aq.invalidate_icache().unwrap().wait(Some(T)).unwrap();
+}
