@@ -17,6 +17,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod copy;
 mod device;
 mod error;
 pub mod event;
@@ -26,6 +27,7 @@ pub mod queue;
 pub mod signal;
 pub mod topology;
 
+pub use copy::{CopyEngine, CopyPath};
 pub use device::{ClockCounters, DeviceChoice, Gpu, Kfd, DEVICE_ENV};
 pub use error::{Error, Result};
 pub use event::{Event, EventKind, MemoryException, WaitMode};
@@ -33,7 +35,8 @@ pub use kernel::Kernel;
 pub use kfd_sys::{DriverKind, Errno};
 pub use memory::{AllocOptions, Buffer, MemoryKind};
 pub use queue::{
-    AqlQueue, AqlQueueOptions, Dispatch, Pm4Queue, Pm4QueueOptions, QueuePriority, Submission,
+    AqlQueue, AqlQueueOptions, CopyCompletion, Dispatch, Pm4Queue, Pm4QueueOptions, QueuePriority,
+    SdmaQueue, Submission,
 };
 pub use signal::{Condition, Signal};
 pub use topology::{GpuInfo, Topology};

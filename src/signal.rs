@@ -253,6 +253,12 @@ impl Signal {
         self.0.slot.signal as u64
     }
 
+    /// Address of the signal's event mailbox (where a device writes the event id before
+    /// raising the interrupt).
+    pub fn mailbox_address(&self) -> u64 {
+        self.raw().event_mailbox_ptr.load(Ordering::Acquire)
+    }
+
     /// The KFD event behind the signal.
     pub fn event_id(&self) -> u32 {
         self.0.slot.event_id

@@ -12,6 +12,7 @@ pub struct FaultInjector {
     stalled: Mutex<HashSet<u32>>,
     /// Fast path for processors: whether any queue is stalled at all.
     any_stalled: AtomicBool,
+    sdma_exhausted: AtomicBool,
 }
 
 impl FaultInjector {
@@ -44,6 +45,15 @@ impl FaultInjector {
             }
         }
         false
+    }
+
+    /// Makes every further SDMA queue creation fail as if the engines' slots were used up.
+    pub fn exhaust_sdma_queues(&self, exhausted: bool) {
+        self.sdma_exhausted.store(exhausted, Ordering::Release);
+    }
+
+    pub(crate) fn sdma_exhausted(&self) -> bool {
+        self.sdma_exhausted.load(Ordering::Acquire)
     }
 
     /// Stops queue `queue_id`'s packet processor from consuming packets until resumed.

@@ -22,6 +22,7 @@ mod memory;
 mod pagesize;
 mod pm4_proc;
 mod queue;
+mod sdma_proc;
 mod stats;
 mod topology;
 mod vm;

@@ -55,6 +55,7 @@ impl QueueErrorCode {
 /// What the packet processor of one queue needs, shared with its thread.
 pub(crate) struct QueueCtl {
     pub(crate) id: u32,
+    pub(crate) queue_type: u32,
     pub(crate) gpu: Arc<GpuState>,
     pub(crate) ring: u64,
     pub(crate) ring_size: u64,
@@ -148,10 +149,14 @@ pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Res
         return Err(Errno::EINVAL);
     }
     let ring_size = a.ring_size.max(MIN_RING_SIZE);
-    if a.queue_type != KFD_IOC_QUEUE_TYPE_COMPUTE_AQL && a.queue_type != KFD_IOC_QUEUE_TYPE_COMPUTE
+    let is_sdma = matches!(
+        a.queue_type,
+        KFD_IOC_QUEUE_TYPE_SDMA | KFD_IOC_QUEUE_TYPE_SDMA_XGMI
+    );
+    if !is_sdma
+        && a.queue_type != KFD_IOC_QUEUE_TYPE_COMPUTE_AQL
+        && a.queue_type != KFD_IOC_QUEUE_TYPE_COMPUTE
     {
-        // SDMA queues arrive with the SDMA engine emulation; until then the emulated device
-        // refuses them the way KFD refuses an unknown queue type.
         return Err(Errno::EINVAL);
     }
     let vm = &gpu.vm;
@@ -161,24 +166,27 @@ pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Res
     if !vm.is_mapped(a.read_pointer_address, 8) || !vm.is_mapped(a.write_pointer_address, 8) {
         return Err(Errno::EINVAL);
     }
-    let gfx94x = (90400..90500).contains(&gpu.params.gfx_target_version);
-    let eop_optional = gfx94x && a.queue_type == KFD_IOC_QUEUE_TYPE_COMPUTE_AQL;
-    if a.eop_buffer_address == 0 {
-        if !eop_optional {
-            return Err(Errno::EINVAL);
-        }
-    } else if a.eop_buffer_size != EOP_BUFFER_SIZE
-        || !vm.is_mapped(a.eop_buffer_address, EOP_BUFFER_SIZE)
-    {
-        return Err(Errno::EINVAL);
-    }
-    if a.ctx_save_restore_address != 0 {
-        let (ctx, ctl, total) = cwsr_sizes(&gpu.params);
-        if u64::from(a.ctx_save_restore_size) != ctx
-            || u64::from(a.ctl_stack_size) != ctl
-            || !vm.is_mapped(a.ctx_save_restore_address, total)
+    // Compute queues need an EOP buffer and (optionally) a CWSR area; SDMA queues neither.
+    if !is_sdma {
+        let gfx94x = (90400..90500).contains(&gpu.params.gfx_target_version);
+        let eop_optional = gfx94x && a.queue_type == KFD_IOC_QUEUE_TYPE_COMPUTE_AQL;
+        if a.eop_buffer_address == 0 {
+            if !eop_optional {
+                return Err(Errno::EINVAL);
+            }
+        } else if a.eop_buffer_size != EOP_BUFFER_SIZE
+            || !vm.is_mapped(a.eop_buffer_address, EOP_BUFFER_SIZE)
         {
             return Err(Errno::EINVAL);
+        }
+        if a.ctx_save_restore_address != 0 {
+            let (ctx, ctl, total) = cwsr_sizes(&gpu.params);
+            if u64::from(a.ctx_save_restore_size) != ctx
+                || u64::from(a.ctl_stack_size) != ctl
+                || !vm.is_mapped(a.ctx_save_restore_address, total)
+            {
+                return Err(Errno::EINVAL);
+            }
         }
     }
     let mut g = emu.queues.inner.lock().unwrap_or_else(|p| p.into_inner());
@@ -191,14 +199,32 @@ pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Res
         return Err(Errno::ENOSPC);
     }
     // Compute queues fill the first page, then the second (SDMA queues will start there).
+    if is_sdma {
+        let xgmi = a.queue_type == KFD_IOC_QUEUE_TYPE_SDMA_XGMI;
+        let p = &gpu.params;
+        let slots = if xgmi {
+            p.sdma_xgmi_engines
+        } else {
+            p.sdma_engines
+        } * p.sdma_queues_per_engine;
+        let live =
+            g.0.values()
+                .filter(|e| e.ctl.gpu.index == gpu.index && e.ctl.queue_type == a.queue_type)
+                .count();
+        if emu.faults.sdma_exhausted() || live >= slots as usize {
+            // kfd's allocate_sdma_queue: "No more SDMA queue to allocate".
+            return Err(Errno::ENOMEM);
+        }
+    }
     let doorbell_index = (0..MAX_QUEUES_PER_GPU as u32)
-        .filter(|&i| is_cp_doorbell(i))
+        .filter(|&i| is_cp_doorbell(i) != is_sdma)
         .find(|i| !used.contains(i))
         .ok_or(Errno::ENOSPC)?;
     g.1 += 1;
     let id = g.1;
     let ctl = Arc::new(QueueCtl {
         id,
+        queue_type: a.queue_type,
         gpu: gpu.clone(),
         ring: a.ring_base_address,
         ring_size: u64::from(ring_size),
@@ -211,7 +237,9 @@ pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Res
         failed: AtomicBool::new(false),
         events: emu.events.clone(),
     });
-    let thread = if a.queue_type == KFD_IOC_QUEUE_TYPE_COMPUTE {
+    let thread = if is_sdma {
+        crate::sdma_proc::spawn(emu, ctl.clone())
+    } else if a.queue_type == KFD_IOC_QUEUE_TYPE_COMPUTE {
         crate::pm4_proc::spawn(emu, ctl.clone())
     } else {
         crate::aql_proc::spawn(emu, ctl.clone())

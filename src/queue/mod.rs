@@ -5,11 +5,14 @@ pub mod cwsr;
 pub(crate) mod doorbell;
 pub(crate) mod kernarg;
 mod pm4;
+mod sdma;
 
 pub use self::aql::{
     AqlQueue, AqlQueueOptions, Batch, Dispatch, QueueFault, QueuePriority, Submission,
 };
 pub use self::pm4::{Pm4Queue, Pm4QueueOptions};
+pub(crate) use self::sdma::check_range;
+pub use self::sdma::{CopyCompletion, SdmaQueue};
 
 /// The error bits a packet processor writes into a queue's inactive signal when the queue stops
 /// (the values ROCr decodes into `hsa_status_t`).

@@ -1,0 +1,188 @@
+//! The SDMA engine: one thread per SDMA queue, executing the ring in bytes.
+//!
+//! Like the hardware it writes back a 64-bit read pointer after each packet and, just past it,
+//! scratch data of its own (a progress counter), so a runtime that keeps other words next to an
+//! SDMA read pointer sees them clobbered. Every address is checked against the GPU's page table:
+//! an unmapped one is a memory exception and the queue stops.
+
+use crate::aql_proc::{idle, FaultView};
+use crate::queue::{QueueCtl, QueueErrorCode};
+use crate::vm::GpuFault;
+use crate::Emulator;
+use kfd_sys::bindings::*;
+use sdma::{AtomicOp, SdmaPacket, SdmaVersion};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+enum Stop {
+    Stopped,
+    Fault(GpuFault),
+    Malformed,
+}
+
+impl From<GpuFault> for Stop {
+    fn from(f: GpuFault) -> Self {
+        Stop::Fault(f)
+    }
+}
+
+struct Engine {
+    ctl: Arc<QueueCtl>,
+    faults: FaultView,
+    spin_poll: bool,
+    epoch: Instant,
+    stats: Arc<crate::stats::Counters>,
+    version: SdmaVersion,
+}
+
+pub(crate) fn spawn(
+    emu: &Emulator,
+    ctl: Arc<QueueCtl>,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    let version = SdmaVersion::from_gfx_target_version(ctl.gpu.params.gfx_target_version)
+        .unwrap_or(SdmaVersion::V4);
+    let e = Engine {
+        ctl: ctl.clone(),
+        faults: FaultView::new(&emu.faults),
+        spin_poll: emu.config.spin_poll,
+        epoch: emu.epoch,
+        stats: emu.stats.clone(),
+        version,
+    };
+    std::thread::Builder::new()
+        .name(format!("kfd-emu-sdma-{}", ctl.id))
+        .spawn(move || e.run())
+}
+
+impl Engine {
+    fn stopped(&self) -> bool {
+        self.ctl.stop.load(Ordering::Acquire)
+    }
+
+    fn paused(&self) -> bool {
+        !self.ctl.enabled.load(Ordering::Acquire)
+            || self.faults.is_stalled(self.ctl.id)
+            || self.ctl.failed.load(Ordering::Acquire)
+    }
+
+    fn clock(&self) -> u64 {
+        (self.epoch.elapsed().as_nanos() * u128::from(self.ctl.gpu.params.gpu_clock_hz)
+            / 1_000_000_000) as u64
+    }
+
+    fn run(self) {
+        let gpu = self.ctl.gpu.clone();
+        let vm = &gpu.vm;
+        let size = self.ctl.ring_size;
+        let mut rd = 0u64;
+        let mut rounds = 0u32;
+        let mut scratch = 0u64;
+        while !self.stopped() {
+            let generation = gpu.wake_generation();
+            let wptr = vm.read_u64(self.ctl.wptr).unwrap_or(rd);
+            if self.paused() || wptr <= rd {
+                idle(&gpu, self.spin_poll, &mut rounds, generation);
+                continue;
+            }
+            rounds = 0;
+            let pos = rd % size;
+            // A packet never straddles the end of the ring.
+            let avail = ((wptr - rd).min(size - pos) / 4) as usize;
+            let mut bytes = vec![0u8; avail.min(1 << 16) * 4];
+            let r = vm
+                .read(self.ctl.ring + pos, &mut bytes)
+                .map_err(Stop::from)
+                .and_then(|()| {
+                    let d: Vec<u32> = bytes
+                        .chunks_exact(4)
+                        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                        .collect();
+                    SdmaPacket::decode(self.version, &d).map_err(|_| Stop::Malformed)
+                })
+                .and_then(|(p, n)| self.execute(&p).map(|()| n));
+            match r {
+                Ok(n) => {
+                    rd += n as u64 * 4;
+                    scratch += 1;
+                    let _ = vm.write_u64(self.ctl.rptr, rd);
+                    // The engine's own bookkeeping lands right after the read pointer.
+                    let _ = vm.write_u64(self.ctl.rptr + 8, scratch | 0x5D3A_0000_0000_0000);
+                    self.stats.packets_run.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(Stop::Stopped) => return,
+                Err(e) => self.fail(e),
+            }
+        }
+    }
+
+    fn execute(&self, p: &SdmaPacket) -> Result<(), Stop> {
+        let vm = &self.ctl.gpu.vm;
+        match p {
+            SdmaPacket::Nop { .. } | SdmaPacket::Gcr { .. } => {}
+            SdmaPacket::CopyLinear { src, dst, bytes } => vm.copy(*dst, *src, *bytes)?,
+            SdmaPacket::ConstantFill { dst, data, bytes } => vm.fill_u32(*dst, *data, *bytes)?,
+            SdmaPacket::Write { dst, data } => {
+                for (i, d) in data.iter().enumerate() {
+                    vm.write_u32(dst + 4 * i as u64, *d)?;
+                }
+            }
+            SdmaPacket::Fence { addr, data, .. } => vm.write_u32(*addr, *data)?,
+            SdmaPacket::Trap { int_context } => self.ctl.events.signal_from_device(*int_context),
+            SdmaPacket::PollRegMem {
+                addr,
+                reference,
+                mask,
+                func,
+                retry_count,
+                ..
+            } => {
+                let mut tries = 0u32;
+                let mut rounds = 0u32;
+                loop {
+                    let generation = self.ctl.gpu.wake_generation();
+                    if func.eval(vm.read_u32(*addr)?, *reference, *mask) {
+                        break;
+                    }
+                    if self.stopped() {
+                        return Err(Stop::Stopped);
+                    }
+                    tries += 1;
+                    if *retry_count != 0xFFF && tries > *retry_count * 64 {
+                        // Out of retries: the engine moves on, as the packet defines.
+                        break;
+                    }
+                    idle(&self.ctl.gpu, false, &mut rounds, generation);
+                }
+            }
+            SdmaPacket::Atomic { addr, op, src, .. } => match op {
+                AtomicOp::Add64 => {
+                    vm.atomic_add_u64(*addr, *src)?;
+                }
+                AtomicOp::Other(_) => return Err(Stop::Malformed),
+            },
+            SdmaPacket::Timestamp { addr } => vm.write_u64(*addr, self.clock())?,
+        }
+        Ok(())
+    }
+
+    fn fail(&self, e: Stop) {
+        let code = match e {
+            Stop::Fault(_) => QueueErrorCode::MemoryViolation,
+            _ => QueueErrorCode::InvalidPacketFormat,
+        };
+        log::warn!("kfd-emu: SDMA queue {} stopped: {code:?}", self.ctl.id);
+        *self.ctl.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(code);
+        self.ctl.failed.store(true, Ordering::Release);
+        if let Stop::Fault(f) = e {
+            let mf = crate::events::MemoryFault {
+                va: f.va,
+                gpu_id: self.ctl.gpu.gpu_id,
+            };
+            self.ctl.events.signal_kind(KFD_IOC_EVENT_MEMORY, Some(mf));
+        }
+        self.ctl
+            .events
+            .signal_kind(KFD_IOC_EVENT_HW_EXCEPTION, None);
+    }
+}

@@ -1,0 +1,360 @@
+//! [`SdmaQueue`]: a queue on one of the GPU's SDMA engines, for copies and fills that leave the
+//! compute units free.
+//!
+//! The engine writes scratch data just past the read pointer it writes back, so the queue's
+//! pointers live in a dedicated allocation of their own, the write pointer 64 bytes away from the
+//! read pointer. A copy's completion signal is decremented once, after its last packet (large
+//! copies are split at the engine's per-packet maximum), then the signal's event is raised with
+//! a FENCE to its mailbox and a TRAP.
+
+use super::doorbell::doorbell_ptr;
+use super::QueuePriority;
+use crate::device::Gpu;
+use crate::error::{Error, Result};
+use crate::memory::{AllocOptions, Buffer, MemoryKind};
+use crate::signal::{Condition, Signal, DEFAULT_SPIN};
+use kfd_sys::bindings::*;
+use kfd_sys::DriverExt;
+use sdma::ring::{RingError, SdmaRing};
+use sdma::{AtomicOp, CompareFunction, SdmaPacket, SdmaVersion};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+const RPTR: u64 = 0;
+/// Away from the engine's scratch words just after the read pointer.
+const WPTR: u64 = 64;
+
+/// An SDMA queue.
+pub struct SdmaQueue {
+    gpu: Gpu,
+    queue_id: u32,
+    version: SdmaVersion,
+    ring: Mutex<SdmaRing>,
+    pointers: Buffer,
+    ring_mem: Buffer,
+}
+
+// SAFETY: the ring writer is behind a mutex; its pointers are into buffers the queue owns.
+unsafe impl Sync for SdmaQueue {}
+
+impl std::fmt::Debug for SdmaQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SdmaQueue")
+            .field("queue_id", &self.queue_id)
+            .field("gpu", &self.gpu)
+            .finish()
+    }
+}
+
+/// A copy or fill in flight; owns its completion signal until the completion is observed.
+#[must_use = "a copy's completion should be waited for"]
+#[derive(Debug)]
+pub struct CopyCompletion {
+    signal: Signal,
+    /// Set when the copy ran as a kernel: its submission also reports queue errors.
+    kernel: Option<super::Submission>,
+}
+
+impl CopyCompletion {
+    pub(crate) fn from_submission(s: super::Submission) -> Self {
+        CopyCompletion {
+            signal: s.signal().clone(),
+            kernel: Some(s),
+        }
+    }
+
+    /// Waits until the copy has completed.
+    pub fn wait(&self, timeout: Option<Duration>) -> Result<()> {
+        if let Some(k) = &self.kernel {
+            return k.wait(timeout);
+        }
+        self.signal
+            .wait_with(Condition::Lt(1), timeout, DEFAULT_SPIN, &[], &|| Ok(()))
+            .map(drop)
+    }
+
+    /// Whether it has completed.
+    pub fn is_complete(&self) -> bool {
+        self.signal.value() <= 0
+    }
+
+    /// The completion signal.
+    pub fn signal(&self) -> &Signal {
+        &self.signal
+    }
+}
+
+impl Gpu {
+    /// Creates an SDMA queue on one of the GPU's PCIe SDMA engines. Fails with the driver's
+    /// `ENOMEM` when every engine queue slot is taken (see [`crate::copy::CopyEngine`], which then
+    /// falls back to copy kernels).
+    pub fn create_sdma_queue(&self) -> Result<SdmaQueue> {
+        let info = self.info().clone();
+        let version =
+            SdmaVersion::from_gfx_target_version(info.gfx_target_version).ok_or_else(|| {
+                Error::InvalidArgument(format!("no SDMA support for {}", info.gfx_target))
+            })?;
+        let ring_bytes: u32 = 64 * 1024;
+        let ring_mem = self.alloc(u64::from(ring_bytes), MemoryKind::GttCoherent)?;
+        let pointers = self.alloc_with(
+            4096,
+            AllocOptions {
+                dedicated: true,
+                ..AllocOptions::new(MemoryKind::GttUncached)
+            },
+        )?;
+        let mut args = kfd_ioctl_create_queue_args {
+            ring_base_address: ring_mem.gpu_address(),
+            ring_size: ring_bytes,
+            read_pointer_address: pointers.gpu_address() + RPTR,
+            write_pointer_address: pointers.gpu_address() + WPTR,
+            gpu_id: info.gpu_id,
+            queue_type: KFD_IOC_QUEUE_TYPE_SDMA,
+            queue_percentage: KFD_MAX_QUEUE_PERCENTAGE,
+            queue_priority: QueuePriority::Normal.kfd(),
+            ..Default::default()
+        };
+        // SAFETY: the ring and pointers are owned by the queue being built and outlive it.
+        unsafe { self.kfd().driver().kfd_ioctl_unchecked(&mut args) }
+            .map_err(Error::driver("AMDKFD_IOC_CREATE_QUEUE (SDMA)"))?;
+        let queue_id = args.queue_id;
+        let destroy = || {
+            let mut d = kfd_ioctl_destroy_queue_args { queue_id, pad: 0 };
+            let _ = self.kfd().driver().kfd_ioctl(&mut d);
+        };
+        let doorbell = match doorbell_ptr(&self.kfd().shared, self.index(), args.doorbell_offset) {
+            Ok(d) => d,
+            Err(e) => {
+                destroy();
+                return Err(e);
+            }
+        };
+        let (Some(ring_ptr), Some(ptr)) = (ring_mem.as_ptr(), pointers.as_ptr()) else {
+            destroy();
+            return Err(Error::InvalidArgument(
+                "SDMA queue memory is not host-visible".into(),
+            ));
+        };
+        // SAFETY: ring, pointers and doorbell outlive the writer (owned by the queue / Kfd).
+        let ring = unsafe {
+            SdmaRing::new(
+                ring_ptr,
+                ring_bytes,
+                ptr.add(RPTR as usize) as *const AtomicU64,
+                ptr.add(WPTR as usize) as *const AtomicU64,
+                doorbell,
+            )
+        };
+        let ring = match ring {
+            Ok(r) => r,
+            Err(e) => {
+                destroy();
+                return Err(Error::InvalidArgument(format!("SDMA ring: {e}")));
+            }
+        };
+        Ok(SdmaQueue {
+            gpu: self.clone(),
+            queue_id,
+            version,
+            ring: Mutex::new(ring),
+            pointers,
+            ring_mem,
+        })
+    }
+}
+
+impl Drop for SdmaQueue {
+    fn drop(&mut self) {
+        let mut d = kfd_ioctl_destroy_queue_args {
+            queue_id: self.queue_id,
+            pad: 0,
+        };
+        if let Err(e) = self.gpu.kfd().driver().kfd_ioctl(&mut d) {
+            log::warn!("kfdrt: AMDKFD_IOC_DESTROY_QUEUE {}: {e}", self.queue_id);
+        }
+        let _ = &self.ring_mem;
+    }
+}
+
+/// Checks that `len` bytes at `off` lie inside `buf` and that `gpu` can reach the buffer.
+pub(crate) fn check_range(gpu: &Gpu, buf: &Buffer, off: u64, len: u64, what: &str) -> Result<u64> {
+    if off.checked_add(len).is_none_or(|e| e > buf.size()) {
+        return Err(Error::InvalidArgument(format!(
+            "{what} range {off}+{len} is outside a buffer of {} bytes",
+            buf.size()
+        )));
+    }
+    if !buf.mapped_gpus().contains(&gpu.id()) {
+        return Err(Error::InvalidArgument(format!(
+            "{what} buffer is not mapped to GPU {:#x}, whose engine runs the copy (map it with Buffer::map_to)",
+            gpu.id()
+        )));
+    }
+    Ok(buf.gpu_address() + off)
+}
+
+impl SdmaQueue {
+    /// KFD's queue id.
+    pub fn id(&self) -> u32 {
+        self.queue_id
+    }
+
+    /// The engine generation.
+    pub fn version(&self) -> SdmaVersion {
+        self.version
+    }
+
+    /// The engine's read pointer (bytes, monotonic).
+    pub fn rptr(&self) -> u64 {
+        // SAFETY: the pointer page is owned by the queue; 8-byte aligned.
+        unsafe {
+            &*(self
+                .pointers
+                .as_ptr()
+                .unwrap_or(std::ptr::null_mut())
+                .add(RPTR as usize) as *const AtomicU64)
+        }
+        .load(Ordering::Acquire)
+    }
+
+    /// The committed write pointer (bytes, monotonic).
+    pub fn wptr(&self) -> u64 {
+        self.ring.lock().unwrap_or_else(|p| p.into_inner()).wptr()
+    }
+
+    /// The queue's read/write pointer page (tests inspect the engine's scratch writes).
+    pub fn pointer_page(&self) -> &Buffer {
+        &self.pointers
+    }
+
+    /// Writes `packets` (waiting up to `timeout` for the engine to make room), then commits once.
+    pub fn submit(&self, packets: &[SdmaPacket], timeout: Duration) -> Result<u64> {
+        let gfx = self.gpu.info().gfx_target_version;
+        let mut ring = self.ring.lock().unwrap_or_else(|p| p.into_inner());
+        let mut dwords = Vec::new();
+        let start = Instant::now();
+        for p in packets {
+            dwords.clear();
+            p.encode(self.version, gfx, &mut dwords)
+                .map_err(|e| Error::InvalidArgument(format!("SDMA packet: {e}")))?;
+            loop {
+                match ring.try_write(&dwords) {
+                    Ok(_) => break,
+                    Err(RingError::Full) => {
+                        ring.commit();
+                        self.gpu.kfd().driver().doorbell_hint(self.gpu.id());
+                        if start.elapsed() > timeout {
+                            return Err(Error::Timeout {
+                                what: format!("room in SDMA queue {}", self.queue_id),
+                                after_ms: timeout.as_millis() as u64,
+                            });
+                        }
+                        std::thread::yield_now();
+                    }
+                    Err(e) => return Err(Error::InvalidArgument(format!("SDMA packet: {e}"))),
+                }
+            }
+        }
+        ring.commit();
+        self.gpu.kfd().driver().doorbell_hint(self.gpu.id());
+        Ok(ring.wptr())
+    }
+
+    fn with_completion(
+        &self,
+        mut packets: Vec<SdmaPacket>,
+        deps: &[&Signal],
+    ) -> Result<CopyCompletion> {
+        let signal = self.gpu.kfd().create_signal(1)?;
+        let mut all = Vec::with_capacity(deps.len() * 2 + packets.len() + 3);
+        for d in deps {
+            // A 64-bit signal is complete at 0: both halves must read 0.
+            for half in [0u64, 4] {
+                all.push(SdmaPacket::PollRegMem {
+                    addr: d.handle() + 8 + half,
+                    reference: 0,
+                    mask: u32::MAX,
+                    func: CompareFunction::Equal,
+                    interval: 10,
+                    retry_count: 0xFFF,
+                });
+            }
+        }
+        all.append(&mut packets);
+        all.push(SdmaPacket::Atomic {
+            addr: signal.handle() + 8,
+            op: AtomicOp::Add64,
+            src: u64::MAX,
+            cmp: 0,
+            loop_interval: 0,
+        });
+        all.push(SdmaPacket::Fence {
+            addr: signal.mailbox_address(),
+            data: signal.event_id(),
+            mtype_uncached: true,
+        });
+        all.push(SdmaPacket::Trap {
+            int_context: signal.event_id(),
+        });
+        signal.arm_decrement();
+        self.submit(&all, Duration::from_secs(60))?;
+        Ok(CopyCompletion {
+            signal,
+            kernel: None,
+        })
+    }
+
+    /// Copies `bytes` from `src[src_off..]` to `dst[dst_off..]` after every signal in `deps`
+    /// reaches 0. Both buffers must be mapped to this queue's GPU (for peer-to-peer copies, run
+    /// them on the source GPU's queue with the destination mapped to it).
+    pub fn copy(
+        &self,
+        dst: &Buffer,
+        dst_off: u64,
+        src: &Buffer,
+        src_off: u64,
+        bytes: u64,
+        deps: &[&Signal],
+    ) -> Result<CopyCompletion> {
+        if bytes == 0 {
+            return Err(Error::InvalidArgument("copy of 0 bytes".into()));
+        }
+        let d = check_range(&self.gpu, dst, dst_off, bytes, "destination")?;
+        let s = check_range(&self.gpu, src, src_off, bytes, "source")?;
+        let gfx = self.gpu.info().gfx_target_version;
+        self.with_completion(
+            sdma::copy_linear_split(self.version, gfx, s, d, bytes).collect(),
+            deps,
+        )
+    }
+
+    /// Fills `bytes` (a multiple of 4) of `dst[dst_off..]` with the 32-bit `pattern`.
+    pub fn fill(
+        &self,
+        dst: &Buffer,
+        dst_off: u64,
+        pattern: u32,
+        bytes: u64,
+        deps: &[&Signal],
+    ) -> Result<CopyCompletion> {
+        if bytes == 0 || bytes % 4 != 0 || dst_off % 4 != 0 {
+            return Err(Error::InvalidArgument(format!(
+                "fill of {bytes} bytes at offset {dst_off}: needs dword multiples"
+            )));
+        }
+        let d = check_range(&self.gpu, dst, dst_off, bytes, "destination")?;
+        let max = self
+            .version
+            .max_copy_bytes(self.gpu.info().gfx_target_version)
+            & !3;
+        let packets = (0..bytes.div_ceil(max))
+            .map(|i| SdmaPacket::ConstantFill {
+                dst: d + i * max,
+                data: pattern,
+                bytes: (bytes - i * max).min(max),
+            })
+            .collect();
+        self.with_completion(packets, deps)
+    }
+}

@@ -1,0 +1,283 @@
+//! SDMA queues and the copy engine, in the spirit of kfdtest's SDMA scenarios.
+
+mod common;
+
+use kfdrt::emu::Preset;
+use kfdrt::{CopyPath, Error, EventKind, MemoryKind};
+use sdma::SdmaPacket;
+use std::time::Duration;
+
+const T: Option<Duration> = Some(Duration::from_secs(60));
+const LONG: Duration = Duration::from_secs(60);
+
+fn pattern(n: usize, seed: u32) -> Vec<u8> {
+    (0..n)
+        .map(|i| ((i as u32).wrapping_mul(2654435761).wrapping_add(seed) >> 24) as u8)
+        .collect()
+}
+
+#[test]
+fn copy_larger_than_one_packet_and_fill() {
+    // gfx942's SDMA keeps the 4 MiB per-packet limit here, so 10 MiB takes three packets.
+    let kfd = common::emulated(Preset::Gfx942, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let q = gpu.create_sdma_queue().unwrap();
+    let n = 10 << 20;
+    let src = gpu.alloc(n, MemoryKind::HostVisibleVram).unwrap();
+    let dst = gpu.alloc(n, MemoryKind::GttCoherent).unwrap();
+    let data = pattern(n as usize, 7);
+    src.write(0, &data).unwrap();
+    let before = kfd.emulator().unwrap().stats().packets_run;
+    q.copy(&dst, 0, &src, 0, n, &[]).unwrap().wait(T).unwrap();
+    assert!(
+        kfd.emulator().unwrap().stats().packets_run - before >= 3,
+        "split into 3 copy packets (counted before the completion runs)"
+    );
+    assert!(dst.as_slice().unwrap() == &data[..], "copied bytes differ");
+    q.fill(&dst, 4096, 0xA5A5_A5A5, 8192, &[])
+        .unwrap()
+        .wait(T)
+        .unwrap();
+    let s = dst.as_slice().unwrap();
+    assert!(
+        s[4096..12288].iter().all(|&b| b == 0xA5)
+            && s[4095] == data[4095]
+            && s[12288] == data[12288]
+    );
+}
+
+#[test]
+fn ring_wraps_with_packets_of_several_sizes_and_every_copy_lands() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let q = gpu.create_sdma_queue().unwrap();
+    let src = gpu.alloc(1 << 20, MemoryKind::GttCoherent).unwrap();
+    let dst = gpu.alloc(1 << 20, MemoryKind::GttCoherent).unwrap();
+    src.write(0, &pattern(1 << 20, 3)).unwrap();
+    // 100 000 small copies and writes (7- and 5-dword packets) through a 64 KiB ring, then a
+    // sentinel write: when it lands, everything before it has run.
+    let mut packets = Vec::new();
+    for i in 0..100_000u64 {
+        let off = (i * 8) % (1 << 20);
+        packets.push(SdmaPacket::CopyLinear {
+            src: src.gpu_address() + off,
+            dst: dst.gpu_address() + off,
+            bytes: 8,
+        });
+        if i % 7 == 0 {
+            packets.push(SdmaPacket::Write {
+                dst: dst.gpu_address() + (1 << 20) - 8,
+                data: vec![i as u32],
+            });
+        }
+    }
+    packets.push(SdmaPacket::Write {
+        dst: dst.gpu_address() + (1 << 20) - 4,
+        data: vec![0x05E7_14E1],
+    });
+    q.submit(&packets, LONG).unwrap();
+    let start = std::time::Instant::now();
+    while dst.as_slice().unwrap()[(1 << 20) - 4..] != 0x05E7_14E1_u32.to_le_bytes() {
+        assert!(start.elapsed() < LONG, "sentinel never landed");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let (s, d) = (src.as_slice().unwrap(), dst.as_slice().unwrap());
+    assert!(s[..800_000] == d[..800_000], "a copy did not land");
+    assert!(
+        q.wptr() > 64 * 1024 * 4,
+        "the 64 KiB ring wrapped many times"
+    );
+}
+
+#[test]
+fn exhausted_sdma_slots_fall_back_to_copy_kernels() {
+    let kfd = common::emulated(Preset::Gfx1100, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let slots = (gpu.info().sdma_engines * gpu.info().sdma_queues_per_engine) as usize;
+    let held: Vec<_> = (0..slots)
+        .map(|_| gpu.create_sdma_queue().unwrap())
+        .collect();
+    match gpu.create_sdma_queue() {
+        Err(e) => assert_eq!(e.errno(), Some(kfdrt::Errno::ENOMEM), "{e}"),
+        Ok(_) => panic!("more SDMA queues than slots"),
+    }
+    let engine = gpu.copy_engine().unwrap();
+    assert_eq!(engine.path(), CopyPath::Shader);
+    let n = 3 << 20;
+    let src = gpu.alloc(n, MemoryKind::HostVisibleVram).unwrap();
+    let dst = gpu.alloc(n, MemoryKind::HostVisibleVram).unwrap();
+    let data = pattern(n as usize, 11);
+    src.write(0, &data).unwrap();
+    engine
+        .copy(&dst, 0, &src, 0, n, &[])
+        .unwrap()
+        .wait(T)
+        .unwrap();
+    assert!(dst.as_slice().unwrap() == &data[..]);
+    engine
+        .fill(&dst, 0, 0x0101_0101, 1024, &[])
+        .unwrap()
+        .wait(T)
+        .unwrap();
+    assert!(dst.as_slice().unwrap()[..1024].iter().all(|&b| b == 1));
+    drop(held);
+    assert_eq!(
+        gpu.copy_engine().unwrap().path(),
+        CopyPath::Sdma,
+        "slots free again"
+    );
+    kfd.emulator().unwrap().faults().exhaust_sdma_queues(true);
+    assert_eq!(gpu.copy_engine().unwrap().path(), CopyPath::Shader);
+}
+
+#[test]
+fn dependencies_hold_the_copy_until_signalled() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    for engine in [
+        gpu.copy_engine().unwrap(),
+        gpu.shader_copy_engine().unwrap(),
+    ] {
+        let src = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+        let dst = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+        src.write(0, &[9; 4096]).unwrap();
+        // New buffers' contents are undefined (sub-allocations reuse memory): clear it.
+        dst.write(0, &[0; 4096]).unwrap();
+        let dep = kfd.create_signal(1).unwrap();
+        let c = engine.copy(&dst, 0, &src, 0, 4096, &[&dep]).unwrap();
+        std::thread::sleep(Duration::from_millis(30));
+        assert!(
+            !c.is_complete(),
+            "{:?} copy ran before its dependency",
+            engine.path()
+        );
+        assert_eq!(
+            dst.as_slice().unwrap()[0],
+            0,
+            "{:?} copied before its dependency",
+            engine.path()
+        );
+        dep.store(0).unwrap();
+        c.wait(T).unwrap();
+        assert_eq!(dst.as_slice().unwrap()[4095], 9);
+    }
+}
+
+#[test]
+fn peer_copies_need_the_destination_mapped_to_the_source_gpu() {
+    let kfd = common::emulated(Preset::Gfx90a, 2);
+    let (g0, g1) = (kfd.gpu(0).unwrap(), kfd.gpu(1).unwrap());
+    let src = g0.alloc(1 << 20, MemoryKind::DeviceLocal).unwrap();
+    let dst = g1.alloc(1 << 20, MemoryKind::HostVisibleVram).unwrap();
+    let engine = g0.copy_engine().unwrap();
+    match engine.copy(&dst, 0, &src, 0, 1 << 20, &[]) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("not mapped"), "{m}"),
+        other => panic!("expected an error, got {other:?}"),
+    }
+    dst.map_to(&g0).unwrap();
+    engine
+        .fill(&src, 0, 0x7777_7777, 1 << 20, &[])
+        .unwrap()
+        .wait(T)
+        .unwrap();
+    engine
+        .copy(&dst, 0, &src, 0, 1 << 20, &[])
+        .unwrap()
+        .wait(T)
+        .unwrap();
+    assert!(dst.as_slice().unwrap().iter().all(|&b| b == 0x77));
+}
+
+#[test]
+fn copy_to_an_unmapped_address_reports_it() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let mem = kfd.create_event(EventKind::Memory, false).unwrap();
+    let q = gpu.create_sdma_queue().unwrap();
+    let src = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    const BAD: u64 = 0x7BAD_0000_0000;
+    q.submit(
+        &[SdmaPacket::CopyLinear {
+            src: src.gpu_address(),
+            dst: BAD,
+            bytes: 64,
+        }],
+        LONG,
+    )
+    .unwrap();
+    let fault = mem
+        .wait_memory_exception(T)
+        .unwrap()
+        .expect("a memory exception");
+    assert_eq!(fault.va, BAD);
+    assert_eq!(
+        kfd.emulator()
+            .unwrap()
+            .queue_error(q.id())
+            .map(|c| c.bits()),
+        Some(0x2000_0000)
+    );
+}
+
+#[test]
+fn fences_traps_and_timestamps() {
+    let kfd = common::emulated(Preset::Gfx1100, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let q = gpu.create_sdma_queue().unwrap();
+    let _first = kfd.create_event(EventKind::Signal, true).unwrap();
+    let ev = kfd.create_event(EventKind::Signal, true).unwrap();
+    let buf = gpu.alloc(4 << 20, MemoryKind::GttCoherent).unwrap();
+    let a = buf.gpu_address();
+    q.submit(
+        &[
+            SdmaPacket::Timestamp { addr: a },
+            SdmaPacket::CopyLinear {
+                src: a + (1 << 20),
+                dst: a + (2 << 20),
+                bytes: 1 << 20,
+            },
+            SdmaPacket::Timestamp { addr: a + 32 },
+            SdmaPacket::Fence {
+                addr: ev.mailbox_address().unwrap(),
+                data: ev.id(),
+                mtype_uncached: true,
+            },
+            SdmaPacket::Trap {
+                int_context: ev.id(),
+            },
+        ],
+        LONG,
+    )
+    .unwrap();
+    assert!(ev.wait(T).unwrap(), "the TRAP did not wake the event");
+    let s = buf.as_slice().unwrap();
+    let t0 = u64::from_le_bytes(s[0..8].try_into().unwrap());
+    let t1 = u64::from_le_bytes(s[32..40].try_into().unwrap());
+    assert!(t0 > 0 && t1 >= t0, "timestamps {t0} then {t1}");
+}
+
+#[test]
+fn the_engine_scribbles_past_its_read_pointer_but_not_on_the_write_pointer() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let q = gpu.create_sdma_queue().unwrap();
+    let aql = gpu
+        .create_aql_queue(kfdrt::AqlQueueOptions::default())
+        .unwrap();
+    let buf = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    q.fill(&buf, 0, 1, 4096, &[]).unwrap().wait(T).unwrap();
+    // The completion's event packets run after the signal: wait for the engine to drain.
+    let start = std::time::Instant::now();
+    while q.rptr() != q.wptr() {
+        assert!(start.elapsed() < LONG, "the engine never drained");
+        std::thread::yield_now();
+    }
+    let page = q.pointer_page().as_slice().unwrap();
+    let rptr = u64::from_le_bytes(page[0..8].try_into().unwrap());
+    let scratch = u64::from_le_bytes(page[8..16].try_into().unwrap());
+    let wptr = u64::from_le_bytes(page[64..72].try_into().unwrap());
+    assert_eq!(rptr, wptr, "everything consumed");
+    assert_ne!(scratch, 0, "the engine writes just past its read pointer");
+    // The compute queue, whose pointers live elsewhere, is unaffected.
+    aql.barrier_and(&[]).unwrap().wait(T).unwrap();
+}
