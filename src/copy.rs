@@ -10,7 +10,9 @@ use crate::device::Gpu;
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
 use crate::memory::Buffer;
-use crate::queue::{check_range, AqlQueue, AqlQueueOptions, CopyCompletion, Dispatch, SdmaQueue};
+use crate::queue::{
+    check_fill, check_range, AqlQueue, AqlQueueOptions, CopyCompletion, Dispatch, SdmaQueue,
+};
 use crate::signal::Signal;
 
 /// Environment variable that makes copy engines use kernels instead of SDMA.
@@ -218,11 +220,7 @@ impl CopyEngine {
         match &self.path {
             Path::Sdma(q) => q.fill(dst, dst_off, pattern, bytes, deps),
             Path::Shader(_) => {
-                if bytes == 0 || bytes % 4 != 0 || dst_off % 4 != 0 {
-                    return Err(Error::InvalidArgument(format!(
-                        "fill of {bytes} bytes at offset {dst_off}: needs dword multiples"
-                    )));
-                }
+                check_fill(dst_off, bytes)?;
                 let d = check_range(&self.gpu, dst, dst_off, bytes, "destination")?;
                 self.blit(false, d, u64::from(pattern), bytes, deps)
             }

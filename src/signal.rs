@@ -134,13 +134,13 @@ impl SignalPool {
         let base = page.va.addr as *mut AmdSignal;
         let mut mapped = vec![first.info.gpu_id];
         mapped.extend(others);
-        let mut new_slots = Vec::with_capacity(SIGNALS_PER_PAGE);
+        let mut new_slots: Vec<Slot> = Vec::with_capacity(SIGNALS_PER_PAGE);
         for i in 0..SIGNALS_PER_PAGE {
             let event = match create_signal_event(shared) {
                 Ok(e) => e,
                 Err(e) => {
                     for s in &new_slots {
-                        destroy_event(driver, Slot::event_id(s));
+                        destroy_event(driver, s.event_id);
                     }
                     page.release(driver, &mapped);
                     return Err(e);
@@ -176,12 +176,6 @@ impl SignalPool {
         for (page, mapped) in self.pages.into_iter().zip(self.mapped) {
             page.release(driver, &mapped);
         }
-    }
-}
-
-impl Slot {
-    fn event_id(s: &Slot) -> u32 {
-        s.event_id
     }
 }
 

@@ -15,7 +15,6 @@ use crate::Emulator;
 use aql::{
     queue_offsets, signal_offsets, BarrierPacket, BarrierValuePacket, KernelDispatchPacket, Packet,
 };
-use kfd_sys::bindings::*;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -379,19 +378,7 @@ impl Processor {
     /// Stops the queue: records the error, reports a fault as a memory exception, writes the
     /// error code into the queue's inactive signal and wakes its waiters.
     fn fail(&self, code: QueueErrorCode, fault: Option<GpuFault>) {
-        *self.ctl.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(code);
-        self.ctl.failed.store(true, Ordering::Release);
-        log::warn!("kfd-emu: queue {} stopped: {code:?} {fault:?}", self.ctl.id);
-        if let Some(f) = fault {
-            let mf = crate::events::MemoryFault {
-                va: f.va,
-                gpu_id: self.gpu().gpu_id,
-            };
-            self.ctl.events.signal_kind(KFD_IOC_EVENT_MEMORY, Some(mf));
-        }
-        self.ctl
-            .events
-            .signal_kind(KFD_IOC_EVENT_HW_EXCEPTION, None);
+        self.ctl.fail(code, fault);
         let vm = self.vm();
         let q = self.ctl.rptr - queue_offsets::READ_DISPATCH_ID;
         if let Ok(sig) = vm.read_u64(q + queue_offsets::QUEUE_INACTIVE_SIGNAL) {

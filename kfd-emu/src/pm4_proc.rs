@@ -14,7 +14,6 @@ use crate::kernel::{KernelRegistry, WorkGroup};
 use crate::queue::{QueueCtl, QueueErrorCode};
 use crate::vm::{GpuFault, GpuVm};
 use crate::Emulator;
-use kfd_sys::bindings::*;
 use pm4::regs::{self, initiator};
 use pm4::{data_sel, CompareFunction, GfxFamily, Pm4Packet};
 use std::sync::atomic::Ordering;
@@ -387,23 +386,11 @@ impl Processor {
     }
 
     fn fail(&self, e: Pm4Error) {
-        let code = match e {
-            Pm4Error::Fault(_) => QueueErrorCode::MemoryViolation,
-            Pm4Error::BadDispatch => QueueErrorCode::InvalidCodeObject,
-            _ => QueueErrorCode::InvalidPacketFormat,
+        let (code, fault) = match e {
+            Pm4Error::Fault(f) => (QueueErrorCode::MemoryViolation, Some(f)),
+            Pm4Error::BadDispatch => (QueueErrorCode::InvalidCodeObject, None),
+            _ => (QueueErrorCode::InvalidPacketFormat, None),
         };
-        log::warn!("kfd-emu: PM4 queue {} stopped: {e:?}", self.ctl.id);
-        *self.ctl.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(code);
-        self.ctl.failed.store(true, Ordering::Release);
-        if let Pm4Error::Fault(f) = e {
-            let mf = crate::events::MemoryFault {
-                va: f.va,
-                gpu_id: self.ctl.gpu.gpu_id,
-            };
-            self.ctl.events.signal_kind(KFD_IOC_EVENT_MEMORY, Some(mf));
-        }
-        self.ctl
-            .events
-            .signal_kind(KFD_IOC_EVENT_HW_EXCEPTION, None);
+        self.ctl.fail(code, fault);
     }
 }

@@ -281,6 +281,24 @@ pub(crate) fn update(emu: &Emulator, a: &kfd_ioctl_update_queue_args) -> Result<
     Ok(())
 }
 
+impl QueueCtl {
+    /// Stops the queue with `code`: records it, reports a GPU fault as a memory exception, and
+    /// signals the process's hardware-exception events, as KFD does when a queue faults.
+    pub(crate) fn fail(&self, code: QueueErrorCode, fault: Option<crate::vm::GpuFault>) {
+        log::warn!("kfd-emu: queue {} stopped: {code:?} {fault:?}", self.id);
+        *self.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(code);
+        self.failed.store(true, Ordering::Release);
+        if let Some(f) = fault {
+            let mf = crate::events::MemoryFault {
+                va: f.va,
+                gpu_id: self.gpu.gpu_id,
+            };
+            self.events.signal_kind(KFD_IOC_EVENT_MEMORY, Some(mf));
+        }
+        self.events.signal_kind(KFD_IOC_EVENT_HW_EXCEPTION, None);
+    }
+}
+
 impl Emulator {
     /// The error queue `queue_id` stopped with, if any.
     pub fn queue_error(&self, queue_id: u32) -> Option<QueueErrorCode> {

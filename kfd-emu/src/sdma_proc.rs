@@ -9,7 +9,6 @@ use crate::aql_proc::{idle, FaultView};
 use crate::queue::{QueueCtl, QueueErrorCode};
 use crate::vm::GpuFault;
 use crate::Emulator;
-use kfd_sys::bindings::*;
 use sdma::{AtomicOp, SdmaPacket, SdmaVersion};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -167,22 +166,10 @@ impl Engine {
     }
 
     fn fail(&self, e: Stop) {
-        let code = match e {
-            Stop::Fault(_) => QueueErrorCode::MemoryViolation,
-            _ => QueueErrorCode::InvalidPacketFormat,
+        let (code, fault) = match e {
+            Stop::Fault(f) => (QueueErrorCode::MemoryViolation, Some(f)),
+            _ => (QueueErrorCode::InvalidPacketFormat, None),
         };
-        log::warn!("kfd-emu: SDMA queue {} stopped: {code:?}", self.ctl.id);
-        *self.ctl.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(code);
-        self.ctl.failed.store(true, Ordering::Release);
-        if let Stop::Fault(f) = e {
-            let mf = crate::events::MemoryFault {
-                va: f.va,
-                gpu_id: self.ctl.gpu.gpu_id,
-            };
-            self.ctl.events.signal_kind(KFD_IOC_EVENT_MEMORY, Some(mf));
-        }
-        self.ctl
-            .events
-            .signal_kind(KFD_IOC_EVENT_HW_EXCEPTION, None);
+        self.ctl.fail(code, fault);
     }
 }

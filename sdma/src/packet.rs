@@ -51,54 +51,8 @@ impl AtomicOp {
     }
 }
 
-/// POLL_REGMEM comparison: `(value & mask) <op> reference`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CompareFunction {
-    /// Always true.
-    Always = 0,
-    /// `<`.
-    Less = 1,
-    /// `<=`.
-    LessEqual = 2,
-    /// `==`.
-    Equal = 3,
-    /// `!=`.
-    NotEqual = 4,
-    /// `>=`.
-    GreaterEqual = 5,
-    /// `>`.
-    Greater = 6,
-}
-
-impl CompareFunction {
-    fn from_bits(v: u32) -> Option<CompareFunction> {
-        use CompareFunction::*;
-        Some(match v & 7 {
-            0 => Always,
-            1 => Less,
-            2 => LessEqual,
-            3 => Equal,
-            4 => NotEqual,
-            5 => GreaterEqual,
-            6 => Greater,
-            _ => return None,
-        })
-    }
-
-    /// Evaluates `(value & mask) <op> reference`.
-    pub fn eval(self, value: u32, reference: u32, mask: u32) -> bool {
-        let v = value & mask;
-        match self {
-            CompareFunction::Always => true,
-            CompareFunction::Less => v < reference,
-            CompareFunction::LessEqual => v <= reference,
-            CompareFunction::Equal => v == reference,
-            CompareFunction::NotEqual => v != reference,
-            CompareFunction::GreaterEqual => v >= reference,
-            CompareFunction::Greater => v > reference,
-        }
-    }
-}
+/// POLL_REGMEM's comparison: the same function codes as PM4's WAIT_REG_MEM, so one type serves.
+pub use pm4::CompareFunction;
 
 /// An SDMA packet.
 #[derive(Clone, Debug, PartialEq, Eq)]

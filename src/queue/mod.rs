@@ -11,7 +11,7 @@ pub use self::aql::{
     AqlQueue, AqlQueueOptions, Batch, Dispatch, QueueFault, QueuePriority, Submission,
 };
 pub use self::pm4::{Pm4Queue, Pm4QueueOptions};
-pub(crate) use self::sdma::check_range;
+pub(crate) use self::sdma::{check_fill, check_range};
 pub use self::sdma::{CopyCompletion, SdmaQueue};
 
 /// The error bits a packet processor writes into a queue's inactive signal when the queue stops

@@ -32,7 +32,7 @@ pub struct SdmaQueue {
     version: SdmaVersion,
     ring: Mutex<SdmaRing>,
     pointers: Buffer,
-    ring_mem: Buffer,
+    _ring_mem: Buffer,
 }
 
 // SAFETY: the ring writer is behind a mutex; its pointers are into buffers the queue owns.
@@ -159,7 +159,7 @@ impl Gpu {
             version,
             ring: Mutex::new(ring),
             pointers,
-            ring_mem,
+            _ring_mem: ring_mem,
         })
     }
 }
@@ -173,8 +173,17 @@ impl Drop for SdmaQueue {
         if let Err(e) = self.gpu.kfd().driver().kfd_ioctl(&mut d) {
             log::warn!("kfdrt: AMDKFD_IOC_DESTROY_QUEUE {}: {e}", self.queue_id);
         }
-        let _ = &self.ring_mem;
     }
+}
+
+/// Checks a fill's offset and length: both dword multiples, not empty.
+pub(crate) fn check_fill(dst_off: u64, bytes: u64) -> Result<()> {
+    if bytes == 0 || bytes % 4 != 0 || dst_off % 4 != 0 {
+        return Err(Error::InvalidArgument(format!(
+            "fill of {bytes} bytes at offset {dst_off}: needs dword multiples"
+        )));
+    }
+    Ok(())
 }
 
 /// Checks that `len` bytes at `off` lie inside `buf` and that `gpu` can reach the buffer.
@@ -338,11 +347,7 @@ impl SdmaQueue {
         bytes: u64,
         deps: &[&Signal],
     ) -> Result<CopyCompletion> {
-        if bytes == 0 || bytes % 4 != 0 || dst_off % 4 != 0 {
-            return Err(Error::InvalidArgument(format!(
-                "fill of {bytes} bytes at offset {dst_off}: needs dword multiples"
-            )));
-        }
+        check_fill(dst_off, bytes)?;
         let d = check_range(&self.gpu, dst, dst_off, bytes, "destination")?;
         let max = self
             .version
