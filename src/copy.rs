@@ -1,10 +1,14 @@
 //! [`CopyEngine`]: copies and fills on a GPU, through an SDMA queue when one can be had and
-//! through copy kernels on an AQL queue when not.
+//! through blit kernels on an AQL queue when not.
 //!
 //! SDMA queues are scarce (a few slots per engine, shared by every process); KFD refuses more with
 //! `ENOMEM`. A runtime that then fails is broken, so the engine falls back to kernels, as ROCr and
 //! tinygrad do. `KFDRT_DISABLE_SDMA=1` forces the fallback (like ROCr's `HSA_ENABLE_SDMA=0`).
 //! Peer-to-peer copies run on the source GPU's engine, which must have the destination mapped.
+//!
+//! The blit kernels are AMDGPU machine code (`blit/*.s`, assembled by `blit/build.sh` into the
+//! checked-in `blit/*.co`) for gfx90a, gfx942 and gfx1100. The emulated device does not execute
+//! machine code, so there each kernel object also gets a host implementation of the same contract.
 
 use crate::device::Gpu;
 use crate::error::{Error, Result};
@@ -18,15 +22,17 @@ use crate::signal::Signal;
 /// Environment variable that makes copy engines use kernels instead of SDMA.
 pub const DISABLE_SDMA_ENV: &str = "KFDRT_DISABLE_SDMA";
 
-/// Bytes one work-group of the copy kernel moves.
-const BLIT_CHUNK: u64 = 256 * 1024;
+/// Work-items per work-group of the blit kernels.
+const BLIT_GROUP: u64 = 64;
+/// Most work-groups a blit launches; work-items stride through larger copies.
+const MAX_BLIT_GROUPS: u64 = 1024;
 
 /// How a [`CopyEngine`] moves data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CopyPath {
     /// An SDMA queue.
     Sdma,
-    /// Copy kernels on an AQL queue.
+    /// Blit kernels on an AQL queue.
     Shader,
 }
 
@@ -35,10 +41,11 @@ enum Path {
     Shader(Box<ShaderPath>),
 }
 
-/// The fallback: copy and fill kernels on an AQL queue.
+/// The fallback: blit kernels on an AQL queue.
 struct ShaderPath {
     queue: AqlQueue,
-    copy: Kernel,
+    copy_aligned: Kernel,
+    copy_unaligned: Kernel,
     fill: Kernel,
 }
 
@@ -58,7 +65,7 @@ impl std::fmt::Debug for CopyEngine {
 }
 
 impl Gpu {
-    /// A copy engine on this GPU: SDMA when a queue can be created, copy kernels otherwise.
+    /// A copy engine on this GPU: SDMA when a queue can be created, blit kernels otherwise.
     pub fn copy_engine(&self) -> Result<CopyEngine> {
         let disabled = std::env::var(DISABLE_SDMA_ENV).is_ok_and(|v| v.trim() == "1");
         if !disabled {
@@ -78,67 +85,93 @@ impl Gpu {
         self.shader_copy_engine()
     }
 
-    /// A copy engine that always uses copy kernels.
+    /// A copy engine that always uses blit kernels.
     pub fn shader_copy_engine(&self) -> Result<CopyEngine> {
         let queue = self.create_aql_queue(AqlQueueOptions {
             size_packets: 256,
             ..Default::default()
         })?;
-        let (copy, fill) = blit_kernels(self)?;
+        let [copy_aligned, copy_unaligned, fill] = blit_kernels(self)?;
         Ok(CopyEngine {
             gpu: self.clone(),
-            path: Path::Shader(Box::new(ShaderPath { queue, copy, fill })),
+            path: Path::Shader(Box::new(ShaderPath {
+                queue,
+                copy_aligned,
+                copy_unaligned,
+                fill,
+            })),
         })
     }
 }
 
-#[cfg(feature = "emu")]
-fn blit_kernels(gpu: &Gpu) -> Result<(Kernel, Kernel)> {
-    use kfd_emu::WorkGroup;
-    use std::sync::Arc;
-    if gpu.kfd().emulator().is_none() {
-        return Err(no_blit_code());
+/// The blit kernels' code object for a target.
+fn blit_code_object(gfx_target: &str) -> Option<&'static [u8]> {
+    Some(match gfx_target {
+        "gfx90a" => include_bytes!("../blit/gfx90a.co"),
+        "gfx942" => include_bytes!("../blit/gfx942.co"),
+        "gfx1100" => include_bytes!("../blit/gfx1100.co"),
+        _ => return None,
+    })
+}
+
+/// What a blit kernel does (they share one argument layout, see `blit/gfx9.s`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Blit {
+    CopyAligned,
+    CopyUnaligned,
+    Fill,
+}
+
+/// Loads the copy-aligned, copy-unaligned and fill kernels for `gpu`.
+fn blit_kernels(gpu: &Gpu) -> Result<[Kernel; 3]> {
+    let elf = blit_code_object(&gpu.info().gfx_target).ok_or_else(|| {
+        Error::InvalidArgument(format!(
+            "no blit kernels for {} (there are for gfx90a, gfx942, gfx1100)",
+            gpu.info().gfx_target
+        ))
+    })?;
+    let co = gpu.load_code_object(elf)?;
+    #[allow(unused_mut)]
+    let mut kernels = [
+        co.kernel("kfdrt_blit_copy_aligned")?,
+        co.kernel("kfdrt_blit_copy_unaligned")?,
+        co.kernel("kfdrt_blit_fill")?,
+    ];
+    #[cfg(feature = "emu")]
+    if let Some(emu) = gpu.kfd().emulator() {
+        for (k, blit) in
+            kernels
+                .iter_mut()
+                .zip([Blit::CopyAligned, Blit::CopyUnaligned, Blit::Fill])
+        {
+            k.bind_emulation(emu.clone(), emulated_blit(blit));
+        }
     }
-    // Kernel arguments: dst u64, src-or-pattern u64, bytes u64. Each work-group moves one chunk.
-    let copy = gpu.emulated_kernel(
-        "kfdrt_blit_copy",
-        24,
-        Arc::new(|wg: &WorkGroup<'_>| {
-            let (dst, src, bytes) = (wg.kernarg_u64(0)?, wg.kernarg_u64(8)?, wg.kernarg_u64(16)?);
-            let off = u64::from(wg.group_id[0]) * BLIT_CHUNK;
-            if off < bytes {
-                wg.mem
-                    .copy(dst + off, src + off, (bytes - off).min(BLIT_CHUNK))?;
-            }
-            Ok(())
-        }),
-    )?;
-    let fill = gpu.emulated_kernel(
-        "kfdrt_blit_fill",
-        24,
-        Arc::new(|wg: &WorkGroup<'_>| {
-            let (dst, pattern, bytes) =
-                (wg.kernarg_u64(0)?, wg.kernarg_u64(8)?, wg.kernarg_u64(16)?);
-            let off = u64::from(wg.group_id[0]) * BLIT_CHUNK;
-            if off < bytes {
-                wg.mem
-                    .fill_u32(dst + off, pattern as u32, (bytes - off).min(BLIT_CHUNK))?;
-            }
-            Ok(())
-        }),
-    )?;
-    Ok((copy, fill))
+    Ok(kernels)
 }
 
-#[cfg(not(feature = "emu"))]
-fn blit_kernels(_gpu: &Gpu) -> Result<(Kernel, Kernel)> {
-    Err(no_blit_code())
-}
-
-fn no_blit_code() -> Error {
-    Error::InvalidArgument(
-        "the shader-copy fallback needs blit kernel code objects, which this kfdrt version does not ship yet".into(),
-    )
+/// The blit contract in host code: work-item `t` handles elements `t, t + stride, ...`, so a
+/// work-group's consecutive items form one contiguous run per stride step.
+#[cfg(feature = "emu")]
+fn emulated_blit(kind: Blit) -> std::sync::Arc<kfd_emu::KernelFn> {
+    std::sync::Arc::new(move |wg: &kfd_emu::WorkGroup<'_>| {
+        let (dst, src, bytes) = (wg.kernarg_u64(0)?, wg.kernarg_u64(8)?, wg.kernarg_u64(16)?);
+        let stride = u64::from(wg.kernarg_u32(24)?).max(1);
+        let elem = if kind == Blit::CopyUnaligned { 1 } else { 4 };
+        let n = bytes / elem;
+        let width = u64::from(wg.workgroup_size[0]);
+        let mut t = u64::from(wg.group_id[0]) * width;
+        while t < n {
+            let len = width.min(n - t) * elem;
+            let off = t * elem;
+            match kind {
+                Blit::Fill => wg.mem.fill_u32(dst + off, src as u32, len)?,
+                _ => wg.mem.copy(dst + off, src + off, len)?,
+            }
+            t += stride;
+        }
+        Ok(())
+    })
 }
 
 impl CopyEngine {
@@ -157,7 +190,7 @@ impl CopyEngine {
 
     fn blit(
         &self,
-        kernel_is_copy: bool,
+        kind: Blit,
         dst: u64,
         src_or_pattern: u64,
         bytes: u64,
@@ -166,22 +199,40 @@ impl CopyEngine {
         let Path::Shader(shader) = &self.path else {
             return Err(Error::InvalidArgument("not a shader copy engine".into()));
         };
-        let mut args = Vec::with_capacity(24);
+        let kernel = match kind {
+            Blit::CopyAligned => &shader.copy_aligned,
+            Blit::CopyUnaligned => &shader.copy_unaligned,
+            Blit::Fill => &shader.fill,
+        };
+        let items = if kind == Blit::CopyUnaligned {
+            bytes
+        } else {
+            bytes / 4
+        };
+        // Enough groups to fill the GPU, then each work-item strides through the rest.
+        let groups = items.div_ceil(BLIT_GROUP).clamp(1, MAX_BLIT_GROUPS);
+        let stride = groups * BLIT_GROUP;
+        if u32::try_from(items).is_err() {
+            return Err(Error::InvalidArgument(format!(
+                "blit of {bytes} bytes is too large for one launch"
+            )));
+        }
+        let mut args = Vec::with_capacity(32);
         for v in [dst, src_or_pattern, bytes] {
             args.extend_from_slice(&v.to_le_bytes());
         }
-        let groups = u32::try_from(bytes.div_ceil(BLIT_CHUNK))
-            .map_err(|_| Error::InvalidArgument(format!("copy of {bytes} bytes is too large")))?;
-        let kernel = if kernel_is_copy {
-            &shader.copy
-        } else {
-            &shader.fill
-        };
+        args.extend_from_slice(&(stride as u32).to_le_bytes());
+        args.extend_from_slice(&[0; 4]);
         let mut b = shader.queue.batch()?;
         if !deps.is_empty() {
             b.barrier_and(deps)?;
         }
-        b.dispatch(&Dispatch::linear(kernel, groups, 1, &args))?;
+        b.dispatch(&Dispatch::linear(
+            kernel,
+            stride as u32,
+            BLIT_GROUP as u16,
+            &args,
+        ))?;
         Ok(CopyCompletion::from_submission(b.submit()?))
     }
 
@@ -203,7 +254,12 @@ impl CopyEngine {
                 }
                 let d = check_range(&self.gpu, dst, dst_off, bytes, "destination")?;
                 let s = check_range(&self.gpu, src, src_off, bytes, "source")?;
-                self.blit(true, d, s, bytes, deps)
+                let kind = if (d | s | bytes) % 4 == 0 {
+                    Blit::CopyAligned
+                } else {
+                    Blit::CopyUnaligned
+                };
+                self.blit(kind, d, s, bytes, deps)
             }
         }
     }
@@ -222,7 +278,7 @@ impl CopyEngine {
             Path::Shader(_) => {
                 check_fill(dst_off, bytes)?;
                 let d = check_range(&self.gpu, dst, dst_off, bytes, "destination")?;
-                self.blit(false, d, u64::from(pattern), bytes, deps)
+                self.blit(Blit::Fill, d, u64::from(pattern), bytes, deps)
             }
         }
     }

@@ -20,7 +20,7 @@ pub struct Kernel {
     /// The kernel descriptor, when kfdrt knows it (needed for PM4 dispatch).
     descriptor: Option<aql::KernelDescriptor>,
     /// Memory holding the descriptor (and code), kept alive with the kernel.
-    _code: Option<Buffer>,
+    _code: Option<std::sync::Arc<Buffer>>,
     #[cfg(feature = "emu")]
     binding: Option<(std::sync::Arc<kfd_emu::Emulator>, u64)>,
 }
@@ -60,6 +60,38 @@ impl Kernel {
             #[cfg(feature = "emu")]
             binding: None,
         }
+    }
+
+    /// A kernel of a loaded code object (see [`crate::Gpu::load_code_object`]).
+    pub(crate) fn loaded(
+        name: &str,
+        object: u64,
+        kd: aql::KernelDescriptor,
+        code: std::sync::Arc<Buffer>,
+    ) -> Kernel {
+        Kernel {
+            name: name.to_owned(),
+            object,
+            kernarg_size: kd.kernarg_size,
+            group_segment_size: kd.group_segment_fixed_size,
+            private_segment_size: kd.private_segment_fixed_size,
+            descriptor: Some(kd),
+            _code: Some(code),
+            #[cfg(feature = "emu")]
+            binding: None,
+        }
+    }
+
+    /// Binds an emulated implementation to this kernel's object on the emulated device, so
+    /// dispatches of the real code run `f` there (the emulator does not execute machine code).
+    #[cfg(feature = "emu")]
+    pub(crate) fn bind_emulation(
+        &mut self,
+        emu: std::sync::Arc<kfd_emu::Emulator>,
+        f: std::sync::Arc<kfd_emu::KernelFn>,
+    ) {
+        emu.bind_kernel(self.object, &self.name, f);
+        self.binding = Some((emu, self.object));
     }
 
     /// The kernel's name.
@@ -152,7 +184,7 @@ impl Gpu {
             group_segment_size: 0,
             private_segment_size: 0,
             descriptor: Some(kd),
-            _code: Some(code),
+            _code: Some(std::sync::Arc::new(code)),
             binding: Some((emu, object)),
         })
     }

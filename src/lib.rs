@@ -17,6 +17,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod code_object;
 pub mod copy;
 mod device;
 mod error;

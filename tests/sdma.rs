@@ -281,3 +281,64 @@ fn the_engine_scribbles_past_its_read_pointer_but_not_on_the_write_pointer() {
     // The compute queue, whose pointers live elsewhere, is unaffected.
     aql.barrier_and(&[]).unwrap().wait(T).unwrap();
 }
+
+#[test]
+fn blit_code_objects_load_for_every_preset_and_reject_other_targets() {
+    let objects: [(Preset, &[u8]); 3] = [
+        (Preset::Gfx90a, include_bytes!("../blit/gfx90a.co")),
+        (Preset::Gfx942, include_bytes!("../blit/gfx942.co")),
+        (Preset::Gfx1100, include_bytes!("../blit/gfx1100.co")),
+    ];
+    for (preset, elf) in objects {
+        let kfd = common::emulated(preset, 1);
+        let gpu = kfd.gpu(0).unwrap();
+        let co = gpu.load_code_object(elf).unwrap();
+        let mut names: Vec<&str> = co.kernel_names().collect();
+        names.sort_unstable();
+        assert_eq!(
+            names,
+            [
+                "kfdrt_blit_copy_aligned",
+                "kfdrt_blit_copy_unaligned",
+                "kfdrt_blit_fill"
+            ]
+        );
+        let k = co.kernel("kfdrt_blit_fill").unwrap();
+        let kd = k.descriptor().unwrap();
+        assert_eq!(kd.kernarg_size, 32);
+        assert_eq!(kd.wavefront_size32(), preset == Preset::Gfx1100);
+        assert_eq!(k.entry_address().unwrap() % 256, 0);
+        // Every other target's object is refused with both targets named.
+        for (other, other_elf) in objects {
+            if other != preset {
+                match gpu.load_code_object(other_elf) {
+                    Err(Error::InvalidArgument(m)) => assert!(m.contains("built for"), "{m}"),
+                    r => panic!("{preset} loaded a {other} object: {r:?}"),
+                }
+            }
+        }
+        assert!(gpu.load_code_object(b"not an elf").is_err());
+        assert!(co.kernel("missing").is_err());
+    }
+}
+
+#[test]
+fn shader_copies_of_unaligned_ranges() {
+    let kfd = common::emulated(Preset::Gfx942, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let engine = gpu.shader_copy_engine().unwrap();
+    let src = gpu.alloc(1 << 20, MemoryKind::GttCoherent).unwrap();
+    let dst = gpu.alloc(1 << 20, MemoryKind::GttCoherent).unwrap();
+    let data = pattern(1 << 20, 5);
+    src.write(0, &data).unwrap();
+    dst.write(0, &vec![0; 1 << 20]).unwrap();
+    engine
+        .copy(&dst, 3, &src, 1, 700_001, &[])
+        .unwrap()
+        .wait(T)
+        .unwrap();
+    let d = dst.as_slice().unwrap();
+    assert_eq!(&d[3..700_004], &data[1..700_002]);
+    assert_eq!(d[2], 0);
+    assert_eq!(d[700_004], 0);
+}
