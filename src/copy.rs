@@ -53,7 +53,14 @@ struct ShaderPath {
 pub struct CopyEngine {
     gpu: Gpu,
     path: Path,
+    /// Blit kernels for same-GPU VRAM-to-VRAM copies on an SDMA engine, made on first use.
+    device_to_device: std::sync::OnceLock<Option<Box<ShaderPath>>>,
 }
+
+/// Same-GPU VRAM-to-VRAM copies of at least this many bytes run as kernels even when SDMA is
+/// available: the compute units reach far more VRAM bandwidth than an SDMA engine (ROCr makes
+/// the same choice).
+pub const DEVICE_TO_DEVICE_KERNEL_THRESHOLD: u64 = 1 << 20;
 
 impl std::fmt::Debug for CopyEngine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -70,12 +77,7 @@ impl Gpu {
         let disabled = std::env::var(DISABLE_SDMA_ENV).is_ok_and(|v| v.trim() == "1");
         if !disabled {
             match self.create_sdma_queue() {
-                Ok(q) => {
-                    return Ok(CopyEngine {
-                        gpu: self.clone(),
-                        path: Path::Sdma(Box::new(q)),
-                    })
-                }
+                Ok(q) => return Ok(CopyEngine::new(self.clone(), Path::Sdma(Box::new(q)))),
                 Err(e) => log::info!(
                     "kfdrt: no SDMA queue on GPU {:#x} ({e}); copying with kernels",
                     self.id()
@@ -87,19 +89,25 @@ impl Gpu {
 
     /// A copy engine that always uses blit kernels.
     pub fn shader_copy_engine(&self) -> Result<CopyEngine> {
-        let queue = self.create_aql_queue(AqlQueueOptions {
+        Ok(CopyEngine::new(
+            self.clone(),
+            Path::Shader(Box::new(ShaderPath::new(self)?)),
+        ))
+    }
+}
+
+impl ShaderPath {
+    fn new(gpu: &Gpu) -> Result<ShaderPath> {
+        let queue = gpu.create_aql_queue(AqlQueueOptions {
             size_packets: 256,
             ..Default::default()
         })?;
-        let [copy_aligned, copy_unaligned, fill] = blit_kernels(self)?;
-        Ok(CopyEngine {
-            gpu: self.clone(),
-            path: Path::Shader(Box::new(ShaderPath {
-                queue,
-                copy_aligned,
-                copy_unaligned,
-                fill,
-            })),
+        let [copy_aligned, copy_unaligned, fill] = blit_kernels(gpu)?;
+        Ok(ShaderPath {
+            queue,
+            copy_aligned,
+            copy_unaligned,
+            fill,
         })
     }
 }
@@ -175,7 +183,33 @@ fn emulated_blit(kind: Blit) -> std::sync::Arc<kfd_emu::KernelFn> {
 }
 
 impl CopyEngine {
-    /// Which path the engine uses.
+    fn new(gpu: Gpu, path: Path) -> CopyEngine {
+        CopyEngine {
+            gpu,
+            path,
+            device_to_device: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The kernels for a same-GPU VRAM-to-VRAM copy on an SDMA engine, when worth it and loadable.
+    fn device_to_device(&self, dst: &Buffer, src: &Buffer, bytes: u64) -> Option<&ShaderPath> {
+        let me = self.gpu.id();
+        let local = |b: &Buffer| b.kind().is_vram() && b.owner_gpu_id() == me;
+        if bytes < DEVICE_TO_DEVICE_KERNEL_THRESHOLD || !local(dst) || !local(src) {
+            return None;
+        }
+        self.device_to_device
+            .get_or_init(|| match ShaderPath::new(&self.gpu) {
+                Ok(p) => Some(Box::new(p)),
+                Err(e) => {
+                    log::info!("kfdrt: device-to-device copies stay on SDMA: {e}");
+                    None
+                }
+            })
+            .as_deref()
+    }
+
+    /// Which path the engine uses for copies in general.
     pub fn path(&self) -> CopyPath {
         match self.path {
             Path::Sdma(_) => CopyPath::Sdma,
@@ -189,16 +223,13 @@ impl CopyEngine {
     }
 
     fn blit(
-        &self,
+        shader: &ShaderPath,
         kind: Blit,
         dst: u64,
         src_or_pattern: u64,
         bytes: u64,
         deps: &[&Signal],
     ) -> Result<CopyCompletion> {
-        let Path::Shader(shader) = &self.path else {
-            return Err(Error::InvalidArgument("not a shader copy engine".into()));
-        };
         let kernel = match kind {
             Blit::CopyAligned => &shader.copy_aligned,
             Blit::CopyUnaligned => &shader.copy_unaligned,
@@ -209,14 +240,14 @@ impl CopyEngine {
         } else {
             bytes / 4
         };
-        // Enough groups to fill the GPU, then each work-item strides through the rest.
-        let groups = items.div_ceil(BLIT_GROUP).clamp(1, MAX_BLIT_GROUPS);
-        let stride = groups * BLIT_GROUP;
         if u32::try_from(items).is_err() {
             return Err(Error::InvalidArgument(format!(
                 "blit of {bytes} bytes is too large for one launch"
             )));
         }
+        // Enough groups to fill the GPU, then each work-item strides through the rest.
+        let groups = items.div_ceil(BLIT_GROUP).clamp(1, MAX_BLIT_GROUPS);
+        let stride = groups * BLIT_GROUP;
         let mut args = Vec::with_capacity(32);
         for v in [dst, src_or_pattern, bytes] {
             args.extend_from_slice(&v.to_le_bytes());
@@ -237,6 +268,7 @@ impl CopyEngine {
     }
 
     /// Copies `bytes` from `src[src_off..]` to `dst[dst_off..]` once every signal in `deps` is 0.
+    /// Same-GPU VRAM-to-VRAM copies from [`DEVICE_TO_DEVICE_KERNEL_THRESHOLD`] up run as kernels.
     pub fn copy(
         &self,
         dst: &Buffer,
@@ -246,22 +278,24 @@ impl CopyEngine {
         bytes: u64,
         deps: &[&Signal],
     ) -> Result<CopyCompletion> {
-        match &self.path {
-            Path::Sdma(q) => q.copy(dst, dst_off, src, src_off, bytes, deps),
-            Path::Shader(_) => {
-                if bytes == 0 {
-                    return Err(Error::InvalidArgument("copy of 0 bytes".into()));
-                }
-                let d = check_range(&self.gpu, dst, dst_off, bytes, "destination")?;
-                let s = check_range(&self.gpu, src, src_off, bytes, "source")?;
-                let kind = if (d | s | bytes) % 4 == 0 {
-                    Blit::CopyAligned
-                } else {
-                    Blit::CopyUnaligned
-                };
-                self.blit(kind, d, s, bytes, deps)
-            }
+        let shader = match &self.path {
+            Path::Shader(s) => s,
+            Path::Sdma(q) => match self.device_to_device(dst, src, bytes) {
+                Some(s) => s,
+                None => return q.copy(dst, dst_off, src, src_off, bytes, deps),
+            },
+        };
+        if bytes == 0 {
+            return Err(Error::InvalidArgument("copy of 0 bytes".into()));
         }
+        let d = check_range(&self.gpu, dst, dst_off, bytes, "destination")?;
+        let s = check_range(&self.gpu, src, src_off, bytes, "source")?;
+        let kind = if (d | s | bytes) % 4 == 0 {
+            Blit::CopyAligned
+        } else {
+            Blit::CopyUnaligned
+        };
+        Self::blit(shader, kind, d, s, bytes, deps)
     }
 
     /// Fills `bytes` (a multiple of 4) of `dst[dst_off..]` with `pattern`.
@@ -275,10 +309,10 @@ impl CopyEngine {
     ) -> Result<CopyCompletion> {
         match &self.path {
             Path::Sdma(q) => q.fill(dst, dst_off, pattern, bytes, deps),
-            Path::Shader(_) => {
+            Path::Shader(shader) => {
                 check_fill(dst_off, bytes)?;
                 let d = check_range(&self.gpu, dst, dst_off, bytes, "destination")?;
-                self.blit(Blit::Fill, d, u64::from(pattern), bytes, deps)
+                Self::blit(shader, Blit::Fill, d, u64::from(pattern), bytes, deps)
             }
         }
     }

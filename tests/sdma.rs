@@ -342,3 +342,35 @@ fn shader_copies_of_unaligned_ranges() {
     assert_eq!(d[2], 0);
     assert_eq!(d[700_004], 0);
 }
+
+#[test]
+fn large_same_gpu_vram_copies_run_as_kernels() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let emu = kfd.emulator().unwrap().clone();
+    let engine = gpu.copy_engine().unwrap();
+    assert_eq!(engine.path(), CopyPath::Sdma);
+    assert_eq!(emu.stats().live_queues, 1);
+    let n = 2 << 20;
+    let src = gpu.alloc(n, MemoryKind::HostVisibleVram).unwrap();
+    let dst = gpu.alloc(n, MemoryKind::HostVisibleVram).unwrap();
+    let data = pattern(n as usize, 9);
+    src.write(0, &data).unwrap();
+    engine
+        .copy(&dst, 0, &src, 0, 4096, &[])
+        .unwrap()
+        .wait(T)
+        .unwrap();
+    assert_eq!(emu.stats().live_queues, 1, "a small copy stays on SDMA");
+    engine
+        .copy(&dst, 0, &src, 0, n, &[])
+        .unwrap()
+        .wait(T)
+        .unwrap();
+    assert_eq!(
+        emu.stats().live_queues,
+        2,
+        "a large VRAM-to-VRAM copy went to the kernel queue"
+    );
+    assert!(dst.as_slice().unwrap() == &data[..]);
+}
