@@ -6,9 +6,9 @@
 //! once per batch. The ring is never overrun: reservation waits for the packet processor's read
 //! index (or reports [`Error::QueueFull`] with the non-blocking calls).
 
-use super::doorbell::doorbell_ptr;
+use super::handle::KfdQueue;
 use super::kernarg::KernargRing;
-use crate::device::{Gpu, Kfd};
+use crate::device::Gpu;
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
 use crate::memory::{Buffer, MemoryKind};
@@ -16,7 +16,6 @@ use crate::signal::{Condition, Signal, DEFAULT_SPIN};
 use aql::ring::{AqlRing, RingError};
 use aql::{AmdQueue, BarrierPacket, FenceScope, KernelDispatchPacket, Packet};
 use kfd_sys::bindings::*;
-use kfd_sys::DriverExt;
 use std::fmt;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -90,9 +89,8 @@ impl fmt::Display for QueueFault {
 }
 
 pub(crate) struct AqlQueueShared {
+    handle: KfdQueue,
     gpu: Gpu,
-    queue_id: u32,
-    doorbell_offset: u64,
     ring: AqlRing,
     amd_queue: *const AmdQueue,
     size_packets: u32,
@@ -121,7 +119,7 @@ pub struct AqlQueue(Arc<AqlQueueShared>);
 impl fmt::Debug for AqlQueue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AqlQueue")
-            .field("queue_id", &self.0.queue_id)
+            .field("queue_id", &self.0.handle.id())
             .field("gpu", &self.0.gpu)
             .field("size_packets", &self.0.size_packets)
             .field("write_index", &self.0.ring.write_index())
@@ -207,22 +205,11 @@ impl Gpu {
             ctl_stack_size: sizes.ctl_stack_size,
             ..Default::default()
         };
-        // SAFETY: every address is GPU memory owned by the queue object being built, which keeps
-        // it alive until after DESTROY_QUEUE.
-        unsafe { kfd.driver().kfd_ioctl_unchecked(&mut args) }
-            .map_err(Error::driver("AMDKFD_IOC_CREATE_QUEUE"))?;
-        let queue_id = args.queue_id;
-        let destroy = |kfd: &Kfd| {
-            let mut d = kfd_ioctl_destroy_queue_args { queue_id, pad: 0 };
-            let _ = kfd.driver().kfd_ioctl(&mut d);
-        };
-        let doorbell = match doorbell_ptr(&kfd.shared, self.index(), args.doorbell_offset) {
-            Ok(d) => d,
-            Err(e) => {
-                destroy(&kfd);
-                return Err(e);
-            }
-        };
+        // SAFETY: every address in `args` is memory owned by the queue being built; the
+        // handle is its first field, so the queue is destroyed before that memory is freed.
+        let handle = unsafe { KfdQueue::create(self, &mut args) }?;
+        let queue_id = handle.id();
+        let doorbell = handle.doorbell();
         // SAFETY: ring, indices and doorbell live in memory owned by the queue (the doorbell
         // pages by the Kfd, which the queue keeps alive); the processor shares them by design.
         let ring = match unsafe {
@@ -236,7 +223,6 @@ impl Gpu {
         } {
             Ok(r) => r,
             Err(e) => {
-                destroy(&kfd);
                 return Err(Error::InvalidArgument(format!("AQL ring: {e}")));
             }
         };
@@ -245,9 +231,8 @@ impl Gpu {
             info.gpu_id
         );
         Ok(AqlQueue(Arc::new(AqlQueueShared {
+            handle,
             gpu: self.clone(),
-            queue_id,
-            doorbell_offset: args.doorbell_offset,
             ring,
             amd_queue: q_ptr,
             size_packets: n,
@@ -259,19 +244,6 @@ impl Gpu {
             _eop: eop,
             _cwsr: Some(cwsr),
         })))
-    }
-}
-
-impl Drop for AqlQueueShared {
-    fn drop(&mut self) {
-        let mut d = kfd_ioctl_destroy_queue_args {
-            queue_id: self.queue_id,
-            pad: 0,
-        };
-        if let Err(e) = self.gpu.kfd().driver().kfd_ioctl(&mut d) {
-            log::warn!("kfdrt: AMDKFD_IOC_DESTROY_QUEUE {}: {e}", self.queue_id);
-        }
-        // The buffers are freed after this, by field drop order.
     }
 }
 
@@ -415,13 +387,13 @@ impl Drop for Batch<'_> {
 impl AqlQueue {
     /// KFD's id of the queue.
     pub fn id(&self) -> u32 {
-        self.0.queue_id
+        self.0.handle.id()
     }
 
     /// The doorbell offset KFD returned (its low 13 bits are the byte offset of the queue's
     /// doorbell within the GPU's two doorbell pages).
     pub fn doorbell_offset(&self) -> u64 {
-        self.0.doorbell_offset
+        self.0.handle.doorbell_offset()
     }
 
     /// GPU address of the ring.
@@ -463,7 +435,7 @@ impl AqlQueue {
     fn check(&self) -> Result<()> {
         match self.fault() {
             Some(fault) => Err(Error::QueueError {
-                queue_id: self.0.queue_id,
+                queue_id: self.0.handle.id(),
                 fault,
             }),
             None => Ok(()),
@@ -727,7 +699,7 @@ impl Batch<'_> {
                 Some(off) => k.address(off),
                 None => {
                     return Err(Error::QueueFull {
-                        queue_id: self.queue.0.queue_id,
+                        queue_id: self.queue.0.handle.id(),
                     })
                 }
             }
@@ -780,7 +752,7 @@ impl Batch<'_> {
         if self.packets.len() as u64 > free {
             // Don't take kernarg memory for a batch the ring cannot take now.
             return Err(Error::QueueFull {
-                queue_id: q.0.queue_id,
+                queue_id: q.0.handle.id(),
             });
         }
         self.place_kernargs(false)?;
@@ -795,10 +767,10 @@ impl Batch<'_> {
 fn ring_error(q: &AqlQueue, e: RingError) -> Error {
     match e {
         RingError::Full => Error::QueueFull {
-            queue_id: q.0.queue_id,
+            queue_id: q.0.handle.id(),
         },
         RingError::Abandoned => q.check().err().unwrap_or(Error::QueueFull {
-            queue_id: q.0.queue_id,
+            queue_id: q.0.handle.id(),
         }),
         e => Error::InvalidArgument(format!("AQL ring: {e}")),
     }

@@ -3,6 +3,7 @@
 mod aql;
 pub mod cwsr;
 pub(crate) mod doorbell;
+mod handle;
 pub(crate) mod kernarg;
 mod pm4;
 mod sdma;

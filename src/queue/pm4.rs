@@ -5,7 +5,7 @@
 //! GPU's family and written with [`pm4::ring::Pm4Ring`]; one submission commits the write pointer
 //! and rings the doorbell once.
 
-use super::doorbell::doorbell_ptr;
+use super::handle::KfdQueue;
 use super::QueuePriority;
 use crate::device::Gpu;
 use crate::error::{Error, Result};
@@ -41,8 +41,8 @@ impl Default for Pm4QueueOptions {
 
 /// A PM4 compute queue.
 pub struct Pm4Queue {
+    handle: KfdQueue,
     gpu: Gpu,
-    queue_id: u32,
     family: GfxFamily,
     ring: Mutex<Pm4Ring>,
     /// rptr (u32 at 0), wptr (u64 at 8), fence (u32 at 64): apart from any other queue's.
@@ -59,7 +59,7 @@ unsafe impl Sync for Pm4Queue {}
 impl std::fmt::Debug for Pm4Queue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Pm4Queue")
-            .field("queue_id", &self.queue_id)
+            .field("queue_id", &self.handle.id())
             .field("gpu", &self.gpu)
             .finish()
     }
@@ -107,22 +107,10 @@ impl Gpu {
             ctl_stack_size: sizes.ctl_stack_size,
             ..Default::default()
         };
-        // SAFETY: every address is memory owned by the queue being built, alive until after
-        // DESTROY_QUEUE (Drop).
-        unsafe { self.kfd().driver().kfd_ioctl_unchecked(&mut args) }
-            .map_err(Error::driver("AMDKFD_IOC_CREATE_QUEUE"))?;
-        let queue_id = args.queue_id;
-        let destroy = || {
-            let mut d = kfd_ioctl_destroy_queue_args { queue_id, pad: 0 };
-            let _ = self.kfd().driver().kfd_ioctl(&mut d);
-        };
-        let doorbell = match doorbell_ptr(&self.kfd().shared, self.index(), args.doorbell_offset) {
-            Ok(d) => d,
-            Err(e) => {
-                destroy();
-                return Err(e);
-            }
-        };
+        // SAFETY: every address in `args` is memory owned by the queue being built; the
+        // handle is its first field, so the queue is destroyed before that memory is freed.
+        let handle = unsafe { KfdQueue::create(self, &mut args) }?;
+        let doorbell = handle.doorbell();
         let ring_ptr = ring_mem
             .as_ptr()
             .ok_or_else(|| Error::InvalidArgument("ring not host-visible".into()))?;
@@ -140,13 +128,12 @@ impl Gpu {
         let ring = match ring {
             Ok(r) => r,
             Err(e) => {
-                destroy();
                 return Err(Error::InvalidArgument(format!("PM4 ring: {e}")));
             }
         };
         Ok(Pm4Queue {
+            handle,
             gpu: self.clone(),
-            queue_id,
             family,
             ring: Mutex::new(ring),
             pointers,
@@ -158,22 +145,10 @@ impl Gpu {
     }
 }
 
-impl Drop for Pm4Queue {
-    fn drop(&mut self) {
-        let mut d = kfd_ioctl_destroy_queue_args {
-            queue_id: self.queue_id,
-            pad: 0,
-        };
-        if let Err(e) = self.gpu.kfd().driver().kfd_ioctl(&mut d) {
-            log::warn!("kfdrt: AMDKFD_IOC_DESTROY_QUEUE {}: {e}", self.queue_id);
-        }
-    }
-}
-
 impl Pm4Queue {
     /// KFD's queue id.
     pub fn id(&self) -> u32 {
-        self.queue_id
+        self.handle.id()
     }
 
     /// The GPU family the packets are encoded for.
@@ -223,7 +198,7 @@ impl Pm4Queue {
                             return Err(Error::Timeout {
                                 what: format!(
                                     "room in PM4 queue {} (rptr {})",
-                                    self.queue_id,
+                                    self.handle.id(),
                                     self.rptr()
                                 ),
                                 after_ms: timeout.as_millis() as u64,
@@ -428,7 +403,7 @@ impl Pm4Queue {
                 return Err(Error::Timeout {
                     what: format!(
                         "PM4 queue {} fence {value} (at {})",
-                        self.queue_id,
+                        self.handle.id(),
                         word.load(Ordering::Acquire)
                     ),
                     after_ms: timeout.as_millis() as u64,
@@ -443,7 +418,7 @@ impl Pm4Queue {
     pub fn set_enabled(&self, enabled: bool) -> Result<()> {
         let mut a = kfd_ioctl_update_queue_args {
             ring_base_address: self._ring_mem.gpu_address(),
-            queue_id: self.queue_id,
+            queue_id: self.handle.id(),
             ring_size: self._ring_mem.allocated_size().min(u64::from(u32::MAX)) as u32,
             queue_percentage: if enabled { KFD_MAX_QUEUE_PERCENTAGE } else { 0 },
             queue_priority: QueuePriority::Normal.kfd(),

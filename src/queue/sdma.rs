@@ -7,14 +7,13 @@
 //! copies are split at the engine's per-packet maximum), then the signal's event is raised with
 //! a FENCE to its mailbox and a TRAP.
 
-use super::doorbell::doorbell_ptr;
+use super::handle::KfdQueue;
 use super::QueuePriority;
 use crate::device::Gpu;
 use crate::error::{Error, Result};
 use crate::memory::{AllocOptions, Buffer, MemoryKind};
 use crate::signal::{Condition, Signal, DEFAULT_SPIN};
 use kfd_sys::bindings::*;
-use kfd_sys::DriverExt;
 use sdma::ring::{RingError, SdmaRing};
 use sdma::{AtomicOp, CompareFunction, SdmaPacket, SdmaVersion};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,8 +26,8 @@ const WPTR: u64 = 64;
 
 /// An SDMA queue.
 pub struct SdmaQueue {
+    handle: KfdQueue,
     gpu: Gpu,
-    queue_id: u32,
     version: SdmaVersion,
     ring: Mutex<SdmaRing>,
     pointers: Buffer,
@@ -41,7 +40,7 @@ unsafe impl Sync for SdmaQueue {}
 impl std::fmt::Debug for SdmaQueue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SdmaQueue")
-            .field("queue_id", &self.queue_id)
+            .field("queue_id", &self.handle.id())
             .field("gpu", &self.gpu)
             .finish()
     }
@@ -115,23 +114,11 @@ impl Gpu {
             queue_priority: QueuePriority::Normal.kfd(),
             ..Default::default()
         };
-        // SAFETY: the ring and pointers are owned by the queue being built and outlive it.
-        unsafe { self.kfd().driver().kfd_ioctl_unchecked(&mut args) }
-            .map_err(Error::driver("AMDKFD_IOC_CREATE_QUEUE (SDMA)"))?;
-        let queue_id = args.queue_id;
-        let destroy = || {
-            let mut d = kfd_ioctl_destroy_queue_args { queue_id, pad: 0 };
-            let _ = self.kfd().driver().kfd_ioctl(&mut d);
-        };
-        let doorbell = match doorbell_ptr(&self.kfd().shared, self.index(), args.doorbell_offset) {
-            Ok(d) => d,
-            Err(e) => {
-                destroy();
-                return Err(e);
-            }
-        };
+        // SAFETY: every address in `args` is memory owned by the queue being built; the
+        // handle is its first field, so the queue is destroyed before that memory is freed.
+        let handle = unsafe { KfdQueue::create(self, &mut args) }?;
+        let doorbell = handle.doorbell();
         let (Some(ring_ptr), Some(ptr)) = (ring_mem.as_ptr(), pointers.as_ptr()) else {
-            destroy();
             return Err(Error::InvalidArgument(
                 "SDMA queue memory is not host-visible".into(),
             ));
@@ -149,30 +136,17 @@ impl Gpu {
         let ring = match ring {
             Ok(r) => r,
             Err(e) => {
-                destroy();
                 return Err(Error::InvalidArgument(format!("SDMA ring: {e}")));
             }
         };
         Ok(SdmaQueue {
+            handle,
             gpu: self.clone(),
-            queue_id,
             version,
             ring: Mutex::new(ring),
             pointers,
             _ring_mem: ring_mem,
         })
-    }
-}
-
-impl Drop for SdmaQueue {
-    fn drop(&mut self) {
-        let mut d = kfd_ioctl_destroy_queue_args {
-            queue_id: self.queue_id,
-            pad: 0,
-        };
-        if let Err(e) = self.gpu.kfd().driver().kfd_ioctl(&mut d) {
-            log::warn!("kfdrt: AMDKFD_IOC_DESTROY_QUEUE {}: {e}", self.queue_id);
-        }
     }
 }
 
@@ -206,7 +180,7 @@ pub(crate) fn check_range(gpu: &Gpu, buf: &Buffer, off: u64, len: u64, what: &st
 impl SdmaQueue {
     /// KFD's queue id.
     pub fn id(&self) -> u32 {
-        self.queue_id
+        self.handle.id()
     }
 
     /// The engine generation.
@@ -255,7 +229,7 @@ impl SdmaQueue {
                         self.gpu.kfd().driver().doorbell_hint(self.gpu.id());
                         if start.elapsed() > timeout {
                             return Err(Error::Timeout {
-                                what: format!("room in SDMA queue {}", self.queue_id),
+                                what: format!("room in SDMA queue {}", self.handle.id()),
                                 after_ms: timeout.as_millis() as u64,
                             });
                         }
