@@ -134,3 +134,15 @@ fn clock_counters_advance() {
     assert!(b.gpu > a.gpu && b.cpu > a.cpu && b.system > a.system);
     assert!(a.system_freq_hz > 0);
 }
+
+#[test]
+fn real_gpu_opens_and_reports_its_topology() {
+    let Some(kfd) = common::hardware_or_skip("real_gpu_opens_and_reports_its_topology") else {
+        return;
+    };
+    assert_eq!(kfd.kind(), kfdrt::DriverKind::Hardware);
+    check_topology(&kfd);
+    for gpu in kfd.gpus() {
+        assert!(gpu.available_memory().unwrap() > 0);
+    }
+}
