@@ -1,275 +1,223 @@
-//! The packets.
+//! [`Pm4Packet`]: the typed packets, and the check that a packet encodes as exactly one packet.
 
-use crate::{DecodeError, GfxFamily};
+use crate::error::EncodeError;
+use crate::fields::{data_sel, mem_space, release_mem, sel};
+use crate::header::MAX_BODY_DWORDS;
+use crate::regs::{SH_REG_BASE, SH_REG_END};
+use crate::{CompareFunction, GfxFamily};
 
-/// Type-3 opcodes.
-pub mod opcode {
-    /// NOP.
-    pub const NOP: u8 = 0x10;
-    /// DISPATCH_DIRECT.
-    pub const DISPATCH_DIRECT: u8 = 0x15;
-    /// WRITE_DATA.
-    pub const WRITE_DATA: u8 = 0x37;
-    /// WAIT_REG_MEM.
-    pub const WAIT_REG_MEM: u8 = 0x3C;
-    /// INDIRECT_BUFFER.
-    pub const INDIRECT_BUFFER: u8 = 0x3F;
-    /// COPY_DATA.
-    pub const COPY_DATA: u8 = 0x40;
-    /// EVENT_WRITE.
-    pub const EVENT_WRITE: u8 = 0x46;
-    /// RELEASE_MEM.
-    pub const RELEASE_MEM: u8 = 0x49;
-    /// ACQUIRE_MEM.
-    pub const ACQUIRE_MEM: u8 = 0x58;
-    /// SET_SH_REG.
-    pub const SET_SH_REG: u8 = 0x76;
-}
-
-/// The one-dword NOP used to pad rings (a type-3 NOP whose count field is all ones).
-pub const NOP_FILLER: u32 = 0xFFFF_1002;
-
-/// A type-3 header: `3 << 30 | count << 16 | opcode << 8 | shader_type(compute) << 1`, where the
-/// count is the number of dwords after the header minus one.
-pub const fn header(op: u8, body_dwords: u32) -> u32 {
-    3 << 30 | ((body_dwords - 1) & 0x3FFF) << 16 | (op as u32) << 8 | 1 << 1
-}
-
-/// A comparison of WAIT_REG_MEM (and SDMA's POLL_REGMEM): `(value & mask) <op> reference`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CompareFunction {
-    /// Always true.
-    Always = 0,
-    /// `<`.
-    Less = 1,
-    /// `<=`.
-    LessEqual = 2,
-    /// `==`.
-    Equal = 3,
-    /// `!=`.
-    NotEqual = 4,
-    /// `>=`.
-    GreaterEqual = 5,
-    /// `>`.
-    Greater = 6,
-}
-
-impl CompareFunction {
-    /// From the 3-bit field (7 is reserved and reads as `None`).
-    pub fn from_bits(v: u32) -> Option<CompareFunction> {
-        use CompareFunction::*;
-        Some(match v & 7 {
-            0 => Always,
-            1 => Less,
-            2 => LessEqual,
-            3 => Equal,
-            4 => NotEqual,
-            5 => GreaterEqual,
-            6 => Greater,
-            _ => return None,
-        })
-    }
-
-    /// Evaluates `(value & mask) <op> reference`.
-    pub fn eval(self, value: u32, reference: u32, mask: u32) -> bool {
-        let v = value & mask;
-        match self {
-            CompareFunction::Always => true,
-            CompareFunction::Less => v < reference,
-            CompareFunction::LessEqual => v <= reference,
-            CompareFunction::Equal => v == reference,
-            CompareFunction::NotEqual => v != reference,
-            CompareFunction::GreaterEqual => v >= reference,
-            CompareFunction::Greater => v > reference,
-        }
-    }
-}
-
-/// RELEASE_MEM `DATA_SEL` values.
-pub mod data_sel {
-    /// No data.
-    pub const NONE: u32 = 0;
-    /// 32-bit data.
-    pub const DATA32: u32 = 1;
-    /// 64-bit data.
-    pub const DATA64: u32 = 2;
-    /// The GPU clock counter (64-bit).
-    pub const GPU_CLOCK: u32 = 3;
-    /// The system clock counter (64-bit).
-    pub const SYSTEM_CLOCK: u32 = 4;
-}
-
-/// RELEASE_MEM `INT_SEL` values.
-pub mod int_sel {
-    /// No interrupt.
-    pub const NONE: u32 = 0;
-    /// Interrupt only.
-    pub const SEND_INT: u32 = 1;
-    /// Interrupt after the write is confirmed.
-    pub const SEND_INT_ON_CONFIRM: u32 = 2;
-    /// Write only after confirmation, no interrupt.
-    pub const SEND_DATA_ON_CONFIRM: u32 = 3;
-}
-
-/// End-of-pipe event types.
-pub mod event {
-    /// `CACHE_FLUSH_AND_INV_TS_EVENT`.
-    pub const CACHE_FLUSH_AND_INV_TS: u32 = 0x14;
-    /// `CS_DONE`.
-    pub const CS_DONE: u32 = 0x2F;
-    /// `CS_PARTIAL_FLUSH`.
-    pub const CS_PARTIAL_FLUSH: u32 = 0x07;
-}
-
-/// A decoded or to-be-encoded packet.
+/// A PM4 compute packet. Field values are raw hardware field values (see the constants in
+/// [`event`](crate::event), [`data_sel`](crate::data_sel), [`sel`](crate::sel), ...);
+/// [`Pm4Packet::validate`] says whether they fit.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Pm4Packet {
-    /// NOP with `padding` dwords after the header (the one-dword filler is `Nop { padding: 0 }`
-    /// encoded as [`NOP_FILLER`]).
+    /// NOP with `padding` ignored dwords after the header. `Nop { padding: 0 }` is the one-dword
+    /// filler [`NOP_FILLER`](crate::NOP_FILLER).
     Nop {
-        /// Dwords after the header.
+        /// Dwords after the header (at most 0x3FFF: a count of 0x3FFF means the filler).
         padding: u32,
     },
-    /// SET_SH_REG of consecutive registers from `reg`.
+    /// SET_SH_REG: `values` into consecutive SH registers from `reg`.
     SetShReg {
-        /// First register (dword address, 0x2C00..0x3000).
+        /// First register (dword address, 0x2C00..0x3000; see [`regs`](crate::regs)).
         reg: u32,
-        /// Values.
+        /// Values, one per register.
         values: Vec<u32>,
     },
-    /// DISPATCH_DIRECT.
+    /// DISPATCH_DIRECT: launch the grid the SH registers describe.
     DispatchDirect {
-        /// Work-groups (or threads with USE_THREAD_DIMENSIONS) per dimension.
+        /// Work-groups per dimension (threads with `USE_THREAD_DIMENSIONS`).
         dims: [u32; 3],
-        /// DISPATCH_INITIATOR.
+        /// `COMPUTE_DISPATCH_INITIATOR` (see [`regs::initiator`](crate::regs::initiator)).
         initiator: u32,
     },
-    /// RELEASE_MEM: at end of pipe, write data and/or raise an interrupt.
+    /// RELEASE_MEM: once earlier work reaches the event, act on caches, write data and/or raise
+    /// an interrupt.
     ReleaseMem {
-        /// EVENT_TYPE (bits 0-5).
+        /// `EVENT_TYPE` (6 bits), e.g. [`event::CACHE_FLUSH_AND_INV_TS`](crate::event).
         event_type: u32,
-        /// EVENT_INDEX (bits 8-11).
+        /// `EVENT_INDEX` (4 bits), e.g. [`event_index::END_OF_PIPE`](crate::event_index).
         event_index: u32,
-        /// Cache-action bits of DW1 (family-specific).
+        /// DW1 bits 12-31: cache actions, cache policy, EXEC (family-specific; see
+        /// [`release_mem`](crate::release_mem)).
         cache_action: u32,
-        /// DST_SEL (0 memory).
+        /// `DST_SEL` (2 bits): 0 memory controller, 1 L2.
         dst_sel: u32,
-        /// INT_SEL.
+        /// `INT_SEL` (3 bits, [`int_sel`](crate::int_sel)).
         int_sel: u32,
-        /// DATA_SEL.
+        /// `DATA_SEL` (3 bits, [`data_sel`](crate::data_sel)).
         data_sel: u32,
-        /// Destination address.
+        /// Destination (4-byte aligned; 8 for 64-bit data).
         addr: u64,
-        /// Data (low 32 bits for DATA32).
+        /// Data (only the low 32 bits are written with `DATA32`).
         data: u64,
-        /// Interrupt context id (the KFD event id).
+        /// Interrupt context id (the KFD event id when signalling an event).
         int_ctxid: u32,
     },
-    /// ACQUIRE_MEM over the whole address space.
+    /// ACQUIRE_MEM over the whole address space (size 0xFF_FFFF_FFFF_FFFF, base 0, poll 0xA).
+    /// The decoder accepts any range and poll interval and drops them.
     AcquireMem {
-        /// gfx9: COHER_CNTL; gfx10+: 0.
+        /// DW1 `COHER_CNTL`, bits 0-30 ([`acquire_mem::coher_cntl`](crate::acquire_mem) on gfx9;
+        /// Linux and kfdtest leave it 0 on gfx10+).
         coher_cntl: u32,
-        /// gfx10+: GCR_CNTL; gfx9: 0.
+        /// gfx10+ DW7 `GCR_CNTL` ([`acquire_mem::gcr_cntl`](crate::acquire_mem)); gfx9's form has
+        /// no such dword, so it must be 0 there.
         gcr_cntl: u32,
     },
-    /// WAIT_REG_MEM on memory.
+    /// WAIT_REG_MEM: wait until `(*addr & mask) <function> reference`.
     WaitRegMem {
-        /// Comparison.
+        /// The comparison.
         function: CompareFunction,
-        /// MEM_SPACE (1 = memory).
+        /// `MEM_SPACE` (2 bits, [`mem_space`](crate::mem_space)): 0 register, 1 memory.
         mem_space: u32,
-        /// Address (4-byte aligned).
+        /// Address (4-byte aligned memory address, or a register offset).
         addr: u64,
         /// Reference value.
         reference: u32,
-        /// Mask.
+        /// Mask applied to the polled value.
         mask: u32,
-        /// Poll interval.
+        /// Poll interval (16 bits).
         poll_interval: u32,
     },
-    /// WRITE_DATA to memory.
+    /// WRITE_DATA: write `data` to consecutive dwords from `addr`.
     WriteData {
-        /// DST_SEL (5 = memory).
+        /// `DST_SEL` (4 bits, [`sel`](crate::sel); 5 = memory).
         dst_sel: u32,
-        /// WR_CONFIRM.
+        /// `WR_CONFIRM`: wait for the write to complete before the next packet.
         confirm: bool,
-        /// Destination.
+        /// Destination (4-byte aligned for memory destinations).
         addr: u64,
-        /// Dwords to write.
+        /// Dwords to write (at least one).
         data: Vec<u32>,
     },
-    /// INDIRECT_BUFFER: run `size_dwords` dwords at `addr`.
+    /// INDIRECT_BUFFER: run `size_dwords` dwords of packets at `addr`.
     IndirectBuffer {
         /// Buffer address (4-byte aligned).
         addr: u64,
         /// Size in dwords (20 bits).
         size_dwords: u32,
-        /// CHAIN bit.
+        /// `CHAIN`: the buffer replaces, rather than returns to, the current one.
         chain: bool,
     },
-    /// EVENT_WRITE.
+    /// EVENT_WRITE of an event without data (e.g. `CS_PARTIAL_FLUSH`).
     EventWrite {
-        /// EVENT_TYPE.
+        /// `EVENT_TYPE` (6 bits).
         event_type: u32,
-        /// EVENT_INDEX.
+        /// `EVENT_INDEX` (4 bits).
         event_index: u32,
     },
-    /// COPY_DATA.
+    /// COPY_DATA: copy 32 or 64 bits from a source to a destination.
     CopyData {
-        /// SRC_SEL (5 immediate, 9 GPU clock, 1 memory).
+        /// `SRC_SEL` (4 bits, [`sel`](crate::sel)): 1 memory, 5 immediate, 9 GPU clock, ...
         src_sel: u32,
-        /// DST_SEL (5 memory).
+        /// `DST_SEL` (4 bits): 5 memory, ...
         dst_sel: u32,
-        /// COUNT_SEL: 64-bit.
+        /// `COUNT_SEL`: copy 64 bits instead of 32.
         count64: bool,
-        /// WR_CONFIRM.
+        /// `WR_CONFIRM`.
         confirm: bool,
-        /// Source address or immediate value.
+        /// Source address (4-byte aligned in memory, 8 with `count64`), or the immediate value.
         src: u64,
-        /// Destination address.
+        /// Destination address (aligned as `src`).
         dst: u64,
     },
 }
 
-fn lo(v: u64) -> u32 {
-    v as u32
-}
-fn hi(v: u64) -> u32 {
-    (v >> 32) as u32
-}
-fn join(l: u32, h: u32) -> u64 {
-    u64::from(l) | u64::from(h) << 32
+/// Most data dwords of one WRITE_DATA (the body also holds control and address).
+pub(crate) const WRITE_DATA_MAX: usize = MAX_BODY_DWORDS as usize - 3;
+/// Most values of one SET_SH_REG (the body also holds the register offset).
+pub(crate) const SET_SH_REG_MAX: usize = MAX_BODY_DWORDS as usize - 1;
+/// Most padding dwords of one NOP: a count of 0x3FFF would make it the one-dword filler.
+pub(crate) const NOP_MAX_PADDING: u32 = MAX_BODY_DWORDS - 1;
+
+/// Whether a WRITE_DATA destination select is memory (a byte address whose bits 0-1 the packet
+/// does not keep) rather than a register or GDS offset.
+pub(crate) fn write_data_to_memory(dst_sel: u32) -> bool {
+    matches!(dst_sel, sel::MEMORY_SYNC | sel::TC_L2 | sel::MEMORY)
 }
 
-/// WRITE_DATA's DW1 for `dst_sel` and confirmation.
-fn write_data_control(dst_sel: u32, confirm: bool) -> u32 {
-    (dst_sel & 0xF) << 8 | u32::from(confirm) << 20
+/// Whether a COPY_DATA source select reads memory.
+pub(crate) fn copy_from_memory(src_sel: u32) -> bool {
+    matches!(src_sel, sel::MEMORY_SYNC | sel::TC_L2)
+}
+
+/// Whether a COPY_DATA destination select writes memory.
+pub(crate) fn copy_to_memory(dst_sel: u32) -> bool {
+    matches!(dst_sel, sel::TC_L2 | sel::MEMORY)
+}
+
+/// Alignment RELEASE_MEM keeps for `data_sel`: 64-bit values go to 8-byte aligned addresses.
+pub(crate) fn release_mem_align(dsel: u32) -> u64 {
+    if matches!(dsel, data_sel::NONE | data_sel::DATA32) {
+        4
+    } else {
+        8
+    }
+}
+
+/// Alignment COPY_DATA keeps for memory addresses.
+pub(crate) fn copy_data_align(count64: bool) -> u64 {
+    if count64 {
+        8
+    } else {
+        4
+    }
+}
+
+fn fits(field: &'static str, value: u32, bits: u32) -> Result<(), EncodeError> {
+    if u64::from(value) >> bits == 0 {
+        Ok(())
+    } else {
+        Err(EncodeError::FieldOverflow {
+            field,
+            value: u64::from(value),
+            bits,
+        })
+    }
+}
+
+fn aligned(field: &'static str, addr: u64, align: u64) -> Result<(), EncodeError> {
+    if addr % align == 0 {
+        Ok(())
+    } else {
+        Err(EncodeError::Misaligned { field, addr, align })
+    }
+}
+
+fn length(what: &'static str, dwords: usize, min: usize, max: usize) -> Result<(), EncodeError> {
+    if (min..=max).contains(&dwords) {
+        Ok(())
+    } else {
+        Err(EncodeError::BadLength {
+            what,
+            dwords,
+            min,
+            max,
+        })
+    }
 }
 
 impl Pm4Packet {
-    /// Appends the packet's dwords for `family`.
-    pub fn encode(&self, family: GfxFamily, out: &mut Vec<u32>) {
-        use opcode::*;
+    /// Checks that every field fits its bits, addresses have the alignment the packet keeps and
+    /// lengths fit one packet. Then [`encode`](Pm4Packet::encode) emits exactly one packet and
+    /// [`decode`](Pm4Packet::decode) of it gives `self` back.
+    pub fn validate(&self, family: GfxFamily) -> Result<(), EncodeError> {
         match self {
-            Pm4Packet::Nop { padding: 0 } => out.push(NOP_FILLER),
-            Pm4Packet::Nop { padding } => {
-                out.push(header(NOP, *padding));
-                out.extend(std::iter::repeat_n(0, *padding as usize));
-            }
+            Pm4Packet::Nop { padding } => length(
+                "NOP padding",
+                *padding as usize,
+                0,
+                NOP_MAX_PADDING as usize,
+            ),
             Pm4Packet::SetShReg { reg, values } => {
-                out.push(header(SET_SH_REG, 1 + values.len() as u32));
-                out.push(reg.wrapping_sub(crate::regs::SH_REG_BASE));
-                out.extend_from_slice(values);
+                length("SET_SH_REG values", values.len(), 1, SET_SH_REG_MAX)?;
+                let end = u64::from(*reg) + values.len() as u64;
+                if *reg < SH_REG_BASE || end > u64::from(SH_REG_END) {
+                    return Err(EncodeError::RegisterOutOfRange { first: *reg, end });
+                }
+                Ok(())
             }
-            Pm4Packet::DispatchDirect { dims, initiator } => {
-                out.extend_from_slice(&[
-                    header(DISPATCH_DIRECT, 4),
-                    dims[0],
-                    dims[1],
-                    dims[2],
-                    *initiator,
-                ]);
-            }
+            Pm4Packet::DispatchDirect { .. } => Ok(()),
             Pm4Packet::ReleaseMem {
                 event_type,
                 event_index,
@@ -278,258 +226,94 @@ impl Pm4Packet {
                 int_sel,
                 data_sel,
                 addr,
-                data,
-                int_ctxid,
+                ..
             } => {
-                out.extend_from_slice(&[
-                    header(RELEASE_MEM, 7),
-                    (event_type & 0x3F) | (event_index & 0xF) << 8 | cache_action,
-                    (dst_sel & 3) << 16 | (int_sel & 7) << 24 | (data_sel & 7) << 29,
-                    lo(*addr),
-                    hi(*addr),
-                    lo(*data),
-                    hi(*data),
-                    *int_ctxid,
-                ]);
+                fits("event_type", *event_type, 6)?;
+                fits("event_index", *event_index, 4)?;
+                if cache_action & !release_mem::CACHE_ACTION_MASK != 0 {
+                    return Err(EncodeError::FieldOverflow {
+                        field: "cache_action (bits 12-31)",
+                        value: u64::from(*cache_action),
+                        bits: 32,
+                    });
+                }
+                fits("dst_sel", *dst_sel, 2)?;
+                fits("int_sel", *int_sel, 3)?;
+                fits("data_sel", *data_sel, 3)?;
+                aligned("addr", *addr, release_mem_align(*data_sel))
             }
             Pm4Packet::AcquireMem {
                 coher_cntl,
                 gcr_cntl,
             } => {
-                if family.is_gfx10_plus() {
-                    out.extend_from_slice(&[
-                        header(ACQUIRE_MEM, 7),
-                        0,
-                        0xFFFF_FFFF,
-                        0x00FF_FFFF,
-                        0,
-                        0,
-                        0xA,
-                        *gcr_cntl,
-                    ]);
-                } else {
-                    out.extend_from_slice(&[
-                        header(ACQUIRE_MEM, 6),
-                        *coher_cntl,
-                        0xFFFF_FFFF,
-                        0x00FF_FFFF,
-                        0,
-                        0,
-                        0xA,
-                    ]);
+                // DW1 bit 31 is ENGINE_SEL, not a cache action.
+                fits("coher_cntl", *coher_cntl, 31)?;
+                if !family.is_gfx10_plus() && *gcr_cntl != 0 {
+                    return Err(EncodeError::NotOnFamily {
+                        field: "gcr_cntl",
+                        family,
+                    });
                 }
+                Ok(())
             }
             Pm4Packet::WaitRegMem {
-                function,
-                mem_space,
+                mem_space: space,
                 addr,
-                reference,
-                mask,
                 poll_interval,
+                ..
             } => {
-                out.extend_from_slice(&[
-                    header(WAIT_REG_MEM, 6),
-                    *function as u32 | (mem_space & 3) << 4,
-                    lo(*addr),
-                    hi(*addr),
-                    *reference,
-                    *mask,
-                    poll_interval & 0xFFFF,
-                ]);
+                fits("mem_space", *space, 2)?;
+                fits("poll_interval", *poll_interval, 16)?;
+                if *space == mem_space::MEMORY {
+                    aligned("addr", *addr, 4)?;
+                }
+                Ok(())
             }
             Pm4Packet::WriteData {
                 dst_sel,
-                confirm,
                 addr,
                 data,
+                ..
             } => {
-                out.push(header(WRITE_DATA, 3 + data.len() as u32));
-                out.push(write_data_control(*dst_sel, *confirm));
-                out.push(lo(*addr));
-                out.push(hi(*addr));
-                out.extend_from_slice(data);
+                fits("dst_sel", *dst_sel, 4)?;
+                length("WRITE_DATA data", data.len(), 1, WRITE_DATA_MAX)?;
+                if write_data_to_memory(*dst_sel) {
+                    aligned("addr", *addr, 4)?;
+                }
+                Ok(())
             }
             Pm4Packet::IndirectBuffer {
-                addr,
-                size_dwords,
-                chain,
+                addr, size_dwords, ..
             } => {
-                out.extend_from_slice(&[
-                    header(INDIRECT_BUFFER, 3),
-                    lo(*addr) & !3,
-                    hi(*addr),
-                    (size_dwords & 0xF_FFFF) | u32::from(*chain) << 20 | 1 << 23,
-                ]);
+                aligned("addr", *addr, 4)?;
+                fits("size_dwords", *size_dwords, 20)
             }
             Pm4Packet::EventWrite {
                 event_type,
                 event_index,
             } => {
-                out.extend_from_slice(&[
-                    header(EVENT_WRITE, 1),
-                    (event_type & 0x3F) | (event_index & 0xF) << 8,
-                ]);
+                fits("event_type", *event_type, 6)?;
+                fits("event_index", *event_index, 4)
             }
             Pm4Packet::CopyData {
                 src_sel,
                 dst_sel,
                 count64,
-                confirm,
                 src,
                 dst,
+                ..
             } => {
-                out.extend_from_slice(&[
-                    header(COPY_DATA, 5),
-                    (src_sel & 0xF)
-                        | (dst_sel & 0xF) << 8
-                        | u32::from(*count64) << 16
-                        | u32::from(*confirm) << 20,
-                    lo(*src),
-                    hi(*src),
-                    lo(*dst),
-                    hi(*dst),
-                ]);
+                fits("src_sel", *src_sel, 4)?;
+                fits("dst_sel", *dst_sel, 4)?;
+                let align = copy_data_align(*count64);
+                if copy_from_memory(*src_sel) {
+                    aligned("src", *src, align)?;
+                }
+                if copy_to_memory(*dst_sel) {
+                    aligned("dst", *dst, align)?;
+                }
+                Ok(())
             }
         }
-    }
-
-    /// Number of dwords the packet encodes to on `family`.
-    pub fn len_dwords(&self, family: GfxFamily) -> usize {
-        let mut v = Vec::new();
-        self.encode(family, &mut v);
-        v.len()
-    }
-
-    /// Decodes the packet at the start of `dwords`, returning it and the dwords it spans. Total:
-    /// any input gives a packet or an error, never a panic.
-    pub fn decode(family: GfxFamily, dwords: &[u32]) -> Result<(Pm4Packet, usize), DecodeError> {
-        use opcode::*;
-        let &h = dwords.first().ok_or(DecodeError::Empty)?;
-        if h == NOP_FILLER || h == 0x8000_0000 {
-            // One-dword NOP filler (type-3 with count 0x3FFF, or a type-2 packet).
-            return Ok((Pm4Packet::Nop { padding: 0 }, 1));
-        }
-        if h >> 30 != 3 {
-            return Err(DecodeError::NotType3(h));
-        }
-        let op = (h >> 8) as u8;
-        let body_len = ((h >> 16) & 0x3FFF) as usize + 1;
-        let total = body_len + 1;
-        if dwords.len() < total {
-            return Err(DecodeError::Truncated {
-                needed: total,
-                available: dwords.len(),
-            });
-        }
-        let b = &dwords[1..total];
-        let bad = || DecodeError::BadLength {
-            opcode: op,
-            dwords: body_len,
-        };
-        let exact = |n: usize| if body_len == n { Ok(()) } else { Err(bad()) };
-        let p = match op {
-            NOP => Pm4Packet::Nop {
-                padding: body_len as u32,
-            },
-            SET_SH_REG => {
-                if body_len < 2 {
-                    return Err(bad());
-                }
-                Pm4Packet::SetShReg {
-                    reg: crate::regs::SH_REG_BASE + b[0],
-                    values: b[1..].to_vec(),
-                }
-            }
-            DISPATCH_DIRECT => {
-                exact(4)?;
-                Pm4Packet::DispatchDirect {
-                    dims: [b[0], b[1], b[2]],
-                    initiator: b[3],
-                }
-            }
-            RELEASE_MEM => {
-                exact(7)?;
-                Pm4Packet::ReleaseMem {
-                    event_type: b[0] & 0x3F,
-                    event_index: (b[0] >> 8) & 0xF,
-                    cache_action: b[0] & !0xF3F,
-                    dst_sel: (b[1] >> 16) & 3,
-                    int_sel: (b[1] >> 24) & 7,
-                    data_sel: (b[1] >> 29) & 7,
-                    addr: join(b[2], b[3]),
-                    data: join(b[4], b[5]),
-                    int_ctxid: b[6],
-                }
-            }
-            ACQUIRE_MEM => {
-                if family.is_gfx10_plus() {
-                    exact(7)?;
-                    Pm4Packet::AcquireMem {
-                        coher_cntl: b[0],
-                        gcr_cntl: b[6],
-                    }
-                } else {
-                    exact(6)?;
-                    Pm4Packet::AcquireMem {
-                        coher_cntl: b[0],
-                        gcr_cntl: 0,
-                    }
-                }
-            }
-            WAIT_REG_MEM => {
-                exact(6)?;
-                let function = CompareFunction::from_bits(b[0]).ok_or(bad())?;
-                Pm4Packet::WaitRegMem {
-                    function,
-                    mem_space: (b[0] >> 4) & 3,
-                    addr: join(b[1], b[2]),
-                    reference: b[3],
-                    mask: b[4],
-                    poll_interval: b[5] & 0xFFFF,
-                }
-            }
-            WRITE_DATA => {
-                if body_len < 4 {
-                    return Err(bad());
-                }
-                Pm4Packet::WriteData {
-                    dst_sel: (b[0] >> 8) & 0xF,
-                    confirm: b[0] & (1 << 20) != 0,
-                    addr: join(b[1], b[2]),
-                    data: b[3..].to_vec(),
-                }
-            }
-            INDIRECT_BUFFER => {
-                exact(3)?;
-                Pm4Packet::IndirectBuffer {
-                    addr: join(b[0] & !3, b[1]),
-                    size_dwords: b[2] & 0xF_FFFF,
-                    chain: b[2] & (1 << 20) != 0,
-                }
-            }
-            EVENT_WRITE => {
-                // Some events carry an address; kfdrt only issues the one-dword form.
-                if body_len < 1 {
-                    return Err(bad());
-                }
-                Pm4Packet::EventWrite {
-                    event_type: b[0] & 0x3F,
-                    event_index: (b[0] >> 8) & 0xF,
-                }
-            }
-            COPY_DATA => {
-                exact(5)?;
-                Pm4Packet::CopyData {
-                    src_sel: b[0] & 0xF,
-                    dst_sel: (b[0] >> 8) & 0xF,
-                    count64: b[0] & (1 << 16) != 0,
-                    confirm: b[0] & (1 << 20) != 0,
-                    src: join(b[1], b[2]),
-                    dst: join(b[3], b[4]),
-                }
-            }
-            other => return Err(DecodeError::UnknownOpcode(other)),
-        };
-        Ok((p, total))
     }
 }

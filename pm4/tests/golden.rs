@@ -1,10 +1,9 @@
 //! Golden encodings worked out by hand from the field definitions (shared/reference/PM4.md,
-//! Linux soc15d.h / nvd.h), roundtrips, decoder totality, and the ring writer.
+//! Linux soc15d.h / nvd.h, kfdtest PM4Packet.cpp). Each derivation is next to its values.
+//! Header: PACKET3(op, count) = 3 << 30 | count << 16 | op << 8 | 1 << 1 (compute), where count
+//! is the packet's total dwords minus 2.
 
-use pm4::ring::{Pm4Ring, RingError};
 use pm4::*;
-use proptest::prelude::*;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 fn enc(p: &Pm4Packet, f: GfxFamily) -> Vec<u32> {
     let mut v = Vec::new();
@@ -12,347 +11,297 @@ fn enc(p: &Pm4Packet, f: GfxFamily) -> Vec<u32> {
     v
 }
 
+/// Encodes on every family, checks the golden dwords, and that they decode back to `p`.
+fn golden_all(p: Pm4Packet, want: &[u32]) {
+    for f in GfxFamily::ALL {
+        assert_eq!(enc(&p, f), want, "{p:?} on {f:?}");
+        assert_eq!(p.len_dwords(f), want.len());
+        assert_eq!(
+            Pm4Packet::decode(f, want),
+            Ok((p.clone(), want.len())),
+            "{f:?}"
+        );
+    }
+}
+
 #[test]
-fn release_mem_golden() {
-    // Header: 3<<30 | (8-2)<<16 | 0x49<<8 | 1<<1 = 0xC0064902.
-    // DW1: EVENT_TYPE 0x14 | EVENT_INDEX 5<<8 = 0x514.
-    // DW2: DST_SEL 0 | INT_SEL 2<<24 | DATA_SEL 1<<29 = 0x22000000.
+fn nop() {
+    // The filler is a NOP with count 0x3FFF: 3<<30 | 0x3FFF<<16 | 0x10<<8 | 1<<1 = 0xFFFF1002.
+    golden_all(Pm4Packet::Nop { padding: 0 }, &[0xFFFF_1002]);
+    // NOP with 3 padding dwords: 4 dwords, count 2: 0xC0000000 | 2<<16 | 0x1000 | 2 = 0xC0021002.
+    golden_all(Pm4Packet::Nop { padding: 3 }, &[0xC002_1002, 0, 0, 0]);
+    // kfdtest's PM4NopPacket(2): 2 dwords, count 0: 0xC0001002.
+    golden_all(Pm4Packet::Nop { padding: 1 }, &[0xC000_1002, 0]);
+}
+
+#[test]
+fn set_sh_reg() {
+    // PGM_LO/HI: 4 dwords, count 2: 0xC0000000 | 2<<16 | 0x76<<8 | 2 = 0xC0027602;
+    // DW1 = 0x2E0C - 0x2C00 = 0x20C.
+    golden_all(
+        Pm4Packet::SetShReg {
+            reg: regs::COMPUTE_PGM_LO,
+            values: vec![0x1234_5678, 0x9A],
+        },
+        &[0xC002_7602, 0x20C, 0x1234_5678, 0x9A],
+    );
+    // One value at USER_DATA_15: 3 dwords, count 1: 0xC0017602; DW1 = 0x2E4F - 0x2C00 = 0x24F.
+    golden_all(
+        Pm4Packet::SetShReg {
+            reg: regs::COMPUTE_USER_DATA_15,
+            values: vec![7],
+        },
+        &[0xC001_7602, 0x24F, 7],
+    );
+}
+
+#[test]
+fn dispatch_direct() {
+    // 5 dwords, count 3: 0xC0000000 | 3<<16 | 0x15<<8 | 2 = 0xC0031502. kfdtest's initiator
+    // COMPUTE_SHADER_EN | USE_THREAD_DIMENSIONS = 1 | 1<<5 = 0x21, + CS_W32_EN 1<<15 on gfx10+.
+    use regs::initiator::*;
+    assert_eq!(COMPUTE_SHADER_EN | USE_THREAD_DIMENSIONS, 0x21);
+    golden_all(
+        Pm4Packet::DispatchDirect {
+            dims: [4, 2, 1],
+            initiator: COMPUTE_SHADER_EN | USE_THREAD_DIMENSIONS | CS_W32_EN,
+        },
+        &[0xC003_1502, 4, 2, 1, 0x8021],
+    );
+}
+
+#[test]
+fn release_mem_gfx9_cache_actions() {
+    // kfdtest's gfx9 (AI) RELEASE_MEM, 64-bit data with interrupt after write confirm.
+    // Header: 8 dwords, count 6: 3<<30 | 6<<16 | 0x49<<8 | 1<<1 = 0xC0064902.
+    // DW1: EVENT_TYPE 0x14 | EVENT_INDEX 5<<8 (0x500) | TC_WB_ACTION_EN 1<<15 (0x8000)
+    //      | TC_ACTION_EN 1<<17 (0x20000) = 0x28514.
+    // DW2: DST_SEL 0 | INT_SEL 2<<24 (0x02000000) | DATA_SEL 2<<29 (0x40000000) = 0x42000000.
+    use release_mem::gfx9::*;
     let p = Pm4Packet::ReleaseMem {
         event_type: event::CACHE_FLUSH_AND_INV_TS,
-        event_index: 5,
-        cache_action: 0,
+        event_index: event_index::END_OF_PIPE,
+        cache_action: TC_WB_ACTION_EN | TC_ACTION_EN,
+        dst_sel: 0,
+        int_sel: int_sel::SEND_INT_ON_CONFIRM,
+        data_sel: data_sel::DATA64,
+        addr: 0x7F12_3456_7008,
+        data: 0x1122_3344_5566_7788,
+        int_ctxid: 7,
+    };
+    let want = [
+        0xC006_4902,
+        0x0002_8514,
+        0x4200_0000,
+        0x3456_7008,
+        0x7F12,
+        0x5566_7788,
+        0x1122_3344,
+        7,
+    ];
+    for f in [GfxFamily::Gfx9, GfxFamily::Gfx90a, GfxFamily::Gfx94x] {
+        assert_eq!(enc(&p, f), want);
+        assert_eq!(Pm4Packet::decode(f, &want), Ok((p.clone(), 8)));
+    }
+}
+
+#[test]
+fn release_mem_gfx10_gcr() {
+    // Linux gfx_v11_0_ring_emit_fence, 32-bit data with interrupt:
+    // DW1: SEQ 1<<22 (0x400000) | GL2_WB 1<<21 (0x200000) | GLM_INV 1<<13 (0x2000)
+    //      | GLM_WB 1<<12 (0x1000) | CACHE_POLICY(3) 3<<25 (0x6000000) | 0x14 | 5<<8
+    //      = 0x06603514.
+    // DW2: INT_SEL 2<<24 | DATA_SEL 1<<29 = 0x22000000.
+    use release_mem::gcr::*;
+    let p = Pm4Packet::ReleaseMem {
+        event_type: event::CACHE_FLUSH_AND_INV_TS,
+        event_index: event_index::END_OF_PIPE,
+        cache_action: SEQ | GL2_WB | GLM_INV | GLM_WB | release_mem::cache_policy(3),
         dst_sel: 0,
         int_sel: int_sel::SEND_INT_ON_CONFIRM,
         data_sel: data_sel::DATA32,
-        addr: 0x0000_7F12_3456_7000,
+        addr: 0x1_0000_0004,
         data: 0xDEAD_BEEF,
         int_ctxid: 42,
     };
-    assert_eq!(
-        enc(&p, GfxFamily::Gfx90a),
-        vec![
-            0xC006_4902,
-            0x514,
-            0x2200_0000,
-            0x3456_7000,
-            0x7F12,
-            0xDEAD_BEEF,
-            0,
-            42
-        ]
-    );
-}
-
-#[test]
-fn write_data_and_wait_reg_mem_golden() {
-    // WRITE_DATA with 2 data dwords: 6 dwords total, count 4: 3<<30 | 4<<16 | 0x37<<8 | 2 = 0xC0043702.
-    // DW1: DST_SEL 5 (memory) << 8 | WR_CONFIRM 1<<20 = 0x100500.
-    let w = Pm4Packet::WriteData {
-        dst_sel: 5,
-        confirm: true,
-        addr: 0x1_0000_0010,
-        data: vec![7, 8],
-    };
-    assert_eq!(
-        enc(&w, GfxFamily::Gfx11),
-        vec![0xC004_3702, 0x0010_0500, 0x10, 1, 7, 8]
-    );
-    // WAIT_REG_MEM: 7 dwords, count 5: 0xC0053C02; DW1: FUNCTION 3 (==) | MEM_SPACE 1<<4 = 0x13.
-    let r = Pm4Packet::WaitRegMem {
-        function: CompareFunction::Equal,
-        mem_space: 1,
-        addr: 0x2000,
-        reference: 5,
-        mask: 0xFFFF_FFFF,
-        poll_interval: 4,
-    };
-    assert_eq!(
-        enc(&r, GfxFamily::Gfx9),
-        vec![0xC005_3C02, 0x13, 0x2000, 0, 5, 0xFFFF_FFFF, 4]
-    );
-}
-
-#[test]
-fn dispatch_registers_and_ib_golden() {
-    // SET_SH_REG of 2 values at COMPUTE_PGM_LO (0x2E0C): 4 dwords, count 2: 0xC0027602;
-    // DW1 = 0x2E0C - 0x2C00 = 0x20C.
-    let s = Pm4Packet::SetShReg {
-        reg: regs::COMPUTE_PGM_LO,
-        values: vec![0x1234_5678, 0x9A],
-    };
-    assert_eq!(
-        enc(&s, GfxFamily::Gfx90a),
-        vec![0xC002_7602, 0x20C, 0x1234_5678, 0x9A]
-    );
-    // DISPATCH_DIRECT: 5 dwords, count 3: 0xC0031502; kfdtest's initiator 0x21.
-    let d = Pm4Packet::DispatchDirect {
-        dims: [4, 1, 1],
-        initiator: 0x21,
-    };
-    assert_eq!(enc(&d, GfxFamily::Gfx9), vec![0xC003_1502, 4, 1, 1, 0x21]);
-    // INDIRECT_BUFFER: 4 dwords, count 2: 0xC0023F02; DW3 = size 16 | VALID 1<<23 = 0x800010.
-    let ib = Pm4Packet::IndirectBuffer {
-        addr: 0x7F00_0000_1004,
-        size_dwords: 16,
-        chain: false,
-    };
-    assert_eq!(
-        enc(&ib, GfxFamily::Gfx90a),
-        vec![0xC002_3F02, 0x1004, 0x7F00, 0x80_0010]
-    );
-    // EVENT_WRITE CS_PARTIAL_FLUSH: 2 dwords, count 0: 0xC0004602; DW1 = 7 | 4<<8 = 0x407.
-    let e = Pm4Packet::EventWrite {
-        event_type: event::CS_PARTIAL_FLUSH,
-        event_index: 4,
-    };
-    assert_eq!(enc(&e, GfxFamily::Gfx103), vec![0xC000_4602, 0x407]);
-    // COPY_DATA GPU clock (9) to memory (5), 64-bit: 6 dwords, count 4: 0xC0044002;
-    // DW1 = 9 | 5<<8 | 1<<16 | 1<<20 = 0x110509.
-    let c = Pm4Packet::CopyData {
-        src_sel: 9,
-        dst_sel: 5,
-        count64: true,
-        confirm: true,
-        src: 0,
-        dst: 0x3000,
-    };
-    assert_eq!(
-        enc(&c, GfxFamily::Gfx90a),
-        vec![0xC004_4002, 0x11_0509, 0, 0, 0x3000, 0]
-    );
+    let want = [
+        0xC006_4902,
+        0x0660_3514,
+        0x2200_0000,
+        4,
+        1,
+        0xDEAD_BEEF,
+        0,
+        42,
+    ];
+    for f in [GfxFamily::Gfx103, GfxFamily::Gfx11] {
+        assert_eq!(enc(&p, f), want);
+        assert_eq!(Pm4Packet::decode(f, &want), Ok((p.clone(), 8)));
+    }
+    // kfdtest's NV gcr_cntl field (1<<10 | 1<<9 | 1<<8 | 1<<3 | 1<<2) sits at bit 12:
+    // SEQ | GL2_WB | GL2_INV | GL1_INV | GLV_INV = 0x70C000.
+    assert_eq!(SEQ | GL2_WB | GL2_INV | GL1_INV | GLV_INV, 0x70C << 12);
 }
 
 #[test]
 fn acquire_mem_differs_by_family() {
-    // gfx9: 7 dwords, count 5: 0xC0055802, kfdtest's COHER_CNTL 0x28C00000.
+    // gfx9: 7 dwords, count 5: 3<<30 | 5<<16 | 0x58<<8 | 2 = 0xC0055802; kfdtest's COHER_CNTL
+    // SH_ICACHE 1<<29 | SH_KCACHE 1<<27 | TC 1<<23 | TCL1 1<<22 = 0x28C00000; then the whole
+    // range: size 0xFFFFFFFF, size hi 0xFFFFFF, base 0, 0, poll 0xA.
+    use acquire_mem::{coher_cntl::*, gcr_cntl::*};
     let a = Pm4Packet::AcquireMem {
-        coher_cntl: 0x28C0_0000,
+        coher_cntl: SH_ICACHE | SH_KCACHE | TC | TCL1,
         gcr_cntl: 0,
     };
-    assert_eq!(
-        enc(&a, GfxFamily::Gfx90a),
-        vec![0xC005_5802, 0x28C0_0000, 0xFFFF_FFFF, 0xFF_FFFF, 0, 0, 0xA]
-    );
-    // gfx10+: 8 dwords, count 6: 0xC0065802, GCR_CNTL last.
+    let want9 = [0xC005_5802, 0x28C0_0000, 0xFFFF_FFFF, 0xFF_FFFF, 0, 0, 0xA];
+    for f in [GfxFamily::Gfx9, GfxFamily::Gfx90a, GfxFamily::Gfx94x] {
+        assert_eq!(enc(&a, f), want9);
+        assert_eq!(Pm4Packet::decode(f, &want9), Ok((a.clone(), 7)));
+    }
+    // gfx10+: 8 dwords, count 6: 0xC0065802, DW1 0, GCR_CNTL last. kfdtest's NV GCR_CNTL
+    // GL2_INV 1<<14 | GL1_INV 1<<9 | GLV_INV 1<<8 | GLK_INV 1<<7 | GLI_INV(1) = 0x4381.
     let g = Pm4Packet::AcquireMem {
         coher_cntl: 0,
-        gcr_cntl: 0x1 | 1 << 8,
+        gcr_cntl: GL2_INV | GL1_INV | GLV_INV | GLK_INV | gli_inv(1),
     };
+    let want10 = [0xC006_5802, 0, 0xFFFF_FFFF, 0xFF_FFFF, 0, 0, 0xA, 0x4381];
+    for f in [GfxFamily::Gfx103, GfxFamily::Gfx11] {
+        assert_eq!(enc(&g, f), want10);
+        assert_eq!(Pm4Packet::decode(f, &want10), Ok((g.clone(), 8)));
+        // The gfx9 form has the wrong length for gfx10+, and the reverse.
+        assert!(matches!(
+            Pm4Packet::decode(f, &want9),
+            Err(DecodeError::BadLength { opcode: 0x58, .. })
+        ));
+        assert!(matches!(
+            Pm4Packet::decode(GfxFamily::Gfx9, &want10),
+            Err(DecodeError::BadLength { opcode: 0x58, .. })
+        ));
+    }
+    // gfx9's form has no GCR_CNTL: validate says so, encode leaves it out.
     assert_eq!(
-        enc(&g, GfxFamily::Gfx11),
-        vec![0xC006_5802, 0, 0xFFFF_FFFF, 0xFF_FFFF, 0, 0, 0xA, 0x101]
+        g.validate(GfxFamily::Gfx90a),
+        Err(EncodeError::NotOnFamily {
+            field: "gcr_cntl",
+            family: GfxFamily::Gfx90a
+        })
+    );
+    assert_eq!(enc(&g, GfxFamily::Gfx90a)[0], 0xC005_5802);
+}
+
+#[test]
+fn wait_reg_mem() {
+    // 7 dwords, count 5: 3<<30 | 5<<16 | 0x3C<<8 | 2 = 0xC0053C02.
+    // DW1: FUNCTION 3 (==) | MEM_SPACE 1<<4 = 0x13; DW6: poll interval 4 (kfdtest).
+    golden_all(
+        Pm4Packet::WaitRegMem {
+            function: CompareFunction::Equal,
+            mem_space: mem_space::MEMORY,
+            addr: 0x7F00_0000_2000,
+            reference: 0xDEAD_BEEF,
+            mask: 0xFFFF_FFFF,
+            poll_interval: 4,
+        },
+        &[
+            0xC005_3C02,
+            0x13,
+            0x2000,
+            0x7F00,
+            0xDEAD_BEEF,
+            0xFFFF_FFFF,
+            4,
+        ],
+    );
+    // FUNCTION 5 (>=) on a register: DW1 = 5; the address is a register offset, kept whole.
+    golden_all(
+        Pm4Packet::WaitRegMem {
+            function: CompareFunction::GreaterEqual,
+            mem_space: mem_space::REGISTER,
+            addr: 0x1A3,
+            reference: 1,
+            mask: 1,
+            poll_interval: 0x20,
+        },
+        &[0xC005_3C02, 5, 0x1A3, 0, 1, 1, 0x20],
     );
 }
 
 #[test]
-fn nops_and_errors() {
-    assert_eq!(
-        enc(&Pm4Packet::Nop { padding: 0 }, GfxFamily::Gfx9),
-        vec![NOP_FILLER]
+fn write_data() {
+    // 2 data dwords: 6 dwords, count 4: 3<<30 | 4<<16 | 0x37<<8 | 2 = 0xC0043702.
+    // DW1: DST_SEL 5 (memory) << 8 = 0x500 | WR_CONFIRM 1<<20 = 0x100500.
+    golden_all(
+        Pm4Packet::WriteData {
+            dst_sel: sel::MEMORY,
+            confirm: true,
+            addr: 0x1_0000_0010,
+            data: vec![7, 8],
+        },
+        &[0xC004_3702, 0x0010_0500, 0x10, 1, 7, 8],
     );
-    assert_eq!(
-        Pm4Packet::decode(GfxFamily::Gfx9, &[NOP_FILLER, 5]),
-        Ok((Pm4Packet::Nop { padding: 0 }, 1))
-    );
-    assert_eq!(
-        Pm4Packet::decode(GfxFamily::Gfx9, &[]),
-        Err(DecodeError::Empty)
-    );
-    assert_eq!(
-        Pm4Packet::decode(GfxFamily::Gfx9, &[0x1234]),
-        Err(DecodeError::NotType3(0x1234))
-    );
-    assert_eq!(
-        Pm4Packet::decode(GfxFamily::Gfx9, &[header(0x99, 1), 0]),
-        Err(DecodeError::UnknownOpcode(0x99))
-    );
-    assert!(matches!(
-        Pm4Packet::decode(GfxFamily::Gfx9, &[header(opcode::DISPATCH_DIRECT, 4), 1]),
-        Err(DecodeError::Truncated { .. })
-    ));
-    assert!(matches!(
-        Pm4Packet::decode(GfxFamily::Gfx9, &[header(opcode::DISPATCH_DIRECT, 2), 1, 1]),
-        Err(DecodeError::BadLength { .. })
-    ));
-    assert!(CompareFunction::GreaterEqual.eval(0x1_0005, 5, 0xFFFF));
-    assert!(!CompareFunction::Less.eval(5, 5, !0));
-    assert_eq!(
-        GfxFamily::from_gfx_target_version(90402),
-        Some(GfxFamily::Gfx94x)
-    );
-    assert_eq!(GfxFamily::from_gfx_target_version(12345), None);
-    assert_eq!(regs::compute_pgm_rsrc3(GfxFamily::Gfx90a), Some(0x2E2D));
-    assert_eq!(regs::compute_pgm_rsrc3(GfxFamily::Gfx11), Some(0x2E28));
-}
-
-fn family() -> impl Strategy<Value = GfxFamily> {
-    prop_oneof![
-        Just(GfxFamily::Gfx9),
-        Just(GfxFamily::Gfx90a),
-        Just(GfxFamily::Gfx94x),
-        Just(GfxFamily::Gfx103),
-        Just(GfxFamily::Gfx11)
-    ]
-}
-
-fn packet() -> impl Strategy<Value = Pm4Packet> {
-    prop_oneof![
-        (0u32..20).prop_map(|padding| Pm4Packet::Nop { padding }),
-        (0x2C00u32..0x2FF0, prop::collection::vec(any::<u32>(), 1..8))
-            .prop_map(|(reg, values)| Pm4Packet::SetShReg { reg, values }),
-        (any::<[u32; 3]>(), any::<u32>())
-            .prop_map(|(dims, initiator)| Pm4Packet::DispatchDirect { dims, initiator }),
-        (
-            0u32..64,
-            0u32..16,
-            0u32..3,
-            0u32..8,
-            0u32..8,
-            any::<u64>(),
-            any::<u64>(),
-            any::<u32>()
-        )
-            .prop_map(
-                |(event_type, event_index, dst_sel, int_sel, data_sel, addr, data, int_ctxid)| {
-                    Pm4Packet::ReleaseMem {
-                        event_type,
-                        event_index,
-                        cache_action: 0,
-                        dst_sel,
-                        int_sel,
-                        data_sel,
-                        addr,
-                        data,
-                        int_ctxid,
-                    }
-                }
-            ),
-        (
-            0u32..7,
-            any::<u64>(),
-            any::<u32>(),
-            any::<u32>(),
-            0u32..0x10000
-        )
-            .prop_map(|(f, a, r, m, p)| Pm4Packet::WaitRegMem {
-                function: CompareFunction::from_bits(f).unwrap(),
-                mem_space: 1,
-                addr: a,
-                reference: r,
-                mask: m,
-                poll_interval: p
-            }),
-        (
-            0u32..16,
-            any::<bool>(),
-            any::<u64>(),
-            prop::collection::vec(any::<u32>(), 1..8)
-        )
-            .prop_map(|(dst_sel, confirm, addr, data)| Pm4Packet::WriteData {
-                dst_sel,
-                confirm,
-                addr,
-                data
-            }),
-        (any::<u64>(), 0u32..(1 << 20), any::<bool>()).prop_map(|(a, size_dwords, chain)| {
-            Pm4Packet::IndirectBuffer {
-                addr: a & !3,
-                size_dwords,
-                chain,
-            }
-        }),
-        (0u32..64, 0u32..16).prop_map(|(event_type, event_index)| Pm4Packet::EventWrite {
-            event_type,
-            event_index
-        }),
-    ]
-}
-
-proptest! {
-    #[test]
-    fn roundtrip(p in packet(), f in family()) {
-        let v = enc(&p, f);
-        prop_assert_eq!(Pm4Packet::decode(f, &v), Ok((p, v.len())));
-    }
-
-    #[test]
-    fn decode_is_total(d in prop::collection::vec(any::<u32>(), 0..40), f in family()) {
-        let _ = Pm4Packet::decode(f, &d);
-    }
-}
-
-struct Mem {
-    ring: Vec<u32>,
-    rptr: AtomicU32,
-    wptr: AtomicU64,
-    doorbell: AtomicU64,
-}
-
-fn ring(m: &mut Mem) -> Pm4Ring {
-    let n = m.ring.len() as u32;
-    // SAFETY (test): the memory lives in `m`, which outlives the ring in each test.
-    unsafe { Pm4Ring::new(m.ring.as_mut_ptr(), n, &m.rptr, &m.wptr, &m.doorbell) }.unwrap()
 }
 
 #[test]
-fn ring_wraps_with_nop_padding_and_never_overruns() {
-    let mut m = Mem {
-        ring: vec![0; 64],
-        rptr: AtomicU32::new(0),
-        wptr: AtomicU64::new(0),
-        doorbell: AtomicU64::new(0),
-    };
-    let mut r = ring(&mut m);
-    assert_eq!(r.space(), 63, "one dword is kept free");
-    let packet = |v: u32| {
-        enc(
-            &Pm4Packet::WriteData {
-                dst_sel: 5,
-                confirm: false,
-                addr: 0x1000,
-                data: vec![v, v],
-            },
-            GfxFamily::Gfx9,
-        )
-    };
-    // 6-dword packets do not divide 64: the 11th would cross the end.
-    let mut seen = Vec::new();
-    for v in 0..40u32 {
-        loop {
-            match r.try_write(&packet(v)) {
-                Ok(_) => break,
-                Err(RingError::Full) => {
-                    // Play the CP: consume everything committed, decoding as it goes.
-                    r.commit();
-                    let w = m.wptr.load(Ordering::Acquire);
-                    let mut pos = u64::from(m.rptr.load(Ordering::Acquire));
-                    while pos % 64 != w % 64 {
-                        let at = (pos % 64) as usize;
-                        let (p, n) = Pm4Packet::decode(GfxFamily::Gfx9, &m.ring[at..]).unwrap();
-                        if let Pm4Packet::WriteData { data, .. } = p {
-                            seen.push(data[0]);
-                        }
-                        pos += n as u64;
-                    }
-                    m.rptr.store((pos % 64) as u32, Ordering::Release);
-                }
-                Err(e) => panic!("{e}"),
-            }
-        }
-    }
-    assert!(
-        seen.len() >= 30,
-        "the ring wrapped and the CP saw {} packets",
-        seen.len()
+fn indirect_buffer() {
+    // 4 dwords, count 2: 3<<30 | 2<<16 | 0x3F<<8 | 2 = 0xC0023F02.
+    // DW3: IB_SIZE 16 | VALID 1<<23 = 0x800010; with CHAIN 1<<20: 0x900010.
+    golden_all(
+        Pm4Packet::IndirectBuffer {
+            addr: 0x7F00_0000_1004,
+            size_dwords: 16,
+            chain: false,
+        },
+        &[0xC002_3F02, 0x1004, 0x7F00, 0x80_0010],
     );
-    assert_eq!(
-        seen,
-        (0..seen.len() as u32).collect::<Vec<_>>(),
-        "every packet in order, none lost"
+    golden_all(
+        Pm4Packet::IndirectBuffer {
+            addr: 0x40,
+            size_dwords: 0xF_FFFF,
+            chain: true,
+        },
+        &[0xC002_3F02, 0x40, 0, 0x9F_FFFF],
     );
-    assert_eq!(r.try_write(&vec![0; 64]), Err(RingError::TooLarge(64)));
-    assert!(
-        m.doorbell.load(Ordering::Acquire) > 64,
-        "the 64-bit pointer is monotonic"
+}
+
+#[test]
+fn event_write() {
+    // CS_PARTIAL_FLUSH: 2 dwords, count 0: 3<<30 | 0x46<<8 | 2 = 0xC0004602;
+    // DW1 = EVENT_TYPE 7 | EVENT_INDEX 4<<8 = 0x407.
+    golden_all(
+        Pm4Packet::EventWrite {
+            event_type: event::CS_PARTIAL_FLUSH,
+            event_index: event_index::PARTIAL_FLUSH,
+        },
+        &[0xC000_4602, 0x407],
+    );
+}
+
+#[test]
+fn copy_data() {
+    // 6 dwords, count 4: 3<<30 | 4<<16 | 0x40<<8 | 2 = 0xC0044002.
+    // GPU clock (SRC_SEL 9) to memory (DST_SEL 5<<8), 64-bit (COUNT_SEL 1<<16), WR_CONFIRM 1<<20:
+    // DW1 = 9 | 0x500 | 0x10000 | 0x100000 = 0x110509.
+    golden_all(
+        Pm4Packet::CopyData {
+            src_sel: sel::GPU_CLOCK,
+            dst_sel: sel::MEMORY,
+            count64: true,
+            confirm: true,
+            src: 0,
+            dst: 0x3000,
+        },
+        &[0xC004_4002, 0x11_0509, 0, 0, 0x3000, 0],
+    );
+    // Immediate (5) 32-bit: DW1 = 5 | 5<<8 = 0x505; the immediate is kept whole.
+    golden_all(
+        Pm4Packet::CopyData {
+            src_sel: sel::IMMEDIATE,
+            dst_sel: sel::MEMORY,
+            count64: false,
+            confirm: false,
+            src: 0xABCD_0003,
+            dst: 0x3004,
+        },
+        &[0xC004_4002, 0x505, 0xABCD_0003, 0, 0x3004, 0],
     );
 }
