@@ -279,3 +279,30 @@ fn pm4_and_aql_dispatch_of_the_same_kernel_agree() {
     // And the AQL queue's instruction-cache invalidation (a vendor PM4-IB packet) completes.
     aq.invalidate_icache().unwrap().wait(Some(T)).unwrap();
 }
+
+#[test]
+fn linux_style_nop_fillers_are_one_dword() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let q = gpu.create_pm4_queue(Pm4QueueOptions::default()).unwrap();
+    let buf = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    // 0xFFFF1000 (Linux's compute-ring filler, no shader-type bit) then a WRITE_DATA, in an IB.
+    let mut words = vec![0xFFFF_1000, 0xFFFF_1002];
+    q.write_data(buf.gpu_address(), &[42])
+        .encode(q.family(), &mut words);
+    let ib = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    ib.write(0, &bytes).unwrap();
+    q.submit(
+        &[Pm4Packet::IndirectBuffer {
+            addr: ib.gpu_address(),
+            size_dwords: words.len() as u32,
+            chain: false,
+        }],
+        T,
+    )
+    .unwrap();
+    q.finish(T).unwrap();
+    assert_eq!(read_u32s(&buf, 1), vec![42]);
+    assert!(kfd.emulator().unwrap().queue_error(q.id()).is_none());
+}

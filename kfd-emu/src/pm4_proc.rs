@@ -80,13 +80,8 @@ impl<'a> Interpreter<'a> {
     /// Reads and decodes the packet at `addr`, returning it and its length in dwords.
     pub(crate) fn fetch(&self, addr: u64, available: u64) -> Result<(Pm4Packet, u64), Pm4Error> {
         let h = self.vm.read_u32(addr)?;
-        let len = if h == pm4::NOP_FILLER || h == 0x8000_0000 {
-            1
-        } else if h >> 30 == 3 {
-            u64::from((h >> 16) & 0x3FFF) + 2
-        } else {
-            return Err(Pm4Error::Decode);
-        };
+        // The crate's framing: type-2 fillers and any NOP with count 0x3FFF are one dword.
+        let len = pm4::packet_dwords(h).ok_or(Pm4Error::Decode)? as u64;
         if len > available {
             return Err(Pm4Error::Decode);
         }
