@@ -14,6 +14,14 @@ const SMALL_KINDS: [MemoryKind; 4] = [
     MemoryKind::GttUncached,
 ];
 
+/// An emulated MI210 with `gpus` GPUs and the default 2 MiB threshold, whatever
+/// `KFDRT_DISABLE_SUBALLOCATOR` says (these tests are about the suballocator).
+fn suballocating(gpus: usize) -> Kfd {
+    let kfd = common::emulated(Preset::Gfx90a, gpus);
+    kfd.set_suballocation_threshold(2 << 20);
+    kfd
+}
+
 fn check_no_overlap(live: &[Buffer]) {
     let mut ranges: Vec<(u64, u64)> = live
         .iter()
@@ -31,10 +39,16 @@ fn check_no_overlap(live: &[Buffer]) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
     #[test]
-    fn random_alloc_free_sequences(ops in prop::collection::vec((1u64..300_000, 0u32..13, any::<bool>(), 0usize..4), 1..120)) {
-        let kfd = common::emulated(Preset::Gfx90a, 1);
+    fn random_alloc_free_sequences(ops in prop::collection::vec((
+        // Mostly small (suballocated) sizes, sometimes large ones with their own allocation.
+        prop_oneof![9 => 1u64..300_000, 1 => (2u64 << 20)..(5 << 20)],
+        0u32..13,
+        any::<bool>(),
+        0usize..4,
+    ), 1..200)) {
+        let kfd = suballocating(1);
         let gpu = kfd.gpu(0).unwrap();
         let mut live: Vec<Buffer> = Vec::new();
         for (size, align_log, free_one, kind) in ops {
@@ -48,6 +62,7 @@ proptest! {
             let b = gpu.alloc_with(size, opts).unwrap();
             prop_assert_eq!(b.gpu_address() % alignment, 0, "alignment {} not met", alignment);
             prop_assert!(b.allocated_size() >= size);
+            prop_assert_eq!(b.is_suballocated(), size < 2 << 20);
             prop_assert!(kfd.emulator().unwrap().is_mapped(gpu.id(), b.gpu_address(), size));
             live.push(b);
             check_no_overlap(&live);
@@ -60,7 +75,7 @@ proptest! {
 
 #[test]
 fn sub_allocations_write_through_to_the_gpu_view() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let kfd = suballocating(1);
     let gpu = kfd.gpu(0).unwrap();
     let emu = kfd.emulator().unwrap().clone();
     let a = gpu.alloc(100, MemoryKind::GttCoherent).unwrap();
@@ -82,7 +97,7 @@ fn sub_allocations_write_through_to_the_gpu_view() {
 
 #[test]
 fn many_small_allocations_share_few_blocks() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let kfd = suballocating(1);
     let gpu = kfd.gpu(0).unwrap();
     let emu = kfd.emulator().unwrap().clone();
     let live: Vec<Buffer> = (0..20_000)
@@ -101,7 +116,7 @@ fn many_small_allocations_share_few_blocks() {
 
 #[test]
 fn four_threads_allocate_and_free_concurrently() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let kfd = suballocating(1);
     let gpu = kfd.gpu(0).unwrap();
     let threads: Vec<_> = (0..4u64)
         .map(|t| {
@@ -131,7 +146,7 @@ fn four_threads_allocate_and_free_concurrently() {
 
 #[test]
 fn large_allocations_are_fully_2mib_mappable() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let kfd = suballocating(1);
     let gpu = kfd.gpu(0).unwrap();
     let emu = kfd.emulator().unwrap().clone();
     for size in [2u64 << 20, 6 << 20, 64 << 20] {
@@ -150,7 +165,7 @@ fn large_allocations_are_fully_2mib_mappable() {
 
 #[test]
 fn out_of_memory_is_typed_and_keeps_nothing() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let kfd = suballocating(1);
     let gpu = kfd.gpu(0).unwrap();
     let emu = kfd.emulator().unwrap().clone();
     // Fill one block, then make the next block allocation fail.
@@ -175,7 +190,7 @@ fn out_of_memory_is_typed_and_keeps_nothing() {
 
 #[test]
 fn disabling_and_dedicated_allocations_bypass_the_suballocator() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let kfd = suballocating(1);
     let gpu = kfd.gpu(0).unwrap();
     let b = gpu
         .alloc_with(
@@ -215,7 +230,7 @@ fn disabling_and_dedicated_allocations_bypass_the_suballocator() {
 
 #[test]
 fn sub_allocation_peer_mapping_follows_its_block() {
-    let kfd = common::emulated(Preset::Gfx90a, 2);
+    let kfd = suballocating(2);
     let (g0, g1) = (kfd.gpu(0).unwrap(), kfd.gpu(1).unwrap());
     let emu = kfd.emulator().unwrap().clone();
     let a = gpu_small(&g0);
@@ -246,7 +261,7 @@ fn gpu_small(g: &kfdrt::Gpu) -> Buffer {
 
 #[test]
 fn caller_memory_is_registered_while_borrowed() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let kfd = suballocating(1);
     let gpu = kfd.gpu(0).unwrap();
     let emu = kfd.emulator().unwrap().clone();
     let mut data = vec![0u8; 3 * 4096 + 100];
@@ -267,4 +282,126 @@ fn caller_memory_is_registered_while_borrowed() {
         gpu.register_host_memory(&mut []),
         Err(Error::InvalidArgument(_))
     ));
+}
+
+/// kfdrt's view of what each GPU should have mapped: whole buffers by their own range, sub-
+/// allocations by their 2 MiB block (counted once per block).
+fn expected_mappings(buffers: &[&Buffer], gpu_id: u32) -> Vec<(u64, u64)> {
+    let mut ranges: Vec<(u64, u64)> = buffers
+        .iter()
+        .filter(|b| b.mapped_gpus().contains(&gpu_id))
+        .map(|b| {
+            if b.is_suballocated() {
+                let block = 2u64 << 20;
+                (b.gpu_address() / block * block, block)
+            } else {
+                (b.gpu_address(), b.allocated_size())
+            }
+        })
+        .collect();
+    ranges.sort_unstable();
+    ranges.dedup();
+    ranges
+}
+
+#[test]
+fn mapping_sets_agree_with_the_emulator_page_tables() {
+    let kfd = suballocating(4);
+    let gpus: Vec<kfdrt::Gpu> = (0..4).map(|i| kfd.gpu(i).unwrap()).collect();
+    let emu = kfd.emulator().unwrap().clone();
+    for g in &gpus {
+        assert_eq!(emu.mapped_bytes(g.id()), Some(0));
+    }
+    let whole = gpus[0].alloc(3 << 20, MemoryKind::DeviceLocal).unwrap();
+    let sub_a = gpus[0].alloc(4096, MemoryKind::GttCoherent).unwrap();
+    let sub_b = gpus[0].alloc(100, MemoryKind::GttCoherent).unwrap();
+    let other = gpus[2].alloc(8192, MemoryKind::DeviceLocal).unwrap();
+    assert!(!whole.is_suballocated() && sub_a.is_suballocated() && sub_b.is_suballocated());
+    let all = [&whole, &sub_a, &sub_b, &other];
+
+    // Sets of peers (by index) applied in turn to (whole, sub_a, sub_b).
+    let steps: [[&[usize]; 3]; 5] = [
+        [&[1, 2, 3], &[1], &[]],
+        [&[2], &[1, 3], &[1]],
+        [&[0, 3], &[], &[1, 2, 3]],
+        [&[1, 2, 3], &[2], &[]],
+        [&[], &[], &[]],
+    ];
+    for (n, step) in steps.iter().enumerate() {
+        for (buf, set) in [&whole, &sub_a, &sub_b].into_iter().zip(step) {
+            let targets: Vec<&kfdrt::Gpu> = set.iter().map(|&i| &gpus[i]).collect();
+            buf.set_mapped_gpus(&targets).unwrap();
+            let mut want: Vec<u32> = set.iter().map(|&i| gpus[i].id()).collect();
+            want.push(gpus[0].id());
+            let mut have = buf.mapped_gpus();
+            want.sort_unstable();
+            want.dedup();
+            have.sort_unstable();
+            assert_eq!(have, want, "step {n}: kfdrt's mapping set");
+        }
+        for g in &gpus {
+            let want = expected_mappings(&all, g.id());
+            assert_eq!(
+                emu.mappings(g.id()),
+                want,
+                "step {n}: page table of {:#x}",
+                g.id()
+            );
+            assert_eq!(
+                emu.mapped_bytes(g.id()),
+                Some(want.iter().map(|r| r.1).sum()),
+                "step {n}: mapped-byte counter of {:#x}",
+                g.id()
+            );
+            for b in all {
+                let listed = b.mapped_gpus().contains(&g.id());
+                let visible = emu.is_mapped(g.id(), b.gpu_address(), b.size());
+                // A sub-allocation may also be visible through a neighbour's claim on its block.
+                assert!(
+                    visible == listed || (visible && b.is_suballocated()),
+                    "step {n}: buffer at {:#x} on {:#x}: listed {listed}, visible {visible}",
+                    b.gpu_address(),
+                    g.id()
+                );
+            }
+        }
+    }
+    // Buffers dropped while mapped to peers take their mappings with them.
+    whole.set_mapped_gpus(&[&gpus[1], &gpus[3]]).unwrap();
+    sub_b.map_to(&gpus[2]).unwrap();
+    drop((whole, sub_a, sub_b, other));
+    kfd.trim_memory();
+    for g in &gpus {
+        assert_eq!(emu.mapped_bytes(g.id()), Some(0));
+    }
+    assert_eq!(emu.stats().live_allocations, 0);
+}
+
+#[test]
+fn environment_switch_turns_the_suballocator_off() {
+    // Other tests of this binary set their threshold explicitly, so changing the variable here
+    // cannot affect them; std's environment functions are serialised with each other.
+    let before = std::env::var_os("KFDRT_DISABLE_SUBALLOCATOR");
+    std::env::set_var("KFDRT_DISABLE_SUBALLOCATOR", "1");
+    let off = common::emulated(Preset::Gfx90a, 1);
+    std::env::set_var("KFDRT_DISABLE_SUBALLOCATOR", "0");
+    let on = common::emulated(Preset::Gfx90a, 1);
+    match before {
+        Some(v) => std::env::set_var("KFDRT_DISABLE_SUBALLOCATOR", v),
+        None => std::env::remove_var("KFDRT_DISABLE_SUBALLOCATOR"),
+    }
+    assert_eq!(off.suballocation_threshold(), 0);
+    assert_eq!(on.suballocation_threshold(), 2 << 20);
+    let a = off
+        .gpu(0)
+        .unwrap()
+        .alloc(64, MemoryKind::DeviceLocal)
+        .unwrap();
+    let b = on
+        .gpu(0)
+        .unwrap()
+        .alloc(64, MemoryKind::DeviceLocal)
+        .unwrap();
+    assert!(!a.is_suballocated());
+    assert!(b.is_suballocated());
 }

@@ -1,7 +1,7 @@
 //! [`Buffer`]: an owned GPU allocation with its mappings.
 
 use super::raw::RawAllocation;
-use super::suballoc::{Chunk, PoolKey};
+use super::suballoc::{PoolKey, SubAllocation};
 use super::MemoryKind;
 use crate::device::{Gpu, Kfd};
 use crate::error::{Error, Result};
@@ -51,14 +51,8 @@ pub struct Buffer {
 enum Backing {
     /// A KFD allocation of its own.
     Whole(RawAllocation),
-    /// A chunk of a suballocator block.
-    Sub {
-        chunk: Chunk,
-        va: u64,
-        cpu: Option<*mut u8>,
-        gpu_id: u32,
-        handle: u64,
-    },
+    /// A chunk of a suballocator block, owned by the GPU with this id.
+    Sub(SubAllocation, u32),
 }
 
 // SAFETY: the buffer owns its allocation; the raw CPU pointer inside refers to a shared mapping
@@ -111,17 +105,11 @@ impl Gpu {
                 executable: options.executable,
             };
             let mut sub = shared.suballoc.lock().unwrap_or_else(|p| p.into_inner());
-            let (chunk, va, cpu, handle) = sub.alloc(shared, key, size, a)?;
+            let chunk = sub.alloc(shared, key, size, a)?;
             drop(sub);
             return Ok(Buffer {
                 kfd: self.kfd.clone(),
-                backing: Some(Backing::Sub {
-                    chunk,
-                    va,
-                    cpu,
-                    gpu_id: info.gpu_id,
-                    handle,
-                }),
+                backing: Some(Backing::Sub(chunk, info.gpu_id)),
                 size,
                 peers: Mutex::new(Vec::new()),
             });
@@ -155,7 +143,7 @@ impl Buffer {
     pub fn gpu_address(&self) -> u64 {
         match self.backing() {
             Backing::Whole(r) => r.va.addr,
-            Backing::Sub { va, .. } => *va,
+            Backing::Sub(s, _) => s.va,
         }
     }
 
@@ -169,20 +157,20 @@ impl Buffer {
     pub fn allocated_size(&self) -> u64 {
         match self.backing() {
             Backing::Whole(r) => r.va.len,
-            Backing::Sub { chunk, .. } => chunk.size(),
+            Backing::Sub(s, _) => s.chunk.size(),
         }
     }
 
     /// Whether the buffer is a chunk of a shared suballocator block.
     pub fn is_suballocated(&self) -> bool {
-        matches!(self.backing(), Backing::Sub { .. })
+        matches!(self.backing(), Backing::Sub(..))
     }
 
     /// The memory kind.
     pub fn kind(&self) -> MemoryKind {
         match self.backing() {
             Backing::Whole(r) => r.kind,
-            Backing::Sub { chunk, .. } => chunk.key.kind,
+            Backing::Sub(s, _) => s.chunk.kind,
         }
     }
 
@@ -190,7 +178,7 @@ impl Buffer {
     pub fn handle(&self) -> u64 {
         match self.backing() {
             Backing::Whole(r) => r.handle,
-            Backing::Sub { handle, .. } => *handle,
+            Backing::Sub(s, _) => s.handle,
         }
     }
 
@@ -198,7 +186,7 @@ impl Buffer {
     pub fn owner_gpu_id(&self) -> u32 {
         match self.backing() {
             Backing::Whole(r) => r.gpu_id,
-            Backing::Sub { gpu_id, .. } => *gpu_id,
+            Backing::Sub(_, gpu_id) => *gpu_id,
         }
     }
 
@@ -206,7 +194,7 @@ impl Buffer {
     pub fn as_ptr(&self) -> Option<*mut u8> {
         match self.backing() {
             Backing::Whole(r) => r.cpu_ptr(),
-            Backing::Sub { cpu, .. } => *cpu,
+            Backing::Sub(s, _) => (!s.cpu.is_null()).then_some(s.cpu),
         }
     }
 
@@ -287,12 +275,42 @@ impl Buffer {
         let shared = &self.kfd.shared;
         match self.backing() {
             Backing::Whole(r) => r.map_to_gpus(&*shared.driver, &[gpu.id()])?,
-            Backing::Sub { chunk, .. } => {
+            Backing::Sub(s, _) => {
                 let mut sub = shared.suballoc.lock().unwrap_or_else(|p| p.into_inner());
-                sub.map_peer(shared, chunk, gpu.id())?
+                sub.map_peer(shared, &s.chunk, gpu.id())?
             }
         }
         mapped.push(gpu.id());
+        Ok(())
+    }
+
+    /// Makes the buffer mapped to exactly its owner and `gpus`: maps the ones it lacks and
+    /// unmaps peers not listed (the owner stays mapped whether listed or not). Stops at the
+    /// first driver error; the GPUs changed before it keep their new state, which
+    /// [`Buffer::mapped_gpus`] reports.
+    pub fn set_mapped_gpus(&self, gpus: &[&Gpu]) -> Result<()> {
+        for gpu in gpus {
+            self.same_kfd(gpu)?;
+        }
+        let stale: Vec<u32> = {
+            let mapped = self.peers.lock().unwrap_or_else(|p| p.into_inner());
+            mapped
+                .iter()
+                .copied()
+                .filter(|&id| !gpus.iter().any(|g| g.id() == id))
+                .collect()
+        };
+        for id in stale {
+            let mut mapped = self.peers.lock().unwrap_or_else(|p| p.into_inner());
+            // Another thread may have unmapped it since the list was taken.
+            if let Some(pos) = mapped.iter().position(|&g| g == id) {
+                self.unmap_peer(id)?;
+                mapped.remove(pos);
+            }
+        }
+        for gpu in gpus {
+            self.map_to(gpu)?;
+        }
         Ok(())
     }
 
@@ -320,9 +338,9 @@ impl Buffer {
         let shared = &self.kfd.shared;
         match self.backing() {
             Backing::Whole(r) => r.unmap_from_gpus(&*shared.driver, &[gpu_id]),
-            Backing::Sub { chunk, .. } => {
+            Backing::Sub(s, _) => {
                 let mut sub = shared.suballoc.lock().unwrap_or_else(|p| p.into_inner());
-                sub.unmap_peer(shared, chunk, gpu_id)
+                sub.unmap_peer(shared, &s.chunk, gpu_id)
             }
         }
     }
@@ -335,9 +353,9 @@ impl Buffer {
         let sub;
         let raw = match self.backing() {
             Backing::Whole(r) => r,
-            Backing::Sub { chunk, .. } => {
+            Backing::Sub(s, _) => {
                 sub = shared.suballoc.lock().unwrap_or_else(|p| p.into_inner());
-                sub.block_raw(chunk)
+                sub.block_raw(&s.chunk)
                     .ok_or_else(|| Error::InvalidArgument("suballocator block vanished".into()))?
             }
         };
@@ -355,7 +373,7 @@ impl Drop for Buffer {
                 mapped.extend(peers);
                 raw.release(&**self.kfd.driver(), &mapped)
             }
-            Some(Backing::Sub { chunk, .. }) => {
+            Some(Backing::Sub(SubAllocation { chunk, .. }, _)) => {
                 let shared = &self.kfd.shared;
                 let mut sub = shared.suballoc.lock().unwrap_or_else(|p| p.into_inner());
                 for peer in peers {

@@ -7,6 +7,7 @@
 //! registered with [`crate::Gpu::register_host_memory`]. Small VRAM and GTT buffers come from the
 //! [`suballoc`] pools; large ones get their own 2 MiB-aligned allocation ([`va`]).
 
+mod buddy;
 mod buffer;
 mod host;
 pub(crate) mod raw;
