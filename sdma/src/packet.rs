@@ -45,7 +45,8 @@ impl AtomicOp {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SdmaPacket {
     /// NOP followed by `extra_dwords` (at most 0x3FFF) of zeros. A zero dword is a one-dword
-    /// NOP, so the ring writer pads with zeros.
+    /// NOP, so the ring writer pads with zeros. The decoder skips the extra dwords whatever
+    /// they hold (a "burst" NOP, as Linux writes it).
     Nop {
         /// Dwords after the header.
         extra_dwords: u32,
