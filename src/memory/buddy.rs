@@ -92,6 +92,7 @@ impl Buddy {
     }
 
     /// Takes a free chunk of `order`, splitting a larger one if needed: `(slot, offset)`.
+    #[inline]
     pub(crate) fn take(&mut self, order: usize) -> Option<(u32, u64)> {
         let from = order + (self.nonempty >> order).trailing_zeros() as usize;
         if from >= ORDERS {
@@ -115,6 +116,7 @@ impl Buddy {
     }
 
     /// Returns the chunk of `order` at `offset` in `slot`, merging it with free buddies.
+    #[inline]
     pub(crate) fn give_back(&mut self, slot: u32, offset: u64, order: usize) {
         let mut offset = offset as u32;
         let mut order = order;
@@ -141,6 +143,7 @@ impl Buddy {
         self.count[order]
     }
 
+    #[inline]
     fn insert(&mut self, slot: u32, offset: u32, order: usize) {
         set(&mut self.bits, slot, order, offset);
         self.count[order] += 1;
@@ -168,6 +171,8 @@ impl Buddy {
 /// Drops stale and duplicate entries: a chunk freed, merged and freed again may be listed twice.
 /// Bits are cleared as entries are kept, so a second entry for the same chunk is dropped, then
 /// restored for the kept ones.
+#[cold]
+#[inline(never)]
 fn compact(bits: &mut [u64], stack: &mut Vec<(u32, u32)>, order: usize) {
     stack.retain(|&(slot, offset)| test_and_clear(bits, slot, order, offset));
     for &(slot, offset) in stack.iter() {

@@ -75,6 +75,7 @@ impl fmt::Debug for Buffer {
 impl Gpu {
     /// Allocates `size` bytes of `kind` on this GPU, mapped to it. The contents of a new buffer
     /// are undefined: a sub-allocation may reuse memory a freed buffer of this process used.
+    #[inline]
     pub fn alloc(&self, size: u64, kind: MemoryKind) -> Result<Buffer> {
         self.alloc_with(size, AllocOptions::new(kind))
     }

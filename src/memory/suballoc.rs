@@ -118,8 +118,45 @@ pub(crate) fn order_for(size: u64, align: u64) -> Option<u8> {
     Some((need / MIN_CHUNK).trailing_zeros() as u8)
 }
 
+impl Pool {
+    /// Takes a new block from KFD and a chunk of `order` from it (the slow path: an ioctl or
+    /// three, kept out of line so the fast path stays small).
+    #[cold]
+    fn grow(&mut self, shared: &KfdShared, key: PoolKey, order: u8) -> Result<(u32, u64)> {
+        let gpu = shared.gpus.get(key.gpu_index).ok_or_else(|| {
+            Error::InvalidArgument(format!("no GPU with index {}", key.gpu_index))
+        })?;
+        let raw = RawAllocation::new(
+            &*shared.driver,
+            gpu.info.gpu_id,
+            gpu.info.drm_render_minor,
+            BLOCK_SIZE,
+            key.kind,
+            key.executable,
+        )?;
+        let slot = match self.blocks.iter().position(Option::is_none) {
+            Some(i) => i,
+            None => {
+                self.blocks.push(None);
+                self.blocks.len() - 1
+            }
+        };
+        self.blocks[slot] = Some(Block {
+            raw,
+            used: 0,
+            peers: HashMap::new(),
+        });
+        self.empty_blocks += 1;
+        self.buddy.add_block(slot as u32);
+        self.buddy
+            .take(order as usize)
+            .ok_or_else(|| Error::InvalidArgument("empty block refused a chunk".into()))
+    }
+}
+
 impl SubAllocator {
     /// Allocates a chunk for `size` bytes aligned to `align`, growing the pool from KFD when needed.
+    #[inline]
     pub(crate) fn alloc(
         &mut self,
         shared: &KfdShared,
@@ -127,54 +164,25 @@ impl SubAllocator {
         size: u64,
         align: u64,
     ) -> Result<SubAllocation> {
-        let order = order_for(size, align).ok_or_else(|| {
-            Error::InvalidArgument(format!(
+        let Some(order) = order_for(size, align) else {
+            return Err(Error::InvalidArgument(format!(
                 "{size} bytes at alignment {align} do not fit a block"
-            ))
-        })?;
+            )));
+        };
         let idx = key.index();
-        let pool_index = u32::try_from(idx).map_err(|_| {
-            Error::InvalidArgument(format!("GPU index {} too large", key.gpu_index))
-        })?;
-        if self.pools.get(idx).is_none_or(Option::is_none) {
-            if self.pools.len() <= idx {
-                self.pools.resize_with(idx + 1, || None);
-            }
-            self.pools[idx] = Some(Pool::default());
-        }
-        let Some(pool) = self.pools.get_mut(idx).and_then(Option::as_mut) else {
-            return Err(Error::InvalidArgument("suballocator pool vanished".into()));
+        let Ok(pool_index) = u32::try_from(idx) else {
+            return Err(Error::InvalidArgument(format!(
+                "GPU index {} too large",
+                key.gpu_index
+            )));
+        };
+        let pool = match self.pools.get_mut(idx) {
+            Some(Some(pool)) => pool,
+            _ => self.new_pool(idx),
         };
         let (block, offset) = match pool.buddy.take(order as usize) {
             Some(c) => c,
-            None => {
-                let gpu = &shared.gpus[key.gpu_index];
-                let raw = RawAllocation::new(
-                    &*shared.driver,
-                    gpu.info.gpu_id,
-                    gpu.info.drm_render_minor,
-                    BLOCK_SIZE,
-                    key.kind,
-                    key.executable,
-                )?;
-                let slot = match pool.blocks.iter().position(Option::is_none) {
-                    Some(i) => i,
-                    None => {
-                        pool.blocks.push(None);
-                        pool.blocks.len() - 1
-                    }
-                };
-                pool.blocks[slot] = Some(Block {
-                    raw,
-                    used: 0,
-                    peers: HashMap::new(),
-                });
-                pool.empty_blocks += 1;
-                pool.buddy.add_block(slot as u32);
-                pool.buddy
-                    .take(order as usize)
-                    .ok_or_else(|| Error::InvalidArgument("empty block refused a chunk".into()))?
-            }
+            None => pool.grow(shared, key, order)?,
         };
         let Some(b) = pool.blocks.get_mut(block as usize).and_then(Option::as_mut) else {
             return Err(Error::InvalidArgument("suballocator block vanished".into()));
@@ -204,7 +212,16 @@ impl SubAllocator {
         })
     }
 
+    #[cold]
+    fn new_pool(&mut self, idx: usize) -> &mut Pool {
+        if self.pools.len() <= idx {
+            self.pools.resize_with(idx + 1, || None);
+        }
+        self.pools[idx].insert(Pool::default())
+    }
+
     /// Returns a chunk; a block left empty goes back to KFD unless it is the pool's spare.
+    #[inline]
     pub(crate) fn free(&mut self, shared: &KfdShared, chunk: Chunk) {
         let Some(pool) = self
             .pools
