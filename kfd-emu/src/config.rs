@@ -50,6 +50,8 @@ pub struct GpuParams {
     pub gfx_target_version: u32,
     /// PCI device id.
     pub device_id: u32,
+    /// PCI revision (with the device id, names the product in libdrm's `amdgpu.ids`).
+    pub pci_revision: u32,
     /// Compute units (all XCCs).
     pub compute_units: u32,
     /// SIMDs per CU.
@@ -100,6 +102,7 @@ impl Preset {
                 name: "AMD Instinct MI210 (emulated)".into(),
                 gfx_target_version: 90010,
                 device_id: 0x740F,
+                pci_revision: 0x02,
                 compute_units: 104,
                 simd_per_cu: 4,
                 wave_size: 64,
@@ -124,6 +127,7 @@ impl Preset {
                 name: "AMD Instinct MI300X (emulated)".into(),
                 gfx_target_version: 90402,
                 device_id: 0x74A1,
+                pci_revision: 0x00,
                 compute_units: 304,
                 simd_per_cu: 4,
                 wave_size: 64,
@@ -148,6 +152,7 @@ impl Preset {
                 name: "AMD Radeon RX 7900 XTX (emulated)".into(),
                 gfx_target_version: 110000,
                 device_id: 0x744C,
+                pci_revision: 0xC8,
                 compute_units: 96,
                 simd_per_cu: 2,
                 wave_size: 32,

@@ -25,6 +25,11 @@ pub(crate) struct GpuState {
     pub(crate) vram_used: AtomicU64,
     pub(crate) visible_vram_used: AtomicU64,
     pub(crate) vm_acquired: AtomicBool,
+    /// `SET_SCRATCH_BACKING_VA`'s value (SH_HIDDEN_PRIVATE_BASE, 64 KiB units).
+    pub(crate) scratch_backing_va: AtomicU64,
+    /// `SET_TRAP_HANDLER`'s trap base and trap memory addresses.
+    pub(crate) trap_handler_tba: AtomicU64,
+    pub(crate) trap_handler_tma: AtomicU64,
     pub(crate) doorbells: SharedMem,
     pub(crate) mmio: SharedMem,
     /// Bumped on every doorbell hint; processors waiting for work sleep on the condvar, and
@@ -33,6 +38,9 @@ pub(crate) struct GpuState {
     sleepers: AtomicU32,
     wake: Mutex<()>,
     wake_cv: Condvar,
+    /// Descriptors of this render node opened by the process itself (see
+    /// `Emulator::attach_render_fd`).
+    attached_render_fds: Mutex<Vec<i32>>,
 }
 
 impl GpuState {
@@ -47,18 +55,49 @@ impl GpuState {
             vram_used: AtomicU64::new(0),
             visible_vram_used: AtomicU64::new(0),
             vm_acquired: AtomicBool::new(false),
+            scratch_backing_va: AtomicU64::new(0),
+            trap_handler_tba: AtomicU64::new(0),
+            trap_handler_tma: AtomicU64::new(0),
             doorbells: SharedMem::new(DOORBELL_SLICE)?,
             mmio: SharedMem::new(4096)?,
             wake_generation: AtomicU64::new(0),
             sleepers: AtomicU32::new(0),
             wake: Mutex::new(()),
             wake_cv: Condvar::new(),
+            attached_render_fds: Mutex::new(Vec::new()),
         })
     }
 
     /// The fake descriptor `open_render_node` hands out for this GPU.
     pub(crate) fn render_fd(&self) -> i32 {
         10_000 + self.render_minor as i32
+    }
+
+    /// Whether `fd` is a descriptor of this GPU's render node.
+    pub(crate) fn is_render_fd(&self, fd: i32) -> bool {
+        fd == self.render_fd()
+            || self
+                .attached_render_fds
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(&fd)
+    }
+
+    pub(crate) fn attach_render_fd(&self, fd: i32) {
+        let mut fds = self
+            .attached_render_fds
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if !fds.contains(&fd) {
+            fds.push(fd);
+        }
+    }
+
+    pub(crate) fn detach_render_fd(&self, fd: i32) {
+        self.attached_render_fds
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|&f| f != fd);
     }
 
     /// The KFD mmap offset of this GPU's doorbell pages.

@@ -35,11 +35,13 @@ pub(crate) unsafe fn dispatch(
     a: *mut c_void,
 ) -> Result<i32, Errno> {
     if let Node::Render(minor) = node {
-        log::debug!(
-            "kfd-emu: unsupported ioctl {:#x} on render node {minor}",
-            request.raw()
-        );
-        return Err(Errno::ENOTTY);
+        let gpu = emu
+            .gpus
+            .iter()
+            .find(|g| g.render_minor == minor)
+            .ok_or(Errno::ENODEV)?;
+        // SAFETY: forwarded from the caller's contract on `a`.
+        return unsafe { crate::drm::dispatch(gpu, request, a) }.map(|()| 0);
     }
     macro_rules! with {
         ($t:ty, |$v:ident| $body:expr) => {{
@@ -61,7 +63,7 @@ pub(crate) unsafe fn dispatch(
         }
         r if r == rq::ACQUIRE_VM => with!(kfd_ioctl_acquire_vm_args, |v| {
             let g = emu.gpu(v.gpu_id).ok_or(Errno::EINVAL)?;
-            if v.drm_fd as i32 != g.render_fd() {
+            if !g.is_render_fd(v.drm_fd as i32) {
                 return Err(Errno::EINVAL);
             }
             g.vm_acquired.store(true, Ordering::Release);
@@ -86,11 +88,29 @@ pub(crate) unsafe fn dispatch(
             }
         }),
         r if r == rq::GET_CLOCK_COUNTERS => with!(kfd_ioctl_get_clock_counters_args, |v| {
-            emu.gpu(v.gpu_id).ok_or(Errno::EINVAL)?;
-            v.gpu_clock_counter = emu.gpu_clock();
+            // KFD answers for any id: a node without a GPU (the CPU) gets a zero GPU clock.
+            v.gpu_clock_counter = if emu.gpu(v.gpu_id).is_some() {
+                emu.gpu_clock()
+            } else {
+                0
+            };
             v.cpu_clock_counter = clock_ns(libc::CLOCK_MONOTONIC_RAW);
             v.system_clock_counter = clock_ns(libc::CLOCK_BOOTTIME);
             v.system_clock_freq = 1_000_000_000;
+            Ok(())
+        }),
+        r if r == rq::SET_SCRATCH_BACKING_VA => {
+            with!(kfd_ioctl_set_scratch_backing_va_args, |v| {
+                let g = emu.gpu(v.gpu_id).ok_or(Errno::EINVAL)?;
+                // SH_HIDDEN_PRIVATE_BASE: the scratch backing VA in 64 KiB units.
+                g.scratch_backing_va.store(v.va_addr, Ordering::Release);
+                Ok(())
+            })
+        }
+        r if r == rq::SET_TRAP_HANDLER => with!(kfd_ioctl_set_trap_handler_args, |v| {
+            let g = emu.gpu(v.gpu_id).ok_or(Errno::EINVAL)?;
+            g.trap_handler_tba.store(v.tba_addr, Ordering::Release);
+            g.trap_handler_tma.store(v.tma_addr, Ordering::Release);
             Ok(())
         }),
         r if r == rq::AVAILABLE_MEMORY => with!(kfd_ioctl_get_available_memory_args, |v| {

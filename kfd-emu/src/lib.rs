@@ -13,6 +13,7 @@
 mod aql_proc;
 mod config;
 mod device;
+pub mod drm;
 mod events;
 mod fault;
 mod ioctl;
@@ -146,6 +147,34 @@ impl Emulator {
     /// The memory view of `gpu_id`, as its engines see it.
     pub fn gpu_vm(&self, gpu_id: u32) -> Option<&GpuVm> {
         self.gpu(gpu_id).map(|g| &g.vm)
+    }
+
+    /// Declares `fd` another descriptor of the render node `minor`, so `ACQUIRE_VM` accepts it.
+    ///
+    /// [`Driver::open_render_node`] hands out the emulator's own descriptor; a process that opens
+    /// `/dev/dri/renderD<minor>` itself (libhsakmt does, under the preload interposer) gets a
+    /// different one, which the interposer attaches here.
+    pub fn attach_render_fd(&self, minor: u32, fd: i32) -> Result<(), Errno> {
+        let g = self
+            .gpus
+            .iter()
+            .find(|g| g.render_minor == minor)
+            .ok_or(Errno::ENOENT)?;
+        g.attach_render_fd(fd);
+        Ok(())
+    }
+
+    /// Forgets a descriptor given to [`Emulator::attach_render_fd`] (it was closed).
+    pub fn detach_render_fd(&self, fd: i32) {
+        for g in &self.gpus {
+            g.detach_render_fd(fd);
+        }
+    }
+
+    /// Every file of the topology tree as `(path relative to KFD_TOPOLOGY_ROOT, contents)`, for
+    /// laying the tree out as files.
+    pub fn topology_files(&self) -> Vec<(String, String)> {
+        self.topology.files()
     }
 
     /// Fault injection controls.

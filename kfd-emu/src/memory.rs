@@ -116,7 +116,8 @@ pub(crate) fn alloc(
         }
         Some(Backing::User)
     } else if f & KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL != 0 {
-        if size != DOORBELL_SLICE || a.mmap_offset != gpu.doorbell_mmap_offset() {
+        // KFD ignores the offset user space passes and answers the process's doorbell slice.
+        if size != DOORBELL_SLICE {
             return Err(Errno::EINVAL);
         }
         Some(Backing::Doorbell)

@@ -180,7 +180,8 @@ impl TopologyTree {
                         ("cache_lines_per_tag", 1),
                         ("association", 16),
                         ("latency", 1),
-                        ("type", 1),
+                        // HSA_CACHE_TYPE_DATA | HSA_CACHE_TYPE_HSACU, as KFD reports GPU caches.
+                        ("type", 9),
                     ]),
                 );
             }
@@ -205,6 +206,13 @@ impl TopologyTree {
             }
         }
         TopologyTree { files }
+    }
+
+    pub(crate) fn files(&self) -> Vec<(String, String)> {
+        self.files
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
     }
 
     pub(crate) fn read(&self, path: &str) -> Result<String, Errno> {

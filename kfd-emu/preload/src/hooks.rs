@@ -1,0 +1,528 @@
+//! The overridden C library functions.
+//!
+//! Each one sends emulated paths and descriptors to the emulated system and forwards everything
+//! else, unchanged, to the C library. Variadic C functions (`open`, `openat`, `ioctl`, `fcntl`)
+//! are defined with their one optional argument as a fixed parameter: on the System V x86-64 and
+//! AArch64 Linux ABIs a variadic caller passes it in the same register, and a value the caller
+//! did not pass is only forwarded, never interpreted.
+
+use crate::state::{self, Target, DRM_MAJOR, KFD_MAJOR};
+use crate::{fds, real};
+use core::ffi::{c_char, c_int, c_ulong, c_void, CStr};
+use kfd_sys::{Driver, IoctlRequest, MapSource, Node};
+use libc::{mode_t, off_t, size_t, ssize_t, DIR, FILE};
+use std::sync::Mutex;
+
+fn set_errno(e: c_int) {
+    // SAFETY: the calling thread's errno is always writable.
+    unsafe { *libc::__errno_location() = e };
+}
+
+/// # Safety
+/// `p` must be null or a NUL-terminated string.
+unsafe fn cstr<'a>(p: *const c_char) -> Option<&'a CStr> {
+    // SAFETY: per the caller's contract.
+    (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) })
+}
+
+/// Classifies `path` if it is absolute (relative paths are never emulated).
+///
+/// # Safety
+/// `path` must be null or a NUL-terminated string.
+unsafe fn target(path: *const c_char) -> Target {
+    // SAFETY: per the caller's contract.
+    match unsafe { cstr(path) } {
+        Some(p) if p.to_bytes().first() == Some(&b'/') => state::classify(p),
+        _ => Target::Real,
+    }
+}
+
+/// Opens an emulated device file: an empty memfd stands in as its descriptor.
+fn open_device(node: Node, flags: c_int) -> c_int {
+    let Some(sys) = state::system() else {
+        set_errno(libc::ENOENT);
+        return -1;
+    };
+    let mfd_flags = if flags & libc::O_CLOEXEC != 0 {
+        libc::MFD_CLOEXEC
+    } else {
+        0
+    };
+    // SAFETY: a static NUL-terminated name; memfd_create is not overridden.
+    let fd = unsafe { libc::memfd_create(c"kfd-emu-device".as_ptr(), mfd_flags) };
+    if fd < 0 {
+        return -1;
+    }
+    if !fds::insert(fd, node) {
+        // SAFETY: closes the memfd just created.
+        unsafe { real::close(fd) };
+        set_errno(libc::EMFILE);
+        return -1;
+    }
+    if let Node::Render(minor) = node {
+        let _ = sys.emu.attach_render_fd(minor, fd);
+    }
+    log::debug!("kfd-emu-preload: open {node:?} -> fd {fd}");
+    fd
+}
+
+/// Registers `new` as another descriptor of what `old` stands for (after a dup).
+fn dup_device(old: Node, new: c_int) -> c_int {
+    if new < 0 {
+        return new;
+    }
+    if !fds::insert(new, old) {
+        // SAFETY: closes the descriptor just created by dup.
+        unsafe { real::close(new) };
+        set_errno(libc::EMFILE);
+        return -1;
+    }
+    if let (Node::Render(minor), Some(sys)) = (old, state::system()) {
+        let _ = sys.emu.attach_render_fd(minor, new);
+    }
+    new
+}
+
+/// Forgets `fd` if it was a device descriptor (before it is closed or replaced).
+fn forget(fd: c_int) {
+    if let Some(node) = fds::remove(fd) {
+        log::debug!("kfd-emu-preload: close {node:?} fd {fd}");
+        if let (Node::Render(_), Some(sys)) = (node, state::system()) {
+            sys.emu.detach_render_fd(fd);
+        }
+    }
+}
+
+/// The `stat` of an emulated device file: a character device with the node's numbers.
+fn device_stat(node: Node, buf: *mut libc::stat) -> c_int {
+    if buf.is_null() {
+        set_errno(libc::EFAULT);
+        return -1;
+    }
+    let rdev = match node {
+        Node::Kfd => libc::makedev(KFD_MAJOR, 0),
+        Node::Render(minor) => libc::makedev(DRM_MAJOR, minor),
+    };
+    // SAFETY: `buf` is a writable `struct stat` (the caller's contract); all-zero is valid.
+    unsafe {
+        let st: &mut libc::stat = &mut *buf;
+        *st = core::mem::zeroed();
+        st.st_mode = libc::S_IFCHR | 0o666;
+        st.st_rdev = rdev;
+        st.st_nlink = 1;
+        st.st_blksize = 4096;
+        st.st_dev = libc::makedev(0, 6);
+    }
+    0
+}
+
+macro_rules! path_hook {
+    ($(fn $name:ident($path:ident $(, $arg:ident : $ty:ty)*) -> $ret:ty, device: |$node:ident| $dev:expr;)*) => {
+        $(
+            /// Overrides the C function of this name.
+            ///
+            /// # Safety
+            /// As the C function.
+            #[no_mangle]
+            pub unsafe extern "C" fn $name($path: *const c_char $(, $arg: $ty)*) -> $ret {
+                // SAFETY: `path` is a C string or null, per the C contract.
+                match unsafe { target($path) } {
+                    // SAFETY: forwarded unchanged.
+                    Target::Real => unsafe { real::$name($path $(, $arg)*) },
+                    // SAFETY: the rewritten path is a C string that lives through the call.
+                    Target::Rewritten(p) => unsafe { real::$name(p.as_ptr() $(, $arg)*) },
+                    Target::Device($node) => $dev,
+                }
+            }
+        )*
+    };
+}
+
+path_hook! {
+    fn open(path, flags: c_int, mode: mode_t) -> c_int, device: |n| open_device(n, flags);
+    fn open64(path, flags: c_int, mode: mode_t) -> c_int, device: |n| open_device(n, flags);
+    fn stat(path, buf: *mut libc::stat) -> c_int, device: |n| device_stat(n, buf);
+    fn stat64(path, buf: *mut libc::stat) -> c_int, device: |n| device_stat(n, buf);
+    fn lstat(path, buf: *mut libc::stat) -> c_int, device: |n| device_stat(n, buf);
+    fn lstat64(path, buf: *mut libc::stat) -> c_int, device: |n| device_stat(n, buf);
+    fn access(path, mode: c_int) -> c_int, device: |_n| 0;
+    fn fopen(path, mode: *const c_char) -> *mut FILE, device: |_n| {
+        // Device files are not read through stdio.
+        set_errno(libc::EACCES);
+        core::ptr::null_mut()
+    };
+    fn fopen64(path, mode: *const c_char) -> *mut FILE, device: |_n| {
+        set_errno(libc::EACCES);
+        core::ptr::null_mut()
+    };
+    fn opendir(path) -> *mut DIR, device: |_n| {
+        set_errno(libc::ENOTDIR);
+        core::ptr::null_mut()
+    };
+    fn realpath(path, resolved: *mut c_char) -> *mut c_char, device: |_n| {
+        // SAFETY: forwarded: the device path is already canonical, and realpath of a missing
+        // file fails as it would without the device.
+        unsafe { real::realpath(path, resolved) }
+    };
+    fn readlink(path, buf: *mut c_char, len: size_t) -> ssize_t, device: |_n| {
+        set_errno(libc::EINVAL);
+        -1
+    };
+}
+
+macro_rules! at_hook {
+    ($(fn $name:ident($dirfd:ident, $path:ident $(, $arg:ident : $ty:ty)*) -> $ret:ty, device: |$node:ident| $dev:expr;)*) => {
+        $(
+            /// Overrides the C function of this name.
+            ///
+            /// # Safety
+            /// As the C function.
+            #[no_mangle]
+            pub unsafe extern "C" fn $name($dirfd: c_int, $path: *const c_char $(, $arg: $ty)*) -> $ret {
+                // SAFETY: `path` is a C string or null, per the C contract; relative paths are
+                // never emulated, so the directory descriptor does not matter.
+                match unsafe { target($path) } {
+                    // SAFETY: forwarded unchanged.
+                    Target::Real => unsafe { real::$name($dirfd, $path $(, $arg)*) },
+                    // SAFETY: the rewritten path is absolute, so `dirfd` is ignored by the call.
+                    Target::Rewritten(p) => unsafe { real::$name($dirfd, p.as_ptr() $(, $arg)*) },
+                    Target::Device($node) => $dev,
+                }
+            }
+        )*
+    };
+}
+
+at_hook! {
+    fn openat(dirfd, path, flags: c_int, mode: mode_t) -> c_int, device: |n| open_device(n, flags);
+    fn openat64(dirfd, path, flags: c_int, mode: mode_t) -> c_int, device: |n| open_device(n, flags);
+    fn fstatat(dirfd, path, buf: *mut libc::stat, flags: c_int) -> c_int, device: |n| device_stat(n, buf);
+    fn fstatat64(dirfd, path, buf: *mut libc::stat, flags: c_int) -> c_int, device: |n| device_stat(n, buf);
+}
+
+/// Overrides `fstat`.
+///
+/// # Safety
+/// As the C function.
+#[no_mangle]
+pub unsafe extern "C" fn fstat(fd: c_int, buf: *mut libc::stat) -> c_int {
+    match fds::lookup(fd) {
+        Some(node) => device_stat(node, buf),
+        // SAFETY: forwarded unchanged.
+        None => unsafe { real::fstat(fd, buf) },
+    }
+}
+
+/// Overrides `fstat64`.
+///
+/// # Safety
+/// As the C function.
+#[no_mangle]
+pub unsafe extern "C" fn fstat64(fd: c_int, buf: *mut libc::stat) -> c_int {
+    match fds::lookup(fd) {
+        Some(node) => device_stat(node, buf),
+        // SAFETY: forwarded unchanged.
+        None => unsafe { real::fstat64(fd, buf) },
+    }
+}
+
+/// Overrides `close`.
+///
+/// # Safety
+/// As the C function.
+#[no_mangle]
+pub unsafe extern "C" fn close(fd: c_int) -> c_int {
+    forget(fd);
+    // SAFETY: forwarded unchanged (a device descriptor is a memfd).
+    unsafe { real::close(fd) }
+}
+
+/// Overrides `read`: device files have no `read` (KFD and DRM answer EINVAL).
+///
+/// # Safety
+/// As the C function.
+#[no_mangle]
+pub unsafe extern "C" fn read(fd: c_int, buf: *mut c_void, len: size_t) -> ssize_t {
+    if fds::lookup(fd).is_some() {
+        set_errno(libc::EINVAL);
+        return -1;
+    }
+    // SAFETY: forwarded unchanged.
+    unsafe { real::read(fd, buf, len) }
+}
+
+/// Overrides `ioctl`: requests on device descriptors go to the emulator.
+///
+/// # Safety
+/// As the C function.
+#[no_mangle]
+pub unsafe extern "C" fn ioctl(fd: c_int, request: c_ulong, arg: *mut c_void) -> c_int {
+    let Some(node) = fds::lookup(fd) else {
+        // SAFETY: forwarded unchanged.
+        return unsafe { real::ioctl(fd, request, arg) };
+    };
+    let Some(sys) = state::system() else {
+        set_errno(libc::ENODEV);
+        return -1;
+    };
+    // ioctl numbers are 32 bits; glibc's prototype widens them.
+    let req = IoctlRequest::from_raw(request as u32);
+    // SAFETY: the caller passes what the request needs, as for the real driver.
+    let result = unsafe { sys.emu.ioctl(node, req, arg) };
+    match result {
+        Ok(v) => v,
+        Err(e) => {
+            log::debug!(
+                "kfd-emu-preload: ioctl {:#x} on {node:?} failed: {e}",
+                req.raw()
+            );
+            set_errno(e.raw());
+            -1
+        }
+    }
+}
+
+/// # Safety
+/// As `mmap(2)`.
+unsafe fn mmap_hook(
+    addr: *mut c_void,
+    len: size_t,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    off: off_t,
+    next: unsafe fn(*mut c_void, size_t, c_int, c_int, c_int, off_t) -> *mut c_void,
+) -> *mut c_void {
+    let Some(node) = fds::lookup(fd) else {
+        // SAFETY: forwarded unchanged.
+        return unsafe { next(addr, len, prot, flags, fd, off) };
+    };
+    let Some(sys) = state::system() else {
+        set_errno(libc::ENODEV);
+        return libc::MAP_FAILED;
+    };
+    // SAFETY: forwarded from the caller, who owns `addr..addr+len` if it passes MAP_FIXED.
+    let r = unsafe {
+        sys.emu
+            .mmap(MapSource::File(node), addr, len, prot, flags, off as u64)
+    };
+    match r {
+        Ok(p) => p,
+        Err(e) => {
+            log::debug!("kfd-emu-preload: mmap of {node:?} offset {off:#x} failed: {e}");
+            set_errno(e.raw());
+            libc::MAP_FAILED
+        }
+    }
+}
+
+/// Overrides `mmap`: mappings of device descriptors are made by the emulator.
+///
+/// # Safety
+/// As the C function.
+#[no_mangle]
+pub unsafe extern "C" fn mmap(
+    addr: *mut c_void,
+    len: size_t,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    off: off_t,
+) -> *mut c_void {
+    // SAFETY: forwarded from the caller.
+    unsafe { mmap_hook(addr, len, prot, flags, fd, off, real::mmap) }
+}
+
+/// Overrides `mmap64`.
+///
+/// # Safety
+/// As the C function.
+#[no_mangle]
+pub unsafe extern "C" fn mmap64(
+    addr: *mut c_void,
+    len: size_t,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    off: off_t,
+) -> *mut c_void {
+    // SAFETY: forwarded from the caller.
+    unsafe { mmap_hook(addr, len, prot, flags, fd, off, real::mmap64) }
+}
+
+/// # Safety
+/// As `fcntl(2)`.
+unsafe fn fcntl_hook(
+    fd: c_int,
+    cmd: c_int,
+    arg: c_ulong,
+    next: unsafe fn(c_int, c_int, c_ulong) -> c_int,
+) -> c_int {
+    // SAFETY: forwarded unchanged.
+    let r = unsafe { next(fd, cmd, arg) };
+    if matches!(cmd, libc::F_DUPFD | libc::F_DUPFD_CLOEXEC) {
+        if let Some(node) = fds::lookup(fd) {
+            return dup_device(node, r);
+        }
+    }
+    r
+}
+
+/// Overrides `fcntl`: duplicates of device descriptors stay device descriptors.
+///
+/// # Safety
+/// As the C function.
+#[no_mangle]
+pub unsafe extern "C" fn fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
+    // SAFETY: forwarded from the caller.
+    unsafe { fcntl_hook(fd, cmd, arg, real::fcntl) }
+}
+
+/// Overrides `fcntl64`.
+///
+/// # Safety
+/// As the C function.
+#[no_mangle]
+pub unsafe extern "C" fn fcntl64(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
+    // SAFETY: forwarded from the caller.
+    unsafe { fcntl_hook(fd, cmd, arg, real::fcntl64) }
+}
+
+/// Overrides `dup`.
+///
+/// # Safety
+/// As the C function.
+#[no_mangle]
+pub unsafe extern "C" fn dup(fd: c_int) -> c_int {
+    // SAFETY: forwarded unchanged.
+    let r = unsafe { real::dup(fd) };
+    match fds::lookup(fd) {
+        Some(node) => dup_device(node, r),
+        None => r,
+    }
+}
+
+/// Overrides `dup2`.
+///
+/// # Safety
+/// As the C function.
+#[no_mangle]
+pub unsafe extern "C" fn dup2(fd: c_int, new: c_int) -> c_int {
+    if fd != new {
+        forget(new);
+    }
+    // SAFETY: forwarded unchanged.
+    let r = unsafe { real::dup2(fd, new) };
+    match fds::lookup(fd) {
+        Some(node) if r >= 0 && fd != new => dup_device(node, r),
+        _ => r,
+    }
+}
+
+/// Overrides `dup3`.
+///
+/// # Safety
+/// As the C function.
+#[no_mangle]
+pub unsafe extern "C" fn dup3(fd: c_int, new: c_int, flags: c_int) -> c_int {
+    if fd != new {
+        forget(new);
+    }
+    // SAFETY: forwarded unchanged.
+    let r = unsafe { real::dup3(fd, new, flags) };
+    match fds::lookup(fd) {
+        Some(node) if r >= 0 => dup_device(node, r),
+        _ => r,
+    }
+}
+
+/// Streams handed out by [`popen`] for emulated commands (as addresses), which [`pclose`] must
+/// close itself.
+static FAKE_STREAMS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+/// What an emulated command prints, if `command` is one: `lsmod`, which ROCm's tools run to see
+/// whether amdgpu is loaded.
+fn emulated_command_output(command: &CStr) -> Option<String> {
+    let cmd = command.to_str().ok()?;
+    if cmd.trim_start().starts_with("lsmod") && state::system().is_some() {
+        let mut out = String::new();
+        if !cmd.contains('|') {
+            out.push_str("Module                  Size  Used by\n");
+        }
+        out.push_str("amdgpu               9728000  0\n");
+        return Some(out);
+    }
+    None
+}
+
+/// Overrides `popen`: commands that inspect the GPU driver see the emulated one; others run.
+///
+/// # Safety
+/// As the C function.
+#[no_mangle]
+pub unsafe extern "C" fn popen(command: *const c_char, mode: *const c_char) -> *mut FILE {
+    // SAFETY: C strings per the C contract.
+    let (Some(cmd), Some(m)) = (unsafe { cstr(command) }, unsafe { cstr(mode) }) else {
+        // SAFETY: forwarded unchanged.
+        return unsafe { real::popen(command, mode) };
+    };
+    let output = match emulated_command_output(cmd) {
+        Some(o) if m.to_bytes().starts_with(b"r") => o,
+        // SAFETY: forwarded unchanged.
+        _ => return unsafe { real::popen(command, mode) },
+    };
+    // SAFETY: a static name; memfd_create is not overridden.
+    let fd = unsafe { libc::memfd_create(c"kfd-emu-popen".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return core::ptr::null_mut();
+    }
+    // SAFETY: `fd` is ours; the buffer is live for the call.
+    let written = unsafe { libc::write(fd, output.as_ptr().cast(), output.len()) };
+    // SAFETY: `fd` is ours.
+    if written != output.len() as ssize_t || unsafe { libc::lseek(fd, 0, libc::SEEK_SET) } != 0 {
+        // SAFETY: `fd` is ours.
+        unsafe { real::close(fd) };
+        return core::ptr::null_mut();
+    }
+    // SAFETY: `fd` is an open descriptor the stream takes over.
+    let stream = unsafe { libc::fdopen(fd, c"r".as_ptr()) };
+    if stream.is_null() {
+        // SAFETY: `fd` is still ours.
+        unsafe { real::close(fd) };
+        return stream;
+    }
+    FAKE_STREAMS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(stream as usize);
+    log::debug!("kfd-emu-preload: popen({cmd:?}) emulated");
+    stream
+}
+
+/// Overrides `pclose`: emulated commands "exited" with status 0.
+///
+/// # Safety
+/// As the C function.
+#[no_mangle]
+pub unsafe extern "C" fn pclose(stream: *mut FILE) -> c_int {
+    let fake = {
+        let mut s = FAKE_STREAMS.lock().unwrap_or_else(|p| p.into_inner());
+        match s.iter().position(|&p| p == stream as usize) {
+            Some(i) => {
+                s.swap_remove(i);
+                true
+            }
+            None => false,
+        }
+    };
+    if fake {
+        // SAFETY: a stream from our fdopen, closed once.
+        return if unsafe { libc::fclose(stream) } == 0 {
+            0
+        } else {
+            -1
+        };
+    }
+    // SAFETY: forwarded unchanged.
+    unsafe { real::pclose(stream) }
+}

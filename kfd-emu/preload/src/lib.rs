@@ -1,0 +1,39 @@
+//! `libkfd_emu_preload.so`: runs unmodified ROCm user space on kfd-emu.
+//!
+//! Loaded with `LD_PRELOAD`, it overrides the C library functions through which ROCr
+//! (`libhsa-runtime64`), libhsakmt, libdrm and ROCm tools reach the GPU driver, and serves
+//! them from an [`kfd_emu::Emulator`] running inside the process:
+//!
+//! - `/dev/kfd` and `/dev/dri/renderD<128+i>` open as device descriptors whose `ioctl`, `mmap`,
+//!   `fstat`, `fcntl(F_DUPFD*)`/`dup` and `close` go to the emulator (KFD ioctls, the render
+//!   node's DRM version and amdgpu info queries, buffer/doorbell/MMIO mappings);
+//! - the KFD topology tree (`/sys/devices/virtual/kfd`, `/sys/class/kfd`), the render nodes'
+//!   `/sys/dev/char/226:*` and `/sys/class/drm/renderD*` entries and `/sys/module/amdgpu` are
+//!   served from files written once into a private temporary directory, by rewriting paths in
+//!   `open`/`openat`/`fopen`/`opendir`/`stat`/`access`/`realpath`/`readlink` (so `readdir`,
+//!   `fscanf` and friends work unchanged on real directory streams and files);
+//! - `popen("lsmod ...")` reports the amdgpu module loaded.
+//!
+//! glibc's internal opens (inside `fopen`, `opendir`) are not interposable, which is why those
+//! functions are overridden themselves. Nothing else in the process changes: every other call is
+//! forwarded to the C library (`dlsym(RTLD_NEXT)`), and `munmap` is not overridden at all since
+//! unmapping an emulated buffer is an ordinary unmap.
+//!
+//! Configuration is by environment: `KFDRT_EMU_PRESET` (default `gfx90a`, the one ROCr 5.2.3
+//! knows), `KFDRT_EMU_GPUS` (default 1) and `KFD_EMU_LOG` (default `warn`; unsupported ioctls are
+//! logged at `warn`, every emulated call at `debug`).
+//!
+//! ```text
+//! cargo build -p kfd-emu-preload
+//! LD_PRELOAD=target/debug/libkfd_emu_preload.so rocminfo
+//! ```
+#![warn(missing_docs)]
+
+mod fds;
+mod hooks;
+mod logger;
+mod real;
+mod state;
+
+pub use hooks::*;
+pub use logger::LOG_ENV;

@@ -1,0 +1,275 @@
+//! The emulated system behind the interposer: one [`Emulator`] per process, created on the first
+//! touch of an emulated path, and its sysfs files laid out under a private directory.
+//!
+//! Rather than imitate directory streams and `stat` results, the interposer writes the files
+//! user space reads (the KFD topology tree, the render nodes' `/sys/dev/char` entries, amdgpu's
+//! module directory) into a temporary directory once, and rewrites paths under the emulated
+//! prefixes to point into it. `fopen`, `opendir`/`readdir`, `stat` and `realpath` then behave
+//! exactly as on sysfs, through the C library's own code.
+
+use kfd_emu::{EmuConfig, Emulator};
+use kfd_sys::{Node, KFD_TOPOLOGY_ROOT};
+use std::ffi::{CStr, CString};
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+/// DRM's character-device major.
+pub(crate) const DRM_MAJOR: u32 = 226;
+/// The character-device major the emulated `/dev/kfd` reports (KFD's is dynamic; this is a
+/// value from the dynamic range).
+pub(crate) const KFD_MAJOR: u32 = 238;
+
+/// The emulated system.
+pub(crate) struct System {
+    pub(crate) emu: Arc<Emulator>,
+    /// The directory holding the emulated sysfs files (`<root>/sys/...`).
+    root: PathBuf,
+    /// Render-node minors of the emulated GPUs.
+    minors: Vec<u32>,
+    /// Absolute path prefixes served from `root`.
+    prefixes: Vec<String>,
+    /// The process that created `root` (only it removes it at exit).
+    owner_pid: u32,
+}
+
+static SYSTEM: OnceLock<Option<System>> = OnceLock::new();
+
+/// Where a path goes.
+pub(crate) enum Target {
+    /// Not emulated: the real file.
+    Real,
+    /// An emulated device file.
+    Device(Node),
+    /// An emulated sysfs file, at this path in the private tree.
+    Rewritten(CString),
+}
+
+/// The emulated system, created on first use; `None` if it cannot be (the reason is logged).
+pub(crate) fn system() -> Option<&'static System> {
+    SYSTEM
+        .get_or_init(|| {
+            CREATING.with(|c| c.set(true));
+            let sys = System::create();
+            CREATING.with(|c| c.set(false));
+            match sys {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    log::error!("kfd-emu-preload: no emulated device: {e}");
+                    None
+                }
+            }
+        })
+        .as_ref()
+}
+
+/// Whether the path could name something emulated (checked before creating the system, so that
+/// programs that never look at GPU paths never start an emulator).
+fn may_be_emulated(path: &[u8]) -> bool {
+    const PREFIXES: [&[u8]; 7] = [
+        b"/dev/kfd",
+        b"/dev/dri/renderD",
+        b"/sys/devices/virtual/kfd",
+        b"/sys/class/kfd",
+        b"/sys/module/amdgpu",
+        b"/sys/dev/char/226:",
+        b"/sys/class/drm/renderD",
+    ];
+    PREFIXES.iter().any(|p| path.starts_with(p))
+}
+
+thread_local! {
+    /// Set while this thread creates the system: files it opens then are real files.
+    static CREATING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Classifies an absolute path.
+pub(crate) fn classify(path: &CStr) -> Target {
+    let bytes = path.to_bytes();
+    if !may_be_emulated(bytes) || CREATING.with(|c| c.get()) {
+        return Target::Real;
+    }
+    let Some(sys) = system() else {
+        return Target::Real;
+    };
+    sys.classify(bytes)
+}
+
+fn under(path: &[u8], prefix: &[u8]) -> bool {
+    path.starts_with(prefix) && matches!(path.get(prefix.len()), None | Some(b'/'))
+}
+
+/// Number of processors `/proc/cpuinfo` lists, so the CPU node agrees with what libhsakmt
+/// parses there.
+fn cpuinfo_processors() -> Option<u32> {
+    let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    let n = text
+        .lines()
+        .filter(|l| l.split(':').next().is_some_and(|k| k.trim() == "processor"))
+        .count();
+    u32::try_from(n).ok().filter(|&n| n > 0)
+}
+
+impl System {
+    fn create() -> Result<System, String> {
+        crate::logger::init();
+        let mut config = EmuConfig::from_env().map_err(|e| e.to_string())?;
+        if let Some(n) = cpuinfo_processors() {
+            config.cpu_cores = n;
+        }
+        let emu = Emulator::new(config).map_err(|e| e.to_string())?;
+        let minors: Vec<u32> = (0..emu.gpu_ids().len() as u32)
+            .map(|i| kfd_emu::FIRST_RENDER_MINOR + i)
+            .collect();
+        let root = std::env::temp_dir().join(format!(
+            "kfd-emu-preload.{}.{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos())
+        ));
+        remove_stale_trees();
+        let sys = System {
+            emu,
+            prefixes: Self::prefixes(&minors),
+            minors,
+            root,
+            owner_pid: std::process::id(),
+        };
+        sys.write_tree()
+            .map_err(|e| format!("writing the sysfs tree under {}: {e}", sys.root.display()))?;
+        // SAFETY: registers a plain function; atexit has no other requirement.
+        unsafe { libc::atexit(remove_tree_at_exit) };
+        log::info!(
+            "kfd-emu-preload: {} (sysfs under {})",
+            kfd_sys::Driver::describe(&*sys.emu),
+            sys.root.display()
+        );
+        Ok(sys)
+    }
+
+    fn prefixes(minors: &[u32]) -> Vec<String> {
+        let mut p = vec![
+            "/sys/devices/virtual/kfd".to_owned(),
+            "/sys/class/kfd".to_owned(),
+            "/sys/module/amdgpu".to_owned(),
+        ];
+        for m in minors {
+            p.push(format!("/sys/dev/char/{DRM_MAJOR}:{m}"));
+            p.push(format!("/sys/class/drm/renderD{m}"));
+        }
+        p
+    }
+
+    fn classify(&self, path: &[u8]) -> Target {
+        if path == b"/dev/kfd" {
+            return Target::Device(Node::Kfd);
+        }
+        if let Some(rest) = path.strip_prefix(b"/dev/dri/renderD") {
+            let minor = std::str::from_utf8(rest)
+                .ok()
+                .and_then(|s| s.parse::<u32>().ok());
+            return match minor {
+                Some(m) if self.minors.contains(&m) => Target::Device(Node::Render(m)),
+                _ => Target::Real,
+            };
+        }
+        if self.prefixes.iter().any(|p| under(path, p.as_bytes())) {
+            let mut full = self.root.as_os_str().as_bytes().to_vec();
+            full.extend_from_slice(path);
+            if let Ok(c) = CString::new(full) {
+                return Target::Rewritten(c);
+            }
+        }
+        Target::Real
+    }
+
+    fn write_tree(&self) -> std::io::Result<()> {
+        let put = |rel: &str, text: &str| -> std::io::Result<()> {
+            let p = self.root.join(rel.trim_start_matches('/'));
+            if let Some(dir) = p.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            std::fs::write(p, text)
+        };
+        for (path, text) in self.emu.topology_files() {
+            put(&format!("{KFD_TOPOLOGY_ROOT}/{path}"), &text)?;
+        }
+        // sysfs's class link, made relative so the tree can be read from anywhere.
+        std::fs::create_dir_all(self.root.join("sys/class/kfd"))?;
+        std::os::unix::fs::symlink(
+            "../../devices/virtual/kfd/kfd",
+            self.root.join("sys/class/kfd/kfd"),
+        )?;
+        put("/sys/module/amdgpu/initstate", "live\n")?;
+        std::fs::create_dir_all(self.root.join("sys/bus/pci/drivers/amdgpu"))?;
+        let config = self.emu.config();
+        for (i, &minor) in self.minors.iter().enumerate() {
+            let gpu = &config.gpus[i];
+            let dev = format!("/sys/dev/char/{DRM_MAJOR}:{minor}/device");
+            let slot = format!("0000:{:02x}:00.0", 3 + i);
+            put(&format!("{dev}/vendor"), "0x1002\n")?;
+            put(&format!("{dev}/device"), &format!("{:#06x}\n", gpu.device_id))?;
+            put(&format!("{dev}/subsystem_vendor"), "0x1002\n")?;
+            put(&format!("{dev}/subsystem_device"), "0x0c34\n")?;
+            put(&format!("{dev}/revision"), &format!("{:#04x}\n", gpu.pci_revision))?;
+            put(
+                &format!("{dev}/uevent"),
+                &format!(
+                    "DRIVER=amdgpu\nPCI_CLASS=38000\nPCI_ID=1002:{:04X}\nPCI_SUBSYS_ID=1002:0C34\n\
+                     PCI_SLOT_NAME={slot}\n",
+                    gpu.device_id
+                ),
+            )?;
+            std::fs::create_dir_all(self.root.join(format!("{}/drm/card{i}", &dev[1..])))?;
+            std::fs::create_dir_all(self.root.join(format!("{}/drm/renderD{minor}", &dev[1..])))?;
+            // libdrm tells a PCI device by where `subsystem` leads.
+            std::os::unix::fs::symlink(
+                self.root.join("sys/bus/pci"),
+                self.root.join(format!("{}/subsystem", &dev[1..])),
+            )?;
+            std::os::unix::fs::symlink(
+                self.root.join("sys/bus/pci/drivers/amdgpu"),
+                self.root.join(format!("{}/driver", &dev[1..])),
+            )?;
+            put(
+                &format!("/sys/dev/char/{DRM_MAJOR}:{minor}/dev"),
+                &format!("{DRM_MAJOR}:{minor}\n"),
+            )?;
+            std::fs::create_dir_all(self.root.join(format!("sys/class/drm/renderD{minor}")))?;
+            std::os::unix::fs::symlink(
+                self.root.join(&dev[1..]),
+                self.root.join(format!("sys/class/drm/renderD{minor}/device")),
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Removes trees left by processes that died without running exit handlers (killed, aborted).
+fn remove_stale_trees() {
+    let Ok(dir) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in dir.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix("kfd-emu-preload.")) else {
+            continue;
+        };
+        let Some(pid) = rest.split('.').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
+extern "C" fn remove_tree_at_exit() {
+    if let Some(Some(sys)) = SYSTEM.get() {
+        // A forked child that calls exit() must not remove its parent's tree.
+        if std::process::id() == sys.owner_pid {
+            let _ = std::fs::remove_dir_all(&sys.root);
+        }
+    }
+}
