@@ -3,17 +3,22 @@
 //!
 //! Semantics follow `kfd_events.c`: signal events take ids equal to their slot in the events
 //! page (0..4096) and need the page registered by the first signal event; other events get ids
-//! from 0x80000000 up. An auto-reset event is consumed by the wait that observes it.
+//! from 0x80000000 up. Waking follows `set_event` and `init_event_waiter`: a wait that starts on
+//! a signaled auto-reset event consumes it at once; setting an event that threads are waiting on
+//! wakes every one of them and, if it is auto-reset, leaves it unsignaled (so a wait that starts
+//! afterwards does not see it).
 
 use kfd_sys::bindings::*;
 use kfd_sys::Errno;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// Signal event slots in the events page.
 pub(crate) const SIGNAL_EVENT_LIMIT: u32 = 4096;
 const FIRST_NONSIGNAL_ID: u32 = 0x8000_0000;
+/// `KFD_MMAP_TYPE_EVENTS`: the mmap offset type of the events page (bits 62-63 = 2).
+const KFD_MMAP_TYPE_EVENTS: u64 = 2 << 62;
 
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct MemoryFault {
@@ -27,6 +32,19 @@ struct Event {
     auto_reset: bool,
     signaled: bool,
     fault: Option<MemoryFault>,
+    /// Waits (by waiter id) currently sleeping on this event.
+    waiters: Vec<u64>,
+}
+
+impl Event {
+    /// `set_event`: wakes every current waiter; stays signaled unless an auto-reset event was
+    /// consumed by them.
+    fn set(&mut self, activated: &mut HashSet<(u64, u32)>, id: u32) {
+        self.signaled = !self.auto_reset || self.waiters.is_empty();
+        for &w in &self.waiters {
+            activated.insert((w, id));
+        }
+    }
 }
 
 #[derive(Default)]
@@ -34,6 +52,9 @@ struct Inner {
     events: HashMap<u32, Event>,
     page_handle: Option<u64>,
     next_nonsignal: u32,
+    /// (waiter, event) pairs woken by `Event::set` and not yet seen by the waiter.
+    activated: HashSet<(u64, u32)>,
+    next_waiter: u64,
 }
 
 /// The process's events.
@@ -90,10 +111,18 @@ impl EventTable {
                 auto_reset: a.auto_reset != 0,
                 signaled: false,
                 fault: None,
+                waiters: Vec::new(),
             },
         );
         a.event_id = id;
-        a.event_slot_index = if id < SIGNAL_EVENT_LIMIT { id } else { 0 };
+        if id < SIGNAL_EVENT_LIMIT {
+            // kfd_event_create: a signal event answers the events page's mmap offset and its
+            // slot; libhsakmt only fills in the slot's mailbox address when the offset is set.
+            a.event_page_offset = KFD_MMAP_TYPE_EVENTS;
+            a.event_slot_index = id;
+        } else {
+            a.event_slot_index = 0;
+        }
         a.event_trigger_data = id;
         Ok(())
     }
@@ -112,7 +141,10 @@ impl EventTable {
         if ev.kind != KFD_IOC_EVENT_SIGNAL {
             return Err(Errno::EINVAL);
         }
-        ev.signaled = true;
+        let g = &mut *g;
+        if let Some(ev) = g.events.get_mut(&id) {
+            ev.set(&mut g.activated, id);
+        }
         self.cv.notify_all();
         Ok(())
     }
@@ -126,8 +158,9 @@ impl EventTable {
     /// The interrupt a command processor raises for a signal event (after writing its mailbox).
     pub(crate) fn signal_from_device(&self, id: u32) {
         let mut g = self.lock();
+        let g = &mut *g;
         if let Some(ev) = g.events.get_mut(&id) {
-            ev.signaled = true;
+            ev.set(&mut g.activated, id);
             self.cv.notify_all();
         }
     }
@@ -135,9 +168,10 @@ impl EventTable {
     /// Signals every event of `kind` (memory faults, hardware exceptions) with `fault`.
     pub(crate) fn signal_kind(&self, kind: u32, fault: Option<MemoryFault>) {
         let mut g = self.lock();
-        for ev in g.events.values_mut().filter(|e| e.kind == kind) {
-            ev.signaled = true;
+        let g = &mut *g;
+        for (&id, ev) in g.events.iter_mut().filter(|(_, e)| e.kind == kind) {
             ev.fault = fault.or(ev.fault);
+            ev.set(&mut g.activated, id);
         }
         self.cv.notify_all();
     }
@@ -151,58 +185,86 @@ impl EventTable {
     ) -> Result<u32, Errno> {
         let deadline = (timeout_ms != u32::MAX)
             .then(|| Instant::now() + Duration::from_millis(u64::from(timeout_ms)));
-        let mut g = self.lock();
-        loop {
-            let mut ready = 0;
-            for d in data.iter() {
-                match g.events.get(&d.event_id) {
-                    Some(ev) if ev.signaled => ready += 1,
-                    Some(_) => {}
-                    None => return Err(Errno::EINVAL),
+        let mut guard = self.lock();
+        log::trace!(
+            "kfd-emu: wait for {} of {:?}, timeout {timeout_ms} ms",
+            if all { "all" } else { "any" },
+            data.iter().map(|d| d.event_id).collect::<Vec<_>>()
+        );
+        if data.iter().any(|d| !guard.events.contains_key(&d.event_id)) {
+            return Err(Errno::EINVAL);
+        }
+        let g = &mut *guard;
+        g.next_waiter += 1;
+        let me = g.next_waiter;
+        // init_event_waiter: an event already signaled activates the waiter at once and, if
+        // auto-reset, is consumed by it.
+        let mut activated = Vec::with_capacity(data.len());
+        for d in data.iter() {
+            let Some(ev) = g.events.get_mut(&d.event_id) else {
+                return Err(Errno::EINVAL);
+            };
+            activated.push(ev.signaled);
+            if ev.auto_reset {
+                ev.signaled = false;
+            }
+            ev.waiters.push(me);
+        }
+        let result = loop {
+            for (d, a) in data.iter().zip(activated.iter_mut()) {
+                if !*a && guard.activated.remove(&(me, d.event_id)) {
+                    *a = true;
                 }
             }
+            let ready = activated.iter().filter(|&&a| a).count();
             if (all && ready == data.len()) || (!all && ready > 0) {
-                for d in data.iter_mut() {
-                    let Some(ev) = g.events.get_mut(&d.event_id) else {
-                        continue;
-                    };
-                    if !ev.signaled {
-                        continue;
-                    }
-                    if let Some(f) = ev.fault {
-                        let m = kfd_hsa_memory_exception_data {
-                            failure: kfd_memory_exception_failure {
-                                NotPresent: 1,
-                                ReadOnly: 0,
-                                NoExecute: 0,
-                                imprecise: 0,
-                            },
-                            va: f.va & !0xFFF,
-                            gpu_id: f.gpu_id,
-                            ErrorType: 0,
-                        };
-                        d.__bindgen_anon_1.memory_exception_data = m;
-                    }
-                    if ev.auto_reset {
-                        ev.signaled = false;
-                    }
-                }
-                return Ok(KFD_IOC_WAIT_RESULT_COMPLETE);
+                break KFD_IOC_WAIT_RESULT_COMPLETE;
             }
-            match deadline {
-                None => g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner()),
+            let timed_out = match deadline {
+                None => {
+                    guard = self.cv.wait(guard).unwrap_or_else(|p| p.into_inner());
+                    false
+                }
                 Some(d) => {
                     let now = Instant::now();
                     if now >= d {
-                        return Ok(KFD_IOC_WAIT_RESULT_TIMEOUT);
+                        true
+                    } else {
+                        guard = self
+                            .cv
+                            .wait_timeout(guard, d - now)
+                            .unwrap_or_else(|p| p.into_inner())
+                            .0;
+                        false
                     }
-                    g = self
-                        .cv
-                        .wait_timeout(g, d - now)
-                        .unwrap_or_else(|p| p.into_inner())
-                        .0;
                 }
+            };
+            if timed_out {
+                break KFD_IOC_WAIT_RESULT_TIMEOUT;
+            }
+        };
+        let g = &mut *guard;
+        for (d, &a) in data.iter_mut().zip(activated.iter()) {
+            g.activated.remove(&(me, d.event_id));
+            // The event may have been destroyed while we slept.
+            let Some(ev) = g.events.get_mut(&d.event_id) else {
+                continue;
+            };
+            ev.waiters.retain(|&w| w != me);
+            if let (true, Some(f)) = (a, ev.fault) {
+                d.__bindgen_anon_1.memory_exception_data = kfd_hsa_memory_exception_data {
+                    failure: kfd_memory_exception_failure {
+                        NotPresent: 1,
+                        ReadOnly: 0,
+                        NoExecute: 0,
+                        imprecise: 0,
+                    },
+                    va: f.va & !0xFFF,
+                    gpu_id: f.gpu_id,
+                    ErrorType: 0,
+                };
             }
         }
+        Ok(result)
     }
 }

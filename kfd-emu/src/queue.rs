@@ -252,6 +252,12 @@ pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Res
             thread: Some(thread),
         },
     );
+    log::debug!(
+        "kfd-emu: queue {id} created: type {} on GPU {:#x}, ring {:#x} ({ring_size} bytes), doorbell {doorbell_index}",
+        a.queue_type,
+        gpu.gpu_id,
+        a.ring_base_address
+    );
     a.queue_id = id;
     a.doorbell_offset = gpu.doorbell_mmap_offset() | (u64::from(doorbell_index) * 8);
     Ok(())

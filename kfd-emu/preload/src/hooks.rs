@@ -269,6 +269,17 @@ pub unsafe extern "C" fn ioctl(fd: c_int, request: c_ulong, arg: *mut c_void) ->
     let req = IoctlRequest::from_raw(request as u32);
     // SAFETY: the caller passes what the request needs, as for the real driver.
     let result = unsafe { sys.emu.ioctl(node, req, arg) };
+    if log::log_enabled!(log::Level::Trace) {
+        let name = match node {
+            Node::Kfd => kfd_sys::ioctl::kfd_request_name(req.nr()),
+            Node::Render(_) => None,
+        };
+        log::trace!(
+            "kfd-emu-preload: ioctl {:#x} ({}) on {node:?}: {result:?}",
+            req.raw(),
+            name.unwrap_or("-")
+        );
+    }
     match result {
         Ok(v) => v,
         Err(e) => {

@@ -1,0 +1,124 @@
+/*
+ * Drives ROCr through its public API on whatever device it finds (under the kfd-emu preload:
+ * the emulated GPUs): hsa_init, agent enumeration with names and ISAs, then on every GPU an AQL
+ * queue, a barrier-AND packet with a completion signal written by hand as the HSA spec says
+ * (write index, body, header stored last with release, doorbell), a wait on the signal, and
+ * teardown. Prints one line per step and exits non-zero on the first failure.
+ *
+ * Built and run by kfd-emu/preload/tests/rocm.rs; also usable alone:
+ *   cc hsa_barrier.c -o hsa_barrier -lhsa-runtime64 && LD_PRELOAD=... ./hsa_barrier
+ */
+#include <hsa/hsa.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHECK(call)                                                                        \
+	do {                                                                               \
+		hsa_status_t s_ = (call);                                                  \
+		if (s_ != HSA_STATUS_SUCCESS) {                                            \
+			const char *msg_ = NULL;                                           \
+			hsa_status_string(s_, &msg_);                                      \
+			fprintf(stderr, "FAIL %s: %#x %s\n", #call, s_, msg_ ? msg_ : ""); \
+			exit(1);                                                           \
+		}                                                                          \
+	} while (0)
+
+#define MAX_AGENTS 16
+
+struct agents {
+	hsa_agent_t gpu[MAX_AGENTS];
+	int gpus;
+	int total;
+};
+
+static hsa_status_t print_isa(hsa_isa_t isa, void *data)
+{
+	(void)data;
+	uint32_t len = 0;
+	CHECK(hsa_isa_get_info_alt(isa, HSA_ISA_INFO_NAME_LENGTH, &len));
+	char *name = calloc(1, len + 1);
+	if (!name)
+		return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
+	CHECK(hsa_isa_get_info_alt(isa, HSA_ISA_INFO_NAME, name));
+	printf("  isa %s\n", name);
+	free(name);
+	return HSA_STATUS_SUCCESS;
+}
+
+static hsa_status_t collect(hsa_agent_t agent, void *data)
+{
+	struct agents *a = data;
+	char name[64] = {0};
+	hsa_device_type_t type;
+	CHECK(hsa_agent_get_info(agent, HSA_AGENT_INFO_NAME, name));
+	CHECK(hsa_agent_get_info(agent, HSA_AGENT_INFO_DEVICE, &type));
+	printf("agent %s (%s)\n", name, type == HSA_DEVICE_TYPE_GPU ? "gpu" : "cpu");
+	CHECK(hsa_agent_iterate_isas(agent, print_isa, NULL));
+	a->total++;
+	if (type == HSA_DEVICE_TYPE_GPU && a->gpus < MAX_AGENTS)
+		a->gpu[a->gpus++] = agent;
+	return HSA_STATUS_SUCCESS;
+}
+
+static void barrier_round_trip(hsa_agent_t agent, int rounds)
+{
+	uint32_t size = 0;
+	CHECK(hsa_agent_get_info(agent, HSA_AGENT_INFO_QUEUE_MIN_SIZE, &size));
+	if (size < 64)
+		size = 64;
+	hsa_queue_t *queue = NULL;
+	CHECK(hsa_queue_create(agent, size, HSA_QUEUE_TYPE_SINGLE, NULL, NULL, UINT32_MAX,
+			       UINT32_MAX, &queue));
+	printf("queue created: %u packets\n", queue->size);
+
+	hsa_signal_t done;
+	CHECK(hsa_signal_create(1, 0, NULL, &done));
+	for (int r = 0; r < rounds; r++) {
+		hsa_signal_store_relaxed(done, 1);
+		uint64_t index = hsa_queue_add_write_index_relaxed(queue, 1);
+		/* The ring never fills here: one packet in flight at a time. */
+		hsa_barrier_and_packet_t *slot =
+			(hsa_barrier_and_packet_t *)queue->base_address + (index & (queue->size - 1));
+		/* Body first; the header (with the packet type) last, as one release store. */
+		memset((char *)slot + 4, 0, sizeof(*slot) - 4);
+		slot->completion_signal = done;
+		uint16_t header = (HSA_PACKET_TYPE_BARRIER_AND << HSA_PACKET_HEADER_TYPE) |
+				  (1 << HSA_PACKET_HEADER_BARRIER) |
+				  (HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCACQUIRE_FENCE_SCOPE) |
+				  (HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE);
+		__atomic_store_n((uint32_t *)slot, (uint32_t)header, __ATOMIC_RELEASE);
+		hsa_signal_store_screlease(queue->doorbell_signal, (hsa_signal_value_t)index);
+		hsa_signal_value_t v = hsa_signal_wait_scacquire(done, HSA_SIGNAL_CONDITION_EQ, 0,
+								 UINT64_MAX, HSA_WAIT_STATE_BLOCKED);
+		if (v != 0) {
+			fprintf(stderr, "FAIL barrier %d: signal value %ld\n", r, (long)v);
+			exit(1);
+		}
+	}
+	printf("barrier-AND completed %d time(s)\n", rounds);
+	CHECK(hsa_signal_destroy(done));
+	CHECK(hsa_queue_destroy(queue));
+	printf("queue destroyed\n");
+}
+
+int main(int argc, char **argv)
+{
+	int rounds = argc > 1 ? atoi(argv[1]) : 3;
+	CHECK(hsa_init());
+	printf("hsa_init ok\n");
+	struct agents a = {0};
+	CHECK(hsa_iterate_agents(collect, &a));
+	printf("%d agent(s), %d gpu(s)\n", a.total, a.gpus);
+	if (a.gpus == 0) {
+		fprintf(stderr, "FAIL no GPU agent\n");
+		return 1;
+	}
+	for (int i = 0; i < a.gpus; i++)
+		barrier_round_trip(a.gpu[i], rounds);
+	CHECK(hsa_shut_down());
+	printf("hsa_shut_down ok\n");
+	return 0;
+}

@@ -1,0 +1,122 @@
+/*
+ * Looks at the GPU driver the way libhsakmt and libdrm do, with plain libc calls and no ROCm:
+ * the KFD topology tree through stdio and directory streams, /dev/kfd ioctls (including one the
+ * driver does not know), and a render node's stat, dup and DRM_IOCTL_VERSION. Under the kfd-emu
+ * preload all of it is served by the emulator. Prints "key value" lines for the test to check.
+ *
+ * Built and run by kfd-emu/preload/tests/rocm.rs.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#define TOPO "/sys/devices/virtual/kfd/kfd/topology"
+
+/* kfd_ioctl.h's GET_VERSION and drm.h's struct drm_version, restated so the probe needs no
+ * kernel or libdrm headers (Debian's linux/kfd_ioctl.h includes <drm/drm.h> from libdrm-dev). */
+struct kfd_get_version_probe {
+	unsigned int major_version, minor_version;
+};
+#define KFD_IOC_GET_VERSION_PROBE _IOR('K', 0x01, struct kfd_get_version_probe)
+
+struct drm_version_probe {
+	int version_major, version_minor, version_patchlevel;
+	size_t name_len;
+	char *name;
+	size_t date_len;
+	char *date;
+	size_t desc_len;
+	char *desc;
+};
+#define DRM_IOCTL_VERSION_PROBE _IOWR('d', 0x00, struct drm_version_probe)
+
+static void fail(const char *what)
+{
+	printf("FAIL %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+int main(void)
+{
+	/* Topology: count node directories, read a GPU node's properties. */
+	DIR *d = opendir(TOPO "/nodes");
+	if (!d)
+		fail("opendir nodes");
+	int nodes = 0;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			nodes++;
+	closedir(d);
+	printf("nodes %d\n", nodes);
+
+	FILE *f = fopen(TOPO "/nodes/1/properties", "r");
+	if (!f)
+		fail("fopen properties");
+	char key[128];
+	unsigned long long value, minor = 0;
+	while (fscanf(f, "%127s %llu", key, &value) == 2) {
+		if (!strcmp(key, "gfx_target_version"))
+			printf("gfx_target_version %llu\n", value);
+		if (!strcmp(key, "drm_render_minor"))
+			minor = value;
+	}
+	fclose(f);
+	struct stat st;
+	if (stat("/sys/class/kfd/kfd/topology/generation_id", &st) != 0)
+		fail("stat generation_id");
+	printf("class_link ok\n");
+
+	/* /dev/kfd. */
+	int kfd = open("/dev/kfd", O_RDWR | O_CLOEXEC);
+	if (kfd < 0)
+		fail("open /dev/kfd");
+	struct kfd_get_version_probe v = {0};
+	if (ioctl(kfd, KFD_IOC_GET_VERSION_PROBE, &v) != 0)
+		fail("GET_VERSION");
+	printf("kfd_version %u.%u\n", v.major_version, v.minor_version);
+	char junk[40] = {0};
+	int r = ioctl(kfd, _IOWR('K', 0x82, char[40]), junk);
+	printf("unknown_ioctl %d %s\n", r, r ? strerror(errno) : "ok");
+	char byte;
+	r = (int)read(kfd, &byte, 1);
+	printf("read_kfd %d %s\n", r, r < 0 ? strerror(errno) : "ok");
+	if (fstat(kfd, &st) != 0)
+		fail("fstat kfd");
+	printf("kfd_is_chr %d\n", S_ISCHR(st.st_mode) ? 1 : 0);
+
+	/* The GPU's render node, as libdrm checks and duplicates it. */
+	char path[64];
+	snprintf(path, sizeof(path), "/dev/dri/renderD%llu", minor);
+	int rnd = open(path, O_RDWR | O_CLOEXEC);
+	if (rnd < 0)
+		fail("open render node");
+	if (fstat(rnd, &st) != 0)
+		fail("fstat render");
+	printf("render_rdev %u:%u\n", major(st.st_rdev), minor(st.st_rdev));
+	snprintf(path, sizeof(path), "/sys/dev/char/%u:%u/device/drm", major(st.st_rdev),
+		 minor(st.st_rdev));
+	printf("drm_dir %s\n", stat(path, &st) == 0 && S_ISDIR(st.st_mode) ? "yes" : "no");
+	int dup_fd = fcntl(rnd, F_DUPFD_CLOEXEC, 0);
+	if (dup_fd < 0)
+		fail("dup render");
+	close(rnd);
+	char name[32] = {0};
+	struct drm_version_probe dv = {0};
+	dv.name = name;
+	dv.name_len = sizeof(name) - 1;
+	if (ioctl(dup_fd, DRM_IOCTL_VERSION_PROBE, &dv) != 0)
+		fail("DRM_IOCTL_VERSION");
+	printf("drm_driver %s %d\n", name, dv.version_major);
+	close(dup_fd);
+	close(kfd);
+	printf("done\n");
+	return 0;
+}

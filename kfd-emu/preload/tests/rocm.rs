@@ -1,0 +1,262 @@
+//! Unmodified ROCm user space on kfd-emu through the preload interposer.
+//!
+//! - `kfd_probe.c` (needs only `cc`): topology, `/dev/kfd` and render-node calls as libhsakmt and
+//!   libdrm make them;
+//! - `rocminfo` (Debian's `rocminfo`) lists the emulated gfx90a agent(s);
+//! - `hsa_barrier.c` (Debian's `libhsa-runtime-dev`): ROCr's `hsa_init`, agents, an AQL queue and
+//!   barrier-AND packets written through ROCr's public API, run by kfd-emu's packet processor.
+//!
+//! Without those packages the tests print why and skip; `.ci/run` installs them and sets
+//! `KFD_EMU_REQUIRE_ROCM=1`, which turns a missing package into a failure.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const TIMEOUT: Duration = Duration::from_secs(120);
+
+/// `libkfd_emu_preload.so`, built by cargo next to this test's `deps` directory.
+fn preload() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target directory");
+    let lib = dir.join("libkfd_emu_preload.so");
+    assert!(
+        lib.exists(),
+        "{} missing: cargo builds it with the kfd-emu-preload package",
+        lib.display()
+    );
+    lib
+}
+
+/// Returns false (after saying why) when a prerequisite is missing and the run may skip.
+fn have(what: &str, present: bool) -> bool {
+    if present {
+        return true;
+    }
+    if std::env::var_os("KFD_EMU_REQUIRE_ROCM").is_some() {
+        panic!("{what} is required (KFD_EMU_REQUIRE_ROCM is set) but missing");
+    }
+    eprintln!("skipping: {what} is not installed");
+    false
+}
+
+fn has_command(cmd: &str, arg: &str) -> bool {
+    Command::new(cmd)
+        .arg(arg)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
+}
+
+fn scratch_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "kfd-emu-preload-test.{}.{name}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).expect("scratch directory");
+    dir
+}
+
+/// Compiles one of the C programs beside this test.
+fn compile(source: &str, libs: &[&str]) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/c")
+        .join(source);
+    let out = scratch_dir("bin").join(source.trim_end_matches(".c"));
+    let status = Command::new("cc")
+        .args(["-O1", "-Wall", "-Werror", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .args(libs)
+        .status()
+        .expect("run cc");
+    assert!(status.success(), "cc failed for {}", src.display());
+    out
+}
+
+struct Run {
+    status: std::process::ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `program` with the preload and `gpus` emulated gfx90a GPUs, killing it after
+/// [`TIMEOUT`].
+fn run_preloaded(program: &Path, args: &[&str], gpus: u32) -> Run {
+    let dir = scratch_dir(&format!("run-{gpus}"));
+    let out_path = dir.join("stdout");
+    let err_path = dir.join("stderr");
+    let mut child = Command::new(program)
+        .args(args)
+        .env("LD_PRELOAD", preload())
+        .env("KFDRT_EMU_PRESET", "gfx90a")
+        .env("KFDRT_EMU_GPUS", gpus.to_string())
+        .env("KFD_EMU_LOG", "warn")
+        .stdout(std::fs::File::create(&out_path).expect("stdout file"))
+        .stderr(std::fs::File::create(&err_path).expect("stderr file"))
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {}: {e}", program.display()));
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if start.elapsed() > TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "{} hung for {TIMEOUT:?}; stdout:\n{}\nstderr:\n{}",
+                program.display(),
+                std::fs::read_to_string(&out_path).unwrap_or_default(),
+                std::fs::read_to_string(&err_path).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let run = Run {
+        status,
+        stdout: std::fs::read_to_string(&out_path).unwrap_or_default(),
+        stderr: std::fs::read_to_string(&err_path).unwrap_or_default(),
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    run
+}
+
+fn assert_success(what: &str, run: &Run) {
+    assert!(
+        run.status.success(),
+        "{what} failed ({}); stdout:\n{}\nstderr:\n{}",
+        run.status,
+        run.stdout,
+        run.stderr
+    );
+}
+
+fn field<'a>(stdout: &'a str, key: &str) -> Option<&'a str> {
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(' '))
+}
+
+#[test]
+fn plain_libc_calls_see_the_emulated_driver() {
+    if !have("a C compiler (cc)", has_command("cc", "--version")) {
+        return;
+    }
+    let probe = compile("kfd_probe.c", &[]);
+    for gpus in [1, 2] {
+        let run = run_preloaded(&probe, &[], gpus);
+        assert_success("kfd_probe", &run);
+        let out = &run.stdout;
+        assert_eq!(field(out, "nodes"), Some(&*(gpus + 1).to_string()), "{out}");
+        assert_eq!(field(out, "gfx_target_version"), Some("90010"));
+        assert_eq!(field(out, "class_link"), Some("ok"));
+        assert_eq!(field(out, "kfd_version"), Some("1.11"));
+        // A request KFD 1.11 does not know (ROCm's out-of-tree DBG_TRAP number) fails as the
+        // driver fails it, and is logged.
+        assert_eq!(field(out, "unknown_ioctl"), Some("-1 Invalid argument"));
+        assert!(run.stderr.contains("unsupported request"), "{}", run.stderr);
+        assert_eq!(field(out, "read_kfd"), Some("-1 Invalid argument"));
+        assert_eq!(field(out, "kfd_is_chr"), Some("1"));
+        assert_eq!(field(out, "render_rdev"), Some("226:128"));
+        assert_eq!(field(out, "drm_dir"), Some("yes"));
+        assert_eq!(field(out, "drm_driver"), Some("amdgpu 3"));
+        assert!(out.lines().any(|l| l == "done"));
+    }
+    // Without the preload the same program finds no driver on this machine (unless it has one).
+    if !Path::new("/dev/kfd").exists() {
+        let out = Command::new(&probe).output().expect("run probe");
+        assert!(!out.status.success());
+    }
+}
+
+#[test]
+fn programs_that_never_touch_the_gpu_are_unaffected() {
+    // A private TMPDIR: the emulator's sysfs tree would be written there if one were started.
+    let tmp = scratch_dir("untouched");
+    let out = Command::new("sh")
+        .args([
+            "-c",
+            "echo hello > /dev/null && head -1 /proc/self/status && ls /sys > /dev/null",
+        ])
+        .env("LD_PRELOAD", preload())
+        .env("TMPDIR", &tmp)
+        .output()
+        .expect("run sh");
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("Name:"));
+    let entries = std::fs::read_dir(&tmp).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(entries, 0, "an emulator was started for a program that never used it");
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+#[test]
+fn rocminfo_lists_the_emulated_agents() {
+    if !have("rocminfo", Path::new("/usr/bin/rocminfo").exists()) {
+        return;
+    }
+    for gpus in [1u32, 2] {
+        let run = run_preloaded(Path::new("/usr/bin/rocminfo"), &[], gpus);
+        assert_success("rocminfo", &run);
+        let out = &run.stdout;
+        let agents = out
+            .lines()
+            .filter(|l| l.split_whitespace().collect::<Vec<_>>() == ["Name:", "gfx90a"])
+            .count();
+        assert_eq!(agents, gpus as usize, "{out}");
+        let marketing = out
+            .lines()
+            .filter(|l| l.contains("Marketing Name:") && l.contains("AMD Instinct MI210"))
+            .count();
+        assert_eq!(marketing, gpus as usize, "{out}");
+        assert!(out.contains("amdgcn-amd-amdhsa--gfx90a"), "{out}");
+        assert!(out.contains("ROCk module is loaded"), "{out}");
+        assert!(out.contains("*** Done ***"), "{out}");
+    }
+}
+
+#[test]
+fn rocr_runs_barrier_packets_on_kfd_emu() {
+    let ok = have(
+        "ROCr's headers (libhsa-runtime-dev)",
+        Path::new("/usr/include/hsa/hsa.h").exists(),
+    ) && have("a C compiler (cc)", has_command("cc", "--version"));
+    if !ok {
+        return;
+    }
+    let program = compile("hsa_barrier.c", &["-lhsa-runtime64"]);
+    for gpus in [1u32, 2] {
+        let run = run_preloaded(&program, &["50"], gpus);
+        assert_success("hsa_barrier", &run);
+        let out = &run.stdout;
+        assert!(out.contains("hsa_init ok"), "{out}");
+        assert_eq!(
+            field(out, &format!("{} agent(s),", gpus + 1)),
+            Some(&*format!("{gpus} gpu(s)")),
+            "{out}"
+        );
+        assert_eq!(
+            out.lines()
+                .filter(|l| l.starts_with("  isa amdgcn-amd-amdhsa--gfx90a"))
+                .count(),
+            gpus as usize,
+            "{out}"
+        );
+        assert_eq!(
+            out.lines()
+                .filter(|l| *l == "barrier-AND completed 50 time(s)")
+                .count(),
+            gpus as usize,
+            "{out}"
+        );
+        assert_eq!(
+            out.lines().filter(|l| *l == "queue destroyed").count(),
+            gpus as usize
+        );
+        assert!(out.lines().any(|l| l == "hsa_shut_down ok"), "{out}");
+    }
+}
