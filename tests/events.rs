@@ -118,3 +118,33 @@ fn events_are_destroyed_on_drop() {
     }
     assert_eq!(emu.stats().live_events, 0);
 }
+
+#[test]
+fn set_wakes_every_current_waiter_and_consumes_an_auto_reset_event() {
+    // kfd_events.c: setting an auto-reset event that threads are waiting on wakes all of them
+    // and leaves it unsignaled; ROCr relies on this when two threads wait on a queue's
+    // inactive signal.
+    let kfd = common::device();
+    let e = std::sync::Arc::new(kfd.create_event(EventKind::Signal, true).unwrap());
+    let ready = std::sync::Arc::new(std::sync::Barrier::new(3));
+    let waiters: Vec<_> = (0..2)
+        .map(|_| {
+            let (e, ready) = (e.clone(), ready.clone());
+            std::thread::spawn(move || {
+                ready.wait();
+                e.wait(Some(Duration::from_secs(10))).unwrap()
+            })
+        })
+        .collect();
+    ready.wait();
+    // Both threads are (about to be) asleep in WAIT_EVENTS; give them time to get there.
+    std::thread::sleep(Duration::from_millis(200));
+    e.set().unwrap();
+    for w in waiters {
+        assert!(w.join().unwrap(), "a waiter missed the event");
+    }
+    assert!(
+        !e.wait(Some(Duration::ZERO)).unwrap(),
+        "the waiters consumed the auto-reset event"
+    );
+}

@@ -203,6 +203,9 @@ pub struct EmuConfig {
 pub const PRESET_ENV: &str = "KFDRT_EMU_PRESET";
 /// Environment variable giving the GPU count for [`EmuConfig::from_env`].
 pub const GPUS_ENV: &str = "KFDRT_EMU_GPUS";
+/// Environment variable that, set to `1`, makes [`EmuConfig::from_env`] spin-poll (see
+/// [`EmuConfig::spin_poll`]).
+pub const SPIN_ENV: &str = "KFDRT_EMU_SPIN";
 
 impl EmuConfig {
     /// `gpus` GPUs of `preset` (the count is checked by [`crate::Emulator::new`]).
@@ -217,7 +220,8 @@ impl EmuConfig {
         }
     }
 
-    /// From `KFDRT_EMU_PRESET` (default gfx90a) and `KFDRT_EMU_GPUS` (default 1).
+    /// From `KFDRT_EMU_PRESET` (default gfx90a), `KFDRT_EMU_GPUS` (default 1) and
+    /// `KFDRT_EMU_SPIN` (`1`: spin-poll; default off).
     pub fn from_env() -> Result<EmuConfig, EmuError> {
         let preset = match std::env::var(PRESET_ENV) {
             Ok(v) if !v.trim().is_empty() => v.parse()?,
@@ -230,6 +234,17 @@ impl EmuConfig {
                 .map_err(|_| EmuError::Config(format!("{GPUS_ENV}={v:?} is not a number")))?,
             _ => 1,
         };
-        Ok(EmuConfig::new(preset, gpus))
+        let mut config = EmuConfig::new(preset, gpus);
+        config.spin_poll = match std::env::var(SPIN_ENV) {
+            Ok(v) if v.trim() == "1" => true,
+            Ok(v) if v.trim().is_empty() || v.trim() == "0" => false,
+            Ok(v) => {
+                return Err(EmuError::Config(format!(
+                    "{SPIN_ENV}={v:?} (expected 0 or 1)"
+                )))
+            }
+            Err(_) => false,
+        };
+        Ok(config)
     }
 }

@@ -28,7 +28,7 @@ mod stats;
 mod topology;
 mod vm;
 
-pub use config::{EmuConfig, GpuParams, Preset, GPUS_ENV, PRESET_ENV};
+pub use config::{EmuConfig, GpuParams, Preset, GPUS_ENV, PRESET_ENV, SPIN_ENV};
 pub use fault::FaultInjector;
 pub use kernel::{KernelFn, WorkGroup};
 pub use pagesize::{classify as classify_pages, PageSizeStats};

@@ -15,20 +15,23 @@ use std::time::{Duration, Instant};
 
 const TIMEOUT: Duration = Duration::from_secs(120);
 
-/// `libkfd_emu_preload.so`, built by cargo next to this test's `deps` directory.
+/// `libkfd_emu_preload.so` as cargo built it for this test run: beside this test executable in
+/// `deps/` (the package's lib target is built before its integration tests), or uplifted one
+/// directory up by `cargo build`.
 fn preload() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
-    let dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target directory");
-    let lib = dir.join("libkfd_emu_preload.so");
-    assert!(
-        lib.exists(),
-        "{} missing: cargo builds it with the kfd-emu-preload package",
-        lib.display()
-    );
-    lib
+    let deps = exe.parent().expect("deps directory");
+    let candidates = [
+        deps.join("libkfd_emu_preload.so"),
+        deps.parent()
+            .unwrap_or(deps)
+            .join("libkfd_emu_preload.so"),
+    ];
+    candidates
+        .iter()
+        .find(|p| p.exists())
+        .unwrap_or_else(|| panic!("libkfd_emu_preload.so not found at {candidates:?}"))
+        .clone()
 }
 
 /// Returns false (after saying why) when a prerequisite is missing and the run may skip.

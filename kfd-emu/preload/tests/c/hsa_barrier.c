@@ -5,8 +5,11 @@
  * (write index, body, header stored last with release, doorbell), a wait on the signal, and
  * teardown. Prints one line per step and exits non-zero on the first failure.
  *
+ * With "--timing" after the round count it also prints the latency of each round trip (from
+ * taking the write index to the wait returning) as percentiles, for examples/rocr_roundtrip.rs.
+ *
  * Built and run by kfd-emu/preload/tests/rocm.rs; also usable alone:
- *   cc hsa_barrier.c -o hsa_barrier -lhsa-runtime64 && LD_PRELOAD=... ./hsa_barrier
+ *   cc hsa_barrier.c -o hsa_barrier -lhsa-runtime64 && LD_PRELOAD=... ./hsa_barrier [rounds]
  */
 #include <hsa/hsa.h>
 #include <stdatomic.h>
@@ -14,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define CHECK(call)                                                                        \
 	do {                                                                               \
@@ -63,8 +67,37 @@ static hsa_status_t collect(hsa_agent_t agent, void *data)
 	return HSA_STATUS_SUCCESS;
 }
 
-static void barrier_round_trip(hsa_agent_t agent, int rounds)
+static uint64_t now_ns(void)
 {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void print_timing(uint64_t *ns, int n)
+{
+	qsort(ns, n, sizeof(*ns), cmp_u64);
+	uint64_t sum = 0;
+	for (int i = 0; i < n; i++)
+		sum += ns[i];
+	printf("roundtrip_ns p50 %llu p99 %llu mean %llu n %d\n",
+	       (unsigned long long)ns[(n - 1) / 2], (unsigned long long)ns[(n - 1) * 99 / 100],
+	       (unsigned long long)(sum / n), n);
+}
+
+static void barrier_round_trip(hsa_agent_t agent, int rounds, int timing)
+{
+	uint64_t *ns = timing ? calloc(rounds, sizeof(*ns)) : NULL;
+	if (timing && !ns) {
+		fprintf(stderr, "FAIL out of memory\n");
+		exit(1);
+	}
 	uint32_t size = 0;
 	CHECK(hsa_agent_get_info(agent, HSA_AGENT_INFO_QUEUE_MIN_SIZE, &size));
 	if (size < 64)
@@ -78,6 +111,7 @@ static void barrier_round_trip(hsa_agent_t agent, int rounds)
 	CHECK(hsa_signal_create(1, 0, NULL, &done));
 	for (int r = 0; r < rounds; r++) {
 		hsa_signal_store_relaxed(done, 1);
+		uint64_t t0 = now_ns();
 		uint64_t index = hsa_queue_add_write_index_relaxed(queue, 1);
 		/* The ring never fills here: one packet in flight at a time. */
 		hsa_barrier_and_packet_t *slot =
@@ -93,10 +127,16 @@ static void barrier_round_trip(hsa_agent_t agent, int rounds)
 		hsa_signal_store_screlease(queue->doorbell_signal, (hsa_signal_value_t)index);
 		hsa_signal_value_t v = hsa_signal_wait_scacquire(done, HSA_SIGNAL_CONDITION_EQ, 0,
 								 UINT64_MAX, HSA_WAIT_STATE_BLOCKED);
+		if (ns)
+			ns[r] = now_ns() - t0;
 		if (v != 0) {
 			fprintf(stderr, "FAIL barrier %d: signal value %ld\n", r, (long)v);
 			exit(1);
 		}
+	}
+	if (ns) {
+		print_timing(ns, rounds);
+		free(ns);
 	}
 	printf("barrier-AND completed %d time(s)\n", rounds);
 	CHECK(hsa_signal_destroy(done));
@@ -107,6 +147,11 @@ static void barrier_round_trip(hsa_agent_t agent, int rounds)
 int main(int argc, char **argv)
 {
 	int rounds = argc > 1 ? atoi(argv[1]) : 3;
+	int timing = argc > 2 && strcmp(argv[2], "--timing") == 0;
+	if (rounds < 1) {
+		fprintf(stderr, "FAIL rounds must be at least 1\n");
+		return 1;
+	}
 	CHECK(hsa_init());
 	printf("hsa_init ok\n");
 	struct agents a = {0};
@@ -117,7 +162,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	for (int i = 0; i < a.gpus; i++)
-		barrier_round_trip(a.gpu[i], rounds);
+		barrier_round_trip(a.gpu[i], rounds, timing);
 	CHECK(hsa_shut_down());
 	printf("hsa_shut_down ok\n");
 	return 0;
