@@ -1,0 +1,149 @@
+//! The same empty barrier-packet round trip through ROCr and through kfdrt, both on kfd-emu.
+//!
+//! ROCr side: Debian's ROCr 5.2.3 running `kfd-emu/preload/tests/c/hsa_barrier.c` (compiled here
+//! with `cc`) under the preload interposer: `hsa_queue_add_write_index`, the packet written by
+//! hand with the header stored last, the doorbell signal, `hsa_signal_wait_scacquire`.
+//! kfdrt side: `AqlQueue::barrier_and(&[])` and a wait on its completion, in this process.
+//! Both emulators spin-poll (`KFDRT_EMU_SPIN=1`), so the figures compare the runtimes' host paths
+//! (packet writing, doorbell, signal wait), not the emulator's idle back-off.
+//!
+//! ```sh
+//! sudo apt-get install libhsa-runtime-dev          # ROCr 5.2.3 and its headers (Debian 12)
+//! cargo build --release -p kfd-emu-preload
+//! cargo run --release --example rocr_roundtrip [-- rounds]
+//! ```
+
+use kfdrt::emu::{EmuConfig, Preset};
+use kfdrt::Kfd;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+type Error = Box<dyn std::error::Error>;
+
+/// Latency percentiles of one runtime, in nanoseconds.
+struct Figures {
+    p50: u64,
+    p99: u64,
+    mean: u64,
+}
+
+fn main() -> Result<(), Error> {
+    let rounds: usize = match std::env::args().nth(1) {
+        Some(a) => a.parse().map_err(|_| format!("rounds: {a:?} is not a number"))?,
+        None => 20_000,
+    };
+    if rounds == 0 {
+        return Err("rounds must be at least 1".into());
+    }
+    let preload = find_preload()?;
+    let rocr = rocr_round_trip(&preload, rounds)?;
+    let kfdrt = kfdrt_round_trip(rounds)?;
+    println!("empty barrier-AND round trip on kfd-emu (gfx90a, spin-polling), {rounds} rounds each");
+    println!("{:<28} {:>10} {:>10} {:>10}", "", "p50", "p99", "mean");
+    for (name, f) in [("ROCr 5.2.3 (hsa_queue)", &rocr), ("kfdrt (AqlQueue)", &kfdrt)] {
+        println!(
+            "{name:<28} {:>8} ns {:>7} ns {:>7} ns",
+            f.p50, f.p99, f.mean
+        );
+    }
+    println!(
+        "ROCr / kfdrt: p50 {:.2}x, mean {:.2}x",
+        rocr.p50 as f64 / kfdrt.p50.max(1) as f64,
+        rocr.mean as f64 / kfdrt.mean.max(1) as f64
+    );
+    Ok(())
+}
+
+/// The interposer built with the same profile as this example (`target/<profile>/`).
+fn find_preload() -> Result<PathBuf, Error> {
+    let exe = std::env::current_exe()?;
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .ok_or("cannot locate the target directory")?;
+    let lib = profile_dir.join("libkfd_emu_preload.so");
+    if !lib.exists() {
+        return Err(format!(
+            "{} not found: build it first with `cargo build -p kfd-emu-preload` (same profile)",
+            lib.display()
+        )
+        .into());
+    }
+    Ok(lib)
+}
+
+fn rocr_round_trip(preload: &Path, rounds: usize) -> Result<Figures, Error> {
+    if !Path::new("/usr/include/hsa/hsa.h").exists() {
+        return Err("ROCr's headers are missing: install libhsa-runtime-dev".into());
+    }
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("kfd-emu/preload/tests/c/hsa_barrier.c");
+    let bin = std::env::temp_dir().join(format!("kfdrt-rocr-roundtrip.{}", std::process::id()));
+    let status = Command::new("cc")
+        .args(["-O2", "-o"])
+        .arg(&bin)
+        .arg(&src)
+        .arg("-lhsa-runtime64")
+        .status()
+        .map_err(|e| format!("cc: {e}"))?;
+    if !status.success() {
+        return Err(format!("cc failed on {}", src.display()).into());
+    }
+    let out = Command::new(&bin)
+        .args([&rounds.to_string(), "--timing"])
+        .env("LD_PRELOAD", preload)
+        .env("KFDRT_EMU_PRESET", "gfx90a")
+        .env("KFDRT_EMU_GPUS", "1")
+        .env("KFDRT_EMU_SPIN", "1")
+        .env("KFD_EMU_LOG", "error")
+        .output()?;
+    let _ = std::fs::remove_file(&bin);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        return Err(format!(
+            "hsa_barrier failed ({}):\n{stdout}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        )
+        .into());
+    }
+    // "roundtrip_ns p50 X p99 Y mean Z n N"
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("roundtrip_ns "))
+        .ok_or("hsa_barrier printed no timing")?;
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let get = |key: &str| -> Result<u64, Error> {
+        let i = words
+            .iter()
+            .position(|w| *w == key)
+            .ok_or_else(|| format!("no {key} in {line:?}"))?;
+        Ok(words.get(i + 1).ok_or("truncated timing line")?.parse()?)
+    };
+    Ok(Figures {
+        p50: get("p50")?,
+        p99: get("p99")?,
+        mean: get("mean")?,
+    })
+}
+
+fn kfdrt_round_trip(rounds: usize) -> Result<Figures, Error> {
+    let mut config = EmuConfig::new(Preset::Gfx90a, 1);
+    config.spin_poll = true;
+    let kfd = Kfd::emulated(config)?;
+    let gpu = kfd.gpu(0).ok_or("no GPU")?;
+    let queue = gpu.create_aql_queue(Default::default())?;
+    let wait = Some(Duration::from_secs(30));
+    let mut ns = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let t = Instant::now();
+        queue.barrier_and(&[])?.wait(wait)?;
+        ns.push(t.elapsed().as_nanos() as u64);
+    }
+    ns.sort_unstable();
+    Ok(Figures {
+        p50: ns[(ns.len() - 1) / 2],
+        p99: ns[(ns.len() - 1) * 99 / 100],
+        mean: ns.iter().sum::<u64>() / ns.len() as u64,
+    })
+}
