@@ -30,7 +30,9 @@ struct Figures {
 
 fn main() -> Result<(), Error> {
     let rounds: usize = match std::env::args().nth(1) {
-        Some(a) => a.parse().map_err(|_| format!("rounds: {a:?} is not a number"))?,
+        Some(a) => a
+            .parse()
+            .map_err(|_| format!("rounds: {a:?} is not a number"))?,
         None => 20_000,
     };
     if rounds == 0 {
@@ -39,9 +41,14 @@ fn main() -> Result<(), Error> {
     let preload = find_preload()?;
     let rocr = rocr_round_trip(&preload, rounds)?;
     let kfdrt = kfdrt_round_trip(rounds)?;
-    println!("empty barrier-AND round trip on kfd-emu (gfx90a, spin-polling), {rounds} rounds each");
+    println!(
+        "empty barrier-AND round trip on kfd-emu (gfx90a, spin-polling), {rounds} rounds each"
+    );
     println!("{:<28} {:>10} {:>10} {:>10}", "", "p50", "p99", "mean");
-    for (name, f) in [("ROCr 5.2.3 (hsa_queue)", &rocr), ("kfdrt (AqlQueue)", &kfdrt)] {
+    for (name, f) in [
+        ("ROCr 5.2.3 (hsa_queue)", &rocr),
+        ("kfdrt (AqlQueue)", &kfdrt),
+    ] {
         println!(
             "{name:<28} {:>8} ns {:>7} ns {:>7} ns",
             f.p50, f.p99, f.mean
@@ -95,7 +102,7 @@ fn rocr_round_trip(preload: &Path, rounds: usize) -> Result<Figures, Error> {
         .env("KFDRT_EMU_PRESET", "gfx90a")
         .env("KFDRT_EMU_GPUS", "1")
         .env("KFDRT_EMU_SPIN", "1")
-        .env("KFD_EMU_LOG", "error")
+        .env("KFDRT_EMU_LOG", "error")
         .output()?;
     let _ = std::fs::remove_file(&bin);
     let stdout = String::from_utf8_lossy(&out.stdout);

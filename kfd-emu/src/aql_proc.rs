@@ -267,7 +267,10 @@ impl Processor {
     fn raise_signal_event(&self, signal: u64) -> Result<(), GpuFault> {
         let vm = self.vm();
         let mailbox = vm.read_u64(signal + signal_offsets::EVENT_MAILBOX_PTR)?;
-        log::trace!("kfd-emu: queue {}: signal {signal:#x} mailbox {mailbox:#x}", self.ctl.id);
+        log::trace!(
+            "kfd-emu: queue {}: signal {signal:#x} mailbox {mailbox:#x}",
+            self.ctl.id
+        );
         if mailbox != 0 {
             let id = vm.read_u32(signal + signal_offsets::EVENT_ID)?;
             vm.write_u64(mailbox, u64::from(id))?;

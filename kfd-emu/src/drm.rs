@@ -162,7 +162,10 @@ fn device_info(gpu: &GpuState) -> DrmAmdgpuInfoDevice {
     let engines = (p.array_count / p.simd_arrays_per_engine.max(1)).max(1);
     let mut cu_bitmap = [[0u32; 4]; 4];
     for row in cu_bitmap.iter_mut().take(engines.min(4) as usize) {
-        for sh in row.iter_mut().take(p.simd_arrays_per_engine.min(4) as usize) {
+        for sh in row
+            .iter_mut()
+            .take(p.simd_arrays_per_engine.min(4) as usize)
+        {
             *sh = (1u32 << p.cu_per_simd_array.min(31)) - 1;
         }
     }

@@ -185,6 +185,10 @@ pub(crate) fn alloc(
             mapped: Vec::new(),
         },
     );
+    log::trace!(
+        "kfd-emu: buffer {handle:#x}: {size:#x} bytes at {:#x}, flags {f:#x}, mmap offset {mmap_offset:#x}",
+        a.va_addr
+    );
     a.handle = handle;
     a.mmap_offset = mmap_offset;
     Ok(())

@@ -20,7 +20,7 @@
 //! unmapping an emulated buffer is an ordinary unmap.
 //!
 //! Configuration is by environment: `KFDRT_EMU_PRESET` (default `gfx90a`, the one ROCr 5.2.3
-//! knows), `KFDRT_EMU_GPUS` (default 1) and `KFD_EMU_LOG` (default `warn`; unsupported ioctls are
+//! knows), `KFDRT_EMU_GPUS` (default 1) and `KFDRT_EMU_LOG` (default `warn`; unsupported ioctls are
 //! logged at `warn`, every emulated call at `debug`).
 //!
 //! ```text

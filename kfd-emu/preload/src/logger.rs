@@ -1,5 +1,5 @@
 //! A small stderr logger for the interposer and the emulator inside it, configured by
-//! `KFD_EMU_LOG` (`error`, `warn` (default), `info`, `debug`, `trace`, `off`).
+//! `KFDRT_EMU_LOG` (`error`, `warn` (default), `info`, `debug`, `trace`, `off`).
 //!
 //! A preloaded library cannot assume the host program set up `log`; it installs this one if no
 //! logger is installed yet.
@@ -7,7 +7,7 @@
 use log::{LevelFilter, Log, Metadata, Record};
 
 /// Environment variable choosing the log level.
-pub const LOG_ENV: &str = "KFD_EMU_LOG";
+pub const LOG_ENV: &str = "KFDRT_EMU_LOG";
 
 struct StderrLogger;
 
@@ -18,7 +18,12 @@ impl Log for StderrLogger {
 
     fn log(&self, record: &Record<'_>) {
         if self.enabled(record.metadata()) {
-            let line = format!("[{} {}] {}\n", record.level(), std::process::id(), record.args());
+            let line = format!(
+                "[{} {}] {}\n",
+                record.level(),
+                std::process::id(),
+                record.args()
+            );
             // One write per line, so lines of concurrent threads do not interleave; stderr is
             // unbuffered and this avoids std's stderr lock inside hooks.
             // SAFETY: writes an owned buffer to descriptor 2.

@@ -209,10 +209,16 @@ impl System {
             let dev = format!("/sys/dev/char/{DRM_MAJOR}:{minor}/device");
             let slot = format!("0000:{:02x}:00.0", 3 + i);
             put(&format!("{dev}/vendor"), "0x1002\n")?;
-            put(&format!("{dev}/device"), &format!("{:#06x}\n", gpu.device_id))?;
+            put(
+                &format!("{dev}/device"),
+                &format!("{:#06x}\n", gpu.device_id),
+            )?;
             put(&format!("{dev}/subsystem_vendor"), "0x1002\n")?;
             put(&format!("{dev}/subsystem_device"), "0x0c34\n")?;
-            put(&format!("{dev}/revision"), &format!("{:#04x}\n", gpu.pci_revision))?;
+            put(
+                &format!("{dev}/revision"),
+                &format!("{:#04x}\n", gpu.pci_revision),
+            )?;
             put(
                 &format!("{dev}/uevent"),
                 &format!(
@@ -239,7 +245,8 @@ impl System {
             std::fs::create_dir_all(self.root.join(format!("sys/class/drm/renderD{minor}")))?;
             std::os::unix::fs::symlink(
                 self.root.join(&dev[1..]),
-                self.root.join(format!("sys/class/drm/renderD{minor}/device")),
+                self.root
+                    .join(format!("sys/class/drm/renderD{minor}/device")),
             )?;
         }
         Ok(())
@@ -253,7 +260,10 @@ fn remove_stale_trees() {
     };
     for entry in dir.flatten() {
         let name = entry.file_name();
-        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix("kfd-emu-preload.")) else {
+        let Some(rest) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("kfd-emu-preload."))
+        else {
             continue;
         };
         let Some(pid) = rest.split('.').next().and_then(|p| p.parse::<u32>().ok()) else {

@@ -7,7 +7,7 @@
 //!   barrier-AND packets written through ROCr's public API, run by kfd-emu's packet processor.
 //!
 //! Without those packages the tests print why and skip; `.ci/run` installs them and sets
-//! `KFD_EMU_REQUIRE_ROCM=1`, which turns a missing package into a failure.
+//! `KFDRT_REQUIRE_ROCM=1`, which turns a missing package into a failure.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -23,9 +23,7 @@ fn preload() -> PathBuf {
     let deps = exe.parent().expect("deps directory");
     let candidates = [
         deps.join("libkfd_emu_preload.so"),
-        deps.parent()
-            .unwrap_or(deps)
-            .join("libkfd_emu_preload.so"),
+        deps.parent().unwrap_or(deps).join("libkfd_emu_preload.so"),
     ];
     candidates
         .iter()
@@ -39,8 +37,8 @@ fn have(what: &str, present: bool) -> bool {
     if present {
         return true;
     }
-    if std::env::var_os("KFD_EMU_REQUIRE_ROCM").is_some() {
-        panic!("{what} is required (KFD_EMU_REQUIRE_ROCM is set) but missing");
+    if std::env::var_os("KFDRT_REQUIRE_ROCM").is_some() {
+        panic!("{what} is required (KFDRT_REQUIRE_ROCM is set) but missing");
     }
     eprintln!("skipping: {what} is not installed");
     false
@@ -98,7 +96,7 @@ fn run_preloaded(program: &Path, args: &[&str], gpus: u32) -> Run {
         .env("LD_PRELOAD", preload())
         .env("KFDRT_EMU_PRESET", "gfx90a")
         .env("KFDRT_EMU_GPUS", gpus.to_string())
-        .env("KFD_EMU_LOG", "warn")
+        .env("KFDRT_EMU_LOG", "warn")
         .stdout(std::fs::File::create(&out_path).expect("stdout file"))
         .stderr(std::fs::File::create(&err_path).expect("stderr file"))
         .spawn()
@@ -193,7 +191,10 @@ fn programs_that_never_touch_the_gpu_are_unaffected() {
     assert!(out.status.success(), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("Name:"));
     let entries = std::fs::read_dir(&tmp).map(|d| d.count()).unwrap_or(0);
-    assert_eq!(entries, 0, "an emulator was started for a program that never used it");
+    assert_eq!(
+        entries, 0,
+        "an emulator was started for a program that never used it"
+    );
     let _ = std::fs::remove_dir_all(&tmp);
 }
 
