@@ -253,10 +253,14 @@ pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Res
         },
     );
     log::debug!(
-        "kfd-emu: queue {id} created: type {} on GPU {:#x}, ring {:#x} ({ring_size} bytes), doorbell {doorbell_index}",
+        "kfd-emu: queue {id} created: type {} on GPU {:#x}, ring {:#x} ({ring_size} bytes), doorbell {doorbell_index}, EOP {:#x}, CWSR {:#x} ({} + {} bytes)",
         a.queue_type,
         gpu.gpu_id,
-        a.ring_base_address
+        a.ring_base_address,
+        a.eop_buffer_address,
+        a.ctx_save_restore_address,
+        a.ctx_save_restore_size,
+        a.ctl_stack_size
     );
     a.queue_id = id;
     a.doorbell_offset = gpu.doorbell_mmap_offset() | (u64::from(doorbell_index) * 8);

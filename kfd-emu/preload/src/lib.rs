@@ -29,11 +29,13 @@
 //! ```
 #![warn(missing_docs)]
 
+mod command;
 mod fds;
 mod hooks;
 mod logger;
 mod real;
 mod state;
 
+pub use command::{pclose, popen};
 pub use hooks::*;
 pub use logger::LOG_ENV;
