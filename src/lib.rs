@@ -34,7 +34,7 @@ pub use error::{Error, Result};
 pub use event::{Event, EventKind, MemoryException, WaitMode};
 pub use kernel::Kernel;
 pub use kfd_sys::{DriverKind, Errno};
-pub use memory::{AllocOptions, Buffer, MemoryKind};
+pub use memory::{AllocOptions, Buffer, HostRegistration, MemoryKind};
 pub use queue::{
     AqlQueue, AqlQueueOptions, CopyCompletion, Dispatch, Pm4Queue, Pm4QueueOptions, QueuePriority,
     SdmaQueue, Submission,

@@ -18,6 +18,8 @@ const ALL_KINDS: [MemoryKind; 5] = [
 #[test]
 fn every_kind_allocates_maps_and_is_accessible_where_it_should_be() {
     let kfd = common::device();
+    // The default, set explicitly so the test means the same under KFDRT_DISABLE_SUBALLOCATOR=1.
+    kfd.set_suballocation_threshold(2 << 20);
     let gpu = kfd.gpu(0).unwrap();
     for kind in ALL_KINDS {
         let mut buf = gpu.alloc(10_000, kind).unwrap();

@@ -47,6 +47,34 @@ fn copy_larger_than_one_packet_and_fill() {
 }
 
 #[test]
+fn fills_split_at_the_fill_limit_not_the_copy_limit() {
+    // On gfx90a one COPY_LINEAR may move 1 GiB but one CONSTANT_FILL only 4 MiB - 4: a 10 MiB
+    // fill takes three fill packets.
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let q = gpu.create_sdma_queue().unwrap();
+    let n = 10 << 20;
+    let dst = gpu.alloc(n + 8, MemoryKind::GttCoherent).unwrap();
+    dst.write(0, &[0u8; 4]).unwrap();
+    dst.write(n + 4, &[0x11u8; 4]).unwrap();
+    q.fill(&dst, 4, 0xC3C3_C3C3, n, &[])
+        .unwrap()
+        .wait(T)
+        .unwrap();
+    let s = dst.as_slice().unwrap();
+    assert_eq!(&s[..4], &[0; 4], "byte before the fill changed");
+    assert!(
+        s[4..n as usize + 4].iter().all(|&b| b == 0xC3),
+        "fill incomplete"
+    );
+    assert_eq!(
+        &s[n as usize + 4..],
+        &[0x11; 4],
+        "byte after the fill changed"
+    );
+}
+
+#[test]
 fn ring_wraps_with_packets_of_several_sizes_and_every_copy_lands() {
     let kfd = common::emulated(Preset::Gfx90a, 1);
     let gpu = kfd.gpu(0).unwrap();

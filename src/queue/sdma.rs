@@ -323,17 +323,11 @@ impl SdmaQueue {
     ) -> Result<CopyCompletion> {
         check_fill(dst_off, bytes)?;
         let d = check_range(&self.gpu, dst, dst_off, bytes, "destination")?;
-        let max = self
-            .version
-            .max_copy_bytes(self.gpu.info().gfx_target_version)
-            & !3;
-        let packets = (0..bytes.div_ceil(max))
-            .map(|i| SdmaPacket::ConstantFill {
-                dst: d + i * max,
-                data: pattern,
-                bytes: (bytes - i * max).min(max),
-            })
-            .collect();
-        self.with_completion(packets, deps)
+        // Fills have their own (often smaller) per-packet limit than copies.
+        let gfx = self.gpu.info().gfx_target_version;
+        self.with_completion(
+            sdma::constant_fill_split(self.version, gfx, d, pattern, bytes).collect(),
+            deps,
+        )
     }
 }
