@@ -127,7 +127,18 @@ impl fmt::Debug for Kfd {
 impl Kfd {
     /// Opens the real `/dev/kfd`. Fails with [`Error::NoDevice`] when the machine has none, and
     /// with [`Error::UnsupportedVersion`] when the driver's ABI is too old.
+    ///
+    /// amdkfd keeps one context per process, for the life of the process: one events page, one
+    /// VM per GPU bound to one render-node file. A second, independent bring-up in the same
+    /// process would be refused (EINVAL for a second events page, EBUSY for `ACQUIRE_VM` with
+    /// another render node file), so every call returns a handle to the same process-wide
+    /// device, which stays open until the process exits, as libhsakmt's `hsaKmtOpenKFD` does.
     pub fn open() -> Result<Kfd> {
+        static HARDWARE: std::sync::Mutex<Option<Kfd>> = std::sync::Mutex::new(None);
+        let mut slot = HARDWARE.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(kfd) = slot.as_ref() {
+            return Ok(kfd.clone());
+        }
         let dev = DevKfd::open().map_err(|e| {
             Error::NoDevice(format!(
                 "cannot open {}: {e} (no AMD GPU with the amdgpu driver? set {DEVICE_ENV}=emu \
@@ -135,7 +146,9 @@ impl Kfd {
                 kfd_sys::DEV_KFD_PATH
             ))
         })?;
-        Kfd::with_driver(Arc::new(dev))
+        let kfd = Kfd::with_driver(Arc::new(dev))?;
+        *slot = Some(kfd.clone());
+        Ok(kfd)
     }
 
     /// Opens a new emulated device with `config` (see the `kfd-emu` crate).

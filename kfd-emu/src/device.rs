@@ -39,8 +39,19 @@ pub(crate) struct GpuState {
     wake: Mutex<()>,
     wake_cv: Condvar,
     /// Descriptors of this render node opened by the process itself (see
-    /// `Emulator::attach_render_fd`).
-    attached_render_fds: Mutex<Vec<i32>>,
+    /// `Emulator::attach_render_fd`), and which open file each one is.
+    render_files: Mutex<RenderFiles>,
+}
+
+/// Open files of a render node, as KFD tells them apart: `ACQUIRE_VM` binds the GPU's VM to one
+/// file, and any descriptor of that file (a dup) may repeat it; another file gets EBUSY.
+#[derive(Default)]
+struct RenderFiles {
+    /// Descriptor -> file id (file 0 is the emulator's own `render_fd`).
+    fds: std::collections::HashMap<i32, u64>,
+    next_file: u64,
+    /// The file the VM was acquired with.
+    acquired: Option<u64>,
 }
 
 impl GpuState {
@@ -64,7 +75,7 @@ impl GpuState {
             sleepers: AtomicU32::new(0),
             wake: Mutex::new(()),
             wake_cv: Condvar::new(),
-            attached_render_fds: Mutex::new(Vec::new()),
+            render_files: Mutex::new(RenderFiles::default()),
         })
     }
 
@@ -73,31 +84,45 @@ impl GpuState {
         10_000 + self.render_minor as i32
     }
 
-    /// Whether `fd` is a descriptor of this GPU's render node.
-    pub(crate) fn is_render_fd(&self, fd: i32) -> bool {
-        fd == self.render_fd()
-            || self
-                .attached_render_fds
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .contains(&fd)
+    fn render_files(&self) -> std::sync::MutexGuard<'_, RenderFiles> {
+        self.render_files.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub(crate) fn attach_render_fd(&self, fd: i32) {
-        let mut fds = self
-            .attached_render_fds
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        if !fds.contains(&fd) {
-            fds.push(fd);
+    /// `ACQUIRE_VM` with descriptor `fd`: EINVAL if it is not this GPU's render node, EBUSY if
+    /// the VM is already bound to another open file of it (`kfd_process_device_init_vm`).
+    pub(crate) fn acquire_vm(&self, fd: i32) -> Result<(), Errno> {
+        let mut files = self.render_files();
+        let file = if fd == self.render_fd() {
+            0
+        } else {
+            *files.fds.get(&fd).ok_or(Errno::EINVAL)?
+        };
+        match files.acquired {
+            Some(f) if f != file => Err(Errno::EBUSY),
+            _ => {
+                files.acquired = Some(file);
+                self.vm_acquired.store(true, Ordering::Release);
+                Ok(())
+            }
         }
     }
 
+    /// Records `fd` as a new open file of this render node, or, with `dup_of`, as another
+    /// descriptor of the file `dup_of` is.
+    pub(crate) fn attach_render_fd(&self, fd: i32, dup_of: Option<i32>) {
+        let mut files = self.render_files();
+        let file = match dup_of.and_then(|d| files.fds.get(&d).copied()) {
+            Some(f) => f,
+            None => {
+                files.next_file += 1;
+                files.next_file
+            }
+        };
+        files.fds.insert(fd, file);
+    }
+
     pub(crate) fn detach_render_fd(&self, fd: i32) {
-        self.attached_render_fds
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|&f| f != fd);
+        self.render_files().fds.remove(&fd);
     }
 
     /// The KFD mmap offset of this GPU's doorbell pages.

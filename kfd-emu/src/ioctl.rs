@@ -63,11 +63,7 @@ pub(crate) unsafe fn dispatch(
         }
         r if r == rq::ACQUIRE_VM => with!(kfd_ioctl_acquire_vm_args, |v| {
             let g = emu.gpu(v.gpu_id).ok_or(Errno::EINVAL)?;
-            if !g.is_render_fd(v.drm_fd as i32) {
-                return Err(Errno::EINVAL);
-            }
-            g.vm_acquired.store(true, Ordering::Release);
-            Ok(())
+            g.acquire_vm(v.drm_fd as i32)
         }),
         r if r == rq::SET_MEMORY_POLICY => with!(kfd_ioctl_set_memory_policy_args, |v| {
             emu.gpu(v.gpu_id).ok_or(Errno::EINVAL)?;

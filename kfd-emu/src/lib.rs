@@ -154,13 +154,16 @@ impl Emulator {
     /// [`Driver::open_render_node`] hands out the emulator's own descriptor; a process that opens
     /// `/dev/dri/renderD<minor>` itself (libhsakmt does, under the preload interposer) gets a
     /// different one, which the interposer attaches here.
-    pub fn attach_render_fd(&self, minor: u32, fd: i32) -> Result<(), Errno> {
+    ///
+    /// `dup_of` names the descriptor `fd` duplicates (same open file), if any: KFD binds a GPU's
+    /// VM to one open file of its render node and refuses `ACQUIRE_VM` with another (EBUSY).
+    pub fn attach_render_fd(&self, minor: u32, fd: i32, dup_of: Option<i32>) -> Result<(), Errno> {
         let g = self
             .gpus
             .iter()
             .find(|g| g.render_minor == minor)
             .ok_or(Errno::ENOENT)?;
-        g.attach_render_fd(fd);
+        g.attach_render_fd(fd, dup_of);
         Ok(())
     }
 

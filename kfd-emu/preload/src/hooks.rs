@@ -59,14 +59,14 @@ fn open_device(node: Node, flags: c_int) -> c_int {
         return -1;
     }
     if let Node::Render(minor) = node {
-        let _ = sys.emu.attach_render_fd(minor, fd);
+        let _ = sys.emu.attach_render_fd(minor, fd, None);
     }
     log::debug!("kfd-emu-preload: open {node:?} -> fd {fd}");
     fd
 }
 
-/// Registers `new` as another descriptor of what `old` stands for (after a dup).
-fn dup_device(old: Node, new: c_int) -> c_int {
+/// Registers `new` as another descriptor of the open file `old_fd` (of `old`) is, after a dup.
+fn dup_device(old: Node, old_fd: c_int, new: c_int) -> c_int {
     if new < 0 {
         return new;
     }
@@ -77,7 +77,7 @@ fn dup_device(old: Node, new: c_int) -> c_int {
         return -1;
     }
     if let (Node::Render(minor), Some(sys)) = (old, state::system()) {
-        let _ = sys.emu.attach_render_fd(minor, new);
+        let _ = sys.emu.attach_render_fd(minor, new, Some(old_fd));
     }
     new
 }
@@ -115,6 +115,31 @@ fn device_stat(node: Node, buf: *mut libc::stat) -> c_int {
     0
 }
 
+/// The `statx` of an emulated device file (see [`device_stat`]).
+fn device_statx(node: Node, buf: *mut libc::statx) -> c_int {
+    if buf.is_null() {
+        set_errno(libc::EFAULT);
+        return -1;
+    }
+    let (major, minor) = match node {
+        Node::Kfd => (KFD_MAJOR, 0),
+        Node::Render(minor) => (DRM_MAJOR, minor),
+    };
+    // SAFETY: `buf` is a writable `struct statx` (the caller's contract); all-zero is valid.
+    unsafe {
+        let st: &mut libc::statx = &mut *buf;
+        *st = core::mem::zeroed();
+        st.stx_mask = libc::STATX_BASIC_STATS;
+        st.stx_mode = (libc::S_IFCHR | 0o666) as u16;
+        st.stx_nlink = 1;
+        st.stx_blksize = 4096;
+        st.stx_rdev_major = major;
+        st.stx_rdev_minor = minor;
+        st.stx_dev_minor = 6;
+    }
+    0
+}
+
 macro_rules! path_hook {
     ($(fn $name:ident($path:ident $(, $arg:ident : $ty:ty)*) -> $ret:ty, device: |$node:ident| $dev:expr;)*) => {
         $(
@@ -140,6 +165,9 @@ macro_rules! path_hook {
 path_hook! {
     fn open(path, flags: c_int, mode: mode_t) -> c_int, device: |n| open_device(n, flags);
     fn open64(path, flags: c_int, mode: mode_t) -> c_int, device: |n| open_device(n, flags);
+    // _FORTIFY_SOURCE's checked opens.
+    fn __open_2(path, flags: c_int) -> c_int, device: |n| open_device(n, flags);
+    fn __open64_2(path, flags: c_int) -> c_int, device: |n| open_device(n, flags);
     fn stat(path, buf: *mut libc::stat) -> c_int, device: |n| device_stat(n, buf);
     fn stat64(path, buf: *mut libc::stat) -> c_int, device: |n| device_stat(n, buf);
     fn lstat(path, buf: *mut libc::stat) -> c_int, device: |n| device_stat(n, buf);
@@ -197,6 +225,10 @@ at_hook! {
     fn openat64(dirfd, path, flags: c_int, mode: mode_t) -> c_int, device: |n| open_device(n, flags);
     fn fstatat(dirfd, path, buf: *mut libc::stat, flags: c_int) -> c_int, device: |n| device_stat(n, buf);
     fn fstatat64(dirfd, path, buf: *mut libc::stat, flags: c_int) -> c_int, device: |n| device_stat(n, buf);
+    fn __openat_2(dirfd, path, flags: c_int) -> c_int, device: |n| open_device(n, flags);
+    fn __openat64_2(dirfd, path, flags: c_int) -> c_int, device: |n| open_device(n, flags);
+    // Rust's std (and newer C code) asks statx, not stat.
+    fn statx(dirfd, path, flags: c_int, mask: libc::c_uint, buf: *mut libc::statx) -> c_int, device: |n| device_statx(n, buf);
 }
 
 /// Overrides `fstat`.
@@ -372,7 +404,7 @@ unsafe fn fcntl_hook(
     let r = unsafe { next(fd, cmd, arg) };
     if matches!(cmd, libc::F_DUPFD | libc::F_DUPFD_CLOEXEC) {
         if let Some(node) = fds::lookup(fd) {
-            return dup_device(node, r);
+            return dup_device(node, fd, r);
         }
     }
     r
@@ -407,7 +439,7 @@ pub unsafe extern "C" fn dup(fd: c_int) -> c_int {
     // SAFETY: forwarded unchanged.
     let r = unsafe { real::dup(fd) };
     match fds::lookup(fd) {
-        Some(node) => dup_device(node, r),
+        Some(node) => dup_device(node, fd, r),
         None => r,
     }
 }
@@ -424,7 +456,7 @@ pub unsafe extern "C" fn dup2(fd: c_int, new: c_int) -> c_int {
     // SAFETY: forwarded unchanged.
     let r = unsafe { real::dup2(fd, new) };
     match fds::lookup(fd) {
-        Some(node) if r >= 0 && fd != new => dup_device(node, r),
+        Some(node) if r >= 0 && fd != new => dup_device(node, fd, r),
         _ => r,
     }
 }
@@ -441,7 +473,7 @@ pub unsafe extern "C" fn dup3(fd: c_int, new: c_int, flags: c_int) -> c_int {
     // SAFETY: forwarded unchanged.
     let r = unsafe { real::dup3(fd, new, flags) };
     match fds::lookup(fd) {
-        Some(node) if r >= 0 => dup_device(node, r),
+        Some(node) if r >= 0 => dup_device(node, fd, r),
         _ => r,
     }
 }

@@ -81,6 +81,11 @@ next_fns! {
     lstat64: fn(path: *const c_char, buf: *mut libc::stat) -> c_int;
     fstatat: fn(dirfd: c_int, path: *const c_char, buf: *mut libc::stat, flags: c_int) -> c_int;
     fstatat64: fn(dirfd: c_int, path: *const c_char, buf: *mut libc::stat, flags: c_int) -> c_int;
+    statx: fn(dirfd: c_int, path: *const c_char, flags: c_int, mask: libc::c_uint, buf: *mut libc::statx) -> c_int;
+    __open_2: fn(path: *const c_char, flags: c_int) -> c_int;
+    __open64_2: fn(path: *const c_char, flags: c_int) -> c_int;
+    __openat_2: fn(dirfd: c_int, path: *const c_char, flags: c_int) -> c_int;
+    __openat64_2: fn(dirfd: c_int, path: *const c_char, flags: c_int) -> c_int;
     fstat: fn(fd: c_int, buf: *mut libc::stat) -> c_int;
     fstat64: fn(fd: c_int, buf: *mut libc::stat) -> c_int;
     access: fn(path: *const c_char, mode: c_int) -> c_int;
