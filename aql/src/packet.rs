@@ -123,6 +123,36 @@ fn put(d: &mut [u32; 16], i: usize, v: u64) {
     d[i + 1] = hi(v);
 }
 
+fn get(d: &[u32; 16], i: usize) -> u64 {
+    u64::from(d[i]) | u64::from(d[i + 1]) << 32
+}
+
+/// The barrier bit of the packet header (bit 8 of dword 0, every packet type).
+const HEADER_BARRIER_BIT: u32 = 1 << 8;
+
+/// Sets or clears the barrier bit of an encoded packet, as [`Packet::set_barrier`] does before
+/// encoding. Lets a writer stage packets already encoded and still mark the last of a batch.
+pub fn set_encoded_barrier(d: &mut [u32; 16], barrier: bool) {
+    if barrier {
+        d[0] |= HEADER_BARRIER_BIT;
+    } else {
+        d[0] &= !HEADER_BARRIER_BIT;
+    }
+}
+
+/// Sets the completion signal of an encoded packet (dwords 14-15 in every packet format), as
+/// [`Packet::set_completion_signal`] does before encoding.
+pub fn set_encoded_completion_signal(d: &mut [u32; 16], handle: u64) {
+    put(d, 14, handle);
+}
+
+/// Adds `base` to the kernarg address (dwords 10-11) of an encoded kernel-dispatch packet, for
+/// writers that stage kernel arguments before they know where they will live.
+pub fn add_encoded_kernarg_base(d: &mut [u32; 16], base: u64) {
+    let a = get(d, 10).wrapping_add(base);
+    put(d, 10, a);
+}
+
 impl Packet {
     fn header(&self) -> Header {
         let (packet_type, barrier, acquire, release) = match self {

@@ -247,6 +247,17 @@ impl Reservation<'_> {
         self.written += 1;
     }
 
+    /// Writes an already encoded packet ([`Packet::encode`]) into reserved slot `i`, with the
+    /// same rules as [`Reservation::write`].
+    pub fn write_encoded(&mut self, i: u32, dwords: &[u32; 16]) {
+        assert!(
+            i == self.written && i < self.len,
+            "AQL reservation slots must be written in order"
+        );
+        self.ring.publish(self.start + u64::from(i), dwords);
+        self.written += 1;
+    }
+
     fn fill_rest(&mut self) {
         let noop = Packet::BarrierAnd(BarrierPacket::default());
         while self.written < self.len {

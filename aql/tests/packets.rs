@@ -204,4 +204,24 @@ proptest! {
     fn decode_never_panics(d in any::<[u32; 16]>()) {
         let _ = Packet::decode(&d);
     }
+
+    /// Patching an encoded packet gives what encoding the patched packet gives.
+    #[test]
+    fn encoded_patches_match_packet_setters(
+        mut p in packet(),
+        barrier in any::<bool>(),
+        signal in any::<u64>(),
+        base in any::<u64>(),
+    ) {
+        let mut e = p.encode();
+        aql::set_encoded_barrier(&mut e, barrier);
+        aql::set_encoded_completion_signal(&mut e, signal);
+        p.set_barrier(barrier);
+        p.set_completion_signal(signal);
+        if let Packet::KernelDispatch(d) = &mut p {
+            aql::add_encoded_kernarg_base(&mut e, base);
+            d.kernarg_address = d.kernarg_address.wrapping_add(base);
+        }
+        prop_assert_eq!(e, p.encode());
+    }
 }

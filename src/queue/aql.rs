@@ -98,6 +98,9 @@ pub(crate) struct AqlQueueShared {
     /// PM4 buffer holding the instruction-cache invalidation, built on first use.
     icache_ib: std::sync::OnceLock<Buffer>,
     kernargs: std::sync::Mutex<KernargRing>,
+    /// Staging vectors of a finished batch, kept for the next one so that building a batch
+    /// allocates nothing once the queue is warm.
+    spare: std::sync::Mutex<Option<BatchBuffers>>,
     // Memory the packet processor uses; freed after DESTROY_QUEUE, in Drop.
     ring_mem: Buffer,
     _amd_queue_mem: Buffer,
@@ -239,6 +242,7 @@ impl Gpu {
             inactive,
             icache_ib: std::sync::OnceLock::new(),
             kernargs: std::sync::Mutex::new(KernargRing::new(kernarg_mem)),
+            spare: std::sync::Mutex::new(None),
             ring_mem,
             _amd_queue_mem: amd_queue_mem,
             _eop: eop,
@@ -361,17 +365,33 @@ impl Submission {
     }
 }
 
-/// Packets built for one submission, written to the ring together with one doorbell.
-pub struct Batch<'q> {
-    queue: &'q AqlQueue,
-    signal: Signal,
-    packets: Vec<Packet>,
-    submitted: bool,
+/// Encodes a packet for staging in a batch.
+#[inline]
+fn encode(p: Packet) -> [u32; 16] {
+    p.encode()
+}
+
+/// The staging vectors of a [`Batch`].
+#[derive(Default)]
+struct BatchBuffers {
+    /// Packets already encoded: the last one's barrier bit and completion signal, and the
+    /// dispatches' kernarg addresses, are patched in place at submission.
+    packets: Vec<[u32; 16]>,
     /// Kernel arguments of the batch's dispatches, staged here and copied into the queue's
     /// kernarg memory at submission: taking that memory only when the batch is complete means
     /// no half-built batch can pin it while others wait for it.
     kernarg_bytes: Vec<u8>,
     /// Packets whose `kernarg_address` is an offset into `kernarg_bytes` until submission.
+    kernarg_fixups: Vec<usize>,
+}
+
+/// Packets built for one submission, written to the ring together with one doorbell.
+pub struct Batch<'q> {
+    queue: &'q AqlQueue,
+    signal: Signal,
+    submitted: bool,
+    packets: Vec<[u32; 16]>,
+    kernarg_bytes: Vec<u8>,
     kernarg_fixups: Vec<usize>,
 }
 
@@ -381,6 +401,15 @@ impl Drop for Batch<'_> {
             // Nothing of this batch reached the ring: release its kernel-argument regions.
             self.signal.value_atomic().store(0, Ordering::Release);
         }
+        let mut buffers = BatchBuffers {
+            packets: std::mem::take(&mut self.packets),
+            kernarg_bytes: std::mem::take(&mut self.kernarg_bytes),
+            kernarg_fixups: std::mem::take(&mut self.kernarg_fixups),
+        };
+        buffers.packets.clear();
+        buffers.kernarg_bytes.clear();
+        buffers.kernarg_fixups.clear();
+        *self.queue.0.spare.lock().unwrap_or_else(|p| p.into_inner()) = Some(buffers);
     }
 }
 
@@ -483,14 +512,14 @@ impl AqlQueue {
         };
         let dwords = (ib.size() / 4) as u32;
         let mut b = self.batch()?;
-        b.packets.push(Packet::VendorPm4Ib(aql::Pm4IbPacket {
+        b.packets.push(encode(Packet::VendorPm4Ib(aql::Pm4IbPacket {
             barrier: true,
             acquire: FenceScope::System,
             release: FenceScope::System,
             ib_address: ib.gpu_address(),
             ib_size_dwords: dwords,
             completion_signal: 0,
-        }));
+        })));
         b.submit()
     }
 
@@ -499,13 +528,20 @@ impl AqlQueue {
     pub fn batch(&self) -> Result<Batch<'_>> {
         self.check()?;
         let signal = self.0.gpu.kfd().create_signal(1)?;
+        let b = self
+            .0
+            .spare
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .unwrap_or_default();
         Ok(Batch {
             queue: self,
             signal,
-            packets: Vec::with_capacity(8),
             submitted: false,
-            kernarg_bytes: Vec::new(),
-            kernarg_fixups: Vec::new(),
+            packets: b.packets,
+            kernarg_bytes: b.kernarg_bytes,
+            kernarg_fixups: b.kernarg_fixups,
         })
     }
 
@@ -561,22 +597,24 @@ impl Batch<'_> {
     /// Adds a kernel dispatch.
     pub fn dispatch(&mut self, d: &Dispatch<'_>) -> Result<&mut Self> {
         d.validate()?;
-        let len = (d
-            .kernargs
-            .len()
-            .max(d.kernel.kernarg_size() as usize)
-            .max(1) as u64)
-            .div_ceil(super::kernarg::KERNARG_ALIGN)
-            * super::kernarg::KERNARG_ALIGN;
-        let align = super::kernarg::KERNARG_ALIGN as usize;
-        let offset = self.kernarg_bytes.len().div_ceil(align) * align;
-        self.kernarg_bytes.resize(offset + len as usize, 0);
-        self.kernarg_bytes[offset..offset + d.kernargs.len()].copy_from_slice(d.kernargs);
-        self.kernarg_fixups.push(self.packets.len());
-        // An offset into the staged bytes until `place_kernargs` makes it an address.
-        let gpu_addr = offset as u64;
+        let size = d.kernargs.len().max(d.kernel.kernarg_size() as usize);
+        // A kernel that takes no arguments gets no kernarg segment (address 0), as its
+        // descriptor declares none to load.
+        let gpu_addr = if size == 0 {
+            0
+        } else {
+            let len = (size as u64).div_ceil(super::kernarg::KERNARG_ALIGN)
+                * super::kernarg::KERNARG_ALIGN;
+            let align = super::kernarg::KERNARG_ALIGN as usize;
+            let offset = self.kernarg_bytes.len().div_ceil(align) * align;
+            self.kernarg_bytes.resize(offset + len as usize, 0);
+            self.kernarg_bytes[offset..offset + d.kernargs.len()].copy_from_slice(d.kernargs);
+            self.kernarg_fixups.push(self.packets.len());
+            // An offset into the staged bytes until `place_kernargs` makes it an address.
+            offset as u64
+        };
         self.packets
-            .push(Packet::KernelDispatch(KernelDispatchPacket {
+            .push(encode(Packet::KernelDispatch(KernelDispatchPacket {
                 barrier: false,
                 acquire: FenceScope::System,
                 release: FenceScope::System,
@@ -588,7 +626,7 @@ impl Batch<'_> {
                 kernel_object: d.kernel.object(),
                 kernarg_address: gpu_addr,
                 completion_signal: 0,
-            }));
+            })));
         Ok(self)
     }
 
@@ -615,11 +653,11 @@ impl Batch<'_> {
                 dep_signal,
                 completion_signal: 0,
             };
-            self.packets.push(if or {
+            self.packets.push(encode(if or {
                 Packet::BarrierOr(p)
             } else {
                 Packet::BarrierAnd(p)
-            });
+            }));
         }
         Ok(self)
     }
@@ -657,8 +695,8 @@ impl Batch<'_> {
         }
         let handle = self.signal.handle();
         if let Some(last) = self.packets.last_mut() {
-            last.set_barrier(true);
-            last.set_completion_signal(handle);
+            aql::set_encoded_barrier(last, true);
+            aql::set_encoded_completion_signal(last, handle);
         }
         self.signal.arm_decrement();
         Ok(())
@@ -666,7 +704,7 @@ impl Batch<'_> {
 
     fn write(mut self, mut r: aql::ring::Reservation<'_>) -> Submission {
         for (i, p) in self.packets.iter().enumerate() {
-            r.write(i as u32, p);
+            r.write_encoded(i as u32, p);
         }
         self.submitted = true;
         let last_index = r.submit();
@@ -714,8 +752,8 @@ impl Batch<'_> {
             )
         };
         for &i in &self.kernarg_fixups {
-            if let Some(Packet::KernelDispatch(p)) = self.packets.get_mut(i) {
-                p.kernarg_address += gpu;
+            if let Some(p) = self.packets.get_mut(i) {
+                aql::add_encoded_kernarg_base(p, gpu);
             }
         }
         Ok(())
