@@ -231,29 +231,19 @@ at_hook! {
     fn statx(dirfd, path, flags: c_int, mask: libc::c_uint, buf: *mut libc::statx) -> c_int, device: |n| device_statx(n, buf);
 }
 
-/// Overrides `fstat`.
+/// `fstat`: a device descriptor reports its character device.
 ///
 /// # Safety
-/// As the C function.
-#[no_mangle]
-pub unsafe extern "C" fn fstat(fd: c_int, buf: *mut libc::stat) -> c_int {
+/// As `fstat(2)`.
+unsafe fn fstat_hook(
+    fd: c_int,
+    buf: *mut libc::stat,
+    next: unsafe fn(c_int, *mut libc::stat) -> c_int,
+) -> c_int {
     match fds::lookup(fd) {
         Some(node) => device_stat(node, buf),
         // SAFETY: forwarded unchanged.
-        None => unsafe { real::fstat(fd, buf) },
-    }
-}
-
-/// Overrides `fstat64`.
-///
-/// # Safety
-/// As the C function.
-#[no_mangle]
-pub unsafe extern "C" fn fstat64(fd: c_int, buf: *mut libc::stat) -> c_int {
-    match fds::lookup(fd) {
-        Some(node) => device_stat(node, buf),
-        // SAFETY: forwarded unchanged.
-        None => unsafe { real::fstat64(fd, buf) },
+        None => unsafe { next(fd, buf) },
     }
 }
 
@@ -358,40 +348,6 @@ unsafe fn mmap_hook(
     }
 }
 
-/// Overrides `mmap`: mappings of device descriptors are made by the emulator.
-///
-/// # Safety
-/// As the C function.
-#[no_mangle]
-pub unsafe extern "C" fn mmap(
-    addr: *mut c_void,
-    len: size_t,
-    prot: c_int,
-    flags: c_int,
-    fd: c_int,
-    off: off_t,
-) -> *mut c_void {
-    // SAFETY: forwarded from the caller.
-    unsafe { mmap_hook(addr, len, prot, flags, fd, off, real::mmap) }
-}
-
-/// Overrides `mmap64`.
-///
-/// # Safety
-/// As the C function.
-#[no_mangle]
-pub unsafe extern "C" fn mmap64(
-    addr: *mut c_void,
-    len: size_t,
-    prot: c_int,
-    flags: c_int,
-    fd: c_int,
-    off: off_t,
-) -> *mut c_void {
-    // SAFETY: forwarded from the caller.
-    unsafe { mmap_hook(addr, len, prot, flags, fd, off, real::mmap64) }
-}
-
 /// # Safety
 /// As `fcntl(2)`.
 unsafe fn fcntl_hook(
@@ -408,26 +364,6 @@ unsafe fn fcntl_hook(
         }
     }
     r
-}
-
-/// Overrides `fcntl`: duplicates of device descriptors stay device descriptors.
-///
-/// # Safety
-/// As the C function.
-#[no_mangle]
-pub unsafe extern "C" fn fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
-    // SAFETY: forwarded from the caller.
-    unsafe { fcntl_hook(fd, cmd, arg, real::fcntl) }
-}
-
-/// Overrides `fcntl64`.
-///
-/// # Safety
-/// As the C function.
-#[no_mangle]
-pub unsafe extern "C" fn fcntl64(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int {
-    // SAFETY: forwarded from the caller.
-    unsafe { fcntl_hook(fd, cmd, arg, real::fcntl64) }
 }
 
 /// Overrides `dup`.
@@ -476,4 +412,39 @@ pub unsafe extern "C" fn dup3(fd: c_int, new: c_int, flags: c_int) -> c_int {
         Some(node) if r >= 0 => dup_device(node, fd, r),
         _ => r,
     }
+}
+
+/// Exports the C function `$name` as `$hook` with the C library's `$name` as its fallback, for
+/// the functions glibc exports twice (with and without the `64` suffix).
+macro_rules! forwarding_hooks {
+    ($($(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty => $hook:ident;)*) => {
+        $(
+            $(#[$doc])*
+            ///
+            /// # Safety
+            /// As the C function.
+            #[no_mangle]
+            pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
+                // SAFETY: forwarded from the caller.
+                unsafe { $hook($($arg,)* real::$name) }
+            }
+        )*
+    };
+}
+
+forwarding_hooks! {
+    /// Overrides `fstat`.
+    fn fstat(fd: c_int, buf: *mut libc::stat) -> c_int => fstat_hook;
+    /// Overrides `fstat64`.
+    fn fstat64(fd: c_int, buf: *mut libc::stat) -> c_int => fstat_hook;
+    /// Overrides `mmap`: mappings of device descriptors are made by the emulator.
+    fn mmap(addr: *mut c_void, len: size_t, prot: c_int, flags: c_int, fd: c_int, off: off_t)
+        -> *mut c_void => mmap_hook;
+    /// Overrides `mmap64`.
+    fn mmap64(addr: *mut c_void, len: size_t, prot: c_int, flags: c_int, fd: c_int, off: off_t)
+        -> *mut c_void => mmap_hook;
+    /// Overrides `fcntl`: duplicates of device descriptors stay device descriptors.
+    fn fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int => fcntl_hook;
+    /// Overrides `fcntl64`.
+    fn fcntl64(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int => fcntl_hook;
 }
