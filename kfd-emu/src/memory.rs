@@ -22,8 +22,9 @@ const PAGE: u64 = 4096;
 pub(crate) enum Backing {
     /// VRAM or GTT: emulator-owned shared memory.
     Shared(SharedMem),
-    /// The user's own pages at the buffer's VA.
-    User,
+    /// The user's own pages, at this host address (the `mmap_offset` of the allocation; the
+    /// GPU VA may differ, as libhsakmt's registrations of malloc'd memory do).
+    User { host: u64 },
     /// A GPU's doorbell pages.
     Doorbell,
     /// A GPU's MMIO remap page.
@@ -45,7 +46,7 @@ impl Bo {
     fn host(&self) -> *mut u8 {
         match &self.backing {
             Backing::Shared(m) => m.host(),
-            Backing::User => self.va as *mut u8,
+            Backing::User { host } => *host as *mut u8,
             Backing::Doorbell => self.gpu.doorbells.host(),
             Backing::Mmio => self.gpu.mmio.host(),
         }
@@ -111,10 +112,17 @@ pub(crate) fn alloc(
     let backing = if f & KFD_IOC_ALLOC_MEM_FLAGS_VRAM != 0 || f & KFD_IOC_ALLOC_MEM_FLAGS_GTT != 0 {
         None
     } else if f & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR != 0 {
-        if a.mmap_offset == 0 || a.mmap_offset != a.va_addr {
+        // The user address travels in mmap_offset; amdgpu pins whole pages of it.
+        if a.mmap_offset == 0 || a.mmap_offset % PAGE != 0 {
             return Err(Errno::EINVAL);
         }
-        Some(Backing::User)
+        if !user_range_mapped(a.mmap_offset, size) {
+            // get_user_pages finds no mapping there.
+            return Err(Errno::EFAULT);
+        }
+        Some(Backing::User {
+            host: a.mmap_offset,
+        })
     } else if f & KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL != 0 {
         // KFD ignores the offset user space passes and answers the process's doorbell slice.
         if size != DOORBELL_SLICE {
@@ -159,7 +167,7 @@ pub(crate) fn alloc(
     let mmap_offset = match backing {
         // DRM-style fake offsets: unique, page aligned, never reused while the process lives.
         Backing::Shared(_) => 0x100_0000_0000 + m.next * PAGE,
-        Backing::User => a.va_addr,
+        Backing::User { host } => host,
         Backing::Doorbell => gpu.doorbell_mmap_offset(),
         Backing::Mmio => gpu.mmio_mmap_offset(),
     };
@@ -192,6 +200,14 @@ pub(crate) fn alloc(
     a.handle = handle;
     a.mmap_offset = mmap_offset;
     Ok(())
+}
+
+/// Whether `addr..addr+len` (page aligned) is mapped in this process: `msync` fails with
+/// ENOMEM on any hole.
+fn user_range_mapped(addr: u64, len: u64) -> bool {
+    // SAFETY: MS_ASYNC on a page-aligned range only queries and schedules writeback; it never
+    // touches the contents.
+    unsafe { libc::msync(addr as *mut libc::c_void, len as usize, libc::MS_ASYNC) == 0 }
 }
 
 pub(crate) fn free(emu: &Emulator, handle: u64) -> Result<(), Errno> {

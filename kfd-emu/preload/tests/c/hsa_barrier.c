@@ -3,7 +3,8 @@
  * the emulated GPUs): hsa_init, agent enumeration with names and ISAs, then on every GPU an AQL
  * queue, a barrier-AND packet with a completion signal written by hand as the HSA spec says
  * (write index, body, header stored last with release, doorbell), a wait on the signal, and
- * teardown. Prints one line per step and exits non-zero on the first failure.
+ * teardown; then it pins a malloc'd buffer for the GPUs (hsa_amd_memory_lock: a userptr
+ * registration whose GPU address differs from the host one). Prints one line per step and exits non-zero on the first failure.
  *
  * With "--timing" after the round count it also prints the latency of each round trip (from
  * taking the write index to the wait returning) as percentiles, for examples/rocr_roundtrip.rs.
@@ -12,6 +13,7 @@
  *   cc hsa_barrier.c -o hsa_barrier -lhsa-runtime64 && LD_PRELOAD=... ./hsa_barrier [rounds]
  */
 #include <hsa/hsa.h>
+#include <hsa/hsa_ext_amd.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -163,6 +165,22 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < a.gpus; i++)
 		barrier_round_trip(a.gpu[i], rounds, timing);
+	/* Pin ordinary heap memory (not page aligned) for every GPU. */
+	size_t len = (1 << 20) + 100;
+	char *heap = malloc(len);
+	if (!heap) {
+		fprintf(stderr, "FAIL out of memory\n");
+		return 1;
+	}
+	void *gpu_ptr = NULL;
+	CHECK(hsa_amd_memory_lock(heap + 1, len - 1, a.gpu, a.gpus, &gpu_ptr));
+	if (!gpu_ptr) {
+		fprintf(stderr, "FAIL hsa_amd_memory_lock gave no GPU address\n");
+		return 1;
+	}
+	CHECK(hsa_amd_memory_unlock(heap + 1));
+	free(heap);
+	printf("memory lock ok\n");
 	CHECK(hsa_shut_down());
 	printf("hsa_shut_down ok\n");
 	return 0;
