@@ -6,7 +6,7 @@
 //! checked against the page table while its read lock is held, so an unmap cannot pull memory
 //! from under an access; an access outside the table is a [`GpuFault`], as a GPU page fault.
 
-use std::collections::BTreeMap;
+use std::cell::Cell;
 use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::RwLock;
 
@@ -28,15 +28,61 @@ struct Mapping {
     handle: u64,
 }
 
+/// Mappings sorted by start address. A sorted vector rather than a tree: lookups dominate (every
+/// packet-processor access), the table is small (buffers, not pages), and a lookup can start at
+/// the entry the thread hit last.
+#[derive(Debug, Default)]
+struct Table {
+    entries: Vec<(u64, Mapping)>,
+}
+
+thread_local! {
+    /// Index of the entry this thread's last lookup found (in whichever table; only a hint,
+    /// checked before use). Packet processors touch the same few buffers over and over.
+    static LAST_HIT: Cell<usize> = const { Cell::new(0) };
+}
+
+impl Table {
+    /// The entry containing `va`: start and mapping.
+    fn entry_at(&self, va: u64) -> Option<&(u64, Mapping)> {
+        let hint = LAST_HIT.with(Cell::get);
+        if let Some(e) = self.entries.get(hint) {
+            if e.0 <= va && va - e.0 < e.1.len {
+                return Some(e);
+            }
+        }
+        let i = self.entries.partition_point(|e| e.0 <= va).checked_sub(1)?;
+        LAST_HIT.with(|h| h.set(i));
+        self.entries.get(i)
+    }
+
+    fn insert(&mut self, va: u64, m: Mapping) {
+        match self.entries.binary_search_by_key(&va, |e| e.0) {
+            Ok(i) => self.entries[i].1 = m,
+            Err(i) => self.entries.insert(i, (va, m)),
+        }
+    }
+
+    fn remove(&mut self, va: u64) -> bool {
+        match self.entries.binary_search_by_key(&va, |e| e.0) {
+            Ok(i) => {
+                self.entries.remove(i);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+}
+
 /// One GPU's page table and memory accessors.
 #[derive(Debug, Default)]
 pub struct GpuVm {
-    table: RwLock<BTreeMap<u64, Mapping>>,
+    table: RwLock<Table>,
 }
 
-fn find(table: &BTreeMap<u64, Mapping>, va: u64, len: u64, write: bool) -> Result<usize, GpuFault> {
+fn find(table: &Table, va: u64, len: u64, write: bool) -> Result<usize, GpuFault> {
     let fault = GpuFault { va, write };
-    let (&start, m) = table.range(..=va).next_back().ok_or(fault)?;
+    let &(start, m) = table.entry_at(va).ok_or(fault)?;
     let end = va.checked_add(len).ok_or(fault)?;
     if end > start + m.len {
         // Report the first unmapped byte, as the hardware would.
@@ -63,7 +109,7 @@ impl GpuVm {
 
     pub(crate) fn unmap(&self, va: u64) -> bool {
         let mut t = self.table.write().unwrap_or_else(|p| p.into_inner());
-        t.remove(&va).is_some()
+        t.remove(va)
     }
 
     /// Whether `va..va+len` is entirely mapped.
@@ -75,19 +121,19 @@ impl GpuVm {
     /// Every mapping as `(va, len)`, in address order.
     pub fn mappings(&self) -> Vec<(u64, u64)> {
         let t = self.table.read().unwrap_or_else(|p| p.into_inner());
-        t.iter().map(|(&va, m)| (va, m.len)).collect()
+        t.entries.iter().map(|&(va, m)| (va, m.len)).collect()
     }
 
     /// Total mapped bytes.
     pub fn mapped_bytes(&self) -> u64 {
         let t = self.table.read().unwrap_or_else(|p| p.into_inner());
-        t.values().map(|m| m.len).sum()
+        t.entries.iter().map(|e| e.1.len).sum()
     }
 
     /// Handle of the buffer mapped at `va`, if any.
     pub fn handle_at(&self, va: u64) -> Option<u64> {
         let t = self.table.read().unwrap_or_else(|p| p.into_inner());
-        let (&start, m) = t.range(..=va).next_back()?;
+        let &(start, m) = t.entry_at(va)?;
         (va < start + m.len).then_some(m.handle)
     }
 
@@ -248,5 +294,42 @@ mod tests {
         assert_eq!(backing[3], backing[2]);
         assert!(vm.unmap(0x10_0000));
         assert!(vm.read_u64(0x10_0008).is_err());
+    }
+
+    #[test]
+    fn lookups_across_many_mappings_and_gaps() {
+        // Lookups jump between mappings (so the last-hit hint is wrong most of the time) and
+        // into the gaps between them, and the table changes under the hint.
+        let vm = GpuVm::default();
+        let mut backing: Vec<Vec<u64>> = (0..16).map(|_| vec![0u64; 512]).collect();
+        for (i, b) in backing.iter_mut().enumerate() {
+            vm.map(
+                0x100_0000 + i as u64 * 0x2000,
+                4096,
+                b.as_mut_ptr().cast(),
+                i as u64,
+            );
+        }
+        for round in 0..3u64 {
+            for i in (0..16u64).rev().chain(0..16) {
+                let va = 0x100_0000 + i * 0x2000;
+                vm.write_u64(va + 8 * round, i * 100 + round).unwrap();
+                assert_eq!(vm.read_u64(va + 8 * round), Ok(i * 100 + round));
+                assert_eq!(vm.handle_at(va + 4095), Some(i));
+                // The page after each mapping is a gap.
+                assert_eq!(vm.handle_at(va + 4096), None);
+                assert!(vm.read_u32(va + 4096).is_err());
+            }
+        }
+        assert!(vm.unmap(0x100_0000 + 5 * 0x2000));
+        assert!(vm.read_u64(0x100_0000 + 5 * 0x2000).is_err());
+        assert_eq!(vm.read_u64(0x100_0000 + 6 * 0x2000), Ok(600));
+        assert_eq!(vm.mappings().len(), 15);
+        assert_eq!(vm.mapped_bytes(), 15 * 4096);
+        for (i, b) in backing.iter().enumerate() {
+            if i != 5 {
+                assert_eq!(b[0], i as u64 * 100);
+            }
+        }
     }
 }
