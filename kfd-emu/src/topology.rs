@@ -13,6 +13,14 @@ use std::sync::Arc;
 /// Link types of `io_links/*/properties`.
 const LINK_PCIE: u32 = 2;
 const LINK_XGMI: u32 = 11;
+/// CPU caches of node 0: (level, KiB, HSA cache type, shared by all cores). Types: DATA 1,
+/// INSTRUCTION 2, CPU 4.
+const CPU_CACHES: [(u64, u64, u64, bool); 4] = [
+    (1, 32, 1 | 4, false),
+    (1, 32, 2 | 4, false),
+    (2, 512, 1 | 2 | 4, false),
+    (3, 32768, 1 | 2 | 4, true),
+];
 /// HSA capability bits the emulator reports for GPUs.
 const CAPABILITY: u64 = 0x0028_4200;
 
@@ -49,7 +57,7 @@ impl TopologyTree {
                 ("cpu_cores_count", u64::from(config.cpu_cores)),
                 ("simd_count", 0),
                 ("mem_banks_count", 1),
-                ("caches_count", 0),
+                ("caches_count", CPU_CACHES.len() as u64),
                 ("io_links_count", gpus.len() as u64),
                 ("cpu_core_id_base", 0),
                 ("simd_id_base", 0),
@@ -77,6 +85,33 @@ impl TopologyTree {
                 ("mem_clk_max", 3200),
             ]),
         );
+        // CPU caches as a CRAT lists them: per-core L1 data and instruction and L2, and one L3
+        // shared by every core (sibling maps name the cores sharing each).
+        let all_cores = (0..config.cpu_cores)
+            .map(|_| "1")
+            .collect::<Vec<_>>()
+            .join(",");
+        for (c, &(level, kb, ty, shared)) in CPU_CACHES.iter().enumerate() {
+            let mut text = props(&[
+                ("processor_id_low", 0),
+                ("level", level),
+                ("size", kb),
+                ("cache_line_size", 64),
+                ("cache_lines_per_tag", 1),
+                ("association", if level == 3 { 16 } else { 8 }),
+                ("latency", level * 4),
+                ("type", ty),
+            ]);
+            let siblings = if shared {
+                all_cores.clone()
+            } else {
+                let mut v = vec!["0"; config.cpu_cores.max(1) as usize];
+                v[0] = "1";
+                v.join(",")
+            };
+            let _ = writeln!(text, "sibling_map {siblings}");
+            files.insert(format!("nodes/0/caches/{c}/properties"), text);
+        }
         for (i, g) in gpus.iter().enumerate() {
             let node = i as u64 + 1;
             let link = |from: u64, to: u64, ty: u32, weight: u64| {
