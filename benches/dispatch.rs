@@ -58,6 +58,27 @@ fn host_cost(c: &mut Criterion) {
             })
         });
     }
+    // The same batches with the dispatch prepared once (validated and encoded).
+    let prepared = Dispatch::linear(&kernel, 1, 1, &[])
+        .prepare()
+        .expect("prepare");
+    g.throughput(Throughput::Elements(64));
+    g.bench_function("prepared_dispatch_batch_64", |b| {
+        b.iter_custom(|iters| {
+            let mut spent = Duration::ZERO;
+            for _ in 0..iters {
+                let t = Instant::now();
+                let mut bt = queue.batch().expect("batch");
+                for _ in 0..64 {
+                    bt.dispatch_prepared(&prepared, &[]);
+                }
+                let s = bt.submit().expect("submit");
+                spent += t.elapsed();
+                s.wait(WAIT).expect("wait");
+            }
+            spent
+        })
+    });
     g.finish();
 }
 

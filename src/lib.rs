@@ -36,8 +36,8 @@ pub use kernel::Kernel;
 pub use kfd_sys::{DriverKind, Errno};
 pub use memory::{AllocOptions, Buffer, HostRegistration, MemoryKind};
 pub use queue::{
-    AqlQueue, AqlQueueOptions, CopyCompletion, Dispatch, Pm4Queue, Pm4QueueOptions, QueuePriority,
-    SdmaQueue, Submission,
+    AqlQueue, AqlQueueOptions, CopyCompletion, Dispatch, Pm4Queue, Pm4QueueOptions,
+    PreparedDispatch, QueuePriority, SdmaQueue, Submission,
 };
 pub use signal::{Condition, Signal};
 pub use topology::{GpuInfo, Topology};

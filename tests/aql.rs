@@ -315,3 +315,32 @@ fn normal_priority_by_default_and_queues_are_destroyed_on_drop() {
     }
     assert_eq!(emu.stats().live_queues, 0);
 }
+
+#[test]
+fn prepared_dispatches_run_with_their_own_arguments() {
+    let kfd = emu();
+    let gpu = kfd.gpu(0).unwrap();
+    let counters = gpu.alloc(256 * 8, MemoryKind::GttCoherent).unwrap();
+    let kernel = gpu
+        .emulated_kernel("count", 16, Arc::new(count_kernel))
+        .unwrap();
+    let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    // A bad shape is refused when preparing, not later.
+    let bad = Dispatch {
+        workgroup: [64, 32, 1],
+        ..Dispatch::linear(&kernel, 1, 1, &[])
+    };
+    assert!(matches!(bad.prepare(), Err(Error::InvalidArgument(_))));
+    let prepared = Dispatch::linear(&kernel, 1, 1, &[]).prepare().unwrap();
+    for round in 0..4u64 {
+        let mut batch = queue.batch().unwrap();
+        for id in 0..64 {
+            batch.dispatch_prepared(&prepared, &args(counters.gpu_address(), round * 64 + id));
+        }
+        batch.submit().unwrap().wait(LONG).unwrap();
+    }
+    let bytes = counters.as_slice().unwrap();
+    for (id, c) in bytes.chunks_exact(8).enumerate() {
+        assert_eq!(u64::from_le_bytes(c.try_into().unwrap()), 1, "counter {id}");
+    }
+}

@@ -258,6 +258,21 @@ impl Reservation<'_> {
         self.written += 1;
     }
 
+    /// Writes already encoded packets into the next reserved slots, in order (one bounds check
+    /// for all of them; each packet still body first, header last with release).
+    pub fn write_all_encoded(&mut self, packets: &[[u32; 16]]) {
+        let n = u32::try_from(packets.len()).unwrap_or(u32::MAX);
+        assert!(
+            n <= self.len - self.written,
+            "more packets than reserved AQL slots"
+        );
+        let first = self.start + u64::from(self.written);
+        for (i, p) in packets.iter().enumerate() {
+            self.ring.publish(first + i as u64, p);
+        }
+        self.written += n;
+    }
+
     fn fill_rest(&mut self) {
         let noop = Packet::BarrierAnd(BarrierPacket::default());
         while self.written < self.len {

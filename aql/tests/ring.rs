@@ -194,3 +194,42 @@ fn out_of_order_write_is_refused() {
     let mut res = r.try_reserve(2).unwrap();
     res.write(1, &dispatch(1));
 }
+
+#[test]
+fn encoded_packets_written_in_bulk_land_in_order() {
+    let s = shared(64);
+    let r = ring(&s);
+    let packets: Vec<[u32; 16]> = (1..=5u64)
+        .map(|i| {
+            Packet::BarrierAnd(BarrierPacket {
+                completion_signal: i,
+                ..Default::default()
+            })
+            .encode()
+        })
+        .collect();
+    let mut res = r.try_reserve(6).unwrap();
+    res.write_all_encoded(&packets[..3]);
+    res.write_encoded(3, &packets[3]);
+    res.write_all_encoded(&packets[4..]);
+    assert_eq!(res.submit(), 5);
+    for (i, p) in packets.iter().enumerate() {
+        let got: Vec<u32> = s.slots[i]
+            .0
+            .iter()
+            .map(|d| d.load(Ordering::Acquire))
+            .collect();
+        assert_eq!(&got[..], &p[..], "slot {i}");
+    }
+    assert_eq!(s.doorbell.load(Ordering::Acquire), 5);
+}
+
+#[test]
+#[should_panic(expected = "more packets than reserved")]
+fn bulk_writes_cannot_exceed_the_reservation() {
+    let s = shared(64);
+    let r = ring(&s);
+    let p = Packet::BarrierAnd(BarrierPacket::default()).encode();
+    let mut res = r.try_reserve(2).unwrap();
+    res.write_all_encoded(&[p, p, p]);
+}

@@ -266,6 +266,23 @@ pub struct Dispatch<'a> {
     pub dynamic_lds: u32,
 }
 
+/// A [`Dispatch`] validated and encoded once ([`Dispatch::prepare`]): the hot loop of a runtime
+/// that launches the same kernel shape again and again with new arguments adds it to batches
+/// with [`Batch::dispatch_prepared`]. It borrows the kernel, which therefore outlives it.
+#[derive(Clone, Copy, Debug)]
+pub struct PreparedDispatch<'a> {
+    kernel: &'a Kernel,
+    /// The encoded packet: kernarg address 0, no completion signal, barrier bit clear.
+    packet: [u32; 16],
+}
+
+impl PreparedDispatch<'_> {
+    /// The kernel it launches.
+    pub fn kernel(&self) -> &Kernel {
+        self.kernel
+    }
+}
+
 impl<'a> Dispatch<'a> {
     /// A 1-D launch of `grid` work-items in groups of `workgroup`.
     pub fn linear(kernel: &'a Kernel, grid: u32, workgroup: u16, kernargs: &'a [u8]) -> Self {
@@ -276,6 +293,29 @@ impl<'a> Dispatch<'a> {
             kernargs,
             dynamic_lds: 0,
         }
+    }
+
+    /// Validates and encodes this dispatch once, for submitting it many times with different
+    /// kernel arguments ([`Batch::dispatch_prepared`]); its own `kernargs` are not part of it.
+    #[inline]
+    pub fn prepare(&self) -> Result<PreparedDispatch<'a>> {
+        self.validate()?;
+        Ok(PreparedDispatch {
+            kernel: self.kernel,
+            packet: encode(Packet::KernelDispatch(KernelDispatchPacket {
+                barrier: false,
+                acquire: FenceScope::System,
+                release: FenceScope::System,
+                dimensions: self.dimensions(),
+                workgroup_size: self.workgroup,
+                grid_size: self.grid,
+                private_segment_size: self.kernel.private_segment_size(),
+                group_segment_size: self.kernel.group_segment_size() + self.dynamic_lds,
+                kernel_object: self.kernel.object(),
+                kernarg_address: 0,
+                completion_signal: 0,
+            })),
+        })
     }
 
     fn dimensions(&self) -> u16 {
@@ -596,38 +636,31 @@ impl AqlQueue {
 impl Batch<'_> {
     /// Adds a kernel dispatch.
     pub fn dispatch(&mut self, d: &Dispatch<'_>) -> Result<&mut Self> {
-        d.validate()?;
-        let size = d.kernargs.len().max(d.kernel.kernarg_size() as usize);
+        let p = d.prepare()?;
+        Ok(self.dispatch_prepared(&p, d.kernargs))
+    }
+
+    /// Adds a dispatch prepared with [`Dispatch::prepare`], with `kernargs` as its arguments.
+    /// Validation and encoding were done once, when it was prepared: what is left per dispatch
+    /// is copying the packet and staging the arguments.
+    #[inline]
+    pub fn dispatch_prepared(&mut self, p: &PreparedDispatch<'_>, kernargs: &[u8]) -> &mut Self {
+        let mut packet = p.packet;
+        let size = kernargs.len().max(p.kernel.kernarg_size() as usize);
         // A kernel that takes no arguments gets no kernarg segment (address 0), as its
         // descriptor declares none to load.
-        let gpu_addr = if size == 0 {
-            0
-        } else {
-            let len = (size as u64).div_ceil(super::kernarg::KERNARG_ALIGN)
-                * super::kernarg::KERNARG_ALIGN;
+        if size != 0 {
             let align = super::kernarg::KERNARG_ALIGN as usize;
+            let len = size.div_ceil(align) * align;
             let offset = self.kernarg_bytes.len().div_ceil(align) * align;
-            self.kernarg_bytes.resize(offset + len as usize, 0);
-            self.kernarg_bytes[offset..offset + d.kernargs.len()].copy_from_slice(d.kernargs);
+            self.kernarg_bytes.resize(offset + len, 0);
+            self.kernarg_bytes[offset..offset + kernargs.len()].copy_from_slice(kernargs);
             self.kernarg_fixups.push(self.packets.len());
-            // An offset into the staged bytes until `place_kernargs` makes it an address.
-            offset as u64
-        };
-        self.packets
-            .push(encode(Packet::KernelDispatch(KernelDispatchPacket {
-                barrier: false,
-                acquire: FenceScope::System,
-                release: FenceScope::System,
-                dimensions: d.dimensions(),
-                workgroup_size: d.workgroup,
-                grid_size: d.grid,
-                private_segment_size: d.kernel.private_segment_size(),
-                group_segment_size: d.kernel.group_segment_size() + d.dynamic_lds,
-                kernel_object: d.kernel.object(),
-                kernarg_address: gpu_addr,
-                completion_signal: 0,
-            })));
-        Ok(self)
+            // An offset into the staged bytes until `place_kernargs` adds the region's address.
+            aql::add_encoded_kernarg_base(&mut packet, offset as u64);
+        }
+        self.packets.push(packet);
+        self
     }
 
     fn barrier(&mut self, deps: &[&Signal], or: bool) -> Result<&mut Self> {
@@ -703,9 +736,7 @@ impl Batch<'_> {
     }
 
     fn write(mut self, mut r: aql::ring::Reservation<'_>) -> Submission {
-        for (i, p) in self.packets.iter().enumerate() {
-            r.write_encoded(i as u32, p);
-        }
+        r.write_all_encoded(&self.packets);
         self.submitted = true;
         let last_index = r.submit();
         let q = self.queue;

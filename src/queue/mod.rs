@@ -9,7 +9,8 @@ mod pm4;
 mod sdma;
 
 pub use self::aql::{
-    AqlQueue, AqlQueueOptions, Batch, Dispatch, QueueFault, QueuePriority, Submission,
+    AqlQueue, AqlQueueOptions, Batch, Dispatch, PreparedDispatch, QueueFault, QueuePriority,
+    Submission,
 };
 pub use self::pm4::{Pm4Queue, Pm4QueueOptions};
 pub(crate) use self::sdma::{check_fill, check_range};
