@@ -286,6 +286,11 @@ pub unsafe extern "C" fn ioctl(fd: c_int, request: c_ulong, arg: *mut c_void) ->
         set_errno(libc::ENODEV);
         return -1;
     };
+    if !sys.in_owner_process() {
+        log::warn!("kfd-emu-preload: a device descriptor inherited across fork() was used");
+        set_errno(libc::EBADF);
+        return -1;
+    }
     // ioctl numbers are 32 bits; glibc's prototype widens them.
     let req = IoctlRequest::from_raw(request as u32);
     // SAFETY: the caller passes what the request needs, as for the real driver.
@@ -333,6 +338,10 @@ unsafe fn mmap_hook(
         set_errno(libc::ENODEV);
         return libc::MAP_FAILED;
     };
+    if !sys.in_owner_process() {
+        set_errno(libc::EBADF);
+        return libc::MAP_FAILED;
+    }
     // SAFETY: forwarded from the caller, who owns `addr..addr+len` if it passes MAP_FIXED.
     let r = unsafe {
         sys.emu

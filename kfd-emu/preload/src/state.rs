@@ -111,6 +111,13 @@ fn cpuinfo_processors() -> Option<u32> {
 }
 
 impl System {
+    /// Whether this is the process that created the emulator. A forked child inherits the
+    /// descriptors and a copy of the emulator's memory but none of its threads; KFD likewise
+    /// refuses a device file used from another process (EBADF in `kfd_ioctl`).
+    pub(crate) fn in_owner_process(&self) -> bool {
+        std::process::id() == self.owner_pid
+    }
+
     fn create() -> Result<System, String> {
         crate::logger::init();
         let mut config = EmuConfig::from_env().map_err(|e| e.to_string())?;
@@ -278,7 +285,7 @@ fn remove_stale_trees() {
 extern "C" fn remove_tree_at_exit() {
     if let Some(Some(sys)) = SYSTEM.get() {
         // A forked child that calls exit() must not remove its parent's tree.
-        if std::process::id() == sys.owner_pid {
+        if sys.in_owner_process() {
             let _ = std::fs::remove_dir_all(&sys.root);
         }
     }

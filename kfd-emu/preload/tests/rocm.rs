@@ -62,12 +62,32 @@ fn scratch_dir(name: &str) -> PathBuf {
     dir
 }
 
+/// A compiled test program, deleted with its directory when dropped.
+struct Program {
+    dir: PathBuf,
+    path: PathBuf,
+}
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+impl std::ops::Deref for Program {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
 /// Compiles one of the C programs beside this test.
-fn compile(source: &str, libs: &[&str]) -> PathBuf {
+fn compile(source: &str, libs: &[&str]) -> Program {
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/c")
         .join(source);
-    let out = scratch_dir("bin").join(source.trim_end_matches(".c"));
+    let dir = scratch_dir(&format!("bin-{source}"));
+    let out = dir.join(source.trim_end_matches(".c"));
     let status = Command::new("cc")
         .args(["-O1", "-Wall", "-Werror", "-o"])
         .arg(&out)
@@ -76,7 +96,7 @@ fn compile(source: &str, libs: &[&str]) -> PathBuf {
         .status()
         .expect("run cc");
     assert!(status.success(), "cc failed for {}", src.display());
-    out
+    Program { dir, path: out }
 }
 
 struct Run {
@@ -88,7 +108,10 @@ struct Run {
 /// Runs `program` with the preload and `gpus` emulated gfx90a GPUs, killing it after
 /// [`TIMEOUT`].
 fn run_preloaded(program: &Path, args: &[&str], gpus: u32) -> Run {
-    let dir = scratch_dir(&format!("run-{gpus}"));
+    // Tests run in parallel: every run gets its own directory.
+    static RUNS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = scratch_dir(&format!("run-{run}"));
     let out_path = dir.join("stdout");
     let err_path = dir.join("stderr");
     let mut child = Command::new(program)
@@ -163,6 +186,7 @@ fn plain_libc_calls_see_the_emulated_driver() {
         assert!(run.stderr.contains("unsupported request"), "{}", run.stderr);
         assert_eq!(field(out, "read_kfd"), Some("-1 Invalid argument"));
         assert_eq!(field(out, "kfd_is_chr"), Some("1"));
+        assert_eq!(field(out, "forked_child_ebadf"), Some("yes"));
         assert_eq!(field(out, "render_rdev"), Some("226:128"));
         assert_eq!(field(out, "drm_dir"), Some("yes"));
         assert_eq!(field(out, "drm_driver"), Some("amdgpu 3"));
@@ -170,7 +194,7 @@ fn plain_libc_calls_see_the_emulated_driver() {
     }
     // Without the preload the same program finds no driver on this machine (unless it has one).
     if !Path::new("/dev/kfd").exists() {
-        let out = Command::new(&probe).output().expect("run probe");
+        let out = Command::new(&*probe).output().expect("run probe");
         assert!(!out.status.success());
     }
 }

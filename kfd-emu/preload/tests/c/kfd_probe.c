@@ -15,6 +15,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define TOPO "/sys/devices/virtual/kfd/kfd/topology"
@@ -91,6 +92,22 @@ int main(void)
 	if (fstat(kfd, &st) != 0)
 		fail("fstat kfd");
 	printf("kfd_is_chr %d\n", S_ISCHR(st.st_mode) ? 1 : 0);
+
+	/* KFD serves only the process that opened it: a forked child gets EBADF. */
+	fflush(stdout);
+	pid_t child = fork();
+	if (child < 0)
+		fail("fork");
+	if (child == 0) {
+		struct kfd_get_version_probe cv = {0};
+		int cr = ioctl(kfd, KFD_IOC_GET_VERSION_PROBE, &cv);
+		_exit(cr == -1 && errno == EBADF ? 0 : 1);
+	}
+	int status = 0;
+	if (waitpid(child, &status, 0) != child)
+		fail("waitpid");
+	printf("forked_child_ebadf %s\n",
+	       WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "yes" : "no");
 
 	/* The GPU's render node, as libdrm checks and duplicates it. */
 	char path[64];
