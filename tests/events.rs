@@ -148,3 +148,89 @@ fn set_wakes_every_current_waiter_and_consumes_an_auto_reset_event() {
         "the waiters consumed the auto-reset event"
     );
 }
+
+/// Raw `WAIT_EVENTS` on `ids`, returning KFD's wait_result.
+fn raw_wait(kfd: &kfdrt::Kfd, ids: &[u32], all: bool, timeout_ms: u32) -> u32 {
+    use kfd_sys::bindings::*;
+    use kfd_sys::DriverExt;
+    let mut data: Vec<kfd_event_data> = ids
+        .iter()
+        .map(|&id| kfd_event_data {
+            event_id: id,
+            ..Default::default()
+        })
+        .collect();
+    let mut a = kfd_ioctl_wait_events_args {
+        events_ptr: data.as_mut_ptr() as u64,
+        num_events: ids.len() as u32,
+        wait_for_all: u32::from(all),
+        timeout: timeout_ms,
+        wait_result: 0,
+    };
+    // SAFETY: the events array lives across the call.
+    unsafe { kfd.driver().kfd_ioctl_unchecked(&mut a) }.expect("WAIT_EVENTS");
+    a.wait_result
+}
+
+#[test]
+fn an_already_signalled_event_stays_signalled_for_a_wait_for_all() {
+    // kfd_events.c init_event_waiter: an event signalled when the wait starts activates the
+    // waiter (consuming it: auto-reset) without joining its queue, so setting it again while
+    // the wait goes on for the other event leaves it signalled for the next wait.
+    use kfd_sys::bindings::{KFD_IOC_WAIT_RESULT_COMPLETE, KFD_IOC_WAIT_RESULT_TIMEOUT};
+    let kfd = common::emulated(kfdrt::emu::Preset::Gfx90a, 1);
+    let a = kfd.create_event(EventKind::Signal, true).unwrap();
+    let b = kfd.create_event(EventKind::Signal, true).unwrap();
+    a.set().unwrap();
+    std::thread::scope(|s| {
+        let w = s.spawn(|| raw_wait(&kfd, &[a.id(), b.id()], true, 10_000));
+        std::thread::sleep(Duration::from_millis(100));
+        a.set().unwrap();
+        b.set().unwrap();
+        assert_eq!(w.join().unwrap(), KFD_IOC_WAIT_RESULT_COMPLETE);
+    });
+    assert_eq!(
+        raw_wait(&kfd, &[a.id()], true, 0),
+        KFD_IOC_WAIT_RESULT_COMPLETE
+    );
+    assert_eq!(
+        raw_wait(&kfd, &[b.id()], true, 0),
+        KFD_IOC_WAIT_RESULT_TIMEOUT
+    );
+}
+
+#[test]
+fn destroying_an_event_fails_the_waits_on_it() {
+    use kfd_sys::bindings::*;
+    use kfd_sys::DriverExt;
+    let kfd = common::emulated(kfdrt::emu::Preset::Gfx90a, 1);
+    // A raw event, so this test owns its lifetime.
+    let mut c = kfd_ioctl_create_event_args {
+        event_type: KFD_IOC_EVENT_NODECHANGE,
+        auto_reset: 1,
+        ..Default::default()
+    };
+    kfd.driver().kfd_ioctl(&mut c).unwrap();
+    let id = c.event_id;
+    std::thread::scope(|s| {
+        let w = s.spawn(|| raw_wait(&kfd, &[id], false, u32::MAX));
+        std::thread::sleep(Duration::from_millis(100));
+        let mut d = kfd_ioctl_destroy_event_args {
+            event_id: id,
+            pad: 0,
+        };
+        kfd.driver().kfd_ioctl(&mut d).unwrap();
+        assert_eq!(w.join().unwrap(), KFD_IOC_WAIT_RESULT_FAIL);
+    });
+    // Events the CPU cannot signal cannot be reset either.
+    let mut c = kfd_ioctl_create_event_args {
+        event_type: KFD_IOC_EVENT_MEMORY,
+        ..Default::default()
+    };
+    kfd.driver().kfd_ioctl(&mut c).unwrap();
+    let mut r = kfd_ioctl_reset_event_args {
+        event_id: c.event_id,
+        pad: 0,
+    };
+    assert_eq!(kfd.driver().kfd_ioctl(&mut r), Err(kfdrt::Errno::EINVAL));
+}

@@ -102,6 +102,8 @@ pub struct DrmAmdgpuInfoDevice {
     pub high_va_offset: u64,
     pub high_va_max: u64,
     pub pa_sc_tile_steering_override: u32,
+    /// The C struct's implicit padding, explicit so every byte of the answer is initialised.
+    pub _pad2: u32,
     pub tcc_disabled_mask: u64,
 }
 
@@ -109,6 +111,7 @@ const _: () = assert!(std::mem::size_of::<DrmVersion>() == 64);
 const _: () = assert!(std::mem::size_of::<DrmAmdgpuInfo>() == 32);
 const _: () = assert!(std::mem::size_of::<DrmAmdgpuInfoDevice>() == 368);
 const _: () = assert!(std::mem::offset_of!(DrmAmdgpuInfoDevice, high_va_offset) == 336);
+const _: () = assert!(std::mem::offset_of!(DrmAmdgpuInfoDevice, tcc_disabled_mask) == 360);
 
 /// `DRM_IOCTL_VERSION`: `DRM_IOWR(0x00, struct drm_version)`.
 pub const DRM_IOCTL_VERSION: IoctlRequest =
@@ -126,8 +129,12 @@ pub const AMDGPU_INFO_DEV_INFO: u32 = 0x16;
 
 /// amdgpu's most registers one `READ_MMR_REG` query may read.
 const MAX_MMR_REGS: u32 = 128;
-/// `mmGB_ADDR_CONFIG` on gfx9-gfx11, the one register libdrm decodes for compute parts.
+/// `mmGB_ADDR_CONFIG` on gfx9-gfx11, the register libdrm decodes for compute parts.
 const GB_ADDR_CONFIG: u32 = 0x263e;
+/// Registers `READ_MMR_REG` may read (a subset of amdgpu's allow-lists, the ones libdrm's
+/// `amdgpu_query_gpu_info_init` asks on gfx9+): GB_ADDR_CONFIG, GB_BACKEND_MAP (per shader
+/// engine) and PA_SC_RASTER_CONFIG/_1. Others fail with EFAULT, as amdgpu's `unallowed offset`.
+const READABLE_REGS: [u32; 4] = [GB_ADDR_CONFIG, 0x263d, 0xa0d4, 0xa0d5];
 
 /// Driver identity answered by `DRM_IOCTL_VERSION`.
 const DRIVER_NAME: &[u8] = b"amdgpu";
@@ -263,8 +270,8 @@ unsafe fn info(gpu: &GpuState, q: &DrmAmdgpuInfo) -> Result<(), Errno> {
         }
         AMDGPU_INFO_DEV_INFO => {
             let d = device_info(gpu);
-            // SAFETY: `DrmAmdgpuInfoDevice` is plain old data without padding holes that matter
-            // (they are zeroed by `Default`), viewed as its bytes.
+            // SAFETY: `DrmAmdgpuInfoDevice` is plain old data whose every byte is a field (its
+            // one padding hole is the explicit `_pad2`), so all of it is initialised.
             let bytes = unsafe {
                 std::slice::from_raw_parts(
                     (&d as *const DrmAmdgpuInfoDevice).cast::<u8>(),
@@ -276,16 +283,21 @@ unsafe fn info(gpu: &GpuState, q: &DrmAmdgpuInfo) -> Result<(), Errno> {
         }
         AMDGPU_INFO_READ_MMR_REG => {
             let [offset, count, _instance, _flags] = q.args;
-            if count == 0 || count > MAX_MMR_REGS || q.return_size < count * 4 {
+            if count > MAX_MMR_REGS {
                 return Err(Errno::EINVAL);
             }
             let mut regs = Vec::with_capacity(count as usize * 4);
-            for r in offset..offset.saturating_add(count) {
+            for r in (0..count).map(|i| offset.wrapping_add(i)) {
+                if !READABLE_REGS.contains(&r) {
+                    log::debug!("kfd-emu: READ_MMR_REG of unallowed offset {r:#x}");
+                    return Err(Errno::EFAULT);
+                }
                 // GB_ADDR_CONFIG: 4 pipes, 256-byte interleave, as on the gfx9 data-centre
-                // parts; other registers read as zero.
+                // parts; the raster and backend registers read as zero (nothing harvested).
                 let v: u32 = if r == GB_ADDR_CONFIG { 0x2a11_4042 } else { 0 };
                 regs.extend_from_slice(&v.to_ne_bytes());
             }
+            // amdgpu copies min(return_size, count * 4) bytes.
             write(&regs);
             Ok(())
         }

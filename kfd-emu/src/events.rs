@@ -54,6 +54,8 @@ struct Inner {
     next_nonsignal: u32,
     /// (waiter, event) pairs woken by `Event::set` and not yet seen by the waiter.
     activated: HashSet<(u64, u32)>,
+    /// Waiters one of whose events was destroyed under them (their wait fails).
+    orphaned: HashSet<u64>,
     next_waiter: u64,
 }
 
@@ -88,7 +90,8 @@ impl EventTable {
             g.page_handle = Some(a.event_page_offset);
         }
         let id = match a.event_type {
-            KFD_IOC_EVENT_SIGNAL => {
+            // kfd_event_create gives debug events signal slots too.
+            KFD_IOC_EVENT_SIGNAL | KFD_IOC_EVENT_DEBUG_EVENT => {
                 if g.page_handle.is_none() {
                     // dGPUs need the events page before the first signal event.
                     return Err(Errno::EINVAL);
@@ -127,12 +130,16 @@ impl EventTable {
         Ok(())
     }
 
+    /// `DESTROY_EVENT`: threads waiting on the event wake, and their wait fails
+    /// (`KFD_IOC_WAIT_RESULT_FAIL`), as `destroy_event` clears their waiters' event.
     pub(crate) fn destroy(&self, id: u32) -> Result<(), Errno> {
-        self.lock()
-            .events
-            .remove(&id)
-            .map(drop)
-            .ok_or(Errno::EINVAL)
+        let mut g = self.lock();
+        let ev = g.events.remove(&id).ok_or(Errno::EINVAL)?;
+        if !ev.waiters.is_empty() {
+            g.orphaned.extend(ev.waiters.iter().copied());
+            self.cv.notify_all();
+        }
+        Ok(())
     }
 
     pub(crate) fn set(&self, id: u32) -> Result<(), Errno> {
@@ -151,7 +158,12 @@ impl EventTable {
 
     pub(crate) fn reset(&self, id: u32) -> Result<(), Errno> {
         let mut g = self.lock();
-        g.events.get_mut(&id).ok_or(Errno::EINVAL)?.signaled = false;
+        let ev = g.events.get_mut(&id).ok_or(Errno::EINVAL)?;
+        // Only events the CPU may signal can be reset (event_can_be_cpu_signaled).
+        if ev.kind != KFD_IOC_EVENT_SIGNAL {
+            return Err(Errno::EINVAL);
+        }
+        ev.signaled = false;
         Ok(())
     }
 
@@ -205,16 +217,21 @@ impl EventTable {
                 return Err(Errno::EINVAL);
             };
             activated.push(ev.signaled);
-            if ev.auto_reset {
+            if !ev.signaled {
+                // Only a waiter that is not already activated joins the event's wait queue.
+                ev.waiters.push(me);
+            } else if ev.auto_reset {
                 ev.signaled = false;
             }
-            ev.waiters.push(me);
         }
         let result = loop {
             for (d, a) in data.iter().zip(activated.iter_mut()) {
                 if !*a && guard.activated.remove(&(me, d.event_id)) {
                     *a = true;
                 }
+            }
+            if guard.orphaned.remove(&me) {
+                break KFD_IOC_WAIT_RESULT_FAIL;
             }
             let ready = activated.iter().filter(|&&a| a).count();
             if (all && ready == data.len()) || (!all && ready > 0) {
@@ -244,6 +261,7 @@ impl EventTable {
             }
         };
         let g = &mut *guard;
+        g.orphaned.remove(&me);
         for (d, &a) in data.iter_mut().zip(activated.iter()) {
             g.activated.remove(&(me, d.event_id));
             // The event may have been destroyed while we slept.
