@@ -36,7 +36,7 @@ fn devkfd_runs_on_kfd_emu_through_the_preload() {
     }
     let lib = preload().expect("libkfd_emu_preload.so was not built with the tests");
     let exe = std::env::current_exe().expect("test executable");
-    let out = Command::new(exe)
+    let mut child = Command::new(exe)
         .args([
             "--exact",
             "devkfd_runs_on_kfd_emu_through_the_preload",
@@ -48,14 +48,44 @@ fn devkfd_runs_on_kfd_emu_through_the_preload() {
         .env("KFDRT_EMU_PRESET", "gfx90a")
         .env("KFDRT_EMU_GPUS", "2")
         .env_remove("KFDRT_DISABLE_SDMA")
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .expect("run the child");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Read the pipes on threads so a chatty child cannot block on them, and bound the wait so
+    // a deadlock fails the test instead of hanging the suite.
+    let mut pipe_out = child.stdout.take().expect("stdout");
+    let mut pipe_err = child.stderr.take().expect("stderr");
+    let out_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut pipe_out, &mut s);
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut pipe_err, &mut s);
+        s
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait for the child") {
+            break Some(s);
+        }
+        if start.elapsed() > Duration::from_secs(180) {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let stdout = out_reader.join().unwrap_or_default();
+    let stderr = err_reader.join().unwrap_or_default();
+    let Some(status) = status else {
+        panic!("the child hung for 180 s and was killed:\n{stdout}\n{stderr}");
+    };
     assert!(
-        out.status.success() && stdout.contains("1 passed"),
-        "child failed ({}):\n{stdout}\n{stderr}",
-        out.status
+        status.success() && stdout.contains("1 passed"),
+        "child failed ({status}):\n{stdout}\n{stderr}"
     );
 }
 

@@ -5,8 +5,11 @@
 //! them from an [`kfd_emu::Emulator`] running inside the process:
 //!
 //! - `/dev/kfd` and `/dev/dri/renderD<128+i>` open as device descriptors whose `ioctl`, `mmap`,
-//!   `fstat`, `fcntl(F_DUPFD*)`/`dup` and `close` go to the emulator (KFD ioctls, the render
-//!   node's DRM version and amdgpu info queries, buffer/doorbell/MMIO mappings);
+//!   `fstat`/`statx`, `fcntl(F_DUPFD*)`/`dup` and `close` go to the emulator (KFD ioctls, the
+//!   render node's DRM version and amdgpu info queries, buffer/doorbell/MMIO mappings); as on
+//!   the real driver, `read`/`write` fail with EINVAL, and a descriptor used by a forked child
+//!   that did not open it gets EBADF (a child that opens `/dev/kfd` itself gets an emulator of
+//!   its own);
 //! - the KFD topology tree (`/sys/devices/virtual/kfd`, `/sys/class/kfd`), the render nodes'
 //!   `/sys/dev/char/226:*` and `/sys/class/drm/renderD*` entries and `/sys/module/amdgpu` are
 //!   served from files written once into a private temporary directory, by rewriting paths in

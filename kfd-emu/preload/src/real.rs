@@ -93,6 +93,7 @@ next_fns! {
     readlink: fn(path: *const c_char, buf: *mut c_char, len: size_t) -> ssize_t;
     close: fn(fd: c_int) -> c_int;
     read: fn(fd: c_int, buf: *mut c_void, len: size_t) -> ssize_t;
+    write: fn(fd: c_int, buf: *const c_void, len: size_t) -> ssize_t;
     ioctl: fn(fd: c_int, request: c_ulong, arg: *mut c_void) -> c_int;
     mmap: fn(addr: *mut c_void, len: size_t, prot: c_int, flags: c_int, fd: c_int, off: off_t) -> *mut c_void;
     mmap64: fn(addr: *mut c_void, len: size_t, prot: c_int, flags: c_int, fd: c_int, off: off_t) -> *mut c_void;

@@ -12,7 +12,8 @@ use kfd_sys::{Node, KFD_TOPOLOGY_ROOT};
 use std::ffi::{CStr, CString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// DRM's character-device major.
 pub(crate) const DRM_MAJOR: u32 = 226;
@@ -33,7 +34,12 @@ pub(crate) struct System {
     owner_pid: u32,
 }
 
-static SYSTEM: OnceLock<Option<System>> = OnceLock::new();
+/// The current process's system (leaked: it lives until the process ends). A forked child
+/// creates its own on first use, as KFD gives a child process its own context.
+static CURRENT: AtomicPtr<System> = AtomicPtr::new(std::ptr::null_mut());
+/// Serialises creation; holds the pid whose creation failed, so it is not retried (and
+/// reported) on every call.
+static CREATE: Mutex<u32> = Mutex::new(0);
 
 /// Where a path goes.
 pub(crate) enum Target {
@@ -45,22 +51,43 @@ pub(crate) enum Target {
     Rewritten(CString),
 }
 
-/// The emulated system, created on first use; `None` if it cannot be (the reason is logged).
+/// This process's system, if one was created (never creates one).
+pub(crate) fn current() -> Option<&'static System> {
+    let p = CURRENT.load(Ordering::Acquire);
+    // SAFETY: a non-null pointer comes from `Box::leak` below and is never freed.
+    let sys = unsafe { p.as_ref() }?;
+    sys.in_owner_process().then_some(sys)
+}
+
+/// The emulated system, created on first use (in each process); `None` if it cannot be (the
+/// reason is logged once).
 pub(crate) fn system() -> Option<&'static System> {
-    SYSTEM
-        .get_or_init(|| {
-            CREATING.with(|c| c.set(true));
-            let sys = System::create();
-            CREATING.with(|c| c.set(false));
-            match sys {
-                Ok(s) => Some(s),
-                Err(e) => {
-                    log::error!("kfd-emu-preload: no emulated device: {e}");
-                    None
-                }
-            }
-        })
-        .as_ref()
+    if let Some(sys) = current() {
+        return Some(sys);
+    }
+    let mut failed_pid = CREATE.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(sys) = current() {
+        return Some(sys);
+    }
+    let pid = std::process::id();
+    if *failed_pid == pid {
+        return None;
+    }
+    CREATING.with(|c| c.set(true));
+    let created = System::create();
+    CREATING.with(|c| c.set(false));
+    match created {
+        Ok(sys) => {
+            let sys: &'static System = Box::leak(Box::new(sys));
+            CURRENT.store(sys as *const System as *mut System, Ordering::Release);
+            Some(sys)
+        }
+        Err(e) => {
+            log::error!("kfd-emu-preload: no emulated device: {e}");
+            *failed_pid = pid;
+            None
+        }
+    }
 }
 
 /// Whether the path could name something emulated (checked before creating the system, so that
@@ -83,9 +110,37 @@ thread_local! {
     static CREATING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
+/// `path` with repeated slashes and `.` components removed (`//dev/./kfd` is `/dev/kfd`), as
+/// the kernel's lookup sees it; `..` is left alone (it depends on symlinks).
+fn normalize(path: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(path.len());
+    for part in path.split(|&b| b == b'/') {
+        if part.is_empty() || part == b"." {
+            continue;
+        }
+        out.push(b'/');
+        out.extend_from_slice(part);
+    }
+    if out.is_empty() {
+        out.push(b'/');
+    }
+    out
+}
+
 /// Classifies an absolute path.
 pub(crate) fn classify(path: &CStr) -> Target {
-    let bytes = path.to_bytes();
+    let raw = path.to_bytes();
+    // Cheap test first: most paths a program opens have nothing to do with the GPU.
+    let tidy = raw.windows(2).any(|w| w == b"//")
+        || raw.windows(3).any(|w| w == b"/./")
+        || raw.ends_with(b"/.");
+    let normalized;
+    let bytes = if tidy {
+        normalized = normalize(raw);
+        &normalized[..]
+    } else {
+        raw
+    };
     if !may_be_emulated(bytes) || CREATING.with(|c| c.get()) {
         return Target::Real;
     }
@@ -93,6 +148,17 @@ pub(crate) fn classify(path: &CStr) -> Target {
         return Target::Real;
     };
     sys.classify(bytes)
+}
+
+/// A render-node minor written as the kernel names it: decimal digits, no sign or leading zero.
+fn parse_minor(digits: &[u8]) -> Option<u32> {
+    let plain = !digits.is_empty()
+        && digits.iter().all(u8::is_ascii_digit)
+        && (digits[0] != b'0' || digits.len() == 1);
+    if !plain {
+        return None;
+    }
+    std::str::from_utf8(digits).ok()?.parse().ok()
 }
 
 fn under(path: &[u8], prefix: &[u8]) -> bool {
@@ -173,10 +239,7 @@ impl System {
             return Target::Device(Node::Kfd);
         }
         if let Some(rest) = path.strip_prefix(b"/dev/dri/renderD") {
-            let minor = std::str::from_utf8(rest)
-                .ok()
-                .and_then(|s| s.parse::<u32>().ok());
-            return match minor {
+            return match parse_minor(rest) {
                 Some(m) if self.minors.contains(&m) => Target::Device(Node::Render(m)),
                 _ => Target::Real,
             };
@@ -262,6 +325,10 @@ impl System {
 
 /// Removes trees left by processes that died without running exit handlers (killed, aborted).
 fn remove_stale_trees() {
+    // Without a /proc of this PID namespace, liveness cannot be told: leave everything.
+    if !std::path::Path::new("/proc/self").exists() {
+        return;
+    }
     let Ok(dir) = std::fs::read_dir(std::env::temp_dir()) else {
         return;
     };
@@ -283,10 +350,9 @@ fn remove_stale_trees() {
 }
 
 extern "C" fn remove_tree_at_exit() {
-    if let Some(Some(sys)) = SYSTEM.get() {
-        // A forked child that calls exit() must not remove its parent's tree.
-        if sys.in_owner_process() {
-            let _ = std::fs::remove_dir_all(&sys.root);
-        }
+    // `current` is only this process's own system: a forked child that calls exit() leaves its
+    // parent's tree alone (the handler registered by the parent runs in the child too).
+    if let Some(sys) = current() {
+        let _ = std::fs::remove_dir_all(&sys.root);
     }
 }

@@ -187,6 +187,15 @@ fn plain_libc_calls_see_the_emulated_driver() {
         assert_eq!(field(out, "read_kfd"), Some("-1 Invalid argument"));
         assert_eq!(field(out, "kfd_is_chr"), Some("1"));
         assert_eq!(field(out, "forked_child_ebadf"), Some("yes"));
+        assert_eq!(field(out, "fstatat_empty_chr"), Some("1"));
+        assert_eq!(field(out, "fioclex"), Some("1"));
+        assert_eq!(field(out, "write_kfd"), Some("EINVAL"));
+        assert_eq!(field(out, "o_directory"), Some("ENOTDIR"));
+        assert_eq!(field(out, "realpath"), Some("/dev/kfd"));
+        assert_eq!(field(out, "odd_path"), Some("device"));
+        assert_eq!(field(out, "zero_padded_minor"), Some("missing"));
+        assert_eq!(field(out, "failed_dup2_keeps_device"), Some("1"));
+        assert_eq!(field(out, "reused_number_is_plain"), Some("1"));
         assert_eq!(field(out, "render_rdev"), Some("226:128"));
         assert_eq!(field(out, "drm_dir"), Some("yes"));
         assert_eq!(field(out, "drm_driver"), Some("amdgpu 3"));

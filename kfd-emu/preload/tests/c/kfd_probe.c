@@ -6,7 +6,10 @@
  *
  * Built and run by kfd-emu/preload/tests/rocm.rs.
  */
+#define _GNU_SOURCE
 #include <dirent.h>
+#include <limits.h>
+#include <linux/close_range.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -16,6 +19,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define TOPO "/sys/devices/virtual/kfd/kfd/topology"
@@ -93,7 +97,8 @@ int main(void)
 		fail("fstat kfd");
 	printf("kfd_is_chr %d\n", S_ISCHR(st.st_mode) ? 1 : 0);
 
-	/* KFD serves only the process that opened it: a forked child gets EBADF. */
+	/* KFD serves only the process that opened it: a forked child gets EBADF on the inherited
+	 * descriptor, and a device of its own when it opens /dev/kfd itself. */
 	fflush(stdout);
 	pid_t child = fork();
 	if (child < 0)
@@ -101,13 +106,48 @@ int main(void)
 	if (child == 0) {
 		struct kfd_get_version_probe cv = {0};
 		int cr = ioctl(kfd, KFD_IOC_GET_VERSION_PROBE, &cv);
-		_exit(cr == -1 && errno == EBADF ? 0 : 1);
+		int inherited_ebadf = cr == -1 && errno == EBADF;
+		int own = open("/dev/kfd", O_RDWR | O_CLOEXEC);
+		int own_ok = own >= 0 && ioctl(own, KFD_IOC_GET_VERSION_PROBE, &cv) == 0 &&
+			     cv.major_version == 1;
+		_exit(inherited_ebadf && own_ok ? 0 : 1);
 	}
 	int status = 0;
 	if (waitpid(child, &status, 0) != child)
 		fail("waitpid");
 	printf("forked_child_ebadf %s\n",
 	       WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "yes" : "no");
+
+	/* What glibc and the VFS do for any device file. */
+	printf("fstatat_empty_chr %d\n",
+	       fstatat(kfd, "", &st, AT_EMPTY_PATH) == 0 && S_ISCHR(st.st_mode));
+	printf("fioclex %d\n", ioctl(kfd, FIOCLEX) == 0 && (fcntl(kfd, F_GETFD) & FD_CLOEXEC));
+	printf("write_kfd %s\n", write(kfd, "x", 1) < 0 && errno == EINVAL ? "EINVAL" : "ok?");
+	printf("o_directory %s\n",
+	       open("/dev/kfd", O_RDONLY | O_DIRECTORY) < 0 && errno == ENOTDIR ? "ENOTDIR" : "opened?");
+	char rp[PATH_MAX];
+	printf("realpath %s\n", realpath("/dev/kfd", rp) ? rp : "(failed)");
+	int odd = open("//dev/./kfd", O_RDWR);
+	printf("odd_path %s\n", odd >= 0 ? "device" : "missing");
+	if (odd >= 0)
+		close(odd);
+	printf("zero_padded_minor %s\n",
+	       open("/dev/dri/renderD0128", O_RDWR) < 0 ? "missing" : "device?");
+	/* A failed dup2 onto a device descriptor leaves it a device. */
+	int kfd2 = dup(kfd);
+	int bad = dup2(9999, kfd2);
+	struct kfd_get_version_probe v2 = {0};
+	printf("failed_dup2_keeps_device %d\n",
+	       bad < 0 && ioctl(kfd2, KFD_IOC_GET_VERSION_PROBE, &v2) == 0);
+	/* A descriptor closed behind the interposer's back, its number reused by a plain file. */
+	if (syscall(SYS_close_range, kfd2, kfd2, 0) != 0)
+		fail("close_range");
+	int plain = open("/proc/self/status", O_RDONLY);
+	char line[8] = {0};
+	printf("reused_number_is_plain %d\n",
+	       plain == kfd2 && read(plain, line, 5) == 5 && fstat(plain, &st) == 0 &&
+		       S_ISREG(st.st_mode));
+	close(plain);
 
 	/* The GPU's render node, as libdrm checks and duplicates it. */
 	char path[64];
