@@ -140,111 +140,33 @@ forwarding_hooks! {
 mod legacy_stat {
     use core::ffi::{c_char, c_int};
 
-    /// Overrides `__xstat`.
-    ///
-    /// # Safety
-    /// As the C function.
-    #[no_mangle]
-    pub unsafe extern "C" fn __xstat(
-        _ver: c_int,
-        path: *const c_char,
-        buf: *mut libc::stat,
-    ) -> c_int {
-        // SAFETY: forwarded.
-        unsafe { super::super::stat(path, buf) }
+    /// Defines `name(ver, args...)` as `target(args...)`; `ver` is always 1 on x86-64.
+    macro_rules! versioned {
+        ($($name:ident($($arg:ident: $ty:ty),*) => $target:path;)*) => {
+            $(
+                /// Overrides the C function of this name (glibc before 2.33).
+                ///
+                /// # Safety
+                /// As the C function.
+                #[no_mangle]
+                pub unsafe extern "C" fn $name(_ver: c_int, $($arg: $ty),*) -> c_int {
+                    // SAFETY: forwarded to the hook for the same call without the version.
+                    unsafe { $target($($arg),*) }
+                }
+            )*
+        };
     }
 
-    /// Overrides `__xstat64`.
-    ///
-    /// # Safety
-    /// As the C function.
-    #[no_mangle]
-    pub unsafe extern "C" fn __xstat64(
-        _ver: c_int,
-        path: *const c_char,
-        buf: *mut libc::stat,
-    ) -> c_int {
-        // SAFETY: forwarded.
-        unsafe { super::super::stat64(path, buf) }
-    }
-
-    /// Overrides `__lxstat`.
-    ///
-    /// # Safety
-    /// As the C function.
-    #[no_mangle]
-    pub unsafe extern "C" fn __lxstat(
-        _ver: c_int,
-        path: *const c_char,
-        buf: *mut libc::stat,
-    ) -> c_int {
-        // SAFETY: forwarded.
-        unsafe { super::super::lstat(path, buf) }
-    }
-
-    /// Overrides `__lxstat64`.
-    ///
-    /// # Safety
-    /// As the C function.
-    #[no_mangle]
-    pub unsafe extern "C" fn __lxstat64(
-        _ver: c_int,
-        path: *const c_char,
-        buf: *mut libc::stat,
-    ) -> c_int {
-        // SAFETY: forwarded.
-        unsafe { super::super::lstat64(path, buf) }
-    }
-
-    /// Overrides `__fxstat`.
-    ///
-    /// # Safety
-    /// As the C function.
-    #[no_mangle]
-    pub unsafe extern "C" fn __fxstat(_ver: c_int, fd: c_int, buf: *mut libc::stat) -> c_int {
-        // SAFETY: forwarded.
-        unsafe { super::fstat(fd, buf) }
-    }
-
-    /// Overrides `__fxstat64`.
-    ///
-    /// # Safety
-    /// As the C function.
-    #[no_mangle]
-    pub unsafe extern "C" fn __fxstat64(_ver: c_int, fd: c_int, buf: *mut libc::stat) -> c_int {
-        // SAFETY: forwarded.
-        unsafe { super::fstat64(fd, buf) }
-    }
-
-    /// Overrides `__fxstatat`.
-    ///
-    /// # Safety
-    /// As the C function.
-    #[no_mangle]
-    pub unsafe extern "C" fn __fxstatat(
-        _ver: c_int,
-        dirfd: c_int,
-        path: *const c_char,
-        buf: *mut libc::stat,
-        flags: c_int,
-    ) -> c_int {
-        // SAFETY: forwarded.
-        unsafe { super::fstatat(dirfd, path, buf, flags) }
-    }
-
-    /// Overrides `__fxstatat64`.
-    ///
-    /// # Safety
-    /// As the C function.
-    #[no_mangle]
-    pub unsafe extern "C" fn __fxstatat64(
-        _ver: c_int,
-        dirfd: c_int,
-        path: *const c_char,
-        buf: *mut libc::stat,
-        flags: c_int,
-    ) -> c_int {
-        // SAFETY: forwarded.
-        unsafe { super::fstatat64(dirfd, path, buf, flags) }
+    versioned! {
+        __xstat(path: *const c_char, buf: *mut libc::stat) => crate::hooks::stat;
+        __xstat64(path: *const c_char, buf: *mut libc::stat) => crate::hooks::stat64;
+        __lxstat(path: *const c_char, buf: *mut libc::stat) => crate::hooks::lstat;
+        __lxstat64(path: *const c_char, buf: *mut libc::stat) => crate::hooks::lstat64;
+        __fxstat(fd: c_int, buf: *mut libc::stat) => crate::hooks::fstat;
+        __fxstat64(fd: c_int, buf: *mut libc::stat) => crate::hooks::fstat64;
+        __fxstatat(dirfd: c_int, path: *const c_char, buf: *mut libc::stat, flags: c_int)
+            => crate::hooks::fstatat;
+        __fxstatat64(dirfd: c_int, path: *const c_char, buf: *mut libc::stat, flags: c_int)
+            => crate::hooks::fstatat64;
     }
 }
