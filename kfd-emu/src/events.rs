@@ -6,7 +6,9 @@
 //! from 0x80000000 up. Waking follows `set_event` and `init_event_waiter`: a wait that starts on
 //! a signaled auto-reset event consumes it at once; setting an event that threads are waiting on
 //! wakes every one of them and, if it is auto-reset, leaves it unsignaled (so a wait that starts
-//! afterwards does not see it).
+//! afterwards does not see it). Not modelled: the kernel-allocated events page amdkfd falls back
+//! to when a signal event is created before user space registers one (the APU path); here that
+//! is EINVAL, since every dGPU runtime (libhsakmt, kfdrt) registers its page first.
 
 use kfd_sys::bindings::*;
 use kfd_sys::Errno;
