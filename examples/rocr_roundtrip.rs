@@ -9,7 +9,6 @@
 //!
 //! ```sh
 //! sudo apt-get install libhsa-runtime-dev          # ROCr 5.2.3 and its headers (Debian 12)
-//! cargo build --release -p kfd-emu-preload
 //! cargo run --release --example rocr_roundtrip [-- rounds]
 //! ```
 
@@ -62,22 +61,26 @@ fn main() -> Result<(), Error> {
     Ok(())
 }
 
-/// The interposer built with the same profile as this example (`target/<profile>/`).
+/// The interposer built with the same profile as this example: kfd-emu-preload is a
+/// dev-dependency, so cargo builds it (into `target/<profile>/deps/`) with the example.
 fn find_preload() -> Result<PathBuf, Error> {
     let exe = std::env::current_exe()?;
     let profile_dir = exe
         .parent()
         .and_then(Path::parent)
         .ok_or("cannot locate the target directory")?;
-    let lib = profile_dir.join("libkfd_emu_preload.so");
-    if !lib.exists() {
-        return Err(format!(
-            "{} not found: build it first with `cargo build -p kfd-emu-preload` (same profile)",
-            lib.display()
-        )
-        .into());
-    }
-    Ok(lib)
+    [profile_dir.join("deps"), profile_dir.to_path_buf()]
+        .iter()
+        .map(|d| d.join("libkfd_emu_preload.so"))
+        .find(|p| p.exists())
+        .ok_or_else(|| {
+            format!(
+                "libkfd_emu_preload.so not found under {}: build it with \
+                 `cargo build -p kfd-emu-preload` (same profile)",
+                profile_dir.display()
+            )
+            .into()
+        })
 }
 
 fn rocr_round_trip(preload: &Path, rounds: usize) -> Result<Figures, Error> {
