@@ -72,10 +72,21 @@ impl std::fmt::Debug for CopyEngine {
 }
 
 impl Gpu {
-    /// A copy engine on this GPU: SDMA when a queue can be created, blit kernels otherwise.
+    /// A copy engine on this GPU: SDMA when a queue can be created, blit kernels otherwise
+    /// (and always with `KFDRT_DISABLE_SDMA=1`).
     pub fn copy_engine(&self) -> Result<CopyEngine> {
         let disabled = std::env::var(DISABLE_SDMA_ENV).is_ok_and(|v| v.trim() == "1");
-        if !disabled {
+        self.copy_engine_preferring(if disabled {
+            CopyPath::Shader
+        } else {
+            CopyPath::Sdma
+        })
+    }
+
+    /// A copy engine on the path asked for, whatever the environment says: `Sdma` falls back to
+    /// blit kernels when no SDMA queue can be created, `Shader` always uses them.
+    pub fn copy_engine_preferring(&self, path: CopyPath) -> Result<CopyEngine> {
+        if path == CopyPath::Sdma {
             match self.create_sdma_queue() {
                 Ok(q) => return Ok(CopyEngine::new(self.clone(), Path::Sdma(Box::new(q)))),
                 Err(e) => log::info!(

@@ -129,7 +129,7 @@ fn exhausted_sdma_slots_fall_back_to_copy_kernels() {
         Err(e) => assert_eq!(e.errno(), Some(kfdrt::Errno::ENOMEM), "{e}"),
         Ok(_) => panic!("more SDMA queues than slots"),
     }
-    let engine = gpu.copy_engine().unwrap();
+    let engine = gpu.copy_engine_preferring(CopyPath::Sdma).unwrap();
     assert_eq!(engine.path(), CopyPath::Shader);
     let n = 3 << 20;
     let src = gpu.alloc(n, MemoryKind::HostVisibleVram).unwrap();
@@ -150,12 +150,15 @@ fn exhausted_sdma_slots_fall_back_to_copy_kernels() {
     assert!(dst.as_slice().unwrap()[..1024].iter().all(|&b| b == 1));
     drop(held);
     assert_eq!(
-        gpu.copy_engine().unwrap().path(),
+        gpu.copy_engine_preferring(CopyPath::Sdma).unwrap().path(),
         CopyPath::Sdma,
         "slots free again"
     );
     kfd.emulator().unwrap().faults().exhaust_sdma_queues(true);
-    assert_eq!(gpu.copy_engine().unwrap().path(), CopyPath::Shader);
+    assert_eq!(
+        gpu.copy_engine_preferring(CopyPath::Sdma).unwrap().path(),
+        CopyPath::Shader
+    );
 }
 
 #[test]
@@ -163,7 +166,7 @@ fn dependencies_hold_the_copy_until_signalled() {
     let kfd = common::emulated(Preset::Gfx90a, 1);
     let gpu = kfd.gpu(0).unwrap();
     for engine in [
-        gpu.copy_engine().unwrap(),
+        gpu.copy_engine_preferring(CopyPath::Sdma).unwrap(),
         gpu.shader_copy_engine().unwrap(),
     ] {
         let src = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
@@ -197,7 +200,7 @@ fn peer_copies_need_the_destination_mapped_to_the_source_gpu() {
     let (g0, g1) = (kfd.gpu(0).unwrap(), kfd.gpu(1).unwrap());
     let src = g0.alloc(1 << 20, MemoryKind::DeviceLocal).unwrap();
     let dst = g1.alloc(1 << 20, MemoryKind::HostVisibleVram).unwrap();
-    let engine = g0.copy_engine().unwrap();
+    let engine = g0.copy_engine_preferring(CopyPath::Sdma).unwrap();
     match engine.copy(&dst, 0, &src, 0, 1 << 20, &[]) {
         Err(Error::InvalidArgument(m)) => assert!(m.contains("not mapped"), "{m}"),
         other => panic!("expected an error, got {other:?}"),
@@ -376,7 +379,7 @@ fn large_same_gpu_vram_copies_run_as_kernels() {
     let kfd = common::emulated(Preset::Gfx90a, 1);
     let gpu = kfd.gpu(0).unwrap();
     let emu = kfd.emulator().unwrap().clone();
-    let engine = gpu.copy_engine().unwrap();
+    let engine = gpu.copy_engine_preferring(CopyPath::Sdma).unwrap();
     assert_eq!(engine.path(), CopyPath::Sdma);
     assert_eq!(emu.stats().live_queues, 1);
     let n = 2 << 20;
