@@ -169,7 +169,13 @@ impl Processor {
             }
             let outcome = match Packet::decode(&raw) {
                 Ok(p) => self.execute(&p),
-                Err(_) => Outcome::Error(QueueErrorCode::InvalidPacketFormat, None),
+                Err(e) => {
+                    log::warn!(
+                        "kfd-emu: queue {}: packet {rd} undecodable ({e:?}): {raw:08x?}",
+                        self.ctl.id
+                    );
+                    Outcome::Error(QueueErrorCode::InvalidPacketFormat, None)
+                }
             };
             if self.torn_window.is_zero() {
                 self.check_torn(slot, &raw);
@@ -228,7 +234,14 @@ impl Processor {
                     Err(crate::pm4_proc::Pm4Error::Fault(f)) => {
                         Outcome::Error(QueueErrorCode::MemoryViolation, Some(f))
                     }
-                    Err(_) => Outcome::Error(QueueErrorCode::InvalidPacketFormat, None),
+                    Err(e) => {
+                        log::warn!(
+                            "kfd-emu: queue {}: PM4 indirect buffer at {:#x} failed: {e:?}",
+                            self.ctl.id,
+                            ib.ib_address
+                        );
+                        Outcome::Error(QueueErrorCode::InvalidPacketFormat, None)
+                    }
                 }
             }
         };
@@ -297,7 +310,24 @@ impl Processor {
         }
         let kd = aql::KernelDescriptor::from_bytes(&kd);
         let Some(f) = self.kernels.get(d.kernel_object) else {
-            return Outcome::Error(InvalidCodeObject, None);
+            // Not bound: it may be one of ROCr's own blit kernels (under the preload).
+            let Some(blit) = crate::rocr_blit::recognize(
+                self.vm(),
+                d.kernel_object,
+                kd.kernel_code_entry_byte_offset,
+            ) else {
+                return Outcome::Error(InvalidCodeObject, None);
+            };
+            log::trace!("kfd-emu: queue {}: ROCr {blit:?} blit", self.ctl.id);
+            return match crate::rocr_blit::run(self.vm(), blit, d.kernarg_address, d.grid_size[0]) {
+                Ok(()) => Outcome::Done,
+                Err(crate::rocr_blit::BlitError::BadArguments) => {
+                    Outcome::Error(InvalidArgument, None)
+                }
+                Err(crate::rocr_blit::BlitError::Fault(f)) => {
+                    Outcome::Error(MemoryViolation, Some(f))
+                }
+            };
         };
         if kd.kernarg_size > 0
             && !self

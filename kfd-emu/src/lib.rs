@@ -23,6 +23,7 @@ mod memory;
 mod pagesize;
 mod pm4_proc;
 mod queue;
+mod rocr_blit;
 mod sdma_proc;
 mod stats;
 mod topology;
