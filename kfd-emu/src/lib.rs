@@ -8,6 +8,10 @@
 //!
 //! GPU VA equals host VA. Buffers are `memfd`s mapped by the emulator for its engines and by the
 //! runtime at the buffer's VA through the render node, so CPU and GPU share the pages.
+//!
+//! The render nodes answer the amdgpu queries libdrm makes ([`drm`]), and dispatches of ROCr
+//! 5.2.3's own gfx90a blit kernels are recognised and run on the host, so unmodified ROCm runs
+//! on the emulator through the `kfd-emu-preload` interposer.
 #![warn(missing_docs)]
 
 mod aql_proc;
