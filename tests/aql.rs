@@ -344,3 +344,25 @@ fn prepared_dispatches_run_with_their_own_arguments() {
         assert_eq!(u64::from_le_bytes(c.try_into().unwrap()), 1, "counter {id}");
     }
 }
+
+#[test]
+fn cu_masks_reach_the_driver_and_bad_ones_are_refused() {
+    let kfd = emu();
+    let gpu = kfd.gpu(0).unwrap();
+    let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let emu = kfd.emulator().unwrap();
+    assert_eq!(emu.queue_cu_mask(queue.id()), Some(vec![]));
+    let mask = [0x5555_5555u32, 0x0000_00FF, 0, 0];
+    queue.set_cu_mask(&mask).unwrap();
+    assert_eq!(emu.queue_cu_mask(queue.id()), Some(mask.to_vec()));
+    assert!(matches!(
+        queue.set_cu_mask(&[]),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        queue.set_cu_mask(&[1; 33]),
+        Err(Error::InvalidArgument(_))
+    ));
+    // The queue still runs.
+    queue.barrier_and(&[]).unwrap().wait(LONG).unwrap();
+}

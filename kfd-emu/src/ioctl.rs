@@ -175,6 +175,9 @@ pub(crate) unsafe fn dispatch(
         r if r == rq::DESTROY_QUEUE => with!(kfd_ioctl_destroy_queue_args, |v| queue::destroy(
             emu, v.queue_id
         )),
+        r if r == rq::SET_CU_MASK => {
+            with!(kfd_ioctl_set_cu_mask_args, |v| queue::set_cu_mask(emu, v))
+        }
         r if r == rq::UPDATE_QUEUE => with!(kfd_ioctl_update_queue_args, |v| queue::update(emu, v)),
         other => {
             let name = if other.ty() == b'K' {

@@ -68,6 +68,9 @@ pub(crate) struct QueueCtl {
     /// Set with `error`, read by the processor loop without locking.
     pub(crate) failed: AtomicBool,
     pub(crate) events: Arc<EventTable>,
+    /// The CU mask `SET_CU_MASK` last gave (bits, 32 per word; empty: all CUs). Recorded
+    /// only: the emulated work-groups do not run on CUs.
+    pub(crate) cu_mask: Mutex<Vec<u32>>,
 }
 
 struct Entry {
@@ -236,6 +239,7 @@ pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Res
         error: Mutex::new(None),
         failed: AtomicBool::new(false),
         events: emu.events.clone(),
+        cu_mask: Mutex::new(Vec::new()),
     });
     let thread = if is_sdma {
         crate::sdma_proc::spawn(emu, ctl.clone())
@@ -309,7 +313,41 @@ impl QueueCtl {
     }
 }
 
+/// `SET_CU_MASK`, with `kfd_ioctl_set_cu_mask`'s checks: a bit count that is zero or not a
+/// multiple of 32 is EINVAL, more than 1024 bits are cut to 1024, an unreadable mask is EFAULT,
+/// and an unknown queue is EFAULT (`pqm_update_mqd`).
+pub(crate) fn set_cu_mask(emu: &Emulator, a: &kfd_ioctl_set_cu_mask_args) -> Result<(), Errno> {
+    const MAX_CUS: u32 = 1024;
+    if a.num_cu_mask == 0 || a.num_cu_mask % 32 != 0 {
+        return Err(Errno::EINVAL);
+    }
+    if a.cu_mask_ptr == 0 {
+        return Err(Errno::EFAULT);
+    }
+    let words = (a.num_cu_mask.min(MAX_CUS) / 32) as usize;
+    // SAFETY: the caller of the ioctl guarantees `num_cu_mask / 32` words at the pointer (the
+    // Driver::ioctl contract); this is what copy_from_user reads.
+    let mask = unsafe { std::slice::from_raw_parts(a.cu_mask_ptr as *const u32, words) }.to_vec();
+    let g = emu.queues.inner.lock().unwrap_or_else(|p| p.into_inner());
+    let e = g.0.get(&a.queue_id).ok_or(Errno::EFAULT)?;
+    *e.ctl.cu_mask.lock().unwrap_or_else(|p| p.into_inner()) = mask;
+    Ok(())
+}
+
 impl Emulator {
+    /// The CU mask last set on queue `queue_id` (empty if none), `None` for an unknown queue.
+    pub fn queue_cu_mask(&self, queue_id: u32) -> Option<Vec<u32>> {
+        let g = self.queues.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let e = g.0.get(&queue_id)?;
+        let mask = e
+            .ctl
+            .cu_mask
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        Some(mask)
+    }
+
     /// The error queue `queue_id` stopped with, if any.
     pub fn queue_error(&self, queue_id: u32) -> Option<QueueErrorCode> {
         let g = self.queues.inner.lock().unwrap_or_else(|p| p.into_inner());

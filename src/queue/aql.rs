@@ -511,6 +511,27 @@ impl AqlQueue {
         }
     }
 
+    /// Restricts the queue's dispatches to the compute units whose bits are set in `mask` (bit
+    /// `i` of word `w` is CU `32 * w + i`, up to 1024 CUs), as `hsa_amd_queue_cu_set_mask` does.
+    pub fn set_cu_mask(&self, mask: &[u32]) -> Result<()> {
+        if mask.is_empty() || mask.len() > 32 {
+            return Err(Error::InvalidArgument(format!(
+                "a CU mask has 1 to 32 words (1024 CUs), not {}",
+                mask.len()
+            )));
+        }
+        let mut a = kfd_ioctl_set_cu_mask_args {
+            queue_id: self.id(),
+            num_cu_mask: mask.len() as u32 * 32,
+            cu_mask_ptr: mask.as_ptr() as u64,
+        };
+        let driver = self.0.gpu.kfd().driver();
+        // SAFETY: the mask array lives across the call and holds `num_cu_mask / 32` words.
+        unsafe { kfd_sys::DriverExt::kfd_ioctl_unchecked(&**driver, &mut a) }
+            .map_err(Error::driver("AMDKFD_IOC_SET_CU_MASK"))?;
+        Ok(())
+    }
+
     /// Invalidates the GPU's instruction cache (after code was written to memory) with a PM4
     /// ACQUIRE_MEM carried by an AMD vendor PM4-IB packet, as ROCr does; completes in order.
     pub fn invalidate_icache(&self) -> Result<Submission> {

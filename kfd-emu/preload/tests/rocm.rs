@@ -299,6 +299,11 @@ fn rocr_runs_barrier_packets_on_kfd_emu() {
             out.lines().filter(|l| *l == "queue destroyed").count(),
             gpus as usize
         );
+        assert_eq!(
+            out.lines().filter(|l| *l == "cu mask set").count(),
+            gpus as usize,
+            "{out}"
+        );
         assert!(out.lines().any(|l| l == "memory lock ok"), "{out}");
         assert!(out.lines().any(|l| l == "hsa_shut_down ok"), "{out}");
     }

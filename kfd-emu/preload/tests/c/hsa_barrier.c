@@ -108,6 +108,10 @@ static void barrier_round_trip(hsa_agent_t agent, int rounds, int timing)
 	CHECK(hsa_queue_create(agent, size, HSA_QUEUE_TYPE_SINGLE, NULL, NULL, UINT32_MAX,
 			       UINT32_MAX, &queue));
 	printf("queue created: %u packets\n", queue->size);
+	/* Half the CUs (hsa_amd_queue_cu_set_mask: KFD's SET_CU_MASK). */
+	uint32_t cu_mask[4] = {0x55555555u, 0x55555555u, 0x55555555u, 0x55555555u};
+	CHECK(hsa_amd_queue_cu_set_mask(queue, 128, cu_mask));
+	printf("cu mask set\n");
 
 	hsa_signal_t done;
 	CHECK(hsa_signal_create(1, 0, NULL, &done));
