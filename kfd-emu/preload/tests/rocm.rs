@@ -375,6 +375,7 @@ fn rocr_bring_up_uses_the_kfd_requests_it_needs_and_they_succeed() {
         "AMDKFD_IOC_SET_SCRATCH_BACKING_VA",
         "AMDKFD_IOC_SET_TRAP_HANDLER",
         "AMDKFD_IOC_CREATE_QUEUE",
+        "AMDKFD_IOC_SET_CU_MASK",
         "AMDKFD_IOC_SET_EVENT",
         "AMDKFD_IOC_DESTROY_QUEUE",
         "AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU",
