@@ -188,7 +188,7 @@ pub(crate) unsafe fn dispatch(
             log::warn!(
                 "kfd-emu: unsupported request {:#x} ({})",
                 other.raw(),
-                name.unwrap_or("unknown")
+                name.unwrap_or("not a KFD 1.11 request")
             );
             Err(if other.ty() == b'K' {
                 Errno::EINVAL
