@@ -258,6 +258,12 @@ fn rocminfo_lists_the_emulated_agents() {
         assert!(out.contains("amdgcn-amd-amdhsa--gfx90a"), "{out}");
         assert!(out.contains("ROCk module is loaded"), "{out}");
         assert!(out.contains("*** Done ***"), "{out}");
+        // The same package's agent enumerator (a Python script reading the KFD topology).
+        let run = run_preloaded(Path::new("/usr/bin/rocm_agent_enumerator"), &[], gpus);
+        assert_success("rocm_agent_enumerator", &run);
+        let mut expected = vec!["gfx000"];
+        expected.extend(std::iter::repeat_n("gfx90a", gpus as usize));
+        assert_eq!(run.stdout.lines().collect::<Vec<_>>(), expected);
     }
 }
 
