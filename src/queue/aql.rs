@@ -690,11 +690,11 @@ impl Batch<'_> {
                 "a barrier-OR takes at most 5 signals".into(),
             ));
         }
-        let chunks: Vec<&[&Signal]> = if deps.is_empty() {
-            vec![&[]]
-        } else {
-            deps.chunks(5).collect()
-        };
+        // One packet per five dependencies, and one (with none) for an empty list.
+        let empty: [&[&Signal]; 1] = [&[]];
+        let chunks = deps
+            .chunks(5)
+            .chain(empty.into_iter().filter(|_| deps.is_empty()));
         for chunk in chunks {
             let mut dep_signal = [0u64; 5];
             for (slot, s) in dep_signal.iter_mut().zip(chunk) {
