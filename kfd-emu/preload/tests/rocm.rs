@@ -165,6 +165,16 @@ fn assert_success(what: &str, run: &Run) {
     );
 }
 
+/// One of the C programs that use ROCr, compiled; `None` (after saying why) when ROCr's
+/// headers or a C compiler are missing and the run may skip.
+fn rocr_program(source: &str) -> Option<Program> {
+    let ok = have(
+        "ROCr's headers (libhsa-runtime-dev)",
+        Path::new("/usr/include/hsa/hsa.h").exists(),
+    ) && have("a C compiler (cc)", has_command("cc", "--version"));
+    ok.then(|| compile(source, &["-lhsa-runtime64"]))
+}
+
 fn field<'a>(stdout: &'a str, key: &str) -> Option<&'a str> {
     stdout
         .lines()
@@ -269,14 +279,9 @@ fn rocminfo_lists_the_emulated_agents() {
 
 #[test]
 fn rocr_runs_barrier_packets_on_kfd_emu() {
-    let ok = have(
-        "ROCr's headers (libhsa-runtime-dev)",
-        Path::new("/usr/include/hsa/hsa.h").exists(),
-    ) && have("a C compiler (cc)", has_command("cc", "--version"));
-    if !ok {
+    let Some(program) = rocr_program("hsa_barrier.c") else {
         return;
-    }
-    let program = compile("hsa_barrier.c", &["-lhsa-runtime64"]);
+    };
     for gpus in [1u32, 2] {
         let run = run_preloaded(&program, &["50"], gpus);
         assert_success("hsa_barrier", &run);
@@ -319,14 +324,9 @@ fn rocr_runs_barrier_packets_on_kfd_emu() {
 fn rocr_copies_and_fills_run_on_kfd_emu() {
     // ROCr 5.2.3 copies with its own blit kernels (and SDMA between GPUs); kfd-emu recognises
     // the kernels and runs them on the host. Every byte is checked by the program.
-    let ok = have(
-        "ROCr's headers (libhsa-runtime-dev)",
-        Path::new("/usr/include/hsa/hsa.h").exists(),
-    ) && have("a C compiler (cc)", has_command("cc", "--version"));
-    if !ok {
+    let Some(program) = rocr_program("hsa_copy.c") else {
         return;
-    }
-    let program = compile("hsa_copy.c", &["-lhsa-runtime64"]);
+    };
     for gpus in [1u32, 2] {
         let run = run_preloaded(&program, &[], gpus);
         assert_success("hsa_copy", &run);
@@ -346,14 +346,9 @@ fn rocr_copies_and_fills_run_on_kfd_emu() {
 
 #[test]
 fn rocr_bring_up_uses_the_kfd_requests_it_needs_and_they_succeed() {
-    let ok = have(
-        "ROCr's headers (libhsa-runtime-dev)",
-        Path::new("/usr/include/hsa/hsa.h").exists(),
-    ) && have("a C compiler (cc)", has_command("cc", "--version"));
-    if !ok {
+    let Some(program) = rocr_program("hsa_barrier.c") else {
         return;
-    }
-    let program = compile("hsa_barrier.c", &["-lhsa-runtime64"]);
+    };
     let run = run_preloaded_logging(&program, &["1"], 1, "trace");
     assert_success("hsa_barrier", &run);
     // "ioctl 0x... (AMDKFD_IOC_NAME) on Kfd: Ok(0)" lines, in order.

@@ -14,6 +14,7 @@
  */
 #include <hsa/hsa.h>
 #include <hsa/hsa_ext_amd.h>
+#include "hsa_check.h"
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,16 +22,6 @@
 #include <string.h>
 #include <time.h>
 
-#define CHECK(call)                                                                        \
-	do {                                                                               \
-		hsa_status_t s_ = (call);                                                  \
-		if (s_ != HSA_STATUS_SUCCESS) {                                            \
-			const char *msg_ = NULL;                                           \
-			hsa_status_string(s_, &msg_);                                      \
-			fprintf(stderr, "FAIL %s: %#x %s\n", #call, s_, msg_ ? msg_ : ""); \
-			exit(1);                                                           \
-		}                                                                          \
-	} while (0)
 
 #define MAX_AGENTS 16
 

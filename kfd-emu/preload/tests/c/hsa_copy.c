@@ -9,21 +9,12 @@
  */
 #include <hsa/hsa.h>
 #include <hsa/hsa_ext_amd.h>
+#include "hsa_check.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define CHECK(call)                                                                        \
-	do {                                                                               \
-		hsa_status_t s_ = (call);                                                  \
-		if (s_ != HSA_STATUS_SUCCESS) {                                            \
-			const char *msg_ = NULL;                                           \
-			hsa_status_string(s_, &msg_);                                      \
-			fprintf(stderr, "FAIL %s: %#x %s\n", #call, s_, msg_ ? msg_ : ""); \
-			exit(1);                                                           \
-		}                                                                          \
-	} while (0)
 
 #define MAX_GPUS 8
 static hsa_agent_t gpus[MAX_GPUS];
@@ -59,6 +50,16 @@ static void expect_same(const char *what, const unsigned char *a, const unsigned
 		exit(1);
 	}
 	printf("%s ok\n", what);
+}
+
+/* Waits for an asynchronous copy's completion signal to reach 0. */
+static void wait_done(hsa_signal_t done, const char *what)
+{
+	if (hsa_signal_wait_scacquire(done, HSA_SIGNAL_CONDITION_LT, 1, UINT64_MAX,
+				      HSA_WAIT_STATE_BLOCKED) != 0) {
+		fprintf(stderr, "FAIL %s: signal not 0\n", what);
+		exit(1);
+	}
 }
 
 int main(void)
@@ -109,11 +110,7 @@ int main(void)
 	hsa_signal_t done;
 	CHECK(hsa_signal_create(1, 0, NULL, &done));
 	CHECK(hsa_amd_memory_async_copy(dev, gpus[0], pinned, gpus[0], n, 0, NULL, done));
-	if (hsa_signal_wait_scacquire(done, HSA_SIGNAL_CONDITION_LT, 1, UINT64_MAX,
-				      HSA_WAIT_STATE_BLOCKED) != 0) {
-		fprintf(stderr, "FAIL async copy: signal not 0\n");
-		return 1;
-	}
+	wait_done(done, "async copy");
 	memset(back, 0, n);
 	CHECK(hsa_memory_copy(back, dev, n));
 	expect_same("async copy", src, back, n);
@@ -125,11 +122,7 @@ int main(void)
 		CHECK(hsa_amd_agents_allow_access(1, &gpus[1], NULL, dev));
 		hsa_signal_store_relaxed(done, 1);
 		CHECK(hsa_amd_memory_async_copy(dev1, gpus[1], dev, gpus[0], n, 0, NULL, done));
-		if (hsa_signal_wait_scacquire(done, HSA_SIGNAL_CONDITION_LT, 1, UINT64_MAX,
-					      HSA_WAIT_STATE_BLOCKED) != 0) {
-			fprintf(stderr, "FAIL peer copy: signal not 0\n");
-			return 1;
-		}
+		wait_done(done, "peer copy");
 		memset(back, 0, n);
 		CHECK(hsa_memory_copy(back, dev1, n));
 		expect_same("peer copy", src, back, n);
