@@ -94,6 +94,21 @@ pub struct GpuParams {
 
 const GIB: u64 = 1 << 30;
 
+impl GpuParams {
+    /// The EOP and CWSR sizes KFD derives from this node's topology, which `CREATE_QUEUE` checks.
+    pub fn queue_area_sizes(&self) -> Option<kfd_sys::queue_sizes::QueueAreaSizes> {
+        kfd_sys::queue_sizes::QueueAreaSizes::for_node(&kfd_sys::queue_sizes::NodeShape {
+            gfx_target_version: self.gfx_target_version,
+            simd_count: self.compute_units * self.simd_per_cu,
+            simd_per_cu: self.simd_per_cu,
+            array_count: self.array_count,
+            simd_arrays_per_engine: self.simd_arrays_per_engine,
+            lds_size_in_kb: self.lds_size_kb,
+            num_xcc: self.num_xcc,
+        })
+    }
+}
+
 impl Preset {
     /// The preset's parameters.
     pub fn params(self) -> GpuParams {

@@ -40,6 +40,9 @@ pub(crate) struct Bo {
     pub(crate) mmap_offset: u64,
     /// Indices of the GPUs it is mapped to.
     pub(crate) mapped: Vec<usize>,
+    /// Live queues using the buffer, per GPU index (`bo_va->queue_refcount`): while one does,
+    /// the buffer cannot be unmapped from that GPU.
+    pub(crate) queue_refs: Vec<(usize, u32)>,
 }
 
 impl Bo {
@@ -50,6 +53,20 @@ impl Bo {
             Backing::Doorbell => self.gpu.doorbells.host(),
             Backing::Mmio => self.gpu.mmio.host(),
         }
+    }
+
+    fn perms(&self) -> crate::vm::Perms {
+        crate::vm::Perms {
+            write: self.flags & KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE != 0,
+            exec: self.flags & KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE != 0,
+        }
+    }
+
+    fn queue_refs(&self, gpu_index: usize) -> u32 {
+        self.queue_refs
+            .iter()
+            .find(|(g, _)| *g == gpu_index)
+            .map_or(0, |&(_, n)| n)
     }
 
     fn vram_accounting(&self) -> Option<(u64, bool)> {
@@ -191,6 +208,7 @@ pub(crate) fn alloc(
             backing,
             mmap_offset,
             mapped: Vec::new(),
+            queue_refs: Vec::new(),
         },
     );
     log::trace!(
@@ -267,12 +285,16 @@ pub(crate) fn map(
         if !map && !bo.mapped.contains(&g.index) {
             return Err(Errno::EINVAL);
         }
+        if !map && bo.queue_refs(g.index) > 0 {
+            // unmap_bo_from_gpuvm: a live queue's ring, pointers, EOP or CWSR area.
+            return Err(Errno::EBUSY);
+        }
         gpus.push(g.clone());
     }
     for g in gpus {
         if map {
             if !bo.mapped.contains(&g.index) {
-                g.vm.map(bo.va, bo.size, bo.host(), handle);
+                g.vm.map(bo.va, bo.size, bo.host(), handle, bo.perms());
                 bo.mapped.push(g.index);
             }
         } else {
@@ -338,6 +360,23 @@ pub(crate) unsafe fn mmap(
             unsafe { mem.map_for_caller(addr, len, prot, flags, 0) }
         }
     }
+}
+
+/// Takes (`take = true`) or drops a queue's reference on buffer `handle` as mapped to GPU
+/// `gpu_index` (`kfd_queue_buffer_get` / `kfd_queue_unref_bo_va`). Unknown handles are ignored:
+/// a reference is only taken on a buffer the page table just named.
+pub(crate) fn queue_ref(emu: &Emulator, handle: u64, gpu_index: usize, take: bool) {
+    let mut m = emu.memory.lock();
+    let Some(bo) = m.bos.get_mut(&handle) else {
+        return;
+    };
+    match bo.queue_refs.iter_mut().find(|(g, _)| *g == gpu_index) {
+        Some((_, n)) if take => *n += 1,
+        Some((_, n)) => *n = n.saturating_sub(1),
+        None if take => bo.queue_refs.push((gpu_index, 1)),
+        None => {}
+    }
+    bo.queue_refs.retain(|&(_, n)| n > 0);
 }
 
 /// Whether `handle` names a GTT buffer large enough to be the events page.

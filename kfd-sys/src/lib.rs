@@ -15,6 +15,7 @@ mod devkfd;
 mod driver;
 mod errno;
 pub mod ioctl;
+pub mod queue_sizes;
 
 pub use devkfd::{DevKfd, DEV_KFD_PATH};
 pub use driver::{

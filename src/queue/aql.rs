@@ -6,6 +6,7 @@
 //! once per batch. The ring is never overrun: reservation waits for the packet processor's read
 //! index (or reports [`Error::QueueFull`] with the non-blocking calls).
 
+use super::cwsr::{queue_buffer, ComputeAreas};
 use super::handle::KfdQueue;
 use super::kernarg::KernargRing;
 use crate::device::Gpu;
@@ -104,8 +105,7 @@ pub(crate) struct AqlQueueShared {
     // Memory the packet processor uses; freed after DESTROY_QUEUE, in Drop.
     ring_mem: Buffer,
     _amd_queue_mem: Buffer,
-    _eop: Option<Buffer>,
-    _cwsr: Option<Buffer>,
+    _areas: ComputeAreas,
 }
 
 // SAFETY: `amd_queue` points into `_amd_queue_mem`, owned by this struct; the fields the packet
@@ -131,10 +131,6 @@ impl fmt::Debug for AqlQueue {
     }
 }
 
-fn host_buffer(gpu: &Gpu, size: u64, kind: MemoryKind) -> Result<Buffer> {
-    gpu.alloc(size, kind)
-}
-
 impl Gpu {
     /// Creates an AQL queue.
     pub fn create_aql_queue(&self, options: AqlQueueOptions) -> Result<AqlQueue> {
@@ -147,10 +143,11 @@ impl Gpu {
         let kfd = self.kfd().clone();
         let info = self.info().clone();
         let ring_bytes = u64::from(n) * 64;
-        let ring_mem = host_buffer(self, ring_bytes, MemoryKind::GttCoherent)?;
-        let amd_queue_mem = host_buffer(self, 4096, MemoryKind::GttCoherent)?;
-        let kernarg_mem = host_buffer(
-            self,
+        // The ring and the amd_queue_t page (which holds the read and write indices) are each a
+        // whole buffer: KFD checks that they are, and a sub-allocation would share its pages.
+        let ring_mem = queue_buffer(self, ring_bytes, MemoryKind::GttCoherent)?;
+        let amd_queue_mem = queue_buffer(self, 4096, MemoryKind::GttCoherent)?;
+        let kernarg_mem = self.alloc(
             // At least one minimal region per ring slot, so a full ring of single dispatches
             // never waits for kernel-argument memory.
             options
@@ -184,13 +181,7 @@ impl Gpu {
         let q = unsafe { &*q_ptr };
         // gfx94x AQL queues take no EOP buffer (KFD only uses it for PM4 queues there).
         let gfx94x = (90400..90500).contains(&info.gfx_target_version);
-        let eop = if gfx94x {
-            None
-        } else {
-            Some(self.alloc(4096, MemoryKind::DeviceLocal)?)
-        };
-        let sizes = super::cwsr::cwsr_sizes(&info);
-        let cwsr = self.alloc(sizes.total_bytes, MemoryKind::DeviceLocal)?;
+        let areas = ComputeAreas::new(self, !gfx94x)?;
         let mut args = kfd_ioctl_create_queue_args {
             ring_base_address: ring_mem.gpu_address(),
             write_pointer_address: q.write_dispatch_id_address(),
@@ -201,11 +192,11 @@ impl Gpu {
             queue_type: KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
             queue_percentage: KFD_MAX_QUEUE_PERCENTAGE,
             queue_priority: options.priority.kfd(),
-            eop_buffer_address: eop.as_ref().map_or(0, Buffer::gpu_address),
-            eop_buffer_size: eop.as_ref().map_or(0, Buffer::allocated_size),
-            ctx_save_restore_address: cwsr.gpu_address(),
-            ctx_save_restore_size: sizes.ctx_save_restore_size,
-            ctl_stack_size: sizes.ctl_stack_size,
+            eop_buffer_address: areas.eop.as_ref().map_or(0, Buffer::gpu_address),
+            eop_buffer_size: areas.eop.as_ref().map_or(0, Buffer::size),
+            ctx_save_restore_address: areas.cwsr.gpu_address(),
+            ctx_save_restore_size: areas.sizes.ctx_save_restore_size,
+            ctl_stack_size: areas.sizes.ctl_stack_size,
             ..Default::default()
         };
         // SAFETY: every address in `args` is memory owned by the queue being built; the
@@ -245,8 +236,7 @@ impl Gpu {
             spare: std::sync::Mutex::new(None),
             ring_mem,
             _amd_queue_mem: amd_queue_mem,
-            _eop: eop,
-            _cwsr: Some(cwsr),
+            _areas: areas,
         })))
     }
 }

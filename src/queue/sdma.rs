@@ -7,11 +7,12 @@
 //! copies are split at the engine's per-packet maximum), then the signal's event is raised with
 //! a FENCE to its mailbox and a TRAP.
 
+use super::cwsr::queue_buffer;
 use super::handle::KfdQueue;
 use super::QueuePriority;
 use crate::device::Gpu;
 use crate::error::{Error, Result};
-use crate::memory::{AllocOptions, Buffer, MemoryKind};
+use crate::memory::{Buffer, MemoryKind};
 use crate::signal::{Condition, Signal, DEFAULT_SPIN};
 use kfd_sys::bindings::*;
 use sdma::ring::{RingError, SdmaRing};
@@ -95,14 +96,10 @@ impl Gpu {
                 Error::InvalidArgument(format!("no SDMA support for {}", info.gfx_target))
             })?;
         let ring_bytes: u32 = 64 * 1024;
-        let ring_mem = self.alloc(u64::from(ring_bytes), MemoryKind::GttCoherent)?;
-        let pointers = self.alloc_with(
-            4096,
-            AllocOptions {
-                dedicated: true,
-                ..AllocOptions::new(MemoryKind::GttUncached)
-            },
-        )?;
+        let ring_mem = queue_buffer(self, u64::from(ring_bytes), MemoryKind::GttCoherent)?;
+        let pointers = queue_buffer(self, 4096, MemoryKind::GttUncached)?;
+        // The engine starts from the pointers in memory: both at zero, whatever the driver gave.
+        pointers.write(0, &[0u8; 128])?;
         let mut args = kfd_ioctl_create_queue_args {
             ring_base_address: ring_mem.gpu_address(),
             ring_size: ring_bytes,
