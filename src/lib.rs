@@ -28,6 +28,7 @@ pub mod queue;
 pub mod signal;
 pub mod topology;
 
+pub use aql::FenceScope;
 pub use copy::{CopyEngine, CopyPath};
 pub use device::{ClockCounters, DeviceChoice, Gpu, Kfd, DEVICE_ENV};
 pub use error::{Error, Result};

@@ -366,3 +366,20 @@ fn cu_masks_reach_the_driver_and_bad_ones_are_refused() {
     // The queue still runs.
     queue.barrier_and(&[]).unwrap().wait(LONG).unwrap();
 }
+
+#[test]
+fn an_empty_batch_writes_nothing_and_rings_no_doorbell() {
+    let kfd = emu();
+    let gpu = kfd.gpu(0).unwrap();
+    let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let emu = kfd.emulator().unwrap();
+    let (index, doorbell) = (queue.write_index(), emu.doorbell_hints(gpu.id()));
+    let s = queue.batch().unwrap().submit().unwrap();
+    assert!(s.is_complete());
+    s.wait(Some(Duration::from_secs(1))).unwrap();
+    let s = queue.batch().unwrap().try_submit().unwrap();
+    assert!(s.is_complete());
+    assert_eq!(queue.write_index(), index, "no packet was reserved");
+    assert_eq!(emu.doorbell_hints(gpu.id()), doorbell, "no doorbell was rung");
+    assert_eq!(emu.stats().packets_run, 0);
+}

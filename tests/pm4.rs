@@ -257,11 +257,9 @@ fn pm4_and_aql_dispatch_of_the_same_kernel_agree() {
     let aq = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     let a = args(out_aql.gpu_address());
     let d = Dispatch {
-        kernel: &kernel,
         grid: [64, 6, 1],
         workgroup: [16, 2, 1],
-        kernargs: &a,
-        dynamic_lds: 0,
+        ..Dispatch::linear(&kernel, 0, 1, &a)
     };
     aq.dispatch(&d).unwrap().wait(Some(T)).unwrap();
     // PM4: the same launch, kernel arguments in GPU memory the caller owns.

@@ -3,8 +3,12 @@
 //! It follows the hardware's rules, including the unforgiving ones: a packet is consumed as soon
 //! as its header word is valid (the doorbell is only a wake-up hint unless the configuration
 //! asks for it), its header is set back to INVALID before the read index moves on, and a packet
-//! whose bytes change after it was read is counted as a torn publication. Packets run in order,
-//! one at a time, which satisfies every barrier bit.
+//! whose bytes change after it was read is counted as a torn publication.
+//!
+//! Ordering is the AQL rule, no stronger: a packet with the barrier bit starts only after every
+//! packet before it has completed, while a kernel dispatch followed by an already published
+//! packet without the barrier bit runs on a thread of its own, so the two overlap, as they may
+//! on a GPU. A runtime that leaves the bit off between dependent kernels sees the race here.
 
 use crate::device::GpuState;
 use crate::kernel::{KernelRegistry, WorkGroup};
@@ -18,6 +22,9 @@ use aql::{
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// Dispatches that may run alongside later packets at once, like the few a CP has in flight.
+const MAX_OVERLAP: usize = 8;
 
 struct Processor {
     ctl: Arc<QueueCtl>,
@@ -120,12 +127,25 @@ impl Processor {
     }
 
     fn run(self) {
+        std::thread::scope(|scope| self.run_in(scope));
+    }
+
+    fn run_in<'s>(&'s self, scope: &'s std::thread::Scope<'s, '_>) {
         let n = self.ctl.ring_size / 64;
         let mut rd = self.vm().read_u64(self.ctl.rptr).unwrap_or(0);
         let mut idle_rounds = 0u32;
+        // Dispatches running on threads of their own (overlapping what follows them).
+        let mut in_flight: Vec<std::thread::ScopedJoinHandle<'s, ()>> = Vec::new();
         while !self.stopped() {
+            in_flight.retain(|h| !h.is_finished());
             let generation = self.gpu().wake_generation();
             if self.paused() {
+                self.idle(&mut idle_rounds, generation);
+                continue;
+            }
+            // The CP looks at a slot only once a producer has reserved it (the write index is
+            // past it): a ring nobody wrote stays untouched, whatever its memory holds.
+            if !self.reserved(rd) {
                 self.idle(&mut idle_rounds, generation);
                 continue;
             }
@@ -168,7 +188,27 @@ impl Processor {
                 self.check_torn(slot, &raw);
             }
             let outcome = match Packet::decode(&raw) {
-                Ok(p) => self.execute(&p),
+                Ok(p) => {
+                    if p.barrier() || in_flight.len() >= MAX_OVERLAP {
+                        // Everything before a barrier packet completes first.
+                        for h in in_flight.drain(..) {
+                            let _ = h.join();
+                        }
+                        if self.paused() {
+                            continue;
+                        }
+                    }
+                    if matches!(p, Packet::KernelDispatch(_)) && self.next_may_overlap(rd) {
+                        in_flight.push(scope.spawn(move || {
+                            if let Outcome::Error(code, fault) = self.execute(&p) {
+                                self.fail(code, fault);
+                            }
+                        }));
+                        Outcome::Done
+                    } else {
+                        self.execute(&p)
+                    }
+                }
                 Err(e) => {
                     log::warn!(
                         "kfd-emu: queue {}: packet {rd} undecodable ({e:?}): {raw:08x?}",
@@ -194,6 +234,23 @@ impl Processor {
             rd += 1;
             let _ = self.vm().write_u64(self.ctl.rptr, rd);
         }
+    }
+
+    /// Whether a producer has reserved packet `index` (the queue's write index is past it).
+    fn reserved(&self, index: u64) -> bool {
+        self.vm().read_u64(self.ctl.wptr).is_ok_and(|w| w > index)
+    }
+
+    /// Whether the packet after `rd` is already published without the barrier bit: then the
+    /// dispatch at `rd` may run alongside it.
+    fn next_may_overlap(&self, rd: u64) -> bool {
+        let n = self.ctl.ring_size / 64;
+        let next = self.ctl.ring + ((rd + 1) % n) * 64;
+        self.reserved(rd + 1)
+            && self
+                .vm()
+                .read_u32(next)
+                .is_ok_and(|h| aql::is_valid_header_word(h) && h & (1 << 8) == 0)
     }
 
     fn check_torn(&self, slot: u64, seen: &[u32; 16]) {

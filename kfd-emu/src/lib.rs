@@ -132,6 +132,12 @@ impl Emulator {
         self.stats.snapshot(self)
     }
 
+    /// Doorbell hints `gpu_id` has received so far ([`Driver::doorbell_hint`], which a runtime
+    /// gives after writing a doorbell), or 0 for an unknown GPU.
+    pub fn doorbell_hints(&self, gpu_id: u32) -> u64 {
+        self.gpu(gpu_id).map_or(0, |g| g.wake_generation())
+    }
+
     /// Bytes mapped to `gpu_id` (`None` for an unknown GPU).
     pub fn mapped_bytes(&self, gpu_id: u32) -> Option<u64> {
         self.gpu(gpu_id).map(|g| g.vm.mapped_bytes())

@@ -254,6 +254,16 @@ pub struct Dispatch<'a> {
     pub kernargs: &'a [u8],
     /// Dynamic LDS bytes per work-group, added to the kernel's static amount.
     pub dynamic_lds: u32,
+    /// Whether the dispatch starts only after every earlier packet of its queue has completed
+    /// (the AQL barrier bit). On by default, so a queue runs its work in order as a HIP stream
+    /// does. Off ([`Dispatch::unordered`]), the GPU may run the dispatch alongside the packets
+    /// before it: right only when it neither reads what they write nor writes what they use.
+    pub barrier: bool,
+    /// The memory scope made visible to the kernel before it starts (system by default).
+    pub acquire: FenceScope,
+    /// The memory scope the kernel's writes are released to when it ends (system by default:
+    /// the host and every GPU see them once the completion signal does).
+    pub release: FenceScope,
 }
 
 /// A [`Dispatch`] validated and encoded once ([`Dispatch::prepare`]): the hot loop of a runtime
@@ -262,7 +272,7 @@ pub struct Dispatch<'a> {
 #[derive(Clone, Copy, Debug)]
 pub struct PreparedDispatch<'a> {
     kernel: &'a Kernel,
-    /// The encoded packet: kernarg address 0, no completion signal, barrier bit clear.
+    /// The encoded packet: kernarg address 0, no completion signal.
     packet: [u32; 16],
 }
 
@@ -282,6 +292,17 @@ impl<'a> Dispatch<'a> {
             workgroup: [workgroup, 1, 1],
             kernargs,
             dynamic_lds: 0,
+            barrier: true,
+            acquire: FenceScope::System,
+            release: FenceScope::System,
+        }
+    }
+
+    /// The same dispatch without the barrier bit: it may overlap the packets before it.
+    pub fn unordered(self) -> Self {
+        Dispatch {
+            barrier: false,
+            ..self
         }
     }
 
@@ -293,9 +314,9 @@ impl<'a> Dispatch<'a> {
         Ok(PreparedDispatch {
             kernel: self.kernel,
             packet: encode(Packet::KernelDispatch(KernelDispatchPacket {
-                barrier: false,
-                acquire: FenceScope::System,
-                release: FenceScope::System,
+                barrier: self.barrier,
+                acquire: self.acquire,
+                release: self.release,
                 dimensions: self.dimensions(),
                 workgroup_size: self.workgroup,
                 grid_size: self.grid,
@@ -574,8 +595,10 @@ impl AqlQueue {
         b.submit()
     }
 
-    /// Starts a batch: packets added to it are submitted together, with one doorbell, and the
-    /// batch's last packet carries the barrier bit and the completion signal.
+    /// Starts a batch: packets added to it are submitted together, with one doorbell. Each
+    /// dispatch keeps its own barrier bit (set unless it was made [`Dispatch::unordered`]); the
+    /// batch's last packet always carries the barrier bit and the completion signal, so the
+    /// batch completes only when everything in it has.
     pub fn batch(&self) -> Result<Batch<'_>> {
         self.check()?;
         let signal = self.0.gpu.kfd().create_signal(1)?;
@@ -726,7 +749,18 @@ impl Batch<'_> {
         self.packets.is_empty()
     }
 
+    /// Attaches the completion signal. The packet carrying it must start after everything
+    /// before it has completed: the last packet when it has the barrier bit, else an empty
+    /// barrier-AND appended for it, so an unordered last dispatch still overlaps its
+    /// predecessors.
     fn finish(&mut self) -> Result<()> {
+        let unordered_tail = self
+            .packets
+            .last()
+            .is_some_and(|p| !aql::encoded_barrier(p));
+        if unordered_tail {
+            self.barrier(&[], false)?;
+        }
         if self.packets.len() > self.queue.0.size_packets as usize {
             return Err(Error::InvalidArgument(format!(
                 "batch of {} packets exceeds the queue's {} slots",
@@ -734,16 +768,22 @@ impl Batch<'_> {
                 self.queue.0.size_packets
             )));
         }
-        if self.packets.is_empty() {
-            self.barrier(&[], false)?;
-        }
         let handle = self.signal.handle();
         if let Some(last) = self.packets.last_mut() {
-            aql::set_encoded_barrier(last, true);
             aql::set_encoded_completion_signal(last, handle);
+            self.signal.arm_decrement();
         }
-        self.signal.arm_decrement();
         Ok(())
+    }
+
+    /// A submission of nothing: no packet, no doorbell, complete at once.
+    fn empty_submission(self) -> Submission {
+        self.signal.value_atomic().store(0, Ordering::Release);
+        Submission {
+            queue: self.queue.clone(),
+            signal: self.signal.clone(),
+            last_index: self.queue.write_index().saturating_sub(1),
+        }
     }
 
     fn write(mut self, mut r: aql::ring::Reservation<'_>) -> Submission {
@@ -801,9 +841,13 @@ impl Batch<'_> {
         Ok(())
     }
 
-    /// Submits the batch, waiting for ring space if needed.
+    /// Submits the batch, waiting for ring space if needed. An empty batch writes nothing and
+    /// rings no doorbell; its submission is complete at once.
     pub fn submit(mut self) -> Result<Submission> {
         self.finish()?;
+        if self.packets.is_empty() {
+            return Ok(self.empty_submission());
+        }
         self.place_kernargs(true)?;
         let q = self.queue;
         let n = self.packets.len() as u32;
@@ -825,6 +869,9 @@ impl Batch<'_> {
     /// nothing written.
     pub fn try_submit(mut self) -> Result<Submission> {
         self.finish()?;
+        if self.packets.is_empty() {
+            return Ok(self.empty_submission());
+        }
         let q = self.queue;
         q.check()?;
         let in_flight = q.0.ring.write_index().saturating_sub(q.0.ring.read_index());
