@@ -2,6 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::event::EventsPage;
+use crate::exception::ExceptionWatch;
 use crate::memory::suballoc::{SubAllocator, BLOCK_SIZE, DISABLE_ENV};
 use crate::queue::doorbell::{DoorbellPages, DOORBELL_PAGES_SIZE};
 use crate::signal::SignalPool;
@@ -60,6 +61,8 @@ pub(crate) struct KfdShared {
     pub(crate) topology: Topology,
     pub(crate) gpus: Vec<GpuState>,
     pub(crate) events_page: Mutex<Option<EventsPage>>,
+    /// The process's memory- and hardware-exception events, which every wait watches.
+    pub(crate) exceptions: ExceptionWatch,
     pub(crate) signals: Mutex<SignalPool>,
     pub(crate) suballoc: Mutex<SubAllocator>,
     /// Requests below this many bytes are suballocated (0 = never).
@@ -95,6 +98,7 @@ impl Drop for KfdShared {
                 }
             }
         }
+        self.exceptions.release(&*self.driver);
         let page = self
             .events_page
             .get_mut()
@@ -239,6 +243,7 @@ impl Kfd {
                 doorbells: Mutex::new(None),
             });
         }
+        let exceptions = ExceptionWatch::new(&*driver)?;
         log::info!(
             "kfdrt: {} (KFD {}.{}), {} GPU(s)",
             driver.describe(),
@@ -255,6 +260,7 @@ impl Kfd {
                 topology,
                 gpus,
                 events_page: Mutex::new(None),
+                exceptions,
                 signals: Mutex::new(SignalPool::default()),
                 suballoc: Mutex::new(SubAllocator::default()),
                 suballoc_threshold: std::sync::atomic::AtomicU64::new(default_threshold()),

@@ -110,13 +110,22 @@ fn wait_for_any_returns_on_one() {
 fn events_are_destroyed_on_drop() {
     let kfd = common::emulated(kfdrt::emu::Preset::Gfx90a, 1);
     let emu = kfd.emulator().unwrap().clone();
+    // kfdrt's own: the memory- and hardware-exception events every wait watches.
+    let own = emu.stats().live_events;
+    assert_eq!(own, 2);
     {
         let _e: Vec<_> = (0..10)
             .map(|_| kfd.create_event(EventKind::Signal, true).unwrap())
             .collect();
-        assert_eq!(emu.stats().live_events, 10);
+        assert_eq!(emu.stats().live_events, own + 10);
     }
-    assert_eq!(emu.stats().live_events, 0);
+    assert_eq!(emu.stats().live_events, own);
+    drop(kfd);
+    assert_eq!(
+        emu.stats().live_events,
+        0,
+        "closing the device destroys its own"
+    );
 }
 
 #[test]

@@ -112,7 +112,7 @@ impl Processor {
         !self.ctl.enabled.load(Ordering::Acquire)
             // SAFETY: see `FaultView`.
             || unsafe { &*self.faults.0 }.is_stalled(self.ctl.id)
-            || self.ctl.failed.load(Ordering::Acquire)
+            || self.ctl.halted()
     }
 
     fn gpu_clock(&self) -> u64 {
@@ -366,6 +366,17 @@ impl Processor {
             return Outcome::Error(InvalidCodeObject, None);
         }
         let kd = aql::KernelDescriptor::from_bytes(&kd);
+        // The first instruction fetch: the code must be mapped executable (a NoExecute fault
+        // otherwise, as the GPU's page table raises it).
+        let Some(entry) = d
+            .kernel_object
+            .checked_add_signed(kd.kernel_code_entry_byte_offset)
+        else {
+            return Outcome::Error(InvalidCodeObject, None);
+        };
+        if let Err(f) = self.vm().check_exec(entry, 4) {
+            return Outcome::Error(MemoryViolation, Some(f));
+        }
         let Some(f) = self.kernels.get(d.kernel_object) else {
             // Not bound: it may be one of ROCr's own blit kernels (under the preload).
             let Some(blit) = crate::rocr_blit::recognize(
@@ -467,10 +478,15 @@ impl Processor {
         })
     }
 
-    /// Stops the queue: records the error, reports a fault as a memory exception, writes the
-    /// error code into the queue's inactive signal and wakes its waiters.
+    /// Stops the queue. A page fault is a device exception (every queue of the GPU is evicted,
+    /// the memory-exception events report it; no signal is written). Any other error is the
+    /// CP's: it writes the error code into the queue's inactive signal and raises its event.
     fn fail(&self, code: QueueErrorCode, fault: Option<GpuFault>) {
-        self.ctl.fail(code, fault);
+        if fault.is_some() {
+            self.ctl.raise_device_exception(code, fault);
+            return;
+        }
+        self.ctl.record_error(code);
         let vm = self.vm();
         let q = self.ctl.rptr - queue_offsets::READ_DISPATCH_ID;
         if let Ok(sig) = vm.read_u64(q + queue_offsets::QUEUE_INACTIVE_SIGNAL) {

@@ -38,6 +38,9 @@ pub(crate) struct GpuState {
     sleepers: AtomicU32,
     wake: Mutex<()>,
     wake_cv: Condvar,
+    /// Device exceptions raised so far (page faults, engine exceptions): each evicts the queues
+    /// created before it.
+    exceptions: AtomicU64,
     /// Descriptors of this render node opened by the process itself (see
     /// `Emulator::attach_render_fd`), and which open file each one is.
     render_files: Mutex<RenderFiles>,
@@ -75,8 +78,21 @@ impl GpuState {
             sleepers: AtomicU32::new(0),
             wake: Mutex::new(()),
             wake_cv: Condvar::new(),
+            exceptions: AtomicU64::new(0),
             render_files: Mutex::new(RenderFiles::default()),
         })
+    }
+
+    /// Device exceptions raised so far.
+    pub(crate) fn exceptions(&self) -> u64 {
+        self.exceptions.load(Ordering::Acquire)
+    }
+
+    /// Counts a device exception (evicting every queue that exists now) and wakes the
+    /// processors so they notice.
+    pub(crate) fn raise_exception(&self) {
+        self.exceptions.fetch_add(1, Ordering::AcqRel);
+        self.doorbell_rung();
     }
 
     /// The fake descriptor `open_render_node` hands out for this GPU.

@@ -22,10 +22,13 @@ const FIRST_NONSIGNAL_ID: u32 = 0x8000_0000;
 /// `KFD_MMAP_TYPE_EVENTS`: the mmap offset type of the events page (bits 62-63 = 2).
 const KFD_MMAP_TYPE_EVENTS: u64 = 2 << 62;
 
+/// What a memory-exception event reports (`kfd_hsa_memory_exception_data`).
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct MemoryFault {
     pub(crate) va: u64,
     pub(crate) gpu_id: u32,
+    /// The page fault's kind; `None` for an engine exception with no address (`imprecise`).
+    pub(crate) kind: Option<crate::vm::FaultKind>,
 }
 
 #[derive(Debug)]
@@ -272,13 +275,16 @@ impl EventTable {
             };
             ev.waiters.retain(|&w| w != me);
             if let (true, Some(f)) = (a, ev.fault) {
+                use crate::vm::FaultKind;
+                let flag = |k: FaultKind| u32::from(f.kind == Some(k));
                 d.__bindgen_anon_1.memory_exception_data = kfd_hsa_memory_exception_data {
                     failure: kfd_memory_exception_failure {
-                        NotPresent: 1,
-                        ReadOnly: 0,
-                        NoExecute: 0,
-                        imprecise: 0,
+                        NotPresent: flag(FaultKind::NotPresent),
+                        ReadOnly: flag(FaultKind::ReadOnly),
+                        NoExecute: flag(FaultKind::NoExecute),
+                        imprecise: u32::from(f.kind.is_none()),
                     },
+                    // The interrupt carries a page number.
                     va: f.va & !0xFFF,
                     gpu_id: f.gpu_id,
                     ErrorType: 0,

@@ -9,6 +9,7 @@
 
 use crate::device::GpuState;
 use crate::events::EventTable;
+use crate::vm::GpuFault;
 use crate::Emulator;
 use kfd_sys::bindings::*;
 use kfd_sys::queue_sizes::{expected_ring_bytes, GPU_PAGE_SIZE};
@@ -70,6 +71,8 @@ pub(crate) struct QueueCtl {
     /// The CU mask `SET_CU_MASK` last gave (bits, 32 per word; empty: all CUs). Recorded
     /// only: the emulated work-groups do not run on CUs.
     pub(crate) cu_mask: Mutex<Vec<u32>>,
+    /// The GPU's exception count when the queue was created: a later exception evicts it.
+    pub(crate) exception_epoch: u64,
 }
 
 struct Entry {
@@ -284,6 +287,7 @@ pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Res
         failed: AtomicBool::new(false),
         events: emu.events.clone(),
         cu_mask: Mutex::new(Vec::new()),
+        exception_epoch: gpu.exceptions(),
     });
     let thread = if is_sdma {
         crate::sdma_proc::spawn(emu, ctl.clone())
@@ -348,20 +352,39 @@ pub(crate) fn update(emu: &Emulator, a: &kfd_ioctl_update_queue_args) -> Result<
 }
 
 impl QueueCtl {
-    /// Stops the queue with `code`: records it, reports a GPU fault as a memory exception, and
-    /// signals the process's hardware-exception events, as KFD does when a queue faults.
-    pub(crate) fn fail(&self, code: QueueErrorCode, fault: Option<crate::vm::GpuFault>) {
-        log::warn!("kfd-emu: queue {} stopped: {code:?} {fault:?}", self.id);
+    /// Whether the queue runs nothing more: it stopped on an error of its own, or a device
+    /// exception on its GPU evicted it.
+    pub(crate) fn halted(&self) -> bool {
+        self.failed.load(Ordering::Acquire) || self.gpu.exceptions() > self.exception_epoch
+    }
+
+    /// Records that the queue stopped with `code` (what [`Emulator::queue_error`] reports).
+    pub(crate) fn record_error(&self, code: QueueErrorCode) {
+        log::warn!("kfd-emu: queue {} stopped: {code:?}", self.id);
         *self.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(code);
         self.failed.store(true, Ordering::Release);
-        if let Some(f) = fault {
-            let mf = crate::events::MemoryFault {
-                va: f.va,
-                gpu_id: self.gpu.gpu_id,
-            };
-            self.events.signal_kind(KFD_IOC_EVENT_MEMORY, Some(mf));
-        }
-        self.events.signal_kind(KFD_IOC_EVENT_HW_EXCEPTION, None);
+    }
+
+    /// A device exception raised by this queue's engine, as amdkfd handles one no debugger
+    /// claims: every queue the process has on the GPU is evicted (`kfd_dqm_evict_pasid`) and the
+    /// process's memory-exception events are signalled with the fault (`fault`: a page fault
+    /// with its address and kind; `None`: an engine exception, reported without an address).
+    /// No completion signal and no AQL error signal is written.
+    pub(crate) fn raise_device_exception(&self, code: QueueErrorCode, fault: Option<GpuFault>) {
+        self.record_error(code);
+        log::warn!(
+            "kfd-emu: GPU {:#x}: device exception from queue {} ({}); its queues are evicted",
+            self.gpu.gpu_id,
+            self.id,
+            fault.map_or_else(|| "no address".to_owned(), |f| f.to_string())
+        );
+        self.gpu.raise_exception();
+        let data = crate::events::MemoryFault {
+            va: fault.map_or(0, |f| f.va),
+            gpu_id: self.gpu.gpu_id,
+            kind: fault.map(|f| f.kind),
+        };
+        self.events.signal_kind(KFD_IOC_EVENT_MEMORY, Some(data));
     }
 }
 

@@ -62,7 +62,7 @@ impl Engine {
     fn paused(&self) -> bool {
         !self.ctl.enabled.load(Ordering::Acquire)
             || self.faults.is_stalled(self.ctl.id)
-            || self.ctl.failed.load(Ordering::Acquire)
+            || self.ctl.halted()
     }
 
     fn clock(&self) -> u64 {
@@ -186,7 +186,9 @@ impl Engine {
             Stop::Fault(f) => (QueueErrorCode::MemoryViolation, Some(f)),
             _ => (QueueErrorCode::InvalidPacketFormat, None),
         };
-        self.ctl.fail(code, fault);
+        // An illegal packet is a CP or SDMA exception, reported (like a page fault) through
+        // the memory-exception event, with every queue of the GPU evicted.
+        self.ctl.raise_device_exception(code, fault);
     }
 }
 

@@ -512,14 +512,14 @@ impl AqlQueue {
         (v != 0).then_some(QueueFault { code: v as u64 })
     }
 
+    /// The queue's error, if it stopped: its own (the inactive signal), or its GPU's (a fault
+    /// or reset stops every queue of the GPU).
     fn check(&self) -> Result<()> {
-        match self.fault() {
-            Some(fault) => Err(Error::QueueError {
-                queue_id: self.0.handle.id(),
-                fault,
-            }),
-            None => Ok(()),
+        let queue_id = self.0.handle.id();
+        if let Some(fault) = self.fault() {
+            return Err(Error::QueueError { queue_id, fault });
         }
+        self.0.handle.check_exceptions()
     }
 
     /// Restricts the queue's dispatches to the compute units whose bits are set in `mask` (bit
@@ -859,7 +859,11 @@ impl Batch<'_> {
                     } else {
                         std::thread::yield_now();
                     }
-                    q.fault().is_none()
+                    // A full ring whose queue died never drains: give up on its error.
+                    if spins % crate::exception::POLL_ROUNDS == 0 {
+                        let _ = q.0.handle.poll_exceptions();
+                    }
+                    q.check().is_ok()
                 })
                 .map_err(|e| ring_error(q, e))?;
         Ok(self.write(r))

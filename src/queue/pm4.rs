@@ -182,9 +182,12 @@ impl Pm4Queue {
     /// once. Returns the new write pointer. Fails with [`Error::Timeout`] if the CP makes no room
     /// within `timeout`.
     pub fn submit(&self, packets: &[Pm4Packet], timeout: Duration) -> Result<u64> {
+        // A queue its GPU's fault stopped runs nothing more.
+        self.handle.check_exceptions()?;
         let mut dwords = Vec::new();
         let mut ring = self.ring.lock().unwrap_or_else(|p| p.into_inner());
         let start = Instant::now();
+        let mut full_rounds = 0u32;
         for p in packets {
             dwords.clear();
             p.encode(self.family, &mut dwords);
@@ -195,6 +198,10 @@ impl Pm4Queue {
                         // Let the CP see what is written so far, then wait for it to make room.
                         ring.commit();
                         self.gpu.kfd().driver().doorbell_hint(self.gpu.id());
+                        full_rounds = full_rounds.wrapping_add(1);
+                        if full_rounds % 64 == 0 {
+                            self.handle.poll_exceptions()?;
+                        }
                         if start.elapsed() > timeout {
                             return Err(Error::Timeout {
                                 what: format!(
@@ -399,7 +406,12 @@ impl Pm4Queue {
         let start = Instant::now();
         // SAFETY: the fence word is in the queue's pointer page, 4-byte aligned.
         let word = unsafe { &*(self.word(FENCE) as *const AtomicU32) };
+        let mut rounds = 0u32;
         while word.load(Ordering::Acquire) != value {
+            rounds = rounds.wrapping_add(1);
+            if rounds % crate::exception::POLL_ROUNDS == 0 {
+                self.handle.poll_exceptions()?;
+            }
             if start.elapsed() > timeout {
                 return Err(Error::Timeout {
                     what: format!(

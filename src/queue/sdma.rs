@@ -52,6 +52,8 @@ impl std::fmt::Debug for SdmaQueue {
 #[derive(Debug)]
 pub struct CopyCompletion {
     signal: Signal,
+    /// The SDMA queue running the copy (its GPU's faults end the wait).
+    engine: Option<super::handle::ExceptionScope>,
     /// Set when the copy ran as a kernel: its submission also reports queue errors.
     kernel: Option<super::Submission>,
 }
@@ -60,17 +62,20 @@ impl CopyCompletion {
     pub(crate) fn from_submission(s: super::Submission) -> Self {
         CopyCompletion {
             signal: s.signal().clone(),
+            engine: None,
             kernel: Some(s),
         }
     }
 
-    /// Waits until the copy has completed.
+    /// Waits until the copy has completed. A fault on the engine's GPU ends the wait with
+    /// [`Error::DeviceFault`].
     pub fn wait(&self, timeout: Option<Duration>) -> Result<()> {
         if let Some(k) = &self.kernel {
             return k.wait(timeout);
         }
+        let check = || self.engine.as_ref().map_or(Ok(()), |e| e.check());
         self.signal
-            .wait_with(Condition::Lt(1), timeout, DEFAULT_SPIN, &[], &|| Ok(()))
+            .wait_with(Condition::Lt(1), timeout, DEFAULT_SPIN, &[], &check)
             .map(drop)
     }
 
@@ -210,10 +215,13 @@ impl SdmaQueue {
 
     /// Writes `packets` (waiting up to `timeout` for the engine to make room), then commits once.
     pub fn submit(&self, packets: &[SdmaPacket], timeout: Duration) -> Result<u64> {
+        // A queue its GPU's fault stopped runs nothing more.
+        self.handle.check_exceptions()?;
         let gfx = self.gpu.info().gfx_target_version;
         let mut ring = self.ring.lock().unwrap_or_else(|p| p.into_inner());
         let mut dwords = Vec::new();
         let start = Instant::now();
+        let mut full_rounds = 0u32;
         for p in packets {
             dwords.clear();
             p.encode(self.version, gfx, &mut dwords)
@@ -224,6 +232,10 @@ impl SdmaQueue {
                     Err(RingError::Full) => {
                         ring.commit();
                         self.gpu.kfd().driver().doorbell_hint(self.gpu.id());
+                        full_rounds = full_rounds.wrapping_add(1);
+                        if full_rounds % 64 == 0 {
+                            self.handle.poll_exceptions()?;
+                        }
                         if start.elapsed() > timeout {
                             return Err(Error::Timeout {
                                 what: format!("room in SDMA queue {}", self.handle.id()),
@@ -281,6 +293,7 @@ impl SdmaQueue {
         self.submit(&all, Duration::from_secs(60))?;
         Ok(CopyCompletion {
             signal,
+            engine: Some(self.handle.exception_scope()),
             kernel: None,
         })
     }
