@@ -148,7 +148,7 @@ pub(crate) unsafe fn dispatch(
             )
         }),
         r if r == rq::CREATE_EVENT => with!(kfd_ioctl_create_event_args, |v| {
-            emu.events.create(v, |h| memory::is_events_page(emu, h))
+            emu.events.create(v, |h| memory::events_page(emu, h))
         }),
         r if r == rq::DESTROY_EVENT => with!(kfd_ioctl_destroy_event_args, |v| emu
             .events
