@@ -211,10 +211,10 @@ impl Kfd {
                 min_minor: MIN_MINOR_VERSION,
             });
         }
-        let topology = Topology::read(&*driver)?;
+        let mut topology = Topology::read(&*driver)?;
         let apertures = read_apertures(&*driver)?;
         let mut gpus = Vec::with_capacity(topology.gpus.len());
-        for info in &topology.gpus {
+        for info in &mut topology.gpus {
             let render_fd = driver
                 .open_render_node(info.drm_render_minor)
                 .map_err(|e| {
@@ -231,6 +231,11 @@ impl Kfd {
             driver
                 .kfd_ioctl(&mut acquire)
                 .map_err(Error::driver("AMDKFD_IOC_ACQUIRE_VM"))?;
+            if info.vram_bytes > 0 && info.host_visible_vram_bytes == 0 {
+                // A small-BAR part: the topology only says its VRAM is "private"; the render
+                // node says how much of it the CPU can map.
+                info.host_visible_vram_bytes = cpu_visible_vram(&*driver, info.drm_render_minor)?;
+            }
             let ap = apertures
                 .iter()
                 .find(|a| a.gpu_id == info.gpu_id)
@@ -398,6 +403,29 @@ pub struct ClockCounters {
     pub system: u64,
     /// Frequency of the system counter in Hz.
     pub system_freq_hz: u64,
+}
+
+/// VRAM bytes the CPU can map on the GPU with render node `minor` (`AMDGPU_INFO_VRAM_GTT`).
+fn cpu_visible_vram(driver: &dyn Driver, minor: u32) -> Result<u64> {
+    use kfd_sys::drm::*;
+    let mut answer = DrmAmdgpuInfoVramGtt::default();
+    let mut q = DrmAmdgpuInfo {
+        return_pointer: &mut answer as *mut DrmAmdgpuInfoVramGtt as u64,
+        return_size: std::mem::size_of::<DrmAmdgpuInfoVramGtt>() as u32,
+        query: AMDGPU_INFO_VRAM_GTT,
+        args: [0; 4],
+    };
+    // SAFETY: `q` is a `drm_amdgpu_info` whose return pointer is `answer`, valid for the size
+    // given and alive across the call.
+    unsafe {
+        driver.ioctl(
+            kfd_sys::Node::Render(minor),
+            DRM_IOCTL_AMDGPU_INFO,
+            (&mut q as *mut DrmAmdgpuInfo).cast(),
+        )
+    }
+    .map_err(Error::driver("DRM_IOCTL_AMDGPU_INFO (VRAM_GTT)"))?;
+    Ok(answer.vram_cpu_accessible_size)
 }
 
 fn read_apertures(driver: &dyn Driver) -> Result<Vec<kfd_process_device_apertures>> {

@@ -12,6 +12,7 @@
 #[allow(missing_docs)]
 pub mod bindings;
 mod devkfd;
+pub mod drm;
 mod driver;
 mod errno;
 pub mod ioctl;
