@@ -386,3 +386,45 @@ fn an_empty_batch_writes_nothing_and_rings_no_doorbell() {
     );
     assert_eq!(emu.stats().packets_run, 0);
 }
+
+#[test]
+fn lds_beyond_the_gpu_or_overflowing_is_refused_before_the_ring() {
+    let kfd = emu();
+    let gpu = kfd.gpu(0).unwrap();
+    let real = gpu
+        .emulated_kernel("count", 16, Arc::new(count_kernel))
+        .unwrap();
+    // The same descriptor, said to use 16 KiB of static LDS.
+    // SAFETY (test): `real`'s descriptor, which outlives every dispatch below.
+    let kernel = unsafe { Kernel::from_raw("lds", real.object(), 16, 16 << 10, 0) };
+    let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let before = queue.write_index();
+    let overflow = Dispatch {
+        dynamic_lds: u32::MAX,
+        ..Dispatch::linear(&kernel, 1, 1, &[0; 16])
+    };
+    assert!(matches!(overflow.prepare(), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        queue.dispatch(&overflow),
+        Err(Error::InvalidArgument(_))
+    ));
+    // 16 KiB static + 49 KiB dynamic > the GPU's 64 KiB.
+    let too_much = Dispatch {
+        dynamic_lds: 49 << 10,
+        ..Dispatch::linear(&kernel, 1, 1, &[0; 16])
+    };
+    match queue.dispatch(&too_much) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("LDS"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    let prepared = too_much.prepare().unwrap();
+    let mut b = queue.batch().unwrap();
+    b.dispatch_prepared(&prepared, &[0; 16]);
+    assert!(matches!(b.submit(), Err(Error::InvalidArgument(_))));
+    assert_eq!(queue.write_index(), before, "nothing reached the ring");
+    let fits = Dispatch {
+        dynamic_lds: 48 << 10,
+        ..Dispatch::linear(&kernel, 1, 1, &[0; 16])
+    };
+    fits.prepare().unwrap();
+}

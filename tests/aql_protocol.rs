@@ -46,6 +46,43 @@ fn header_first_writer_is_detected_as_torn() {
 }
 
 #[test]
+fn the_strict_default_catches_a_header_first_writer_without_a_window() {
+    // Strict mode marks free slots' completion-signal dwords: a header that becomes valid
+    // while they still hold the mark was published before its body.
+    for pass in 0..2 {
+        let kfd = common::emulated(Preset::Gfx90a, 1);
+        let gpu = kfd.gpu(0).unwrap();
+        let queue = gpu
+            .create_aql_queue(AqlQueueOptions {
+                size_packets: 64,
+                ..Default::default()
+            })
+            .unwrap();
+        if pass == 1 {
+            // Second pass: slots that already held a packet (the processor re-marks them).
+            for _ in 0..64 {
+                queue
+                    .barrier_and(&[])
+                    .unwrap()
+                    .wait(Some(Duration::from_secs(30)))
+                    .unwrap();
+            }
+        }
+        let sig = kfd.create_signal(1).unwrap();
+        header_first_write(&queue, sig.handle());
+        let t0 = std::time::Instant::now();
+        while kfd.emulator().unwrap().stats().torn_packets == 0 {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "pass {pass}: a header-first publication went unnoticed"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(queue.fault().is_some(), "the queue stops on it");
+    }
+}
+
+#[test]
 fn kfdrt_writer_is_never_torn_even_with_a_detection_window() {
     let kfd = with_torn_window();
     let gpu = kfd.gpu(0).unwrap();

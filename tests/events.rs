@@ -272,15 +272,25 @@ mod interrupts {
         let gpu = kfd.gpu(0).unwrap();
         let q = gpu.create_sdma_queue().unwrap();
         let e = kfd.create_event(EventKind::Signal, false).unwrap();
-        q.submit(&[SdmaPacket::Trap { int_context: e.id() }], T)
-            .unwrap();
+        q.submit(
+            &[SdmaPacket::Trap {
+                int_context: e.id(),
+            }],
+            T,
+        )
+        .unwrap();
         assert!(
             !e.wait(SHORT).unwrap(),
             "an interrupt whose mailbox nobody wrote set the event"
         );
         let mailbox = e.mailbox_address().unwrap();
         q.submit(
-            &[fence(mailbox, e.id()), SdmaPacket::Trap { int_context: e.id() }],
+            &[
+                fence(mailbox, e.id()),
+                SdmaPacket::Trap {
+                    int_context: e.id(),
+                },
+            ],
             T,
         )
         .unwrap();
@@ -311,7 +321,9 @@ mod interrupts {
         let kfd = common::emulated(Preset::Gfx90a, 1);
         let gpu = kfd.gpu(0).unwrap();
         // A RELEASE_MEM carries a 32-bit context id, enough for a memory event's.
-        let q = gpu.create_pm4_queue(kfdrt::Pm4QueueOptions::default()).unwrap();
+        let q = gpu
+            .create_pm4_queue(kfdrt::Pm4QueueOptions::default())
+            .unwrap();
         let mem = kfd.create_event(EventKind::Memory, false).unwrap();
         let scratch = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
         q.submit(

@@ -245,7 +245,9 @@ fn gtt_is_bounded_by_system_memory_as_amdgpu_bounds_it() {
         Err(kfdrt::Error::OutOfMemory { .. }) => {}
         other => panic!("a 256 GiB GTT buffer on a {system}-byte machine: {other:?}"),
     }
-    let half = gpu.alloc(system / 2 - (64 << 20), MemoryKind::GttCoherent).unwrap();
+    let half = gpu
+        .alloc(system / 2 - (64 << 20), MemoryKind::GttCoherent)
+        .unwrap();
     assert!(matches!(
         gpu.alloc(128 << 20, MemoryKind::GttCoherent),
         Err(kfdrt::Error::OutOfMemory { .. })

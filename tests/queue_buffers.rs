@@ -385,3 +385,30 @@ fn a_new_pm4_queue_starts_fresh() {
     target.read(0, &mut now).unwrap();
     assert_eq!(now, [0u8; 64], "the destroyed queue's packets ran again");
 }
+
+#[test]
+fn a_doorbell_mmap_must_cover_the_whole_slice() {
+    // kfd_doorbell_mmap: the process's doorbells of a GPU (two pages) are mapped whole.
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let offset = q.doorbell_offset() & !8191;
+    let map = |len: usize| {
+        // SAFETY (test): a fresh mapping of the driver's doorbell offset, unmapped below.
+        unsafe {
+            kfd.driver().mmap(
+                kfd_sys::MapSource::File(kfd_sys::Node::Kfd),
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                offset,
+            )
+        }
+    };
+    assert_eq!(map(4096), Err(Errno::EINVAL), "one page of two");
+    assert_eq!(map(3 * 4096), Err(Errno::EINVAL), "more than the slice");
+    let p = map(8192).unwrap();
+    // SAFETY (test): the mapping made just above.
+    unsafe { kfd.driver().munmap(p, 8192) }.unwrap();
+}

@@ -23,6 +23,26 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// What a free slot's completion-signal dwords hold in strict mode: a non-canonical address no
+/// packet can carry, so a packet whose header is valid while they still hold it was published
+/// before its body.
+pub(crate) const UNPUBLISHED: u32 = 0xBAD0_AC1D;
+const UNPUBLISHED_PAIR: u64 = (UNPUBLISHED as u64) << 32 | UNPUBLISHED as u64;
+
+/// Marks every free slot of a new ring (header INVALID) as unpublished (strict mode), so even the
+/// first pass over the ring catches a header-first writer. Called from `CREATE_QUEUE`, before the
+/// runtime can write a packet.
+pub(crate) fn mark_free_slots(vm: &GpuVm, ring: u64, size_bytes: u64) {
+    for slot in (ring..ring + size_bytes).step_by(64) {
+        if vm
+            .read_u32(slot)
+            .is_ok_and(|h| !aql::is_valid_header_word(h))
+        {
+            let _ = vm.write_u64(slot + 56, UNPUBLISHED_PAIR);
+        }
+    }
+}
+
 /// Dispatches that may run alongside later packets at once, like the few a CP has in flight.
 const MAX_OVERLAP: usize = 8;
 
@@ -34,6 +54,7 @@ struct Processor {
     requires_doorbell: bool,
     spin_poll: bool,
     torn_window: Duration,
+    strict: bool,
     epoch: Instant,
 }
 
@@ -74,6 +95,7 @@ pub(crate) fn spawn(
         requires_doorbell: emu.config.aql_requires_doorbell,
         spin_poll: emu.config.spin_poll,
         torn_window: emu.config.torn_check_window,
+        strict: emu.config.strict,
         epoch: emu.epoch,
     };
     std::thread::Builder::new()
@@ -187,6 +209,18 @@ impl Processor {
                 std::thread::sleep(self.torn_window);
                 self.check_torn(slot, &raw);
             }
+            if self.strict && raw[14] == UNPUBLISHED && raw[15] == UNPUBLISHED {
+                // The completion-signal dwords still hold what the emulator left in a free
+                // slot: the header was made valid before the body was written.
+                self.stats.torn_packets.fetch_add(1, Ordering::Relaxed);
+                log::error!(
+                    "kfd-emu: queue {}: packet {rd} has a valid header but no body: it was \
+                     published header first (the CP may run it before the body lands)",
+                    self.ctl.id
+                );
+                self.fail(QueueErrorCode::InvalidPacketFormat, None);
+                continue;
+            }
             let outcome = match Packet::decode(&raw) {
                 Ok(p) => {
                     if p.barrier() || in_flight.len() >= MAX_OVERLAP {
@@ -229,7 +263,11 @@ impl Processor {
                 Outcome::Done => {}
             }
             // Header back to INVALID before the read index moves, so a producer that sees the
-            // slot free never sees a stale valid header.
+            // slot free never sees a stale valid header; in strict mode the body is marked
+            // unpublished first, so a header stored before its body is caught.
+            if self.strict {
+                let _ = self.vm().write_u64(slot + 56, UNPUBLISHED_PAIR);
+            }
             let _ = self.vm().write_u32(slot, aql::INVALID_HEADER_WORD);
             rd += 1;
             let _ = self.vm().write_u64(self.ctl.rptr, rd);

@@ -41,8 +41,10 @@ pub(crate) unsafe fn dispatch(
             .find(|g| g.render_minor == minor)
             .ok_or(Errno::ENODEV)?;
         // SAFETY: forwarded from the caller's contract on `a`.
-        return unsafe { crate::drm::dispatch(gpu, emu.config.system_memory_bytes / 2, request, a) }
-            .map(|()| 0);
+        return unsafe {
+            crate::drm::dispatch(gpu, emu.config.system_memory_bytes / 2, request, a)
+        }
+        .map(|()| 0);
     }
     macro_rules! with {
         ($t:ty, |$v:ident| $body:expr) => {{

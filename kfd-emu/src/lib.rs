@@ -33,7 +33,7 @@ mod stats;
 mod topology;
 mod vm;
 
-pub use config::{EmuConfig, GpuParams, Preset, GPUS_ENV, PRESET_ENV, SPIN_ENV};
+pub use config::{EmuConfig, GpuParams, Preset, GPUS_ENV, PRESET_ENV, SPIN_ENV, STRICT_ENV};
 pub use fault::FaultInjector;
 pub use kernel::{KernelFn, WorkGroup};
 pub use pagesize::{classify as classify_pages, PageSizeStats};

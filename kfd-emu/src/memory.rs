@@ -401,7 +401,9 @@ pub(crate) unsafe fn mmap(
             } else {
                 &gpu.mmio
             };
-            if len > mem.len() {
+            // kfd_doorbell_mmap and kfd_mmio_mmap take exactly the process's doorbell slice
+            // (both pages) and exactly one page.
+            if len != mem.len() {
                 return Err(Errno::EINVAL);
             }
             // SAFETY: forwarded from the caller.

@@ -239,6 +239,9 @@ pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Res
         return Err(Errno::EINVAL);
     }
     let refs = acquire_buffers(&gpu, a, ring_size, is_sdma)?;
+    if emu.config.strict && a.queue_type == KFD_IOC_QUEUE_TYPE_COMPUTE_AQL {
+        crate::aql_proc::mark_free_slots(&gpu.vm, a.ring_base_address, u64::from(ring_size));
+    }
     let mut g = emu.queues.inner.lock().unwrap_or_else(|p| p.into_inner());
     let used: Vec<u32> =
         g.0.values()

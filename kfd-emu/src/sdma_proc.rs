@@ -103,7 +103,8 @@ impl Engine {
                         log::trace!("kfd-emu: SDMA queue {}: register poll skipped", self.ctl.id);
                         return Ok(Err(n));
                     }
-                    SdmaPacket::decode(self.version, &d).map(Ok).map_err(|e| {
+                    SdmaPacket::decode_for_part(self.version, self.ctl.gpu.params.gfx_target_version, &d)
+                        .map(Ok).map_err(|e| {
                         log::warn!(
                             "kfd-emu: SDMA queue {}: undecodable packet at {pos:#x} ({e:?}): {:08x?}",
                             self.ctl.id,

@@ -12,8 +12,8 @@
 #[allow(missing_docs)]
 pub mod bindings;
 mod devkfd;
-pub mod drm;
 mod driver;
+pub mod drm;
 mod errno;
 pub mod ioctl;
 pub mod queue_sizes;

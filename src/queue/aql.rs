@@ -272,6 +272,8 @@ pub struct Dispatch<'a> {
 #[derive(Clone, Copy, Debug)]
 pub struct PreparedDispatch<'a> {
     kernel: &'a Kernel,
+    /// LDS bytes per work-group: the kernel's static amount plus the dynamic part.
+    group_segment: u32,
     /// The encoded packet: kernarg address 0, no completion signal.
     packet: [u32; 16],
 }
@@ -311,8 +313,20 @@ impl<'a> Dispatch<'a> {
     #[inline]
     pub fn prepare(&self) -> Result<PreparedDispatch<'a>> {
         self.validate()?;
+        let group_segment = self
+            .kernel
+            .group_segment_size()
+            .checked_add(self.dynamic_lds)
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "LDS of {} static + {} dynamic bytes overflows",
+                    self.kernel.group_segment_size(),
+                    self.dynamic_lds
+                ))
+            })?;
         Ok(PreparedDispatch {
             kernel: self.kernel,
+            group_segment,
             packet: encode(Packet::KernelDispatch(KernelDispatchPacket {
                 barrier: self.barrier,
                 acquire: self.acquire,
@@ -321,7 +335,7 @@ impl<'a> Dispatch<'a> {
                 workgroup_size: self.workgroup,
                 grid_size: self.grid,
                 private_segment_size: self.kernel.private_segment_size(),
-                group_segment_size: self.kernel.group_segment_size() + self.dynamic_lds,
+                group_segment_size: group_segment,
                 kernel_object: self.kernel.object(),
                 kernarg_address: 0,
                 completion_signal: 0,
@@ -441,6 +455,8 @@ pub struct Batch<'q> {
     queue: &'q AqlQueue,
     signal: Signal,
     submitted: bool,
+    /// The most LDS any dispatch of the batch asks for (checked against the GPU's at submission).
+    max_group_segment: u32,
     packets: Vec<[u32; 16]>,
     kernarg_bytes: Vec<u8>,
     kernarg_fixups: Vec<usize>,
@@ -613,6 +629,7 @@ impl AqlQueue {
             queue: self,
             signal,
             submitted: false,
+            max_group_segment: 0,
             packets: b.packets,
             kernarg_bytes: b.kernarg_bytes,
             kernarg_fixups: b.kernarg_fixups,
@@ -680,6 +697,7 @@ impl Batch<'_> {
     #[inline]
     pub fn dispatch_prepared(&mut self, p: &PreparedDispatch<'_>, kernargs: &[u8]) -> &mut Self {
         let mut packet = p.packet;
+        self.max_group_segment = self.max_group_segment.max(p.group_segment);
         let size = kernargs.len().max(p.kernel.kernarg_size() as usize);
         // A kernel that takes no arguments gets no kernarg segment (address 0), as its
         // descriptor declares none to load.
@@ -754,6 +772,14 @@ impl Batch<'_> {
     /// barrier-AND appended for it, so an unordered last dispatch still overlaps its
     /// predecessors.
     fn finish(&mut self) -> Result<()> {
+        let lds = self.queue.0.gpu.info().lds_bytes;
+        if self.max_group_segment > lds {
+            return Err(Error::InvalidArgument(format!(
+                "a dispatch asks for {} bytes of LDS per work-group; {} has {lds}",
+                self.max_group_segment,
+                self.queue.0.gpu.info().gfx_target
+            )));
+        }
         let unordered_tail = self
             .packets
             .last()
