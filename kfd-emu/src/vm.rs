@@ -244,6 +244,21 @@ impl GpuVm {
         Ok(f(host as *mut u8))
     }
 
+    /// Runs `f` with host pointers to a destination range (written) and a source range (read),
+    /// both checked under one hold of the table (as [`GpuVm::copy`] does).
+    pub fn with_dst_src<R>(
+        &self,
+        dst: u64,
+        src: u64,
+        len: u64,
+        f: impl FnOnce(*mut u8, *const u8) -> R,
+    ) -> Result<R, GpuFault> {
+        let t = self.table.read().unwrap_or_else(|p| p.into_inner());
+        let s = find(&t, src, len.max(1), false)?;
+        let d = find(&t, dst, len.max(1), true)?;
+        Ok(f(d as *mut u8, s as *const u8))
+    }
+
     fn aligned<T>(va: u64, write: bool) -> Result<(), GpuFault> {
         if va % std::mem::align_of::<T>() as u64 != 0 {
             // Misaligned atomics are not something the emulated memory path supports; report it
