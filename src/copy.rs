@@ -220,7 +220,9 @@ fn emulated_blit(kind: Blit) -> std::sync::Arc<kfd_emu::KernelFn> {
             _ => wg.mem.with_dst_src(dst, src, span, |d, s| {
                 runs(&mut |off, len| {
                     // SAFETY: both runs lie inside their checked ranges; `copy` allows overlap.
-                    unsafe { std::ptr::copy(s.add(off as usize), d.add(off as usize), len as usize) }
+                    unsafe {
+                        std::ptr::copy(s.add(off as usize), d.add(off as usize), len as usize)
+                    }
                 });
             }),
         }

@@ -45,9 +45,17 @@ fn copies_and_fills_past_4_gib_through_blit_kernels() {
     }
 
     // Aligned: 4-byte elements.
-    engine.copy(&dst, 0, &src, 0, len, &[]).unwrap().wait(T).unwrap();
+    engine
+        .copy(&dst, 0, &src, 0, len, &[])
+        .unwrap()
+        .wait(T)
+        .unwrap();
     for &off in &probes(len) {
-        assert_eq!(u64_at(&dst, off), u64_at(&src, off), "aligned copy at {off:#x}");
+        assert_eq!(
+            u64_at(&dst, off),
+            u64_at(&src, off),
+            "aligned copy at {off:#x}"
+        );
     }
 
     // Fill.

@@ -43,6 +43,9 @@ pub(crate) fn mark_free_slots(vm: &GpuVm, ring: u64, size_bytes: u64) {
     }
 }
 
+/// The kernarg segment's alignment (the HSA ABI's minimum).
+const KERNARG_ALIGN: u64 = 16;
+
 /// Dispatches that may run alongside later packets at once, like the few a CP has in flight.
 const MAX_OVERLAP: usize = 8;
 
@@ -415,6 +418,7 @@ impl Processor {
         if let Err(f) = self.vm().check_exec(entry, 4) {
             return Outcome::Error(MemoryViolation, Some(f));
         }
+        self.gpu().fetch_code(entry);
         let Some(f) = self.kernels.get(d.kernel_object) else {
             // Not bound: it may be one of ROCr's own blit kernels (under the preload).
             let Some(blit) = crate::rocr_blit::recognize(
@@ -440,6 +444,17 @@ impl Processor {
                 .vm()
                 .is_mapped(d.kernarg_address, u64::from(kd.kernarg_size))
         {
+            return Outcome::Error(InvalidArgument, None);
+        }
+        // The ABI gives the kernarg segment 16-byte alignment and kernels load it with wide
+        // scalar loads, which drop the low address bits: a misaligned segment is read from the
+        // wrong place on hardware. Strict mode refuses it.
+        if self.strict && kd.kernarg_size > 0 && d.kernarg_address % KERNARG_ALIGN != 0 {
+            log::error!(
+                "kfd-emu: queue {}: kernarg segment at {:#x} is not {KERNARG_ALIGN}-byte aligned",
+                self.ctl.id,
+                d.kernarg_address
+            );
             return Outcome::Error(InvalidArgument, None);
         }
         let groups: [u32; 3] = std::array::from_fn(|i| d.grid_size[i].div_ceil(wg[i]));

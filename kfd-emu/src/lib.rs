@@ -20,6 +20,7 @@ mod device;
 pub mod drm;
 mod events;
 mod fault;
+mod icache;
 mod ioctl;
 mod kernel;
 mod memfd;
@@ -95,7 +96,7 @@ impl Emulator {
         let mut gpus = Vec::new();
         for (i, p) in config.gpus.iter().enumerate() {
             gpus.push(Arc::new(
-                GpuState::new(i, p.clone()).map_err(EmuError::Host)?,
+                GpuState::new(i, p.clone(), config.strict).map_err(EmuError::Host)?,
             ));
         }
         let topology = topology::TopologyTree::build(&config, &gpus);

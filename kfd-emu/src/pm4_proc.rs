@@ -120,9 +120,21 @@ impl<'a> Interpreter<'a> {
         stopped: &dyn Fn() -> bool,
     ) -> Result<(), Pm4Error> {
         match p {
-            Pm4Packet::Nop { .. } | Pm4Packet::AcquireMem { .. } | Pm4Packet::EventWrite { .. } => {
+            Pm4Packet::AcquireMem {
+                coher_cntl,
+                gcr_cntl,
+            } => {
+                let icache = if self.family.is_gfx10_plus() {
+                    pm4::acquire_mem::gcr_cntl::gli_inv(*gcr_cntl) != 0
+                } else {
+                    coher_cntl & pm4::acquire_mem::coher_cntl::SH_ICACHE != 0
+                };
+                if icache {
+                    self.gpu.icache.invalidate();
+                }
                 Ok(())
             }
+            Pm4Packet::Nop { .. } | Pm4Packet::EventWrite { .. } => Ok(()),
             Pm4Packet::SetShReg { reg, values } => {
                 let first = reg.checked_sub(regs::SH_REG_BASE).ok_or(Pm4Error::Decode)? as usize;
                 let slots = self
@@ -245,6 +257,7 @@ impl<'a> Interpreter<'a> {
             << 8;
         // The first instruction fetch: the code must be mapped executable.
         self.vm.check_exec(entry, 4)?;
+        self.gpu.fetch_code(entry);
         // kfdrt's (and the emulator's) kernel objects put the entry 256 bytes after the descriptor.
         let kd_addr = entry.checked_sub(256).ok_or(Pm4Error::BadDispatch)?;
         let f = self.kernels.get(kd_addr).ok_or(Pm4Error::BadDispatch)?;

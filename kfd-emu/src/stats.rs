@@ -23,6 +23,9 @@ pub struct EmuStats {
     /// Packets whose bytes changed after their header became valid (a protocol violation by the
     /// writer).
     pub torn_packets: u64,
+    /// Dispatches whose code changed since the instruction cache fetched it, with no invalidate
+    /// in between (strict mode).
+    pub stale_code_fetches: u64,
 }
 
 impl Counters {
@@ -33,6 +36,11 @@ impl Counters {
             live_queues: emu.queues.live(),
             packets_run: self.packets_run.load(Ordering::Acquire),
             torn_packets: self.torn_packets.load(Ordering::Acquire),
+            stale_code_fetches: emu
+                .gpus
+                .iter()
+                .map(|g| g.stale_code_fetches.load(Ordering::Acquire))
+                .sum(),
         }
     }
 }
