@@ -135,7 +135,14 @@ impl Engine {
     fn execute(&self, p: &SdmaPacket) -> Result<(), Stop> {
         let vm = &self.ctl.gpu.vm;
         match p {
-            SdmaPacket::Nop { .. } | SdmaPacket::Gcr { .. } => {}
+            SdmaPacket::Nop { .. } => {}
+            // The engine's caches are not modelled: the request is counted, so tests can see
+            // that a runtime issues it where the hardware needs it.
+            SdmaPacket::Gcr { .. } => {
+                self.stats
+                    .sdma_cache_requests
+                    .fetch_add(1, Ordering::Relaxed);
+            }
             SdmaPacket::CopyLinear { src, dst, bytes } => vm.copy(*dst, *src, *bytes)?,
             SdmaPacket::ConstantFill { dst, data, bytes } => vm.fill_u32(*dst, *data, *bytes)?,
             SdmaPacket::Write { dst, data } => {

@@ -273,7 +273,25 @@ impl SdmaQueue {
                 });
             }
         }
+        // SDMA 5 and later reach memory through the GL2 cache the shaders share: as ROCr does,
+        // write back and invalidate it (and the caches above it) before the copy reads, and
+        // write it back after, so the CPU and the other engines see what the copy wrote.
+        let gcr = self.version.has_gcr();
+        if gcr {
+            all.push(SdmaPacket::Gcr {
+                base: 0,
+                limit: 0,
+                control: sdma::gcr_control::WRITEBACK_INVALIDATE,
+            });
+        }
         all.append(&mut packets);
+        if gcr {
+            all.push(SdmaPacket::Gcr {
+                base: 0,
+                limit: 0,
+                control: sdma::gcr_control::WRITEBACK,
+            });
+        }
         all.push(SdmaPacket::Atomic {
             addr: signal.handle() + 8,
             op: AtomicOp::Add64,
