@@ -50,6 +50,9 @@ pub(crate) struct GpuState {
     pub(crate) render_fd: i32,
     pub(crate) apertures: kfd_process_device_apertures,
     pub(crate) doorbells: Mutex<Option<DoorbellPages>>,
+    /// The MMIO-remap page, for HDP flushes: mapped at the first flush (`None` where the driver
+    /// gives none).
+    pub(crate) mmio: std::sync::OnceLock<Option<crate::memory::hdp::MmioPage>>,
 }
 
 /// What every handle of an open KFD shares. Dropped after the last buffer, event and queue.
@@ -64,6 +67,8 @@ pub(crate) struct KfdShared {
     /// The process's memory- and hardware-exception events, which every wait watches.
     pub(crate) exceptions: ExceptionWatch,
     pub(crate) signals: Mutex<SignalPool>,
+    /// GPUs (bit per index) whose VRAM the CPU may have written since their last HDP flush.
+    pub(crate) hdp_dirty: std::sync::atomic::AtomicU32,
     pub(crate) suballoc: Mutex<SubAllocator>,
     /// Requests below this many bytes are suballocated (0 = never).
     pub(crate) suballoc_threshold: std::sync::atomic::AtomicU64,
@@ -82,6 +87,9 @@ impl Drop for KfdShared {
         let mut sub = std::mem::take(self.suballoc.get_mut().unwrap_or_else(|p| p.into_inner()));
         sub.release_all(self);
         for gpu in &mut self.gpus {
+            if let Some(page) = gpu.mmio.take().flatten() {
+                page.release(&*self.driver);
+            }
             if let Some(pages) = gpu
                 .doorbells
                 .get_mut()
@@ -246,6 +254,7 @@ impl Kfd {
                 render_fd,
                 apertures: ap,
                 doorbells: Mutex::new(None),
+                mmio: std::sync::OnceLock::new(),
             });
         }
         let exceptions = ExceptionWatch::new(&*driver)?;
@@ -267,6 +276,7 @@ impl Kfd {
                 events_page: Mutex::new(None),
                 exceptions,
                 signals: Mutex::new(SignalPool::default()),
+                hdp_dirty: std::sync::atomic::AtomicU32::new(0),
                 suballoc: Mutex::new(SubAllocator::default()),
                 suballoc_threshold: std::sync::atomic::AtomicU64::new(default_threshold()),
             }),

@@ -133,3 +133,51 @@ fn code_rewritten_without_an_icache_invalidate_is_reported() {
     assert_eq!(emu.stats().stale_code_fetches, 1);
     assert_eq!(runs.load(Ordering::SeqCst), 3);
 }
+
+#[test]
+fn a_gpu_read_of_vram_the_cpu_wrote_without_an_hdp_flush_is_reported() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let emu = kfd.emulator().unwrap();
+    let vram = gpu.alloc(8192, MemoryKind::HostVisibleVram).unwrap();
+    let out = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    let (src, dst) = (vram.gpu_address(), out.gpu_address());
+    let copy = gpu
+        .emulated_kernel(
+            "copy_word",
+            0,
+            Arc::new(move |wg: &WorkGroup<'_>| wg.mem.write_u32(dst, wg.mem.read_u32(src)?)),
+        )
+        .unwrap();
+    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let run = || {
+        q.dispatch(&kfdrt::Dispatch::linear(&copy, 1, 1, &[]))
+            .unwrap()
+            .wait(Some(T))
+            .unwrap();
+        let mut v = [0u8; 4];
+        out.read(0, &mut v).unwrap();
+        u32::from_le_bytes(v)
+    };
+    // kfdrt's own writes are flushed before the next submission.
+    vram.write(0, &11u32.to_le_bytes()).unwrap();
+    assert_eq!(run(), 11);
+    assert_eq!(emu.stats().unflushed_vram_reads, 0);
+
+    // A pointer kept from before a submission: its writes are the caller's to flush.
+    let p = vram.as_ptr().unwrap() as *mut u32;
+    q.barrier_and(&[]).unwrap().wait(Some(T)).unwrap();
+    // SAFETY (test): the first word of the live, host-visible buffer.
+    unsafe { p.write_volatile(22) };
+    run();
+    assert!(
+        emu.stats().unflushed_vram_reads >= 1,
+        "the GPU read VRAM the CPU wrote with no HDP flush, unnoticed"
+    );
+    let reported = emu.stats().unflushed_vram_reads;
+    // SAFETY (test): as above.
+    unsafe { p.write_volatile(33) };
+    kfd.flush_hdp().unwrap();
+    assert_eq!(run(), 33);
+    assert_eq!(emu.stats().unflushed_vram_reads, reported);
+}

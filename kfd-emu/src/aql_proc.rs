@@ -191,6 +191,8 @@ impl Processor {
                 continue;
             }
             idle_rounds = 0;
+            // A flush the CPU asked for before publishing the packet applies before it runs.
+            self.gpu().poll_hdp_flush();
             let mut raw = [0u32; 16];
             let mut bytes = [0u8; 64];
             if let Err(f) = self.vm().read(slot, &mut bytes) {

@@ -15,6 +15,9 @@ pub(crate) const MMAP_TYPE_MMIO: u64 = 1 << MMAP_TYPE_SHIFT;
 pub(crate) const MMAP_GPU_ID_SHIFT: u32 = 46;
 /// Bytes of doorbells per process per GPU: 1024 doorbells of 8 bytes, two pages.
 pub(crate) const DOORBELL_SLICE: u64 = 8192;
+/// What the MMIO-remap page's HDP_MEM_FLUSH_CNTL holds between flushes in the emulator: any
+/// store (amdgpu writes 0, HIP and kfdtest 1) replaces it, which is how a flush is noticed.
+const HDP_IDLE: u32 = 0xFFFF_FFFF;
 
 pub(crate) struct GpuState {
     pub(crate) index: usize,
@@ -43,6 +46,8 @@ pub(crate) struct GpuState {
     exceptions: AtomicU64,
     /// The strict personality's detectors are on.
     pub(crate) strict: bool,
+    /// This GPU in the HDP model (emulator instance and GPU index).
+    pub(crate) hdp_owner: u64,
     /// What the instruction cache holds (strict mode's stale-fetch detector).
     pub(crate) icache: crate::icache::InstructionCache,
     /// Dispatches that fetched code changed since the last instruction-cache invalidate.
@@ -64,14 +69,22 @@ struct RenderFiles {
 }
 
 impl GpuState {
-    pub(crate) fn new(index: usize, params: GpuParams, strict: bool) -> Result<GpuState, Errno> {
+    pub(crate) fn new(
+        index: usize,
+        params: GpuParams,
+        strict: bool,
+        emulator_id: u64,
+    ) -> Result<GpuState, Errno> {
+        let mmio = SharedMem::new(4096)?;
+        // SAFETY: the first word of the fresh 4 KiB MMIO page, 4-byte aligned.
+        unsafe { &*(mmio.host() as *const AtomicU32) }.store(HDP_IDLE, Ordering::Release);
         Ok(GpuState {
             index,
             // KFD derives ids from a hash of the device; any stable non-zero 16-bit value will do.
             gpu_id: 0xA1B0 + index as u32 * 0x0F13,
             params,
             render_minor: crate::FIRST_RENDER_MINOR + index as u32,
-            vm: GpuVm::default(),
+            vm: GpuVm::new(strict),
             vram_used: AtomicU64::new(0),
             visible_vram_used: AtomicU64::new(0),
             vm_acquired: AtomicBool::new(false),
@@ -79,7 +92,8 @@ impl GpuState {
             trap_handler_tba: AtomicU64::new(0),
             trap_handler_tma: AtomicU64::new(0),
             doorbells: SharedMem::new(DOORBELL_SLICE)?,
-            mmio: SharedMem::new(4096)?,
+            mmio,
+            hdp_owner: crate::hdp::owner(emulator_id, index),
             wake_generation: AtomicU64::new(0),
             sleepers: AtomicU32::new(0),
             wake: Mutex::new(()),
@@ -90,6 +104,23 @@ impl GpuState {
             stale_code_fetches: AtomicU64::new(0),
             render_files: Mutex::new(RenderFiles::default()),
         })
+    }
+
+    /// Applies an HDP flush the CPU asked for through the MMIO-remap page since the last look
+    /// (strict mode): any store to `HDP_MEM_FLUSH_CNTL` (offset 0) flushes, as on hardware,
+    /// whatever the value. Called by the packet processors before each packet, so a flush the
+    /// CPU wrote before ringing the doorbell is applied before the GPU reads anything.
+    pub(crate) fn poll_hdp_flush(&self) {
+        if !self.strict {
+            return;
+        }
+        // SAFETY: the first word of the MMIO page, which lives as long as `self`.
+        let reg = unsafe { &*(self.mmio.host() as *const AtomicU32) };
+        if reg.load(Ordering::Acquire) != HDP_IDLE
+            && reg.swap(HDP_IDLE, Ordering::AcqRel) != HDP_IDLE
+        {
+            crate::hdp::flush(self.hdp_owner);
+        }
     }
 
     /// A kernel's first instruction fetch at `entry` (strict mode): reports code that changed

@@ -20,6 +20,7 @@ mod device;
 pub mod drm;
 mod events;
 mod fault;
+mod hdp;
 mod icache;
 mod ioctl;
 mod kernel;
@@ -93,10 +94,11 @@ impl Emulator {
                 config.gpus.len()
             )));
         }
+        let id = hdp::next_emulator_id();
         let mut gpus = Vec::new();
         for (i, p) in config.gpus.iter().enumerate() {
             gpus.push(Arc::new(
-                GpuState::new(i, p.clone(), config.strict).map_err(EmuError::Host)?,
+                GpuState::new(i, p.clone(), config.strict, id).map_err(EmuError::Host)?,
             ));
         }
         let topology = topology::TopologyTree::build(&config, &gpus);
@@ -253,6 +255,8 @@ impl Driver for Emulator {
     }
 
     unsafe fn munmap(&self, addr: *mut c_void, len: usize) -> Result<(), Errno> {
+        // A tracked CPU view of VRAM is going away: stop watching its pages first.
+        hdp::untrack_range(addr as usize, len);
         // SAFETY: the caller owns the range (see the trait).
         if unsafe { libc::munmap(addr, len) } != 0 {
             Err(Errno::last())

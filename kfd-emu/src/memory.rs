@@ -44,6 +44,8 @@ pub(crate) struct Bo {
     /// Live queues using the buffer, per GPU index (`bo_va->queue_refcount`): while one does,
     /// the buffer cannot be unmapped from that GPU.
     pub(crate) queue_refs: Vec<(usize, u32)>,
+    /// CPU mappings of host-visible VRAM whose writes the HDP model tracks (strict mode).
+    pub(crate) hdp_slots: Vec<usize>,
 }
 
 impl Bo {
@@ -61,6 +63,12 @@ impl Bo {
             write: self.flags & KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE != 0,
             exec: self.flags & KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE != 0,
         }
+    }
+
+    /// Host-visible VRAM: the CPU writes it through the BAR, past the GPU's HDP.
+    fn visible_vram(&self) -> bool {
+        let f = self.flags;
+        f & KFD_IOC_ALLOC_MEM_FLAGS_VRAM != 0 && f & KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC != 0
     }
 
     fn queue_refs(&self, gpu_index: usize) -> u32 {
@@ -240,6 +248,7 @@ pub(crate) fn alloc(
             mmap_offset,
             mapped: Vec::new(),
             queue_refs: Vec::new(),
+            hdp_slots: Vec::new(),
         },
     );
     log::trace!(
@@ -290,6 +299,9 @@ pub(crate) fn free(emu: &Emulator, handle: u64) -> Result<(), Errno> {
         m.ttm_used -= ttm;
         bo
     };
+    for slot in &bo.hdp_slots {
+        crate::hdp::untrack(*slot);
+    }
     if let Some((size, public)) = bo.vram_accounting() {
         bo.gpu.vram_used.fetch_sub(size, Ordering::AcqRel);
         if public {
@@ -342,7 +354,14 @@ pub(crate) fn map(
     for g in gpus {
         if map {
             if !bo.mapped.contains(&g.index) {
-                g.vm.map(bo.va, bo.size, bo.host(), handle, bo.perms());
+                g.vm.map_memory(
+                    bo.va,
+                    bo.size,
+                    bo.host(),
+                    handle,
+                    bo.perms(),
+                    bo.visible_vram(),
+                );
                 bo.mapped.push(g.index);
             }
         } else {
@@ -378,17 +397,24 @@ pub(crate) unsafe fn mmap(
             }
         }
         MapSource::File(Node::Render(minor)) => {
-            let m = emu.memory.lock();
-            let handle = m.offsets.get(&offset).ok_or(Errno::EINVAL)?;
-            let bo = m.bos.get(handle).ok_or(Errno::EINVAL)?;
+            let mut m = emu.memory.lock();
+            let handle = *m.offsets.get(&offset).ok_or(Errno::EINVAL)?;
+            let bo = m.bos.get_mut(&handle).ok_or(Errno::EINVAL)?;
             if bo.gpu.render_minor != minor {
                 return Err(Errno::EINVAL);
             }
-            match &bo.backing {
+            let p = match &bo.backing {
                 // SAFETY: forwarded from the caller.
-                Backing::Shared(mem) => unsafe { mem.map_for_caller(addr, len, prot, flags, 0) },
-                _ => Err(Errno::EINVAL),
+                Backing::Shared(mem) => unsafe { mem.map_for_caller(addr, len, prot, flags, 0) }?,
+                _ => return Err(Errno::EINVAL),
+            };
+            // Strict mode watches the CPU's writes to host-visible VRAM (see `hdp`).
+            if emu.config.strict && bo.visible_vram() && prot & libc::PROT_WRITE != 0 {
+                if let Some(slot) = crate::hdp::track(p as usize, len, bo.gpu.hdp_owner) {
+                    bo.hdp_slots.push(slot);
+                }
             }
+            Ok(p)
         }
         MapSource::File(Node::Kfd) => {
             let gpu = emu

@@ -377,6 +377,7 @@ impl Processor {
                 continue;
             }
             rounds = 0;
+            gpu.poll_hdp_flush();
             let pos = rd % size;
             // A packet never crosses the end of the ring.
             let available = (wptr - rd).min(size - pos);

@@ -85,6 +85,7 @@ impl Engine {
                 continue;
             }
             rounds = 0;
+            gpu.poll_hdp_flush();
             let pos = rd % size;
             // A packet never straddles the end of the ring.
             let avail = ((wptr - rd).min(size - pos) / 4) as usize;
@@ -98,9 +99,12 @@ impl Engine {
                         .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
                         .collect();
                     if let Some(n) = register_poll_dwords(&d) {
-                        // No registers are emulated: a register poll (ROCr's HDP flush is one)
-                        // is satisfied at once.
-                        log::trace!("kfd-emu: SDMA queue {}: register poll skipped", self.ctl.id);
+                        // No registers are emulated: a register poll is satisfied at once. The
+                        // ones SDMA queues issue (ROCr's and Linux's) flush the HDP.
+                        log::trace!("kfd-emu: SDMA queue {}: register poll (HDP flush)", self.ctl.id);
+                        if self.ctl.gpu.strict {
+                            crate::hdp::flush(self.ctl.gpu.hdp_owner);
+                        }
                         return Ok(Err(n));
                     }
                     SdmaPacket::decode_for_part(self.version, self.ctl.gpu.params.gfx_target_version, &d)

@@ -29,6 +29,8 @@ pub struct EmuStats {
     pub stale_code_fetches: u64,
     /// GCR_REQ packets (cache writeback/invalidate) the SDMA engines executed.
     pub sdma_cache_requests: u64,
+    /// GPU reads of host-visible VRAM the CPU wrote with no HDP flush since (strict mode).
+    pub unflushed_vram_reads: u64,
 }
 
 impl Counters {
@@ -45,6 +47,11 @@ impl Counters {
                 .map(|g| g.stale_code_fetches.load(Ordering::Acquire))
                 .sum(),
             sdma_cache_requests: self.sdma_cache_requests.load(Ordering::Acquire),
+            unflushed_vram_reads: emu
+                .gpus
+                .iter()
+                .map(|g| g.vm.unflushed_reads.load(Ordering::Acquire))
+                .sum(),
         }
     }
 }

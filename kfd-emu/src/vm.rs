@@ -91,6 +91,8 @@ struct Mapping {
     host: usize,
     handle: u64,
     perms: Perms,
+    /// Host-visible VRAM: the CPU may have written it through the HDP (see [`crate::hdp`]).
+    visible_vram: bool,
 }
 
 /// Mappings sorted by start address. A sorted vector rather than a tree: lookups dominate (every
@@ -143,6 +145,44 @@ impl Table {
 #[derive(Debug, Default)]
 pub struct GpuVm {
     table: RwLock<Table>,
+    /// Strict mode: reads of host-visible VRAM are checked for unflushed CPU writes.
+    hdp_checks: bool,
+    /// Reads that saw VRAM the CPU wrote and no HDP flush made visible yet.
+    pub(crate) unflushed_reads: std::sync::atomic::AtomicU64,
+}
+
+impl GpuVm {
+    pub(crate) fn new(hdp_checks: bool) -> GpuVm {
+        GpuVm {
+            hdp_checks,
+            ..GpuVm::default()
+        }
+    }
+
+    /// Counts and reports a read of `va..va+len` that would miss CPU writes still in the HDP.
+    fn check_hdp(&self, va: u64, len: u64) {
+        if let Some(page) = crate::hdp::unflushed(va, len) {
+            let n = self.unflushed_reads.fetch_add(1, Ordering::Relaxed);
+            if n < 8 {
+                log::error!(
+                    "kfd-emu: a GPU read of {va:#x}+{len:#x} hits VRAM page {page:#x}, which the \
+                     CPU wrote with no HDP flush since: a GPU may read the old data"
+                );
+            }
+        }
+    }
+
+    fn find(&self, table: &Table, va: u64, len: u64, write: bool) -> Result<usize, GpuFault> {
+        let host = find(table, va, len, write)?;
+        if self.hdp_checks && !write {
+            if let Some((_, m)) = table.entry_at(va) {
+                if m.visible_vram {
+                    self.check_hdp(va, len);
+                }
+            }
+        }
+        Ok(host)
+    }
 }
 
 fn find(table: &Table, va: u64, len: u64, write: bool) -> Result<usize, GpuFault> {
@@ -164,7 +204,21 @@ fn find(table: &Table, va: u64, len: u64, write: bool) -> Result<usize, GpuFault
 }
 
 impl GpuVm {
+    #[cfg(test)]
     pub(crate) fn map(&self, va: u64, len: u64, host: *mut u8, handle: u64, perms: Perms) {
+        self.map_memory(va, len, host, handle, perms, false);
+    }
+
+    /// [`GpuVm::map`] of a buffer that may be host-visible VRAM (`visible_vram`).
+    pub(crate) fn map_memory(
+        &self,
+        va: u64,
+        len: u64,
+        host: *mut u8,
+        handle: u64,
+        perms: Perms,
+        visible_vram: bool,
+    ) {
         let mut t = self.table.write().unwrap_or_else(|p| p.into_inner());
         t.insert(
             va,
@@ -173,6 +227,7 @@ impl GpuVm {
                 host: host as usize,
                 handle,
                 perms,
+                visible_vram,
             },
         );
     }
@@ -220,7 +275,7 @@ impl GpuVm {
     /// Checks that the GPU may fetch instructions from `va..va+len`: mapped, and executable.
     pub fn check_exec(&self, va: u64, len: u64) -> Result<(), GpuFault> {
         let t = self.table.read().unwrap_or_else(|p| p.into_inner());
-        find(&t, va, len.max(1), false)?;
+        self.find(&t, va, len.max(1), false)?;
         match t.entry_at(va) {
             Some((_, m)) if m.perms.exec => Ok(()),
             _ => Err(GpuFault {
@@ -240,7 +295,7 @@ impl GpuVm {
         f: impl FnOnce(*mut u8) -> R,
     ) -> Result<R, GpuFault> {
         let t = self.table.read().unwrap_or_else(|p| p.into_inner());
-        let host = find(&t, va, len.max(1), write)?;
+        let host = self.find(&t, va, len.max(1), write)?;
         Ok(f(host as *mut u8))
     }
 
@@ -254,8 +309,8 @@ impl GpuVm {
         f: impl FnOnce(*mut u8, *const u8) -> R,
     ) -> Result<R, GpuFault> {
         let t = self.table.read().unwrap_or_else(|p| p.into_inner());
-        let s = find(&t, src, len.max(1), false)?;
-        let d = find(&t, dst, len.max(1), true)?;
+        let s = self.find(&t, src, len.max(1), false)?;
+        let d = self.find(&t, dst, len.max(1), true)?;
         Ok(f(d as *mut u8, s as *const u8))
     }
 
@@ -343,8 +398,8 @@ impl GpuVm {
     /// overlapping).
     pub fn copy(&self, dst: u64, src: u64, len: u64) -> Result<(), GpuFault> {
         let t = self.table.read().unwrap_or_else(|p| p.into_inner());
-        let s = find(&t, src, len.max(1), false)?;
-        let d = find(&t, dst, len.max(1), true)?;
+        let s = self.find(&t, src, len.max(1), false)?;
+        let d = self.find(&t, dst, len.max(1), true)?;
         // SAFETY: both ranges are mapped while the lock is held; `copy` tolerates overlap.
         unsafe { std::ptr::copy(s as *const u8, d as *mut u8, len as usize) };
         Ok(())

@@ -208,9 +208,23 @@ impl Buffer {
 
     /// The CPU pointer, or `None` for device-local VRAM.
     pub fn as_ptr(&self) -> Option<*mut u8> {
+        // The caller may write VRAM through it: the next submission flushes the HDP.
+        self.note_cpu_write();
+        self.cpu_ptr()
+    }
+
+    fn cpu_ptr(&self) -> Option<*mut u8> {
         match self.backing() {
             Backing::Whole(r) => r.cpu_ptr(),
             Backing::Sub(s, _) => (!s.cpu.is_null()).then_some(s.cpu),
+        }
+    }
+
+    /// Records a CPU write (or the chance of one) to host-visible VRAM, which must reach the
+    /// GPU through an HDP flush before it reads the memory.
+    fn note_cpu_write(&self) {
+        if self.kind() == MemoryKind::HostVisibleVram {
+            self.kfd.shared.cpu_wrote_vram(self.owner_gpu_id());
         }
     }
 
@@ -219,7 +233,7 @@ impl Buffer {
     /// The GPU may write the memory concurrently; synchronise through signals before reading.
     pub fn as_slice(&self) -> Option<&[u8]> {
         // SAFETY: the mapping is `size` bytes long and lives as long as `self`.
-        self.as_ptr()
+        self.cpu_ptr()
             .map(|p| unsafe { std::slice::from_raw_parts(p, self.size as usize) })
     }
 
@@ -232,7 +246,7 @@ impl Buffer {
     }
 
     fn check_range(&self, offset: u64, len: usize) -> Result<*mut u8> {
-        let ptr = self.as_ptr().ok_or_else(|| {
+        let ptr = self.cpu_ptr().ok_or_else(|| {
             Error::InvalidArgument(format!("{} is not host-accessible", self.kind().name()))
         })?;
         let end = offset.checked_add(len as u64);
@@ -252,6 +266,7 @@ impl Buffer {
         // SAFETY: `dst..dst+len` lies inside the mapping (checked) and cannot overlap `data`,
         // which is an ordinary Rust borrow.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) };
+        self.note_cpu_write();
         Ok(())
     }
 

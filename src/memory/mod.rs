@@ -9,6 +9,7 @@
 
 mod buddy;
 mod buffer;
+pub(crate) mod hdp;
 mod host;
 pub(crate) mod raw;
 pub mod suballoc;

@@ -874,6 +874,8 @@ impl Batch<'_> {
         if self.packets.is_empty() {
             return Ok(self.empty_submission());
         }
+        // What the CPU wrote to VRAM reaches the GPU before the packets can run.
+        self.queue.0.gpu.kfd().shared.flush_hdp_if_written();
         self.place_kernargs(true)?;
         let q = self.queue;
         let n = self.packets.len() as u32;
@@ -902,6 +904,7 @@ impl Batch<'_> {
         if self.packets.is_empty() {
             return Ok(self.empty_submission());
         }
+        self.queue.0.gpu.kfd().shared.flush_hdp_if_written();
         let q = self.queue;
         q.check()?;
         let in_flight = q.0.ring.write_index().saturating_sub(q.0.ring.read_index());

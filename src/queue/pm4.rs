@@ -184,6 +184,8 @@ impl Pm4Queue {
     pub fn submit(&self, packets: &[Pm4Packet], timeout: Duration) -> Result<u64> {
         // A queue its GPU's fault stopped runs nothing more.
         self.handle.check_exceptions()?;
+        // What the CPU wrote to VRAM reaches the GPU before the packets can run.
+        self.gpu.kfd().shared.flush_hdp_if_written();
         let mut dwords = Vec::new();
         let mut ring = self.ring.lock().unwrap_or_else(|p| p.into_inner());
         let start = Instant::now();

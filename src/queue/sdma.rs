@@ -217,6 +217,8 @@ impl SdmaQueue {
     pub fn submit(&self, packets: &[SdmaPacket], timeout: Duration) -> Result<u64> {
         // A queue its GPU's fault stopped runs nothing more.
         self.handle.check_exceptions()?;
+        // What the CPU wrote to VRAM reaches the GPU before the packets can run.
+        self.gpu.kfd().shared.flush_hdp_if_written();
         let gfx = self.gpu.info().gfx_target_version;
         let mut ring = self.ring.lock().unwrap_or_else(|p| p.into_inner());
         let mut dwords = Vec::new();
