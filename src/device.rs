@@ -49,6 +49,9 @@ pub(crate) struct GpuState {
     pub(crate) render_fd: i32,
     pub(crate) apertures: kfd_process_device_apertures,
     pub(crate) doorbells: Mutex<Option<DoorbellPages>>,
+    /// The queue the code loader invalidates the instruction cache on, while code objects
+    /// hold it (a weak handle: the queue owns a `Gpu`, which owns this).
+    pub(crate) loader_queue: Mutex<crate::queue::WeakAqlQueue>,
 }
 
 /// What every handle of an open KFD shares. Dropped after the last buffer, event and queue.
@@ -237,6 +240,7 @@ impl Kfd {
                 render_fd,
                 apertures: ap,
                 doorbells: Mutex::new(None),
+                loader_queue: Mutex::default(),
             });
         }
         log::info!(
