@@ -30,7 +30,12 @@ fn read(bytes: &[u8], offset: u32, size: u32) -> u64 {
 
 /// What the ABI says a hidden argument holds for `g` on `c`, computed here independently of the
 /// crate: full blocks, the partial block's size, and so on.
-fn expected(kind: &ArgKind, g: &LaunchGeometry, c: &LaunchContext, pointers: &[(ArgKind, u64)]) -> u64 {
+fn expected(
+    kind: &ArgKind,
+    g: &LaunchGeometry,
+    c: &LaunchContext,
+    pointers: &[(ArgKind, u64)],
+) -> u64 {
     let (grid, wg) = (g.grid.map(u64::from), g.workgroup.map(u64::from));
     match kind {
         ArgKind::HiddenBlockCount(d) => grid[d.index()] / wg[d.index()],
@@ -113,8 +118,14 @@ fn code_object_v5_hidden_arguments_at_their_metadata_offsets() {
     assert_eq!(read(&bytes, 16 + 64, 2), 3, "three dimensions");
     assert_eq!(read(&bytes, 16 + 200, 8), CONTEXT.queue_address);
     // Bytes no argument covers stay zero.
-    let covered = |i: usize| md.args.iter().any(|a| (a.offset as usize..(a.offset + a.size) as usize).contains(&i));
-    assert!((0..bytes.len()).filter(|&i| !covered(i)).all(|i| bytes[i] == 0));
+    let covered = |i: usize| {
+        md.args
+            .iter()
+            .any(|a| (a.offset as usize..(a.offset + a.size) as usize).contains(&i))
+    };
+    assert!((0..bytes.len())
+        .filter(|&i| !covered(i))
+        .all(|i| bytes[i] == 0));
 }
 
 #[test]
@@ -138,7 +149,10 @@ fn code_object_v4_hidden_arguments_at_their_metadata_offsets() {
     args.set_i32(0, -7).unwrap();
     let without = args.encode(&GEOMETRY, &CONTEXT).unwrap();
     assert_eq!(read(&without, 0, 4) as u32 as i32, -7);
-    assert!(without[8..].iter().all(|&b| b == 0), "offsets 0, no hostcall, not cooperative");
+    assert!(
+        without[8..].iter().all(|&b| b == 0),
+        "offsets 0, no hostcall, not cooperative"
+    );
     let hostcall = 0x1234_5678_9000u64;
     // SAFETY: the bytes are only inspected.
     unsafe { args.set_hidden_address(ArgKind::HiddenHostcallBuffer, hostcall) }.unwrap();
@@ -175,7 +189,11 @@ fn every_hidden_kind() -> Arc<KernelMetadata> {
         (ArgKind::HiddenQueuePtr, 200, 8),
         (ArgKind::Unknown("hidden_from_the_future".into()), 208, 8),
     ];
-    args.extend(implicit.into_iter().map(|(k, o, s)| KernelArg::new(k, 8 + o, s)));
+    args.extend(
+        implicit
+            .into_iter()
+            .map(|(k, o, s)| KernelArg::new(k, 8 + o, s)),
+    );
     Arc::new(KernelMetadata {
         name: "all_hidden".into(),
         symbol: "all_hidden.kd".into(),
@@ -259,25 +277,54 @@ fn arguments_by_name_are_checked_against_the_metadata() {
         .unwrap()
         .set_u32("tile", 0)
         .unwrap();
-    let e = kernel_args_error(args.encode(&LaunchGeometry::linear(256, 64), &CONTEXT).unwrap_err());
-    assert_eq!(e.to_string(), "argument 4 (tag) of kernel \"scale_rows\" was not set");
+    let e = kernel_args_error(
+        args.encode(&LaunchGeometry::linear(256, 64), &CONTEXT)
+            .unwrap_err(),
+    );
+    assert_eq!(
+        e.to_string(),
+        "argument 4 (tag) of kernel \"scale_rows\" was not set"
+    );
     args.set_u64("tag", 0xFEED).unwrap();
-    let bytes = args.encode(&LaunchGeometry::linear(256, 64), &CONTEXT).unwrap();
+    let bytes = args
+        .encode(&LaunchGeometry::linear(256, 64), &CONTEXT)
+        .unwrap();
     assert_eq!(read(&bytes, 0, 8), data.gpu_address());
     assert_eq!(f32::from_bits(read(&bytes, 8, 4) as u32), 1.5);
     assert_eq!(read(&bytes, 12, 4), 64);
     assert_eq!(read(&bytes, 24, 8), 0xFEED);
     // By index the same slots.
     args.set_u32(2, 65).unwrap();
-    assert_eq!(read(&args.encode(&LaunchGeometry::linear(256, 64), &CONTEXT).unwrap(), 12, 4), 65);
+    assert_eq!(
+        read(
+            &args
+                .encode(&LaunchGeometry::linear(256, 64), &CONTEXT)
+                .unwrap(),
+            12,
+            4
+        ),
+        65
+    );
 
     let errors = [
-        (args.set_u32("nope", 1).map(drop), "has no argument \"nope\" (it has 5)"),
+        (
+            args.set_u32("nope", 1).map(drop),
+            "has no argument \"nope\" (it has 5)",
+        ),
         (args.set_u32(5, 1).map(drop), "has no argument 5"),
-        (args.set_u64("factor", 1).map(drop), "is 4 bytes, the value is 8"),
-        (args.set_u64("data", 1).map(drop), "is global_buffer: pass a Buffer"),
+        (
+            args.set_u64("factor", 1).map(drop),
+            "is 4 bytes, the value is 8",
+        ),
+        (
+            args.set_u64("data", 1).map(drop),
+            "is global_buffer: pass a Buffer",
+        ),
         (args.set_buffer("factor", &data).map(drop), "is by_value"),
-        (args.set_buffer_at("data", &data, 4097).map(drop), "offset 4097 is past the buffer's 4096 bytes"),
+        (
+            args.set_buffer_at("data", &data, 4097).map(drop),
+            "offset 4097 is past the buffer's 4096 bytes",
+        ),
     ];
     for (r, needle) in errors {
         let e = kernel_args_error(r.unwrap_err());
@@ -287,7 +334,10 @@ fn arguments_by_name_are_checked_against_the_metadata() {
     // The launch must fit the kernel (compiled for at most 256 work-items) and the GPU's LDS.
     let big_group = LaunchGeometry::linear(1024, 512);
     let e = kernel_args_error(args.encode(&big_group, &CONTEXT).unwrap_err());
-    assert!(e.to_string().contains(".max_flat_workgroup_size 256"), "{e}");
+    assert!(
+        e.to_string().contains(".max_flat_workgroup_size 256"),
+        "{e}"
+    );
     let lds = LaunchGeometry {
         dynamic_lds: 70_000,
         ..LaunchGeometry::linear(256, 64)
@@ -304,7 +354,10 @@ fn arguments_by_name_are_checked_against_the_metadata() {
             gpu_bytes: 65536
         }
     );
-    assert!(e.to_string().contains("more than this GPU's 65536 bytes"), "{e}");
+    assert!(
+        e.to_string().contains("more than this GPU's 65536 bytes"),
+        "{e}"
+    );
 }
 
 /// An emulated kernel that copies its first `words` kernarg words to the buffer its first
@@ -338,18 +391,32 @@ fn aql_and_pm4_dispatches_carry_the_hidden_arguments() {
     };
     let run = |out: &kfdrt::Buffer, pm4: bool| -> (Vec<u8>, LaunchContext) {
         let mut args = KernelArgs::from_metadata(md.clone());
-        args.set_buffer(0, out).unwrap().set_u32(1, size / 4).unwrap();
+        args.set_buffer(0, out)
+            .unwrap()
+            .set_u32(1, size / 4)
+            .unwrap();
         if pm4 {
             let q = gpu.create_pm4_queue(Pm4QueueOptions::default()).unwrap();
             let karg = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
-            let packets = q.dispatch_packets_with_args(&kernel, &g, &args, &karg).unwrap();
+            let packets = q
+                .dispatch_packets_with_args(&kernel, &g, &args, &karg)
+                .unwrap();
             q.submit(&packets, T).unwrap();
             q.finish(T).unwrap();
-            (out.as_slice().unwrap()[..size as usize].to_vec(), LaunchContext::for_gpu(&gpu))
+            (
+                out.as_slice().unwrap()[..size as usize].to_vec(),
+                LaunchContext::for_gpu(&gpu),
+            )
         } else {
             let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
-            q.dispatch_with_args(&kernel, &g, &args).unwrap().wait(Some(T)).unwrap();
-            (out.as_slice().unwrap()[..size as usize].to_vec(), LaunchContext::for_queue(&q))
+            q.dispatch_with_args(&kernel, &g, &args)
+                .unwrap()
+                .wait(Some(T))
+                .unwrap();
+            (
+                out.as_slice().unwrap()[..size as usize].to_vec(),
+                LaunchContext::for_queue(&q),
+            )
         }
     };
     for pm4 in [false, true] {
@@ -375,12 +442,25 @@ fn arguments_must_belong_to_the_kernel_dispatched() {
     let kfd = common::emulated(Preset::Gfx90a, 1);
     let gpu = kfd.gpu(0).unwrap();
     let co = gpu.load_code_object(&fixture("kernels-gfx90a.co")).unwrap();
-    let (saxpy, vadd) = (co.kernel("saxpy").unwrap(), co.kernel("vector_add").unwrap());
+    let (saxpy, vadd) = (
+        co.kernel("saxpy").unwrap(),
+        co.kernel("vector_add").unwrap(),
+    );
     let x = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
     let mut args = KernelArgs::new(&saxpy).unwrap();
-    args.set_f32(0, 2.0).unwrap().set_buffer(1, &x).unwrap().set_buffer(2, &x).unwrap().set_u32(3, 8).unwrap();
+    args.set_f32(0, 2.0)
+        .unwrap()
+        .set_buffer(1, &x)
+        .unwrap()
+        .set_buffer(2, &x)
+        .unwrap()
+        .set_u32(3, 8)
+        .unwrap();
     let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
-    let e = kernel_args_error(q.dispatch_with_args(&vadd, &LaunchGeometry::linear(8, 8), &args).unwrap_err());
+    let e = kernel_args_error(
+        q.dispatch_with_args(&vadd, &LaunchGeometry::linear(8, 8), &args)
+            .unwrap_err(),
+    );
     assert!(matches!(e, KernelArgError::OtherKernel { .. }), "{e}");
     assert_eq!(q.write_index(), 0, "nothing was submitted");
     // Kernels without metadata have no builder.

@@ -82,7 +82,13 @@ fn parse_golden(text: &str) -> Golden {
                 g.kernels.last_mut().unwrap().fields.insert(k, v);
             }
             8 => {
-                g.kernels.last_mut().unwrap().args.last_mut().unwrap().insert(k, v);
+                g.kernels
+                    .last_mut()
+                    .unwrap()
+                    .args
+                    .last_mut()
+                    .unwrap()
+                    .insert(k, v);
             }
             _ => panic!("unexpected line {line:?}"),
         }
@@ -91,7 +97,8 @@ fn parse_golden(text: &str) -> Golden {
 }
 
 /// Kernel keys kfdrt does not model.
-const KERNEL_KEYS_NOT_MODELLED: [&str; 3] = [".args", ".language_version", ".uniform_work_group_size"];
+const KERNEL_KEYS_NOT_MODELLED: [&str; 3] =
+    [".args", ".language_version", ".uniform_work_group_size"];
 
 fn check_kernel(file: &str, golden: &GoldenKernel, k: &KernelMetadata) {
     let ctx = format!("{file}: kernel {}", k.name);
@@ -165,7 +172,11 @@ fn check_arg(ctx: &str, golden: &Fields, a: &KernelArg) {
         assert_eq!(&ours, value, "{ctx}: {key}");
     }
     // The kind is always known for what these compilers emit.
-    assert!(!matches!(a.kind, code_object::ArgKind::Unknown(_)), "{ctx}: {:?}", a.kind);
+    assert!(
+        !matches!(a.kind, code_object::ArgKind::Unknown(_)),
+        "{ctx}: {:?}",
+        a.kind
+    );
 }
 
 #[test]
@@ -181,7 +192,9 @@ fn every_fixture_reads_as_llvm_reads_it() {
             .unwrap_or_else(|e| panic!("{name} has no golden: {e}"));
         let golden = parse_golden(&golden_text);
         let info = code_object::inspect(&fixture(&name)).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let md = info.metadata.unwrap_or_else(|| panic!("{name}: no metadata"));
+        let md = info
+            .metadata
+            .unwrap_or_else(|| panic!("{name}: no metadata"));
         let version = &golden.lists["amdhsa.version"];
         assert_eq!(
             [md.metadata_version.0, md.metadata_version.1].map(|v| v.to_string()),
@@ -198,7 +211,11 @@ fn every_fixture_reads_as_llvm_reads_it() {
         }
         assert_eq!(
             md.printf,
-            golden.lists.get("amdhsa.printf").cloned().unwrap_or_default(),
+            golden
+                .lists
+                .get("amdhsa.printf")
+                .cloned()
+                .unwrap_or_default(),
             "{name}: printf formats"
         );
         assert_eq!(md.kernels.len(), golden.kernels.len(), "{name}: kernels");
@@ -217,10 +234,15 @@ fn every_fixture_reads_as_llvm_reads_it() {
 
 #[test]
 fn the_golden_reader_reads_what_it_claims() {
-    let g = parse_golden(&std::fs::read_to_string(fixtures_dir().join("args-gfx90a.notes.txt")).unwrap());
+    let g = parse_golden(
+        &std::fs::read_to_string(fixtures_dir().join("args-gfx90a.notes.txt")).unwrap(),
+    );
     assert_eq!(g.kernels.len(), 2);
     assert_eq!(g.kernels[0].fields[".name"], "scale_rows");
-    assert_eq!(g.kernels[0].args[3][".value_kind"], "dynamic_shared_pointer");
+    assert_eq!(
+        g.kernels[0].args[3][".value_kind"],
+        "dynamic_shared_pointer"
+    );
     assert_eq!(g.kernels[0].args[0][".type_name"], "float*");
     assert_eq!(g.lists["amdhsa.version"], ["1", "2"]);
 }
