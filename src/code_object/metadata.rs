@@ -264,6 +264,21 @@ impl AddressSpace {
     }
 }
 
+/// The `.address_space` string.
+impl fmt::Display for AddressSpace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            AddressSpace::Private => "private",
+            AddressSpace::Global => "global",
+            AddressSpace::Constant => "constant",
+            AddressSpace::Local => "local",
+            AddressSpace::Generic => "generic",
+            AddressSpace::Region => "region",
+            AddressSpace::Other(s) => s,
+        })
+    }
+}
+
 /// One kernel argument (an entry of `.args`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KernelArg {

@@ -277,3 +277,128 @@ fn check_layout(k: &KernelMetadata) -> Result<(), CodeObjectError> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmpv::Value;
+
+    fn s(v: &str) -> Value {
+        Value::from(v)
+    }
+
+    fn arg(kind: &str, offset: u32, size: u32) -> Value {
+        Value::Map(vec![
+            (s(".value_kind"), s(kind)),
+            (s(".offset"), Value::from(offset)),
+            (s(".size"), Value::from(size)),
+        ])
+    }
+
+    fn kernel(args: Vec<Value>, segment: u32) -> Vec<(Value, Value)> {
+        vec![
+            (s(".name"), s("k")),
+            (s(".symbol"), s("k.kd")),
+            (s(".args"), Value::Array(args)),
+            (s(".kernarg_segment_size"), Value::from(segment)),
+            (s(".kernarg_segment_align"), Value::from(8)),
+            (s(".group_segment_fixed_size"), Value::from(0)),
+            (s(".private_segment_fixed_size"), Value::from(0)),
+            (s(".wavefront_size"), Value::from(64)),
+            (s(".sgpr_count"), Value::from(10)),
+            (s(".vgpr_count"), Value::from(4)),
+            (s(".max_flat_workgroup_size"), Value::from(256)),
+        ]
+    }
+
+    fn document(kernel: Vec<(Value, Value)>) -> Vec<u8> {
+        let root = Value::Map(vec![
+            (
+                s("amdhsa.version"),
+                Value::Array(vec![Value::from(1), Value::from(2)]),
+            ),
+            (s("amdhsa.target"), s("amdgcn-amd-amdhsa--gfx90a:xnack-")),
+            (s("amdhsa.kernels"), Value::Array(vec![Value::Map(kernel)])),
+        ]);
+        let mut out = Vec::new();
+        rmpv::encode::write_value(&mut out, &root).unwrap();
+        out
+    }
+
+    fn error_of(kernel: Vec<(Value, Value)>) -> String {
+        match parse(&document(kernel)) {
+            Err(e) => e.to_string(),
+            Ok(md) => panic!("parsed: {md:?}"),
+        }
+    }
+
+    #[test]
+    fn a_minimal_document_parses() {
+        let md = parse(&document(kernel(
+            vec![arg("global_buffer", 0, 8), arg("hidden_block_count_x", 8, 4)],
+            16,
+        )))
+        .unwrap();
+        assert_eq!(md.version, CodeObjectVersion::V5);
+        assert_eq!(md.target.unwrap().to_string(), "gfx90a:xnack-");
+        let k = &md.kernels[0];
+        assert_eq!((k.name.as_str(), k.symbol.as_str()), ("k", "k.kd"));
+        assert_eq!(k.agpr_count, 0);
+        assert!(!k.uses_dynamic_stack);
+        assert_eq!(k.args[1].kind, ArgKind::HiddenBlockCount(super::super::Dim::X));
+    }
+
+    #[test]
+    fn unknown_kinds_are_kept_not_refused() {
+        let md = parse(&document(kernel(vec![arg("hidden_tomorrow", 0, 24)], 24))).unwrap();
+        assert_eq!(
+            md.kernels[0].args[0].kind,
+            ArgKind::Unknown("hidden_tomorrow".into())
+        );
+    }
+
+    #[test]
+    fn bad_documents_name_what_is_wrong() {
+        let mut missing = kernel(vec![], 0);
+        missing.retain(|(k, _)| k.as_str() != Some(".sgpr_count"));
+        assert!(error_of(missing).contains("kernel \"k\": required key .sgpr_count is missing"));
+        let mut wrong_type = kernel(vec![], 0);
+        wrong_type.push((s(".agpr_count"), s("lots")));
+        assert!(error_of(wrong_type).contains(".agpr_count is not an unsigned 32-bit integer"));
+        let past_end = error_of(kernel(vec![arg("by_value", 12, 8)], 16));
+        assert!(past_end.contains("bytes 12..20 exceed .kernarg_segment_size 16"), "{past_end}");
+        let overlap = error_of(kernel(vec![arg("by_value", 0, 8), arg("by_value", 4, 4)], 16));
+        assert!(overlap.contains("overlap"), "{overlap}");
+        let hidden_size = error_of(kernel(vec![arg("hidden_queue_ptr", 0, 4)], 16));
+        assert!(hidden_size.contains("size 4 (the ABI's is 8)"), "{hidden_size}");
+        let mut align = kernel(vec![], 0);
+        align[4].1 = Value::from(12);
+        assert!(error_of(align).contains("not a power of two"));
+        let mut dup = kernel(vec![], 0);
+        dup.push((s(".args"), Value::from(3))); // a second .args key is ignored (first wins)
+        assert!(parse(&document(dup)).is_ok());
+    }
+
+    #[test]
+    fn hostile_documents_are_errors() {
+        // 200 nested arrays: refused by the depth limit before recursing far.
+        let mut deep = vec![0x91u8; 200];
+        deep.push(0xC0);
+        assert!(matches!(parse(&deep), Err(CodeObjectError::Metadata(_))));
+        // An array claiming four billion elements in a few bytes.
+        assert!(parse(&[0xDD, 0xFF, 0xFF, 0xFF, 0xFF, 0xC0]).is_err());
+        // A string longer than the document.
+        assert!(parse(&[0xDB, 0x7F, 0xFF, 0xFF, 0xFF, b'a']).is_err());
+        assert!(parse(&[]).is_err());
+        // Not a map at the top.
+        assert!(parse(&[0x01]).is_err());
+        // amdhsa.version from the future.
+        let mut future = Vec::new();
+        let root = Value::Map(vec![(
+            s("amdhsa.version"),
+            Value::Array(vec![Value::from(1), Value::from(9)]),
+        )]);
+        rmpv::encode::write_value(&mut future, &root).unwrap();
+        assert!(parse(&future).unwrap_err().to_string().contains("1.9"));
+    }
+}
