@@ -386,7 +386,8 @@ fn overlapping_or_oversized_segments_are_refused() {
 fn misplaced_descriptors_are_refused() {
     let kfd = common::emulated(Preset::Gfx90a, 1);
     let g = gpu(&kfd);
-    let cases: [(&str, fn(u64) -> u64); 3] = [
+    type Move = fn(u64) -> u64;
+    let cases: [(&str, Move); 3] = [
         ("outside the image", |_| 0x40_0000),
         ("misaligned", |v| v + 8),
         // Onto the code: then its entry offset (code bytes) points nowhere useful.

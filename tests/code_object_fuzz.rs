@@ -28,7 +28,9 @@ fn targets() -> &'static [Target] {
     TARGETS.get_or_init(|| {
         let elf = |name: &'static str| {
             let e = Elf(fixture(name));
-            let mut regions = vec![0..64];
+            // The ELF header first.
+            let mut regions: Vec<Range<usize>> = Vec::new();
+            regions.push(0..64);
             let phoff = e.u64_at(32) as usize;
             regions.push(phoff..phoff + 56 * e.phdrs().len());
             let shoff = e.u64_at(40) as usize;
@@ -47,7 +49,8 @@ fn targets() -> &'static [Target] {
         };
         let bundle = |name: &'static str| Target {
             name,
-            regions: vec![0..200],
+            // The bundle's header and entry table.
+            regions: std::iter::once(0..200).collect(),
             bytes: fixture(name),
         };
         vec![

@@ -26,9 +26,18 @@ fn lists_the_hipcc_kernels_and_builds_their_arguments() {
     let explicit: Vec<_> = md.explicit_args().map(|a| a.kind.clone()).collect();
     assert_eq!(
         explicit,
-        [ArgKind::GlobalBuffer, ArgKind::GlobalBuffer, ArgKind::GlobalBuffer, ArgKind::ByValue]
+        [
+            ArgKind::GlobalBuffer,
+            ArgKind::GlobalBuffer,
+            ArgKind::GlobalBuffer,
+            ArgKind::ByValue
+        ]
     );
-    assert_eq!(md.hidden_args().count(), 0, "hipcc's v4 vector_add reads no hidden argument");
+    assert_eq!(
+        md.hidden_args().count(),
+        0,
+        "hipcc's v4 vector_add reads no hidden argument"
+    );
     let (a, b, c) = (buf(&gpu, 64), buf(&gpu, 64), buf(&gpu, 64));
     let mut args = KernelArgs::new(&vadd).unwrap();
     args.set_buffer(0, &a)
@@ -41,7 +50,10 @@ fn lists_the_hipcc_kernels_and_builds_their_arguments() {
         .unwrap();
     let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     let bytes = args
-        .encode(&LaunchGeometry::linear(12, 64), &LaunchContext::for_queue(&q))
+        .encode(
+            &LaunchGeometry::linear(12, 64),
+            &LaunchContext::for_queue(&q),
+        )
         .unwrap();
     let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
     assert_eq!(bytes.len(), 28);
@@ -69,12 +81,18 @@ fn floats(b: &Buffer, n: usize) -> Vec<f32> {
 }
 
 fn upload(b: &Buffer, v: &[f32]) {
-    b.write(0, &v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>())
-        .unwrap();
+    b.write(
+        0,
+        &v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<_>>(),
+    )
+    .unwrap();
 }
 
 fn run(q: &AqlQueue, k: &Kernel, g: LaunchGeometry, args: &KernelArgs) {
-    q.dispatch_with_args(k, &g, args).unwrap().wait(Some(T)).unwrap();
+    q.dispatch_with_args(k, &g, args)
+        .unwrap()
+        .wait(Some(T))
+        .unwrap();
 }
 
 /// The device under test (`KFDRT_DEVICE`), when it is a gfx90a the hipcc object is built for.
@@ -82,7 +100,10 @@ fn gfx90a() -> Option<Gpu> {
     let kfd = common::device();
     let gpu = kfd.gpu(0)?;
     if gpu.info().gfx_target != "gfx90a" {
-        eprintln!("skipped: the hipcc fixture is for gfx90a, the GPU is {}", gpu.info().gfx_target);
+        eprintln!(
+            "skipped: the hipcc fixture is for gfx90a, the GPU is {}",
+            gpu.info().gfx_target
+        );
         return None;
     }
     Some(gpu)
@@ -105,7 +126,10 @@ fn runs_hipcc_kernels_and_matches_the_cpu() {
     let vadd = co.kernel("vector_add").unwrap();
     let mut args = KernelArgs::new(&vadd).unwrap();
     args.set_buffer(0, &a).unwrap().set_buffer(1, &b).unwrap();
-    args.set_buffer(2, &c).unwrap().set_u32(3, n as u32).unwrap();
+    args.set_buffer(2, &c)
+        .unwrap()
+        .set_u32(3, n as u32)
+        .unwrap();
     run(&q, &vadd, LaunchGeometry::linear(1024, 256), &args);
     let sum: Vec<f32> = xs.iter().zip(&ys).map(|(x, y)| x + y).collect();
     assert_eq!(floats(&c, n), sum);
@@ -113,7 +137,10 @@ fn runs_hipcc_kernels_and_matches_the_cpu() {
     let saxpy = co.kernel("saxpy").unwrap();
     let mut args = KernelArgs::new(&saxpy).unwrap();
     args.set_f32(0, 2.5).unwrap().set_buffer(1, &a).unwrap();
-    args.set_buffer(2, &b).unwrap().set_u32(3, n as u32).unwrap();
+    args.set_buffer(2, &b)
+        .unwrap()
+        .set_u32(3, n as u32)
+        .unwrap();
     run(&q, &saxpy, LaunchGeometry::linear(1024, 128), &args);
     let expect: Vec<f32> = xs.iter().zip(&ys).map(|(x, y)| 2.5 * x + y).collect();
     assert_eq!(floats(&b, n), expect);
@@ -124,7 +151,12 @@ fn runs_hipcc_kernels_and_matches_the_cpu() {
     let (src, dst) = (buf(&gpu, 1024), buf(&gpu, 1024));
     src.write(0, &ints).unwrap();
     let mut args = KernelArgs::new(&rev).unwrap();
-    args.set_buffer(0, &src).unwrap().set_buffer(1, &dst).unwrap().set_u32(2, 256).unwrap();
+    args.set_buffer(0, &src)
+        .unwrap()
+        .set_buffer(1, &dst)
+        .unwrap()
+        .set_u32(2, 256)
+        .unwrap();
     let g = LaunchGeometry {
         dynamic_lds: 64 * 4,
         ..LaunchGeometry::linear(256, 64)

@@ -157,7 +157,11 @@ fn check_arg(ctx: &str, golden: &Fields, a: &KernelArg) {
             ".is_const" => a.is_const.to_string(),
             ".is_volatile" => a.is_volatile.to_string(),
             ".access" | ".actual_access" => a.access.clone().unwrap_or_default(),
-            ".address_space" => a.address_space.as_ref().map(|s| s.to_string()).unwrap_or_default(),
+            ".address_space" => a
+                .address_space
+                .as_ref()
+                .map(|s| s.to_string())
+                .unwrap_or_default(),
             _ => panic!("{ctx}: argument key {key} is not compared"),
         };
         assert_eq!(&ours, value, "{ctx}: {key}");

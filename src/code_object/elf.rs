@@ -109,7 +109,7 @@ impl<'a> ParsedElf<'a> {
                 "e_type {e_type} is not a shared object (ET_DYN); link it with ld.lld -shared"
             )));
         }
-        let (segments, notes) = read_segments(&header, data)?;
+        let (segments, notes) = read_segments(header, data)?;
         let image_start = segments.first().map_or(0, |s| s.vaddr) & !(PAGE - 1);
         let image_end = segments
             .iter()

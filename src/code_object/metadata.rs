@@ -145,7 +145,10 @@ const NAMED_KINDS: [(&str, ArgKind); 19] = [
     ("hidden_queue_ptr", ArgKind::HiddenQueuePtr),
 ];
 
-const PER_AXIS: [(&str, fn(Dim) -> ArgKind); 4] = [
+/// Builds the per-axis kind of a `.value_kind` prefix.
+type AxisKind = fn(Dim) -> ArgKind;
+
+const PER_AXIS: [(&str, AxisKind); 4] = [
     ("hidden_global_offset_", ArgKind::HiddenGlobalOffset),
     ("hidden_block_count_", ArgKind::HiddenBlockCount),
     ("hidden_group_size_", ArgKind::HiddenGroupSize),

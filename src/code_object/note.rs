@@ -335,7 +335,10 @@ mod tests {
     #[test]
     fn a_minimal_document_parses() {
         let md = parse(&document(kernel(
-            vec![arg("global_buffer", 0, 8), arg("hidden_block_count_x", 8, 4)],
+            vec![
+                arg("global_buffer", 0, 8),
+                arg("hidden_block_count_x", 8, 4),
+            ],
             16,
         )))
         .unwrap();
@@ -345,7 +348,10 @@ mod tests {
         assert_eq!((k.name.as_str(), k.symbol.as_str()), ("k", "k.kd"));
         assert_eq!(k.agpr_count, 0);
         assert!(!k.uses_dynamic_stack);
-        assert_eq!(k.args[1].kind, ArgKind::HiddenBlockCount(super::super::Dim::X));
+        assert_eq!(
+            k.args[1].kind,
+            ArgKind::HiddenBlockCount(super::super::Dim::X)
+        );
     }
 
     #[test]
@@ -366,11 +372,20 @@ mod tests {
         wrong_type.push((s(".agpr_count"), s("lots")));
         assert!(error_of(wrong_type).contains(".agpr_count is not an unsigned 32-bit integer"));
         let past_end = error_of(kernel(vec![arg("by_value", 12, 8)], 16));
-        assert!(past_end.contains("bytes 12..20 exceed .kernarg_segment_size 16"), "{past_end}");
-        let overlap = error_of(kernel(vec![arg("by_value", 0, 8), arg("by_value", 4, 4)], 16));
+        assert!(
+            past_end.contains("bytes 12..20 exceed .kernarg_segment_size 16"),
+            "{past_end}"
+        );
+        let overlap = error_of(kernel(
+            vec![arg("by_value", 0, 8), arg("by_value", 4, 4)],
+            16,
+        ));
         assert!(overlap.contains("overlap"), "{overlap}");
         let hidden_size = error_of(kernel(vec![arg("hidden_queue_ptr", 0, 4)], 16));
-        assert!(hidden_size.contains("size 4 (the ABI's is 8)"), "{hidden_size}");
+        assert!(
+            hidden_size.contains("size 4 (the ABI's is 8)"),
+            "{hidden_size}"
+        );
         let mut align = kernel(vec![], 0);
         align[4].1 = Value::from(12);
         assert!(error_of(align).contains("not a power of two"));

@@ -10,7 +10,7 @@
 //! caller provided (heap, hostcall, printf, ...; null otherwise).
 //!
 //! ```no_run
-//! # fn main() -> kfdrt::Result<()> {
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! # let kfd = kfdrt::Kfd::from_env()?;
 //! # let gpu = kfd.gpu(0).unwrap();
 //! # let (x, y) = (gpu.alloc(4096, kfdrt::MemoryKind::GttCoherent)?, gpu.alloc(4096, kfdrt::MemoryKind::GttCoherent)?);
