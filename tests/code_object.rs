@@ -504,12 +504,16 @@ fn every_load_invalidates_the_instruction_cache_on_one_loader_queue() {
         icache_queue: Some(&q),
         ..Default::default()
     };
-    let read_before = q.read_index();
+    let written_before = q.write_index();
     let _c = g
         .load_code_object_with(&fixture("relocs-gfx90a.elf"), &on_q)
         .unwrap();
     assert_eq!(emu.stats().live_queues, 1);
-    assert_eq!(q.read_index(), read_before + 1);
+    assert_eq!(
+        q.write_index(),
+        written_before + 1,
+        "one packet on the caller's queue"
+    );
     let two = common::emulated(Preset::Gfx90a, 2);
     let other = two
         .gpu(1)

@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::memory::{AllocOptions, MemoryKind};
 use crate::queue::{AqlQueue, AqlQueueOptions};
 use object::elf::{PF_R, PF_W, PF_X, STT_FUNC, STT_OBJECT};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -126,14 +127,19 @@ fn descriptors(
     elf: &ParsedElf<'_>,
     metadata: Option<&CodeObjectMetadata>,
 ) -> Result<Vec<Descriptor>, CodeObjectError> {
+    // Kernel libraries hold thousands of kernels: look metadata up by descriptor symbol.
+    let mut described: HashMap<&str, &KernelMetadata> = metadata
+        .map(|md| md.kernels.iter().map(|k| (k.symbol.as_str(), k)).collect())
+        .unwrap_or_default();
     let mut found: Vec<Descriptor> = Vec::new();
+    let mut names: HashSet<&str> = HashSet::new();
     for sym in elf.symbols.iter().filter(|s| s.defined && !s.absolute) {
         let Some(name) = sym.name.strip_suffix(".kd").filter(|n| !n.is_empty()) else {
             continue;
         };
         let mut raw = [0u8; 64];
         check_descriptor(elf, name, sym.value, &mut raw)?;
-        if found.iter().any(|d| d.name == name) {
+        if !names.insert(name) {
             return Err(CodeObjectError::BadDescriptor {
                 kernel: name.to_owned(),
                 why: "two descriptor symbols".into(),
@@ -142,22 +148,21 @@ fn descriptors(
         found.push(Descriptor {
             name: name.to_owned(),
             vaddr: sym.value,
-            metadata: metadata
-                .and_then(|md| md.kernels.iter().find(|k| k.symbol == sym.name))
+            metadata: described
+                .remove(sym.name.as_str())
                 .map(|k| Arc::new(k.clone())),
         });
     }
-    if let Some(md) = metadata {
-        if let Some(k) = md
-            .kernels
-            .iter()
-            .find(|k| !found.iter().any(|d| format!("{}.kd", d.name) == k.symbol))
-        {
-            return Err(CodeObjectError::Metadata(format!(
-                "kernel {:?}: its descriptor symbol {:?} is not in .dynsym",
-                k.name, k.symbol
-            )));
-        }
+    // What is left is metadata without a descriptor; report the first in note order.
+    if let Some(k) = metadata
+        .into_iter()
+        .flat_map(|md| &md.kernels)
+        .find(|k| described.contains_key(k.symbol.as_str()))
+    {
+        return Err(CodeObjectError::Metadata(format!(
+            "kernel {:?}: its descriptor symbol {:?} is not in .dynsym",
+            k.name, k.symbol
+        )));
     }
     if found.is_empty() {
         return Err(CodeObjectError::NoKernels);

@@ -158,8 +158,14 @@ pub(crate) fn parse(desc: &[u8]) -> Result<CodeObjectMetadata, CodeObjectError> 
         .enumerate()
     {
         let kernel = parse_kernel(k, i)?;
-        if kernels.iter().any(|other| other.name == kernel.name) {
-            return Err(err(format!("two kernels are named {:?}", kernel.name)));
+        if let Some(other) = kernels
+            .iter()
+            .find(|o| o.name == kernel.name || o.symbol == kernel.symbol)
+        {
+            return Err(err(format!(
+                "kernels {:?} and {:?} share a name or a descriptor symbol",
+                other.name, kernel.name
+            )));
         }
         kernels.push(kernel);
     }
