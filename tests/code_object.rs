@@ -1,6 +1,6 @@
 //! Loading real compiler output on the emulated device: offload bundles and ELFs, target and
-//! feature checks, segment placement, relocations, symbols, the instruction-cache invalidation
-//! and unloading.
+//! feature checks, segment placement, symbols, refusals of malformed objects, the
+//! instruction-cache invalidation and unloading (relocations: `code_object_relocs.rs`).
 
 mod co_util;
 mod common;

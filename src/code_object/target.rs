@@ -149,7 +149,7 @@ const fn p(name: &'static str, mach: u32, xnack: bool, sramecc: bool) -> Process
 }
 
 /// Processors ROCm has supported since code object v3 (values from LLVM's AMDGPUUsage).
-const PROCESSORS: [Processor; 34] = [
+const PROCESSORS: [Processor; 37] = [
     p("gfx801", 0x28, true, false),
     p("gfx802", 0x29, false, false),
     p("gfx803", 0x2A, false, false),
@@ -166,6 +166,7 @@ const PROCESSORS: [Processor; 34] = [
     p("gfx940", 0x40, true, true),
     p("gfx941", 0x4B, true, true),
     p("gfx942", 0x4C, true, true),
+    p("gfx950", 0x4F, true, true),
     p("gfx1010", 0x33, true, false),
     p("gfx1011", 0x34, true, false),
     p("gfx1012", 0x35, true, false),
@@ -183,7 +184,9 @@ const PROCESSORS: [Processor; 34] = [
     p("gfx1103", 0x44, false, false),
     p("gfx1150", 0x43, false, false),
     p("gfx1151", 0x4A, false, false),
+    p("gfx1152", 0x55, false, false),
     p("gfx1200", 0x48, false, false),
+    p("gfx1201", 0x4E, false, false),
 ];
 
 impl Processor {
