@@ -241,6 +241,11 @@ fn parse_arg(value: &ValueRef<'_>, context: &str) -> Result<KernelArg, CodeObjec
     })
 }
 
+/// Largest kernarg segment kfdrt accepts: far above what compilers emit (HIP allows 4 KiB of
+/// arguments), and small enough that a corrupt size cannot make argument building allocate
+/// gigabytes.
+pub(crate) const MAX_KERNARG_SEGMENT: u32 = 1 << 20;
+
 /// The arguments must fit the kernarg segment without overlapping, hidden ones must have the
 /// ABI's sizes, and the segment's alignment must be a power of two: the argument builder writes
 /// at these offsets, so a hostile note must not make it write out of place.
@@ -250,6 +255,12 @@ fn check_layout(k: &KernelMetadata) -> Result<(), CodeObjectError> {
         return Err(err(format!(
             "kernel {:?}: .kernarg_segment_align {} is not a power of two",
             k.name, k.kernarg_segment_align
+        )));
+    }
+    if k.kernarg_segment_size > MAX_KERNARG_SEGMENT {
+        return Err(err(format!(
+            "kernel {:?}: .kernarg_segment_size {} exceeds kfdrt's limit of {MAX_KERNARG_SEGMENT}",
+            k.name, k.kernarg_segment_size
         )));
     }
     let mut ranges: Vec<(u64, u64)> = Vec::with_capacity(k.args.len());
@@ -395,6 +406,8 @@ mod tests {
         let mut align = kernel(vec![], 0);
         align[4].1 = Value::from(12);
         assert!(error_of(align).contains("not a power of two"));
+        let huge = error_of(kernel(vec![], u32::MAX));
+        assert!(huge.contains("exceeds kfdrt's limit"), "{huge}");
         let mut dup = kernel(vec![], 0);
         dup.push((s(".args"), Value::from(3))); // a second .args key is ignored (first wins)
         assert!(parse(&document(dup)).is_ok());

@@ -328,6 +328,10 @@ impl KernelArgs {
     /// The kernarg segment for one launch: the explicit arguments as set, the hidden ones as
     /// the metadata asks, filled for `geometry` on `context`. Errors when an explicit argument
     /// is missing, or the launch does not fit the kernel or the GPU.
+    ///
+    /// The bytes are what a raw-bytes dispatch takes, e.g. with a prepared dispatch:
+    /// `batch.dispatch_prepared(&prepared, &args.encode(&LaunchGeometry::of(&d),
+    /// &LaunchContext::for_queue(batch.queue()))?)`.
     pub fn encode(&self, geometry: &LaunchGeometry, context: &LaunchContext) -> Result<Vec<u8>> {
         if let Some(arg) = self.first_missing() {
             return Err(KernelArgError::Missing {
