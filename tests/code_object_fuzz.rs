@@ -180,7 +180,7 @@ fn exercise(co: &kfdrt::CodeObject) {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: 1024,
+        cases: 4096,
         failure_persistence: None,
         ..ProptestConfig::default()
     })]
