@@ -10,9 +10,9 @@
 //! "invalid code object" queue error, which this example reports as such.
 
 use kfdrt::code_object::{CodeObject, KernelMetadata};
-use kfdrt::kernel_args::{KernelArgs, LaunchGeometry};
+use kfdrt::kernel_args::KernelArgs;
 use kfdrt::queue::error_bits::INVALID_CODE_OBJECT;
-use kfdrt::{AqlQueueOptions, Error, Gpu, Kfd, MemoryKind};
+use kfdrt::{AqlQueueOptions, Dispatch, Error, Gpu, Kfd, MemoryKind};
 use std::time::Duration;
 
 const N: u32 = 4096;
@@ -126,7 +126,7 @@ fn run_vector_add(gpu: &Gpu, kernel: &kfdrt::Kernel) -> Result<(), Box<dyn std::
     let queue = gpu.create_aql_queue(AqlQueueOptions::default())?;
     println!("\nrunning vector_add on {N} elements");
     let done = queue
-        .dispatch_with_args(kernel, &LaunchGeometry::linear(N, 256), &args)
+        .dispatch_with_args(&Dispatch::linear(kernel, N, 256, &[]), &args)
         .and_then(|s| s.wait(Some(Duration::from_secs(60))));
     match done {
         Ok(()) => {}

@@ -26,6 +26,9 @@ pub const DISABLE_SDMA_ENV: &str = "KFDRT_DISABLE_SDMA";
 const BLIT_GROUP: u64 = 64;
 /// Most work-groups a blit launches; work-items stride through larger copies.
 const MAX_BLIT_GROUPS: u64 = 1024;
+/// Bytes one blit launch covers at most: the kernels' element indices and byte offsets are
+/// 32-bit registers.
+const MAX_BLIT_BYTES: u64 = 1 << 31;
 
 /// How a [`CopyEngine`] moves data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -176,27 +179,60 @@ fn blit_kernels(gpu: &Gpu, queue: &AqlQueue) -> Result<[Kernel; 3]> {
     Ok(kernels)
 }
 
-/// The blit contract in host code: work-item `t` handles elements `t, t + stride, ...`, so a
-/// work-group's consecutive items form one contiguous run per stride step.
+/// The blit contract in host code, as the machine code computes it: work-item `t` handles
+/// elements `t, t + stride, ...`, so a work-group's consecutive items form one contiguous run
+/// per stride step; the element count, index and byte offset are 32-bit registers (the count's
+/// high half is not read, offsets wrap at 4 GiB), which is why launches cover less than 4 GiB.
 #[cfg(feature = "emu")]
 fn emulated_blit(kind: Blit) -> std::sync::Arc<kfd_emu::KernelFn> {
     std::sync::Arc::new(move |wg: &kfd_emu::WorkGroup<'_>| {
         let (dst, src, bytes) = (wg.kernarg_u64(0)?, wg.kernarg_u64(8)?, wg.kernarg_u64(16)?);
         let stride = u64::from(wg.kernarg_u32(24)?).max(1);
-        let elem = if kind == Blit::CopyUnaligned { 1 } else { 4 };
-        let n = bytes / elem;
+        let elem: u64 = if kind == Blit::CopyUnaligned { 1 } else { 4 };
+        let n = (bytes / elem) & u64::from(u32::MAX);
         let width = u64::from(wg.workgroup_size[0]);
-        let mut t = u64::from(wg.group_id[0]) * width;
-        while t < n {
-            let len = width.min(n - t) * elem;
-            let off = t * elem;
-            match kind {
-                Blit::Fill => wg.mem.fill_u32(dst + off, src as u32, len)?,
-                _ => wg.mem.copy(dst + off, src + off, len)?,
-            }
-            t += stride;
+        let first = u64::from(wg.group_id[0]) * width;
+        if first >= n {
+            return Ok(());
         }
-        Ok(())
+        // Every byte this group touches lies in the first 4 GiB from dst (and src): check that
+        // once, then copy the runs through host pointers.
+        let span = (n * elem).min(1 << 32);
+        let runs = |f: &mut dyn FnMut(u64, u64)| {
+            let mut t = first;
+            while t < n {
+                let mut len = width.min(n - t) * elem;
+                let mut off = (t * elem) & u64::from(u32::MAX);
+                while len > 0 {
+                    // A run that crosses 4 GiB continues from offset 0, as the registers wrap.
+                    let run = len.min((1 << 32) - off);
+                    f(off, run);
+                    len -= run;
+                    off = 0;
+                }
+                t += stride;
+            }
+        };
+        match kind {
+            Blit::Fill => wg.mem.with_range(dst, span, true, |d| {
+                let pattern = src as u32;
+                runs(&mut |off, len| {
+                    for i in (0..len as usize).step_by(4) {
+                        // SAFETY: `off + len <= span`, inside the checked destination range; a
+                        // fill's offsets and lengths are dword multiples.
+                        unsafe { (d.add(off as usize + i) as *mut u32).write_unaligned(pattern) };
+                    }
+                });
+            }),
+            _ => wg.mem.with_dst_src(dst, src, span, |d, s| {
+                runs(&mut |off, len| {
+                    // SAFETY: both runs lie inside their checked ranges; `copy` allows overlap.
+                    unsafe {
+                        std::ptr::copy(s.add(off as usize), d.add(off as usize), len as usize)
+                    }
+                });
+            }),
+        }
     })
 }
 
@@ -253,35 +289,41 @@ impl CopyEngine {
             Blit::CopyUnaligned => &shader.copy_unaligned,
             Blit::Fill => &shader.fill,
         };
-        let items = if kind == Blit::CopyUnaligned {
-            bytes
-        } else {
-            bytes / 4
-        };
-        if u32::try_from(items).is_err() {
-            return Err(Error::InvalidArgument(format!(
-                "blit of {bytes} bytes is too large for one launch"
-            )));
-        }
-        // Enough groups to fill the GPU, then each work-item strides through the rest.
-        let groups = items.div_ceil(BLIT_GROUP).clamp(1, MAX_BLIT_GROUPS);
-        let stride = groups * BLIT_GROUP;
-        let mut args = Vec::with_capacity(32);
-        for v in [dst, src_or_pattern, bytes] {
-            args.extend_from_slice(&v.to_le_bytes());
-        }
-        args.extend_from_slice(&(stride as u32).to_le_bytes());
-        args.extend_from_slice(&[0; 4]);
         let mut b = shader.queue.batch()?;
         if !deps.is_empty() {
             b.barrier_and(deps)?;
         }
-        b.dispatch(&Dispatch::linear(
-            kernel,
-            stride as u32,
-            BLIT_GROUP as u16,
-            &args,
-        ))?;
+        // The kernels index elements and bytes with 32-bit registers: a launch covers less than
+        // 4 GiB, so larger copies take several (independent, so they may overlap; the batch
+        // completes after all of them).
+        let mut done = 0u64;
+        while done < bytes {
+            let piece = (bytes - done).min(MAX_BLIT_BYTES);
+            let src = if kind == Blit::Fill {
+                src_or_pattern
+            } else {
+                src_or_pattern + done
+            };
+            let items = if kind == Blit::CopyUnaligned {
+                piece
+            } else {
+                piece / 4
+            };
+            // Enough groups to fill the GPU, then each work-item strides through the rest.
+            let groups = items.div_ceil(BLIT_GROUP).clamp(1, MAX_BLIT_GROUPS);
+            let stride = groups * BLIT_GROUP;
+            let mut args = Vec::with_capacity(32);
+            for v in [dst + done, src, piece] {
+                args.extend_from_slice(&v.to_le_bytes());
+            }
+            args.extend_from_slice(&(stride as u32).to_le_bytes());
+            args.extend_from_slice(&[0; 4]);
+            let d = Dispatch::linear(kernel, stride as u32, BLIT_GROUP as u16, &args);
+            // The first launch waits for the dependencies and earlier work; the rest need only
+            // start after it (they touch other bytes).
+            b.dispatch(&if done == 0 { d } else { d.unordered() })?;
+            done += piece;
+        }
         Ok(CopyCompletion::from_submission(b.submit()?))
     }
 

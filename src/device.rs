@@ -2,6 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::event::EventsPage;
+use crate::exception::ExceptionWatch;
 use crate::memory::suballoc::{SubAllocator, BLOCK_SIZE, DISABLE_ENV};
 use crate::queue::doorbell::{DoorbellPages, DOORBELL_PAGES_SIZE};
 use crate::signal::SignalPool;
@@ -63,6 +64,8 @@ pub(crate) struct KfdShared {
     pub(crate) topology: Topology,
     pub(crate) gpus: Vec<GpuState>,
     pub(crate) events_page: Mutex<Option<EventsPage>>,
+    /// The process's memory- and hardware-exception events, which every wait watches.
+    pub(crate) exceptions: ExceptionWatch,
     pub(crate) signals: Mutex<SignalPool>,
     pub(crate) suballoc: Mutex<SubAllocator>,
     /// Requests below this many bytes are suballocated (0 = never).
@@ -98,6 +101,7 @@ impl Drop for KfdShared {
                 }
             }
         }
+        self.exceptions.release(&*self.driver);
         let page = self
             .events_page
             .get_mut()
@@ -210,10 +214,10 @@ impl Kfd {
                 min_minor: MIN_MINOR_VERSION,
             });
         }
-        let topology = Topology::read(&*driver)?;
+        let mut topology = Topology::read(&*driver)?;
         let apertures = read_apertures(&*driver)?;
         let mut gpus = Vec::with_capacity(topology.gpus.len());
-        for info in &topology.gpus {
+        for info in &mut topology.gpus {
             let render_fd = driver
                 .open_render_node(info.drm_render_minor)
                 .map_err(|e| {
@@ -230,6 +234,11 @@ impl Kfd {
             driver
                 .kfd_ioctl(&mut acquire)
                 .map_err(Error::driver("AMDKFD_IOC_ACQUIRE_VM"))?;
+            if info.vram_bytes > 0 && info.host_visible_vram_bytes == 0 {
+                // A small-BAR part: the topology only says its VRAM is "private"; the render
+                // node says how much of it the CPU can map.
+                info.host_visible_vram_bytes = cpu_visible_vram(&*driver, info.drm_render_minor)?;
+            }
             let ap = apertures
                 .iter()
                 .find(|a| a.gpu_id == info.gpu_id)
@@ -243,6 +252,7 @@ impl Kfd {
                 loader_queue: Mutex::default(),
             });
         }
+        let exceptions = ExceptionWatch::new(&*driver)?;
         log::info!(
             "kfdrt: {} (KFD {}.{}), {} GPU(s)",
             driver.describe(),
@@ -259,6 +269,7 @@ impl Kfd {
                 topology,
                 gpus,
                 events_page: Mutex::new(None),
+                exceptions,
                 signals: Mutex::new(SignalPool::default()),
                 suballoc: Mutex::new(SubAllocator::default()),
                 suballoc_threshold: std::sync::atomic::AtomicU64::new(default_threshold()),
@@ -396,6 +407,29 @@ pub struct ClockCounters {
     pub system: u64,
     /// Frequency of the system counter in Hz.
     pub system_freq_hz: u64,
+}
+
+/// VRAM bytes the CPU can map on the GPU with render node `minor` (`AMDGPU_INFO_VRAM_GTT`).
+fn cpu_visible_vram(driver: &dyn Driver, minor: u32) -> Result<u64> {
+    use kfd_sys::drm::*;
+    let mut answer = DrmAmdgpuInfoVramGtt::default();
+    let mut q = DrmAmdgpuInfo {
+        return_pointer: &mut answer as *mut DrmAmdgpuInfoVramGtt as u64,
+        return_size: std::mem::size_of::<DrmAmdgpuInfoVramGtt>() as u32,
+        query: AMDGPU_INFO_VRAM_GTT,
+        args: [0; 4],
+    };
+    // SAFETY: `q` is a `drm_amdgpu_info` whose return pointer is `answer`, valid for the size
+    // given and alive across the call.
+    unsafe {
+        driver.ioctl(
+            kfd_sys::Node::Render(minor),
+            DRM_IOCTL_AMDGPU_INFO,
+            (&mut q as *mut DrmAmdgpuInfo).cast(),
+        )
+    }
+    .map_err(Error::driver("DRM_IOCTL_AMDGPU_INFO (VRAM_GTT)"))?;
+    Ok(answer.vram_cpu_accessible_size)
 }
 
 fn read_apertures(driver: &dyn Driver) -> Result<Vec<kfd_process_device_apertures>> {

@@ -66,6 +66,24 @@ pub enum Error {
         /// What the packet processor reported.
         fault: crate::queue::QueueFault,
     },
+    /// A GPU fault (a page fault, or an engine exception) stopped every queue of the process on
+    /// that GPU, as KFD reports it through the memory-exception event. Work on other GPUs goes
+    /// on.
+    #[error("{fault}{}", stopped(queue_id))]
+    DeviceFault {
+        /// The queue the failed wait was on (every queue of the GPU stopped), if any.
+        queue_id: Option<u32>,
+        /// The fault as KFD reported it.
+        fault: crate::event::MemoryException,
+    },
+    /// The GPU was reset (KFD's hardware-exception event): its queues are gone.
+    #[error("GPU {:#x} was reset{}{}", reset.gpu_id, if reset.memory_lost { ", its memory lost" } else { "" }, stopped(queue_id))]
+    DeviceReset {
+        /// The queue the failed wait was on, if any.
+        queue_id: Option<u32>,
+        /// What the event reported.
+        reset: crate::exception::DeviceReset,
+    },
     /// An environment variable holds a value kfdrt does not understand.
     #[error("environment variable {var}={value:?}: {reason}")]
     Environment {
@@ -101,6 +119,10 @@ impl Error {
     pub(crate) fn driver(op: &'static str) -> impl FnOnce(Errno) -> Error {
         move |errno| Error::Driver { op, errno }
     }
+}
+
+fn stopped(queue_id: &Option<u32>) -> String {
+    queue_id.map_or_else(String::new, |q| format!(" (queue {q} stopped)"))
 }
 
 /// `Result<T, kfdrt::Error>`.

@@ -65,7 +65,7 @@ pub enum WaitMode {
 /// A GPU memory fault, as reported with a memory event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MemoryException {
-    /// The faulting virtual address (page-aligned by the hardware).
+    /// The faulting virtual address (page-aligned by the hardware; 0 when imprecise).
     pub va: u64,
     /// The GPU that faulted.
     pub gpu_id: u32,
@@ -75,6 +75,41 @@ pub struct MemoryException {
     pub read_only: bool,
     /// An instruction fetch from a non-executable page.
     pub no_execute: bool,
+    /// No address: an engine exception (an illegal packet, say) rather than a page fault.
+    pub imprecise: bool,
+}
+
+impl MemoryException {
+    pub(crate) fn from_raw(m: &kfd_hsa_memory_exception_data) -> MemoryException {
+        MemoryException {
+            va: m.va,
+            gpu_id: m.gpu_id,
+            not_present: m.failure.NotPresent != 0,
+            read_only: m.failure.ReadOnly != 0,
+            no_execute: m.failure.NoExecute != 0,
+            imprecise: m.failure.imprecise != 0,
+        }
+    }
+}
+
+impl fmt::Display for MemoryException {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.imprecise && self.va == 0 {
+            return write!(f, "GPU {:#x} raised an exception (no address)", self.gpu_id);
+        }
+        let why = if self.read_only {
+            "write to a read-only page"
+        } else if self.no_execute {
+            "instruction fetch from a non-executable page"
+        } else {
+            "page not present"
+        };
+        write!(
+            f,
+            "GPU {:#x} page fault at {:#x}: {why}",
+            self.gpu_id, self.va
+        )
+    }
 }
 
 /// A KFD event. Dropping it destroys it.
@@ -129,7 +164,7 @@ pub(crate) fn create_raw_event(
                 info.drm_render_minor,
                 EVENT_SLOTS * EVENT_SLOT_SIZE,
                 MemoryKind::GttUncached,
-                false,
+                crate::memory::raw::GpuAccess::WRITE,
             )?;
             let others: Vec<u32> = shared.gpus.iter().skip(1).map(|g| g.info.gpu_id).collect();
             if !others.is_empty() {
@@ -163,6 +198,14 @@ pub(crate) fn create_raw_event(
         }
     }
     Ok((args.event_id, mailbox))
+}
+
+/// `DESTROY_EVENT` of a raw id, logging a failure (teardown paths have nobody to return it to).
+pub(crate) fn destroy_raw_event(driver: &dyn Driver, event_id: u32) {
+    let mut args = kfd_ioctl_destroy_event_args { event_id, pad: 0 };
+    if let Err(e) = driver.kfd_ioctl(&mut args) {
+        log::warn!("kfdrt: AMDKFD_IOC_DESTROY_EVENT {event_id}: {e}");
+    }
 }
 
 /// `WAIT_EVENTS` on raw ids: `Ok(true)` when the condition was met, `Ok(false)` on timeout.
@@ -318,24 +361,12 @@ impl Event {
         // SAFETY: for a memory event KFD fills the memory-exception member of the union; every
         // member is plain integers, so any bit pattern is a valid value.
         let m = unsafe { d.__bindgen_anon_1.memory_exception_data };
-        Ok(Some(MemoryException {
-            va: m.va,
-            gpu_id: m.gpu_id,
-            not_present: m.failure.NotPresent != 0,
-            read_only: m.failure.ReadOnly != 0,
-            no_execute: m.failure.NoExecute != 0,
-        }))
+        Ok(Some(MemoryException::from_raw(&m)))
     }
 }
 
 impl Drop for Event {
     fn drop(&mut self) {
-        let mut args = kfd_ioctl_destroy_event_args {
-            event_id: self.id,
-            pad: 0,
-        };
-        if let Err(e) = self.kfd.driver().kfd_ioctl(&mut args) {
-            log::warn!("kfdrt: AMDKFD_IOC_DESTROY_EVENT {}: {e}", self.id);
-        }
+        destroy_raw_event(&**self.kfd.driver(), self.id);
     }
 }

@@ -24,6 +24,9 @@ use std::time::{Duration, Instant};
 
 /// Signals per pool page (one 4 KiB page of 64-byte signals).
 const SIGNALS_PER_PAGE: usize = 64;
+/// How long a sleep lasts at most once an exception event has fired (it can no longer wake
+/// anyone: it stays signalled).
+const POST_EXCEPTION_POLL: Duration = Duration::from_millis(10);
 /// How long a waiter spins on the value before sleeping in `WAIT_EVENTS`.
 pub const DEFAULT_SPIN: Duration = Duration::from_micros(50);
 /// The `kind` of a user-mode signal (`AMD_SIGNAL_KIND_USER`).
@@ -122,7 +125,7 @@ impl SignalPool {
             first.info.drm_render_minor,
             (SIGNALS_PER_PAGE * std::mem::size_of::<AmdSignal>()) as u64,
             MemoryKind::GttUncached,
-            false,
+            crate::memory::raw::GpuAccess::WRITE,
         )?;
         let others: Vec<u32> = shared.gpus.iter().skip(1).map(|g| g.info.gpu_id).collect();
         if !others.is_empty() {
@@ -140,7 +143,7 @@ impl SignalPool {
                 Ok(e) => e,
                 Err(e) => {
                     for s in &new_slots {
-                        destroy_event(driver, s.event_id);
+                        crate::event::destroy_raw_event(driver, s.event_id);
                     }
                     page.release(driver, &mapped);
                     return Err(e);
@@ -171,7 +174,7 @@ impl SignalPool {
     /// Destroys every event and frees every page (at process teardown).
     pub(crate) fn release(self, driver: &dyn Driver) {
         for e in self.events {
-            destroy_event(driver, e);
+            crate::event::destroy_raw_event(driver, e);
         }
         for (page, mapped) in self.pages.into_iter().zip(self.mapped) {
             page.release(driver, &mapped);
@@ -189,13 +192,6 @@ fn create_signal_event(shared: &KfdShared) -> Result<(u32, u64)> {
         errno: kfd_sys::Errno::ENOSPC,
     })?;
     Ok((id, mailbox))
-}
-
-fn destroy_event(driver: &dyn Driver, event_id: u32) {
-    let mut args = kfd_ioctl_destroy_event_args { event_id, pad: 0 };
-    if let Err(e) = driver.kfd_ioctl(&mut args) {
-        log::warn!("kfdrt: destroying signal event {event_id}: {e}");
-    }
 }
 
 struct SignalInner {
@@ -317,13 +313,21 @@ impl Signal {
 
     /// Waits until `cond` holds, spinning for `spin` and then sleeping on the event. Returns the
     /// value that satisfied it, or a [`Error::Timeout`] naming the signal and its value.
+    ///
+    /// A GPU fault or reset anywhere in the process ends the wait with [`Error::DeviceFault`] or
+    /// [`Error::DeviceReset`]: the signal may belong to work that will never complete.
     pub fn wait(&self, cond: Condition, timeout: Option<Duration>) -> Result<i64> {
-        self.wait_with(cond, timeout, DEFAULT_SPIN, &[], &|| Ok(()))
+        let ex = &self.0.kfd.shared.exceptions;
+        let since = ex.epoch();
+        self.wait_with(cond, timeout, DEFAULT_SPIN, &[], &|| {
+            ex.check(None, since, None)
+        })
     }
 
     /// [`Signal::wait`] with an explicit spin time, extra events that also wake the waiter (a
     /// queue's error event) and a check run after every wake-up that may end the wait with an
-    /// error (the queue's error state).
+    /// error (the queue's error state, its GPU's exceptions). The process's exception events
+    /// always wake it.
     pub(crate) fn wait_with(
         &self,
         cond: Condition,
@@ -365,10 +369,24 @@ impl Signal {
                 None => None,
             };
             check()?;
-            let mut ids = Vec::with_capacity(1 + wake_events.len());
+            let shared = &self.0.kfd.shared;
+            let ex = &shared.exceptions;
+            let mut ids = Vec::with_capacity(3 + wake_events.len());
             ids.push(self.event_id());
             ids.extend_from_slice(wake_events);
-            crate::event::wait_ids(&self.0.kfd.shared, &ids, WaitMode::Any, remaining)?;
+            let sleep = if ex.any() {
+                // A fired exception event stays signalled and would end every sleep at once:
+                // look at both events now, then sleep a little without them.
+                ex.poll(shared)?;
+                check()?;
+                Some(remaining.map_or(POST_EXCEPTION_POLL, |r| r.min(POST_EXCEPTION_POLL)))
+            } else {
+                ids.push(ex.memory_event);
+                ids.push(ex.hw_event);
+                remaining
+            };
+            let (_, data) = crate::event::wait_ids(shared, &ids, WaitMode::Any, sleep)?;
+            ex.record(&data);
         }
     }
 }

@@ -279,16 +279,15 @@ fn kernel_touching_unmapped_memory_reports_the_address() {
     let s = queue
         .dispatch(&Dispatch::linear(&kernel, 1, 1, &[]))
         .unwrap();
+    // A page fault is a device exception: the wait ends with it (see tests/faults.rs).
     match s.wait(LONG) {
-        Err(Error::QueueError { fault, .. }) => {
-            assert_ne!(
-                fault.code & error_bits::MEMORY_APERTURE_VIOLATION,
-                0,
-                "{fault}"
-            )
+        Err(Error::DeviceFault { fault, queue_id }) => {
+            assert_eq!(fault.va, BAD & !0xFFF);
+            assert_eq!(queue_id, Some(queue.id()));
         }
-        other => panic!("expected a memory violation, got {other:?}"),
+        other => panic!("expected a device fault, got {other:?}"),
     }
+    assert!(queue.fault().is_none(), "the CP writes no error signal");
     let fault = mem_event
         .wait_memory_exception(LONG)
         .unwrap()
@@ -365,4 +364,67 @@ fn cu_masks_reach_the_driver_and_bad_ones_are_refused() {
     ));
     // The queue still runs.
     queue.barrier_and(&[]).unwrap().wait(LONG).unwrap();
+}
+
+#[test]
+fn an_empty_batch_writes_nothing_and_rings_no_doorbell() {
+    let kfd = emu();
+    let gpu = kfd.gpu(0).unwrap();
+    let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let emu = kfd.emulator().unwrap();
+    let (index, doorbell) = (queue.write_index(), emu.doorbell_hints(gpu.id()));
+    let s = queue.batch().unwrap().submit().unwrap();
+    assert!(s.is_complete());
+    s.wait(Some(Duration::from_secs(1))).unwrap();
+    let s = queue.batch().unwrap().try_submit().unwrap();
+    assert!(s.is_complete());
+    assert_eq!(queue.write_index(), index, "no packet was reserved");
+    assert_eq!(
+        emu.doorbell_hints(gpu.id()),
+        doorbell,
+        "no doorbell was rung"
+    );
+    assert_eq!(emu.stats().packets_run, 0);
+}
+
+#[test]
+fn lds_beyond_the_gpu_or_overflowing_is_refused_before_the_ring() {
+    let kfd = emu();
+    let gpu = kfd.gpu(0).unwrap();
+    let real = gpu
+        .emulated_kernel("count", 16, Arc::new(count_kernel))
+        .unwrap();
+    // The same descriptor, said to use 16 KiB of static LDS.
+    // SAFETY (test): `real`'s descriptor, which outlives every dispatch below.
+    let kernel = unsafe { Kernel::from_raw("lds", real.object(), 16, 16 << 10, 0) };
+    let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let before = queue.write_index();
+    let overflow = Dispatch {
+        dynamic_lds: u32::MAX,
+        ..Dispatch::linear(&kernel, 1, 1, &[0; 16])
+    };
+    assert!(matches!(overflow.prepare(), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        queue.dispatch(&overflow),
+        Err(Error::InvalidArgument(_))
+    ));
+    // 16 KiB static + 49 KiB dynamic > the GPU's 64 KiB.
+    let too_much = Dispatch {
+        dynamic_lds: 49 << 10,
+        ..Dispatch::linear(&kernel, 1, 1, &[0; 16])
+    };
+    match queue.dispatch(&too_much) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("LDS"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    let prepared = too_much.prepare().unwrap();
+    let mut b = queue.batch().unwrap();
+    b.dispatch_prepared(&prepared, &[0; 16]);
+    assert!(matches!(b.submit(), Err(Error::InvalidArgument(_))));
+    assert_eq!(queue.write_index(), before, "nothing reached the ring");
+    let fits = Dispatch {
+        dynamic_lds: 48 << 10,
+        ..Dispatch::linear(&kernel, 1, 1, &[0; 16])
+    };
+    fits.prepare().unwrap();
 }

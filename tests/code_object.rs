@@ -434,3 +434,58 @@ fn unloading_frees_the_code_once_no_kernel_uses_it() {
         "freed with the last kernel"
     );
 }
+
+/// Dispatches `kernel` on a fresh queue so the packet processor fetches its first instruction
+/// (the emulator cannot run it: the queue stops with an invalid-code-object error, expected).
+fn fetch(gpu: &Gpu, kernel: &kfdrt::Kernel) {
+    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let d = kfdrt::Dispatch::linear(kernel, 64, 64, &[0; 28]);
+    let r = q
+        .dispatch(&d)
+        .and_then(|s| s.wait(Some(std::time::Duration::from_secs(20))));
+    assert!(matches!(r, Err(Error::QueueError { .. })), "{r:?}");
+}
+
+#[test]
+fn code_loaded_over_old_code_is_never_fetched_stale() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let g = gpu(&kfd);
+    let emu = kfd.emulator().unwrap().clone();
+    let original = fixture("kernels-gfx90a.elf");
+    let co = g.load_code_object(&original).unwrap();
+    let k = co.kernel("vector_add").unwrap();
+    let entry = k.entry_address().unwrap();
+    let entry_vaddr = entry - co.base_address();
+    fetch(&g, &k);
+    drop((k, co));
+    // Different code at the same place: the first instruction of vector_add changed.
+    let mut changed = Elf(original);
+    let text = changed
+        .loads()
+        .into_iter()
+        .find(|p| p.p_flags & 1 != 0)
+        .unwrap();
+    let at = (text.p_offset + (entry_vaddr - text.p_vaddr)) as usize;
+    changed.0[at] ^= 0x01;
+    let co = g.load_code_object(&changed.0).unwrap();
+    let k = co.kernel("vector_add").unwrap();
+    assert_eq!(
+        k.entry_address(),
+        Some(entry),
+        "the loader reused the freed code memory"
+    );
+    fetch(&g, &k);
+    assert_eq!(
+        emu.stats().stale_code_fetches,
+        0,
+        "the load invalidated the cache"
+    );
+    // The detector works: code rewritten behind the loader's back is fetched stale.
+    let offset = entry - co.base_address();
+    let mut word = [0u8; 4];
+    co.memory().read(offset, &mut word).unwrap();
+    word[0] ^= 0x02;
+    co.memory().write(offset, &word).unwrap();
+    fetch(&g, &k);
+    assert_eq!(emu.stats().stale_code_fetches, 1);
+}

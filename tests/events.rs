@@ -110,13 +110,22 @@ fn wait_for_any_returns_on_one() {
 fn events_are_destroyed_on_drop() {
     let kfd = common::emulated(kfdrt::emu::Preset::Gfx90a, 1);
     let emu = kfd.emulator().unwrap().clone();
+    // kfdrt's own: the memory- and hardware-exception events every wait watches.
+    let own = emu.stats().live_events;
+    assert_eq!(own, 2);
     {
         let _e: Vec<_> = (0..10)
             .map(|_| kfd.create_event(EventKind::Signal, true).unwrap())
             .collect();
-        assert_eq!(emu.stats().live_events, 10);
+        assert_eq!(emu.stats().live_events, own + 10);
     }
-    assert_eq!(emu.stats().live_events, 0);
+    assert_eq!(emu.stats().live_events, own);
+    drop(kfd);
+    assert_eq!(
+        emu.stats().live_events,
+        0,
+        "closing the device destroys its own"
+    );
 }
 
 #[test]
@@ -233,4 +242,125 @@ fn destroying_an_event_fails_the_waits_on_it() {
         pad: 0,
     };
     assert_eq!(kfd.driver().kfd_ioctl(&mut r), Err(kfdrt::Errno::EINVAL));
+}
+
+/// Interrupts as amdkfd handles them (`kfd_signal_event_interrupt`): an SDMA trap or end-of-pipe
+/// interrupt carrying an event id sets a signal event only if the engine wrote the event's
+/// mailbox slot first; a wrong id falls back to every event whose slot was written; a
+/// memory-exception event is never set by one; and the driver acknowledges each slot it used.
+mod interrupts {
+    use super::common;
+    use kfdrt::emu::Preset;
+    use kfdrt::{EventKind, MemoryKind};
+    use sdma::SdmaPacket;
+    use std::time::Duration;
+
+    const SHORT: Option<Duration> = Some(Duration::from_millis(200));
+    const T: Duration = Duration::from_secs(10);
+
+    fn fence(addr: u64, data: u32) -> SdmaPacket {
+        SdmaPacket::Fence {
+            addr,
+            data,
+            mtype_uncached: true,
+        }
+    }
+
+    #[test]
+    fn a_trap_without_a_mailbox_write_wakes_nothing() {
+        let kfd = common::emulated(Preset::Gfx90a, 1);
+        let gpu = kfd.gpu(0).unwrap();
+        let q = gpu.create_sdma_queue().unwrap();
+        let e = kfd.create_event(EventKind::Signal, false).unwrap();
+        q.submit(
+            &[SdmaPacket::Trap {
+                int_context: e.id(),
+            }],
+            T,
+        )
+        .unwrap();
+        assert!(
+            !e.wait(SHORT).unwrap(),
+            "an interrupt whose mailbox nobody wrote set the event"
+        );
+        let mailbox = e.mailbox_address().unwrap();
+        q.submit(
+            &[
+                fence(mailbox, e.id()),
+                SdmaPacket::Trap {
+                    int_context: e.id(),
+                },
+            ],
+            T,
+        )
+        .unwrap();
+        assert!(e.wait(Some(T)).unwrap(), "mailbox written, then trap");
+    }
+
+    #[test]
+    fn a_wrong_id_sets_the_events_whose_mailbox_was_written() {
+        let kfd = common::emulated(Preset::Gfx90a, 1);
+        let gpu = kfd.gpu(0).unwrap();
+        let q = gpu.create_sdma_queue().unwrap();
+        let written = kfd.create_event(EventKind::Signal, false).unwrap();
+        let idle = kfd.create_event(EventKind::Signal, false).unwrap();
+        q.submit(
+            &[
+                fence(written.mailbox_address().unwrap(), written.id()),
+                SdmaPacket::Trap { int_context: 4000 },
+            ],
+            T,
+        )
+        .unwrap();
+        assert!(written.wait(Some(T)).unwrap());
+        assert!(!idle.wait(SHORT).unwrap());
+    }
+
+    #[test]
+    fn interrupts_never_set_a_memory_event() {
+        let kfd = common::emulated(Preset::Gfx90a, 1);
+        let gpu = kfd.gpu(0).unwrap();
+        // A RELEASE_MEM carries a 32-bit context id, enough for a memory event's.
+        let q = gpu
+            .create_pm4_queue(kfdrt::Pm4QueueOptions::default())
+            .unwrap();
+        let mem = kfd.create_event(EventKind::Memory, false).unwrap();
+        let scratch = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+        q.submit(
+            &[pm4::Pm4Packet::ReleaseMem {
+                event_type: pm4::event::CACHE_FLUSH_AND_INV_TS,
+                event_index: 5,
+                cache_action: 0,
+                dst_sel: 0,
+                int_sel: pm4::int_sel::SEND_INT_ON_CONFIRM,
+                data_sel: pm4::data_sel::DATA32,
+                addr: scratch.gpu_address(),
+                data: u64::from(mem.id()),
+                int_ctxid: mem.id(),
+            }],
+            T,
+        )
+        .unwrap();
+        q.finish(T).unwrap();
+        assert!(!mem.wait(SHORT).unwrap());
+    }
+
+    #[test]
+    fn a_new_event_starts_with_an_unsignalled_mailbox() {
+        let kfd = common::emulated(Preset::Gfx90a, 1);
+        let gpu = kfd.gpu(0).unwrap();
+        let q = gpu.create_sdma_queue().unwrap();
+        let old = kfd.create_event(EventKind::Signal, false).unwrap();
+        let (id, mailbox) = (old.id(), old.mailbox_address().unwrap());
+        // A stale value left in the slot by its previous owner.
+        // SAFETY (test): the mailbox is a live slot of the events page, 8-byte aligned.
+        unsafe { (mailbox as *mut u64).write_volatile(7) };
+        drop(old);
+        let new = kfd.create_event(EventKind::Signal, false).unwrap();
+        assert_eq!(new.id(), id, "the slot is reused");
+        // A trap with an unknown id makes the driver scan the slots.
+        q.submit(&[SdmaPacket::Trap { int_context: 4001 }], T)
+            .unwrap();
+        assert!(!new.wait(SHORT).unwrap(), "a stale slot set the new event");
+    }
 }

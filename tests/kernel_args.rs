@@ -409,7 +409,7 @@ fn aql_and_pm4_dispatches_carry_the_hidden_arguments() {
             )
         } else {
             let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
-            q.dispatch_with_args(&kernel, &g, &args)
+            q.dispatch_with_args(&g.dispatch(&kernel), &args)
                 .unwrap()
                 .wait(Some(T))
                 .unwrap();
@@ -458,7 +458,7 @@ fn arguments_must_belong_to_the_kernel_dispatched() {
         .unwrap();
     let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     let e = kernel_args_error(
-        q.dispatch_with_args(&vadd, &LaunchGeometry::linear(8, 8), &args)
+        q.dispatch_with_args(&LaunchGeometry::linear(8, 8).dispatch(&vadd), &args)
             .unwrap_err(),
     );
     assert!(matches!(e, KernelArgError::OtherKernel { .. }), "{e}");

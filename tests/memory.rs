@@ -234,3 +234,24 @@ fn injected_allocation_failure_is_typed_and_leaks_nothing() {
     kfd.trim_memory();
     assert_eq!(emu.stats().live_allocations, 0);
 }
+
+#[test]
+fn gtt_is_bounded_by_system_memory_as_amdgpu_bounds_it() {
+    // amdgpu lets KFD pin at most half of system memory as GTT (TTM's page limit).
+    let kfd = common::emulated(kfdrt::emu::Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let system = kfd.emulator().unwrap().config().system_memory_bytes;
+    match gpu.alloc(256 << 30, MemoryKind::GttCoherent) {
+        Err(kfdrt::Error::OutOfMemory { .. }) => {}
+        other => panic!("a 256 GiB GTT buffer on a {system}-byte machine: {other:?}"),
+    }
+    let half = gpu
+        .alloc(system / 2 - (64 << 20), MemoryKind::GttCoherent)
+        .unwrap();
+    assert!(matches!(
+        gpu.alloc(128 << 20, MemoryKind::GttCoherent),
+        Err(kfdrt::Error::OutOfMemory { .. })
+    ));
+    drop(half);
+    gpu.alloc(128 << 20, MemoryKind::GttCoherent).unwrap();
+}

@@ -407,3 +407,23 @@ fn large_same_gpu_vram_copies_run_as_kernels() {
     );
     assert!(dst.as_slice().unwrap() == &data[..]);
 }
+
+#[test]
+fn copies_on_sdma_5_and_later_write_back_and_invalidate_the_caches() {
+    // SDMA 5+ engines read and write through the GL2 the shaders share: each copy is bracketed
+    // by GCR_REQ packets (writeback + invalidate before, writeback after); SDMA 4 has none.
+    for (preset, per_copy) in [(Preset::Gfx1100, 2), (Preset::Gfx90a, 0)] {
+        let kfd = common::emulated(preset, 1);
+        let gpu = kfd.gpu(0).unwrap();
+        let q = gpu.create_sdma_queue().unwrap();
+        let a = gpu.alloc(8192, MemoryKind::GttCoherent).unwrap();
+        let b = gpu.alloc(8192, MemoryKind::GttCoherent).unwrap();
+        q.copy(&b, 0, &a, 0, 8192, &[]).unwrap().wait(T).unwrap();
+        q.fill(&b, 0, 7, 4096, &[]).unwrap().wait(T).unwrap();
+        assert_eq!(
+            kfd.emulator().unwrap().stats().sdma_cache_requests,
+            2 * per_copy,
+            "{preset}"
+        );
+    }
+}

@@ -105,8 +105,13 @@ fn heap_types_are_consistent() {
         .filter(|b| b.heap == HeapType::FrameBufferPublic)
         .map(|b| b.size_bytes)
         .sum();
-    assert_eq!(visible, i.host_visible_vram_bytes);
-    assert!(i.host_visible_vram_bytes <= i.vram_bytes);
+    // A small-BAR part: no public bank (the visible size comes from the render node).
+    assert_eq!(visible, 0);
+    assert!(i
+        .mem_banks
+        .iter()
+        .any(|b| b.heap == HeapType::FrameBufferPrivate));
+    assert!(i.host_visible_vram_bytes > 0 && i.host_visible_vram_bytes <= i.vram_bytes);
 }
 
 #[test]
@@ -145,4 +150,19 @@ fn real_gpu_opens_and_reports_its_topology() {
     for gpu in kfd.gpus() {
         assert!(gpu.available_memory().unwrap() > 0);
     }
+}
+
+#[test]
+fn host_visible_vram_of_a_small_bar_part_comes_from_the_render_node() {
+    // The RX 7900 XTX preset has 24 GiB of VRAM and a 256 MiB BAR: the topology marks its VRAM
+    // private and says no more; amdgpu's AMDGPU_INFO_VRAM_GTT gives the visible size.
+    let kfd = common::emulated(kfdrt::emu::Preset::Gfx1100, 1);
+    let info = kfd.gpu(0).unwrap().info().clone();
+    assert_eq!(info.vram_bytes, 24 << 30);
+    assert_eq!(info.host_visible_vram_bytes, 256 << 20);
+    assert_eq!(kfd.topology().gpus[0].host_visible_vram_bytes, 256 << 20);
+    // Large-BAR parts see all of it through the topology.
+    let kfd = common::emulated(kfdrt::emu::Preset::Gfx90a, 1);
+    let info = kfd.gpu(0).unwrap().info().clone();
+    assert_eq!(info.host_visible_vram_bytes, info.vram_bytes);
 }

@@ -18,9 +18,9 @@ pub use abi::{
 };
 pub use header::{is_valid_header_word, FenceScope, Header, PacketType, INVALID_HEADER_WORD};
 pub use packet::{
-    add_encoded_kernarg_base, set_encoded_barrier, set_encoded_completion_signal, BarrierPacket,
-    BarrierValuePacket, KernelDispatchPacket, Packet, Pm4IbPacket, AMD_FORMAT_BARRIER_VALUE,
-    AMD_FORMAT_PM4_IB,
+    add_encoded_kernarg_base, encoded_barrier, set_encoded_barrier, set_encoded_completion_signal,
+    BarrierPacket, BarrierValuePacket, KernelDispatchPacket, Packet, Pm4IbPacket,
+    AMD_FORMAT_BARRIER_VALUE, AMD_FORMAT_PM4_IB,
 };
 
 /// Size of every AQL packet in bytes.

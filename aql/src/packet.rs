@@ -130,6 +130,11 @@ fn get(d: &[u32; 16], i: usize) -> u64 {
 /// The barrier bit of the packet header (bit 8 of dword 0, every packet type).
 const HEADER_BARRIER_BIT: u32 = 1 << 8;
 
+/// Whether an encoded packet has the barrier bit set.
+pub fn encoded_barrier(d: &[u32; 16]) -> bool {
+    d[0] & HEADER_BARRIER_BIT != 0
+}
+
 /// Sets or clears the barrier bit of an encoded packet, as [`Packet::set_barrier`] does before
 /// encoding. Lets a writer stage packets already encoded and still mark the last of a batch.
 pub fn set_encoded_barrier(d: &mut [u32; 16], barrier: bool) {

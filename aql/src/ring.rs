@@ -43,6 +43,13 @@ pub enum RingError {
     BadGeometry,
 }
 
+/// Whether `n` slots from write index `w` are free when the processor has read up to `read`.
+/// A write index read before other producers advanced it may be behind `read`: that is room,
+/// not an underflow.
+fn has_room(w: u64, read: u64, n: u32, size: u32) -> bool {
+    w + u64::from(n) <= read + u64::from(size)
+}
+
 /// A multi-producer writer over an AQL ring.
 pub struct AqlRing {
     base: *const AtomicU32,
@@ -131,11 +138,18 @@ impl AqlRing {
                 size: self.size,
             });
         }
-        let mut w = self.w().load(Ordering::Relaxed);
+        let mut w = self.w().load(Ordering::Acquire);
         loop {
             let read = self.r().load(Ordering::Acquire);
-            if w + u64::from(n) - read > u64::from(self.size) {
-                return Err(RingError::Full);
+            if !has_room(w, read, n, self.size) {
+                // Full by this (possibly stale) write index; the exchange below would fail on a
+                // stale one anyway, so only a current index may report Full.
+                let now = self.w().load(Ordering::Acquire);
+                if now == w {
+                    return Err(RingError::Full);
+                }
+                w = now;
+                continue;
             }
             match self.w().compare_exchange_weak(
                 w,
@@ -199,12 +213,12 @@ impl AqlRing {
             unsafe { &*slot.add(i) }.store(*d, Ordering::Relaxed);
         }
         // SAFETY: dword 0 of the slot.
-        unsafe { &*slot }.store(dwords[0], Ordering::Release);
+        order::publish_u32(unsafe { &*slot }, dwords[0]);
     }
 
     fn ring_doorbell(&self, id: u64) {
         // SAFETY: valid for the ring's life per `new`.
-        unsafe { &*self.doorbell }.store(id, Ordering::Release);
+        order::ring_doorbell(unsafe { &*self.doorbell }, id);
     }
 }
 
@@ -300,5 +314,20 @@ impl Drop for Reservation<'_> {
             self.ring
                 .ring_doorbell(self.start + u64::from(self.len) - 1);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::has_room;
+
+    #[test]
+    fn room_from_a_stale_write_index() {
+        // Another producer moved the write index from 10 to 20 and the processor read up to 15
+        // before this one looked at the read index: its stale 10 is behind the read index.
+        assert!(has_room(10, 15, 1, 16));
+        assert!(has_room(20, 15, 11, 16));
+        assert!(!has_room(20, 15, 12, 16));
+        assert!(has_room(0, 0, 16, 16) && !has_room(0, 0, 17, 16));
     }
 }

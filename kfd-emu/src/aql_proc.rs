@@ -3,8 +3,12 @@
 //! It follows the hardware's rules, including the unforgiving ones: a packet is consumed as soon
 //! as its header word is valid (the doorbell is only a wake-up hint unless the configuration
 //! asks for it), its header is set back to INVALID before the read index moves on, and a packet
-//! whose bytes change after it was read is counted as a torn publication. Packets run in order,
-//! one at a time, which satisfies every barrier bit.
+//! whose bytes change after it was read is counted as a torn publication.
+//!
+//! Ordering is the AQL rule, no stronger: a packet with the barrier bit starts only after every
+//! packet before it has completed, while a kernel dispatch followed by an already published
+//! packet without the barrier bit runs on a thread of its own, so the two overlap, as they may
+//! on a GPU. A runtime that leaves the bit off between dependent kernels sees the race here.
 
 use crate::device::GpuState;
 use crate::kernel::{KernelRegistry, WorkGroup};
@@ -19,6 +23,32 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// What a free slot's completion-signal dwords hold in strict mode: a non-canonical address no
+/// packet can carry, so a packet whose header is valid while they still hold it was published
+/// before its body.
+pub(crate) const UNPUBLISHED: u32 = 0xBAD0_AC1D;
+const UNPUBLISHED_PAIR: u64 = (UNPUBLISHED as u64) << 32 | UNPUBLISHED as u64;
+
+/// Marks every free slot of a new ring (header INVALID) as unpublished (strict mode), so even the
+/// first pass over the ring catches a header-first writer. Called from `CREATE_QUEUE`, before the
+/// runtime can write a packet.
+pub(crate) fn mark_free_slots(vm: &GpuVm, ring: u64, size_bytes: u64) {
+    for slot in (ring..ring + size_bytes).step_by(64) {
+        if vm
+            .read_u32(slot)
+            .is_ok_and(|h| !aql::is_valid_header_word(h))
+        {
+            let _ = vm.write_u64(slot + 56, UNPUBLISHED_PAIR);
+        }
+    }
+}
+
+/// The kernarg segment's alignment (the HSA ABI's minimum).
+const KERNARG_ALIGN: u64 = 16;
+
+/// Dispatches that may run alongside later packets at once, like the few a CP has in flight.
+const MAX_OVERLAP: usize = 8;
+
 struct Processor {
     ctl: Arc<QueueCtl>,
     kernels: Arc<KernelRegistry>,
@@ -27,6 +57,7 @@ struct Processor {
     requires_doorbell: bool,
     spin_poll: bool,
     torn_window: Duration,
+    strict: bool,
     epoch: Instant,
 }
 
@@ -67,6 +98,7 @@ pub(crate) fn spawn(
         requires_doorbell: emu.config.aql_requires_doorbell,
         spin_poll: emu.config.spin_poll,
         torn_window: emu.config.torn_check_window,
+        strict: emu.config.strict,
         epoch: emu.epoch,
     };
     std::thread::Builder::new()
@@ -105,7 +137,7 @@ impl Processor {
         !self.ctl.enabled.load(Ordering::Acquire)
             // SAFETY: see `FaultView`.
             || unsafe { &*self.faults.0 }.is_stalled(self.ctl.id)
-            || self.ctl.failed.load(Ordering::Acquire)
+            || self.ctl.halted()
     }
 
     fn gpu_clock(&self) -> u64 {
@@ -120,12 +152,25 @@ impl Processor {
     }
 
     fn run(self) {
+        std::thread::scope(|scope| self.run_in(scope));
+    }
+
+    fn run_in<'s>(&'s self, scope: &'s std::thread::Scope<'s, '_>) {
         let n = self.ctl.ring_size / 64;
         let mut rd = self.vm().read_u64(self.ctl.rptr).unwrap_or(0);
         let mut idle_rounds = 0u32;
+        // Dispatches running on threads of their own (overlapping what follows them).
+        let mut in_flight: Vec<std::thread::ScopedJoinHandle<'s, ()>> = Vec::new();
         while !self.stopped() {
+            in_flight.retain(|h| !h.is_finished());
             let generation = self.gpu().wake_generation();
             if self.paused() {
+                self.idle(&mut idle_rounds, generation);
+                continue;
+            }
+            // The CP looks at a slot only once a producer has reserved it (the write index is
+            // past it): a ring nobody wrote stays untouched, whatever its memory holds.
+            if !self.reserved(rd) {
                 self.idle(&mut idle_rounds, generation);
                 continue;
             }
@@ -167,8 +212,40 @@ impl Processor {
                 std::thread::sleep(self.torn_window);
                 self.check_torn(slot, &raw);
             }
+            if self.strict && raw[14] == UNPUBLISHED && raw[15] == UNPUBLISHED {
+                // The completion-signal dwords still hold what the emulator left in a free
+                // slot: the header was made valid before the body was written.
+                self.stats.torn_packets.fetch_add(1, Ordering::Relaxed);
+                log::error!(
+                    "kfd-emu: queue {}: packet {rd} has a valid header but no body: it was \
+                     published header first (the CP may run it before the body lands)",
+                    self.ctl.id
+                );
+                self.fail(QueueErrorCode::InvalidPacketFormat, None);
+                continue;
+            }
             let outcome = match Packet::decode(&raw) {
-                Ok(p) => self.execute(&p),
+                Ok(p) => {
+                    if p.barrier() || in_flight.len() >= MAX_OVERLAP {
+                        // Everything before a barrier packet completes first.
+                        for h in in_flight.drain(..) {
+                            let _ = h.join();
+                        }
+                        if self.paused() {
+                            continue;
+                        }
+                    }
+                    if matches!(p, Packet::KernelDispatch(_)) && self.next_may_overlap(rd) {
+                        in_flight.push(scope.spawn(move || {
+                            if let Outcome::Error(code, fault) = self.execute(&p) {
+                                self.fail(code, fault);
+                            }
+                        }));
+                        Outcome::Done
+                    } else {
+                        self.execute(&p)
+                    }
+                }
                 Err(e) => {
                     log::warn!(
                         "kfd-emu: queue {}: packet {rd} undecodable ({e:?}): {raw:08x?}",
@@ -189,11 +266,32 @@ impl Processor {
                 Outcome::Done => {}
             }
             // Header back to INVALID before the read index moves, so a producer that sees the
-            // slot free never sees a stale valid header.
+            // slot free never sees a stale valid header; in strict mode the body is marked
+            // unpublished first, so a header stored before its body is caught.
+            if self.strict {
+                let _ = self.vm().write_u64(slot + 56, UNPUBLISHED_PAIR);
+            }
             let _ = self.vm().write_u32(slot, aql::INVALID_HEADER_WORD);
             rd += 1;
             let _ = self.vm().write_u64(self.ctl.rptr, rd);
         }
+    }
+
+    /// Whether a producer has reserved packet `index` (the queue's write index is past it).
+    fn reserved(&self, index: u64) -> bool {
+        self.vm().read_u64(self.ctl.wptr).is_ok_and(|w| w > index)
+    }
+
+    /// Whether the packet after `rd` is already published without the barrier bit: then the
+    /// dispatch at `rd` may run alongside it.
+    fn next_may_overlap(&self, rd: u64) -> bool {
+        let n = self.ctl.ring_size / 64;
+        let next = self.ctl.ring + ((rd + 1) % n) * 64;
+        self.reserved(rd + 1)
+            && self
+                .vm()
+                .read_u32(next)
+                .is_ok_and(|h| aql::is_valid_header_word(h) && h & (1 << 8) == 0)
     }
 
     fn check_torn(&self, slot: u64, seen: &[u32; 16]) {
@@ -309,6 +407,18 @@ impl Processor {
             return Outcome::Error(InvalidCodeObject, None);
         }
         let kd = aql::KernelDescriptor::from_bytes(&kd);
+        // The first instruction fetch: the code must be mapped executable (a NoExecute fault
+        // otherwise, as the GPU's page table raises it).
+        let Some(entry) = d
+            .kernel_object
+            .checked_add_signed(kd.kernel_code_entry_byte_offset)
+        else {
+            return Outcome::Error(InvalidCodeObject, None);
+        };
+        if let Err(f) = self.vm().check_exec(entry, 4) {
+            return Outcome::Error(MemoryViolation, Some(f));
+        }
+        self.gpu().fetch_code(entry);
         let Some(f) = self.kernels.get(d.kernel_object) else {
             // Not bound: it may be one of ROCr's own blit kernels (under the preload).
             let Some(blit) = crate::rocr_blit::recognize(
@@ -334,6 +444,17 @@ impl Processor {
                 .vm()
                 .is_mapped(d.kernarg_address, u64::from(kd.kernarg_size))
         {
+            return Outcome::Error(InvalidArgument, None);
+        }
+        // The ABI gives the kernarg segment 16-byte alignment and kernels load it with wide
+        // scalar loads, which drop the low address bits: a misaligned segment is read from the
+        // wrong place on hardware. Strict mode refuses it.
+        if self.strict && kd.kernarg_size > 0 && d.kernarg_address % KERNARG_ALIGN != 0 {
+            log::error!(
+                "kfd-emu: queue {}: kernarg segment at {:#x} is not {KERNARG_ALIGN}-byte aligned",
+                self.ctl.id,
+                d.kernarg_address
+            );
             return Outcome::Error(InvalidArgument, None);
         }
         let groups: [u32; 3] = std::array::from_fn(|i| d.grid_size[i].div_ceil(wg[i]));
@@ -410,10 +531,15 @@ impl Processor {
         })
     }
 
-    /// Stops the queue: records the error, reports a fault as a memory exception, writes the
-    /// error code into the queue's inactive signal and wakes its waiters.
+    /// Stops the queue. A page fault is a device exception (every queue of the GPU is evicted,
+    /// the memory-exception events report it; no signal is written). Any other error is the
+    /// CP's: it writes the error code into the queue's inactive signal and raises its event.
     fn fail(&self, code: QueueErrorCode, fault: Option<GpuFault>) {
-        self.ctl.fail(code, fault);
+        if fault.is_some() {
+            self.ctl.raise_device_exception(code, fault);
+            return;
+        }
+        self.ctl.record_error(code);
         let vm = self.vm();
         let q = self.ctl.rptr - queue_offsets::READ_DISPATCH_ID;
         if let Ok(sig) = vm.read_u64(q + queue_offsets::QUEUE_INACTIVE_SIGNAL) {

@@ -94,6 +94,21 @@ pub struct GpuParams {
 
 const GIB: u64 = 1 << 30;
 
+impl GpuParams {
+    /// The EOP and CWSR sizes KFD derives from this node's topology, which `CREATE_QUEUE` checks.
+    pub fn queue_area_sizes(&self) -> Option<kfd_sys::queue_sizes::QueueAreaSizes> {
+        kfd_sys::queue_sizes::QueueAreaSizes::for_node(&kfd_sys::queue_sizes::NodeShape {
+            gfx_target_version: self.gfx_target_version,
+            simd_count: self.compute_units * self.simd_per_cu,
+            simd_per_cu: self.simd_per_cu,
+            array_count: self.array_count,
+            simd_arrays_per_engine: self.simd_arrays_per_engine,
+            lds_size_in_kb: self.lds_size_kb,
+            num_xcc: self.num_xcc,
+        })
+    }
+}
+
 impl Preset {
     /// The preset's parameters.
     pub fn params(self) -> GpuParams {
@@ -197,6 +212,11 @@ pub struct EmuConfig {
     /// still compares the packet after it ran; a window makes a header-first writer's race
     /// deterministic to catch in tests.
     pub torn_check_window: std::time::Duration,
+    /// The strict personality (on by default; `KFDRT_EMU_STRICT=0` turns it off): detectors for
+    /// mistakes a GPU would not report but punish with wrong results. See the crate docs for the
+    /// list. The driver's and the page table's own checks (queue buffers, permissions, faults)
+    /// do not depend on it.
+    pub strict: bool,
 }
 
 /// Environment variable naming the preset for [`EmuConfig::from_env`].
@@ -206,6 +226,19 @@ pub const GPUS_ENV: &str = "KFDRT_EMU_GPUS";
 /// Environment variable that, set to `1`, makes [`EmuConfig::from_env`] spin-poll (see
 /// [`EmuConfig::spin_poll`]).
 pub const SPIN_ENV: &str = "KFDRT_EMU_SPIN";
+/// Environment variable that, set to `0`, turns the strict personality off (see
+/// [`EmuConfig::strict`]).
+pub const STRICT_ENV: &str = "KFDRT_EMU_STRICT";
+
+fn env_flag(var: &str, default: bool) -> Result<bool, EmuError> {
+    match std::env::var(var) {
+        Ok(v) if v.trim() == "1" => Ok(true),
+        Ok(v) if v.trim() == "0" => Ok(false),
+        Ok(v) if v.trim().is_empty() => Ok(default),
+        Ok(v) => Err(EmuError::Config(format!("{var}={v:?} (expected 0 or 1)"))),
+        Err(_) => Ok(default),
+    }
+}
 
 impl EmuConfig {
     /// `gpus` GPUs of `preset` (the count is checked by [`crate::Emulator::new`]).
@@ -217,11 +250,13 @@ impl EmuConfig {
             aql_requires_doorbell: false,
             spin_poll: false,
             torn_check_window: std::time::Duration::ZERO,
+            strict: true,
         }
     }
 
-    /// From `KFDRT_EMU_PRESET` (default gfx90a), `KFDRT_EMU_GPUS` (default 1) and
-    /// `KFDRT_EMU_SPIN` (`1`: spin-poll; default off).
+    /// From `KFDRT_EMU_PRESET` (default gfx90a), `KFDRT_EMU_GPUS` (default 1),
+    /// `KFDRT_EMU_SPIN` (`1`: spin-poll; default off) and `KFDRT_EMU_STRICT` (`0`: lenient;
+    /// default strict).
     pub fn from_env() -> Result<EmuConfig, EmuError> {
         let preset = match std::env::var(PRESET_ENV) {
             Ok(v) if !v.trim().is_empty() => v.parse()?,
@@ -235,16 +270,8 @@ impl EmuConfig {
             _ => 1,
         };
         let mut config = EmuConfig::new(preset, gpus);
-        config.spin_poll = match std::env::var(SPIN_ENV) {
-            Ok(v) if v.trim() == "1" => true,
-            Ok(v) if v.trim().is_empty() || v.trim() == "0" => false,
-            Ok(v) => {
-                return Err(EmuError::Config(format!(
-                    "{SPIN_ENV}={v:?} (expected 0 or 1)"
-                )))
-            }
-            Err(_) => false,
-        };
+        config.spin_poll = env_flag(SPIN_ENV, false)?;
+        config.strict = env_flag(STRICT_ENV, true)?;
         Ok(config)
     }
 }

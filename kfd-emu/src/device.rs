@@ -38,6 +38,15 @@ pub(crate) struct GpuState {
     sleepers: AtomicU32,
     wake: Mutex<()>,
     wake_cv: Condvar,
+    /// Device exceptions raised so far (page faults, engine exceptions): each evicts the queues
+    /// created before it.
+    exceptions: AtomicU64,
+    /// The strict personality's detectors are on.
+    pub(crate) strict: bool,
+    /// What the instruction cache holds (strict mode's stale-fetch detector).
+    pub(crate) icache: crate::icache::InstructionCache,
+    /// Dispatches that fetched code changed since the last instruction-cache invalidate.
+    pub(crate) stale_code_fetches: AtomicU64,
     /// Descriptors of this render node opened by the process itself (see
     /// `Emulator::attach_render_fd`), and which open file each one is.
     render_files: Mutex<RenderFiles>,
@@ -55,7 +64,7 @@ struct RenderFiles {
 }
 
 impl GpuState {
-    pub(crate) fn new(index: usize, params: GpuParams) -> Result<GpuState, Errno> {
+    pub(crate) fn new(index: usize, params: GpuParams, strict: bool) -> Result<GpuState, Errno> {
         Ok(GpuState {
             index,
             // KFD derives ids from a hash of the device; any stable non-zero 16-bit value will do.
@@ -75,8 +84,37 @@ impl GpuState {
             sleepers: AtomicU32::new(0),
             wake: Mutex::new(()),
             wake_cv: Condvar::new(),
+            exceptions: AtomicU64::new(0),
+            strict,
+            icache: Default::default(),
+            stale_code_fetches: AtomicU64::new(0),
             render_files: Mutex::new(RenderFiles::default()),
         })
+    }
+
+    /// A kernel's first instruction fetch at `entry` (strict mode): reports code that changed
+    /// since the instruction cache last fetched it without an invalidate in between.
+    pub(crate) fn fetch_code(&self, entry: u64) {
+        if self.strict && self.icache.fetch_is_stale(&self.vm, entry) {
+            self.stale_code_fetches.fetch_add(1, Ordering::Relaxed);
+            log::error!(
+                "kfd-emu: GPU {:#x}: the kernel at {entry:#x} was rewritten since the instruction \
+                 cache fetched it, with no invalidate in between: a GPU may run the old code",
+                self.gpu_id
+            );
+        }
+    }
+
+    /// Device exceptions raised so far.
+    pub(crate) fn exceptions(&self) -> u64 {
+        self.exceptions.load(Ordering::Acquire)
+    }
+
+    /// Counts a device exception (evicting every queue that exists now) and wakes the
+    /// processors so they notice.
+    pub(crate) fn raise_exception(&self) {
+        self.exceptions.fetch_add(1, Ordering::AcqRel);
+        self.doorbell_rung();
     }
 
     /// The fake descriptor `open_render_node` hands out for this GPU.

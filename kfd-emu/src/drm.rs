@@ -8,6 +8,10 @@
 //! as `drm_ioctl` does for a command it does not know and `amdgpu_info_ioctl` for an unknown query.
 
 use crate::device::GpuState;
+pub use kfd_sys::drm::{
+    DrmAmdgpuInfo, AMDGPU_INFO_ACCEL_WORKING, AMDGPU_INFO_DEV_INFO, AMDGPU_INFO_MEMORY,
+    AMDGPU_INFO_READ_MMR_REG, AMDGPU_INFO_VRAM_GTT, DRM_IOCTL_AMDGPU_INFO,
+};
 use kfd_sys::{Errno, IoctlRequest};
 use std::ffi::c_void;
 
@@ -33,20 +37,6 @@ pub struct DrmVersion {
     pub desc_len: usize,
     /// Buffer for the description.
     pub desc: *mut u8,
-}
-
-/// `struct drm_amdgpu_info` (uapi `amdgpu_drm.h`): a query and where its answer goes.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DrmAmdgpuInfo {
-    /// User pointer the answer is written to.
-    pub return_pointer: u64,
-    /// Bytes the kernel may write there.
-    pub return_size: u32,
-    /// `AMDGPU_INFO_*`.
-    pub query: u32,
-    /// Query arguments; for `READ_MMR_REG`: dword offset, count, instance, flags.
-    pub args: [u32; 4],
 }
 
 /// `struct drm_amdgpu_info_device` (uapi `amdgpu_drm.h`), the answer to `AMDGPU_INFO_DEV_INFO`.
@@ -108,7 +98,6 @@ pub struct DrmAmdgpuInfoDevice {
 }
 
 const _: () = assert!(std::mem::size_of::<DrmVersion>() == 64);
-const _: () = assert!(std::mem::size_of::<DrmAmdgpuInfo>() == 32);
 const _: () = assert!(std::mem::size_of::<DrmAmdgpuInfoDevice>() == 368);
 const _: () = assert!(std::mem::offset_of!(DrmAmdgpuInfoDevice, high_va_offset) == 336);
 const _: () = assert!(std::mem::offset_of!(DrmAmdgpuInfoDevice, tcc_disabled_mask) == 360);
@@ -116,17 +105,6 @@ const _: () = assert!(std::mem::offset_of!(DrmAmdgpuInfoDevice, tcc_disabled_mas
 /// `DRM_IOCTL_VERSION`: `DRM_IOWR(0x00, struct drm_version)`.
 pub const DRM_IOCTL_VERSION: IoctlRequest =
     IoctlRequest::iowr(b'd', 0x00, std::mem::size_of::<DrmVersion>());
-/// `DRM_IOCTL_AMDGPU_INFO`: `DRM_IOW(DRM_COMMAND_BASE + DRM_AMDGPU_INFO, struct drm_amdgpu_info)`.
-pub const DRM_IOCTL_AMDGPU_INFO: IoctlRequest =
-    IoctlRequest::iow(b'd', 0x40 + 0x05, std::mem::size_of::<DrmAmdgpuInfo>());
-
-/// `AMDGPU_INFO_ACCEL_WORKING`.
-pub const AMDGPU_INFO_ACCEL_WORKING: u32 = 0x00;
-/// `AMDGPU_INFO_READ_MMR_REG`.
-pub const AMDGPU_INFO_READ_MMR_REG: u32 = 0x15;
-/// `AMDGPU_INFO_DEV_INFO`.
-pub const AMDGPU_INFO_DEV_INFO: u32 = 0x16;
-
 /// amdgpu's most registers one `READ_MMR_REG` query may read.
 const MAX_MMR_REGS: u32 = 128;
 /// `mmGB_ADDR_CONFIG` on gfx9-gfx11, the register libdrm decodes for compute parts.
@@ -207,6 +185,12 @@ fn device_info(gpu: &GpuState) -> DrmAmdgpuInfoDevice {
     }
 }
 
+/// `struct drm_amdgpu_heap_info`, four of whose fields `AMDGPU_INFO_MEMORY` gives per heap.
+fn heap_info(total: u64, used: u64) -> [u64; 4] {
+    // total_heap_size, usable_heap_size, heap_usage, max_allocation
+    [total, total, used, total.saturating_sub(used)]
+}
+
 /// Handles an ioctl on `gpu`'s render node.
 ///
 /// # Safety
@@ -214,6 +198,7 @@ fn device_info(gpu: &GpuState) -> DrmAmdgpuInfoDevice {
 /// request does with them (as for `ioctl(2)` on a real render node).
 pub(crate) unsafe fn dispatch(
     gpu: &GpuState,
+    gtt_bytes: u64,
     request: IoctlRequest,
     arg: *mut c_void,
 ) -> Result<(), Errno> {
@@ -241,7 +226,7 @@ pub(crate) unsafe fn dispatch(
         // SAFETY: the request matched `struct drm_amdgpu_info`.
         let q = unsafe { *(arg as *const DrmAmdgpuInfo) };
         // SAFETY: forwarded from the caller's contract on the return buffer.
-        return unsafe { info(gpu, &q) };
+        return unsafe { info(gpu, gtt_bytes, &q) };
     }
     log::warn!(
         "kfd-emu: unsupported DRM ioctl {:#x} on render node {}",
@@ -253,7 +238,7 @@ pub(crate) unsafe fn dispatch(
 
 /// # Safety
 /// `q.return_pointer` must be valid for `q.return_size` bytes.
-unsafe fn info(gpu: &GpuState, q: &DrmAmdgpuInfo) -> Result<(), Errno> {
+unsafe fn info(gpu: &GpuState, gtt_bytes: u64, q: &DrmAmdgpuInfo) -> Result<(), Errno> {
     let out = q.return_pointer as *mut u8;
     if out.is_null() || q.return_size == 0 {
         return Err(Errno::EINVAL);
@@ -279,6 +264,34 @@ unsafe fn info(gpu: &GpuState, q: &DrmAmdgpuInfo) -> Result<(), Errno> {
                 )
             };
             write(bytes);
+            Ok(())
+        }
+        AMDGPU_INFO_VRAM_GTT => {
+            // vram_size, vram_cpu_accessible_size, gtt_size: what a runtime reads to learn the
+            // BAR of a small-BAR part (the topology only says "private").
+            let p = &gpu.params;
+            let v = [p.vram_bytes, p.host_visible_vram_bytes, gtt_bytes];
+            write(&v.iter().flat_map(|x| x.to_ne_bytes()).collect::<Vec<u8>>());
+            Ok(())
+        }
+        AMDGPU_INFO_MEMORY => {
+            let p = &gpu.params;
+            let vram_used = gpu.vram_used.load(std::sync::atomic::Ordering::Acquire);
+            let visible_used = gpu
+                .visible_vram_used
+                .load(std::sync::atomic::Ordering::Acquire);
+            let heaps = [
+                heap_info(p.vram_bytes, vram_used),
+                heap_info(p.host_visible_vram_bytes, visible_used),
+                heap_info(gtt_bytes, 0),
+            ];
+            write(
+                &heaps
+                    .iter()
+                    .flatten()
+                    .flat_map(|x| x.to_ne_bytes())
+                    .collect::<Vec<u8>>(),
+            );
             Ok(())
         }
         AMDGPU_INFO_READ_MMR_REG => {

@@ -10,9 +10,12 @@
 //! to when a signal event is created before user space registers one (the APU path); here that
 //! is EINVAL, since every dGPU runtime (libhsakmt, kfdrt) registers its page first.
 
+use crate::memfd::SharedMem;
 use kfd_sys::bindings::*;
 use kfd_sys::Errno;
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -21,11 +24,26 @@ pub(crate) const SIGNAL_EVENT_LIMIT: u32 = 4096;
 const FIRST_NONSIGNAL_ID: u32 = 0x8000_0000;
 /// `KFD_MMAP_TYPE_EVENTS`: the mmap offset type of the events page (bits 62-63 = 2).
 const KFD_MMAP_TYPE_EVENTS: u64 = 2 << 62;
+/// What an unwritten mailbox slot holds (`UNSIGNALED_EVENT_SLOT`).
+const UNSIGNALED_EVENT_SLOT: u64 = u64::MAX;
 
+/// Mailbox slot `id` of the events page.
+fn slot(page: &SharedMem, id: u32) -> Option<&AtomicU64> {
+    if u64::from(id) * 8 + 8 > page.len() as u64 {
+        return None;
+    }
+    // SAFETY: in bounds (checked above) of the page, which lives as long as `page`; slots are
+    // 8-byte aligned (the page is), and both the GPU and the CPU access them atomically.
+    Some(unsafe { &*(page.host().add(id as usize * 8) as *const AtomicU64) })
+}
+
+/// What a memory-exception event reports (`kfd_hsa_memory_exception_data`).
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct MemoryFault {
     pub(crate) va: u64,
     pub(crate) gpu_id: u32,
+    /// The page fault's kind; `None` for an engine exception with no address (`imprecise`).
+    pub(crate) kind: Option<crate::vm::FaultKind>,
 }
 
 #[derive(Debug)]
@@ -53,6 +71,8 @@ impl Event {
 struct Inner {
     events: HashMap<u32, Event>,
     page_handle: Option<u64>,
+    /// The registered events page: one u64 mailbox slot per signal event.
+    page: Option<Arc<SharedMem>>,
     next_nonsignal: u32,
     /// (waiter, event) pairs woken by `Event::set` and not yet seen by the waiter.
     activated: HashSet<(u64, u32)>,
@@ -77,18 +97,19 @@ impl EventTable {
         self.lock().events.len()
     }
 
-    /// `CREATE_EVENT`. `page_ok` says whether a handle names a GTT buffer big enough for the
-    /// events page.
+    /// `CREATE_EVENT`. `page_of` gives the memory of a GTT buffer big enough for the events
+    /// page, or `None`.
     pub(crate) fn create(
         &self,
         a: &mut kfd_ioctl_create_event_args,
-        page_ok: impl Fn(u64) -> bool,
+        page_of: impl Fn(u64) -> Option<Arc<SharedMem>>,
     ) -> Result<(), Errno> {
         let mut g = self.lock();
         if a.event_page_offset != 0 {
-            if g.page_handle.is_some() || !page_ok(a.event_page_offset) {
+            if g.page_handle.is_some() {
                 return Err(Errno::EINVAL);
             }
+            g.page = Some(page_of(a.event_page_offset).ok_or(Errno::EINVAL)?);
             g.page_handle = Some(a.event_page_offset);
         }
         let id = match a.event_type {
@@ -121,6 +142,10 @@ impl EventTable {
         );
         a.event_id = id;
         if id < SIGNAL_EVENT_LIMIT {
+            // create_signal_event: a new slot starts unsignaled, whatever the page held.
+            if let Some(slot) = g.page.as_ref().and_then(|p| slot(p, id)) {
+                slot.store(UNSIGNALED_EVENT_SLOT, Ordering::Release);
+            }
             // kfd_event_create: a signal event answers the events page's mmap offset and its
             // slot; libhsakmt only fills in the slot's mailbox address when the offset is set.
             a.event_page_offset = KFD_MMAP_TYPE_EVENTS;
@@ -169,12 +194,43 @@ impl EventTable {
         Ok(())
     }
 
-    /// The interrupt a command processor raises for a signal event (after writing its mailbox).
+    /// An end-of-pipe or SDMA trap interrupt carrying event id `id`, handled as
+    /// `kfd_signal_event_interrupt` does: the event is set only if its mailbox slot was written
+    /// (not `UNSIGNALED_EVENT_SLOT`); otherwise every signal event whose slot was written is
+    /// (the driver's fallback when the id is wrong). Each event set has its slot acknowledged
+    /// (reset to unsignaled). Only signal and debug events can be set this way: never a
+    /// memory-exception event, and never an event whose mailbox nobody wrote.
     pub(crate) fn signal_from_device(&self, id: u32) {
         let mut g = self.lock();
         let g = &mut *g;
-        if let Some(ev) = g.events.get_mut(&id) {
+        let Some(page) = g.page.clone() else {
+            return;
+        };
+        let written = |id: u32| {
+            slot(&page, id).is_some_and(|s| s.load(Ordering::Acquire) != UNSIGNALED_EVENT_SLOT)
+        };
+        let ids: Vec<u32> = if g.events.contains_key(&id) && written(id) {
+            vec![id]
+        } else {
+            (0..SIGNAL_EVENT_LIMIT)
+                .filter(|&i| g.events.contains_key(&i) && written(i))
+                .collect()
+        };
+        let mut any = false;
+        for id in ids {
+            let Some(ev) = g.events.get_mut(&id) else {
+                continue;
+            };
+            if ev.kind != KFD_IOC_EVENT_SIGNAL && ev.kind != KFD_IOC_EVENT_DEBUG_EVENT {
+                continue;
+            }
+            if let Some(s) = slot(&page, id) {
+                s.store(UNSIGNALED_EVENT_SLOT, Ordering::Release);
+            }
             ev.set(&mut g.activated, id);
+            any = true;
+        }
+        if any {
             self.cv.notify_all();
         }
     }
@@ -272,13 +328,16 @@ impl EventTable {
             };
             ev.waiters.retain(|&w| w != me);
             if let (true, Some(f)) = (a, ev.fault) {
+                use crate::vm::FaultKind;
+                let flag = |k: FaultKind| u32::from(f.kind == Some(k));
                 d.__bindgen_anon_1.memory_exception_data = kfd_hsa_memory_exception_data {
                     failure: kfd_memory_exception_failure {
-                        NotPresent: 1,
-                        ReadOnly: 0,
-                        NoExecute: 0,
-                        imprecise: 0,
+                        NotPresent: flag(FaultKind::NotPresent),
+                        ReadOnly: flag(FaultKind::ReadOnly),
+                        NoExecute: flag(FaultKind::NoExecute),
+                        imprecise: u32::from(f.kind.is_none()),
                     },
+                    // The interrupt carries a page number.
                     va: f.va & !0xFFF,
                     gpu_id: f.gpu_id,
                     ErrorType: 0,

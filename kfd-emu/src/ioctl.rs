@@ -41,7 +41,10 @@ pub(crate) unsafe fn dispatch(
             .find(|g| g.render_minor == minor)
             .ok_or(Errno::ENODEV)?;
         // SAFETY: forwarded from the caller's contract on `a`.
-        return unsafe { crate::drm::dispatch(gpu, request, a) }.map(|()| 0);
+        return unsafe {
+            crate::drm::dispatch(gpu, emu.config.system_memory_bytes / 2, request, a)
+        }
+        .map(|()| 0);
     }
     macro_rules! with {
         ($t:ty, |$v:ident| $body:expr) => {{
@@ -148,7 +151,7 @@ pub(crate) unsafe fn dispatch(
             )
         }),
         r if r == rq::CREATE_EVENT => with!(kfd_ioctl_create_event_args, |v| {
-            emu.events.create(v, |h| memory::is_events_page(emu, h))
+            emu.events.create(v, |h| memory::events_page(emu, h))
         }),
         r if r == rq::DESTROY_EVENT => with!(kfd_ioctl_destroy_event_args, |v| emu
             .events

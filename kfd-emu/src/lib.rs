@@ -20,6 +20,7 @@ mod device;
 pub mod drm;
 mod events;
 mod fault;
+mod icache;
 mod ioctl;
 mod kernel;
 mod memfd;
@@ -33,7 +34,7 @@ mod stats;
 mod topology;
 mod vm;
 
-pub use config::{EmuConfig, GpuParams, Preset, GPUS_ENV, PRESET_ENV, SPIN_ENV};
+pub use config::{EmuConfig, GpuParams, Preset, GPUS_ENV, PRESET_ENV, SPIN_ENV, STRICT_ENV};
 pub use fault::FaultInjector;
 pub use kernel::{KernelFn, WorkGroup};
 pub use pagesize::{classify as classify_pages, PageSizeStats};
@@ -95,7 +96,7 @@ impl Emulator {
         let mut gpus = Vec::new();
         for (i, p) in config.gpus.iter().enumerate() {
             gpus.push(Arc::new(
-                GpuState::new(i, p.clone()).map_err(EmuError::Host)?,
+                GpuState::new(i, p.clone(), config.strict).map_err(EmuError::Host)?,
             ));
         }
         let topology = topology::TopologyTree::build(&config, &gpus);
@@ -130,6 +131,12 @@ impl Emulator {
     /// Counters for tests.
     pub fn stats(&self) -> EmuStats {
         self.stats.snapshot(self)
+    }
+
+    /// Doorbell hints `gpu_id` has received so far ([`Driver::doorbell_hint`], which a runtime
+    /// gives after writing a doorbell), or 0 for an unknown GPU.
+    pub fn doorbell_hints(&self, gpu_id: u32) -> u64 {
+        self.gpu(gpu_id).map_or(0, |g| g.wake_generation())
     }
 
     /// Bytes mapped to `gpu_id` (`None` for an unknown GPU).

@@ -20,8 +20,9 @@ const PAGE: u64 = 4096;
 
 #[derive(Debug)]
 pub(crate) enum Backing {
-    /// VRAM or GTT: emulator-owned shared memory.
-    Shared(SharedMem),
+    /// VRAM or GTT: emulator-owned shared memory (shared with the event table when it is the
+    /// events page, which KFD keeps mapped while the process lives).
+    Shared(Arc<SharedMem>),
     /// The user's own pages, at this host address (the `mmap_offset` of the allocation; the
     /// GPU VA may differ, as libhsakmt's registrations of malloc'd memory do).
     User { host: u64 },
@@ -40,6 +41,9 @@ pub(crate) struct Bo {
     pub(crate) mmap_offset: u64,
     /// Indices of the GPUs it is mapped to.
     pub(crate) mapped: Vec<usize>,
+    /// Live queues using the buffer, per GPU index (`bo_va->queue_refcount`): while one does,
+    /// the buffer cannot be unmapped from that GPU.
+    pub(crate) queue_refs: Vec<(usize, u32)>,
 }
 
 impl Bo {
@@ -52,6 +56,31 @@ impl Bo {
         }
     }
 
+    fn perms(&self) -> crate::vm::Perms {
+        crate::vm::Perms {
+            write: self.flags & KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE != 0,
+            exec: self.flags & KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE != 0,
+        }
+    }
+
+    fn queue_refs(&self, gpu_index: usize) -> u32 {
+        self.queue_refs
+            .iter()
+            .find(|(g, _)| *g == gpu_index)
+            .map_or(0, |&(_, n)| n)
+    }
+
+    /// (system bytes, TTM bytes) the buffer holds against amdgpu's limits.
+    fn system_accounting(&self) -> (u64, u64) {
+        if self.flags & KFD_IOC_ALLOC_MEM_FLAGS_GTT != 0 {
+            (self.size, self.size)
+        } else if self.flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR != 0 {
+            (self.size, 0)
+        } else {
+            (0, 0)
+        }
+    }
+
     fn vram_accounting(&self) -> Option<(u64, bool)> {
         (self.flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM != 0)
             .then_some((self.size, self.flags & KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC != 0))
@@ -61,6 +90,10 @@ impl Bo {
 #[derive(Default)]
 struct Inner {
     bos: HashMap<u64, Bo>,
+    /// System memory the process's GTT and USERPTR buffers hold, and the part of it in TTM
+    /// (GTT), as `amdgpu_amdkfd_reserve_mem_limit` counts them.
+    system_used: u64,
+    ttm_used: u64,
     /// VA start -> end, for the overlap check.
     ranges: BTreeMap<u64, u64>,
     /// Render-node mmap offset -> handle.
@@ -158,10 +191,25 @@ pub(crate) fn alloc(
             return Err(Errno::ENOMEM);
         }
     }
+    // amdgpu_amdkfd_reserve_mem_limit: GTT counts against the system and TTM limits, USERPTR
+    // against the system limit (the pages are pinned).
+    let (sys, ttm) = if f & KFD_IOC_ALLOC_MEM_FLAGS_GTT != 0 {
+        (size, size)
+    } else if f & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR != 0 {
+        (size, 0)
+    } else {
+        (0, 0)
+    };
+    let (max_sys, max_ttm) = system_limits(emu.config.system_memory_bytes);
+    if m.system_used + sys > max_sys || m.ttm_used + ttm > max_ttm {
+        return Err(Errno::ENOMEM);
+    }
     let backing = match backing {
         Some(b) => b,
-        None => Backing::Shared(SharedMem::new(size)?),
+        None => Backing::Shared(Arc::new(SharedMem::new(size)?)),
     };
+    m.system_used += sys;
+    m.ttm_used += ttm;
     m.next += 1;
     let handle = u64::from(gpu.gpu_id) << 32 | m.next;
     let mmap_offset = match backing {
@@ -191,6 +239,7 @@ pub(crate) fn alloc(
             backing,
             mmap_offset,
             mapped: Vec::new(),
+            queue_refs: Vec::new(),
         },
     );
     log::trace!(
@@ -200,6 +249,20 @@ pub(crate) fn alloc(
     a.handle = handle;
     a.mmap_offset = mmap_offset;
     Ok(())
+}
+
+/// amdgpu's limits on system memory for KFD buffers of a machine with `total` bytes
+/// (`amdgpu_amdkfd_gpuvm_init_mem_limits`): all but 1/64 and 512 MiB for pinned system memory,
+/// and TTM's default page limit, half of memory, for GTT.
+fn system_limits(total: u64) -> (u64, u64) {
+    const RESERVE: u64 = 512 << 20;
+    let mut sys = total - (total >> 6);
+    if sys < 2 * RESERVE {
+        sys >>= 1;
+    } else {
+        sys -= RESERVE;
+    }
+    (sys, total / 2)
 }
 
 /// Whether `addr..addr+len` (page aligned) is mapped in this process: `msync` fails with
@@ -222,6 +285,9 @@ pub(crate) fn free(emu: &Emulator, handle: u64) -> Result<(), Errno> {
         };
         m.ranges.remove(&bo.va);
         m.offsets.remove(&bo.mmap_offset);
+        let (sys, ttm) = bo.system_accounting();
+        m.system_used -= sys;
+        m.ttm_used -= ttm;
         bo
     };
     if let Some((size, public)) = bo.vram_accounting() {
@@ -267,12 +333,16 @@ pub(crate) fn map(
         if !map && !bo.mapped.contains(&g.index) {
             return Err(Errno::EINVAL);
         }
+        if !map && bo.queue_refs(g.index) > 0 {
+            // unmap_bo_from_gpuvm: a live queue's ring, pointers, EOP or CWSR area.
+            return Err(Errno::EBUSY);
+        }
         gpus.push(g.clone());
     }
     for g in gpus {
         if map {
             if !bo.mapped.contains(&g.index) {
-                g.vm.map(bo.va, bo.size, bo.host(), handle);
+                g.vm.map(bo.va, bo.size, bo.host(), handle, bo.perms());
                 bo.mapped.push(g.index);
             }
         } else {
@@ -331,7 +401,9 @@ pub(crate) unsafe fn mmap(
             } else {
                 &gpu.mmio
             };
-            if len > mem.len() {
+            // kfd_doorbell_mmap and kfd_mmio_mmap take exactly the process's doorbell slice
+            // (both pages) and exactly one page.
+            if len != mem.len() {
                 return Err(Errno::EINVAL);
             }
             // SAFETY: forwarded from the caller.
@@ -340,11 +412,34 @@ pub(crate) unsafe fn mmap(
     }
 }
 
-/// Whether `handle` names a GTT buffer large enough to be the events page.
-pub(crate) fn is_events_page(emu: &Emulator, handle: u64) -> bool {
+/// Takes (`take = true`) or drops a queue's reference on buffer `handle` as mapped to GPU
+/// `gpu_index` (`kfd_queue_buffer_get` / `kfd_queue_unref_bo_va`). Unknown handles are ignored:
+/// a reference is only taken on a buffer the page table just named.
+pub(crate) fn queue_ref(emu: &Emulator, handle: u64, gpu_index: usize, take: bool) {
+    let mut m = emu.memory.lock();
+    let Some(bo) = m.bos.get_mut(&handle) else {
+        return;
+    };
+    match bo.queue_refs.iter_mut().find(|(g, _)| *g == gpu_index) {
+        Some((_, n)) if take => *n += 1,
+        Some((_, n)) => *n = n.saturating_sub(1),
+        None if take => bo.queue_refs.push((gpu_index, 1)),
+        None => {}
+    }
+    bo.queue_refs.retain(|&(_, n)| n > 0);
+}
+
+/// The memory of `handle` if it names a GTT buffer large enough to be the events page.
+pub(crate) fn events_page(emu: &Emulator, handle: u64) -> Option<Arc<SharedMem>> {
     let m = emu.memory.lock();
-    m.bos.get(&handle).is_some_and(|bo| {
-        bo.flags & KFD_IOC_ALLOC_MEM_FLAGS_GTT != 0
-            && bo.size >= u64::from(crate::events::SIGNAL_EVENT_LIMIT) * 8
-    })
+    let bo = m.bos.get(&handle)?;
+    if bo.flags & KFD_IOC_ALLOC_MEM_FLAGS_GTT == 0
+        || bo.size < u64::from(crate::events::SIGNAL_EVENT_LIMIT) * 8
+    {
+        return None;
+    }
+    match &bo.backing {
+        Backing::Shared(mem) => Some(mem.clone()),
+        _ => None,
+    }
 }

@@ -120,9 +120,21 @@ impl<'a> Interpreter<'a> {
         stopped: &dyn Fn() -> bool,
     ) -> Result<(), Pm4Error> {
         match p {
-            Pm4Packet::Nop { .. } | Pm4Packet::AcquireMem { .. } | Pm4Packet::EventWrite { .. } => {
+            Pm4Packet::AcquireMem {
+                coher_cntl,
+                gcr_cntl,
+            } => {
+                let icache = if self.family.is_gfx10_plus() {
+                    pm4::acquire_mem::gcr_cntl::gli_inv(*gcr_cntl) != 0
+                } else {
+                    coher_cntl & pm4::acquire_mem::coher_cntl::SH_ICACHE != 0
+                };
+                if icache {
+                    self.gpu.icache.invalidate();
+                }
                 Ok(())
             }
+            Pm4Packet::Nop { .. } | Pm4Packet::EventWrite { .. } => Ok(()),
             Pm4Packet::SetShReg { reg, values } => {
                 let first = reg.checked_sub(regs::SH_REG_BASE).ok_or(Pm4Error::Decode)? as usize;
                 let slots = self
@@ -243,6 +255,9 @@ impl<'a> Interpreter<'a> {
         let entry = (u64::from(self.reg(regs::COMPUTE_PGM_LO))
             | u64::from(self.reg(regs::COMPUTE_PGM_HI) & 0xFF) << 32)
             << 8;
+        // The first instruction fetch: the code must be mapped executable.
+        self.vm.check_exec(entry, 4)?;
+        self.gpu.fetch_code(entry);
         // kfdrt's (and the emulator's) kernel objects put the entry 256 bytes after the descriptor.
         let kd_addr = entry.checked_sub(256).ok_or(Pm4Error::BadDispatch)?;
         let f = self.kernels.get(kd_addr).ok_or(Pm4Error::BadDispatch)?;
@@ -340,7 +355,7 @@ impl Processor {
     fn paused(&self) -> bool {
         !self.ctl.enabled.load(Ordering::Acquire)
             || self.faults.is_stalled(self.ctl.id)
-            || self.ctl.failed.load(Ordering::Acquire)
+            || self.ctl.halted()
     }
 
     fn run(self) {
@@ -386,6 +401,8 @@ impl Processor {
             Pm4Error::BadDispatch => (QueueErrorCode::InvalidCodeObject, None),
             _ => (QueueErrorCode::InvalidPacketFormat, None),
         };
-        self.ctl.fail(code, fault);
+        // An illegal packet is a CP or SDMA exception, reported (like a page fault) through
+        // the memory-exception event, with every queue of the GPU evicted.
+        self.ctl.raise_device_exception(code, fault);
     }
 }

@@ -2,15 +2,17 @@
 //! packet-processor thread of each queue.
 //!
 //! Checks follow `kfd_ioctl_create_queue` / `set_queue_properties_from_user` (percentage,
-//! priority, power-of-two ring size, queue type) and Linux 6.12's `kfd_queue_acquire_buffers`
-//! (the ring, read/write pointers and EOP buffer must be mapped to the GPU; the CWSR sizes must be
-//! the ones KFD computes for the part, and the area mapped).
+//! priority, power-of-two ring size, queue type) and Linux 6.12's `kfd_queue_acquire_buffers`:
+//! the ring, the pages of the read and write pointers, the EOP buffer and the CWSR area must each
+//! be a whole GPU mapping of exactly the size KFD expects, and the queue holds a reference on
+//! each, so unmapping one while the queue lives fails with EBUSY.
 
-use crate::config::GpuParams;
 use crate::device::GpuState;
 use crate::events::EventTable;
+use crate::vm::GpuFault;
 use crate::Emulator;
 use kfd_sys::bindings::*;
+use kfd_sys::queue_sizes::{expected_ring_bytes, GPU_PAGE_SIZE};
 use kfd_sys::Errno;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,8 +23,6 @@ use std::thread::JoinHandle;
 const MAX_QUEUES_PER_GPU: usize = 1024;
 /// KFD's smallest ring; smaller requests are clamped to it.
 const MIN_RING_SIZE: u32 = 1024;
-/// EOP buffer size compute queues must pass (gfx9+).
-pub(crate) const EOP_BUFFER_SIZE: u64 = 4096;
 
 /// Error bits a processor writes into an AQL queue's inactive signal (ROCr's decoding).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,11 +71,15 @@ pub(crate) struct QueueCtl {
     /// The CU mask `SET_CU_MASK` last gave (bits, 32 per word; empty: all CUs). Recorded
     /// only: the emulated work-groups do not run on CUs.
     pub(crate) cu_mask: Mutex<Vec<u32>>,
+    /// The GPU's exception count when the queue was created: a later exception evicts it.
+    pub(crate) exception_epoch: u64,
 }
 
 struct Entry {
     ctl: Arc<QueueCtl>,
     thread: Option<JoinHandle<()>>,
+    /// Buffers the queue holds a reference on (ring, pointers, EOP, CWSR).
+    buffers: Vec<u64>,
 }
 
 #[derive(Default)]
@@ -116,29 +120,97 @@ fn is_cp_doorbell(i: u32) -> bool {
     i % 512 < FIRST_NON_CP_DOORBELL
 }
 
-/// CWSR sizes KFD computes for a part: (ctx_save_restore_size, ctl_stack_size, total bytes).
-pub(crate) fn cwsr_sizes(p: &GpuParams) -> (u64, u64, u64) {
-    let page = |v: u64| v.div_ceil(4096) * 4096;
-    let gfx10_plus = p.gfx_target_version >= 100000;
-    let xcc = u64::from(p.num_xcc.max(1));
-    let cu = u64::from(p.compute_units) / xcc;
-    let waves = if gfx10_plus {
-        cu * 32
-    } else {
-        (cu * 40).min(u64::from(p.array_count) / u64::from(p.simd_arrays_per_engine.max(1)) * 512)
+/// `kfd_queue_buffer_get`: the page holding `addr` must be the first page of a GPU mapping and,
+/// when `expected` is a page or more, that mapping must end exactly `expected` bytes' worth of
+/// pages later (a shorter `expected`, such as a small SDMA ring, only checks the start). Returns
+/// the buffer's handle, which the queue then holds a reference on.
+fn buffer_get(gpu: &GpuState, what: &str, addr: u64, expected: u64) -> Result<u64, Errno> {
+    let page = addr >> 12;
+    let pages = expected >> 12;
+    let refuse = |why: String| {
+        log::warn!("kfd-emu: CREATE_QUEUE refused: {what} at {addr:#x}: {why}");
+        Errno::EINVAL
     };
-    let mut ctl = page(waves * if gfx10_plus { 12 } else { 8 } + 8 + 40);
-    if (100000..110000).contains(&p.gfx_target_version) {
-        ctl = ctl.min(0x7000);
+    let m = gpu
+        .vm
+        .mapping_at(addr)
+        .ok_or_else(|| refuse("not mapped to the GPU".into()))?;
+    let (first, last) = (m.start >> 12, (m.start + m.len - 1) >> 12);
+    if page != first || (pages != 0 && page + pages - 1 != last) {
+        return Err(refuse(format!(
+            "must be a whole buffer of {expected:#x} bytes, but lies in the mapping \
+             {:#x}..{:#x}",
+            m.start,
+            m.start + m.len
+        )));
     }
-    let vgpr: u64 = match p.gfx_target_version {
-        90008 | 90010 | 90400..=90499 => 0x80000,
-        110000 | 110001 | 110501 | 120000 | 120001 => 0x60000,
-        _ => 0x40000,
-    };
-    let wg = page(cu * (vgpr + 0x4000 + 0x10000 + 0x1000));
-    let debug = (waves * 32).div_ceil(64) * 64;
-    (ctl + wg, ctl, (ctl + wg + debug) * xcc)
+    Ok(m.handle)
+}
+
+/// `kfd_queue_acquire_buffers` (Linux 6.12+): every buffer a queue names is a whole GPU mapping
+/// of the size KFD expects, and compute queues pass the node's EOP and CWSR sizes. Returns the
+/// handles the queue references. The emulator also asks for an EOP buffer on every compute
+/// queue but gfx94x AQL ones: the ioctl would take none, but the command processor writes
+/// end-of-pipe events there, so on hardware the queue would fault on its first dispatch.
+fn acquire_buffers(
+    gpu: &GpuState,
+    a: &kfd_ioctl_create_queue_args,
+    ring_size: u32,
+    is_sdma: bool,
+) -> Result<Vec<u64>, Errno> {
+    let p = &gpu.params;
+    let aql = a.queue_type == KFD_IOC_QUEUE_TYPE_COMPUTE_AQL;
+    let mut refs = vec![
+        buffer_get(gpu, "write pointer", a.write_pointer_address, GPU_PAGE_SIZE)?,
+        buffer_get(gpu, "read pointer", a.read_pointer_address, GPU_PAGE_SIZE)?,
+        buffer_get(
+            gpu,
+            "ring",
+            a.ring_base_address,
+            expected_ring_bytes(p.gfx_target_version, aql, u64::from(ring_size)),
+        )?,
+    ];
+    if is_sdma {
+        return Ok(refs);
+    }
+    let sizes = p.queue_area_sizes().ok_or(Errno::EINVAL)?;
+    let gfx94x = (90400..90500).contains(&p.gfx_target_version);
+    if a.eop_buffer_address != 0 {
+        if a.eop_buffer_size != u64::from(sizes.eop_buffer_size) {
+            log::warn!(
+                "kfd-emu: CREATE_QUEUE refused: EOP buffer of {:#x} bytes, the node's is {:#x}",
+                a.eop_buffer_size,
+                sizes.eop_buffer_size
+            );
+            return Err(Errno::EINVAL);
+        }
+        refs.push(buffer_get(
+            gpu,
+            "EOP buffer",
+            a.eop_buffer_address,
+            a.eop_buffer_size,
+        )?);
+    } else if !(gfx94x && aql) {
+        log::warn!("kfd-emu: CREATE_QUEUE refused: a compute queue without an EOP buffer");
+        return Err(Errno::EINVAL);
+    }
+    if a.ctl_stack_size != sizes.ctl_stack_size || a.ctx_save_restore_size < sizes.cwsr_size {
+        log::warn!(
+            "kfd-emu: CREATE_QUEUE refused: CWSR sizes {:#x}/{:#x}, the node's are {:#x}/{:#x}",
+            a.ctx_save_restore_size,
+            a.ctl_stack_size,
+            sizes.cwsr_size,
+            sizes.ctl_stack_size
+        );
+        return Err(Errno::EINVAL);
+    }
+    refs.push(buffer_get(
+        gpu,
+        "CWSR area",
+        a.ctx_save_restore_address,
+        sizes.cwsr_mapping_bytes(a.ctx_save_restore_size),
+    )?);
+    Ok(refs)
 }
 
 pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Result<(), Errno> {
@@ -162,35 +234,13 @@ pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Res
     {
         return Err(Errno::EINVAL);
     }
-    let vm = &gpu.vm;
-    if a.ring_base_address % 256 != 0 || !vm.is_mapped(a.ring_base_address, u64::from(ring_size)) {
+    // The command processor takes the ring base in 256-byte units.
+    if a.ring_base_address % 256 != 0 {
         return Err(Errno::EINVAL);
     }
-    if !vm.is_mapped(a.read_pointer_address, 8) || !vm.is_mapped(a.write_pointer_address, 8) {
-        return Err(Errno::EINVAL);
-    }
-    // Compute queues need an EOP buffer and (optionally) a CWSR area; SDMA queues neither.
-    if !is_sdma {
-        let gfx94x = (90400..90500).contains(&gpu.params.gfx_target_version);
-        let eop_optional = gfx94x && a.queue_type == KFD_IOC_QUEUE_TYPE_COMPUTE_AQL;
-        if a.eop_buffer_address == 0 {
-            if !eop_optional {
-                return Err(Errno::EINVAL);
-            }
-        } else if a.eop_buffer_size != EOP_BUFFER_SIZE
-            || !vm.is_mapped(a.eop_buffer_address, EOP_BUFFER_SIZE)
-        {
-            return Err(Errno::EINVAL);
-        }
-        if a.ctx_save_restore_address != 0 {
-            let (ctx, ctl, total) = cwsr_sizes(&gpu.params);
-            if u64::from(a.ctx_save_restore_size) != ctx
-                || u64::from(a.ctl_stack_size) != ctl
-                || !vm.is_mapped(a.ctx_save_restore_address, total)
-            {
-                return Err(Errno::EINVAL);
-            }
-        }
+    let refs = acquire_buffers(&gpu, a, ring_size, is_sdma)?;
+    if emu.config.strict && a.queue_type == KFD_IOC_QUEUE_TYPE_COMPUTE_AQL {
+        crate::aql_proc::mark_free_slots(&gpu.vm, a.ring_base_address, u64::from(ring_size));
     }
     let mut g = emu.queues.inner.lock().unwrap_or_else(|p| p.into_inner());
     let used: Vec<u32> =
@@ -240,6 +290,7 @@ pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Res
         failed: AtomicBool::new(false),
         events: emu.events.clone(),
         cu_mask: Mutex::new(Vec::new()),
+        exception_epoch: gpu.exceptions(),
     });
     let thread = if is_sdma {
         crate::sdma_proc::spawn(emu, ctl.clone())
@@ -249,11 +300,15 @@ pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Res
         crate::aql_proc::spawn(emu, ctl.clone())
     }
     .map_err(|_| Errno::ENOMEM)?;
+    for &h in &refs {
+        crate::memory::queue_ref(emu, h, gpu.index, true);
+    }
     g.0.insert(
         id,
         Entry {
             ctl,
             thread: Some(thread),
+            buffers: refs,
         },
     );
     log::debug!(
@@ -276,7 +331,11 @@ pub(crate) fn destroy(emu: &Emulator, id: u32) -> Result<(), Errno> {
         let mut g = emu.queues.inner.lock().unwrap_or_else(|p| p.into_inner());
         g.0.remove(&id).ok_or(Errno::EINVAL)?
     };
+    let (gpu_index, buffers) = (e.ctl.gpu.index, e.buffers.clone());
     stop(e);
+    for h in buffers {
+        crate::memory::queue_ref(emu, h, gpu_index, false);
+    }
     Ok(())
 }
 
@@ -296,20 +355,39 @@ pub(crate) fn update(emu: &Emulator, a: &kfd_ioctl_update_queue_args) -> Result<
 }
 
 impl QueueCtl {
-    /// Stops the queue with `code`: records it, reports a GPU fault as a memory exception, and
-    /// signals the process's hardware-exception events, as KFD does when a queue faults.
-    pub(crate) fn fail(&self, code: QueueErrorCode, fault: Option<crate::vm::GpuFault>) {
-        log::warn!("kfd-emu: queue {} stopped: {code:?} {fault:?}", self.id);
+    /// Whether the queue runs nothing more: it stopped on an error of its own, or a device
+    /// exception on its GPU evicted it.
+    pub(crate) fn halted(&self) -> bool {
+        self.failed.load(Ordering::Acquire) || self.gpu.exceptions() > self.exception_epoch
+    }
+
+    /// Records that the queue stopped with `code` (what [`Emulator::queue_error`] reports).
+    pub(crate) fn record_error(&self, code: QueueErrorCode) {
+        log::warn!("kfd-emu: queue {} stopped: {code:?}", self.id);
         *self.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(code);
         self.failed.store(true, Ordering::Release);
-        if let Some(f) = fault {
-            let mf = crate::events::MemoryFault {
-                va: f.va,
-                gpu_id: self.gpu.gpu_id,
-            };
-            self.events.signal_kind(KFD_IOC_EVENT_MEMORY, Some(mf));
-        }
-        self.events.signal_kind(KFD_IOC_EVENT_HW_EXCEPTION, None);
+    }
+
+    /// A device exception raised by this queue's engine, as amdkfd handles one no debugger
+    /// claims: every queue the process has on the GPU is evicted (`kfd_dqm_evict_pasid`) and the
+    /// process's memory-exception events are signalled with the fault (`fault`: a page fault
+    /// with its address and kind; `None`: an engine exception, reported without an address).
+    /// No completion signal and no AQL error signal is written.
+    pub(crate) fn raise_device_exception(&self, code: QueueErrorCode, fault: Option<GpuFault>) {
+        self.record_error(code);
+        log::warn!(
+            "kfd-emu: GPU {:#x}: device exception from queue {} ({}); its queues are evicted",
+            self.gpu.gpu_id,
+            self.id,
+            fault.map_or_else(|| "no address".to_owned(), |f| f.to_string())
+        );
+        self.gpu.raise_exception();
+        let data = crate::events::MemoryFault {
+            va: fault.map_or(0, |f| f.va),
+            gpu_id: self.gpu.gpu_id,
+            kind: fault.map(|f| f.kind),
+        };
+        self.events.signal_kind(KFD_IOC_EVENT_MEMORY, Some(data));
     }
 }
 

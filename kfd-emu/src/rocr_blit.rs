@@ -141,7 +141,13 @@ mod tests {
         let vm = GpuVm::default();
         let mut mem = vec![0u64; 4096];
         let base = 0x100_0000u64;
-        vm.map(base, 4096 * 8, mem.as_mut_ptr().cast(), 1);
+        vm.map(
+            base,
+            4096 * 8,
+            mem.as_mut_ptr().cast(),
+            1,
+            crate::vm::Perms::ALL,
+        );
         let (src, dst, args) = (base, base + 0x4000, base + 0x7000);
         for i in 0..256u64 {
             vm.write_u64(src + 8 * i, i * 3 + 1).unwrap();
@@ -221,7 +227,7 @@ mod tests {
     fn unknown_code_is_not_recognised() {
         let vm = GpuVm::default();
         let mut mem = vec![0u8; 8192];
-        vm.map(0x200_0000, 8192, mem.as_mut_ptr(), 1);
+        vm.map(0x200_0000, 8192, mem.as_mut_ptr(), 1, crate::vm::Perms::ALL);
         assert_eq!(recognize(&vm, 0x200_0000, 256), None);
         // Entry outside the page table.
         assert_eq!(recognize(&vm, 0x200_0000, 1 << 20), None);

@@ -62,7 +62,7 @@ impl Engine {
     fn paused(&self) -> bool {
         !self.ctl.enabled.load(Ordering::Acquire)
             || self.faults.is_stalled(self.ctl.id)
-            || self.ctl.failed.load(Ordering::Acquire)
+            || self.ctl.halted()
     }
 
     fn clock(&self) -> u64 {
@@ -103,7 +103,8 @@ impl Engine {
                         log::trace!("kfd-emu: SDMA queue {}: register poll skipped", self.ctl.id);
                         return Ok(Err(n));
                     }
-                    SdmaPacket::decode(self.version, &d).map(Ok).map_err(|e| {
+                    SdmaPacket::decode_for_part(self.version, self.ctl.gpu.params.gfx_target_version, &d)
+                        .map(Ok).map_err(|e| {
                         log::warn!(
                             "kfd-emu: SDMA queue {}: undecodable packet at {pos:#x} ({e:?}): {:08x?}",
                             self.ctl.id,
@@ -134,7 +135,14 @@ impl Engine {
     fn execute(&self, p: &SdmaPacket) -> Result<(), Stop> {
         let vm = &self.ctl.gpu.vm;
         match p {
-            SdmaPacket::Nop { .. } | SdmaPacket::Gcr { .. } => {}
+            SdmaPacket::Nop { .. } => {}
+            // The engine's caches are not modelled: the request is counted, so tests can see
+            // that a runtime issues it where the hardware needs it.
+            SdmaPacket::Gcr { .. } => {
+                self.stats
+                    .sdma_cache_requests
+                    .fetch_add(1, Ordering::Relaxed);
+            }
             SdmaPacket::CopyLinear { src, dst, bytes } => vm.copy(*dst, *src, *bytes)?,
             SdmaPacket::ConstantFill { dst, data, bytes } => vm.fill_u32(*dst, *data, *bytes)?,
             SdmaPacket::Write { dst, data } => {
@@ -186,7 +194,9 @@ impl Engine {
             Stop::Fault(f) => (QueueErrorCode::MemoryViolation, Some(f)),
             _ => (QueueErrorCode::InvalidPacketFormat, None),
         };
-        self.ctl.fail(code, fault);
+        // An illegal packet is a CP or SDMA exception, reported (like a page fault) through
+        // the memory-exception event, with every queue of the GPU evicted.
+        self.ctl.raise_device_exception(code, fault);
     }
 }
 

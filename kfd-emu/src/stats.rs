@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub(crate) struct Counters {
     pub(crate) packets_run: AtomicU64,
     pub(crate) torn_packets: AtomicU64,
+    pub(crate) sdma_cache_requests: AtomicU64,
 }
 
 /// A snapshot of the emulator's counters.
@@ -23,6 +24,11 @@ pub struct EmuStats {
     /// Packets whose bytes changed after their header became valid (a protocol violation by the
     /// writer).
     pub torn_packets: u64,
+    /// Dispatches whose code changed since the instruction cache fetched it, with no invalidate
+    /// in between (strict mode).
+    pub stale_code_fetches: u64,
+    /// GCR_REQ packets (cache writeback/invalidate) the SDMA engines executed.
+    pub sdma_cache_requests: u64,
 }
 
 impl Counters {
@@ -33,6 +39,12 @@ impl Counters {
             live_queues: emu.queues.live(),
             packets_run: self.packets_run.load(Ordering::Acquire),
             torn_packets: self.torn_packets.load(Ordering::Acquire),
+            stale_code_fetches: emu
+                .gpus
+                .iter()
+                .map(|g| g.stale_code_fetches.load(Ordering::Acquire))
+                .sum(),
+            sdma_cache_requests: self.sdma_cache_requests.load(Ordering::Acquire),
         }
     }
 }

@@ -10,14 +10,78 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::RwLock;
 
-/// A GPU page fault: an access to an address not mapped to this GPU.
+/// A GPU page fault: an access the page table does not allow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("GPU page fault at {va:#x} ({})", if *write { "write" } else { "read" })]
+#[error("GPU page fault at {va:#x} ({}, {kind})", if *write { "write" } else { "read" })]
 pub struct GpuFault {
     /// The faulting address.
     pub va: u64,
     /// Whether the access was a write.
     pub write: bool,
+    /// Why the page table refused it.
+    pub kind: FaultKind,
+}
+
+impl GpuFault {
+    /// An access to an address with no mapping.
+    pub fn not_present(va: u64, write: bool) -> GpuFault {
+        GpuFault {
+            va,
+            write,
+            kind: FaultKind::NotPresent,
+        }
+    }
+}
+
+/// Why a GPU access faulted, as KFD reports it in a memory exception's failure flags.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultKind {
+    /// No mapping at the address (`NotPresent`).
+    NotPresent,
+    /// A write to a page mapped without write permission (`ReadOnly`).
+    ReadOnly,
+    /// An instruction fetch from a page mapped without execute permission (`NoExecute`).
+    NoExecute,
+}
+
+impl std::fmt::Display for FaultKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            FaultKind::NotPresent => "page not present",
+            FaultKind::ReadOnly => "write to a read-only page",
+            FaultKind::NoExecute => "fetch from a non-executable page",
+        })
+    }
+}
+
+/// What a mapping allows besides reading (amdgpu maps every page readable).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Perms {
+    /// `AMDGPU_VM_PAGE_WRITEABLE`: the BO was allocated with `KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE`.
+    pub write: bool,
+    /// `AMDGPU_VM_PAGE_EXECUTABLE`: allocated with `KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE`.
+    pub exec: bool,
+}
+
+impl Perms {
+    /// Readable, writable and executable.
+    pub const ALL: Perms = Perms {
+        write: true,
+        exec: true,
+    };
+}
+
+/// One mapping of the page table, as [`GpuVm::mapping_at`] reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MappingInfo {
+    /// First address.
+    pub start: u64,
+    /// Length in bytes.
+    pub len: u64,
+    /// The buffer's KFD handle.
+    pub handle: u64,
+    /// Permissions.
+    pub perms: Perms,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -26,6 +90,7 @@ struct Mapping {
     /// Host address of the mapping's first byte.
     host: usize,
     handle: u64,
+    perms: Perms,
 }
 
 /// Mappings sorted by start address. A sorted vector rather than a tree: lookups dominate (every
@@ -81,21 +146,25 @@ pub struct GpuVm {
 }
 
 fn find(table: &Table, va: u64, len: u64, write: bool) -> Result<usize, GpuFault> {
-    let fault = GpuFault { va, write };
+    let fault = GpuFault::not_present(va, write);
     let &(start, m) = table.entry_at(va).ok_or(fault)?;
     let end = va.checked_add(len).ok_or(fault)?;
     if end > start + m.len {
         // Report the first unmapped byte, as the hardware would.
+        return Err(GpuFault::not_present((start + m.len).max(va), write));
+    }
+    if write && !m.perms.write {
         return Err(GpuFault {
-            va: (start + m.len).max(va),
+            va,
             write,
+            kind: FaultKind::ReadOnly,
         });
     }
     Ok(m.host + (va - start) as usize)
 }
 
 impl GpuVm {
-    pub(crate) fn map(&self, va: u64, len: u64, host: *mut u8, handle: u64) {
+    pub(crate) fn map(&self, va: u64, len: u64, host: *mut u8, handle: u64, perms: Perms) {
         let mut t = self.table.write().unwrap_or_else(|p| p.into_inner());
         t.insert(
             va,
@@ -103,6 +172,7 @@ impl GpuVm {
                 len,
                 host: host as usize,
                 handle,
+                perms,
             },
         );
     }
@@ -132,9 +202,33 @@ impl GpuVm {
 
     /// Handle of the buffer mapped at `va`, if any.
     pub fn handle_at(&self, va: u64) -> Option<u64> {
+        self.mapping_at(va).map(|m| m.handle)
+    }
+
+    /// The mapping containing `va`, if any (`amdgpu_vm_bo_lookup_mapping`).
+    pub fn mapping_at(&self, va: u64) -> Option<MappingInfo> {
         let t = self.table.read().unwrap_or_else(|p| p.into_inner());
         let &(start, m) = t.entry_at(va)?;
-        (va < start + m.len).then_some(m.handle)
+        (va < start + m.len).then_some(MappingInfo {
+            start,
+            len: m.len,
+            handle: m.handle,
+            perms: m.perms,
+        })
+    }
+
+    /// Checks that the GPU may fetch instructions from `va..va+len`: mapped, and executable.
+    pub fn check_exec(&self, va: u64, len: u64) -> Result<(), GpuFault> {
+        let t = self.table.read().unwrap_or_else(|p| p.into_inner());
+        find(&t, va, len.max(1), false)?;
+        match t.entry_at(va) {
+            Some((_, m)) if m.perms.exec => Ok(()),
+            _ => Err(GpuFault {
+                va,
+                write: false,
+                kind: FaultKind::NoExecute,
+            }),
+        }
     }
 
     /// Runs `f` with a host pointer to `va..va+len`, holding the table so the range stays mapped.
@@ -150,11 +244,26 @@ impl GpuVm {
         Ok(f(host as *mut u8))
     }
 
+    /// Runs `f` with host pointers to a destination range (written) and a source range (read),
+    /// both checked under one hold of the table (as [`GpuVm::copy`] does).
+    pub fn with_dst_src<R>(
+        &self,
+        dst: u64,
+        src: u64,
+        len: u64,
+        f: impl FnOnce(*mut u8, *const u8) -> R,
+    ) -> Result<R, GpuFault> {
+        let t = self.table.read().unwrap_or_else(|p| p.into_inner());
+        let s = find(&t, src, len.max(1), false)?;
+        let d = find(&t, dst, len.max(1), true)?;
+        Ok(f(d as *mut u8, s as *const u8))
+    }
+
     fn aligned<T>(va: u64, write: bool) -> Result<(), GpuFault> {
         if va % std::mem::align_of::<T>() as u64 != 0 {
             // Misaligned atomics are not something the emulated memory path supports; report it
             // like an access fault so the queue stops instead of the emulator crashing.
-            return Err(GpuFault { va, write });
+            return Err(GpuFault::not_present(va, write));
         }
         Ok(())
     }
@@ -261,30 +370,21 @@ mod tests {
     fn translate_and_fault() {
         let vm = GpuVm::default();
         let mut backing = vec![0u64; 512];
-        vm.map(0x10_0000, 4096, backing.as_mut_ptr().cast(), 1);
+        vm.map(0x10_0000, 4096, backing.as_mut_ptr().cast(), 1, Perms::ALL);
         vm.write_u64(0x10_0008, 42).unwrap();
         assert_eq!(backing[1], 42);
         assert_eq!(vm.read_u64(0x10_0008), Ok(42));
         assert_eq!(
             vm.read_u32(0x10_1000),
-            Err(GpuFault {
-                va: 0x10_1000,
-                write: false
-            })
+            Err(GpuFault::not_present(0x10_1000, false))
         );
         assert_eq!(
             vm.write(0x10_0FFC, &[0; 8]),
-            Err(GpuFault {
-                va: 0x10_1000,
-                write: true
-            })
+            Err(GpuFault::not_present(0x10_1000, true))
         );
         assert_eq!(
             vm.read_u32(0xF_FFFC),
-            Err(GpuFault {
-                va: 0xF_FFFC,
-                write: false
-            })
+            Err(GpuFault::not_present(0xF_FFFC, false))
         );
         assert!(vm.is_mapped(0x10_0000, 4096) && !vm.is_mapped(0x10_0000, 4097));
         assert_eq!(vm.atomic_add_i64(0x10_0008, -2), Ok(40));
@@ -308,6 +408,7 @@ mod tests {
                 4096,
                 b.as_mut_ptr().cast(),
                 i as u64,
+                Perms::ALL,
             );
         }
         for round in 0..3u64 {

@@ -13,8 +13,10 @@
 pub mod bindings;
 mod devkfd;
 mod driver;
+pub mod drm;
 mod errno;
 pub mod ioctl;
+pub mod queue_sizes;
 
 pub use devkfd::{DevKfd, DEV_KFD_PATH};
 pub use driver::{

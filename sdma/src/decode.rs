@@ -27,6 +27,33 @@ fn bad(op: u8, field: &'static str, value: u32) -> DecodeError {
 }
 
 impl SdmaPacket {
+    /// [`SdmaPacket::decode`] as the engine of one part reads it: a COPY_LINEAR or
+    /// CONSTANT_FILL whose count needs more bits than the part's count field has (22 on most
+    /// parts before SDMA 6, see [`SdmaVersion::max_copy_bytes`]) is refused with
+    /// [`DecodeError::BadField`], since that engine would read a different count.
+    pub fn decode_for_part(
+        ver: SdmaVersion,
+        gfx_target_version: u32,
+        dwords: &[u32],
+    ) -> Result<(SdmaPacket, usize), DecodeError> {
+        let (p, n) = Self::decode(ver, dwords)?;
+        // The raw "bytes - 1" field and the widest value the part's field holds.
+        let (op, field, width) = match (&p, dwords) {
+            (SdmaPacket::CopyLinear { .. }, [_, count, ..]) => {
+                (op::COPY, *count, ver.max_copy_bytes(gfx_target_version))
+            }
+            (SdmaPacket::ConstantFill { .. }, [_, _, _, _, count, ..]) => {
+                let bits = if ver == SdmaVersion::V6 { 30 } else { 22 };
+                (op::CONSTANT_FILL, *count, (1u64 << bits) - 1)
+            }
+            _ => return Ok((p, n)),
+        };
+        if u64::from(field & BYTE_COUNT_MASK) > width {
+            return Err(bad(op, "count", field));
+        }
+        Ok((p, n))
+    }
+
     /// Decodes the packet at the start of `dwords`, returning it and its length in dwords
     /// (at least 1). Total: any input gives a packet or an error, never a panic.
     ///

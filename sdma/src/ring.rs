@@ -225,8 +225,8 @@ impl SdmaRing {
     /// pointer).
     pub fn commit(&mut self) {
         // SAFETY: `wptr_mem` is valid for atomic stores while the ring lives (`new`'s contract).
-        unsafe { &*self.wptr_mem }.store(self.wptr, Ordering::Release);
+        order::publish_u64(unsafe { &*self.wptr_mem }, self.wptr);
         // SAFETY: as above, for `doorbell`.
-        unsafe { &*self.doorbell }.store(self.wptr, Ordering::Release);
+        order::ring_doorbell(unsafe { &*self.doorbell }, self.wptr);
     }
 }

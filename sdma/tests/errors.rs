@@ -353,3 +353,35 @@ fn decode_errors() {
     assert_eq!(bad(&with(0x8 | 1 << 31 | 7 << 28)), ("function", 7));
     assert_eq!(bad(&with(0xA | 1 << 16)), ("loop", 1));
 }
+
+#[test]
+fn the_decoder_of_a_part_refuses_counts_its_field_cannot_hold() {
+    // gfx90a's COPY_LINEAR count has 30 bits; gfx942's (SDMA 4.4.2) 22: the same 8 MiB copy is
+    // one packet on the first and a field overflow on the second.
+    let copy = SdmaPacket::CopyLinear {
+        src: 0x10_0000,
+        dst: 0x90_0000,
+        bytes: 8 << 20,
+    };
+    let mut d = Vec::new();
+    copy.encode(SdmaVersion::V4, GFX90A, &mut d).unwrap();
+    assert_eq!(
+        SdmaPacket::decode_for_part(SdmaVersion::V4, GFX90A, &d),
+        Ok((copy.clone(), 7))
+    );
+    assert!(matches!(
+        SdmaPacket::decode_for_part(SdmaVersion::V4, GFX942, &d),
+        Err(DecodeError::BadField { field: "count", .. })
+    ));
+    // Fills have the 22-bit count before SDMA 6 on every part: a 30-bit count is refused.
+    let mut fill = vec![0u32; 5];
+    fill[0] = 0xB | 2 << 30; // CONSTANT_FILL, dword fill size
+    fill[4] = (16 << 20) - 1;
+    assert!(matches!(
+        SdmaPacket::decode_for_part(SdmaVersion::V4, GFX90A, &fill),
+        Err(DecodeError::BadField { field: "count", .. })
+    ));
+    assert!(SdmaPacket::decode_for_part(SdmaVersion::V6, GFX1100, &fill).is_ok());
+    fill[4] = (4 << 20) - 1;
+    assert!(SdmaPacket::decode_for_part(SdmaVersion::V4, GFX90A, &fill).is_ok());
+}

@@ -2,7 +2,7 @@
 //! (the hidden queue pointer is that queue's), then dispatched as any raw-bytes dispatch is.
 
 use super::{KernelArgError, KernelArgs, LaunchContext, LaunchGeometry};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::kernel::Kernel;
 use crate::memory::Buffer;
 use crate::queue::{AqlQueue, Batch, Dispatch, Pm4Queue, Submission};
@@ -25,43 +25,39 @@ fn check_kernel(kernel: &Kernel, args: &KernelArgs) -> Result<(), KernelArgError
     }
 }
 
-fn dispatch<'a>(kernel: &'a Kernel, g: &LaunchGeometry, kernargs: &'a [u8]) -> Dispatch<'a> {
-    Dispatch {
-        kernel,
-        grid: g.grid,
-        workgroup: g.workgroup,
-        kernargs,
-        dynamic_lds: g.dynamic_lds,
+/// `d` with `kernargs` as its arguments; its own must be empty (the arguments come from a
+/// [`KernelArgs`]), so that no caller believes both are used.
+fn with_bytes<'a>(d: &Dispatch<'a>, kernargs: &'a [u8]) -> Result<Dispatch<'a>> {
+    if !d.kernargs.is_empty() {
+        return Err(Error::InvalidArgument(format!(
+            "dispatch of {:?} with KernelArgs also carries {} bytes of raw kernel arguments",
+            d.kernel.name(),
+            d.kernargs.len()
+        )));
     }
+    Ok(Dispatch { kernargs, ..*d })
 }
 
 impl AqlQueue {
-    /// Dispatches `kernel` with `args`, the hidden arguments filled for `geometry` on this
-    /// queue, and returns its completion.
-    pub fn dispatch_with_args(
-        &self,
-        kernel: &Kernel,
-        geometry: &LaunchGeometry,
-        args: &KernelArgs,
-    ) -> Result<Submission> {
+    /// Dispatches `d` (its kernel, geometry and ordering; its `kernargs` empty) with `args`,
+    /// the hidden arguments filled for the launch on this queue, and returns its completion.
+    pub fn dispatch_with_args(&self, d: &Dispatch<'_>, args: &KernelArgs) -> Result<Submission> {
         let mut b = self.batch()?;
-        b.dispatch_with_args(kernel, geometry, args)?;
+        b.dispatch_with_args(d, args)?;
         b.submit()
     }
 }
 
 impl Batch<'_> {
-    /// Adds a dispatch of `kernel` with `args`, the hidden arguments filled for `geometry` on
-    /// the batch's queue.
-    pub fn dispatch_with_args(
-        &mut self,
-        kernel: &Kernel,
-        geometry: &LaunchGeometry,
-        args: &KernelArgs,
-    ) -> Result<&mut Self> {
-        check_kernel(kernel, args)?;
-        let bytes = args.encode(geometry, &LaunchContext::for_queue(self.queue()))?;
-        self.dispatch(&dispatch(kernel, geometry, &bytes))
+    /// Adds the dispatch `d` (its `kernargs` empty) with `args`, the hidden arguments filled
+    /// for the launch on the batch's queue.
+    pub fn dispatch_with_args(&mut self, d: &Dispatch<'_>, args: &KernelArgs) -> Result<&mut Self> {
+        check_kernel(d.kernel, args)?;
+        let bytes = args.encode(
+            &LaunchGeometry::of(d),
+            &LaunchContext::for_queue(self.queue()),
+        )?;
+        self.dispatch(&with_bytes(d, &bytes)?)
     }
 }
 

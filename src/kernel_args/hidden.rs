@@ -5,6 +5,7 @@
 use super::KernelArgError;
 use crate::code_object::{ArgKind, KernelMetadata};
 use crate::device::Gpu;
+use crate::kernel::Kernel;
 use crate::queue::{AqlQueue, Dispatch};
 
 /// The shape of one launch.
@@ -34,6 +35,18 @@ impl LaunchGeometry {
             grid: dispatch.grid,
             workgroup: dispatch.workgroup,
             dynamic_lds: dispatch.dynamic_lds,
+        }
+    }
+
+    /// A [`Dispatch`] of `kernel` with this geometry, ordered as [`Dispatch::linear`] orders
+    /// (barrier bit, system scopes) and no raw kernel arguments: what
+    /// [`AqlQueue::dispatch_with_args`] takes.
+    pub fn dispatch<'a>(&self, kernel: &'a Kernel) -> Dispatch<'a> {
+        Dispatch {
+            grid: self.grid,
+            workgroup: self.workgroup,
+            dynamic_lds: self.dynamic_lds,
+            ..Dispatch::linear(kernel, 1, 1, &[])
         }
     }
 

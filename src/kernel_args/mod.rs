@@ -14,14 +14,14 @@
 //! # let kfd = kfdrt::Kfd::from_env()?;
 //! # let gpu = kfd.gpu(0).unwrap();
 //! # let (x, y) = (gpu.alloc(4096, kfdrt::MemoryKind::GttCoherent)?, gpu.alloc(4096, kfdrt::MemoryKind::GttCoherent)?);
-//! use kfdrt::kernel_args::{KernelArgs, LaunchGeometry};
+//! use kfdrt::{kernel_args::KernelArgs, Dispatch};
 //! let co = gpu.load_code_object(&std::fs::read("saxpy.co")?)?;
 //! let saxpy = co.kernel("saxpy")?;
 //! let mut args = KernelArgs::new(&saxpy)?;
 //! args.set_f32(0, 2.0)?.set_buffer(1, &x)?.set_buffer(2, &y)?.set_u32(3, 1024)?;
 //! let queue = gpu.create_aql_queue(Default::default())?;
 //! queue
-//!     .dispatch_with_args(&saxpy, &LaunchGeometry::linear(1024, 256), &args)?
+//!     .dispatch_with_args(&Dispatch::linear(&saxpy, 1024, 256, &[]), &args)?
 //!     .wait(None)?;
 //! # Ok(()) }
 //! ```

@@ -1,6 +1,6 @@
 //! [`Buffer`]: an owned GPU allocation with its mappings.
 
-use super::raw::RawAllocation;
+use super::raw::{GpuAccess, RawAllocation};
 use super::suballoc::{PoolKey, SubAllocation};
 use super::MemoryKind;
 use crate::device::{Gpu, Kfd};
@@ -20,9 +20,19 @@ pub struct AllocOptions {
     pub alignment: u64,
     /// Give the buffer its own KFD allocation even when it is small (bypass the suballocator).
     pub dedicated: bool,
+    /// Map it to the GPU without write permission: a GPU write faults (`read_only` in the
+    /// memory exception). The CPU may still write it. Read-only buffers are always dedicated.
+    pub read_only: bool,
 }
 
 impl AllocOptions {
+    fn access(&self) -> GpuAccess {
+        let mut a = GpuAccess::empty();
+        a.set(GpuAccess::WRITE, !self.read_only);
+        a.set(GpuAccess::EXECUTE, self.executable);
+        a
+    }
+
     /// Non-executable memory of `kind`.
     pub fn new(kind: MemoryKind) -> Self {
         AllocOptions {
@@ -30,6 +40,7 @@ impl AllocOptions {
             executable: false,
             alignment: 0,
             dedicated: false,
+            read_only: false,
         }
     }
 }
@@ -99,7 +110,11 @@ impl Gpu {
         let threshold = shared
             .suballoc_threshold
             .load(std::sync::atomic::Ordering::Relaxed);
-        if !options.dedicated && options.kind != MemoryKind::Pageable && size < threshold {
+        if !options.dedicated
+            && !options.read_only
+            && options.kind != MemoryKind::Pageable
+            && size < threshold
+        {
             let key = PoolKey {
                 gpu_index: self.index,
                 kind: options.kind,
@@ -121,7 +136,7 @@ impl Gpu {
             info.drm_render_minor,
             size,
             options.kind,
-            options.executable,
+            options.access(),
         )?;
         Ok(Buffer {
             kfd: self.kfd.clone(),

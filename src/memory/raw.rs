@@ -22,8 +22,19 @@ pub(crate) struct RawAllocation {
     pub(crate) cpu_mapped: bool,
 }
 
-/// What to ask KFD for: the memory kind's flags plus options.
-pub(crate) fn alloc_flags(kind: MemoryKind, executable: bool) -> u32 {
+bitflags::bitflags! {
+    /// What the GPU may do with an allocation besides reading it (its page-table permissions).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub(crate) struct GpuAccess: u8 {
+        /// The GPU may write it (`KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE`).
+        const WRITE = 1;
+        /// The GPU may fetch instructions from it (`KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE`).
+        const EXECUTE = 2;
+    }
+}
+
+/// What to ask KFD for: the memory kind's flags plus the GPU's permissions.
+pub(crate) fn alloc_flags(kind: MemoryKind, access: GpuAccess) -> u32 {
     let base = match kind {
         MemoryKind::DeviceLocal => {
             KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE
@@ -41,12 +52,14 @@ pub(crate) fn alloc_flags(kind: MemoryKind, executable: bool) -> u32 {
         }
         MemoryKind::Pageable => KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_COHERENT,
     };
-    let exec = if executable {
-        KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE
-    } else {
-        0
-    };
-    base | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE | exec
+    let mut flags = base;
+    if access.contains(GpuAccess::WRITE) {
+        flags |= KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
+    }
+    if access.contains(GpuAccess::EXECUTE) {
+        flags |= KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE;
+    }
+    flags
 }
 
 impl RawAllocation {
@@ -58,7 +71,7 @@ impl RawAllocation {
         render_minor: u32,
         size: u64,
         kind: MemoryKind,
-        executable: bool,
+        access: GpuAccess,
     ) -> Result<RawAllocation> {
         if size == 0 {
             return Err(Error::InvalidArgument("allocation size is 0".into()));
@@ -76,7 +89,7 @@ impl RawAllocation {
             va_addr: va.addr,
             size: len,
             gpu_id,
-            flags: alloc_flags(kind, executable),
+            flags: alloc_flags(kind, access),
             // USERPTR passes the user address in mmap_offset.
             mmap_offset: if kind == MemoryKind::Pageable {
                 va.addr

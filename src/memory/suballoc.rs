@@ -24,7 +24,7 @@
 //! to KFD at once; [`crate::Kfd::trim_memory`] returns all of them.
 
 use super::buddy::Buddy;
-use super::raw::RawAllocation;
+use super::raw::{GpuAccess, RawAllocation};
 use super::MemoryKind;
 use crate::device::KfdShared;
 use crate::error::{Error, Result};
@@ -132,7 +132,11 @@ impl Pool {
             gpu.info.drm_render_minor,
             BLOCK_SIZE,
             key.kind,
-            key.executable,
+            if key.executable {
+                GpuAccess::WRITE | GpuAccess::EXECUTE
+            } else {
+                GpuAccess::WRITE
+            },
         )?;
         let slot = match self.blocks.iter().position(Option::is_none) {
             Some(i) => i,

@@ -6,6 +6,7 @@
 //! once per batch. The ring is never overrun: reservation waits for the packet processor's read
 //! index (or reports [`Error::QueueFull`] with the non-blocking calls).
 
+use super::cwsr::{queue_buffer, ComputeAreas};
 use super::handle::KfdQueue;
 use super::kernarg::KernargRing;
 use crate::device::Gpu;
@@ -104,8 +105,7 @@ pub(crate) struct AqlQueueShared {
     // Memory the packet processor uses; freed after DESTROY_QUEUE, in Drop.
     ring_mem: Buffer,
     _amd_queue_mem: Buffer,
-    _eop: Option<Buffer>,
-    _cwsr: Option<Buffer>,
+    _areas: ComputeAreas,
 }
 
 // SAFETY: `amd_queue` points into `_amd_queue_mem`, owned by this struct; the fields the packet
@@ -148,10 +148,6 @@ impl fmt::Debug for AqlQueue {
     }
 }
 
-fn host_buffer(gpu: &Gpu, size: u64, kind: MemoryKind) -> Result<Buffer> {
-    gpu.alloc(size, kind)
-}
-
 impl Gpu {
     /// Creates an AQL queue.
     pub fn create_aql_queue(&self, options: AqlQueueOptions) -> Result<AqlQueue> {
@@ -164,10 +160,11 @@ impl Gpu {
         let kfd = self.kfd().clone();
         let info = self.info().clone();
         let ring_bytes = u64::from(n) * 64;
-        let ring_mem = host_buffer(self, ring_bytes, MemoryKind::GttCoherent)?;
-        let amd_queue_mem = host_buffer(self, 4096, MemoryKind::GttCoherent)?;
-        let kernarg_mem = host_buffer(
-            self,
+        // The ring and the amd_queue_t page (which holds the read and write indices) are each a
+        // whole buffer: KFD checks that they are, and a sub-allocation would share its pages.
+        let ring_mem = queue_buffer(self, ring_bytes, MemoryKind::GttCoherent)?;
+        let amd_queue_mem = queue_buffer(self, 4096, MemoryKind::GttCoherent)?;
+        let kernarg_mem = self.alloc(
             // At least one minimal region per ring slot, so a full ring of single dispatches
             // never waits for kernel-argument memory.
             options
@@ -201,13 +198,7 @@ impl Gpu {
         let q = unsafe { &*q_ptr };
         // gfx94x AQL queues take no EOP buffer (KFD only uses it for PM4 queues there).
         let gfx94x = (90400..90500).contains(&info.gfx_target_version);
-        let eop = if gfx94x {
-            None
-        } else {
-            Some(self.alloc(4096, MemoryKind::DeviceLocal)?)
-        };
-        let sizes = super::cwsr::cwsr_sizes(&info);
-        let cwsr = self.alloc(sizes.total_bytes, MemoryKind::DeviceLocal)?;
+        let areas = ComputeAreas::new(self, !gfx94x)?;
         let mut args = kfd_ioctl_create_queue_args {
             ring_base_address: ring_mem.gpu_address(),
             write_pointer_address: q.write_dispatch_id_address(),
@@ -218,11 +209,11 @@ impl Gpu {
             queue_type: KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
             queue_percentage: KFD_MAX_QUEUE_PERCENTAGE,
             queue_priority: options.priority.kfd(),
-            eop_buffer_address: eop.as_ref().map_or(0, Buffer::gpu_address),
-            eop_buffer_size: eop.as_ref().map_or(0, Buffer::allocated_size),
-            ctx_save_restore_address: cwsr.gpu_address(),
-            ctx_save_restore_size: sizes.ctx_save_restore_size,
-            ctl_stack_size: sizes.ctl_stack_size,
+            eop_buffer_address: areas.eop.as_ref().map_or(0, Buffer::gpu_address),
+            eop_buffer_size: areas.eop.as_ref().map_or(0, Buffer::size),
+            ctx_save_restore_address: areas.cwsr.gpu_address(),
+            ctx_save_restore_size: areas.sizes.ctx_save_restore_size,
+            ctl_stack_size: areas.sizes.ctl_stack_size,
             ..Default::default()
         };
         // SAFETY: every address in `args` is memory owned by the queue being built; the
@@ -262,8 +253,7 @@ impl Gpu {
             spare: std::sync::Mutex::new(None),
             ring_mem,
             _amd_queue_mem: amd_queue_mem,
-            _eop: eop,
-            _cwsr: Some(cwsr),
+            _areas: areas,
         })))
     }
 }
@@ -281,6 +271,16 @@ pub struct Dispatch<'a> {
     pub kernargs: &'a [u8],
     /// Dynamic LDS bytes per work-group, added to the kernel's static amount.
     pub dynamic_lds: u32,
+    /// Whether the dispatch starts only after every earlier packet of its queue has completed
+    /// (the AQL barrier bit). On by default, so a queue runs its work in order as a HIP stream
+    /// does. Off ([`Dispatch::unordered`]), the GPU may run the dispatch alongside the packets
+    /// before it: right only when it neither reads what they write nor writes what they use.
+    pub barrier: bool,
+    /// The memory scope made visible to the kernel before it starts (system by default).
+    pub acquire: FenceScope,
+    /// The memory scope the kernel's writes are released to when it ends (system by default:
+    /// the host and every GPU see them once the completion signal does).
+    pub release: FenceScope,
 }
 
 /// A [`Dispatch`] validated and encoded once ([`Dispatch::prepare`]): the hot loop of a runtime
@@ -289,7 +289,9 @@ pub struct Dispatch<'a> {
 #[derive(Clone, Copy, Debug)]
 pub struct PreparedDispatch<'a> {
     kernel: &'a Kernel,
-    /// The encoded packet: kernarg address 0, no completion signal, barrier bit clear.
+    /// LDS bytes per work-group: the kernel's static amount plus the dynamic part.
+    group_segment: u32,
+    /// The encoded packet: kernarg address 0, no completion signal.
     packet: [u32; 16],
 }
 
@@ -309,6 +311,17 @@ impl<'a> Dispatch<'a> {
             workgroup: [workgroup, 1, 1],
             kernargs,
             dynamic_lds: 0,
+            barrier: true,
+            acquire: FenceScope::System,
+            release: FenceScope::System,
+        }
+    }
+
+    /// The same dispatch without the barrier bit: it may overlap the packets before it.
+    pub fn unordered(self) -> Self {
+        Dispatch {
+            barrier: false,
+            ..self
         }
     }
 
@@ -317,17 +330,29 @@ impl<'a> Dispatch<'a> {
     #[inline]
     pub fn prepare(&self) -> Result<PreparedDispatch<'a>> {
         self.validate()?;
+        let group_segment = self
+            .kernel
+            .group_segment_size()
+            .checked_add(self.dynamic_lds)
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "LDS of {} static + {} dynamic bytes overflows",
+                    self.kernel.group_segment_size(),
+                    self.dynamic_lds
+                ))
+            })?;
         Ok(PreparedDispatch {
             kernel: self.kernel,
+            group_segment,
             packet: encode(Packet::KernelDispatch(KernelDispatchPacket {
-                barrier: false,
-                acquire: FenceScope::System,
-                release: FenceScope::System,
+                barrier: self.barrier,
+                acquire: self.acquire,
+                release: self.release,
                 dimensions: self.dimensions(),
                 workgroup_size: self.workgroup,
                 grid_size: self.grid,
                 private_segment_size: self.kernel.private_segment_size(),
-                group_segment_size: self.kernel.group_segment_size() + self.dynamic_lds,
+                group_segment_size: group_segment,
                 kernel_object: self.kernel.object(),
                 kernarg_address: 0,
                 completion_signal: 0,
@@ -447,6 +472,8 @@ pub struct Batch<'q> {
     queue: &'q AqlQueue,
     signal: Signal,
     submitted: bool,
+    /// The most LDS any dispatch of the batch asks for (checked against the GPU's at submission).
+    max_group_segment: u32,
     packets: Vec<[u32; 16]>,
     kernarg_bytes: Vec<u8>,
     kernarg_fixups: Vec<usize>,
@@ -518,14 +545,14 @@ impl AqlQueue {
         (v != 0).then_some(QueueFault { code: v as u64 })
     }
 
+    /// The queue's error, if it stopped: its own (the inactive signal), or its GPU's (a fault
+    /// or reset stops every queue of the GPU).
     fn check(&self) -> Result<()> {
-        match self.fault() {
-            Some(fault) => Err(Error::QueueError {
-                queue_id: self.0.handle.id(),
-                fault,
-            }),
-            None => Ok(()),
+        let queue_id = self.0.handle.id();
+        if let Some(fault) = self.fault() {
+            return Err(Error::QueueError { queue_id, fault });
         }
+        self.0.handle.check_exceptions()
     }
 
     /// Restricts the queue's dispatches to the compute units whose bits are set in `mask` (bit
@@ -601,8 +628,10 @@ impl AqlQueue {
         b.submit()
     }
 
-    /// Starts a batch: packets added to it are submitted together, with one doorbell, and the
-    /// batch's last packet carries the barrier bit and the completion signal.
+    /// Starts a batch: packets added to it are submitted together, with one doorbell. Each
+    /// dispatch keeps its own barrier bit (set unless it was made [`Dispatch::unordered`]); the
+    /// batch's last packet always carries the barrier bit and the completion signal, so the
+    /// batch completes only when everything in it has.
     pub fn batch(&self) -> Result<Batch<'_>> {
         self.check()?;
         let signal = self.0.gpu.kfd().create_signal(1)?;
@@ -617,6 +646,7 @@ impl AqlQueue {
             queue: self,
             signal,
             submitted: false,
+            max_group_segment: 0,
             packets: b.packets,
             kernarg_bytes: b.kernarg_bytes,
             kernarg_fixups: b.kernarg_fixups,
@@ -691,6 +721,7 @@ impl Batch<'_> {
     #[inline]
     pub fn dispatch_prepared(&mut self, p: &PreparedDispatch<'_>, kernargs: &[u8]) -> &mut Self {
         let mut packet = p.packet;
+        self.max_group_segment = self.max_group_segment.max(p.group_segment);
         let size = kernargs.len().max(p.kernel.kernarg_size() as usize);
         // A kernel that takes no arguments gets no kernarg segment (address 0), as its
         // descriptor declares none to load.
@@ -760,7 +791,26 @@ impl Batch<'_> {
         self.packets.is_empty()
     }
 
+    /// Attaches the completion signal. The packet carrying it must start after everything
+    /// before it has completed: the last packet when it has the barrier bit, else an empty
+    /// barrier-AND appended for it, so an unordered last dispatch still overlaps its
+    /// predecessors.
     fn finish(&mut self) -> Result<()> {
+        let lds = self.queue.0.gpu.info().lds_bytes;
+        if self.max_group_segment > lds {
+            return Err(Error::InvalidArgument(format!(
+                "a dispatch asks for {} bytes of LDS per work-group; {} has {lds}",
+                self.max_group_segment,
+                self.queue.0.gpu.info().gfx_target
+            )));
+        }
+        let unordered_tail = self
+            .packets
+            .last()
+            .is_some_and(|p| !aql::encoded_barrier(p));
+        if unordered_tail {
+            self.barrier(&[], false)?;
+        }
         if self.packets.len() > self.queue.0.size_packets as usize {
             return Err(Error::InvalidArgument(format!(
                 "batch of {} packets exceeds the queue's {} slots",
@@ -768,16 +818,22 @@ impl Batch<'_> {
                 self.queue.0.size_packets
             )));
         }
-        if self.packets.is_empty() {
-            self.barrier(&[], false)?;
-        }
         let handle = self.signal.handle();
         if let Some(last) = self.packets.last_mut() {
-            aql::set_encoded_barrier(last, true);
             aql::set_encoded_completion_signal(last, handle);
+            self.signal.arm_decrement();
         }
-        self.signal.arm_decrement();
         Ok(())
+    }
+
+    /// A submission of nothing: no packet, no doorbell, complete at once.
+    fn empty_submission(self) -> Submission {
+        self.signal.value_atomic().store(0, Ordering::Release);
+        Submission {
+            queue: self.queue.clone(),
+            signal: self.signal.clone(),
+            last_index: self.queue.write_index().saturating_sub(1),
+        }
     }
 
     fn write(mut self, mut r: aql::ring::Reservation<'_>) -> Submission {
@@ -835,9 +891,13 @@ impl Batch<'_> {
         Ok(())
     }
 
-    /// Submits the batch, waiting for ring space if needed.
+    /// Submits the batch, waiting for ring space if needed. An empty batch writes nothing and
+    /// rings no doorbell; its submission is complete at once.
     pub fn submit(mut self) -> Result<Submission> {
         self.finish()?;
+        if self.packets.is_empty() {
+            return Ok(self.empty_submission());
+        }
         self.place_kernargs(true)?;
         let q = self.queue;
         let n = self.packets.len() as u32;
@@ -849,7 +909,11 @@ impl Batch<'_> {
                     } else {
                         std::thread::yield_now();
                     }
-                    q.fault().is_none()
+                    // A full ring whose queue died never drains: give up on its error.
+                    if spins % crate::exception::POLL_ROUNDS == 0 {
+                        let _ = q.0.handle.poll_exceptions();
+                    }
+                    q.check().is_ok()
                 })
                 .map_err(|e| ring_error(q, e))?;
         Ok(self.write(r))
@@ -859,6 +923,9 @@ impl Batch<'_> {
     /// nothing written.
     pub fn try_submit(mut self) -> Result<Submission> {
         self.finish()?;
+        if self.packets.is_empty() {
+            return Ok(self.empty_submission());
+        }
         let q = self.queue;
         q.check()?;
         let in_flight = q.0.ring.write_index().saturating_sub(q.0.ring.read_index());

@@ -1,15 +1,16 @@
-//! Sizes of a compute queue's context save/restore (CWSR) area, as KFD expects them.
+//! The EOP buffer and context save/restore (CWSR) area every compute queue hands KFD.
 //!
-//! Linux 6.12+ rejects a queue whose CWSR sizes differ from its own computation, so kfdrt uses
-//! the same formula as libhsakmt (see `shared/reference/KFD.md`, "Context save/restore").
+//! Linux 6.12+ refuses a compute queue unless its EOP buffer and CWSR area are each a whole
+//! buffer of exactly the size KFD computes for the node, and `ctl_stack_size` is the node's.
+//! The numbers come from [`kfd_sys::queue_sizes`] (the kernel's formula, shared with the
+//! emulated driver); a kernel that publishes `cwsr_size` and `ctl_stack_size` in the topology
+//! is taken at its word.
 
+use crate::device::Gpu;
+use crate::error::{Error, Result};
+use crate::memory::{AllocOptions, Buffer, MemoryKind};
 use crate::topology::GpuInfo;
-
-const PAGE: u64 = 4096;
-
-fn page_align(v: u64) -> u64 {
-    v.div_ceil(PAGE) * PAGE
-}
+use kfd_sys::queue_sizes::{NodeShape, QueueAreaSizes};
 
 /// CWSR sizes for one queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -18,39 +19,91 @@ pub struct CwsrSizes {
     pub ctx_save_restore_size: u32,
     /// `ctl_stack_size` passed to `CREATE_QUEUE`.
     pub ctl_stack_size: u32,
-    /// Bytes to allocate: (ctx_save_restore_size + debug area) for every XCC.
+    /// Bytes to allocate: (ctx_save_restore_size + debug area) for every XCC, page aligned.
     pub total_bytes: u64,
+    /// The EOP buffer size the node asks for.
+    pub eop_buffer_size: u32,
 }
 
-/// Computes the CWSR sizes for `gpu`.
-pub fn cwsr_sizes(gpu: &GpuInfo) -> CwsrSizes {
-    let major = gpu.gfx_target_version / 10000;
-    let gfx10_plus = major >= 10;
-    let num_xcc = u64::from(gpu.num_xcc.max(1));
-    let cu_num = u64::from(gpu.compute_units) / num_xcc;
+/// The node's queue-area sizes, from the topology.
+pub(crate) fn queue_area_sizes(gpu: &GpuInfo) -> Option<QueueAreaSizes> {
     let props = &gpu.properties;
-    let wave_num = if gfx10_plus {
-        cu_num * 32
-    } else {
-        let arrays = props.get_or_zero("array_count");
-        let per_engine = props.get_or_zero("simd_arrays_per_engine").max(1);
-        (cu_num * 40).min(arrays / per_engine * 512)
-    };
-    let mut ctl_stack = page_align(wave_num * if gfx10_plus { 12 } else { 8 } + 8 + 40);
-    if major == 10 {
-        ctl_stack = ctl_stack.min(0x7000);
+    let prop = |k: &str| u32::try_from(props.get_or_zero(k)).unwrap_or(u32::MAX);
+    let mut sizes = QueueAreaSizes::for_node(&NodeShape {
+        gfx_target_version: gpu.gfx_target_version,
+        simd_count: prop("simd_count"),
+        simd_per_cu: prop("simd_per_cu"),
+        array_count: prop("array_count"),
+        simd_arrays_per_engine: prop("simd_arrays_per_engine"),
+        lds_size_in_kb: prop("lds_size_in_kb"),
+        num_xcc: gpu.num_xcc,
+    })?;
+    // Newer kernels publish what they will check.
+    if let Some(v) = props.get("cwsr_size").and_then(|v| u32::try_from(v).ok()) {
+        sizes.cwsr_size = v;
     }
-    let vgpr: u64 = match gpu.gfx_target_version {
-        90008 | 90010 | 90400..=90499 => 0x80000,
-        110000 | 110001 | 110501 | 120000 | 120001 => 0x60000,
-        _ => 0x40000,
-    };
-    let wg_data = page_align(cu_num * (vgpr + 0x4000 + 0x10000 + 0x1000));
-    let ctx = ctl_stack + wg_data;
-    let debug = (wave_num * 32).div_ceil(64) * 64;
-    CwsrSizes {
-        ctx_save_restore_size: u32::try_from(ctx).unwrap_or(u32::MAX),
-        ctl_stack_size: u32::try_from(ctl_stack).unwrap_or(u32::MAX),
-        total_bytes: (ctx + debug) * num_xcc,
+    if let Some(v) = props
+        .get("ctl_stack_size")
+        .and_then(|v| u32::try_from(v).ok())
+    {
+        sizes.ctl_stack_size = v;
     }
+    Some(sizes)
+}
+
+/// Computes the CWSR sizes for `gpu`, or `None` for a part without CWSR.
+pub fn cwsr_sizes(gpu: &GpuInfo) -> Option<CwsrSizes> {
+    let s = queue_area_sizes(gpu)?;
+    Some(CwsrSizes {
+        ctx_save_restore_size: s.cwsr_size,
+        ctl_stack_size: s.ctl_stack_size,
+        total_bytes: s.cwsr_total_bytes(),
+        eop_buffer_size: s.eop_buffer_size,
+    })
+}
+
+/// A compute queue's EOP buffer and CWSR area: each its own KFD allocation of exactly the size
+/// KFD checks, never suballocated (a sub-allocation is not a whole mapping).
+pub(crate) struct ComputeAreas {
+    pub(crate) sizes: CwsrSizes,
+    pub(crate) eop: Option<Buffer>,
+    pub(crate) cwsr: Buffer,
+}
+
+impl ComputeAreas {
+    /// Allocates the areas for a queue on `gpu`; `with_eop` is false only for gfx94x AQL queues,
+    /// whose command processor keeps no EOP queue in memory.
+    pub(crate) fn new(gpu: &Gpu, with_eop: bool) -> Result<ComputeAreas> {
+        let info = gpu.info();
+        let sizes = cwsr_sizes(info).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "{} has no context save/restore: kfdrt needs gfx8.0.1 or newer",
+                info.gfx_target
+            ))
+        })?;
+        let eop = if with_eop {
+            Some(queue_buffer(
+                gpu,
+                u64::from(sizes.eop_buffer_size),
+                MemoryKind::DeviceLocal,
+            )?)
+        } else {
+            None
+        };
+        let cwsr = queue_buffer(gpu, sizes.total_bytes, MemoryKind::DeviceLocal)?;
+        Ok(ComputeAreas { sizes, eop, cwsr })
+    }
+}
+
+/// Memory a queue hands the command processor (ring, pointer page, EOP, CWSR): a KFD allocation
+/// of its own. Its contents are whatever the driver gives; callers initialise what the engine
+/// reads.
+pub(crate) fn queue_buffer(gpu: &Gpu, size: u64, kind: MemoryKind) -> Result<Buffer> {
+    gpu.alloc_with(
+        size,
+        AllocOptions {
+            dedicated: true,
+            ..AllocOptions::new(kind)
+        },
+    )
 }

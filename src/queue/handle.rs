@@ -13,6 +13,8 @@ use std::sync::atomic::AtomicU64;
 pub(crate) struct KfdQueue {
     gpu: Gpu,
     id: u32,
+    /// Exceptions recorded before the queue existed (only later ones stop it).
+    exception_epoch: usize,
     doorbell_offset: u64,
     doorbell: *const AtomicU64,
 }
@@ -34,12 +36,14 @@ impl KfdQueue {
         args: &mut kfd_ioctl_create_queue_args,
     ) -> Result<KfdQueue> {
         args.gpu_id = gpu.id();
+        let exception_epoch = gpu.exception_epoch()?;
         // SAFETY: forwarded to the caller.
         unsafe { gpu.kfd().driver().kfd_ioctl_unchecked(args) }
             .map_err(Error::driver("AMDKFD_IOC_CREATE_QUEUE"))?;
         let mut q = KfdQueue {
             gpu: gpu.clone(),
             id: args.queue_id,
+            exception_epoch,
             doorbell_offset: args.doorbell_offset,
             doorbell: std::ptr::null(),
         };
@@ -53,6 +57,27 @@ impl KfdQueue {
         self.id
     }
 
+    /// The error a wait on this queue ends with if its GPU faulted or was reset since the queue
+    /// was created (no system call; see [`KfdQueue::poll_exceptions`]).
+    pub(crate) fn check_exceptions(&self) -> Result<()> {
+        self.exception_scope().check()
+    }
+
+    /// What a completion of this queue's work needs to tell whether the queue died.
+    pub(crate) fn exception_scope(&self) -> ExceptionScope {
+        ExceptionScope {
+            gpu: self.gpu.clone(),
+            epoch: self.exception_epoch,
+            queue_id: self.id,
+        }
+    }
+
+    /// [`KfdQueue::check_exceptions`] after looking at the exception events (a system call),
+    /// for loops that poll rather than sleep on events.
+    pub(crate) fn poll_exceptions(&self) -> Result<()> {
+        self.gpu.poll_exceptions(self.exception_epoch, self.id)
+    }
+
     /// The doorbell offset KFD returned.
     pub(crate) fn doorbell_offset(&self) -> u64 {
         self.doorbell_offset
@@ -61,6 +86,25 @@ impl KfdQueue {
     /// The queue's doorbell.
     pub(crate) fn doorbell(&self) -> *const AtomicU64 {
         self.doorbell
+    }
+}
+
+/// A queue's place in the exception record: its GPU, and how many exceptions came before it.
+#[derive(Clone, Debug)]
+pub(crate) struct ExceptionScope {
+    gpu: Gpu,
+    epoch: usize,
+    queue_id: u32,
+}
+
+impl ExceptionScope {
+    /// The error the queue's waits end with, if its GPU faulted or was reset after its creation.
+    pub(crate) fn check(&self) -> Result<()> {
+        self.gpu
+            .kfd()
+            .shared
+            .exceptions
+            .check(Some(self.gpu.id()), self.epoch, Some(self.queue_id))
     }
 }
 

@@ -5,6 +5,7 @@
 //! GPU's family and written with [`pm4::ring::Pm4Ring`]; one submission commits the write pointer
 //! and rings the doorbell once.
 
+use super::cwsr::{queue_buffer, ComputeAreas};
 use super::handle::KfdQueue;
 use super::QueuePriority;
 use crate::device::Gpu;
@@ -49,8 +50,7 @@ pub struct Pm4Queue {
     pointers: Buffer,
     fence_seq: AtomicU32,
     _ring_mem: Buffer,
-    _eop: Buffer,
-    _cwsr: Buffer,
+    _areas: ComputeAreas,
 }
 
 // SAFETY: the ring writer is behind a mutex; the pointers are into buffers the queue owns.
@@ -83,14 +83,16 @@ impl Gpu {
             GfxFamily::from_gfx_target_version(info.gfx_target_version).ok_or_else(|| {
                 Error::InvalidArgument(format!("no PM4 support for {}", info.gfx_target))
             })?;
-        let ring_mem = self.alloc(u64::from(bytes), MemoryKind::GttCoherent)?;
-        let pointers = self.alloc(4096, MemoryKind::GttUncached)?;
-        let eop = self.alloc(4096, MemoryKind::DeviceLocal)?;
-        let sizes = super::cwsr::cwsr_sizes(&info);
-        let cwsr = self.alloc(sizes.total_bytes, MemoryKind::DeviceLocal)?;
+        // Each a whole buffer of its own (KFD checks it): a fresh queue never inherits another
+        // queue's pointers or ring.
+        let ring_mem = queue_buffer(self, u64::from(bytes), MemoryKind::GttCoherent)?;
+        let pointers = queue_buffer(self, 4096, MemoryKind::GttUncached)?;
+        let areas = ComputeAreas::new(self, true)?;
         let ptr = pointers
             .as_ptr()
             .ok_or_else(|| Error::InvalidArgument("pointers not host-visible".into()))?;
+        // The engine starts from the pointers in memory: both at zero, whatever the driver gave.
+        pointers.write(0, &[0u8; 128])?;
         let mut args = kfd_ioctl_create_queue_args {
             ring_base_address: ring_mem.gpu_address(),
             ring_size: bytes,
@@ -100,11 +102,11 @@ impl Gpu {
             queue_type: KFD_IOC_QUEUE_TYPE_COMPUTE,
             queue_percentage: KFD_MAX_QUEUE_PERCENTAGE,
             queue_priority: options.priority.kfd(),
-            eop_buffer_address: eop.gpu_address(),
-            eop_buffer_size: eop.allocated_size().min(4096),
-            ctx_save_restore_address: cwsr.gpu_address(),
-            ctx_save_restore_size: sizes.ctx_save_restore_size,
-            ctl_stack_size: sizes.ctl_stack_size,
+            eop_buffer_address: areas.eop.as_ref().map_or(0, Buffer::gpu_address),
+            eop_buffer_size: areas.eop.as_ref().map_or(0, Buffer::size),
+            ctx_save_restore_address: areas.cwsr.gpu_address(),
+            ctx_save_restore_size: areas.sizes.ctx_save_restore_size,
+            ctl_stack_size: areas.sizes.ctl_stack_size,
             ..Default::default()
         };
         // SAFETY: every address in `args` is memory owned by the queue being built; the
@@ -139,8 +141,7 @@ impl Gpu {
             pointers,
             fence_seq: AtomicU32::new(0),
             _ring_mem: ring_mem,
-            _eop: eop,
-            _cwsr: cwsr,
+            _areas: areas,
         })
     }
 }
@@ -186,9 +187,12 @@ impl Pm4Queue {
     /// once. Returns the new write pointer. Fails with [`Error::Timeout`] if the CP makes no room
     /// within `timeout`.
     pub fn submit(&self, packets: &[Pm4Packet], timeout: Duration) -> Result<u64> {
+        // A queue its GPU's fault stopped runs nothing more.
+        self.handle.check_exceptions()?;
         let mut dwords = Vec::new();
         let mut ring = self.ring.lock().unwrap_or_else(|p| p.into_inner());
         let start = Instant::now();
+        let mut full_rounds = 0u32;
         for p in packets {
             dwords.clear();
             p.encode(self.family, &mut dwords);
@@ -199,6 +203,10 @@ impl Pm4Queue {
                         // Let the CP see what is written so far, then wait for it to make room.
                         ring.commit();
                         self.gpu.kfd().driver().doorbell_hint(self.gpu.id());
+                        full_rounds = full_rounds.wrapping_add(1);
+                        if full_rounds % 64 == 0 {
+                            self.handle.poll_exceptions()?;
+                        }
                         if start.elapsed() > timeout {
                             return Err(Error::Timeout {
                                 what: format!(
@@ -403,7 +411,12 @@ impl Pm4Queue {
         let start = Instant::now();
         // SAFETY: the fence word is in the queue's pointer page, 4-byte aligned.
         let word = unsafe { &*(self.word(FENCE) as *const AtomicU32) };
+        let mut rounds = 0u32;
         while word.load(Ordering::Acquire) != value {
+            rounds = rounds.wrapping_add(1);
+            if rounds % crate::exception::POLL_ROUNDS == 0 {
+                self.handle.poll_exceptions()?;
+            }
             if start.elapsed() > timeout {
                 return Err(Error::Timeout {
                     what: format!(

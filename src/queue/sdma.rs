@@ -7,11 +7,12 @@
 //! copies are split at the engine's per-packet maximum), then the signal's event is raised with
 //! a FENCE to its mailbox and a TRAP.
 
+use super::cwsr::queue_buffer;
 use super::handle::KfdQueue;
 use super::QueuePriority;
 use crate::device::Gpu;
 use crate::error::{Error, Result};
-use crate::memory::{AllocOptions, Buffer, MemoryKind};
+use crate::memory::{Buffer, MemoryKind};
 use crate::signal::{Condition, Signal, DEFAULT_SPIN};
 use kfd_sys::bindings::*;
 use sdma::ring::{RingError, SdmaRing};
@@ -51,6 +52,8 @@ impl std::fmt::Debug for SdmaQueue {
 #[derive(Debug)]
 pub struct CopyCompletion {
     signal: Signal,
+    /// The SDMA queue running the copy (its GPU's faults end the wait).
+    engine: Option<super::handle::ExceptionScope>,
     /// Set when the copy ran as a kernel: its submission also reports queue errors.
     kernel: Option<super::Submission>,
 }
@@ -59,17 +62,20 @@ impl CopyCompletion {
     pub(crate) fn from_submission(s: super::Submission) -> Self {
         CopyCompletion {
             signal: s.signal().clone(),
+            engine: None,
             kernel: Some(s),
         }
     }
 
-    /// Waits until the copy has completed.
+    /// Waits until the copy has completed. A fault on the engine's GPU ends the wait with
+    /// [`Error::DeviceFault`].
     pub fn wait(&self, timeout: Option<Duration>) -> Result<()> {
         if let Some(k) = &self.kernel {
             return k.wait(timeout);
         }
+        let check = || self.engine.as_ref().map_or(Ok(()), |e| e.check());
         self.signal
-            .wait_with(Condition::Lt(1), timeout, DEFAULT_SPIN, &[], &|| Ok(()))
+            .wait_with(Condition::Lt(1), timeout, DEFAULT_SPIN, &[], &check)
             .map(drop)
     }
 
@@ -95,14 +101,10 @@ impl Gpu {
                 Error::InvalidArgument(format!("no SDMA support for {}", info.gfx_target))
             })?;
         let ring_bytes: u32 = 64 * 1024;
-        let ring_mem = self.alloc(u64::from(ring_bytes), MemoryKind::GttCoherent)?;
-        let pointers = self.alloc_with(
-            4096,
-            AllocOptions {
-                dedicated: true,
-                ..AllocOptions::new(MemoryKind::GttUncached)
-            },
-        )?;
+        let ring_mem = queue_buffer(self, u64::from(ring_bytes), MemoryKind::GttCoherent)?;
+        let pointers = queue_buffer(self, 4096, MemoryKind::GttUncached)?;
+        // The engine starts from the pointers in memory: both at zero, whatever the driver gave.
+        pointers.write(0, &[0u8; 128])?;
         let mut args = kfd_ioctl_create_queue_args {
             ring_base_address: ring_mem.gpu_address(),
             ring_size: ring_bytes,
@@ -213,10 +215,13 @@ impl SdmaQueue {
 
     /// Writes `packets` (waiting up to `timeout` for the engine to make room), then commits once.
     pub fn submit(&self, packets: &[SdmaPacket], timeout: Duration) -> Result<u64> {
+        // A queue its GPU's fault stopped runs nothing more.
+        self.handle.check_exceptions()?;
         let gfx = self.gpu.info().gfx_target_version;
         let mut ring = self.ring.lock().unwrap_or_else(|p| p.into_inner());
         let mut dwords = Vec::new();
         let start = Instant::now();
+        let mut full_rounds = 0u32;
         for p in packets {
             dwords.clear();
             p.encode(self.version, gfx, &mut dwords)
@@ -227,6 +232,10 @@ impl SdmaQueue {
                     Err(RingError::Full) => {
                         ring.commit();
                         self.gpu.kfd().driver().doorbell_hint(self.gpu.id());
+                        full_rounds = full_rounds.wrapping_add(1);
+                        if full_rounds % 64 == 0 {
+                            self.handle.poll_exceptions()?;
+                        }
                         if start.elapsed() > timeout {
                             return Err(Error::Timeout {
                                 what: format!("room in SDMA queue {}", self.handle.id()),
@@ -264,7 +273,25 @@ impl SdmaQueue {
                 });
             }
         }
+        // SDMA 5 and later reach memory through the GL2 cache the shaders share: as ROCr does,
+        // write back and invalidate it (and the caches above it) before the copy reads, and
+        // write it back after, so the CPU and the other engines see what the copy wrote.
+        let gcr = self.version.has_gcr();
+        if gcr {
+            all.push(SdmaPacket::Gcr {
+                base: 0,
+                limit: 0,
+                control: sdma::gcr_control::WRITEBACK_INVALIDATE,
+            });
+        }
         all.append(&mut packets);
+        if gcr {
+            all.push(SdmaPacket::Gcr {
+                base: 0,
+                limit: 0,
+                control: sdma::gcr_control::WRITEBACK,
+            });
+        }
         all.push(SdmaPacket::Atomic {
             addr: signal.handle() + 8,
             op: AtomicOp::Add64,
@@ -284,6 +311,7 @@ impl SdmaQueue {
         self.submit(&all, Duration::from_secs(60))?;
         Ok(CopyCompletion {
             signal,
+            engine: Some(self.handle.exception_scope()),
             kernel: None,
         })
     }

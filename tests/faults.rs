@@ -1,0 +1,312 @@
+//! Faults end waits; they do not hang them. A GPU page fault (or an engine exception) is
+//! reported by KFD through the process's memory-exception events, with every queue of the
+//! faulting GPU stopped and no completion or error signal written; every kfdrt wait (AQL
+//! completions, copies on SDMA or blit kernels, PM4 fences) watches those events and returns
+//! `Error::DeviceFault` naming the address, the kind and the queue. Other GPUs keep working.
+
+mod common;
+
+use kfd_sys::bindings::*;
+use kfd_sys::DriverExt;
+use kfdrt::emu::{GpuFault, Preset, WorkGroup};
+use kfdrt::memory::AllocOptions;
+use kfdrt::{
+    AqlQueueOptions, Buffer, CopyPath, Dispatch, Error, Gpu, Kernel, MemoryKind, Pm4QueueOptions,
+};
+use sdma::{AtomicOp, SdmaPacket};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Long enough for anything that will complete; a hang shows as a timeout, not a stuck test.
+const T: Option<Duration> = Some(Duration::from_secs(20));
+const BAD: u64 = 0x7e57_0000_1000;
+
+fn wild_kernel(gpu: &Gpu, addr: u64) -> Kernel {
+    gpu.emulated_kernel(
+        "wild",
+        0,
+        Arc::new(move |wg: &WorkGroup<'_>| wg.mem.write_u32(addr + 8, 1)),
+    )
+    .unwrap()
+}
+
+fn counting_kernel(gpu: &Gpu, runs: Arc<AtomicU64>) -> Kernel {
+    gpu.emulated_kernel(
+        "count",
+        0,
+        Arc::new(move |_: &WorkGroup<'_>| -> Result<(), GpuFault> {
+            runs.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }),
+    )
+    .unwrap()
+}
+
+fn expect_fault(r: kfdrt::Result<()>, gpu: &Gpu, queue: u32, what: &str) -> kfdrt::MemoryException {
+    match r {
+        Err(Error::DeviceFault { queue_id, fault }) => {
+            assert_eq!(fault.gpu_id, gpu.id(), "{what}: {fault}");
+            assert_eq!(queue_id, Some(queue), "{what}");
+            fault
+        }
+        other => panic!("{what}: expected a device fault, got {other:?}"),
+    }
+}
+
+/// Unmaps `buf` from its own GPU behind kfdrt's back, so the GPU faults on it.
+fn pull_mapping(gpu: &Gpu, buf: &Buffer) {
+    let ids = [gpu.id()];
+    let mut u = kfd_ioctl_unmap_memory_from_gpu_args {
+        handle: buf.handle(),
+        device_ids_array_ptr: ids.as_ptr() as u64,
+        n_devices: 1,
+        n_success: 0,
+    };
+    // SAFETY (test): the device list outlives the call.
+    unsafe { gpu.kfd().driver().kfd_ioctl_unchecked(&mut u) }.unwrap();
+}
+
+#[test]
+fn a_page_fault_stops_every_queue_of_its_gpu_and_ends_their_waits() {
+    let kfd = common::emulated(Preset::Gfx90a, 2);
+    let (gpu, other) = (kfd.gpu(0).unwrap(), kfd.gpu(1).unwrap());
+    let runs = Arc::new(AtomicU64::new(0));
+    let wild = wild_kernel(&gpu, BAD);
+    let count = counting_kernel(&gpu, runs.clone());
+    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let sibling = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let sdma = gpu.create_sdma_queue().unwrap();
+    let pm4 = gpu.create_pm4_queue(Pm4QueueOptions::default()).unwrap();
+
+    // The faulting dispatch, then one queued behind it that must never run.
+    let faulting = q.dispatch(&Dispatch::linear(&wild, 1, 1, &[])).unwrap();
+    let behind = q.dispatch(&Dispatch::linear(&count, 1, 1, &[])).unwrap();
+    let f = expect_fault(faulting.wait(T), &gpu, q.id(), "the faulting dispatch");
+    assert_eq!(f.va, BAD, "the page of the faulting access");
+    assert!(f.not_present && !f.read_only && !f.no_execute && !f.imprecise);
+    expect_fault(behind.wait(T), &gpu, q.id(), "the packet behind it");
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "a later packet ran");
+    // The driver wrote no error signal: the fault came through the event.
+    assert!(q.fault().is_none());
+
+    // Every other queue of the GPU was evicted with it: their work is refused at submission
+    // once the fault is known.
+    expect_fault(
+        sibling
+            .dispatch(&Dispatch::linear(&count, 1, 1, &[]))
+            .map(drop),
+        &gpu,
+        sibling.id(),
+        "another AQL queue",
+    );
+    let buf = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    expect_fault(
+        sdma.fill(&buf, 0, 7, 64, &[]).map(drop),
+        &gpu,
+        sdma.id(),
+        "an SDMA copy",
+    );
+    expect_fault(
+        pm4.finish(Duration::from_secs(20)),
+        &gpu,
+        pm4.id(),
+        "a PM4 fence",
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+
+    // The other GPU is not affected.
+    let runs2 = Arc::new(AtomicU64::new(0));
+    let count2 = counting_kernel(&other, runs2.clone());
+    let q2 = other.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    q2.dispatch(&Dispatch::linear(&count2, 1, 1, &[]))
+        .unwrap()
+        .wait(T)
+        .unwrap();
+    assert_eq!(runs2.load(Ordering::SeqCst), 1);
+    let ob = other.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    other
+        .create_sdma_queue()
+        .unwrap()
+        .fill(&ob, 0, 5, 64, &[])
+        .unwrap()
+        .wait(T)
+        .unwrap();
+
+    // A queue created on the faulted GPU afterwards runs (KFD evicted the queues it had).
+    let fresh = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    fresh
+        .dispatch(&Dispatch::linear(&count, 1, 1, &[]))
+        .unwrap()
+        .wait(T)
+        .unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    // The old ones stay stopped.
+    expect_fault(
+        sibling
+            .dispatch(&Dispatch::linear(&count, 1, 1, &[]))
+            .map(drop),
+        &gpu,
+        sibling.id(),
+        "an evicted queue, later",
+    );
+}
+
+#[test]
+fn an_sdma_copy_that_faults_ends_its_wait() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let q = gpu.create_sdma_queue().unwrap();
+    let src = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    let dst = gpu
+        .alloc_with(
+            4096,
+            AllocOptions {
+                dedicated: true,
+                ..AllocOptions::new(MemoryKind::GttCoherent)
+            },
+        )
+        .unwrap();
+    pull_mapping(&gpu, &dst);
+    let c = q.copy(&dst, 0, &src, 0, 4096, &[]).unwrap();
+    let f = expect_fault(c.wait(T), &gpu, q.id(), "SDMA copy");
+    assert_eq!(f.va, dst.gpu_address());
+}
+
+#[test]
+fn a_blit_copy_that_faults_ends_its_wait() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let engine = gpu.copy_engine_preferring(CopyPath::Shader).unwrap();
+    let src = gpu.alloc(1 << 16, MemoryKind::GttCoherent).unwrap();
+    let dst = gpu
+        .alloc_with(
+            1 << 16,
+            AllocOptions {
+                dedicated: true,
+                ..AllocOptions::new(MemoryKind::GttCoherent)
+            },
+        )
+        .unwrap();
+    pull_mapping(&gpu, &dst);
+    let c = engine.copy(&dst, 0, &src, 0, 1 << 16, &[]).unwrap();
+    match c.wait(T) {
+        Err(Error::DeviceFault { fault, .. }) => assert_eq!(fault.va, dst.gpu_address()),
+        other => panic!("expected a device fault, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_pm4_write_to_an_unmapped_address_ends_finish() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let q = gpu.create_pm4_queue(Pm4QueueOptions::default()).unwrap();
+    let p = q.write_data(BAD, &[1, 2]);
+    q.submit(&[p], Duration::from_secs(5)).unwrap();
+    let f = expect_fault(q.finish(Duration::from_secs(20)), &gpu, q.id(), "PM4");
+    assert_eq!(f.va, BAD);
+}
+
+#[test]
+fn an_illegal_sdma_packet_is_an_exception_without_an_address() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let q = gpu.create_sdma_queue().unwrap();
+    let buf = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    q.submit(
+        &[SdmaPacket::Atomic {
+            addr: buf.gpu_address(),
+            op: AtomicOp::Other(0x7F),
+            src: 1,
+            cmp: 0,
+            loop_interval: 0,
+        }],
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    // Refused at submission if the exception is already known, else its wait ends with it.
+    let r = q.fill(&buf, 0, 1, 64, &[]).and_then(|c| c.wait(T));
+    let f = expect_fault(r, &gpu, q.id(), "after an illegal packet");
+    assert!(f.imprecise && f.va == 0, "{f:?}");
+}
+
+#[test]
+fn a_write_to_a_read_only_buffer_faults_as_read_only() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let ro = gpu
+        .alloc_with(
+            4096,
+            AllocOptions {
+                read_only: true,
+                ..AllocOptions::new(MemoryKind::GttCoherent)
+            },
+        )
+        .unwrap();
+    // The CPU may write it; the GPU may read it.
+    ro.write(0, &[9, 0, 0, 0]).unwrap();
+    let out = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    let (src, dst) = (ro.gpu_address(), out.gpu_address());
+    let copy = gpu
+        .emulated_kernel(
+            "copy_word",
+            0,
+            Arc::new(move |wg: &WorkGroup<'_>| {
+                let v = wg.mem.read_u32(src)?;
+                wg.mem.write_u32(dst, v)
+            }),
+        )
+        .unwrap();
+    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    q.dispatch(&Dispatch::linear(&copy, 1, 1, &[]))
+        .unwrap()
+        .wait(T)
+        .unwrap();
+    let mut v = [0u8; 4];
+    out.read(0, &mut v).unwrap();
+    assert_eq!(v, [9, 0, 0, 0]);
+    let wild = wild_kernel(&gpu, src - 8);
+    let s = q.dispatch(&Dispatch::linear(&wild, 1, 1, &[])).unwrap();
+    let f = expect_fault(s.wait(T), &gpu, q.id(), "write to read-only");
+    assert!(f.read_only && !f.not_present, "{f:?}");
+    assert_eq!(f.va, src);
+}
+
+#[test]
+fn code_in_memory_without_execute_permission_faults_as_no_execute() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let real = counting_kernel(&gpu, Arc::new(AtomicU64::new(0)));
+    // The same descriptor and code, copied into ordinary (non-executable) memory.
+    let plain = gpu
+        .alloc_with(
+            4096,
+            AllocOptions {
+                dedicated: true,
+                ..AllocOptions::new(MemoryKind::HostVisibleVram)
+            },
+        )
+        .unwrap();
+    let kd = real.descriptor().unwrap();
+    // SAFETY (test): the descriptor is 64 bytes of plain data.
+    let kd_bytes = unsafe {
+        std::slice::from_raw_parts((kd as *const aql::KernelDescriptor).cast::<u8>(), 64)
+    };
+    plain.write(0, kd_bytes).unwrap();
+    plain.write(256, &0xBF81_0000u32.to_le_bytes()).unwrap();
+    let emu = kfd.emulator().unwrap();
+    emu.bind_kernel(
+        plain.gpu_address(),
+        "copied",
+        Arc::new(|_: &WorkGroup<'_>| -> Result<(), GpuFault> { Ok(()) }),
+    );
+    // SAFETY (test): a valid descriptor at `plain`, which outlives the dispatch.
+    let k = unsafe { Kernel::from_raw("copied", plain.gpu_address(), 0, 0, 0) };
+    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let s = q.dispatch(&Dispatch::linear(&k, 1, 1, &[])).unwrap();
+    let f = expect_fault(s.wait(T), &gpu, q.id(), "fetch from non-executable memory");
+    assert!(f.no_execute, "{f:?}");
+    // The entry is 256 bytes in, on the buffer's first page: KFD reports the page.
+    assert_eq!(f.va, (plain.gpu_address() + 256) & !0xFFF);
+    emu.unbind_kernel(plain.gpu_address());
+}

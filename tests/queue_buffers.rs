@@ -1,0 +1,414 @@
+//! Queue memory as Linux 6.12+ checks it (`kfd_queue_acquire_buffers`): the ring, the pages of
+//! the read and write pointers, the EOP buffer and the CWSR area are each a whole GPU mapping of
+//! exactly the expected size; the queue holds them, so they cannot be unmapped under it; and a
+//! new queue starts from fresh memory, whatever queue came before it.
+
+mod common;
+
+use kfd_sys::bindings::*;
+use kfd_sys::DriverExt;
+use kfdrt::emu::Preset;
+use kfdrt::memory::AllocOptions;
+use kfdrt::queue::cwsr::cwsr_sizes;
+use kfdrt::{AqlQueueOptions, Buffer, Errno, Gpu, Kfd, MemoryKind, Pm4QueueOptions};
+use std::time::Duration;
+
+fn whole(gpu: &Gpu, size: u64, kind: MemoryKind) -> Buffer {
+    gpu.alloc_with(
+        size,
+        AllocOptions {
+            dedicated: true,
+            ..AllocOptions::new(kind)
+        },
+    )
+    .unwrap()
+}
+
+/// The buffers of one AQL queue, allocated the way the driver wants them.
+struct Parts {
+    ring: Buffer,
+    ptrs: Buffer,
+    eop: Buffer,
+    cwsr: Buffer,
+}
+
+impl Parts {
+    fn new(gpu: &Gpu) -> Parts {
+        let sizes = cwsr_sizes(gpu.info()).unwrap();
+        Parts {
+            ring: whole(gpu, 64 * 1024, MemoryKind::GttCoherent),
+            ptrs: whole(gpu, 4096, MemoryKind::GttCoherent),
+            eop: whole(
+                gpu,
+                u64::from(sizes.eop_buffer_size),
+                MemoryKind::DeviceLocal,
+            ),
+            cwsr: whole(gpu, sizes.total_bytes, MemoryKind::DeviceLocal),
+        }
+    }
+
+    fn args(&self, gpu: &Gpu) -> kfd_ioctl_create_queue_args {
+        let sizes = cwsr_sizes(gpu.info()).unwrap();
+        kfd_ioctl_create_queue_args {
+            ring_base_address: self.ring.gpu_address(),
+            ring_size: 64 * 1024,
+            // Where an amd_queue_t keeps its dispatch ids: both inside the one pointer page.
+            write_pointer_address: self.ptrs.gpu_address() + 56,
+            read_pointer_address: self.ptrs.gpu_address() + 128,
+            gpu_id: gpu.id(),
+            queue_type: KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
+            queue_percentage: 100,
+            queue_priority: 7,
+            eop_buffer_address: self.eop.gpu_address(),
+            eop_buffer_size: u64::from(sizes.eop_buffer_size),
+            ctx_save_restore_address: self.cwsr.gpu_address(),
+            ctx_save_restore_size: sizes.ctx_save_restore_size,
+            ctl_stack_size: sizes.ctl_stack_size,
+            ..Default::default()
+        }
+    }
+}
+
+fn create(kfd: &Kfd, a: &mut kfd_ioctl_create_queue_args) -> Result<i32, Errno> {
+    // SAFETY (test): every address is a live buffer of the calling test, kept until the queue
+    // is destroyed.
+    unsafe { kfd.driver().kfd_ioctl_unchecked(a) }
+}
+
+fn destroy(kfd: &Kfd, queue_id: u32) -> Result<i32, Errno> {
+    let mut d = kfd_ioctl_destroy_queue_args { queue_id, pad: 0 };
+    kfd.driver().kfd_ioctl(&mut d)
+}
+
+#[test]
+fn create_queue_checks_mirror_kfd() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let p = Parts::new(&gpu);
+    let good = p.args(&gpu);
+    let sizes = cwsr_sizes(gpu.info()).unwrap();
+    // Buffers that are mapped but not whole: a sub-allocation, and pages of larger buffers.
+    let sub = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    assert!(sub.is_suballocated());
+    let two_pages = whole(&gpu, 8192, MemoryKind::GttCoherent);
+    let big_ring = whole(&gpu, 128 * 1024, MemoryKind::GttCoherent);
+    let big_eop = whole(&gpu, 8192, MemoryKind::DeviceLocal);
+    let cases: Vec<(&str, kfd_ioctl_create_queue_args)> = vec![
+        (
+            "unknown gpu",
+            kfd_ioctl_create_queue_args {
+                gpu_id: 0x1234,
+                ..good
+            },
+        ),
+        (
+            "ring size not a power of two",
+            kfd_ioctl_create_queue_args {
+                ring_size: 3000,
+                ..good
+            },
+        ),
+        (
+            "percentage over 100",
+            kfd_ioctl_create_queue_args {
+                queue_percentage: 101,
+                ..good
+            },
+        ),
+        (
+            "priority over 15",
+            kfd_ioctl_create_queue_args {
+                queue_priority: 16,
+                ..good
+            },
+        ),
+        (
+            "unknown type",
+            kfd_ioctl_create_queue_args {
+                queue_type: 9,
+                ..good
+            },
+        ),
+        (
+            "ring unmapped",
+            kfd_ioctl_create_queue_args {
+                ring_base_address: 0x7000_0000_0000,
+                ..good
+            },
+        ),
+        (
+            "ring misaligned",
+            kfd_ioctl_create_queue_args {
+                ring_base_address: p.ring.gpu_address() + 64,
+                ..good
+            },
+        ),
+        (
+            "ring shorter than its buffer",
+            kfd_ioctl_create_queue_args {
+                ring_size: 32 * 1024,
+                ..good
+            },
+        ),
+        (
+            "ring in a larger buffer",
+            kfd_ioctl_create_queue_args {
+                ring_base_address: big_ring.gpu_address(),
+                ..good
+            },
+        ),
+        (
+            "ring not at its buffer's start",
+            kfd_ioctl_create_queue_args {
+                ring_base_address: big_ring.gpu_address() + 64 * 1024,
+                ..good
+            },
+        ),
+        (
+            "ring suballocated",
+            kfd_ioctl_create_queue_args {
+                ring_base_address: sub.gpu_address(),
+                ring_size: 4096,
+                ..good
+            },
+        ),
+        (
+            "rptr unmapped",
+            kfd_ioctl_create_queue_args {
+                read_pointer_address: 0x10,
+                ..good
+            },
+        ),
+        (
+            "rptr in a suballocation",
+            kfd_ioctl_create_queue_args {
+                read_pointer_address: sub.gpu_address(),
+                ..good
+            },
+        ),
+        (
+            "wptr in a two-page buffer",
+            kfd_ioctl_create_queue_args {
+                write_pointer_address: two_pages.gpu_address(),
+                ..good
+            },
+        ),
+        (
+            "rptr on the second page of a buffer",
+            kfd_ioctl_create_queue_args {
+                read_pointer_address: two_pages.gpu_address() + 4096,
+                ..good
+            },
+        ),
+        (
+            "eop size not the node's",
+            kfd_ioctl_create_queue_args {
+                eop_buffer_address: big_eop.gpu_address(),
+                eop_buffer_size: 8192,
+                ..good
+            },
+        ),
+        (
+            "eop in a larger buffer",
+            kfd_ioctl_create_queue_args {
+                eop_buffer_address: big_eop.gpu_address(),
+                ..good
+            },
+        ),
+        (
+            "no eop on gfx90a",
+            kfd_ioctl_create_queue_args {
+                eop_buffer_address: 0,
+                eop_buffer_size: 0,
+                ..good
+            },
+        ),
+        (
+            "no cwsr area",
+            kfd_ioctl_create_queue_args {
+                ctx_save_restore_address: 0,
+                ..good
+            },
+        ),
+        (
+            "control stack not the node's",
+            kfd_ioctl_create_queue_args {
+                ctl_stack_size: sizes.ctl_stack_size + 4096,
+                ..good
+            },
+        ),
+        (
+            "save area below the node's",
+            kfd_ioctl_create_queue_args {
+                ctx_save_restore_size: sizes.ctx_save_restore_size - 4096,
+                ..good
+            },
+        ),
+        (
+            "save area larger than its buffer",
+            kfd_ioctl_create_queue_args {
+                ctx_save_restore_size: sizes.ctx_save_restore_size + 4096,
+                ..good
+            },
+        ),
+        (
+            "cwsr area too small",
+            kfd_ioctl_create_queue_args {
+                ctx_save_restore_address: p.eop.gpu_address(),
+                ..good
+            },
+        ),
+    ];
+    for (what, mut a) in cases {
+        assert_eq!(create(&kfd, &mut a), Err(Errno::EINVAL), "{what}");
+    }
+    assert_eq!(kfd.emulator().unwrap().stats().live_queues, 0);
+    let mut a = good;
+    create(&kfd, &mut a).unwrap();
+    assert_eq!(kfd.emulator().unwrap().stats().live_queues, 1);
+    destroy(&kfd, a.queue_id).unwrap();
+    assert_eq!(destroy(&kfd, a.queue_id), Err(Errno::EINVAL), "twice");
+    assert_eq!(kfd.emulator().unwrap().stats().live_queues, 0);
+
+    // A save area larger than the node's is fine when the buffer holds it (KFD checks `<`).
+    let bigger = sizes.ctx_save_restore_size + 4096;
+    let cwsr = whole(&gpu, sizes.total_bytes + 4096, MemoryKind::DeviceLocal);
+    let mut a = kfd_ioctl_create_queue_args {
+        ctx_save_restore_address: cwsr.gpu_address(),
+        ctx_save_restore_size: bigger,
+        ..good
+    };
+    create(&kfd, &mut a).unwrap();
+    destroy(&kfd, a.queue_id).unwrap();
+}
+
+#[test]
+fn queue_buffers_cannot_be_unmapped_under_a_live_queue() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let p = Parts::new(&gpu);
+    let mut a = p.args(&gpu);
+    create(&kfd, &mut a).unwrap();
+    let ids = [gpu.id()];
+    let unmap = |buf: &Buffer| {
+        let mut u = kfd_ioctl_unmap_memory_from_gpu_args {
+            handle: buf.handle(),
+            device_ids_array_ptr: ids.as_ptr() as u64,
+            n_devices: 1,
+            n_success: 0,
+        };
+        // SAFETY (test): the device list outlives the call.
+        unsafe { kfd.driver().kfd_ioctl_unchecked(&mut u) }
+    };
+    for (what, buf) in [
+        ("ring", &p.ring),
+        ("pointers", &p.ptrs),
+        ("eop", &p.eop),
+        ("cwsr", &p.cwsr),
+    ] {
+        assert_eq!(unmap(buf), Err(Errno::EBUSY), "unmapping the {what}");
+        assert!(
+            kfd.emulator()
+                .unwrap()
+                .is_mapped(gpu.id(), buf.gpu_address(), buf.size()),
+            "{what} still mapped"
+        );
+    }
+    destroy(&kfd, a.queue_id).unwrap();
+    // Once the queue is gone the references are dropped: unmapping works, and so does mapping
+    // them again for the buffers' own teardown.
+    for buf in [&p.ring, &p.ptrs, &p.eop, &p.cwsr] {
+        unmap(buf).unwrap();
+        let mut m = kfd_ioctl_map_memory_to_gpu_args {
+            handle: buf.handle(),
+            device_ids_array_ptr: ids.as_ptr() as u64,
+            n_devices: 1,
+            n_success: 0,
+        };
+        // SAFETY (test): the device list outlives the call.
+        unsafe { kfd.driver().kfd_ioctl_unchecked(&mut m) }.unwrap();
+    }
+}
+
+#[test]
+fn kfdrt_queues_pass_the_checks_on_every_preset() {
+    for preset in [Preset::Gfx90a, Preset::Gfx942, Preset::Gfx1100] {
+        let kfd = common::emulated(preset, 1);
+        let gpu = kfd.gpu(0).unwrap();
+        // Small buffers first, so the suballocator has blocks a queue could have been carved
+        // from.
+        let _small: Vec<_> = (0..8)
+            .map(|_| gpu.alloc(4096, MemoryKind::GttCoherent).unwrap())
+            .collect();
+        let aql = gpu
+            .create_aql_queue(AqlQueueOptions {
+                size_packets: 64,
+                ..Default::default()
+            })
+            .unwrap_or_else(|e| panic!("{preset}: AQL queue: {e}"));
+        aql.barrier_and(&[])
+            .unwrap()
+            .wait(Some(Duration::from_secs(10)))
+            .unwrap();
+        let pm4 = gpu
+            .create_pm4_queue(Pm4QueueOptions::default())
+            .unwrap_or_else(|e| panic!("{preset}: PM4 queue: {e}"));
+        pm4.finish(Duration::from_secs(10)).unwrap();
+        let sdma = gpu
+            .create_sdma_queue()
+            .unwrap_or_else(|e| panic!("{preset}: SDMA queue: {e}"));
+        drop((aql, pm4, sdma));
+        assert_eq!(kfd.emulator().unwrap().stats().live_queues, 0);
+    }
+}
+
+/// A PM4 queue created after another was destroyed must not start from the old queue's write
+/// pointer and run its packets again.
+#[test]
+fn a_new_pm4_queue_starts_fresh() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let target = gpu.alloc(4096, MemoryKind::GttUncached).unwrap();
+    let q = gpu.create_pm4_queue(Pm4QueueOptions::default()).unwrap();
+    for i in 0..16u32 {
+        let p = q.write_data(target.gpu_address() + 4 * u64::from(i), &[0xA0 + i]);
+        q.submit(&[p], Duration::from_secs(5)).unwrap();
+    }
+    q.finish(Duration::from_secs(5)).unwrap();
+    drop(q);
+    target.write(0, &[0u8; 64]).unwrap();
+    let fresh = gpu.create_pm4_queue(Pm4QueueOptions::default()).unwrap();
+    assert_eq!(fresh.wptr(), 0);
+    assert_eq!(fresh.rptr(), 0);
+    fresh.finish(Duration::from_secs(5)).unwrap();
+    let mut now = [0u8; 64];
+    target.read(0, &mut now).unwrap();
+    assert_eq!(now, [0u8; 64], "the destroyed queue's packets ran again");
+}
+
+#[test]
+fn a_doorbell_mmap_must_cover_the_whole_slice() {
+    // kfd_doorbell_mmap: the process's doorbells of a GPU (two pages) are mapped whole.
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let offset = q.doorbell_offset() & !8191;
+    let map = |len: usize| {
+        // SAFETY (test): a fresh mapping of the driver's doorbell offset, unmapped below.
+        unsafe {
+            kfd.driver().mmap(
+                kfd_sys::MapSource::File(kfd_sys::Node::Kfd),
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                offset,
+            )
+        }
+    };
+    assert_eq!(map(4096), Err(Errno::EINVAL), "one page of two");
+    assert_eq!(map(3 * 4096), Err(Errno::EINVAL), "more than the slice");
+    let p = map(8192).unwrap();
+    // SAFETY (test): the mapping made just above.
+    unsafe { kfd.driver().munmap(p, 8192) }.unwrap();
+}

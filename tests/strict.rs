@@ -1,0 +1,135 @@
+//! kfd-emu's strict personality (on by default; `KFDRT_EMU_STRICT=0` turns it off): detectors
+//! for mistakes a GPU punishes with wrong results rather than an error. Each check is shown
+//! firing on a deliberately wrong client, and kfdrt's own use passes them all (the rest of the
+//! suite runs with the default, strict, configuration).
+
+mod common;
+
+use aql::{FenceScope, KernelDispatchPacket, Packet};
+use kfdrt::emu::{EmuConfig, GpuFault, Preset, WorkGroup};
+use kfdrt::{AqlQueue, AqlQueueOptions, Kernel, Kfd, MemoryKind};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+const T: Duration = Duration::from_secs(20);
+
+/// Publishes `p` on `queue` the way a correct producer does (body, then header with release,
+/// then the doorbell), bypassing kfdrt's own checks. Returns the packet's index.
+fn raw_publish(queue: &AqlQueue, p: &Packet) -> u64 {
+    // SAFETY (test): the amd_queue_t and the ring are live memory owned by `queue`.
+    let q = unsafe { &*(queue.amd_queue_address() as *const aql::AmdQueue) };
+    let id = q.write_dispatch_id.fetch_add(1, Ordering::AcqRel);
+    let slot = (queue.ring_address() + (id % u64::from(queue.size())) * 64) as *const AtomicU32;
+    let d = p.encode();
+    for (i, w) in d.iter().enumerate().skip(1) {
+        // SAFETY (test): dwords of the reserved slot.
+        unsafe { &*slot.add(i) }.store(*w, Ordering::Relaxed);
+    }
+    // SAFETY (test): dword 0 of the reserved slot.
+    unsafe { &*slot }.store(d[0], Ordering::Release);
+    id
+}
+
+fn counting_kernel(kfd: &Kfd, runs: Arc<AtomicU64>) -> Kernel {
+    kfd.gpu(0)
+        .unwrap()
+        .emulated_kernel(
+            "count",
+            8,
+            Arc::new(move |_: &WorkGroup<'_>| -> Result<(), GpuFault> {
+                runs.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            }),
+        )
+        .unwrap()
+}
+
+fn dispatch_with_kernargs_at(kernel: &Kernel, kernarg_address: u64) -> Packet {
+    Packet::KernelDispatch(KernelDispatchPacket {
+        barrier: true,
+        acquire: FenceScope::System,
+        release: FenceScope::System,
+        dimensions: 1,
+        workgroup_size: [1, 1, 1],
+        grid_size: [1, 1, 1],
+        private_segment_size: 0,
+        group_segment_size: 0,
+        kernel_object: kernel.object(),
+        kernarg_address,
+        completion_signal: 0,
+    })
+}
+
+fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let t0 = std::time::Instant::now();
+    while !f() {
+        assert!(t0.elapsed() < T, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn a_misaligned_kernarg_segment_is_refused() {
+    for strict in [true, false] {
+        let mut c = EmuConfig::new(Preset::Gfx90a, 1);
+        c.strict = strict;
+        let kfd = Kfd::emulated(c).unwrap();
+        let gpu = kfd.gpu(0).unwrap();
+        let runs = Arc::new(AtomicU64::new(0));
+        let kernel = counting_kernel(&kfd, runs.clone());
+        let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+        let args = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+        raw_publish(
+            &q,
+            &dispatch_with_kernargs_at(&kernel, args.gpu_address() + 4),
+        );
+        if strict {
+            wait_for("the queue error", || q.fault().is_some());
+            assert_eq!(
+                q.fault().unwrap().code & kfdrt::queue::error_bits::INVALID_ARGUMENT,
+                kfdrt::queue::error_bits::INVALID_ARGUMENT
+            );
+            assert_eq!(runs.load(Ordering::SeqCst), 0);
+        } else {
+            wait_for("the lenient run", || runs.load(Ordering::SeqCst) == 1);
+        }
+    }
+}
+
+#[test]
+fn code_rewritten_without_an_icache_invalidate_is_reported() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let emu = kfd.emulator().unwrap();
+    let runs = Arc::new(AtomicU64::new(0));
+    let kernel = counting_kernel(&kfd, runs.clone());
+    let entry = kernel.entry_address().unwrap();
+    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let run = || {
+        q.dispatch(&kfdrt::Dispatch::linear(&kernel, 1, 1, &[0; 8]))
+            .unwrap()
+            .wait(Some(T))
+            .unwrap()
+    };
+    run();
+    assert_eq!(emu.stats().stale_code_fetches, 0);
+    // New instructions at the same address (s_nop; s_endpgm), written from the CPU through the
+    // emulator's view of the code buffer, with no invalidate: the GPU may run the old ones.
+    let vm = emu.gpu_vm(gpu.id()).unwrap();
+    vm.write(entry, &[0x00, 0x00, 0x80, 0xBF, 0x00, 0x00, 0x81, 0xBF])
+        .unwrap();
+    run();
+    assert_eq!(
+        emu.stats().stale_code_fetches,
+        1,
+        "the stale fetch went unnoticed"
+    );
+    // With the invalidate kfdrt issues after writing code, the same change is fine.
+    q.invalidate_icache().unwrap().wait(Some(T)).unwrap();
+    vm.write(entry, &[0x00, 0x00, 0x81, 0xBF]).unwrap();
+    q.invalidate_icache().unwrap().wait(Some(T)).unwrap();
+    run();
+    assert_eq!(emu.stats().stale_code_fetches, 1);
+    assert_eq!(runs.load(Ordering::SeqCst), 3);
+}
