@@ -116,7 +116,7 @@ impl ShaderPath {
             size_packets: 256,
             ..Default::default()
         })?;
-        let [copy_aligned, copy_unaligned, fill] = blit_kernels(gpu)?;
+        let [copy_aligned, copy_unaligned, fill] = blit_kernels(gpu, &queue)?;
         Ok(ShaderPath {
             queue,
             copy_aligned,
@@ -144,15 +144,22 @@ enum Blit {
     Fill,
 }
 
-/// Loads the copy-aligned, copy-unaligned and fill kernels for `gpu`.
-fn blit_kernels(gpu: &Gpu) -> Result<[Kernel; 3]> {
+/// Loads the copy-aligned, copy-unaligned and fill kernels for `gpu`, invalidating the
+/// instruction cache on the queue that will run them (no other queue is needed for that).
+fn blit_kernels(gpu: &Gpu, queue: &AqlQueue) -> Result<[Kernel; 3]> {
     let elf = blit_code_object(&gpu.info().gfx_target).ok_or_else(|| {
         Error::InvalidArgument(format!(
             "no blit kernels for {} (there are for gfx90a, gfx942, gfx1100)",
             gpu.info().gfx_target
         ))
     })?;
-    let co = gpu.load_code_object(elf)?;
+    let co = gpu.load_code_object_with(
+        elf,
+        &crate::code_object::LoadOptions {
+            icache_queue: Some(queue),
+            ..Default::default()
+        },
+    )?;
     #[allow(unused_mut)]
     let mut kernels = [
         co.kernel("kfdrt_blit_copy_aligned")?,

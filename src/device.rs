@@ -53,6 +53,9 @@ pub(crate) struct GpuState {
     /// The MMIO-remap page, for HDP flushes: mapped at the first flush (`None` where the driver
     /// gives none).
     pub(crate) mmio: std::sync::OnceLock<Option<crate::memory::hdp::MmioPage>>,
+    /// The queue the code loader invalidates the instruction cache on, while code objects
+    /// hold it (a weak handle: the queue owns a `Gpu`, which owns this).
+    pub(crate) loader_queue: Mutex<crate::queue::WeakAqlQueue>,
 }
 
 /// What every handle of an open KFD shares. Dropped after the last buffer, event and queue.
@@ -255,6 +258,7 @@ impl Kfd {
                 apertures: ap,
                 doorbells: Mutex::new(None),
                 mmio: std::sync::OnceLock::new(),
+                loader_queue: Mutex::default(),
             });
         }
         let exceptions = ExceptionWatch::new(&*driver)?;

@@ -94,6 +94,13 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// A code object was refused (see [`crate::code_object::CodeObjectError`]).
+    #[error("code object: {0}")]
+    CodeObject(#[from] crate::code_object::CodeObjectError),
+    /// Kernel arguments do not match the kernel's metadata (see
+    /// [`crate::kernel_args::KernelArgError`]).
+    #[error("kernel arguments: {0}")]
+    KernelArgs(#[from] crate::kernel_args::KernelArgError),
     /// The emulated device could not be created.
     #[cfg(feature = "emu")]
     #[error("emulator: {0}")]

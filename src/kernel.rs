@@ -1,5 +1,8 @@
-//! [`Kernel`]: what a dispatch runs — a kernel descriptor's address and its segment sizes.
+//! [`Kernel`]: what a dispatch runs — a kernel descriptor's address and its segment sizes, and
+//! for kernels of a code object with a metadata note, what the compiler says about its arguments
+//! ([`KernelMetadata`]), which [`crate::kernel_args::KernelArgs`] builds them from.
 
+use crate::code_object::KernelMetadata;
 #[cfg(feature = "emu")]
 use crate::device::Gpu;
 #[cfg(feature = "emu")]
@@ -21,6 +24,8 @@ pub struct Kernel {
     descriptor: Option<aql::KernelDescriptor>,
     /// Memory holding the descriptor (and code), kept alive with the kernel.
     _code: Option<std::sync::Arc<Buffer>>,
+    /// What the code object's metadata note says about the kernel.
+    metadata: Option<std::sync::Arc<KernelMetadata>>,
     #[cfg(feature = "emu")]
     binding: Option<(std::sync::Arc<kfd_emu::Emulator>, u64)>,
 }
@@ -57,6 +62,7 @@ impl Kernel {
             private_segment_size,
             descriptor: None,
             _code: None,
+            metadata: None,
             #[cfg(feature = "emu")]
             binding: None,
         }
@@ -68,6 +74,7 @@ impl Kernel {
         object: u64,
         kd: aql::KernelDescriptor,
         code: std::sync::Arc<Buffer>,
+        metadata: Option<std::sync::Arc<KernelMetadata>>,
     ) -> Kernel {
         Kernel {
             name: name.to_owned(),
@@ -77,6 +84,7 @@ impl Kernel {
             private_segment_size: kd.private_segment_fixed_size,
             descriptor: Some(kd),
             _code: Some(code),
+            metadata,
             #[cfg(feature = "emu")]
             binding: None,
         }
@@ -119,6 +127,17 @@ impl Kernel {
         let kd = self.descriptor.as_ref()?;
         self.object
             .checked_add_signed(kd.kernel_code_entry_byte_offset)
+    }
+
+    /// The kernel's metadata (code objects with an `NT_AMDGPU_METADATA` note): its arguments,
+    /// hidden ones included, and resource use. `None` for kernels built otherwise.
+    pub fn metadata(&self) -> Option<&KernelMetadata> {
+        self.metadata.as_deref()
+    }
+
+    /// The metadata, shared (for [`crate::kernel_args::KernelArgs`]).
+    pub fn metadata_arc(&self) -> Option<&std::sync::Arc<KernelMetadata>> {
+        self.metadata.as_ref()
     }
 
     /// Static LDS bytes per work-group.
@@ -185,6 +204,7 @@ impl Gpu {
             private_segment_size: 0,
             descriptor: Some(kd),
             _code: Some(std::sync::Arc::new(code)),
+            metadata: None,
             binding: Some((emu, object)),
         })
     }

@@ -24,18 +24,21 @@ mod error;
 pub mod event;
 mod exception;
 pub mod kernel;
+pub mod kernel_args;
 pub mod memory;
 pub mod queue;
 pub mod signal;
 pub mod topology;
 
 pub use aql::FenceScope;
+pub use code_object::{CodeObject, CodeObjectError, LoadOptions};
 pub use copy::{CopyEngine, CopyPath};
 pub use device::{ClockCounters, DeviceChoice, Gpu, Kfd, DEVICE_ENV};
 pub use error::{Error, Result};
 pub use event::{Event, EventKind, MemoryException, WaitMode};
 pub use exception::DeviceReset;
 pub use kernel::Kernel;
+pub use kernel_args::{KernelArgs, LaunchGeometry};
 pub use kfd_sys::{DriverKind, Errno};
 pub use memory::{AllocOptions, Buffer, HostRegistration, MemoryKind};
 pub use queue::{

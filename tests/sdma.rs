@@ -343,7 +343,9 @@ fn blit_code_objects_load_for_every_preset_and_reject_other_targets() {
         for (other, other_elf) in objects {
             if other != preset {
                 match gpu.load_code_object(other_elf) {
-                    Err(Error::InvalidArgument(m)) => assert!(m.contains("built for"), "{m}"),
+                    Err(e @ Error::CodeObject(_)) => {
+                        assert!(e.to_string().contains("code object is for"), "{e}")
+                    }
                     r => panic!("{preset} loaded a {other} object: {r:?}"),
                 }
             }

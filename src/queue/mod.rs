@@ -8,6 +8,7 @@ pub(crate) mod kernarg;
 mod pm4;
 mod sdma;
 
+pub(crate) use self::aql::WeakAqlQueue;
 pub use self::aql::{
     AqlQueue, AqlQueueOptions, Batch, Dispatch, PreparedDispatch, QueueFault, QueuePriority,
     Submission,

@@ -152,6 +152,11 @@ impl Pm4Queue {
         self.handle.id()
     }
 
+    /// The GPU the queue runs on.
+    pub fn gpu(&self) -> &Gpu {
+        &self.gpu
+    }
+
     /// The GPU family the packets are encoded for.
     pub fn family(&self) -> GfxFamily {
         self.family

@@ -1,0 +1,244 @@
+//! Loading AMDGPU code objects as a loader does, and reading what the compiler says about them.
+//!
+//! [`crate::Gpu::load_code_object`] takes what a compiler writes — an ELF code object (v3, v4
+//! or v5) or a clang offload bundle (`hipcc --genco`), from which it picks the entry for the
+//! GPU — and:
+//! - checks the target: processor and features (`gfx90a:sramecc+:xnack-`) from `e_flags` and
+//!   the metadata, which must agree with each other and run on the GPU ([`crate::Gpu::target_id`]);
+//! - reads the `NT_AMDGPU_METADATA` note ([`CodeObjectMetadata`]): each kernel's arguments with
+//!   their kinds (hidden ones included), segment sizes, register counts;
+//! - places every `PT_LOAD` segment at its offset in one executable allocation and applies the
+//!   dynamic relocations (`R_AMDGPU_RELATIVE64`, `ABS64`, `ABS32`, `ABS32_LO`, `ABS32_HI`)
+//!   against `.dynsym`;
+//! - invalidates the GPU's instruction cache and waits for it, so the code is runnable when the
+//!   call returns.
+//!
+//! Permissions: KFD sets write and execute permission per allocation, not per page, and
+//! position-independent code finds its data at fixed distances, so all segments share one
+//! writable, executable allocation. Each segment's own permissions (`p_flags`) are recorded in
+//! [`LoadedSegment`] but not enforced by the GPU.
+//!
+//! Unloading is dropping: the code memory is freed when the [`CodeObject`] and every
+//! [`Kernel`] taken from it (which submissions keep alive) are gone.
+
+mod bundle;
+mod elf;
+mod error;
+mod load;
+mod metadata;
+mod note;
+mod reloc;
+mod target;
+
+pub use bundle::{is_bundle, BundleEntry, OffloadBundle, BUNDLE_MAGIC};
+pub use error::CodeObjectError;
+pub use load::{LoadOptions, DEFAULT_MAX_IMAGE_BYTES};
+pub use metadata::{
+    AddressSpace, ArgKind, CodeObjectMetadata, CodeObjectVersion, Dim, KernelArg, KernelMetadata,
+};
+pub use target::{FeatureSetting, TargetId};
+
+use crate::error::Result;
+use crate::kernel::Kernel;
+use crate::memory::Buffer;
+use crate::queue::AqlQueue;
+use std::sync::Arc;
+
+/// A loadable segment as placed in GPU memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoadedSegment {
+    /// `p_vaddr`.
+    pub vaddr: u64,
+    /// Its GPU address.
+    pub address: u64,
+    /// `p_memsz`.
+    pub mem_size: u64,
+    /// `p_filesz` (the rest, up to `mem_size`, is zero).
+    pub file_size: u64,
+    /// `PF_R`.
+    pub readable: bool,
+    /// `PF_W`.
+    pub writable: bool,
+    /// `PF_X`.
+    pub executable: bool,
+}
+
+/// What a `.dynsym` symbol is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SymbolKind {
+    /// `STT_OBJECT`: a variable or a kernel descriptor.
+    Object,
+    /// `STT_FUNC`: code.
+    Function,
+    /// Anything else.
+    Other,
+}
+
+/// A symbol a loaded code object defines.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SymbolInfo {
+    /// Its name.
+    pub name: String,
+    /// Its GPU address (the value itself for absolute symbols).
+    pub address: u64,
+    /// `st_size`.
+    pub size: u64,
+    /// `st_type`.
+    pub kind: SymbolKind,
+}
+
+/// A kernel of a loaded code object.
+struct LoadedKernel {
+    name: String,
+    /// Offset of the descriptor in the code memory.
+    descriptor_offset: u64,
+    descriptor: aql::KernelDescriptor,
+    metadata: Option<Arc<KernelMetadata>>,
+}
+
+/// A code object loaded on one GPU.
+pub struct CodeObject {
+    memory: Arc<Buffer>,
+    version: CodeObjectVersion,
+    target: TargetId,
+    metadata: Option<CodeObjectMetadata>,
+    kernels: Vec<LoadedKernel>,
+    symbols: Vec<SymbolInfo>,
+    segments: Vec<LoadedSegment>,
+    /// Keeps the GPU's loader queue alive while code objects use it.
+    _icache_queue: Option<AqlQueue>,
+}
+
+impl std::fmt::Debug for CodeObject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CodeObject")
+            .field("version", &self.version)
+            .field("target", &self.target.to_string())
+            .field("base", &format_args!("{:#x}", self.base_address()))
+            .field("kernels", &self.kernel_names().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl CodeObject {
+    /// Names of the kernels (those with a `.kd` descriptor symbol), in symbol-table order.
+    pub fn kernel_names(&self) -> impl Iterator<Item = &str> {
+        self.kernels.iter().map(|k| k.name.as_str())
+    }
+
+    fn find(&self, name: &str) -> Result<&LoadedKernel> {
+        self.kernels.iter().find(|k| k.name == name).ok_or_else(|| {
+            CodeObjectError::NoSuchKernel {
+                name: name.to_owned(),
+                available: self.kernel_names().map(str::to_owned).collect(),
+            }
+            .into()
+        })
+    }
+
+    /// The kernel `name`, ready to dispatch; it keeps the code memory alive.
+    pub fn kernel(&self, name: &str) -> Result<Kernel> {
+        let k = self.find(name)?;
+        Ok(Kernel::loaded(
+            name,
+            self.memory.gpu_address() + k.descriptor_offset,
+            k.descriptor,
+            self.memory.clone(),
+            k.metadata.clone(),
+        ))
+    }
+
+    /// The metadata of kernel `name` (`None` when the code object has no metadata note or the
+    /// note does not describe it).
+    pub fn kernel_metadata(&self, name: &str) -> Option<&KernelMetadata> {
+        self.kernels
+            .iter()
+            .find(|k| k.name == name)
+            .and_then(|k| k.metadata.as_deref())
+    }
+
+    /// The whole metadata note, when the code object has one.
+    pub fn metadata(&self) -> Option<&CodeObjectMetadata> {
+        self.metadata.as_ref()
+    }
+
+    /// The code-object version.
+    pub fn version(&self) -> CodeObjectVersion {
+        self.version
+    }
+
+    /// The target the code object was built for.
+    pub fn target(&self) -> &TargetId {
+        &self.target
+    }
+
+    /// Every symbol of `.dynsym` the code object defines, with its GPU address.
+    pub fn symbols(&self) -> &[SymbolInfo] {
+        &self.symbols
+    }
+
+    /// The defined symbol `name` (a `__device__` variable, a function, a descriptor).
+    pub fn symbol(&self, name: &str) -> Option<&SymbolInfo> {
+        self.symbols.iter().find(|s| s.name == name)
+    }
+
+    /// The GPU address of the defined symbol `name`, e.g. a `__device__` variable to read or
+    /// write with a copy.
+    pub fn symbol_address(&self, name: &str) -> Result<u64> {
+        self.symbol(name)
+            .map(|s| s.address)
+            .ok_or_else(|| CodeObjectError::NoSuchSymbol(name.to_owned()).into())
+    }
+
+    /// The loaded segments, by address, with the permissions the ELF asks for.
+    pub fn segments(&self) -> &[LoadedSegment] {
+        &self.segments
+    }
+
+    /// GPU address where the image (its lowest segment, rounded down to a page) starts.
+    pub fn base_address(&self) -> u64 {
+        self.memory.gpu_address()
+    }
+
+    /// Bytes of GPU memory the image occupies.
+    pub fn size(&self) -> u64 {
+        self.memory.size()
+    }
+
+    /// The memory holding the image (read it to inspect what was loaded and relocated).
+    pub fn memory(&self) -> &Buffer {
+        &self.memory
+    }
+}
+
+/// What a code object declares, read without loading it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CodeObjectInfo {
+    /// Its version.
+    pub version: CodeObjectVersion,
+    /// Its target (from `e_flags`, checked against the metadata's).
+    pub target: TargetId,
+    /// The metadata note, when there is one.
+    pub metadata: Option<CodeObjectMetadata>,
+    /// Names of the kernels with a descriptor in `.dynsym`.
+    pub kernels: Vec<String>,
+}
+
+/// Reads a code object's ELF (not a bundle: pick an entry with [`OffloadBundle`] first) and
+/// checks it as [`crate::Gpu::load_code_object`] would, short of a GPU: header, segments,
+/// target, metadata, descriptor placement, relocation types.
+pub fn inspect(elf: &[u8]) -> std::result::Result<CodeObjectInfo, CodeObjectError> {
+    if is_bundle(elf) {
+        return Err(CodeObjectError::Bundle(
+            "inspect takes an ELF: choose a bundle entry with OffloadBundle first".into(),
+        ));
+    }
+    let aligned = load::AlignedBytes::copy(elf);
+    let checked = load::check(aligned.as_slice(), u64::MAX)?;
+    Ok(CodeObjectInfo {
+        version: checked.elf.version,
+        target: checked.target,
+        kernels: checked.kernels.iter().map(|k| k.name.clone()).collect(),
+        metadata: checked.metadata,
+    })
+}
