@@ -12,6 +12,52 @@
 //! The render nodes answer the amdgpu queries libdrm makes ([`drm`]), and dispatches of ROCr
 //! 5.2.3's own gfx90a blit kernels are recognised and run on the host, so unmodified ROCm runs
 //! on the emulator through the `kfd-emu-preload` interposer.
+//!
+//! # What it refuses, as the driver and the GPU do
+//!
+//! Always (these are the driver's and the page table's own rules):
+//! - `CREATE_QUEUE` as Linux 6.12+ checks it: the ring, the pages of the read and write
+//!   pointers, the EOP buffer and the CWSR area are each a whole GPU mapping of exactly the size
+//!   KFD expects ([`kfd_sys::queue_sizes`]), and a live queue holds them (unmapping one: EBUSY).
+//! - Page permissions: a GPU write to a buffer allocated without `WRITABLE` faults as read-only,
+//!   a kernel whose code is not in `EXECUTABLE` memory faults as no-execute.
+//! - Faults as amdkfd reports them: a page fault (or an illegal PM4 or SDMA packet) evicts every
+//!   queue the process has on that GPU and signals the memory-exception events with the address
+//!   and kind; no completion signal is written. Packet errors the CP reports per queue (bad AQL
+//!   packets, bad arguments) go to the queue's error signal, as ROCr expects.
+//! - Interrupts set only signal events whose mailbox slot was written (KFD's slot lookup).
+//! - AQL ordering is no stronger than the spec: a dispatch followed by a published packet
+//!   without the barrier bit runs alongside it. A slot is read only once the write index passed
+//!   it.
+//! - amdgpu's limits: VRAM and visible VRAM per GPU, GTT and pinned memory against system memory,
+//!   SDMA queue slots, exact doorbell and MMIO mmap lengths, each part's SDMA count width.
+//!
+//! The strict personality ([`EmuConfig::strict`], on unless `KFDRT_EMU_STRICT=0`) adds detectors
+//! for mistakes a GPU does not report but punishes with wrong results:
+//! - a packet whose header was published before its body (free slots are marked; such a packet
+//!   stops the queue and counts in [`EmuStats::torn_packets`]);
+//! - a kernarg segment that is not 16-byte aligned (the queue stops with an argument error);
+//! - a GPU read of host-visible VRAM the CPU wrote since the last HDP flush
+//!   ([`EmuStats::unflushed_vram_reads`]; see the `hdp` module for how writes are seen);
+//! - a dispatch of code rewritten since the instruction cache fetched it, with no invalidate in
+//!   between ([`EmuStats::stale_code_fetches`]).
+//!
+//! # What it still forgives
+//!
+//! - Caches: data a kernel writes is visible to everything at once; release and acquire fence
+//!   scopes, and GPU-side cache maintenance (GCR requests, `ACQUIRE_MEM` other than the
+//!   instruction-cache action), change nothing. Only their presence is observable
+//!   ([`EmuStats::sdma_cache_requests`]).
+//! - Contents of new VRAM are zero (a GPU gives whatever the last owner left, or a poison
+//!   pattern).
+//! - Only the first 256 bytes at each kernel entry are compared by the instruction-cache model.
+//! - A system call that writes into host-visible VRAM (`read(2)` into a VRAM mapping) fails with
+//!   EFAULT in strict mode instead of silently bypassing the HDP model.
+//! - Emulated kernels (host functions) run their work-groups one after another; packets
+//!   overlap only as described above.
+//! - The events page the driver allocates itself when user space gives none (the APU path) is
+//!   not modelled; `F_GETFL` on a device descriptor (under the preload) does not reflect its
+//!   open flags.
 #![warn(missing_docs)]
 
 mod aql_proc;
