@@ -28,7 +28,7 @@ fn run_engine(name: &str, engine: &CopyEngine, gpu: &kfdrt::Gpu) -> kfdrt::Resul
             .copy(&dst, 0, &src, 0, size, &[])?
             .wait(Some(Duration::from_secs(120)))?;
         let el = t.elapsed();
-        if dst.as_slice() != Some(&data[..]) {
+        if dst.to_vec()? != data {
             return Err(kfdrt::Error::InvalidArgument(format!(
                 "{name}: {size}-byte copy differs"
             )));

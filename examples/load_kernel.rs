@@ -126,7 +126,7 @@ fn run_vector_add(gpu: &Gpu, kernel: &kfdrt::Kernel) -> Result<(), Box<dyn std::
     let queue = gpu.create_aql_queue(AqlQueueOptions::default())?;
     println!("\nrunning vector_add on {N} elements");
     let done = queue
-        .dispatch_with_args(&Dispatch::linear(kernel, N, 256, &[]), &args)
+        .dispatch(&Dispatch::linear(kernel, N, 256).with_args(&args))
         .and_then(|s| s.wait(Some(Duration::from_secs(60))));
     match done {
         Ok(()) => {}

@@ -78,7 +78,10 @@ fn run() -> kfdrt::Result<()> {
 
     let t = Instant::now();
     let grid = N.div_ceil(u32::from(WORKGROUP)) * u32::from(WORKGROUP);
-    let done = queue.dispatch(&Dispatch::linear(&kernel, grid, WORKGROUP, &args))?;
+    // SAFETY: the arguments hold the addresses of `a`, `b` and `c`, which live until after the
+    // wait below.
+    let d = unsafe { Dispatch::linear(&kernel, grid, WORKGROUP).with_raw_args(&args) };
+    let done = queue.dispatch(&d)?;
     done.wait(Some(std::time::Duration::from_secs(60)))?;
     println!(
         "dispatch + wait ({} work-groups): {:?}",

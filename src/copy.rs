@@ -276,6 +276,8 @@ impl CopyEngine {
         &self.gpu
     }
 
+    /// Launches `kind` over `bytes`; `buffers` are the buffers `dst` and `src_or_pattern` point
+    /// into, which the copy keeps allocated until it completes.
     fn blit(
         shader: &ShaderPath,
         kind: Blit,
@@ -283,6 +285,7 @@ impl CopyEngine {
         src_or_pattern: u64,
         bytes: u64,
         deps: &[&Signal],
+        buffers: &[&Buffer],
     ) -> Result<CopyCompletion> {
         let kernel = match kind {
             Blit::CopyAligned => &shader.copy_aligned,
@@ -292,6 +295,9 @@ impl CopyEngine {
         let mut b = shader.queue.batch()?;
         if !deps.is_empty() {
             b.barrier_and(deps)?;
+        }
+        for buf in buffers {
+            b.held.push(buf.retain());
         }
         // The kernels index elements and bytes with 32-bit registers: a launch covers less than
         // 4 GiB, so larger copies take several (independent, so they may overlap; the batch
@@ -318,7 +324,11 @@ impl CopyEngine {
             }
             args.extend_from_slice(&(stride as u32).to_le_bytes());
             args.extend_from_slice(&[0; 4]);
-            let d = Dispatch::linear(kernel, stride as u32, BLIT_GROUP as u16, &args);
+            // SAFETY: the arguments point into `buffers` (checked by the callers to hold the
+            // ranges), which the batch keeps allocated until the copy completes.
+            let d = unsafe {
+                Dispatch::linear(kernel, stride as u32, BLIT_GROUP as u16).with_raw_args(&args)
+            };
             // The first launch waits for the dependencies and earlier work; the rest need only
             // start after it (they touch other bytes).
             b.dispatch(&if done == 0 { d } else { d.unordered() })?;
@@ -355,7 +365,7 @@ impl CopyEngine {
         } else {
             Blit::CopyUnaligned
         };
-        Self::blit(shader, kind, d, s, bytes, deps)
+        Self::blit(shader, kind, d, s, bytes, deps, &[dst, src])
     }
 
     /// Fills `bytes` (a multiple of 4) of `dst[dst_off..]` with `pattern`.
@@ -372,7 +382,15 @@ impl CopyEngine {
             Path::Shader(shader) => {
                 check_fill(dst_off, bytes)?;
                 let d = check_range(&self.gpu, dst, dst_off, bytes, "destination")?;
-                Self::blit(shader, Blit::Fill, d, u64::from(pattern), bytes, deps)
+                Self::blit(
+                    shader,
+                    Blit::Fill,
+                    d,
+                    u64::from(pattern),
+                    bytes,
+                    deps,
+                    &[dst],
+                )
             }
         }
     }

@@ -287,6 +287,16 @@ impl Kfd {
         })
     }
 
+    /// Refuses an object of another device: `Err(ForeignObject { what })` unless `other` is
+    /// this device.
+    pub(crate) fn same_device(&self, other: &Kfd, what: &'static str) -> Result<()> {
+        if Arc::ptr_eq(&self.shared, &other.shared) {
+            Ok(())
+        } else {
+            Err(Error::ForeignObject { what })
+        }
+    }
+
     /// Hardware or emulated.
     pub fn kind(&self) -> DriverKind {
         self.shared.driver.kind()

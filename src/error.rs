@@ -84,6 +84,16 @@ pub enum Error {
         /// What the event reported.
         reset: crate::exception::DeviceReset,
     },
+    /// An object of another open device (another [`crate::Kfd`]) was given where this device's
+    /// is needed: its addresses mean nothing to this device's GPUs.
+    #[error("{what} belongs to another KFD device")]
+    ForeignObject {
+        /// What was given.
+        what: &'static str,
+    },
+    /// kfdrt broke one of its own invariants (a bug to report).
+    #[error("internal error: {0}")]
+    Internal(String),
     /// An environment variable holds a value kfdrt does not understand.
     #[error("environment variable {var}={value:?}: {reason}")]
     Environment {

@@ -11,6 +11,7 @@ use crate::memory::Buffer;
 #[cfg(feature = "emu")]
 use crate::memory::{AllocOptions, MemoryKind};
 use std::fmt;
+use std::sync::Arc;
 
 /// A kernel ready to dispatch: the address of its 64-byte kernel descriptor ("kernel object")
 /// plus the sizes a dispatch packet needs.
@@ -22,12 +23,39 @@ pub struct Kernel {
     private_segment_size: u32,
     /// The kernel descriptor, when kfdrt knows it (needed for PM4 dispatch).
     descriptor: Option<aql::KernelDescriptor>,
-    /// Memory holding the descriptor (and code), kept alive with the kernel.
-    _code: Option<std::sync::Arc<Buffer>>,
+    /// Memory holding the descriptor (and code).
+    memory: Option<Arc<Buffer>>,
+    /// What keeps the code runnable ([`KernelCode`]): held by the kernel and by every dispatch
+    /// of it until the dispatch completes.
+    code: Option<Arc<dyn Send + Sync>>,
     /// What the code object's metadata note says about the kernel.
-    metadata: Option<std::sync::Arc<KernelMetadata>>,
+    metadata: Option<Arc<KernelMetadata>>,
+}
+
+/// A kernel's code as GPU work needs it: the memory holding it and, on the emulated device, the
+/// host function bound to its descriptor. Freed (unbound) when the kernel and every dispatch of
+/// it are gone.
+struct KernelCode {
+    _memory: Arc<Buffer>,
     #[cfg(feature = "emu")]
-    binding: Option<(std::sync::Arc<kfd_emu::Emulator>, u64)>,
+    binding: Option<(Arc<kfd_emu::Emulator>, u64)>,
+}
+
+impl Drop for KernelCode {
+    fn drop(&mut self) {
+        #[cfg(feature = "emu")]
+        if let Some((emu, object)) = self.binding.take() {
+            emu.unbind_kernel(object);
+        }
+    }
+}
+
+fn code(memory: &Arc<Buffer>) -> Arc<dyn Send + Sync> {
+    Arc::new(KernelCode {
+        _memory: memory.clone(),
+        #[cfg(feature = "emu")]
+        binding: None,
+    })
 }
 
 impl fmt::Debug for Kernel {
@@ -61,10 +89,9 @@ impl Kernel {
             group_segment_size,
             private_segment_size,
             descriptor: None,
-            _code: None,
+            memory: None,
+            code: None,
             metadata: None,
-            #[cfg(feature = "emu")]
-            binding: None,
         }
     }
 
@@ -73,8 +100,8 @@ impl Kernel {
         name: &str,
         object: u64,
         kd: aql::KernelDescriptor,
-        code: std::sync::Arc<Buffer>,
-        metadata: Option<std::sync::Arc<KernelMetadata>>,
+        memory: Arc<Buffer>,
+        metadata: Option<Arc<KernelMetadata>>,
     ) -> Kernel {
         Kernel {
             name: name.to_owned(),
@@ -83,10 +110,9 @@ impl Kernel {
             group_segment_size: kd.group_segment_fixed_size,
             private_segment_size: kd.private_segment_fixed_size,
             descriptor: Some(kd),
-            _code: Some(code),
+            code: Some(code(&memory)),
+            memory: Some(memory),
             metadata,
-            #[cfg(feature = "emu")]
-            binding: None,
         }
     }
 
@@ -95,11 +121,22 @@ impl Kernel {
     #[cfg(feature = "emu")]
     pub(crate) fn bind_emulation(
         &mut self,
-        emu: std::sync::Arc<kfd_emu::Emulator>,
-        f: std::sync::Arc<kfd_emu::KernelFn>,
+        emu: Arc<kfd_emu::Emulator>,
+        f: Arc<kfd_emu::KernelFn>,
     ) {
+        let Some(memory) = self.memory.clone() else {
+            return;
+        };
         emu.bind_kernel(self.object, &self.name, f);
-        self.binding = Some((emu, self.object));
+        self.code = Some(Arc::new(KernelCode {
+            _memory: memory,
+            binding: Some((emu, self.object)),
+        }));
+    }
+
+    /// What a dispatch holds to keep the kernel's code runnable until it completes.
+    pub(crate) fn code(&self) -> Option<&Arc<dyn Send + Sync>> {
+        self.code.as_ref()
     }
 
     /// The kernel's name.
@@ -136,7 +173,7 @@ impl Kernel {
     }
 
     /// The metadata, shared (for [`crate::kernel_args::KernelArgs`]).
-    pub fn metadata_arc(&self) -> Option<&std::sync::Arc<KernelMetadata>> {
+    pub fn metadata_arc(&self) -> Option<&Arc<KernelMetadata>> {
         self.metadata.as_ref()
     }
 
@@ -172,7 +209,7 @@ impl Gpu {
         &self,
         name: &str,
         kernarg_size: u32,
-        f: std::sync::Arc<kfd_emu::KernelFn>,
+        f: Arc<kfd_emu::KernelFn>,
     ) -> Result<Kernel> {
         let emu = self.kfd().emulator().cloned().ok_or_else(|| {
             Error::InvalidArgument(format!("emulated kernel {name:?} on a real GPU"))
@@ -194,27 +231,18 @@ impl Gpu {
         code.write(0, bytes)?;
         // s_endpgm (SOPP opcode 1) at the entry, so the object is also well-formed machine code.
         code.write(256, &0xBF81_0000u32.to_le_bytes())?;
-        let object = code.gpu_address();
-        emu.bind_kernel(object, name, f);
-        Ok(Kernel {
+        let mut k = Kernel {
             name: name.to_owned(),
-            object,
+            object: code.gpu_address(),
             kernarg_size,
             group_segment_size: 0,
             private_segment_size: 0,
             descriptor: Some(kd),
-            _code: Some(std::sync::Arc::new(code)),
+            memory: Some(Arc::new(code)),
+            code: None,
             metadata: None,
-            binding: Some((emu, object)),
-        })
-    }
-}
-
-impl Drop for Kernel {
-    fn drop(&mut self) {
-        #[cfg(feature = "emu")]
-        if let Some((emu, object)) = self.binding.take() {
-            emu.unbind_kernel(object);
-        }
+        };
+        k.bind_emulation(emu, f);
+        Ok(k)
     }
 }

@@ -238,6 +238,26 @@ impl Signal {
         unsafe { &*self.0.slot.signal }
     }
 
+    /// The device the signal belongs to.
+    pub(crate) fn kfd(&self) -> &Kfd {
+        &self.0.kfd
+    }
+
+    /// A handle that keeps the signal's slot from being reused (for work that waits on it).
+    pub(crate) fn retain(&self) -> Arc<dyn Send + Sync> {
+        self.0.clone()
+    }
+
+    /// Forgets the completion armed on the signal: the engine that would have written it is
+    /// gone (its queue destroyed), so the slot may be reused once every handle is dropped.
+    pub(crate) fn disarm(&self) {
+        *self
+            .0
+            .armed_target
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
     /// The signal handle as packets carry it (the address of the `amd_signal_t`).
     pub fn handle(&self) -> u64 {
         self.0.slot.signal as u64

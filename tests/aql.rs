@@ -8,6 +8,18 @@ use kfdrt::{AqlQueueOptions, Dispatch, Error, EventKind, Kernel, Kfd, MemoryKind
 use std::sync::Arc;
 use std::time::Duration;
 
+/// A dispatch with raw kernel arguments.
+fn raw_dispatch<'a>(
+    kernel: &'a kfdrt::Kernel,
+    grid: u32,
+    workgroup: u16,
+    args: &'a [u8],
+) -> kfdrt::Dispatch<'a> {
+    // SAFETY (test): the addresses in every test's arguments are buffers the test keeps until
+    // it has waited for the dispatch (or the queue is gone).
+    unsafe { kfdrt::Dispatch::linear(kernel, grid, workgroup).with_raw_args(args) }
+}
+
 const LONG: Option<Duration> = Some(Duration::from_secs(120));
 
 fn emu() -> Kfd {
@@ -58,9 +70,7 @@ fn a_million_dispatches_from_four_producers_each_run_exactly_once() {
                     let mut batch = queue.batch().unwrap();
                     for id in start..start + BATCH {
                         let a = args(base, id);
-                        batch
-                            .dispatch(&Dispatch::linear(&kernel, 1, 1, &a))
-                            .unwrap();
+                        batch.dispatch(&raw_dispatch(&kernel, 1, 1, &a)).unwrap();
                     }
                     pending.push_back(batch.submit().unwrap());
                     // Keep a bounded number of completions outstanding.
@@ -77,7 +87,7 @@ fn a_million_dispatches_from_four_producers_each_run_exactly_once() {
     for t in threads {
         t.join().unwrap();
     }
-    let bytes = counters.as_slice().unwrap();
+    let bytes = counters.to_vec().unwrap();
     let mut wrong = Vec::new();
     for (id, c) in bytes.chunks_exact(8).enumerate() {
         let v = u64::from_le_bytes(c.try_into().unwrap());
@@ -132,7 +142,7 @@ fn try_submit_reports_full_while_stalled_and_everything_runs_after() {
     loop {
         let a = args(counters.gpu_address(), id);
         let mut b = queue.batch().unwrap();
-        b.dispatch(&Dispatch::linear(&kernel, 1, 1, &a)).unwrap();
+        b.dispatch(&raw_dispatch(&kernel, 1, 1, &a)).unwrap();
         match b.try_submit() {
             Ok(s) => subs.push(s),
             Err(Error::QueueFull { queue_id }) => {
@@ -154,7 +164,7 @@ fn try_submit_reports_full_while_stalled_and_everything_runs_after() {
     for s in &subs {
         s.wait(LONG).unwrap();
     }
-    let c = counters.as_slice().unwrap();
+    let c = counters.to_vec().unwrap();
     for i in 0..1024usize {
         let v = u64::from_le_bytes(c[i * 8..i * 8 + 8].try_into().unwrap());
         assert_eq!(v, u64::from(i < 64), "counter {i}");
@@ -210,9 +220,7 @@ fn invalid_kernel_object_stops_the_queue_with_a_typed_error() {
     let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     // SAFETY (test): the address is deliberately not a kernel; the emulator must reject it.
     let bogus = unsafe { Kernel::from_raw("bogus", 0x10_0000_0000, 0, 0, 0) };
-    let s = queue
-        .dispatch(&Dispatch::linear(&bogus, 64, 64, &[]))
-        .unwrap();
+    let s = queue.dispatch(&Dispatch::linear(&bogus, 64, 64)).unwrap();
     match s.wait(LONG) {
         Err(Error::QueueError { queue_id, fault }) => {
             assert_eq!(queue_id, queue.id());
@@ -236,18 +244,12 @@ fn bad_dispatch_arguments_are_refused_before_the_ring() {
         .unwrap();
     let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     let before = queue.write_index();
-    let zero = Dispatch {
-        grid: [0, 1, 1],
-        ..Dispatch::linear(&kernel, 1, 1, &[0; 16])
-    };
+    let zero = raw_dispatch(&kernel, 1, 1, &[0; 16]).with_grid([0, 1, 1]);
     assert!(matches!(
         queue.dispatch(&zero),
         Err(Error::InvalidArgument(_))
     ));
-    let huge = Dispatch {
-        workgroup: [1024, 2, 1],
-        ..Dispatch::linear(&kernel, 2048, 1, &[0; 16])
-    };
+    let huge = raw_dispatch(&kernel, 2048, 1, &[0; 16]).with_workgroup([1024, 2, 1]);
     assert!(matches!(
         queue.dispatch(&huge),
         Err(Error::InvalidArgument(_))
@@ -276,9 +278,7 @@ fn kernel_touching_unmapped_memory_reports_the_address() {
         )
         .unwrap();
     let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
-    let s = queue
-        .dispatch(&Dispatch::linear(&kernel, 1, 1, &[]))
-        .unwrap();
+    let s = queue.dispatch(&Dispatch::linear(&kernel, 1, 1)).unwrap();
     // A page fault is a device exception: the wait ends with it (see tests/faults.rs).
     match s.wait(LONG) {
         Err(Error::DeviceFault { fault, queue_id }) => {
@@ -325,20 +325,20 @@ fn prepared_dispatches_run_with_their_own_arguments() {
         .unwrap();
     let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     // A bad shape is refused when preparing, not later.
-    let bad = Dispatch {
-        workgroup: [64, 32, 1],
-        ..Dispatch::linear(&kernel, 1, 1, &[])
-    };
+    let bad = Dispatch::linear(&kernel, 1, 1).with_workgroup([64, 32, 1]);
     assert!(matches!(bad.prepare(), Err(Error::InvalidArgument(_))));
-    let prepared = Dispatch::linear(&kernel, 1, 1, &[]).prepare().unwrap();
+    let prepared = Dispatch::linear(&kernel, 1, 1).prepare().unwrap();
     for round in 0..4u64 {
         let mut batch = queue.batch().unwrap();
         for id in 0..64 {
-            batch.dispatch_prepared(&prepared, &args(counters.gpu_address(), round * 64 + id));
+            // SAFETY (test): the counters outlive the wait below.
+            unsafe {
+                batch.dispatch_prepared(&prepared, &args(counters.gpu_address(), round * 64 + id))
+            };
         }
         batch.submit().unwrap().wait(LONG).unwrap();
     }
-    let bytes = counters.as_slice().unwrap();
+    let bytes = counters.to_vec().unwrap();
     for (id, c) in bytes.chunks_exact(8).enumerate() {
         assert_eq!(u64::from_le_bytes(c.try_into().unwrap()), 1, "counter {id}");
     }
@@ -399,32 +399,24 @@ fn lds_beyond_the_gpu_or_overflowing_is_refused_before_the_ring() {
     let kernel = unsafe { Kernel::from_raw("lds", real.object(), 16, 16 << 10, 0) };
     let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     let before = queue.write_index();
-    let overflow = Dispatch {
-        dynamic_lds: u32::MAX,
-        ..Dispatch::linear(&kernel, 1, 1, &[0; 16])
-    };
+    let overflow = raw_dispatch(&kernel, 1, 1, &[0; 16]).with_dynamic_lds(u32::MAX);
     assert!(matches!(overflow.prepare(), Err(Error::InvalidArgument(_))));
     assert!(matches!(
         queue.dispatch(&overflow),
         Err(Error::InvalidArgument(_))
     ));
     // 16 KiB static + 49 KiB dynamic > the GPU's 64 KiB.
-    let too_much = Dispatch {
-        dynamic_lds: 49 << 10,
-        ..Dispatch::linear(&kernel, 1, 1, &[0; 16])
-    };
+    let too_much = raw_dispatch(&kernel, 1, 1, &[0; 16]).with_dynamic_lds(49 << 10);
     match queue.dispatch(&too_much) {
         Err(Error::InvalidArgument(m)) => assert!(m.contains("LDS"), "{m}"),
         other => panic!("{other:?}"),
     }
     let prepared = too_much.prepare().unwrap();
     let mut b = queue.batch().unwrap();
-    b.dispatch_prepared(&prepared, &[0; 16]);
+    // SAFETY (test): no address among the arguments.
+    unsafe { b.dispatch_prepared(&prepared, &[0; 16]) };
     assert!(matches!(b.submit(), Err(Error::InvalidArgument(_))));
     assert_eq!(queue.write_index(), before, "nothing reached the ring");
-    let fits = Dispatch {
-        dynamic_lds: 48 << 10,
-        ..Dispatch::linear(&kernel, 1, 1, &[0; 16])
-    };
+    let fits = raw_dispatch(&kernel, 1, 1, &[0; 16]).with_dynamic_lds(48 << 10);
     fits.prepare().unwrap();
 }

@@ -12,6 +12,18 @@ use kfdrt::code_object::{
 use kfdrt::emu::Preset;
 use kfdrt::{AqlQueueOptions, Error, Gpu, Kfd};
 
+/// A dispatch with raw kernel arguments.
+fn raw_dispatch<'a>(
+    kernel: &'a kfdrt::Kernel,
+    grid: u32,
+    workgroup: u16,
+    args: &'a [u8],
+) -> kfdrt::Dispatch<'a> {
+    // SAFETY (test): the addresses in every test's arguments are buffers the test keeps until
+    // it has waited for the dispatch (or the queue is gone).
+    unsafe { kfdrt::Dispatch::linear(kernel, grid, workgroup).with_raw_args(args) }
+}
+
 fn gpu(kfd: &Kfd) -> Gpu {
     kfd.gpu(0).unwrap()
 }
@@ -441,7 +453,7 @@ fn unloading_frees_the_code_once_no_kernel_uses_it() {
 /// (the emulator cannot run it: the queue stops with an invalid-code-object error, expected).
 fn fetch(gpu: &Gpu, kernel: &kfdrt::Kernel) {
     let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
-    let d = kfdrt::Dispatch::linear(kernel, 64, 64, &[0; 28]);
+    let d = raw_dispatch(kernel, 64, 64, &[0; 28]);
     let r = q
         .dispatch(&d)
         .and_then(|s| s.wait(Some(std::time::Duration::from_secs(20))));

@@ -272,7 +272,8 @@ mod interrupts {
         let gpu = kfd.gpu(0).unwrap();
         let q = gpu.create_sdma_queue().unwrap();
         let e = kfd.create_event(EventKind::Signal, false).unwrap();
-        q.submit(
+        common::sdma_submit(
+            &q,
             &[SdmaPacket::Trap {
                 int_context: e.id(),
             }],
@@ -284,7 +285,8 @@ mod interrupts {
             "an interrupt whose mailbox nobody wrote set the event"
         );
         let mailbox = e.mailbox_address().unwrap();
-        q.submit(
+        common::sdma_submit(
+            &q,
             &[
                 fence(mailbox, e.id()),
                 SdmaPacket::Trap {
@@ -304,7 +306,8 @@ mod interrupts {
         let q = gpu.create_sdma_queue().unwrap();
         let written = kfd.create_event(EventKind::Signal, false).unwrap();
         let idle = kfd.create_event(EventKind::Signal, false).unwrap();
-        q.submit(
+        common::sdma_submit(
+            &q,
             &[
                 fence(written.mailbox_address().unwrap(), written.id()),
                 SdmaPacket::Trap { int_context: 4000 },
@@ -326,7 +329,8 @@ mod interrupts {
             .unwrap();
         let mem = kfd.create_event(EventKind::Memory, false).unwrap();
         let scratch = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
-        q.submit(
+        common::pm4_submit(
+            &q,
             &[pm4::Pm4Packet::ReleaseMem {
                 event_type: pm4::event::CACHE_FLUSH_AND_INV_TS,
                 event_index: 5,
@@ -359,8 +363,7 @@ mod interrupts {
         let new = kfd.create_event(EventKind::Signal, false).unwrap();
         assert_eq!(new.id(), id, "the slot is reused");
         // A trap with an unknown id makes the driver scan the slots.
-        q.submit(&[SdmaPacket::Trap { int_context: 4001 }], T)
-            .unwrap();
+        common::sdma_submit(&q, &[SdmaPacket::Trap { int_context: 4001 }], T).unwrap();
         assert!(!new.wait(SHORT).unwrap(), "a stale slot set the new event");
     }
 }

@@ -80,8 +80,8 @@ fn a_page_fault_stops_every_queue_of_its_gpu_and_ends_their_waits() {
     let pm4 = gpu.create_pm4_queue(Pm4QueueOptions::default()).unwrap();
 
     // The faulting dispatch, then one queued behind it that must never run.
-    let faulting = q.dispatch(&Dispatch::linear(&wild, 1, 1, &[])).unwrap();
-    let behind = q.dispatch(&Dispatch::linear(&count, 1, 1, &[])).unwrap();
+    let faulting = q.dispatch(&Dispatch::linear(&wild, 1, 1)).unwrap();
+    let behind = q.dispatch(&Dispatch::linear(&count, 1, 1)).unwrap();
     let f = expect_fault(faulting.wait(T), &gpu, q.id(), "the faulting dispatch");
     assert_eq!(f.va, BAD, "the page of the faulting access");
     assert!(f.not_present && !f.read_only && !f.no_execute && !f.imprecise);
@@ -93,9 +93,7 @@ fn a_page_fault_stops_every_queue_of_its_gpu_and_ends_their_waits() {
     // Every other queue of the GPU was evicted with it: their work is refused at submission
     // once the fault is known.
     expect_fault(
-        sibling
-            .dispatch(&Dispatch::linear(&count, 1, 1, &[]))
-            .map(drop),
+        sibling.dispatch(&Dispatch::linear(&count, 1, 1)).map(drop),
         &gpu,
         sibling.id(),
         "another AQL queue",
@@ -119,7 +117,7 @@ fn a_page_fault_stops_every_queue_of_its_gpu_and_ends_their_waits() {
     let runs2 = Arc::new(AtomicU64::new(0));
     let count2 = counting_kernel(&other, runs2.clone());
     let q2 = other.create_aql_queue(AqlQueueOptions::default()).unwrap();
-    q2.dispatch(&Dispatch::linear(&count2, 1, 1, &[]))
+    q2.dispatch(&Dispatch::linear(&count2, 1, 1))
         .unwrap()
         .wait(T)
         .unwrap();
@@ -136,16 +134,14 @@ fn a_page_fault_stops_every_queue_of_its_gpu_and_ends_their_waits() {
     // A queue created on the faulted GPU afterwards runs (KFD evicted the queues it had).
     let fresh = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     fresh
-        .dispatch(&Dispatch::linear(&count, 1, 1, &[]))
+        .dispatch(&Dispatch::linear(&count, 1, 1))
         .unwrap()
         .wait(T)
         .unwrap();
     assert_eq!(runs.load(Ordering::SeqCst), 1);
     // The old ones stay stopped.
     expect_fault(
-        sibling
-            .dispatch(&Dispatch::linear(&count, 1, 1, &[]))
-            .map(drop),
+        sibling.dispatch(&Dispatch::linear(&count, 1, 1)).map(drop),
         &gpu,
         sibling.id(),
         "an evicted queue, later",
@@ -202,7 +198,7 @@ fn a_pm4_write_to_an_unmapped_address_ends_finish() {
     let gpu = kfd.gpu(0).unwrap();
     let q = gpu.create_pm4_queue(Pm4QueueOptions::default()).unwrap();
     let p = q.write_data(BAD, &[1, 2]);
-    q.submit(&[p], Duration::from_secs(5)).unwrap();
+    common::pm4_submit(&q, &[p], Duration::from_secs(5)).unwrap();
     let f = expect_fault(q.finish(Duration::from_secs(20)), &gpu, q.id(), "PM4");
     assert_eq!(f.va, BAD);
 }
@@ -213,7 +209,8 @@ fn an_illegal_sdma_packet_is_an_exception_without_an_address() {
     let gpu = kfd.gpu(0).unwrap();
     let q = gpu.create_sdma_queue().unwrap();
     let buf = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
-    q.submit(
+    common::sdma_submit(
+        &q,
         &[SdmaPacket::Atomic {
             addr: buf.gpu_address(),
             op: AtomicOp::Other(0x7F),
@@ -258,7 +255,7 @@ fn a_write_to_a_read_only_buffer_faults_as_read_only() {
         )
         .unwrap();
     let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
-    q.dispatch(&Dispatch::linear(&copy, 1, 1, &[]))
+    q.dispatch(&Dispatch::linear(&copy, 1, 1))
         .unwrap()
         .wait(T)
         .unwrap();
@@ -266,7 +263,7 @@ fn a_write_to_a_read_only_buffer_faults_as_read_only() {
     out.read(0, &mut v).unwrap();
     assert_eq!(v, [9, 0, 0, 0]);
     let wild = wild_kernel(&gpu, src - 8);
-    let s = q.dispatch(&Dispatch::linear(&wild, 1, 1, &[])).unwrap();
+    let s = q.dispatch(&Dispatch::linear(&wild, 1, 1)).unwrap();
     let f = expect_fault(s.wait(T), &gpu, q.id(), "write to read-only");
     assert!(f.read_only && !f.not_present, "{f:?}");
     assert_eq!(f.va, src);
@@ -303,7 +300,7 @@ fn code_in_memory_without_execute_permission_faults_as_no_execute() {
     // SAFETY (test): a valid descriptor at `plain`, which outlives the dispatch.
     let k = unsafe { Kernel::from_raw("copied", plain.gpu_address(), 0, 0, 0) };
     let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
-    let s = q.dispatch(&Dispatch::linear(&k, 1, 1, &[])).unwrap();
+    let s = q.dispatch(&Dispatch::linear(&k, 1, 1)).unwrap();
     let f = expect_fault(s.wait(T), &gpu, q.id(), "fetch from non-executable memory");
     assert!(f.no_execute, "{f:?}");
     // The entry is 256 bytes in, on the buffer's first page: KFD reports the page.

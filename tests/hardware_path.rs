@@ -7,6 +7,8 @@
 //! would see: sysfs parsing, the render node's mmap offsets, doorbell and events-page mappings,
 //! userptr registration, and one process-wide KFD context shared by every `Kfd::open`.
 
+mod common;
+
 use kfdrt::{Condition, CopyPath, DriverKind, EventKind, Kfd, MemoryKind};
 use sdma::SdmaPacket;
 use std::path::PathBuf;
@@ -155,12 +157,13 @@ fn sdma_and_host_memory(gpu: &kfdrt::Gpu) {
     let data: Vec<u8> = (0..n).map(|i| (i * 7 % 251) as u8).collect();
     src.write(0, &data).unwrap();
     q.copy(&dst, 0, &src, 0, n, &[]).unwrap().wait(T).unwrap();
-    assert!(dst.as_slice().unwrap() == &data[..]);
+    assert!(dst.to_vec().unwrap() == data);
 
     // User memory registered with the GPU (userptr), written by the engine.
     let mut host = vec![0u8; 8192];
     let reg = gpu.register_host_memory(&mut host).expect("register");
-    q.submit(
+    common::sdma_submit(
+        &q,
         &[SdmaPacket::CopyLinear {
             src: src.gpu_address(),
             dst: reg.gpu_address(),
@@ -201,5 +204,5 @@ fn peer_copy(g0: &kfdrt::Gpu, g1: &kfdrt::Gpu) {
         .unwrap()
         .wait(T)
         .unwrap();
-    assert!(dst.as_slice().unwrap() == &data[..]);
+    assert!(dst.to_vec().unwrap() == data);
 }

@@ -401,20 +401,20 @@ fn aql_and_pm4_dispatches_carry_the_hidden_arguments() {
             let packets = q
                 .dispatch_packets_with_args(&kernel, &g, &args, &karg)
                 .unwrap();
-            q.submit(&packets, T).unwrap();
+            common::pm4_submit(&q, &packets, T).unwrap();
             q.finish(T).unwrap();
             (
-                out.as_slice().unwrap()[..size as usize].to_vec(),
+                out.to_vec().unwrap()[..size as usize].to_vec(),
                 LaunchContext::for_gpu(&gpu),
             )
         } else {
             let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
-            q.dispatch_with_args(&g.dispatch(&kernel), &args)
+            q.dispatch(&g.dispatch(&kernel).with_args(&args))
                 .unwrap()
                 .wait(Some(T))
                 .unwrap();
             (
-                out.as_slice().unwrap()[..size as usize].to_vec(),
+                out.to_vec().unwrap()[..size as usize].to_vec(),
                 LaunchContext::for_queue(&q),
             )
         }
@@ -458,8 +458,12 @@ fn arguments_must_belong_to_the_kernel_dispatched() {
         .unwrap();
     let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     let e = kernel_args_error(
-        q.dispatch_with_args(&LaunchGeometry::linear(8, 8).dispatch(&vadd), &args)
-            .unwrap_err(),
+        q.dispatch(
+            &LaunchGeometry::linear(8, 8)
+                .dispatch(&vadd)
+                .with_args(&args),
+        )
+        .unwrap_err(),
     );
     assert!(matches!(e, KernelArgError::OtherKernel { .. }), "{e}");
     assert_eq!(q.write_index(), 0, "nothing was submitted");

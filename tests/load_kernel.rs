@@ -89,7 +89,7 @@ fn upload(b: &Buffer, v: &[f32]) {
 }
 
 fn run(q: &AqlQueue, k: &Kernel, g: LaunchGeometry, args: &KernelArgs) {
-    q.dispatch_with_args(&g.dispatch(k), args)
+    q.dispatch(&g.dispatch(k).with_args(args))
         .unwrap()
         .wait(Some(T))
         .unwrap();

@@ -10,10 +10,22 @@
 mod common;
 
 use kfdrt::emu::{GpuFault, Preset, WorkGroup};
-use kfdrt::{AqlQueueOptions, Dispatch, Gpu, Kernel, MemoryKind};
+use kfdrt::{AqlQueueOptions, Gpu, Kernel, MemoryKind};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// A dispatch with raw kernel arguments.
+fn raw_dispatch<'a>(
+    kernel: &'a kfdrt::Kernel,
+    grid: u32,
+    workgroup: u16,
+    args: &'a [u8],
+) -> kfdrt::Dispatch<'a> {
+    // SAFETY (test): the addresses in every test's arguments are buffers the test keeps until
+    // it has waited for the dispatch (or the queue is gone).
+    unsafe { kfdrt::Dispatch::linear(kernel, grid, workgroup).with_raw_args(args) }
+}
 
 const T: Option<Duration> = Some(Duration::from_secs(60));
 
@@ -74,9 +86,9 @@ fn dependent_dispatches_in_a_batch_run_in_order_by_default() {
     let p = pair(&gpu, Duration::from_millis(100));
     let (pa, ca) = (args(x, 0), args(x, y));
     let mut b = q.batch().unwrap();
-    b.dispatch(&Dispatch::linear(&p.producer, 1, 1, &pa[..8]))
+    b.dispatch(&raw_dispatch(&p.producer, 1, 1, &pa[..8]))
         .unwrap()
-        .dispatch(&Dispatch::linear(&p.consumer, 1, 1, &ca))
+        .dispatch(&raw_dispatch(&p.consumer, 1, 1, &ca))
         .unwrap();
     b.submit().unwrap().wait(T).unwrap();
     let mut out = [0u8; 4];
@@ -98,11 +110,9 @@ fn separate_submissions_run_in_order_by_default() {
     let p = pair(&gpu, Duration::from_millis(100));
     let (pa, ca) = (args(x, 0), args(x, y));
     let first = q
-        .dispatch(&Dispatch::linear(&p.producer, 1, 1, &pa[..8]))
+        .dispatch(&raw_dispatch(&p.producer, 1, 1, &pa[..8]))
         .unwrap();
-    let second = q
-        .dispatch(&Dispatch::linear(&p.consumer, 1, 1, &ca))
-        .unwrap();
+    let second = q.dispatch(&raw_dispatch(&p.consumer, 1, 1, &ca)).unwrap();
     second.wait(T).unwrap();
     first.wait(T).unwrap();
     let mut out = [0u8; 4];
@@ -123,9 +133,9 @@ fn an_unordered_dispatch_overlaps_the_one_before_it() {
     let (pa, ca) = (args(x, 0), args(x, y));
     let t0 = Instant::now();
     let mut b = q.batch().unwrap();
-    b.dispatch(&Dispatch::linear(&p.producer, 1, 1, &pa[..8]))
+    b.dispatch(&raw_dispatch(&p.producer, 1, 1, &pa[..8]))
         .unwrap()
-        .dispatch(&Dispatch::linear(&p.consumer, 1, 1, &ca).unordered())
+        .dispatch(&raw_dispatch(&p.consumer, 1, 1, &ca).unordered())
         .unwrap();
     b.submit().unwrap().wait(T).unwrap();
     assert!(p.consumer_started.load(Ordering::Acquire));
@@ -154,9 +164,9 @@ fn a_barrier_packet_waits_for_overlapped_dispatches() {
     let p = pair(&gpu, Duration::from_secs(60));
     let (pa, ca) = (args(x, 0), args(x, y));
     let mut b = q.batch().unwrap();
-    b.dispatch(&Dispatch::linear(&p.producer, 1, 1, &pa[..8]))
+    b.dispatch(&raw_dispatch(&p.producer, 1, 1, &pa[..8]))
         .unwrap()
-        .dispatch(&Dispatch::linear(&p.consumer, 1, 1, &ca).unordered())
+        .dispatch(&raw_dispatch(&p.consumer, 1, 1, &ca).unordered())
         .unwrap()
         .barrier_and(&[])
         .unwrap();

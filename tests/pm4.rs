@@ -3,10 +3,22 @@
 mod common;
 
 use kfdrt::emu::{GpuFault, Preset, WorkGroup};
-use kfdrt::{AqlQueueOptions, Dispatch, EventKind, MemoryKind, Pm4QueueOptions};
+use kfdrt::{AqlQueueOptions, EventKind, MemoryKind, Pm4QueueOptions};
 use pm4::{CompareFunction, Pm4Packet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// A dispatch with raw kernel arguments.
+fn raw_dispatch<'a>(
+    kernel: &'a kfdrt::Kernel,
+    grid: u32,
+    workgroup: u16,
+    args: &'a [u8],
+) -> kfdrt::Dispatch<'a> {
+    // SAFETY (test): the addresses in every test's arguments are buffers the test keeps until
+    // it has waited for the dispatch (or the queue is gone).
+    unsafe { kfdrt::Dispatch::linear(kernel, grid, workgroup).with_raw_args(args) }
+}
 
 const T: Duration = Duration::from_secs(30);
 
@@ -35,12 +47,12 @@ fn nop_is_consumed() {
         .unwrap()
         .create_pm4_queue(Pm4QueueOptions::default())
         .unwrap();
-    let w = q
-        .submit(
-            &[Pm4Packet::Nop { padding: 3 }, Pm4Packet::Nop { padding: 0 }],
-            T,
-        )
-        .unwrap();
+    let w = common::pm4_submit(
+        &q,
+        &[Pm4Packet::Nop { padding: 3 }, Pm4Packet::Nop { padding: 0 }],
+        T,
+    )
+    .unwrap();
     assert_eq!(w, 5);
     wait_until("rptr to reach wptr", || {
         u64::from(q.rptr()) == q.wptr() % u64::from(q.size_dwords())
@@ -54,8 +66,7 @@ fn write_data_lands() {
     let q = gpu.create_pm4_queue(Pm4QueueOptions::default()).unwrap();
     let buf = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
     buf.write(0, &[0xFF; 64]).unwrap();
-    q.submit(&[q.write_data(buf.gpu_address() + 4, &[1, 2, 3])], T)
-        .unwrap();
+    common::pm4_submit(&q, &[q.write_data(buf.gpu_address() + 4, &[1, 2, 3])], T).unwrap();
     q.finish(T).unwrap();
     assert_eq!(read_u32s(&buf, 5), vec![0xFFFF_FFFF, 1, 2, 3, 0xFFFF_FFFF]);
 }
@@ -76,7 +87,8 @@ fn wraparound_with_a_packet_size_that_does_not_divide_the_ring() {
     let buf = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
     for i in 0..n {
         let v = 1000 + i as u32;
-        q.submit(
+        common::pm4_submit(
+            &q,
             &[q.write_data(buf.gpu_address() + 16 * i as u64, &[v, v, v])],
             T,
         )
@@ -113,7 +125,7 @@ fn sixty_five_queues_with_a_hundred_packets_each_drain() {
                 )
             })
             .collect();
-        q.submit(&packets, T).unwrap();
+        common::pm4_submit(q, &packets, T).unwrap();
     }
     for q in &queues {
         q.finish(T).unwrap();
@@ -133,7 +145,7 @@ fn release_mem_interrupt_wakes_an_event_wait() {
     let e = kfd.create_event(EventKind::Signal, true).unwrap();
     assert_ne!(e.id(), 0);
     assert!(!e.wait(Some(Duration::ZERO)).unwrap());
-    q.submit(&[q.signal_event(&e).unwrap()], T).unwrap();
+    common::pm4_submit(&q, &[q.signal_event(&e).unwrap()], T).unwrap();
     assert!(
         e.wait(Some(T)).unwrap(),
         "the RELEASE_MEM interrupt did not wake the wait"
@@ -155,8 +167,7 @@ fn disabled_queue_runs_nothing_until_enabled() {
     let q = gpu.create_pm4_queue(Pm4QueueOptions::default()).unwrap();
     let buf = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
     q.set_enabled(false).unwrap();
-    q.submit(&[q.write_data(buf.gpu_address(), &[77])], T)
-        .unwrap();
+    common::pm4_submit(&q, &[q.write_data(buf.gpu_address(), &[77])], T).unwrap();
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(read_u32s(&buf, 1), vec![0], "a disabled queue ran a packet");
     q.set_enabled(true).unwrap();
@@ -171,7 +182,8 @@ fn wait_reg_mem_holds_later_packets() {
     let q = gpu.create_pm4_queue(Pm4QueueOptions::default()).unwrap();
     let buf = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
     let flag = buf.gpu_address();
-    q.submit(
+    common::pm4_submit(
+        &q,
         &[
             q.wait_mem(flag, CompareFunction::Equal, 5, 0xFFFF_FFFF),
             q.write_data(flag + 4, &[1]),
@@ -200,7 +212,8 @@ fn unknown_opcode_stops_the_queue() {
     let ib = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
     ib.write(0, &bytes).unwrap();
-    q.submit(
+    common::pm4_submit(
+        &q,
         &[Pm4Packet::IndirectBuffer {
             addr: ib.gpu_address(),
             size_dwords: words.len() as u32,
@@ -258,11 +271,9 @@ fn pm4_and_aql_dispatch_of_the_same_kernel_agree() {
     // AQL: grid 4x3 groups of 16x2 work-items.
     let aq = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     let a = args(out_aql.gpu_address());
-    let d = Dispatch {
-        grid: [64, 6, 1],
-        workgroup: [16, 2, 1],
-        ..Dispatch::linear(&kernel, 0, 1, &a)
-    };
+    let d = raw_dispatch(&kernel, 0, 1, &a)
+        .with_grid([64, 6, 1])
+        .with_workgroup([16, 2, 1]);
     aq.dispatch(&d).unwrap().wait(Some(T)).unwrap();
     // PM4: the same launch, kernel arguments in GPU memory the caller owns.
     let pq = gpu.create_pm4_queue(Pm4QueueOptions::default()).unwrap();
@@ -271,7 +282,7 @@ fn pm4_and_aql_dispatch_of_the_same_kernel_agree() {
     let packets = pq
         .dispatch_packets(&kernel, [4, 3, 1], [16, 2, 1], karg.gpu_address())
         .unwrap();
-    pq.submit(&packets, T).unwrap();
+    common::pm4_submit(&pq, &packets, T).unwrap();
     pq.finish(T).unwrap();
     let (x, y) = (read_u32s(&out_aql, 12 * 8), read_u32s(&out_pm4, 12 * 8));
     assert_eq!(x[7], 0xC0DE, "AQL dispatch ran");
@@ -293,7 +304,8 @@ fn linux_style_nop_fillers_are_one_dword() {
     let ib = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
     ib.write(0, &bytes).unwrap();
-    q.submit(
+    common::pm4_submit(
+        &q,
         &[Pm4Packet::IndirectBuffer {
             addr: ib.gpu_address(),
             size_dwords: words.len() as u32,

@@ -372,7 +372,7 @@ fn a_new_pm4_queue_starts_fresh() {
     let q = gpu.create_pm4_queue(Pm4QueueOptions::default()).unwrap();
     for i in 0..16u32 {
         let p = q.write_data(target.gpu_address() + 4 * u64::from(i), &[0xA0 + i]);
-        q.submit(&[p], Duration::from_secs(5)).unwrap();
+        common::pm4_submit(&q, &[p], Duration::from_secs(5)).unwrap();
     }
     q.finish(Duration::from_secs(5)).unwrap();
     drop(q);

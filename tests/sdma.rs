@@ -33,12 +33,12 @@ fn copy_larger_than_one_packet_and_fill() {
         kfd.emulator().unwrap().stats().packets_run - before >= 3,
         "split into 3 copy packets (counted before the completion runs)"
     );
-    assert!(dst.as_slice().unwrap() == &data[..], "copied bytes differ");
+    assert!(dst.to_vec().unwrap() == data, "copied bytes differ");
     q.fill(&dst, 4096, 0xA5A5_A5A5, 8192, &[])
         .unwrap()
         .wait(T)
         .unwrap();
-    let s = dst.as_slice().unwrap();
+    let s = dst.to_vec().unwrap();
     assert!(
         s[4096..12288].iter().all(|&b| b == 0xA5)
             && s[4095] == data[4095]
@@ -61,7 +61,7 @@ fn fills_split_at_the_fill_limit_not_the_copy_limit() {
         .unwrap()
         .wait(T)
         .unwrap();
-    let s = dst.as_slice().unwrap();
+    let s = dst.to_vec().unwrap();
     assert_eq!(&s[..4], &[0; 4], "byte before the fill changed");
     assert!(
         s[4..n as usize + 4].iter().all(|&b| b == 0xC3),
@@ -103,13 +103,13 @@ fn ring_wraps_with_packets_of_several_sizes_and_every_copy_lands() {
         dst: dst.gpu_address() + (1 << 20) - 4,
         data: vec![0x05E7_14E1],
     });
-    q.submit(&packets, LONG).unwrap();
+    common::sdma_submit(&q, &packets, LONG).unwrap();
     let start = std::time::Instant::now();
-    while dst.as_slice().unwrap()[(1 << 20) - 4..] != 0x05E7_14E1_u32.to_le_bytes() {
+    while dst.to_vec().unwrap()[(1 << 20) - 4..] != 0x05E7_14E1_u32.to_le_bytes() {
         assert!(start.elapsed() < LONG, "sentinel never landed");
         std::thread::sleep(Duration::from_millis(1));
     }
-    let (s, d) = (src.as_slice().unwrap(), dst.as_slice().unwrap());
+    let (s, d) = (src.to_vec().unwrap(), dst.to_vec().unwrap());
     assert!(s[..800_000] == d[..800_000], "a copy did not land");
     assert!(
         q.wptr() > 64 * 1024 * 4,
@@ -141,13 +141,13 @@ fn exhausted_sdma_slots_fall_back_to_copy_kernels() {
         .unwrap()
         .wait(T)
         .unwrap();
-    assert!(dst.as_slice().unwrap() == &data[..]);
+    assert!(dst.to_vec().unwrap() == data);
     engine
         .fill(&dst, 0, 0x0101_0101, 1024, &[])
         .unwrap()
         .wait(T)
         .unwrap();
-    assert!(dst.as_slice().unwrap()[..1024].iter().all(|&b| b == 1));
+    assert!(dst.to_vec().unwrap()[..1024].iter().all(|&b| b == 1));
     drop(held);
     assert_eq!(
         gpu.copy_engine_preferring(CopyPath::Sdma).unwrap().path(),
@@ -183,14 +183,14 @@ fn dependencies_hold_the_copy_until_signalled() {
             engine.path()
         );
         assert_eq!(
-            dst.as_slice().unwrap()[0],
+            dst.to_vec().unwrap()[0],
             0,
             "{:?} copied before its dependency",
             engine.path()
         );
         dep.store(0).unwrap();
         c.wait(T).unwrap();
-        assert_eq!(dst.as_slice().unwrap()[4095], 9);
+        assert_eq!(dst.to_vec().unwrap()[4095], 9);
     }
 }
 
@@ -216,7 +216,7 @@ fn peer_copies_need_the_destination_mapped_to_the_source_gpu() {
         .unwrap()
         .wait(T)
         .unwrap();
-    assert!(dst.as_slice().unwrap().iter().all(|&b| b == 0x77));
+    assert!(dst.to_vec().unwrap().iter().all(|&b| b == 0x77));
 }
 
 #[test]
@@ -227,7 +227,8 @@ fn copy_to_an_unmapped_address_reports_it() {
     let q = gpu.create_sdma_queue().unwrap();
     let src = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
     const BAD: u64 = 0x7BAD_0000_0000;
-    q.submit(
+    common::sdma_submit(
+        &q,
         &[SdmaPacket::CopyLinear {
             src: src.gpu_address(),
             dst: BAD,
@@ -259,7 +260,8 @@ fn fences_traps_and_timestamps() {
     let ev = kfd.create_event(EventKind::Signal, true).unwrap();
     let buf = gpu.alloc(4 << 20, MemoryKind::GttCoherent).unwrap();
     let a = buf.gpu_address();
-    q.submit(
+    common::sdma_submit(
+        &q,
         &[
             SdmaPacket::Timestamp { addr: a },
             SdmaPacket::CopyLinear {
@@ -281,7 +283,7 @@ fn fences_traps_and_timestamps() {
     )
     .unwrap();
     assert!(ev.wait(T).unwrap(), "the TRAP did not wake the event");
-    let s = buf.as_slice().unwrap();
+    let s = buf.to_vec().unwrap();
     let t0 = u64::from_le_bytes(s[0..8].try_into().unwrap());
     let t1 = u64::from_le_bytes(s[32..40].try_into().unwrap());
     assert!(t0 > 0 && t1 >= t0, "timestamps {t0} then {t1}");
@@ -303,7 +305,7 @@ fn the_engine_scribbles_past_its_read_pointer_but_not_on_the_write_pointer() {
         assert!(start.elapsed() < LONG, "the engine never drained");
         std::thread::yield_now();
     }
-    let page = q.pointer_page().as_slice().unwrap();
+    let page = q.pointer_page().to_vec().unwrap();
     let rptr = u64::from_le_bytes(page[0..8].try_into().unwrap());
     let scratch = u64::from_le_bytes(page[8..16].try_into().unwrap());
     let wptr = u64::from_le_bytes(page[64..72].try_into().unwrap());
@@ -370,7 +372,7 @@ fn shader_copies_of_unaligned_ranges() {
         .unwrap()
         .wait(T)
         .unwrap();
-    let d = dst.as_slice().unwrap();
+    let d = dst.to_vec().unwrap();
     assert_eq!(&d[3..700_004], &data[1..700_002]);
     assert_eq!(d[2], 0);
     assert_eq!(d[700_004], 0);
@@ -405,7 +407,7 @@ fn large_same_gpu_vram_copies_run_as_kernels() {
         2,
         "a large VRAM-to-VRAM copy went to the kernel queue"
     );
-    assert!(dst.as_slice().unwrap() == &data[..]);
+    assert!(dst.to_vec().unwrap() == data);
 }
 
 #[test]

@@ -7,10 +7,17 @@ mod common;
 
 use aql::{FenceScope, KernelDispatchPacket, Packet};
 use kfdrt::emu::{EmuConfig, GpuFault, Preset, WorkGroup};
-use kfdrt::{AqlQueue, AqlQueueOptions, Kernel, Kfd, MemoryKind};
+use kfdrt::{AqlQueue, AqlQueueOptions, Dispatch, Kernel, Kfd, MemoryKind};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// A dispatch with raw kernel arguments.
+fn raw_dispatch<'a>(kernel: &'a Kernel, grid: u32, workgroup: u16, args: &'a [u8]) -> Dispatch<'a> {
+    // SAFETY (test): the addresses in every test's arguments are buffers the test keeps until
+    // it has waited for the dispatch (or the queue is gone).
+    unsafe { Dispatch::linear(kernel, grid, workgroup).with_raw_args(args) }
+}
 
 const T: Duration = Duration::from_secs(20);
 
@@ -107,7 +114,7 @@ fn code_rewritten_without_an_icache_invalidate_is_reported() {
     let entry = kernel.entry_address().unwrap();
     let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     let run = || {
-        q.dispatch(&kfdrt::Dispatch::linear(&kernel, 1, 1, &[0; 8]))
+        q.dispatch(&raw_dispatch(&kernel, 1, 1, &[0; 8]))
             .unwrap()
             .wait(Some(T))
             .unwrap()
@@ -151,7 +158,7 @@ fn a_gpu_read_of_vram_the_cpu_wrote_without_an_hdp_flush_is_reported() {
         .unwrap();
     let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     let run = || {
-        q.dispatch(&kfdrt::Dispatch::linear(&copy, 1, 1, &[]))
+        q.dispatch(&Dispatch::linear(&copy, 1, 1))
             .unwrap()
             .wait(Some(T))
             .unwrap();

@@ -38,16 +38,10 @@ impl LaunchGeometry {
         }
     }
 
-    /// A [`Dispatch`] of `kernel` with this geometry, ordered as [`Dispatch::linear`] orders
-    /// (barrier bit, system scopes) and no raw kernel arguments: what
-    /// [`AqlQueue::dispatch_with_args`] takes.
+    /// A [`Dispatch`] of `kernel` with this geometry, ordered as [`Dispatch::new`] orders
+    /// (barrier bit, system scopes), with no arguments yet ([`Dispatch::with_args`] adds them).
     pub fn dispatch<'a>(&self, kernel: &'a Kernel) -> Dispatch<'a> {
-        Dispatch {
-            grid: self.grid,
-            workgroup: self.workgroup,
-            dynamic_lds: self.dynamic_lds,
-            ..Dispatch::linear(kernel, 1, 1, &[])
-        }
+        Dispatch::new(kernel, self.grid, self.workgroup).with_dynamic_lds(self.dynamic_lds)
     }
 
     /// Grid dimensions, 1 to 3: the highest axis with more than one work-item or group size.

@@ -21,13 +21,16 @@
 //! args.set_f32(0, 2.0)?.set_buffer(1, &x)?.set_buffer(2, &y)?.set_u32(3, 1024)?;
 //! let queue = gpu.create_aql_queue(Default::default())?;
 //! queue
-//!     .dispatch_with_args(&Dispatch::linear(&saxpy, 1024, 256, &[]), &args)?
+//!     .dispatch(&Dispatch::linear(&saxpy, 1024, 256).with_args(&args))?
 //!     .wait(None)?;
 //! # Ok(()) }
 //! ```
 
+use crate::queue::held::Held;
+
 mod dispatch;
 mod error;
+pub(crate) use dispatch::check_kernel;
 mod hidden;
 
 pub use error::KernelArgError;
@@ -90,6 +93,9 @@ pub struct KernelArgs {
     set: Vec<bool>,
     /// Pointers the caller provided for hidden arguments.
     hidden_pointers: Vec<(ArgKind, u64)>,
+    /// The buffers the arguments point into, kept allocated by every dispatch made with them
+    /// until it completes.
+    held: Held,
 }
 
 impl KernelArgs {
@@ -113,6 +119,7 @@ impl KernelArgs {
             set: vec![false; explicit.len()],
             explicit,
             hidden_pointers: Vec::new(),
+            held: Held::default(),
             metadata,
         }
     }
@@ -235,8 +242,9 @@ impl KernelArgs {
         self.put(arg.into(), v, Setter::Value)
     }
 
-    /// Sets a pointer (`global_buffer`) argument to the start of `buffer`. The buffer must stay
-    /// alive, and be mapped to the GPU, until the kernel has run.
+    /// Sets a pointer (`global_buffer`) argument to the start of `buffer`, which must be mapped
+    /// to the GPU that runs the kernel. Every dispatch made with these arguments keeps the
+    /// buffer's memory allocated until it completes, even if the `Buffer` is dropped.
     pub fn set_buffer<'a>(
         &mut self,
         arg: impl Into<ArgRef<'a>>,
@@ -265,7 +273,14 @@ impl KernelArgs {
             .into());
         }
         let address = buffer.gpu_address() + offset;
-        self.put(arg, &address.to_le_bytes(), Setter::Buffer)
+        self.put(arg, &address.to_le_bytes(), Setter::Buffer)?;
+        self.held.push(buffer.retain());
+        Ok(self)
+    }
+
+    /// The buffers the arguments point into.
+    pub(crate) fn held(&self) -> &Held {
+        &self.held
     }
 
     /// Sets a pointer-sized argument of any explicit kind (buffer, image, sampler, pipe, queue,
@@ -287,8 +302,10 @@ impl KernelArgs {
     /// `HiddenCompletionAction` or `HiddenMultigridSyncArg`. Kernels without that argument
     /// ignore it; without it, the argument is null.
     pub fn set_hidden_buffer(&mut self, kind: ArgKind, buffer: &Buffer) -> Result<&mut Self> {
-        // SAFETY: a live buffer's address; the caller keeps it alive as for `set_buffer`.
-        unsafe { self.set_hidden_address(kind, buffer.gpu_address()) }
+        // SAFETY: a live buffer's address, kept allocated by every dispatch of these arguments.
+        unsafe { self.set_hidden_address(kind, buffer.gpu_address()) }?;
+        self.held.push(buffer.retain());
+        Ok(self)
     }
 
     /// [`KernelArgs::set_hidden_buffer`] with a raw address.

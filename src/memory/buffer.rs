@@ -6,7 +6,7 @@ use super::MemoryKind;
 use crate::device::{Gpu, Kfd};
 use crate::error::{Error, Result};
 use std::fmt;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Options of an allocation beyond its kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,10 +47,16 @@ impl AllocOptions {
 
 /// GPU-accessible memory, mapped to its own GPU and optionally to peers.
 ///
-/// Dropping a buffer unmaps it from every GPU, removes the CPU mapping and frees it, in that
-/// order. The caller must not drop a buffer the GPU is still using (the runtime's queues keep the
-/// buffers their packets reference alive).
+/// The memory is freed (unmapped from every GPU, then from the CPU, then freed) when the buffer
+/// and all GPU work given it are gone: submissions that name a buffer (copies, fills, dispatches
+/// whose arguments were built with [`crate::kernel_args::KernelArgs`]) keep its memory until
+/// their completion is observed, so dropping a buffer early is safe.
 pub struct Buffer {
+    inner: Arc<Allocation>,
+}
+
+/// The memory behind a [`Buffer`], shared with the GPU work that uses it.
+pub(crate) struct Allocation {
     kfd: Kfd,
     backing: Option<Backing>,
     size: u64,
@@ -66,17 +72,17 @@ enum Backing {
     Sub(SubAllocation, u32),
 }
 
-// SAFETY: the buffer owns its allocation; the raw CPU pointer inside refers to a shared mapping
-// that any thread may access, and the mutable state (mapping list) is behind a mutex.
-unsafe impl Send for Buffer {}
-// SAFETY: as above; `&Buffer` only hands out the pointer and reads immutable fields.
-unsafe impl Sync for Buffer {}
+// SAFETY: the allocation is owned; the raw CPU pointer inside refers to a shared mapping that any
+// thread may access, and the mutable state (mapping list) is behind a mutex.
+unsafe impl Send for Allocation {}
+// SAFETY: as above; `&Allocation` only hands out the pointer and reads immutable fields.
+unsafe impl Sync for Allocation {}
 
 impl fmt::Debug for Buffer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Buffer")
             .field("address", &format_args!("{:#x}", self.gpu_address()))
-            .field("size", &self.size)
+            .field("size", &self.size())
             .field("kind", &self.kind())
             .field("mapped", &self.mapped_gpus())
             .finish()
@@ -123,12 +129,12 @@ impl Gpu {
             let mut sub = shared.suballoc.lock().unwrap_or_else(|p| p.into_inner());
             let chunk = sub.alloc(shared, key, size, a)?;
             drop(sub);
-            return Ok(Buffer {
+            return Ok(Buffer::new(Allocation {
                 kfd: self.kfd.clone(),
                 backing: Some(Backing::Sub(chunk, info.gpu_id)),
                 size,
                 peers: Mutex::new(Vec::new()),
-            });
+            }));
         }
         let raw = RawAllocation::new(
             &**self.kfd.driver(),
@@ -138,19 +144,34 @@ impl Gpu {
             options.kind,
             options.access(),
         )?;
-        Ok(Buffer {
+        Ok(Buffer::new(Allocation {
             kfd: self.kfd.clone(),
             backing: Some(Backing::Whole(raw)),
             size,
             peers: Mutex::new(Vec::new()),
-        })
+        }))
     }
 }
 
 impl Buffer {
+    fn new(a: Allocation) -> Buffer {
+        Buffer { inner: Arc::new(a) }
+    }
+
+    /// A handle that keeps the memory allocated (for GPU work that uses it).
+    pub(crate) fn retain(&self) -> Arc<dyn Send + Sync> {
+        self.inner.clone()
+    }
+
+    /// Whether the two buffers belong to the same open KFD.
+    pub(crate) fn kfd(&self) -> &Kfd {
+        &self.inner.kfd
+    }
+
     fn backing(&self) -> &Backing {
         // `backing` is only taken in Drop.
-        self.backing
+        self.inner
+            .backing
             .as_ref()
             .unwrap_or_else(|| unreachable!("buffer used after drop"))
     }
@@ -165,7 +186,7 @@ impl Buffer {
 
     /// The size requested, in bytes.
     pub fn size(&self) -> u64 {
-        self.size
+        self.inner.size
     }
 
     /// The bytes reserved for the buffer: the page-rounded size of a dedicated allocation, or
@@ -206,7 +227,16 @@ impl Buffer {
         }
     }
 
-    /// The CPU pointer, or `None` for device-local VRAM.
+    /// The CPU pointer, or `None` for device-local VRAM. Reading or writing through it is the
+    /// caller's `unsafe` business: other threads may write the buffer ([`Buffer::write`] takes
+    /// `&self`) and the GPU may be using it. Safe code copies with [`Buffer::read`] and
+    /// [`Buffer::write`].
+    ///
+    /// ```compile_fail
+    /// # fn f(buf: &kfdrt::Buffer) {
+    /// let view: &[u8] = buf.as_slice().unwrap(); // no shared view: `write(&self)` could change it
+    /// # }
+    /// ```
     pub fn as_ptr(&self) -> Option<*mut u8> {
         // The caller may write VRAM through it: the next submission flushes the HDP.
         self.note_cpu_write();
@@ -224,22 +254,13 @@ impl Buffer {
     /// GPU through an HDP flush before it reads the memory.
     fn note_cpu_write(&self) {
         if self.kind() == MemoryKind::HostVisibleVram {
-            self.kfd.shared.cpu_wrote_vram(self.owner_gpu_id());
+            self.inner.kfd.shared.cpu_wrote_vram(self.owner_gpu_id());
         }
-    }
-
-    /// The contents as a byte slice, or `None` when the CPU cannot access this kind.
-    ///
-    /// The GPU may write the memory concurrently; synchronise through signals before reading.
-    pub fn as_slice(&self) -> Option<&[u8]> {
-        // SAFETY: the mapping is `size` bytes long and lives as long as `self`.
-        self.cpu_ptr()
-            .map(|p| unsafe { std::slice::from_raw_parts(p, self.size as usize) })
     }
 
     /// The contents as a mutable byte slice, or `None` when the CPU cannot access this kind.
     pub fn as_mut_slice(&mut self) -> Option<&mut [u8]> {
-        let size = self.size as usize;
+        let size = self.inner.size as usize;
         // SAFETY: as `as_slice`, and `&mut self` excludes other CPU borrows.
         self.as_ptr()
             .map(|p| unsafe { std::slice::from_raw_parts_mut(p, size) })
@@ -250,10 +271,10 @@ impl Buffer {
             Error::InvalidArgument(format!("{} is not host-accessible", self.kind().name()))
         })?;
         let end = offset.checked_add(len as u64);
-        if end.is_none_or(|e| e > self.size) {
+        if end.is_none_or(|e| e > self.inner.size) {
             return Err(Error::InvalidArgument(format!(
                 "range {offset}+{len} is outside a buffer of {} bytes",
-                self.size
+                self.inner.size
             )));
         }
         // SAFETY: offset is within the mapping per the check above.
@@ -278,16 +299,31 @@ impl Buffer {
         Ok(())
     }
 
+    /// A copy of the whole contents (host-accessible kinds only).
+    pub fn to_vec(&self) -> Result<Vec<u8>> {
+        let mut v = vec![
+            0u8;
+            usize::try_from(self.size()).map_err(|_| {
+                Error::InvalidArgument(format!(
+                    "a {}-byte buffer does not fit in memory",
+                    self.size()
+                ))
+            })?
+        ];
+        self.read(0, &mut v)?;
+        Ok(v)
+    }
+
     /// GPU ids the buffer is mapped to, owner first.
     pub fn mapped_gpus(&self) -> Vec<u32> {
-        let peers = self.peers.lock().unwrap_or_else(|p| p.into_inner());
+        let peers = self.inner.peers.lock().unwrap_or_else(|p| p.into_inner());
         std::iter::once(self.owner_gpu_id())
             .chain(peers.iter().copied())
             .collect()
     }
 
     fn same_kfd(&self, gpu: &Gpu) -> Result<()> {
-        if std::sync::Arc::ptr_eq(&self.kfd.shared, &gpu.kfd.shared) {
+        if std::sync::Arc::ptr_eq(&self.inner.kfd.shared, &gpu.kfd.shared) {
             Ok(())
         } else {
             Err(Error::InvalidArgument("GPU belongs to another Kfd".into()))
@@ -299,11 +335,11 @@ impl Buffer {
     /// blocks); the block stays mapped while any of its buffers asks for the peer.
     pub fn map_to(&self, gpu: &Gpu) -> Result<()> {
         self.same_kfd(gpu)?;
-        let mut mapped = self.peers.lock().unwrap_or_else(|p| p.into_inner());
+        let mut mapped = self.inner.peers.lock().unwrap_or_else(|p| p.into_inner());
         if gpu.id() == self.owner_gpu_id() || mapped.contains(&gpu.id()) {
             return Ok(());
         }
-        let shared = &self.kfd.shared;
+        let shared = &self.inner.kfd.shared;
         match self.backing() {
             Backing::Whole(r) => r.map_to_gpus(&*shared.driver, &[gpu.id()])?,
             Backing::Sub(s, _) => {
@@ -324,7 +360,7 @@ impl Buffer {
             self.same_kfd(gpu)?;
         }
         let stale: Vec<u32> = {
-            let mapped = self.peers.lock().unwrap_or_else(|p| p.into_inner());
+            let mapped = self.inner.peers.lock().unwrap_or_else(|p| p.into_inner());
             mapped
                 .iter()
                 .copied()
@@ -332,7 +368,7 @@ impl Buffer {
                 .collect()
         };
         for id in stale {
-            let mut mapped = self.peers.lock().unwrap_or_else(|p| p.into_inner());
+            let mut mapped = self.inner.peers.lock().unwrap_or_else(|p| p.into_inner());
             // Another thread may have unmapped it since the list was taken.
             if let Some(pos) = mapped.iter().position(|&g| g == id) {
                 self.unmap_peer(id)?;
@@ -353,7 +389,7 @@ impl Buffer {
                 "cannot unmap a buffer from the GPU that owns it".into(),
             ));
         }
-        let mut mapped = self.peers.lock().unwrap_or_else(|p| p.into_inner());
+        let mut mapped = self.inner.peers.lock().unwrap_or_else(|p| p.into_inner());
         let Some(pos) = mapped.iter().position(|&g| g == gpu.id()) else {
             return Err(Error::InvalidArgument(format!(
                 "buffer is not mapped to GPU {:#x}",
@@ -366,7 +402,7 @@ impl Buffer {
     }
 
     fn unmap_peer(&self, gpu_id: u32) -> Result<()> {
-        let shared = &self.kfd.shared;
+        let shared = &self.inner.kfd.shared;
         match self.backing() {
             Backing::Whole(r) => r.unmap_from_gpus(&*shared.driver, &[gpu_id]),
             Backing::Sub(s, _) => {
@@ -380,7 +416,7 @@ impl Buffer {
     /// sub-allocation this remaps its whole block: only call it while the GPU is idle.
     pub fn remap(&self) -> Result<()> {
         let owner = [self.owner_gpu_id()];
-        let shared = &self.kfd.shared;
+        let shared = &self.inner.kfd.shared;
         let sub;
         let raw = match self.backing() {
             Backing::Whole(r) => r,
@@ -395,7 +431,7 @@ impl Buffer {
     }
 }
 
-impl Drop for Buffer {
+impl Drop for Allocation {
     fn drop(&mut self) {
         let peers = std::mem::take(self.peers.get_mut().unwrap_or_else(|p| p.into_inner()));
         match self.backing.take() {

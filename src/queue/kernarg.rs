@@ -15,6 +15,8 @@ pub const KERNARG_ALIGN: u64 = 64;
 
 pub(crate) struct KernargRing {
     mem: Buffer,
+    /// The memory's CPU address (kernarg memory is host-visible GTT).
+    cpu: std::ptr::NonNull<u8>,
     size: u64,
     /// Monotonic offsets: `head` is where the next region starts, regions in flight end at the
     /// recorded offsets, oldest first.
@@ -24,15 +26,21 @@ pub(crate) struct KernargRing {
 }
 
 impl KernargRing {
-    pub(crate) fn new(mem: Buffer) -> KernargRing {
+    /// A ring over `mem`, which must be host-visible.
+    pub(crate) fn new(mem: Buffer) -> Result<KernargRing> {
         let size = mem.allocated_size();
-        KernargRing {
+        let cpu = mem
+            .as_ptr()
+            .and_then(std::ptr::NonNull::new)
+            .ok_or_else(|| Error::Internal("kernel-argument memory is not host-visible".into()))?;
+        Ok(KernargRing {
             mem,
+            cpu,
             size,
             head: 0,
             in_flight: VecDeque::new(),
             tail: 0,
-        }
+        })
     }
 
     fn retire(&mut self) {
@@ -79,10 +87,10 @@ impl KernargRing {
     /// The GPU address and CPU pointer of monotonic offset `off`.
     pub(crate) fn address(&self, off: u64) -> (u64, *mut u8) {
         let o = off % self.size;
-        // The buffer is host-accessible GTT (checked at queue creation), so the pointer exists.
-        let base = self.mem.as_ptr().unwrap_or(std::ptr::null_mut());
-        // SAFETY: `o < size`, inside the mapping.
-        (self.mem.gpu_address() + o, unsafe { base.add(o as usize) })
+        // SAFETY: `o < size`, inside the mapping `cpu` points to.
+        (self.mem.gpu_address() + o, unsafe {
+            self.cpu.as_ptr().add(o as usize)
+        })
     }
 
     /// The oldest in-flight signal, to wait on when full.

@@ -1,21 +1,23 @@
-//! Queues: AQL (kernel dispatch), with the doorbell, kernel-argument and CWSR plumbing they share.
+//! Queues: AQL (kernel dispatch), PM4 and SDMA, with the doorbell, kernel-argument, CWSR and
+//! ownership plumbing they share.
 
-mod aql;
+mod aql_queue;
 pub mod cwsr;
 pub(crate) mod doorbell;
 mod handle;
+pub(crate) mod held;
 pub(crate) mod kernarg;
-mod pm4;
-mod sdma;
+mod pm4_queue;
+mod sdma_queue;
 
-pub(crate) use self::aql::WeakAqlQueue;
-pub use self::aql::{
+pub(crate) use self::aql_queue::WeakAqlQueue;
+pub use self::aql_queue::{
     AqlQueue, AqlQueueOptions, Batch, Dispatch, PreparedDispatch, QueueFault, QueuePriority,
     Submission,
 };
-pub use self::pm4::{Pm4Queue, Pm4QueueOptions};
-pub(crate) use self::sdma::{check_fill, check_range};
-pub use self::sdma::{CopyCompletion, SdmaQueue};
+pub use self::pm4_queue::{Pm4Queue, Pm4QueueOptions};
+pub(crate) use self::sdma_queue::{check_fill, check_range};
+pub use self::sdma_queue::{CopyCompletion, SdmaQueue};
 
 /// The error bits a packet processor writes into a queue's inactive signal when the queue stops
 /// (the values ROCr decodes into `hsa_status_t`).

@@ -38,3 +38,25 @@ pub fn hardware_or_skip(test: &str) -> Option<Kfd> {
         }
     }
 }
+
+/// Submits raw PM4 packets.
+pub fn pm4_submit(
+    q: &kfdrt::Pm4Queue,
+    packets: &[pm4::Pm4Packet],
+    timeout: std::time::Duration,
+) -> kfdrt::Result<u64> {
+    // SAFETY (test): every address the tests' packets name is a buffer the test keeps until
+    // the packets have run (it waits with `finish` or on what they signal), or an address
+    // chosen to fault.
+    unsafe { q.submit(packets, timeout) }
+}
+
+/// Submits raw SDMA packets.
+pub fn sdma_submit(
+    q: &kfdrt::SdmaQueue,
+    packets: &[sdma::SdmaPacket],
+    timeout: std::time::Duration,
+) -> kfdrt::Result<u64> {
+    // SAFETY (test): as `pm4_submit`.
+    unsafe { q.submit(packets, timeout) }
+}

@@ -186,7 +186,16 @@ impl Pm4Queue {
     /// Writes `packets` (waiting for room as the CP consumes), then commits and rings the doorbell
     /// once. Returns the new write pointer. Fails with [`Error::Timeout`] if the CP makes no room
     /// within `timeout`.
-    pub fn submit(&self, packets: &[Pm4Packet], timeout: Duration) -> Result<u64> {
+    ///
+    /// # Safety
+    /// The command processor will read and write every address the packets name (and run the
+    /// kernels they dispatch, with their arguments): that memory must stay allocated and mapped
+    /// to the GPU until the packets have run. kfdrt cannot see addresses inside packets.
+    pub unsafe fn submit(&self, packets: &[Pm4Packet], timeout: Duration) -> Result<u64> {
+        self.submit_packets(packets, timeout)
+    }
+
+    fn submit_packets(&self, packets: &[Pm4Packet], timeout: Duration) -> Result<u64> {
         // A queue its GPU's fault stopped runs nothing more.
         self.handle.check_exceptions()?;
         // What the CPU wrote to VRAM reaches the GPU before the packets can run.
@@ -396,7 +405,7 @@ impl Pm4Queue {
             .fetch_add(1, Ordering::AcqRel)
             .wrapping_add(1);
         let fence = self.pointers.gpu_address() + FENCE;
-        self.submit(
+        self.submit_packets(
             &[Pm4Packet::ReleaseMem {
                 event_type: ev::CACHE_FLUSH_AND_INV_TS,
                 event_index: 5,

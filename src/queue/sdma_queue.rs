@@ -9,6 +9,7 @@
 
 use super::cwsr::queue_buffer;
 use super::handle::KfdQueue;
+use super::held::{Held, RetireList};
 use super::QueuePriority;
 use crate::device::Gpu;
 use crate::error::{Error, Result};
@@ -17,44 +18,70 @@ use crate::signal::{Condition, Signal, DEFAULT_SPIN};
 use kfd_sys::bindings::*;
 use sdma::ring::{RingError, SdmaRing};
 use sdma::{AtomicOp, CompareFunction, SdmaPacket, SdmaVersion};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const RPTR: u64 = 0;
 /// Away from the engine's scratch words just after the read pointer.
 const WPTR: u64 = 64;
 
-/// An SDMA queue.
-pub struct SdmaQueue {
-    handle: KfdQueue,
+/// An SDMA queue. Cheap to clone; the queue is destroyed when the last clone and the last
+/// [`CopyCompletion`] from it are gone.
+#[derive(Clone)]
+pub struct SdmaQueue(Arc<SdmaQueueShared>);
+
+struct SdmaQueueShared {
+    /// The KFD queue; `None` once destroyed (in Drop, before the memory it uses goes).
+    handle: Option<KfdQueue>,
     gpu: Gpu,
     version: SdmaVersion,
     ring: Mutex<SdmaRing>,
     pointers: Buffer,
+    /// What copies dropped before completing still hold.
+    retired: RetireList,
     _ring_mem: Buffer,
 }
 
 // SAFETY: the ring writer is behind a mutex; its pointers are into buffers the queue owns.
-unsafe impl Sync for SdmaQueue {}
+unsafe impl Sync for SdmaQueueShared {}
+// SAFETY: as above; nothing in it is tied to a thread.
+unsafe impl Send for SdmaQueueShared {}
 
-impl std::fmt::Debug for SdmaQueue {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SdmaQueue")
-            .field("queue_id", &self.handle.id())
-            .field("gpu", &self.gpu)
-            .finish()
+impl SdmaQueueShared {
+    fn handle(&self) -> &KfdQueue {
+        // Only Drop takes it.
+        self.handle
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("queue used after destruction"))
     }
 }
 
-/// A copy or fill in flight; owns its completion signal until the completion is observed.
+impl Drop for SdmaQueueShared {
+    fn drop(&mut self) {
+        // The engine stops with the queue: then what dropped copies hold can go.
+        drop(self.handle.take());
+        self.retired.abandon();
+    }
+}
+
+impl std::fmt::Debug for SdmaQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A copy or fill in flight. It owns its completion signal and keeps the buffers it copies
+/// allocated until the completion is observed; dropped before that, it hands them to its queue,
+/// which lets them go once the engine is done.
 #[must_use = "a copy's completion should be waited for"]
 #[derive(Debug)]
 pub struct CopyCompletion {
     signal: Signal,
-    /// The SDMA queue running the copy (its GPU's faults end the wait).
-    engine: Option<super::handle::ExceptionScope>,
-    /// Set when the copy ran as a kernel: its submission also reports queue errors.
+    /// The SDMA queue running the copy, and what the copy uses.
+    engine: Option<(SdmaQueue, Held)>,
+    /// Set when the copy ran as a kernel: its submission holds what it uses and also reports
+    /// queue errors.
     kernel: Option<super::Submission>,
 }
 
@@ -73,7 +100,11 @@ impl CopyCompletion {
         if let Some(k) = &self.kernel {
             return k.wait(timeout);
         }
-        let check = || self.engine.as_ref().map_or(Ok(()), |e| e.check());
+        let check = || {
+            self.engine
+                .as_ref()
+                .map_or(Ok(()), |(q, _)| q.0.handle().check_exceptions())
+        };
         self.signal
             .wait_with(Condition::Lt(1), timeout, DEFAULT_SPIN, &[], &check)
             .map(drop)
@@ -87,6 +118,25 @@ impl CopyCompletion {
     /// The completion signal.
     pub fn signal(&self) -> &Signal {
         &self.signal
+    }
+}
+
+impl Drop for CopyCompletion {
+    fn drop(&mut self) {
+        if let Some((queue, held)) = self.engine.take() {
+            if !self.is_complete() {
+                queue.0.retired.retire(self.signal.clone(), held);
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for SdmaQueueShared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SdmaQueue")
+            .field("queue_id", &self.handle().id())
+            .field("gpu", &self.gpu)
+            .finish()
     }
 }
 
@@ -141,14 +191,15 @@ impl Gpu {
                 return Err(Error::InvalidArgument(format!("SDMA ring: {e}")));
             }
         };
-        Ok(SdmaQueue {
-            handle,
+        Ok(SdmaQueue(Arc::new(SdmaQueueShared {
+            handle: Some(handle),
             gpu: self.clone(),
             version,
             ring: Mutex::new(ring),
             pointers,
+            retired: RetireList::default(),
             _ring_mem: ring_mem,
-        })
+        })))
     }
 }
 
@@ -164,6 +215,7 @@ pub(crate) fn check_fill(dst_off: u64, bytes: u64) -> Result<()> {
 
 /// Checks that `len` bytes at `off` lie inside `buf` and that `gpu` can reach the buffer.
 pub(crate) fn check_range(gpu: &Gpu, buf: &Buffer, off: u64, len: u64, what: &str) -> Result<u64> {
+    gpu.kfd().same_device(buf.kfd(), "a copy's buffer")?;
     if off.checked_add(len).is_none_or(|e| e > buf.size()) {
         return Err(Error::InvalidArgument(format!(
             "{what} range {off}+{len} is outside a buffer of {} bytes",
@@ -182,65 +234,70 @@ pub(crate) fn check_range(gpu: &Gpu, buf: &Buffer, off: u64, len: u64, what: &st
 impl SdmaQueue {
     /// KFD's queue id.
     pub fn id(&self) -> u32 {
-        self.handle.id()
+        self.0.handle().id()
     }
 
     /// The engine generation.
     pub fn version(&self) -> SdmaVersion {
-        self.version
+        self.0.version
     }
 
     /// The engine's read pointer (bytes, monotonic).
     pub fn rptr(&self) -> u64 {
-        // SAFETY: the pointer page is owned by the queue; 8-byte aligned.
-        unsafe {
-            &*(self
-                .pointers
-                .as_ptr()
-                .unwrap_or(std::ptr::null_mut())
-                .add(RPTR as usize) as *const AtomicU64)
-        }
-        .load(Ordering::Acquire)
+        let mut v = [0u8; 8];
+        // The pointer page is host-visible GTT (checked at creation), so the read succeeds; a
+        // failure would read as 0.
+        let _ = self.0.pointers.read(RPTR, &mut v);
+        u64::from_le_bytes(v)
     }
 
     /// The committed write pointer (bytes, monotonic).
     pub fn wptr(&self) -> u64 {
-        self.ring.lock().unwrap_or_else(|p| p.into_inner()).wptr()
+        self.0.ring.lock().unwrap_or_else(|p| p.into_inner()).wptr()
     }
 
     /// The queue's read/write pointer page (tests inspect the engine's scratch writes).
     pub fn pointer_page(&self) -> &Buffer {
-        &self.pointers
+        &self.0.pointers
     }
 
     /// Writes `packets` (waiting up to `timeout` for the engine to make room), then commits once.
-    pub fn submit(&self, packets: &[SdmaPacket], timeout: Duration) -> Result<u64> {
+    ///
+    /// # Safety
+    /// The engine will read and write every address the packets name: that memory must stay
+    /// allocated and mapped to the GPU until the packets have run (kfdrt cannot see addresses
+    /// inside packets; [`SdmaQueue::copy`] and [`SdmaQueue::fill`] keep their buffers alive).
+    pub unsafe fn submit(&self, packets: &[SdmaPacket], timeout: Duration) -> Result<u64> {
+        self.submit_packets(packets, timeout)
+    }
+
+    fn submit_packets(&self, packets: &[SdmaPacket], timeout: Duration) -> Result<u64> {
         // A queue its GPU's fault stopped runs nothing more.
-        self.handle.check_exceptions()?;
+        self.0.handle().check_exceptions()?;
         // What the CPU wrote to VRAM reaches the GPU before the packets can run.
-        self.gpu.kfd().shared.flush_hdp_if_written();
-        let gfx = self.gpu.info().gfx_target_version;
-        let mut ring = self.ring.lock().unwrap_or_else(|p| p.into_inner());
+        self.0.gpu.kfd().shared.flush_hdp_if_written();
+        let gfx = self.0.gpu.info().gfx_target_version;
+        let mut ring = self.0.ring.lock().unwrap_or_else(|p| p.into_inner());
         let mut dwords = Vec::new();
         let start = Instant::now();
         let mut full_rounds = 0u32;
         for p in packets {
             dwords.clear();
-            p.encode(self.version, gfx, &mut dwords)
+            p.encode(self.0.version, gfx, &mut dwords)
                 .map_err(|e| Error::InvalidArgument(format!("SDMA packet: {e}")))?;
             loop {
                 match ring.try_write(&dwords) {
                     Ok(_) => break,
                     Err(RingError::Full) => {
                         ring.commit();
-                        self.gpu.kfd().driver().doorbell_hint(self.gpu.id());
+                        self.0.gpu.kfd().driver().doorbell_hint(self.0.gpu.id());
                         full_rounds = full_rounds.wrapping_add(1);
                         if full_rounds % 64 == 0 {
-                            self.handle.poll_exceptions()?;
+                            self.0.handle().poll_exceptions()?;
                         }
                         if start.elapsed() > timeout {
                             return Err(Error::Timeout {
-                                what: format!("room in SDMA queue {}", self.handle.id()),
+                                what: format!("room in SDMA queue {}", self.0.handle().id()),
                                 after_ms: timeout.as_millis() as u64,
                             });
                         }
@@ -251,16 +308,30 @@ impl SdmaQueue {
             }
         }
         ring.commit();
-        self.gpu.kfd().driver().doorbell_hint(self.gpu.id());
+        self.0.gpu.kfd().driver().doorbell_hint(self.0.gpu.id());
         Ok(ring.wptr())
     }
 
+    /// Submits `packets`, which touch `buffers` only, after `deps`, with a completion.
     fn with_completion(
         &self,
         mut packets: Vec<SdmaPacket>,
         deps: &[&Signal],
+        buffers: &[&Buffer],
     ) -> Result<CopyCompletion> {
-        let signal = self.gpu.kfd().create_signal(1)?;
+        let mut held = Held::default();
+        for d in deps {
+            self.0
+                .gpu
+                .kfd()
+                .same_device(d.kfd(), "a copy's dependency signal")?;
+            held.push(d.retain());
+        }
+        for b in buffers {
+            held.push(b.retain());
+        }
+        self.0.retired.prune();
+        let signal = self.0.gpu.kfd().create_signal(1)?;
         let mut all = Vec::with_capacity(deps.len() * 2 + packets.len() + 3);
         for d in deps {
             // A 64-bit signal is complete at 0: both halves must read 0.
@@ -278,7 +349,7 @@ impl SdmaQueue {
         // SDMA 5 and later reach memory through the GL2 cache the shaders share: as ROCr does,
         // write back and invalidate it (and the caches above it) before the copy reads, and
         // write it back after, so the CPU and the other engines see what the copy wrote.
-        let gcr = self.version.has_gcr();
+        let gcr = self.0.version.has_gcr();
         if gcr {
             all.push(SdmaPacket::Gcr {
                 base: 0,
@@ -310,10 +381,10 @@ impl SdmaQueue {
             int_context: signal.event_id(),
         });
         signal.arm_decrement();
-        self.submit(&all, Duration::from_secs(60))?;
+        self.submit_packets(&all, Duration::from_secs(60))?;
         Ok(CopyCompletion {
             signal,
-            engine: Some(self.handle.exception_scope()),
+            engine: Some((self.clone(), held)),
             kernel: None,
         })
     }
@@ -333,12 +404,13 @@ impl SdmaQueue {
         if bytes == 0 {
             return Err(Error::InvalidArgument("copy of 0 bytes".into()));
         }
-        let d = check_range(&self.gpu, dst, dst_off, bytes, "destination")?;
-        let s = check_range(&self.gpu, src, src_off, bytes, "source")?;
-        let gfx = self.gpu.info().gfx_target_version;
+        let d = check_range(&self.0.gpu, dst, dst_off, bytes, "destination")?;
+        let s = check_range(&self.0.gpu, src, src_off, bytes, "source")?;
+        let gfx = self.0.gpu.info().gfx_target_version;
         self.with_completion(
-            sdma::copy_linear_split(self.version, gfx, s, d, bytes).collect(),
+            sdma::copy_linear_split(self.0.version, gfx, s, d, bytes).collect(),
             deps,
+            &[dst, src],
         )
     }
 
@@ -352,12 +424,13 @@ impl SdmaQueue {
         deps: &[&Signal],
     ) -> Result<CopyCompletion> {
         check_fill(dst_off, bytes)?;
-        let d = check_range(&self.gpu, dst, dst_off, bytes, "destination")?;
+        let d = check_range(&self.0.gpu, dst, dst_off, bytes, "destination")?;
         // Fills have their own (often smaller) per-packet limit than copies.
-        let gfx = self.gpu.info().gfx_target_version;
+        let gfx = self.0.gpu.info().gfx_target_version;
         self.with_completion(
-            sdma::constant_fill_split(self.version, gfx, d, pattern, bytes).collect(),
+            sdma::constant_fill_split(self.0.version, gfx, d, pattern, bytes).collect(),
             deps,
+            &[dst],
         )
     }
 }

@@ -1,0 +1,388 @@
+//! [`Batch`]: packets built for one submission, written to the ring together with one doorbell.
+
+use super::dispatch::{Dispatch, DispatchArgs, PreparedDispatch};
+use super::submission::Submission;
+use super::AqlQueue;
+use crate::error::{Error, Result};
+use crate::kernel_args::{LaunchContext, LaunchGeometry};
+use crate::queue::held::Held;
+use crate::signal::Signal;
+use aql::ring::RingError;
+use aql::{BarrierPacket, FenceScope, Packet};
+use std::sync::atomic::Ordering;
+
+/// Encodes a packet for staging in a batch.
+#[inline]
+pub(crate) fn encode(p: Packet) -> [u32; 16] {
+    p.encode()
+}
+
+/// The staging vectors of a [`Batch`].
+#[derive(Default)]
+pub(crate) struct BatchBuffers {
+    /// Packets already encoded: the last one's barrier bit and completion signal, and the
+    /// dispatches' kernarg addresses, are patched in place at submission.
+    packets: Vec<[u32; 16]>,
+    /// Kernel arguments of the batch's dispatches, staged here and copied into the queue's
+    /// kernarg memory at submission: taking that memory only when the batch is complete means
+    /// no half-built batch can pin it while others wait for it.
+    kernarg_bytes: Vec<u8>,
+    /// Packets whose `kernarg_address` is an offset into `kernarg_bytes` until submission.
+    kernarg_fixups: Vec<usize>,
+    /// What the packets use (kernel code, buffers, dependency signals), kept until completion.
+    held: Held,
+}
+
+/// Packets built for one submission, written to the ring together with one doorbell.
+pub struct Batch<'q> {
+    pub(crate) queue: &'q AqlQueue,
+    pub(crate) signal: Signal,
+    pub(crate) submitted: bool,
+    /// The most LDS any dispatch of the batch asks for (checked against the GPU's at submission).
+    pub(crate) max_group_segment: u32,
+    pub(crate) packets: Vec<[u32; 16]>,
+    pub(crate) kernarg_bytes: Vec<u8>,
+    pub(crate) kernarg_fixups: Vec<usize>,
+    pub(crate) held: Held,
+}
+
+impl Drop for Batch<'_> {
+    fn drop(&mut self) {
+        if !self.submitted {
+            // Nothing of this batch reached the ring: release its kernel-argument regions.
+            self.signal.value_atomic().store(0, Ordering::Release);
+        }
+        let mut buffers = BatchBuffers {
+            packets: std::mem::take(&mut self.packets),
+            kernarg_bytes: std::mem::take(&mut self.kernarg_bytes),
+            kernarg_fixups: std::mem::take(&mut self.kernarg_fixups),
+            held: std::mem::take(&mut self.held),
+        };
+        buffers.packets.clear();
+        buffers.kernarg_bytes.clear();
+        buffers.kernarg_fixups.clear();
+        drop(buffers.held.take());
+        *self.queue.0.spare.lock().unwrap_or_else(|p| p.into_inner()) = Some(buffers);
+    }
+}
+
+impl<'q> Batch<'q> {
+    /// A batch for `queue` with the staging vectors `b`.
+    pub(crate) fn new(queue: &'q AqlQueue, signal: Signal, b: BatchBuffers) -> Batch<'q> {
+        Batch {
+            queue,
+            signal,
+            submitted: false,
+            max_group_segment: 0,
+            packets: b.packets,
+            kernarg_bytes: b.kernarg_bytes,
+            kernarg_fixups: b.kernarg_fixups,
+            held: b.held,
+        }
+    }
+
+    /// The queue the batch submits to.
+    pub fn queue(&self) -> &'q AqlQueue {
+        self.queue
+    }
+}
+
+impl Batch<'_> {
+    /// Adds a kernel dispatch. The kernel's code, and the buffers its [`KernelArgs`] name, stay
+    /// allocated until the batch completes.
+    ///
+    /// [`KernelArgs`]: crate::kernel_args::KernelArgs
+    pub fn dispatch(&mut self, d: &Dispatch<'_>) -> Result<&mut Self> {
+        let p = d.prepare()?;
+        match d.args {
+            DispatchArgs::None => self.stage(&p, &[]),
+            DispatchArgs::Raw(bytes) => self.stage(&p, bytes),
+            DispatchArgs::Built(args) => {
+                crate::kernel_args::check_kernel(d.kernel, args)?;
+                let bytes = args.encode(
+                    &LaunchGeometry::of(d),
+                    &LaunchContext::for_queue(self.queue),
+                )?;
+                self.held.extend(args.held());
+                self.stage(&p, &bytes)
+            }
+        }
+        Ok(self)
+    }
+
+    /// Adds a dispatch prepared with [`Dispatch::prepare`], with `kernargs` as its arguments.
+    /// Validation and encoding were done once, when it was prepared: what is left per dispatch
+    /// is copying the packet and staging the arguments. The kernel's code stays allocated until
+    /// the batch completes.
+    ///
+    /// # Safety
+    /// As [`Dispatch::with_raw_args`]: every GPU address in `kernargs` must refer to memory that
+    /// stays allocated and mapped until the batch completes.
+    #[inline]
+    pub unsafe fn dispatch_prepared(
+        &mut self,
+        p: &PreparedDispatch<'_>,
+        kernargs: &[u8],
+    ) -> &mut Self {
+        self.stage(p, kernargs);
+        self
+    }
+
+    #[inline]
+    fn stage(&mut self, p: &PreparedDispatch<'_>, kernargs: &[u8]) {
+        if let Some(code) = p.kernel.code() {
+            self.held.push_unless_last(code);
+        }
+        let mut packet = p.packet;
+        self.max_group_segment = self.max_group_segment.max(p.group_segment);
+        let size = kernargs.len().max(p.kernel.kernarg_size() as usize);
+        // A kernel that takes no arguments gets no kernarg segment (address 0), as its
+        // descriptor declares none to load.
+        if size != 0 {
+            let align = crate::queue::kernarg::KERNARG_ALIGN as usize;
+            let len = size.div_ceil(align) * align;
+            let offset = self.kernarg_bytes.len().div_ceil(align) * align;
+            self.kernarg_bytes.resize(offset + len, 0);
+            self.kernarg_bytes[offset..offset + kernargs.len()].copy_from_slice(kernargs);
+            self.kernarg_fixups.push(self.packets.len());
+            // An offset into the staged bytes until `place_kernargs` adds the region's address.
+            aql::add_encoded_kernarg_base(&mut packet, offset as u64);
+        }
+        self.packets.push(packet);
+    }
+
+    fn barrier(&mut self, deps: &[&Signal], or: bool) -> Result<&mut Self> {
+        if or && deps.len() > 5 {
+            return Err(Error::InvalidArgument(
+                "a barrier-OR takes at most 5 signals".into(),
+            ));
+        }
+        for s in deps {
+            // A signal of another device would be another process's memory here.
+            self.queue
+                .0
+                .gpu
+                .kfd()
+                .same_device(s.kfd(), "a barrier's dependency signal")?;
+            // The slot must not be reused (and so satisfy the barrier) while it waits.
+            self.held.push(s.retain());
+        }
+        // One packet per five dependencies, and one (with none) for an empty list.
+        let empty: [&[&Signal]; 1] = [&[]];
+        let chunks = deps
+            .chunks(5)
+            .chain(empty.into_iter().filter(|_| deps.is_empty()));
+        for chunk in chunks {
+            let mut dep_signal = [0u64; 5];
+            for (slot, s) in dep_signal.iter_mut().zip(chunk) {
+                *slot = s.handle();
+            }
+            let p = BarrierPacket {
+                barrier: true,
+                acquire: FenceScope::System,
+                release: FenceScope::System,
+                dep_signal,
+                completion_signal: 0,
+            };
+            self.packets.push(encode(if or {
+                Packet::BarrierOr(p)
+            } else {
+                Packet::BarrierAnd(p)
+            }));
+        }
+        Ok(self)
+    }
+
+    /// Adds a barrier-AND on `deps` (chained by fives).
+    pub fn barrier_and(&mut self, deps: &[&Signal]) -> Result<&mut Self> {
+        self.barrier(deps, false)
+    }
+
+    /// Adds a barrier-OR on `deps` (at most 5).
+    pub fn barrier_or(&mut self, deps: &[&Signal]) -> Result<&mut Self> {
+        self.barrier(deps, true)
+    }
+
+    /// Packets in the batch.
+    pub fn len(&self) -> usize {
+        self.packets.len()
+    }
+
+    /// Whether the batch is empty.
+    pub fn is_empty(&self) -> bool {
+        self.packets.is_empty()
+    }
+
+    /// Attaches the completion signal. The packet carrying it must start after everything
+    /// before it has completed: the last packet when it has the barrier bit, else an empty
+    /// barrier-AND appended for it, so an unordered last dispatch still overlaps its
+    /// predecessors.
+    fn finish(&mut self) -> Result<()> {
+        let lds = self.queue.0.gpu.info().lds_bytes;
+        if self.max_group_segment > lds {
+            return Err(Error::InvalidArgument(format!(
+                "a dispatch asks for {} bytes of LDS per work-group; {} has {lds}",
+                self.max_group_segment,
+                self.queue.0.gpu.info().gfx_target
+            )));
+        }
+        let unordered_tail = self
+            .packets
+            .last()
+            .is_some_and(|p| !aql::encoded_barrier(p));
+        if unordered_tail {
+            self.barrier(&[], false)?;
+        }
+        if self.packets.len() > self.queue.0.size_packets as usize {
+            return Err(Error::InvalidArgument(format!(
+                "batch of {} packets exceeds the queue's {} slots",
+                self.packets.len(),
+                self.queue.0.size_packets
+            )));
+        }
+        let handle = self.signal.handle();
+        if let Some(last) = self.packets.last_mut() {
+            aql::set_encoded_completion_signal(last, handle);
+            self.signal.arm_decrement();
+        }
+        Ok(())
+    }
+
+    /// A submission of nothing: no packet, no doorbell, complete at once.
+    fn empty_submission(self) -> Submission {
+        self.signal.value_atomic().store(0, Ordering::Release);
+        Submission {
+            queue: self.queue.clone(),
+            signal: self.signal.clone(),
+            last_index: self.queue.write_index().saturating_sub(1),
+            held: Held::default(),
+        }
+    }
+
+    fn write(mut self, mut r: aql::ring::Reservation<'_>) -> Submission {
+        r.write_all_encoded(&self.packets);
+        self.submitted = true;
+        let last_index = r.submit();
+        let q = self.queue;
+        q.0.gpu.kfd().driver().doorbell_hint(q.0.gpu.id());
+        // The submission takes what the packets use; the staging list goes back empty.
+        let held = self.held.take();
+        Submission {
+            queue: q.clone(),
+            signal: self.signal.clone(),
+            last_index,
+            held,
+        }
+    }
+
+    /// Copies the staged kernel arguments into the queue's kernarg memory and points the
+    /// dispatches at them. `wait` says whether to wait for memory held by running submissions.
+    fn place_kernargs(&mut self, wait: bool) -> Result<()> {
+        if self.kernarg_bytes.is_empty() {
+            return Ok(());
+        }
+        let len = self.kernarg_bytes.len() as u64;
+        let (gpu, cpu) = if wait {
+            self.queue.kernarg_region(len, &self.signal)?
+        } else {
+            let mut k = self
+                .queue
+                .0
+                .kernargs
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            match k.try_alloc(len, &self.signal, 0)? {
+                Some(off) => k.address(off),
+                None => {
+                    return Err(Error::QueueFull {
+                        queue_id: self.queue.0.handle().id(),
+                    })
+                }
+            }
+        };
+        // SAFETY: the region is `len` bytes of host-visible kernarg memory reserved for this
+        // batch; the staging vector is a separate allocation.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                self.kernarg_bytes.as_ptr(),
+                cpu,
+                self.kernarg_bytes.len(),
+            )
+        };
+        for &i in &self.kernarg_fixups {
+            if let Some(p) = self.packets.get_mut(i) {
+                aql::add_encoded_kernarg_base(p, gpu);
+            }
+        }
+        Ok(())
+    }
+
+    /// Submits the batch, waiting for ring space if needed. An empty batch writes nothing and
+    /// rings no doorbell; its submission is complete at once.
+    pub fn submit(mut self) -> Result<Submission> {
+        self.queue.0.retired.prune();
+        self.finish()?;
+        if self.packets.is_empty() {
+            return Ok(self.empty_submission());
+        }
+        // What the CPU wrote to VRAM reaches the GPU before the packets can run.
+        self.queue.0.gpu.kfd().shared.flush_hdp_if_written();
+        self.place_kernargs(true)?;
+        let q = self.queue;
+        let n = self.packets.len() as u32;
+        let r =
+            q.0.ring
+                .reserve(n, |spins| {
+                    if spins < 64 {
+                        std::hint::spin_loop();
+                    } else {
+                        std::thread::yield_now();
+                    }
+                    // A full ring whose queue died never drains: give up on its error.
+                    if spins % crate::exception::POLL_ROUNDS == 0 {
+                        let _ = q.0.handle().poll_exceptions();
+                    }
+                    q.check().is_ok()
+                })
+                .map_err(|e| ring_error(q, e))?;
+        Ok(self.write(r))
+    }
+
+    /// Submits the batch only if the ring has room now: [`Error::QueueFull`] otherwise, with
+    /// nothing written.
+    pub fn try_submit(mut self) -> Result<Submission> {
+        self.finish()?;
+        if self.packets.is_empty() {
+            return Ok(self.empty_submission());
+        }
+        self.queue.0.gpu.kfd().shared.flush_hdp_if_written();
+        let q = self.queue;
+        q.check()?;
+        let in_flight = q.0.ring.write_index().saturating_sub(q.0.ring.read_index());
+        let free = u64::from(q.0.size_packets).saturating_sub(in_flight);
+        if self.packets.len() as u64 > free {
+            // Don't take kernarg memory for a batch the ring cannot take now.
+            return Err(Error::QueueFull {
+                queue_id: q.0.handle().id(),
+            });
+        }
+        self.place_kernargs(false)?;
+        let r =
+            q.0.ring
+                .try_reserve(self.packets.len() as u32)
+                .map_err(|e| ring_error(q, e))?;
+        Ok(self.write(r))
+    }
+}
+
+fn ring_error(q: &AqlQueue, e: RingError) -> Error {
+    match e {
+        RingError::Full => Error::QueueFull {
+            queue_id: q.0.handle().id(),
+        },
+        RingError::Abandoned => q.check().err().unwrap_or(Error::QueueFull {
+            queue_id: q.0.handle().id(),
+        }),
+        e => Error::InvalidArgument(format!("AQL ring: {e}")),
+    }
+}

@@ -1,0 +1,236 @@
+//! [`Dispatch`]: one kernel launch, and [`PreparedDispatch`]: a launch validated and encoded
+//! once for the hot loop.
+
+use super::batch::encode;
+use crate::error::{Error, Result};
+use crate::kernel::Kernel;
+use crate::kernel_args::KernelArgs;
+use aql::{FenceScope, KernelDispatchPacket, Packet};
+
+/// What a dispatch passes the kernel.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum DispatchArgs<'a> {
+    /// Nothing: the kernarg segment, if the kernel has one, is zero-filled.
+    None,
+    /// Bytes laid out by the caller, who vouched for the addresses in them.
+    Raw(&'a [u8]),
+    /// Arguments checked against the kernel's metadata; buffers among them are kept alive.
+    Built(&'a KernelArgs),
+}
+
+/// One kernel launch: what to run, on how many work-items, with which arguments, ordered how.
+///
+/// ```
+/// # fn f(kernel: &kfdrt::Kernel, args: &kfdrt::kernel_args::KernelArgs) {
+/// let d = kfdrt::Dispatch::linear(kernel, 1 << 20, 256)
+///     .with_args(args)         // metadata-checked; the buffers it names are kept alive
+///     .with_dynamic_lds(4096)
+///     .unordered();            // may overlap the packet before it
+/// # }
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Dispatch<'a> {
+    pub(crate) kernel: &'a Kernel,
+    pub(crate) grid: [u32; 3],
+    pub(crate) workgroup: [u16; 3],
+    pub(crate) args: DispatchArgs<'a>,
+    pub(crate) dynamic_lds: u32,
+    pub(crate) barrier: bool,
+    pub(crate) acquire: FenceScope,
+    pub(crate) release: FenceScope,
+}
+
+/// A [`Dispatch`] validated and encoded once ([`Dispatch::prepare`]): the hot loop of a runtime
+/// that launches the same kernel shape again and again with new arguments adds it to batches
+/// with [`crate::queue::Batch::dispatch_prepared`]. It borrows the kernel, which therefore
+/// outlives it.
+#[derive(Clone, Copy, Debug)]
+pub struct PreparedDispatch<'a> {
+    pub(crate) kernel: &'a Kernel,
+    /// LDS bytes per work-group: the kernel's static amount plus the dynamic part.
+    pub(crate) group_segment: u32,
+    /// The encoded packet: kernarg address 0, no completion signal.
+    pub(crate) packet: [u32; 16],
+}
+
+impl PreparedDispatch<'_> {
+    /// The kernel it launches.
+    pub fn kernel(&self) -> &Kernel {
+        self.kernel
+    }
+}
+
+impl<'a> Dispatch<'a> {
+    /// A launch of `grid` work-items (per dimension; not work-groups) in work-groups of
+    /// `workgroup`, with no arguments yet, in order with the queue's earlier work (the AQL
+    /// barrier bit) and system-scope fences.
+    pub fn new(kernel: &'a Kernel, grid: [u32; 3], workgroup: [u16; 3]) -> Self {
+        Dispatch {
+            kernel,
+            grid,
+            workgroup,
+            args: DispatchArgs::None,
+            dynamic_lds: 0,
+            barrier: true,
+            acquire: FenceScope::System,
+            release: FenceScope::System,
+        }
+    }
+
+    /// A 1-D launch of `grid` work-items in groups of `workgroup`.
+    pub fn linear(kernel: &'a Kernel, grid: u32, workgroup: u16) -> Self {
+        Dispatch::new(kernel, [grid, 1, 1], [workgroup, 1, 1])
+    }
+
+    /// Passes `args`, built and checked against the kernel's metadata; the hidden arguments are
+    /// filled for the launch at submission, and the buffers `args` names are kept allocated
+    /// until the dispatch completes.
+    pub fn with_args(self, args: &'a KernelArgs) -> Self {
+        Dispatch {
+            args: DispatchArgs::Built(args),
+            ..self
+        }
+    }
+
+    /// Passes `kernargs` as the kernel's argument segment, byte for byte.
+    ///
+    /// # Safety
+    /// The kernel will access memory at any GPU address the bytes hold (buffers, signals, or
+    /// anything else): that memory must stay allocated and mapped to the GPU until the
+    /// dispatch has completed, and must not be freed or reused for other data before then.
+    /// kfdrt cannot see addresses inside raw bytes, so it cannot keep that memory alive; prefer
+    /// [`Dispatch::with_args`], which can.
+    pub unsafe fn with_raw_args(self, kernargs: &'a [u8]) -> Self {
+        Dispatch {
+            args: DispatchArgs::Raw(kernargs),
+            ..self
+        }
+    }
+
+    /// The same dispatch over `grid` work-items per dimension.
+    pub fn with_grid(self, grid: [u32; 3]) -> Self {
+        Dispatch { grid, ..self }
+    }
+
+    /// The same dispatch in work-groups of `workgroup`.
+    pub fn with_workgroup(self, workgroup: [u16; 3]) -> Self {
+        Dispatch { workgroup, ..self }
+    }
+
+    /// The same dispatch with `bytes` of dynamic LDS per work-group (added to the kernel's
+    /// static amount).
+    pub fn with_dynamic_lds(self, bytes: u32) -> Self {
+        Dispatch {
+            dynamic_lds: bytes,
+            ..self
+        }
+    }
+
+    /// The same dispatch without the barrier bit: the GPU may run it alongside the packets
+    /// before it. Right only when it neither reads what they write nor writes what they use.
+    pub fn unordered(self) -> Self {
+        Dispatch {
+            barrier: false,
+            ..self
+        }
+    }
+
+    /// The same dispatch with these fence scopes: `acquire` is made visible to the kernel
+    /// before it starts, its writes are released to `release` when it ends (both system by
+    /// default: the host and every GPU see the results once the completion signal does).
+    pub fn with_fences(self, acquire: FenceScope, release: FenceScope) -> Self {
+        Dispatch {
+            acquire,
+            release,
+            ..self
+        }
+    }
+
+    /// The kernel.
+    pub fn kernel(&self) -> &'a Kernel {
+        self.kernel
+    }
+
+    /// Grid size in work-items per dimension.
+    pub fn grid(&self) -> [u32; 3] {
+        self.grid
+    }
+
+    /// Work-group size per dimension.
+    pub fn workgroup(&self) -> [u16; 3] {
+        self.workgroup
+    }
+
+    /// Dynamic LDS bytes per work-group.
+    pub fn dynamic_lds(&self) -> u32 {
+        self.dynamic_lds
+    }
+
+    /// Whether the dispatch waits for the queue's earlier work (the barrier bit).
+    pub fn is_ordered(&self) -> bool {
+        self.barrier
+    }
+
+    /// Validates and encodes this dispatch once, for submitting it many times with different
+    /// kernel arguments ([`crate::queue::Batch::dispatch_prepared`]); its own arguments are not
+    /// part of it.
+    #[inline]
+    pub fn prepare(&self) -> Result<PreparedDispatch<'a>> {
+        self.validate()?;
+        let group_segment = self
+            .kernel
+            .group_segment_size()
+            .checked_add(self.dynamic_lds)
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "LDS of {} static + {} dynamic bytes overflows",
+                    self.kernel.group_segment_size(),
+                    self.dynamic_lds
+                ))
+            })?;
+        Ok(PreparedDispatch {
+            kernel: self.kernel,
+            group_segment,
+            packet: encode(Packet::KernelDispatch(KernelDispatchPacket {
+                barrier: self.barrier,
+                acquire: self.acquire,
+                release: self.release,
+                dimensions: self.dimensions(),
+                workgroup_size: self.workgroup,
+                grid_size: self.grid,
+                private_segment_size: self.kernel.private_segment_size(),
+                group_segment_size: group_segment,
+                kernel_object: self.kernel.object(),
+                kernarg_address: 0,
+                completion_signal: 0,
+            })),
+        })
+    }
+
+    /// 1, 2 or 3: the highest dimension with more than one work-item or group member.
+    pub fn dimensions(&self) -> u16 {
+        if self.grid[2] > 1 || self.workgroup[2] > 1 {
+            3
+        } else if self.grid[1] > 1 || self.workgroup[1] > 1 {
+            2
+        } else {
+            1
+        }
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self.grid.contains(&0) || self.workgroup.contains(&0) {
+            return Err(Error::InvalidArgument(format!(
+                "grid {:?} / work-group {:?} has a zero dimension",
+                self.grid, self.workgroup
+            )));
+        }
+        let wi: u32 = self.workgroup.iter().map(|&w| u32::from(w)).product();
+        if wi > 1024 {
+            return Err(Error::InvalidArgument(format!(
+                "work-group of {wi} work-items exceeds 1024"
+            )));
+        }
+        Ok(())
+    }
+}

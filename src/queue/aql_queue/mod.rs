@@ -1,0 +1,490 @@
+//! [`AqlQueue`]: a user-mode AQL queue — ring, `amd_queue_t`, doorbell, kernel-argument memory
+//! and error state — with dispatch, barrier and batch submission.
+//!
+//! Submission follows the HSA multi-producer protocol through [`aql::ring::AqlRing`]: reserve
+//! slots, write each packet's body, publish its header with one release store, ring the doorbell
+//! once per batch. The ring is never overrun: reservation waits for the packet processor's read
+//! index (or reports [`Error::QueueFull`] with the non-blocking calls).
+
+mod batch;
+mod dispatch;
+mod submission;
+
+pub use self::batch::Batch;
+pub use self::dispatch::{Dispatch, PreparedDispatch};
+pub use self::submission::Submission;
+
+use self::batch::{encode, BatchBuffers};
+use super::cwsr::{queue_buffer, ComputeAreas};
+use super::handle::KfdQueue;
+use super::held::RetireList;
+use super::kernarg::KernargRing;
+use crate::device::Gpu;
+use crate::error::{Error, Result};
+use crate::memory::{Buffer, MemoryKind};
+use crate::signal::{Condition, Signal, DEFAULT_SPIN};
+use aql::ring::AqlRing;
+use aql::{AmdQueue, FenceScope, Packet};
+use kfd_sys::bindings::*;
+use std::fmt;
+use std::sync::Arc;
+
+/// Queue priority (`queue_priority` of `CREATE_QUEUE`, as ROCr maps HSA priorities).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum QueuePriority {
+    /// ROCr's low priority (KFD 3).
+    Low,
+    /// The default (KFD 7).
+    #[default]
+    Normal,
+    /// ROCr's high priority (KFD 11).
+    High,
+}
+
+impl QueuePriority {
+    pub(crate) fn kfd(self) -> u32 {
+        match self {
+            QueuePriority::Low => 3,
+            QueuePriority::Normal => 7,
+            QueuePriority::High => 11,
+        }
+    }
+}
+
+/// Options of [`Gpu::create_aql_queue`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AqlQueueOptions {
+    /// Ring size in packets: a power of two from 64 to 131072 (ROCr's range). Default 1024.
+    pub size_packets: u32,
+    /// Priority; normal by default.
+    pub priority: QueuePriority,
+    /// Whether the packet processor writes start/end timestamps into completion signals.
+    pub profiling: bool,
+    /// Bytes of kernel-argument memory owned by the queue. Default 256 KiB.
+    pub kernarg_bytes: u64,
+}
+
+impl Default for AqlQueueOptions {
+    fn default() -> Self {
+        AqlQueueOptions {
+            size_packets: 1024,
+            priority: QueuePriority::Normal,
+            profiling: false,
+            kernarg_bytes: 256 * 1024,
+        }
+    }
+}
+
+/// The error a queue stopped with, as the packet processor reported it through the queue's
+/// inactive signal (ROCr's error bits).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueFault {
+    /// The raw error word.
+    pub code: u64,
+}
+
+impl QueueFault {
+    /// A description of the error bits.
+    pub fn describe(&self) -> &'static str {
+        crate::queue::error_bits::describe(self.code)
+    }
+}
+
+impl fmt::Display for QueueFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (code {:#x})", self.describe(), self.code)
+    }
+}
+
+pub(crate) struct AqlQueueShared {
+    /// The KFD queue; `None` once destroyed (in Drop, before the memory it uses goes).
+    handle: Option<KfdQueue>,
+    gpu: Gpu,
+    ring: AqlRing,
+    amd_queue: *const AmdQueue,
+    size_packets: u32,
+    inactive: Signal,
+    /// PM4 buffer holding the instruction-cache invalidation, built on first use.
+    icache_ib: std::sync::OnceLock<Buffer>,
+    kernargs: std::sync::Mutex<KernargRing>,
+    /// Staging vectors of a finished batch, kept for the next one so that building a batch
+    /// allocates nothing once the queue is warm.
+    spare: std::sync::Mutex<Option<BatchBuffers>>,
+    /// What submissions dropped before completing still hold.
+    retired: RetireList,
+    // Memory the packet processor uses; freed after DESTROY_QUEUE (see Drop).
+    ring_mem: Buffer,
+    _amd_queue_mem: Buffer,
+    _areas: ComputeAreas,
+}
+
+impl AqlQueueShared {
+    fn handle(&self) -> &KfdQueue {
+        // Only Drop takes it.
+        self.handle
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("queue used after destruction"))
+    }
+}
+
+impl Drop for AqlQueueShared {
+    fn drop(&mut self) {
+        // DESTROY_QUEUE first: after it the command processor reads and writes none of the
+        // queue's memory, runs none of its packets and writes none of their signals, so what
+        // dropped submissions still hold can go, and the signals can be reused.
+        drop(self.handle.take());
+        self.retired.abandon();
+    }
+}
+
+// SAFETY: `amd_queue` points into `_amd_queue_mem`, owned by this struct; the fields the packet
+// processor writes are accessed atomically. `AqlRing` is Send + Sync.
+unsafe impl Send for AqlQueueShared {}
+// SAFETY: as above; all shared mutation goes through atomics or the kernarg mutex.
+unsafe impl Sync for AqlQueueShared {}
+
+/// An AQL queue on one GPU. Cheap to clone; the queue is destroyed when the last clone and the
+/// last [`Submission`] from it are gone.
+#[derive(Clone)]
+pub struct AqlQueue(Arc<AqlQueueShared>);
+
+/// A handle that does not keep its queue alive: for a queue the GPU itself caches (the code
+/// loader's), which must not own the GPU that owns it.
+#[derive(Clone, Default)]
+pub(crate) struct WeakAqlQueue(std::sync::Weak<AqlQueueShared>);
+
+impl WeakAqlQueue {
+    pub(crate) fn upgrade(&self) -> Option<AqlQueue> {
+        self.0.upgrade().map(AqlQueue)
+    }
+}
+
+impl AqlQueue {
+    pub(crate) fn downgrade(&self) -> WeakAqlQueue {
+        WeakAqlQueue(Arc::downgrade(&self.0))
+    }
+}
+
+impl fmt::Debug for AqlQueue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AqlQueue")
+            .field("queue_id", &self.0.handle().id())
+            .field("gpu", &self.0.gpu)
+            .field("size_packets", &self.0.size_packets)
+            .field("write_index", &self.0.ring.write_index())
+            .field("read_index", &self.0.ring.read_index())
+            .finish()
+    }
+}
+
+impl Gpu {
+    /// Creates an AQL queue.
+    pub fn create_aql_queue(&self, options: AqlQueueOptions) -> Result<AqlQueue> {
+        let n = options.size_packets;
+        if !n.is_power_of_two() || !(64..=131072).contains(&n) {
+            return Err(Error::InvalidArgument(format!(
+                "AQL queue size {n} is not a power of two in 64..=131072"
+            )));
+        }
+        let kfd = self.kfd().clone();
+        let info = self.info().clone();
+        let ring_bytes = u64::from(n) * 64;
+        // The ring and the amd_queue_t page (which holds the read and write indices) are each a
+        // whole buffer: KFD checks that they are, and a sub-allocation would share its pages.
+        let ring_mem = queue_buffer(self, ring_bytes, MemoryKind::GttCoherent)?;
+        let amd_queue_mem = queue_buffer(self, 4096, MemoryKind::GttCoherent)?;
+        let kernarg_mem = self.alloc(
+            // At least one minimal region per ring slot, so a full ring of single dispatches
+            // never waits for kernel-argument memory.
+            options
+                .kernarg_bytes
+                .max(4096)
+                .max(u64::from(n) * super::kernarg::KERNARG_ALIGN),
+            MemoryKind::GttCoherent,
+        )?;
+        let inactive = kfd.create_signal(0)?;
+        let ring_ptr = ring_mem
+            .as_ptr()
+            .ok_or_else(|| Error::InvalidArgument("ring not host-visible".into()))?;
+        let q_ptr = amd_queue_mem
+            .as_ptr()
+            .ok_or_else(|| Error::InvalidArgument("queue not host-visible".into()))?
+            as *mut AmdQueue;
+        // SAFETY: the ring is ours, `n` 64-byte slots, not yet known to any packet processor.
+        unsafe { aql::ring::init_ring(ring_ptr, n) };
+        // SAFETY: `q_ptr` is a fresh 4 KiB GTT page (larger than `AmdQueue`), page aligned and
+        // not yet shared; it is initialised before CREATE_QUEUE hands it to the CP.
+        unsafe {
+            AmdQueue::init(
+                q_ptr,
+                ring_mem.gpu_address(),
+                n,
+                inactive.handle(),
+                options.profiling,
+            )
+        };
+        // SAFETY: initialised just above; lives as long as `amd_queue_mem`, which the queue owns.
+        let q = unsafe { &*q_ptr };
+        // gfx94x AQL queues take no EOP buffer (KFD only uses it for PM4 queues there).
+        let gfx94x = (90400..90500).contains(&info.gfx_target_version);
+        let areas = ComputeAreas::new(self, !gfx94x)?;
+        let mut args = kfd_ioctl_create_queue_args {
+            ring_base_address: ring_mem.gpu_address(),
+            write_pointer_address: q.write_dispatch_id_address(),
+            read_pointer_address: q.read_dispatch_id_address(),
+            ring_size: u32::try_from(ring_bytes)
+                .map_err(|_| Error::InvalidArgument("ring too large".into()))?,
+            gpu_id: info.gpu_id,
+            queue_type: KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
+            queue_percentage: KFD_MAX_QUEUE_PERCENTAGE,
+            queue_priority: options.priority.kfd(),
+            eop_buffer_address: areas.eop.as_ref().map_or(0, Buffer::gpu_address),
+            eop_buffer_size: areas.eop.as_ref().map_or(0, Buffer::size),
+            ctx_save_restore_address: areas.cwsr.gpu_address(),
+            ctx_save_restore_size: areas.sizes.ctx_save_restore_size,
+            ctl_stack_size: areas.sizes.ctl_stack_size,
+            ..Default::default()
+        };
+        // SAFETY: every address in `args` is memory owned by the queue being built; the
+        // handle is its first field, so the queue is destroyed before that memory is freed.
+        let handle = unsafe { KfdQueue::create(self, &mut args) }?;
+        let queue_id = handle.id();
+        let doorbell = handle.doorbell();
+        // SAFETY: ring, indices and doorbell live in memory owned by the queue (the doorbell
+        // pages by the Kfd, which the queue keeps alive); the processor shares them by design.
+        let ring = match unsafe {
+            AqlRing::new(
+                ring_ptr,
+                n,
+                &q.write_dispatch_id,
+                &q.read_dispatch_id,
+                doorbell,
+            )
+        } {
+            Ok(r) => r,
+            Err(e) => {
+                return Err(Error::InvalidArgument(format!("AQL ring: {e}")));
+            }
+        };
+        log::debug!(
+            "kfdrt: AQL queue {queue_id} on GPU {:#x}, {n} packets",
+            info.gpu_id
+        );
+        Ok(AqlQueue(Arc::new(AqlQueueShared {
+            handle: Some(handle),
+            gpu: self.clone(),
+            ring,
+            amd_queue: q_ptr,
+            size_packets: n,
+            inactive,
+            icache_ib: std::sync::OnceLock::new(),
+            kernargs: std::sync::Mutex::new(KernargRing::new(kernarg_mem)?),
+            spare: std::sync::Mutex::new(None),
+            retired: RetireList::default(),
+            ring_mem,
+            _amd_queue_mem: amd_queue_mem,
+            _areas: areas,
+        })))
+    }
+}
+
+impl AqlQueue {
+    /// KFD's id of the queue.
+    pub fn id(&self) -> u32 {
+        self.0.handle().id()
+    }
+
+    /// The doorbell offset KFD returned (its low 13 bits are the byte offset of the queue's
+    /// doorbell within the GPU's two doorbell pages).
+    pub fn doorbell_offset(&self) -> u64 {
+        self.0.handle().doorbell_offset()
+    }
+
+    /// GPU address of the ring.
+    pub fn ring_address(&self) -> u64 {
+        self.0.ring_mem.gpu_address()
+    }
+
+    /// Ring size in packets.
+    pub fn size(&self) -> u32 {
+        self.0.size_packets
+    }
+
+    /// The GPU.
+    pub fn gpu(&self) -> &Gpu {
+        &self.0.gpu
+    }
+
+    /// The next packet index to be reserved.
+    pub fn write_index(&self) -> u64 {
+        self.0.ring.write_index()
+    }
+
+    /// The packet processor's read index.
+    pub fn read_index(&self) -> u64 {
+        self.0.ring.read_index()
+    }
+
+    /// Address of the queue's `amd_queue_t` (what an `hsa_queue_t*` points at).
+    pub fn amd_queue_address(&self) -> u64 {
+        self.0.amd_queue as u64
+    }
+
+    /// The error the queue stopped with, if it did.
+    pub fn fault(&self) -> Option<QueueFault> {
+        let v = self.0.inactive.value();
+        (v != 0).then_some(QueueFault { code: v as u64 })
+    }
+
+    /// The queue's error, if it stopped: its own (the inactive signal), or its GPU's (a fault
+    /// or reset stops every queue of the GPU).
+    fn check(&self) -> Result<()> {
+        let queue_id = self.0.handle().id();
+        if let Some(fault) = self.fault() {
+            return Err(Error::QueueError { queue_id, fault });
+        }
+        self.0.handle().check_exceptions()
+    }
+
+    /// Restricts the queue's dispatches to the compute units whose bits are set in `mask` (bit
+    /// `i` of word `w` is CU `32 * w + i`, up to 1024 CUs), as `hsa_amd_queue_cu_set_mask` does.
+    pub fn set_cu_mask(&self, mask: &[u32]) -> Result<()> {
+        if mask.is_empty() || mask.len() > 32 {
+            return Err(Error::InvalidArgument(format!(
+                "a CU mask has 1 to 32 words (1024 CUs), not {}",
+                mask.len()
+            )));
+        }
+        let mut a = kfd_ioctl_set_cu_mask_args {
+            queue_id: self.id(),
+            num_cu_mask: mask.len() as u32 * 32,
+            cu_mask_ptr: mask.as_ptr() as u64,
+        };
+        let driver = self.0.gpu.kfd().driver();
+        // SAFETY: the mask array lives across the call and holds `num_cu_mask / 32` words.
+        unsafe { kfd_sys::DriverExt::kfd_ioctl_unchecked(&**driver, &mut a) }
+            .map_err(Error::driver("AMDKFD_IOC_SET_CU_MASK"))?;
+        Ok(())
+    }
+
+    /// Invalidates the GPU's instruction cache (after code was written to memory) with a PM4
+    /// ACQUIRE_MEM carried by an AMD vendor PM4-IB packet, as ROCr does; completes in order.
+    pub fn invalidate_icache(&self) -> Result<Submission> {
+        let ib = match self.0.icache_ib.get() {
+            Some(b) => b,
+            None => {
+                let family = pm4::GfxFamily::from_gfx_target_version(
+                    self.0.gpu.info().gfx_target_version,
+                )
+                .ok_or_else(|| Error::InvalidArgument("no PM4 support for this GPU".into()))?;
+                let acquire = if family.is_gfx10_plus() {
+                    // GLI_INV = 1: invalidate the whole instruction cache.
+                    pm4::Pm4Packet::AcquireMem {
+                        coher_cntl: 0,
+                        gcr_cntl: 1,
+                    }
+                } else {
+                    // SH_ICACHE (29) | SH_KCACHE (27) | TC (23) | TCL1 (22), as kfdtest does.
+                    pm4::Pm4Packet::AcquireMem {
+                        coher_cntl: 0x28C0_0000,
+                        gcr_cntl: 0,
+                    }
+                };
+                let mut words = Vec::new();
+                acquire.encode(family, &mut words);
+                let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+                let buf = self
+                    .0
+                    .gpu
+                    .alloc(bytes.len() as u64, MemoryKind::GttCoherent)?;
+                buf.write(0, &bytes)?;
+                // Another thread may have won the race; either buffer holds the same packet.
+                let _ = self.0.icache_ib.set(buf);
+                self.0
+                    .icache_ib
+                    .get()
+                    .ok_or_else(|| Error::InvalidArgument("icache buffer".into()))?
+            }
+        };
+        let dwords = (ib.size() / 4) as u32;
+        let mut b = self.batch()?;
+        b.packets.push(encode(Packet::VendorPm4Ib(aql::Pm4IbPacket {
+            barrier: true,
+            acquire: FenceScope::System,
+            release: FenceScope::System,
+            ib_address: ib.gpu_address(),
+            ib_size_dwords: dwords,
+            completion_signal: 0,
+        })));
+        b.submit()
+    }
+
+    /// Starts a batch: packets added to it are submitted together, with one doorbell. Each
+    /// dispatch keeps its own barrier bit (set unless it was made [`Dispatch::unordered`]); the
+    /// batch's last packet always carries the barrier bit and the completion signal, so the
+    /// batch completes only when everything in it has.
+    pub fn batch(&self) -> Result<Batch<'_>> {
+        self.check()?;
+        let signal = self.0.gpu.kfd().create_signal(1)?;
+        let b = self
+            .0
+            .spare
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .unwrap_or_default();
+        Ok(Batch::new(self, signal, b))
+    }
+
+    /// Dispatches one kernel and returns its completion.
+    pub fn dispatch(&self, d: &Dispatch<'_>) -> Result<Submission> {
+        let mut b = self.batch()?;
+        b.dispatch(d)?;
+        b.submit()
+    }
+
+    /// Submits a barrier-AND: completes when every signal in `deps` is 0 (any number: packets are
+    /// chained five dependencies at a time).
+    pub fn barrier_and(&self, deps: &[&Signal]) -> Result<Submission> {
+        let mut b = self.batch()?;
+        b.barrier_and(deps)?;
+        b.submit()
+    }
+
+    /// Submits a barrier-OR: completes when any signal in `deps` (at most 5) is 0.
+    pub fn barrier_or(&self, deps: &[&Signal]) -> Result<Submission> {
+        let mut b = self.batch()?;
+        b.barrier_or(deps)?;
+        b.submit()
+    }
+
+    fn kernarg_region(&self, len: u64, signal: &Signal) -> Result<(u64, *mut u8)> {
+        loop {
+            let oldest = {
+                let mut k = self.0.kernargs.lock().unwrap_or_else(|p| p.into_inner());
+                if let Some(off) = k.try_alloc(len, signal, 0)? {
+                    return Ok(k.address(off));
+                }
+                k.oldest()
+            };
+            // Full of running submissions: wait for the oldest, then retry.
+            match oldest {
+                Some((sig, target)) => {
+                    sig.wait_with(
+                        Condition::Lt(target + 1),
+                        None,
+                        DEFAULT_SPIN,
+                        &[self.0.inactive.event_id()],
+                        &|| self.check(),
+                    )?;
+                }
+                None => return Err(Error::InvalidArgument("kernarg memory exhausted".into())),
+            }
+        }
+    }
+}
+
+const _: () = {
+    const fn is_send_sync<T: Send + Sync>() {}
+    is_send_sync::<AqlQueue>();
+};

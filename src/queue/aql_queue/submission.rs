@@ -1,0 +1,90 @@
+//! [`Submission`]: the completion of a batch, and the owner of what its packets use.
+
+use super::AqlQueue;
+use crate::error::{Error, Result};
+use crate::queue::held::Held;
+use crate::signal::{Condition, Signal, DEFAULT_SPIN};
+use std::fmt;
+use std::time::Duration;
+
+/// A completion to wait for. It owns the signal its last packet decrements, and the kernel code,
+/// buffers and signals its packets use, until the completion is observed; dropped before that,
+/// it hands them to its queue, which lets them go once the GPU is done (or the queue destroyed).
+#[must_use = "a submission's completion should be waited for"]
+pub struct Submission {
+    pub(crate) queue: AqlQueue,
+    pub(crate) signal: Signal,
+    pub(crate) last_index: u64,
+    pub(crate) held: Held,
+}
+
+impl fmt::Debug for Submission {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Submission")
+            .field("index", &self.last_index)
+            .field("signal", &self.signal)
+            .field("held", &self.held)
+            .finish()
+    }
+}
+
+impl Submission {
+    /// Index of the last packet of the submission in its queue.
+    pub fn packet_index(&self) -> u64 {
+        self.last_index
+    }
+
+    /// The completion signal (reaches 0 on completion).
+    pub fn signal(&self) -> &Signal {
+        &self.signal
+    }
+
+    /// Whether it has completed.
+    pub fn is_complete(&self) -> bool {
+        self.signal.value() <= 0
+    }
+
+    /// The queue it was submitted to.
+    pub fn queue(&self) -> &AqlQueue {
+        &self.queue
+    }
+
+    /// Waits for completion. A queue error is returned as [`Error::QueueError`] even when it
+    /// happened before the wait, a fault of the GPU as [`Error::DeviceFault`]; `timeout` of
+    /// `None` waits forever.
+    pub fn wait(&self, timeout: Option<Duration>) -> Result<()> {
+        let q = &self.queue;
+        q.check()?;
+        self.signal
+            .wait_with(
+                Condition::Lt(1),
+                timeout,
+                DEFAULT_SPIN,
+                &[q.0.inactive.event_id()],
+                &|| q.check(),
+            )
+            .map(drop)
+            .or_else(|e| match e {
+                // The queue may have died while we slept; report that rather than a timeout.
+                Error::Timeout { .. } => q.check().and(Err(e)),
+                e => Err(e),
+            })
+    }
+
+    /// Start and end timestamps of the last packet (queues created with profiling).
+    pub fn timestamps(&self) -> (u64, u64) {
+        self.signal.timestamps()
+    }
+}
+
+impl Drop for Submission {
+    fn drop(&mut self) {
+        // Retired even with nothing held: the signal slot is reclaimed with the queue if the
+        // queue is destroyed before the work completes.
+        if self.is_complete() {
+            return;
+        }
+        let held = std::mem::take(&mut self.held);
+        self.queue.0.retired.retire(self.signal.clone(), held);
+    }
+}
