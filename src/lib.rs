@@ -15,6 +15,69 @@
 //! }
 //! # Ok(()) }
 //! ```
+//!
+//! # Ownership: GPU work owns what it uses
+//!
+//! A submission (a dispatch, a barrier, a copy or a fill) keeps the kernel's code, the buffers
+//! it was given and the signals it waits on allocated until its completion is observed; dropping
+//! the [`Buffer`], the [`Kernel`] or the completion early is safe, and the memory is freed once
+//! the GPU is done with it (or its queue destroyed). What kfdrt cannot see is `unsafe`: raw
+//! kernel-argument bytes and raw PM4 or SDMA packets carry addresses it cannot track.
+//!
+//! ```compile_fail,E0133
+//! # fn f(kernel: &kfdrt::Kernel, queue: &kfdrt::AqlQueue) {
+//! let bytes = [0u8; 16]; // whatever addresses these hold, kfdrt cannot keep them alive
+//! let d = kfdrt::Dispatch::linear(kernel, 64, 64).with_raw_args(&bytes); // needs `unsafe`
+//! # }
+//! ```
+//!
+//! ```compile_fail,E0133
+//! # fn f(q: &kfdrt::Pm4Queue, addr: u64) {
+//! let p = q.write_data(addr, &[1]);
+//! q.submit(&[p], std::time::Duration::from_secs(1)); // raw packets: needs `unsafe`
+//! # }
+//! ```
+//!
+//! Borrows the compiler enforces: a batch does not outlive its queue, a prepared dispatch does
+//! not outlive its kernel, registered host memory is not touched while the GPU may use it, and
+//! a mutable view of a buffer excludes every other access through it.
+//!
+//! ```compile_fail,E0597
+//! # fn f(gpu: &kfdrt::Gpu) -> kfdrt::Result<()> {
+//! let batch = {
+//!     let queue = gpu.create_aql_queue(Default::default())?;
+//!     queue.batch()?
+//! }; // the queue is gone
+//! batch.submit()?;
+//! # Ok(()) }
+//! ```
+//!
+//! ```compile_fail,E0597
+//! # fn f(gpu: &kfdrt::Gpu) -> kfdrt::Result<()> {
+//! let prepared = {
+//!     let kernel = gpu.emulated_kernel("k", 0, std::sync::Arc::new(|_: &kfdrt::emu::WorkGroup<'_>| Ok(())))?;
+//!     kfdrt::Dispatch::linear(&kernel, 64, 64).prepare()?
+//! }; // the kernel is gone
+//! drop(prepared);
+//! # Ok(()) }
+//! ```
+//!
+//! ```compile_fail,E0499
+//! # fn f(gpu: &kfdrt::Gpu) -> kfdrt::Result<()> {
+//! let mut host = vec![0u8; 4096];
+//! let registration = gpu.register_host_memory(&mut host)?;
+//! host[0] = 1; // the GPU may be reading it
+//! drop(registration);
+//! # Ok(()) }
+//! ```
+//!
+//! ```compile_fail,E0502
+//! # fn f(mut buf: kfdrt::Buffer) -> kfdrt::Result<()> {
+//! let view = buf.as_mut_slice().unwrap();
+//! buf.write(0, &[1])?; // would change `view` underneath
+//! view[0] = 2;
+//! # Ok(()) }
+//! ```
 #![warn(missing_docs)]
 
 pub mod code_object;

@@ -10,6 +10,8 @@ pub struct FaultInjector {
     /// Allocations to let through before failing one (0 = off).
     fail_alloc_in: AtomicU64,
     stalled: Mutex<HashSet<u32>>,
+    /// Every queue is stalled.
+    all_stalled: AtomicBool,
     /// Fast path for processors: whether any queue is stalled at all.
     any_stalled: AtomicBool,
     sdma_exhausted: AtomicBool,
@@ -29,6 +31,7 @@ impl FaultInjector {
             .unwrap_or_else(|p| p.into_inner())
             .clear();
         self.any_stalled.store(false, Ordering::Release);
+        self.all_stalled.store(false, Ordering::Release);
     }
 
     pub(crate) fn take_allocation_failure(&self) -> bool {
@@ -65,6 +68,12 @@ impl FaultInjector {
         self.any_stalled.store(true, Ordering::Release);
     }
 
+    /// Stops (`true`) or lets run again (`false`) every queue's packet processor, including
+    /// queues created later (a runtime's internal ones, whose ids a test does not know).
+    pub fn stall_all_queues(&self, stalled: bool) {
+        self.all_stalled.store(stalled, Ordering::Release);
+    }
+
     /// Lets a stalled queue run again.
     pub fn resume_queue(&self, queue_id: u32) {
         let mut stalled = self.stalled.lock().unwrap_or_else(|p| p.into_inner());
@@ -74,6 +83,9 @@ impl FaultInjector {
     }
 
     pub(crate) fn is_stalled(&self, queue_id: u32) -> bool {
+        if self.all_stalled.load(Ordering::Acquire) {
+            return true;
+        }
         if !self.any_stalled.load(Ordering::Acquire) {
             return false;
         }

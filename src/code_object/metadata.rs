@@ -394,6 +394,31 @@ pub struct KernelMetadata {
 }
 
 impl KernelMetadata {
+    /// Metadata by hand, for a kernel without a note (an emulated kernel, assembly): named
+    /// `name`, `kernarg_segment_size` bytes of arguments, none listed yet (push them onto
+    /// `args`), wave64, up to 1024 work-items per group.
+    pub fn new(name: &str, kernarg_segment_size: u32) -> KernelMetadata {
+        KernelMetadata {
+            name: name.to_owned(),
+            symbol: format!("{name}.kd"),
+            args: Vec::new(),
+            kernarg_segment_size,
+            kernarg_segment_align: 16,
+            group_segment_fixed_size: 0,
+            private_segment_fixed_size: 0,
+            uses_dynamic_stack: false,
+            wavefront_size: 64,
+            sgpr_count: 0,
+            vgpr_count: 0,
+            agpr_count: 0,
+            sgpr_spill_count: 0,
+            vgpr_spill_count: 0,
+            max_flat_workgroup_size: 1024,
+            reqd_workgroup_size: None,
+            language: None,
+        }
+    }
+
     /// The arguments the caller supplies, in order (index `i` of [`crate::kernel_args::KernelArgs`]).
     pub fn explicit_args(&self) -> impl Iterator<Item = &KernelArg> {
         self.args.iter().filter(|a| !a.is_hidden())

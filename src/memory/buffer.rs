@@ -232,7 +232,7 @@ impl Buffer {
     /// `&self`) and the GPU may be using it. Safe code copies with [`Buffer::read`] and
     /// [`Buffer::write`].
     ///
-    /// ```compile_fail
+    /// ```compile_fail,E0599
     /// # fn f(buf: &kfdrt::Buffer) {
     /// let view: &[u8] = buf.as_slice().unwrap(); // no shared view: `write(&self)` could change it
     /// # }

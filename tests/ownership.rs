@@ -1,0 +1,256 @@
+//! GPU work owns what it uses. With the packet processors stalled (the work cannot have run),
+//! dropping the buffers, kernels and completions it uses frees nothing early; the results are
+//! right once it runs; and everything is freed once it has completed, or once its queue is gone.
+//! Signals follow the same rule, and objects of another device are refused.
+
+mod common;
+
+use kfdrt::code_object::{ArgKind, KernelArg, KernelMetadata};
+use kfdrt::emu::{GpuFault, Preset, WorkGroup};
+use kfdrt::kernel_args::KernelArgs;
+use kfdrt::memory::AllocOptions;
+use kfdrt::{AqlQueueOptions, Buffer, CopyPath, Dispatch, Error, Gpu, Kfd, MemoryKind};
+use std::sync::Arc;
+use std::time::Duration;
+
+const T: Option<Duration> = Some(Duration::from_secs(30));
+
+fn whole(gpu: &Gpu, size: u64) -> Buffer {
+    gpu.alloc_with(
+        size,
+        AllocOptions {
+            dedicated: true,
+            ..AllocOptions::new(MemoryKind::GttCoherent)
+        },
+    )
+    .unwrap()
+}
+
+fn live_buffers(kfd: &Kfd) -> usize {
+    kfd.emulator().unwrap().stats().live_allocations
+}
+
+/// Makes the device's own allocations (signal pool page, events page, MMIO page) now, so they
+/// do not show up in the counts later.
+fn warm(kfd: &Kfd) {
+    drop(kfd.create_signal(0).unwrap());
+    kfd.flush_hdp().unwrap();
+}
+
+fn pattern(n: usize) -> Vec<u8> {
+    (0..n).map(|i| (i * 13 % 251) as u8).collect()
+}
+
+/// A copy whose source and completion are dropped before the engine runs it still copies the
+/// right bytes, and the source is freed only after.
+fn copy_with_everything_dropped(kfd: &Kfd, path: CopyPath) {
+    let gpu = kfd.gpu(0).unwrap();
+    let base = live_buffers(kfd);
+    let engine = gpu.copy_engine_preferring(path).unwrap();
+    let dst = whole(&gpu, 1 << 16);
+    let before = live_buffers(kfd);
+    let src = whole(&gpu, 1 << 16);
+    src.write(0, &pattern(1 << 16)).unwrap();
+    let emu = kfd.emulator().unwrap();
+    emu.faults().stall_all_queues(true);
+    let copy = engine.copy(&dst, 0, &src, 0, 1 << 16, &[]).unwrap();
+    drop(src);
+    drop(copy);
+    assert_eq!(
+        live_buffers(kfd),
+        before + 1,
+        "{path:?}: the source was freed while its copy had not run"
+    );
+    emu.faults().stall_all_queues(false);
+    // The engine's queue is in order: a later fill completes after the copy.
+    let marker = whole(&gpu, 4096);
+    engine
+        .fill(&marker, 0, 1, 64, &[])
+        .unwrap()
+        .wait(T)
+        .unwrap();
+    assert_eq!(dst.to_vec().unwrap(), pattern(1 << 16), "{path:?}");
+    // The retired copy lets go at the next submission on its queue, or with the engine.
+    drop(engine);
+    assert_eq!(
+        live_buffers(kfd),
+        base + 2,
+        "{path:?}: dst and the marker only"
+    );
+}
+
+#[test]
+fn copies_keep_their_buffers_until_they_complete() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    // Whole allocations, so the emulator's count shows each buffer.
+    kfd.set_suballocation_threshold(0);
+    warm(&kfd);
+    copy_with_everything_dropped(&kfd, CopyPath::Sdma);
+    copy_with_everything_dropped(&kfd, CopyPath::Shader);
+}
+
+#[test]
+fn a_dispatch_keeps_its_kernel_and_argument_buffers_until_it_completes() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    kfd.set_suballocation_threshold(0);
+    warm(&kfd);
+    let gpu = kfd.gpu(0).unwrap();
+    let emu = kfd.emulator().unwrap();
+    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let out = whole(&gpu, 4096);
+    let before = live_buffers(&kfd);
+    // An emulated kernel with metadata by hand: `out[i] = in[i] + 1` over 64 u32s.
+    let kernel = gpu
+        .emulated_kernel(
+            "add_one",
+            16,
+            Arc::new(|wg: &WorkGroup<'_>| -> Result<(), GpuFault> {
+                let (input, out) = (wg.kernarg_u64(0)?, wg.kernarg_u64(8)?);
+                for i in 0..64 {
+                    let v = wg.mem.read_u32(input + 4 * i)?;
+                    wg.mem.write_u32(out + 4 * i, v + 1)?;
+                }
+                Ok(())
+            }),
+        )
+        .unwrap();
+    let mut md = KernelMetadata::new("add_one", 16);
+    md.args = vec![
+        KernelArg::new(ArgKind::GlobalBuffer, 0, 8),
+        KernelArg::new(ArgKind::GlobalBuffer, 8, 8),
+    ];
+    let input = whole(&gpu, 4096);
+    let words: Vec<u8> = (0..64u32).flat_map(|i| (i * 3).to_le_bytes()).collect();
+    input.write(0, &words).unwrap();
+    let mut args = KernelArgs::from_metadata(Arc::new(md));
+    args.set_buffer(0, &input)
+        .unwrap()
+        .set_buffer(1, &out)
+        .unwrap();
+    emu.faults().stall_queue(q.id());
+    let s = q
+        .dispatch(&Dispatch::linear(&kernel, 1, 1).with_args(&args))
+        .unwrap();
+    // The kernel (its code and its emulated binding), the input and the arguments: all gone
+    // from the caller's side before the GPU has run anything.
+    drop((kernel, input, args));
+    assert_eq!(
+        live_buffers(&kfd),
+        before + 2,
+        "the kernel's code and the input are still allocated"
+    );
+    emu.faults().resume_queue(q.id());
+    s.wait(T).unwrap();
+    let got = out.to_vec().unwrap();
+    for i in 0..64u32 {
+        let v = u32::from_le_bytes(got[4 * i as usize..][..4].try_into().unwrap());
+        assert_eq!(v, i * 3 + 1);
+    }
+    drop(s);
+    assert_eq!(
+        live_buffers(&kfd),
+        before,
+        "freed once the completion was seen"
+    );
+}
+
+#[test]
+fn an_unwaited_submission_is_drained_by_its_queue() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    kfd.set_suballocation_threshold(0);
+    warm(&kfd);
+    let gpu = kfd.gpu(0).unwrap();
+    let emu = kfd.emulator().unwrap();
+    let before = live_buffers(&kfd);
+    let kernel = gpu
+        .emulated_kernel(
+            "nop",
+            0,
+            Arc::new(|_: &WorkGroup<'_>| -> Result<(), GpuFault> { Ok(()) }),
+        )
+        .unwrap();
+    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    emu.faults().stall_queue(q.id());
+    drop(q.dispatch(&Dispatch::linear(&kernel, 1, 1)).unwrap());
+    drop(kernel);
+    emu.faults().resume_queue(q.id());
+    q.barrier_and(&[]).unwrap().wait(T).unwrap();
+    // The queue, whose retired work kept the kernel's code, goes: so does everything else.
+    drop(q);
+    assert_eq!(live_buffers(&kfd), before);
+    assert_eq!(emu.stats().live_queues, 0);
+}
+
+#[test]
+fn signals_of_submissions_dropped_on_a_destroyed_queue_are_reused() {
+    // Each submission takes a signal; dropped unwaited on a queue that never runs them, their
+    // slots used to stay pending forever, and a few thousand exhausted KFD's events.
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let emu = kfd.emulator().unwrap();
+    let events_after = |n: usize| {
+        let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+        emu.faults().stall_queue(q.id());
+        for _ in 0..n {
+            drop(q.barrier_and(&[]).unwrap());
+        }
+        emu.faults().resume_queue(q.id());
+        // Destroyed before the processor looked at anything: nothing ran.
+        emu.faults().stall_queue(q.id());
+        drop(q);
+        emu.stats().live_events
+    };
+    let first = events_after(300);
+    let second = events_after(300);
+    assert_eq!(
+        first, second,
+        "signal slots leaked with the destroyed queue"
+    );
+}
+
+#[test]
+fn a_signal_a_barrier_waits_on_is_not_recycled_under_it() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let dep = kfd.create_signal(1).unwrap();
+    let barrier = q.barrier_and(&[&dep]).unwrap();
+    drop(dep);
+    // New signals start at 0: one taking the dropped signal's slot would satisfy the barrier.
+    let others: Vec<_> = (0..200).map(|_| kfd.create_signal(0).unwrap()).collect();
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(
+        !barrier.is_complete(),
+        "the barrier's dependency was recycled and satisfied it"
+    );
+    drop(others);
+}
+
+#[test]
+fn objects_of_another_device_are_refused() {
+    let a = common::emulated(Preset::Gfx90a, 1);
+    let b = common::emulated(Preset::Gfx90a, 1);
+    let (ga, gb) = (a.gpu(0).unwrap(), b.gpu(0).unwrap());
+    let foreign_signal = b.create_signal(1).unwrap();
+    let q = ga.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    assert!(matches!(
+        q.barrier_and(&[&foreign_signal]),
+        Err(Error::ForeignObject { .. })
+    ));
+    let mine = ga.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    let theirs = gb.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    for path in [CopyPath::Sdma, CopyPath::Shader] {
+        let engine = ga.copy_engine_preferring(path).unwrap();
+        assert!(
+            matches!(
+                engine.copy(&mine, 0, &theirs, 0, 64, &[]),
+                Err(Error::ForeignObject { .. })
+            ),
+            "{path:?}"
+        );
+        assert!(matches!(
+            engine.copy(&mine, 0, &mine, 64, 64, &[&foreign_signal]),
+            Err(Error::ForeignObject { .. })
+        ));
+    }
+}
