@@ -212,7 +212,7 @@ impl Kfd {
         let mut version = kfd_ioctl_get_version_args::default();
         driver
             .kfd_ioctl(&mut version)
-            .map_err(Error::driver("AMDKFD_IOC_GET_VERSION"))?;
+            .map_err(Error::ioctl(&version))?;
         if version.major_version != SUPPORTED_MAJOR_VERSION
             || version.minor_version < MIN_MINOR_VERSION
         {
@@ -235,13 +235,14 @@ impl Kfd {
                     ))
                 })?;
             let mut acquire = kfd_ioctl_acquire_vm_args {
-                drm_fd: u32::try_from(render_fd)
-                    .map_err(|_| Error::driver("open render node")(kfd_sys::Errno::EBADF))?,
+                drm_fd: u32::try_from(render_fd).map_err(|_| {
+                    Error::Internal(format!("render node descriptor {render_fd} is negative"))
+                })?,
                 gpu_id: info.gpu_id,
             };
             driver
                 .kfd_ioctl(&mut acquire)
-                .map_err(Error::driver("AMDKFD_IOC_ACQUIRE_VM"))?;
+                .map_err(Error::ioctl(&acquire))?;
             if info.vram_bytes > 0 && info.host_visible_vram_bytes == 0 {
                 // A small-BAR part: the topology only says its VRAM is "private"; the render
                 // node says how much of it the CPU can map.
@@ -363,7 +364,7 @@ impl Kfd {
         self.shared
             .driver
             .kfd_ioctl(&mut args)
-            .map_err(Error::driver("AMDKFD_IOC_GET_CLOCK_COUNTERS"))?;
+            .map_err(Error::ioctl(&args))?;
         Ok(ClockCounters {
             gpu: args.gpu_clock_counter,
             cpu: args.cpu_clock_counter,
@@ -455,8 +456,7 @@ fn cpu_visible_vram(driver: &dyn Driver, minor: u32) -> Result<u64> {
 fn read_apertures(driver: &dyn Driver) -> Result<Vec<kfd_process_device_apertures>> {
     let mut query = kfd_ioctl_get_process_apertures_new_args::default();
     // SAFETY: with num_of_nodes 0 the driver only reports the count and writes through no pointer.
-    unsafe { driver.kfd_ioctl_unchecked(&mut query) }
-        .map_err(Error::driver("AMDKFD_IOC_GET_PROCESS_APERTURES_NEW"))?;
+    unsafe { driver.kfd_ioctl_unchecked(&mut query) }.map_err(Error::ioctl(&query))?;
     let mut list = vec![kfd_process_device_apertures::default(); query.num_of_nodes as usize];
     if list.is_empty() {
         return Ok(list);
@@ -468,8 +468,7 @@ fn read_apertures(driver: &dyn Driver) -> Result<Vec<kfd_process_device_aperture
     };
     // SAFETY: the pointer refers to `list`, which has room for `num_of_nodes` entries and lives
     // across the call.
-    unsafe { driver.kfd_ioctl_unchecked(&mut fill) }
-        .map_err(Error::driver("AMDKFD_IOC_GET_PROCESS_APERTURES_NEW"))?;
+    unsafe { driver.kfd_ioctl_unchecked(&mut fill) }.map_err(Error::ioctl(&fill))?;
     list.truncate(fill.num_of_nodes as usize);
     Ok(list)
 }
@@ -546,7 +545,7 @@ impl Gpu {
             .shared
             .driver
             .kfd_ioctl(&mut args)
-            .map_err(Error::driver("AMDKFD_IOC_AVAILABLE_MEMORY"))?;
+            .map_err(Error::ioctl(&args))?;
         Ok(args.available)
     }
 }

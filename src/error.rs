@@ -91,6 +91,19 @@ pub enum Error {
         /// What was given.
         what: &'static str,
     },
+    /// The driver answered something the KFD ABI does not allow (a driver bug, or a driver kfdrt
+    /// does not know).
+    #[error("unexpected answer from the driver to {request}: {what}")]
+    UnexpectedDriverAnswer {
+        /// The request.
+        request: &'static str,
+        /// What was wrong with the answer.
+        what: String,
+    },
+    /// A wait ended because an event it waited on was destroyed under it (KFD's
+    /// `KFD_IOC_WAIT_RESULT_FAIL`).
+    #[error("an event waited on was destroyed during the wait")]
+    EventDestroyed,
     /// kfdrt broke one of its own invariants (a bug to report).
     #[error("internal error: {0}")]
     Internal(String),
@@ -128,6 +141,12 @@ impl Error {
 
     pub(crate) fn driver(op: &'static str) -> impl FnOnce(Errno) -> Error {
         move |errno| Error::Driver { op, errno }
+    }
+
+    /// The error of KFD request `T` (the type of `_args`, which names it) failing with an errno:
+    /// `.map_err(Error::ioctl(&args))`.
+    pub(crate) fn ioctl<T: kfd_sys::KfdIoctl>(_args: &T) -> impl FnOnce(Errno) -> Error {
+        move |errno| Error::Driver { op: T::NAME, errno }
     }
 }
 

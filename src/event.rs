@@ -187,9 +187,7 @@ pub(crate) fn create_raw_event(
             args.event_page_offset = page.alloc.handle;
         }
     }
-    driver
-        .kfd_ioctl(&mut args)
-        .map_err(Error::driver("AMDKFD_IOC_CREATE_EVENT"))?;
+    driver.kfd_ioctl(&mut args).map_err(Error::ioctl(&args))?;
     let mut mailbox = None;
     if let Some(page) = page_guard.as_mut().filter(|_| kind == EventKind::Signal) {
         page.registered = true;
@@ -235,14 +233,14 @@ pub(crate) fn wait_ids(
     };
     // SAFETY: `events_ptr` points to `data`, `num_events` entries, alive across the call; the
     // driver reads ids and writes payloads in place.
-    unsafe { shared.driver.kfd_ioctl_unchecked(&mut args) }
-        .map_err(Error::driver("AMDKFD_IOC_WAIT_EVENTS"))?;
+    unsafe { shared.driver.kfd_ioctl_unchecked(&mut args) }.map_err(Error::ioctl(&args))?;
     match args.wait_result {
         KFD_IOC_WAIT_RESULT_COMPLETE => Ok((true, data)),
         KFD_IOC_WAIT_RESULT_TIMEOUT => Ok((false, data)),
-        _ => Err(Error::Driver {
-            op: "AMDKFD_IOC_WAIT_EVENTS (wait_result FAIL)",
-            errno: kfd_sys::Errno::EIO,
+        KFD_IOC_WAIT_RESULT_FAIL => Err(Error::EventDestroyed),
+        other => Err(Error::UnexpectedDriverAnswer {
+            request: "AMDKFD_IOC_WAIT_EVENTS",
+            what: format!("wait_result {other}"),
         }),
     }
 }
@@ -321,7 +319,7 @@ impl Event {
             .driver()
             .kfd_ioctl(&mut args)
             .map(drop)
-            .map_err(Error::driver("AMDKFD_IOC_SET_EVENT"))
+            .map_err(Error::ioctl(&args))
     }
 
     /// Clears the event (`RESET_EVENT`).
@@ -334,7 +332,7 @@ impl Event {
             .driver()
             .kfd_ioctl(&mut args)
             .map(drop)
-            .map_err(Error::driver("AMDKFD_IOC_RESET_EVENT"))
+            .map_err(Error::ioctl(&args))
     }
 
     /// Waits until the event is signalled: `Ok(true)`, or `Ok(false)` after `timeout`

@@ -73,7 +73,7 @@ impl ExceptionWatch {
             driver
                 .kfd_ioctl(&mut args)
                 .map(|_| args.event_id)
-                .map_err(Error::driver("AMDKFD_IOC_CREATE_EVENT"))
+                .map_err(Error::ioctl(&args))
         };
         let memory_event = create(KFD_IOC_EVENT_MEMORY)?;
         let hw_event = match create(KFD_IOC_EVENT_HW_EXCEPTION) {

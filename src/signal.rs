@@ -111,7 +111,7 @@ impl SignalPool {
         self.grow(shared)?;
         self.free
             .pop()
-            .ok_or_else(|| Error::InvalidArgument("signal pool is empty".into()))
+            .ok_or_else(|| Error::Internal("the signal pool grew but has no free slot".into()))
     }
 
     fn grow(&mut self, shared: &KfdShared) -> Result<()> {
@@ -187,9 +187,9 @@ fn create_signal_event(shared: &KfdShared) -> Result<(u32, u64)> {
     // the Kfd alive.
     let (id, mailbox) = crate::event::create_raw_event(shared, EventKind::Signal, true)?;
     // KFD gives signal events a mailbox in the events page; without one the CP could not wake us.
-    let mailbox = mailbox.ok_or(Error::Driver {
-        op: "AMDKFD_IOC_CREATE_EVENT (no event slot)",
-        errno: kfd_sys::Errno::ENOSPC,
+    let mailbox = mailbox.ok_or_else(|| Error::UnexpectedDriverAnswer {
+        request: "AMDKFD_IOC_CREATE_EVENT",
+        what: format!("signal event {id} has no slot in the events page"),
     })?;
     Ok((id, mailbox))
 }
@@ -307,7 +307,7 @@ impl Signal {
             .driver()
             .kfd_ioctl(&mut args)
             .map(drop)
-            .map_err(Error::driver("AMDKFD_IOC_SET_EVENT"))
+            .map_err(Error::ioctl(&args))
     }
 
     /// Profiling timestamps `(start, end)` the command processor wrote, in GPU clock ticks.

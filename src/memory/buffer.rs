@@ -422,8 +422,9 @@ impl Buffer {
             Backing::Whole(r) => r,
             Backing::Sub(s, _) => {
                 sub = shared.suballoc.lock().unwrap_or_else(|p| p.into_inner());
-                sub.block_raw(&s.chunk)
-                    .ok_or_else(|| Error::InvalidArgument("suballocator block vanished".into()))?
+                sub.block_raw(&s.chunk).ok_or_else(|| {
+                    Error::Internal("a suballocator block vanished under its buffer".into())
+                })?
             }
         };
         raw.unmap_from_gpus(&*shared.driver, &owner)?;

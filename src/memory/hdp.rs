@@ -59,7 +59,7 @@ impl MmioPage {
         // SAFETY: the VA range is reserved by us for this allocation.
         if let Err(e) = unsafe { driver.kfd_ioctl_unchecked(&mut args) } {
             va.release(driver);
-            return Err(Error::driver("AMDKFD_IOC_ALLOC_MEMORY_OF_GPU (MMIO remap)")(e));
+            return Err(Error::ioctl(&args)(e));
         }
         let page = MmioPage {
             handle: args.handle,

@@ -49,8 +49,7 @@ impl Gpu {
         };
         // SAFETY: the pages belong to `memory`'s allocation, which the returned registration
         // borrows mutably for as long as the GPU may access them.
-        unsafe { driver.kfd_ioctl_unchecked(&mut a) }
-            .map_err(Error::driver("AMDKFD_IOC_ALLOC_MEMORY_OF_GPU (userptr)"))?;
+        unsafe { driver.kfd_ioctl_unchecked(&mut a) }.map_err(Error::ioctl(&a))?;
         let ids = [self.id()];
         let mut m = kfd_ioctl_map_memory_to_gpu_args {
             handle: a.handle,

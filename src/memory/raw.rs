@@ -167,7 +167,7 @@ impl RawAllocation {
         // SAFETY: the device array is `gpu_ids`, alive across the call, `n_devices` long.
         unsafe { driver.kfd_ioctl_unchecked(&mut args) }
             .map(drop)
-            .map_err(Error::driver("AMDKFD_IOC_MAP_MEMORY_TO_GPU"))
+            .map_err(Error::ioctl(&args))
     }
 
     /// `UNMAP_MEMORY_FROM_GPU` for `gpu_ids`.
@@ -182,7 +182,7 @@ impl RawAllocation {
         // SAFETY: the device array is `gpu_ids`, alive across the call, `n_devices` long.
         unsafe { driver.kfd_ioctl_unchecked(&mut args) }
             .map(drop)
-            .map_err(Error::driver("AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU"))
+            .map_err(Error::ioctl(&args))
     }
 
     /// Unmaps from `mapped_gpus`, removes the CPU mapping and frees, in that order. (Pageable

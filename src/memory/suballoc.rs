@@ -154,7 +154,7 @@ impl Pool {
         self.buddy.add_block(slot as u32);
         self.buddy
             .take(order as usize)
-            .ok_or_else(|| Error::InvalidArgument("empty block refused a chunk".into()))
+            .ok_or_else(|| Error::Internal("an empty suballocator block refused a chunk".into()))
     }
 }
 
@@ -189,7 +189,7 @@ impl SubAllocator {
             None => pool.grow(shared, key, order)?,
         };
         let Some(b) = pool.blocks.get_mut(block as usize).and_then(Option::as_mut) else {
-            return Err(Error::InvalidArgument("suballocator block vanished".into()));
+            return Err(Error::Internal("a suballocator block vanished".into()));
         };
         if b.used == 0 {
             pool.empty_blocks -= 1;
@@ -344,7 +344,7 @@ impl SubAllocator {
             .and_then(Option::as_mut)
             .and_then(|p| p.blocks.get_mut(chunk.block as usize))
             .and_then(Option::as_mut)
-            .ok_or_else(|| Error::InvalidArgument("suballocator block vanished".into()))
+            .ok_or_else(|| Error::Internal("a suballocator block vanished".into()))
     }
 }
 

@@ -29,26 +29,25 @@ pub(crate) fn doorbell_ptr(
     let base_offset = doorbell_offset & !(DOORBELL_PAGES_SIZE - 1);
     let within = doorbell_offset & (DOORBELL_PAGES_SIZE - 1);
     if within % 8 != 0 {
-        return Err(Error::Driver {
-            op: "AMDKFD_IOC_CREATE_QUEUE (misaligned doorbell offset)",
-            errno: kfd_sys::Errno::EINVAL,
+        return Err(Error::UnexpectedDriverAnswer {
+            request: "AMDKFD_IOC_CREATE_QUEUE",
+            what: format!("doorbell offset {doorbell_offset:#x} is not 8-byte aligned"),
         });
     }
     let gpu = shared
         .gpus
         .get(gpu_index)
-        .ok_or_else(|| Error::InvalidArgument("no such GPU".into()))?;
+        .ok_or_else(|| Error::Internal(format!("no GPU with index {gpu_index}")))?;
     let mut pages = gpu.doorbells.lock().unwrap_or_else(|p| p.into_inner());
     let pages = match &mut *pages {
         Some(p) if p.mmap_offset == base_offset => p,
         Some(p) => {
-            log::error!(
-                "kfdrt: doorbell offset {doorbell_offset:#x} is outside the GPU's doorbell pages at {:#x}",
-                p.mmap_offset
-            );
-            return Err(Error::Driver {
-                op: "doorbell mapping",
-                errno: kfd_sys::Errno::EINVAL,
+            return Err(Error::UnexpectedDriverAnswer {
+                request: "AMDKFD_IOC_CREATE_QUEUE",
+                what: format!(
+                    "doorbell offset {doorbell_offset:#x} is outside the GPU's doorbell pages at {:#x}",
+                    p.mmap_offset
+                ),
             });
         }
         slot @ None => {

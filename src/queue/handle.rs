@@ -38,8 +38,7 @@ impl KfdQueue {
         args.gpu_id = gpu.id();
         let exception_epoch = gpu.exception_epoch()?;
         // SAFETY: forwarded to the caller.
-        unsafe { gpu.kfd().driver().kfd_ioctl_unchecked(args) }
-            .map_err(Error::driver("AMDKFD_IOC_CREATE_QUEUE"))?;
+        unsafe { gpu.kfd().driver().kfd_ioctl_unchecked(args) }.map_err(Error::ioctl(&*args))?;
         let mut q = KfdQueue {
             gpu: gpu.clone(),
             id: args.queue_id,

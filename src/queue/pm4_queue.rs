@@ -42,7 +42,8 @@ impl Default for Pm4QueueOptions {
 
 /// A PM4 compute queue.
 pub struct Pm4Queue {
-    handle: KfdQueue,
+    /// The KFD queue; `None` once destroyed (in Drop, before the memory it uses goes).
+    handle: Option<KfdQueue>,
     gpu: Gpu,
     family: GfxFamily,
     ring: Mutex<Pm4Ring>,
@@ -56,10 +57,17 @@ pub struct Pm4Queue {
 // SAFETY: the ring writer is behind a mutex; the pointers are into buffers the queue owns.
 unsafe impl Sync for Pm4Queue {}
 
+impl Drop for Pm4Queue {
+    fn drop(&mut self) {
+        // DESTROY_QUEUE before the ring, pointers, EOP and CWSR memory are freed.
+        drop(self.handle.take());
+    }
+}
+
 impl std::fmt::Debug for Pm4Queue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Pm4Queue")
-            .field("queue_id", &self.handle.id())
+            .field("queue_id", &self.handle().id())
             .field("gpu", &self.gpu)
             .finish()
     }
@@ -90,7 +98,7 @@ impl Gpu {
         let areas = ComputeAreas::new(self, true)?;
         let ptr = pointers
             .as_ptr()
-            .ok_or_else(|| Error::InvalidArgument("pointers not host-visible".into()))?;
+            .ok_or_else(|| Error::Internal("the PM4 pointer page is not host-visible".into()))?;
         // The engine starts from the pointers in memory: both at zero, whatever the driver gave.
         pointers.write(0, &[0u8; 128])?;
         let mut args = kfd_ioctl_create_queue_args {
@@ -109,13 +117,13 @@ impl Gpu {
             ctl_stack_size: areas.sizes.ctl_stack_size,
             ..Default::default()
         };
-        // SAFETY: every address in `args` is memory owned by the queue being built; the
-        // handle is its first field, so the queue is destroyed before that memory is freed.
+        // SAFETY: every address in `args` is memory owned by the queue being built, which
+        // destroys the queue before that memory is freed.
         let handle = unsafe { KfdQueue::create(self, &mut args) }?;
         let doorbell = handle.doorbell();
         let ring_ptr = ring_mem
             .as_ptr()
-            .ok_or_else(|| Error::InvalidArgument("ring not host-visible".into()))?;
+            .ok_or_else(|| Error::Internal("the PM4 ring is not host-visible".into()))?;
         // SAFETY: the ring, pointers and doorbell outlive the writer (owned by the queue / Kfd);
         // offsets are inside the 4 KiB pointer page and suitably aligned.
         let ring = unsafe {
@@ -130,11 +138,11 @@ impl Gpu {
         let ring = match ring {
             Ok(r) => r,
             Err(e) => {
-                return Err(Error::InvalidArgument(format!("PM4 ring: {e}")));
+                return Err(Error::Internal(format!("PM4 ring: {e}")));
             }
         };
         Ok(Pm4Queue {
-            handle,
+            handle: Some(handle),
             gpu: self.clone(),
             family,
             ring: Mutex::new(ring),
@@ -147,9 +155,16 @@ impl Gpu {
 }
 
 impl Pm4Queue {
+    fn handle(&self) -> &KfdQueue {
+        // Only Drop takes it.
+        self.handle
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("queue used after destruction"))
+    }
+
     /// KFD's queue id.
     pub fn id(&self) -> u32 {
-        self.handle.id()
+        self.handle().id()
     }
 
     /// The GPU the queue runs on.
@@ -197,7 +212,7 @@ impl Pm4Queue {
 
     fn submit_packets(&self, packets: &[Pm4Packet], timeout: Duration) -> Result<u64> {
         // A queue its GPU's fault stopped runs nothing more.
-        self.handle.check_exceptions()?;
+        self.handle().check_exceptions()?;
         // What the CPU wrote to VRAM reaches the GPU before the packets can run.
         self.gpu.kfd().shared.flush_hdp_if_written();
         let mut dwords = Vec::new();
@@ -216,13 +231,13 @@ impl Pm4Queue {
                         self.gpu.kfd().driver().doorbell_hint(self.gpu.id());
                         full_rounds = full_rounds.wrapping_add(1);
                         if full_rounds % 64 == 0 {
-                            self.handle.poll_exceptions()?;
+                            self.handle().poll_exceptions()?;
                         }
                         if start.elapsed() > timeout {
                             return Err(Error::Timeout {
                                 what: format!(
                                     "room in PM4 queue {} (rptr {})",
-                                    self.handle.id(),
+                                    self.handle().id(),
                                     self.rptr()
                                 ),
                                 after_ms: timeout.as_millis() as u64,
@@ -426,13 +441,13 @@ impl Pm4Queue {
         while word.load(Ordering::Acquire) != value {
             rounds = rounds.wrapping_add(1);
             if rounds % crate::exception::POLL_ROUNDS == 0 {
-                self.handle.poll_exceptions()?;
+                self.handle().poll_exceptions()?;
             }
             if start.elapsed() > timeout {
                 return Err(Error::Timeout {
                     what: format!(
                         "PM4 queue {} fence {value} (at {})",
-                        self.handle.id(),
+                        self.handle().id(),
                         word.load(Ordering::Acquire)
                     ),
                     after_ms: timeout.as_millis() as u64,
@@ -447,7 +462,7 @@ impl Pm4Queue {
     pub fn set_enabled(&self, enabled: bool) -> Result<()> {
         let mut a = kfd_ioctl_update_queue_args {
             ring_base_address: self._ring_mem.gpu_address(),
-            queue_id: self.handle.id(),
+            queue_id: self.handle().id(),
             ring_size: self._ring_mem.allocated_size().min(u64::from(u32::MAX)) as u32,
             queue_percentage: if enabled { KFD_MAX_QUEUE_PERCENTAGE } else { 0 },
             queue_priority: QueuePriority::Normal.kfd(),
@@ -455,6 +470,6 @@ impl Pm4Queue {
         // SAFETY: the ring address is the queue's own ring, alive as long as the queue.
         unsafe { self.gpu.kfd().driver().kfd_ioctl_unchecked(&mut a) }
             .map(drop)
-            .map_err(Error::driver("AMDKFD_IOC_UPDATE_QUEUE"))
+            .map_err(Error::ioctl(&a))
     }
 }

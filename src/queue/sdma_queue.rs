@@ -166,12 +166,12 @@ impl Gpu {
             queue_priority: QueuePriority::Normal.kfd(),
             ..Default::default()
         };
-        // SAFETY: every address in `args` is memory owned by the queue being built; the
-        // handle is its first field, so the queue is destroyed before that memory is freed.
+        // SAFETY: every address in `args` is memory owned by the queue being built, whose Drop
+        // destroys the queue before that memory is freed.
         let handle = unsafe { KfdQueue::create(self, &mut args) }?;
         let doorbell = handle.doorbell();
         let (Some(ring_ptr), Some(ptr)) = (ring_mem.as_ptr(), pointers.as_ptr()) else {
-            return Err(Error::InvalidArgument(
+            return Err(Error::Internal(
                 "SDMA queue memory is not host-visible".into(),
             ));
         };
@@ -188,7 +188,7 @@ impl Gpu {
         let ring = match ring {
             Ok(r) => r,
             Err(e) => {
-                return Err(Error::InvalidArgument(format!("SDMA ring: {e}")));
+                return Err(Error::Internal(format!("SDMA ring: {e}")));
             }
         };
         Ok(SdmaQueue(Arc::new(SdmaQueueShared {

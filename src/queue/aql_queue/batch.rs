@@ -383,6 +383,6 @@ fn ring_error(q: &AqlQueue, e: RingError) -> Error {
         RingError::Abandoned => q.check().err().unwrap_or(Error::QueueFull {
             queue_id: q.0.handle().id(),
         }),
-        e => Error::InvalidArgument(format!("AQL ring: {e}")),
+        e => Error::Internal(format!("AQL ring: {e}")),
     }
 }

@@ -205,10 +205,10 @@ impl Gpu {
         let inactive = kfd.create_signal(0)?;
         let ring_ptr = ring_mem
             .as_ptr()
-            .ok_or_else(|| Error::InvalidArgument("ring not host-visible".into()))?;
+            .ok_or_else(|| Error::Internal("the AQL ring is not host-visible".into()))?;
         let q_ptr = amd_queue_mem
             .as_ptr()
-            .ok_or_else(|| Error::InvalidArgument("queue not host-visible".into()))?
+            .ok_or_else(|| Error::Internal("the amd_queue_t page is not host-visible".into()))?
             as *mut AmdQueue;
         // SAFETY: the ring is ours, `n` 64-byte slots, not yet known to any packet processor.
         unsafe { aql::ring::init_ring(ring_ptr, n) };
@@ -245,8 +245,8 @@ impl Gpu {
             ctl_stack_size: areas.sizes.ctl_stack_size,
             ..Default::default()
         };
-        // SAFETY: every address in `args` is memory owned by the queue being built; the
-        // handle is its first field, so the queue is destroyed before that memory is freed.
+        // SAFETY: every address in `args` is memory owned by the queue being built, which
+        // destroys the queue before that memory is freed.
         let handle = unsafe { KfdQueue::create(self, &mut args) }?;
         let queue_id = handle.id();
         let doorbell = handle.doorbell();
@@ -263,7 +263,7 @@ impl Gpu {
         } {
             Ok(r) => r,
             Err(e) => {
-                return Err(Error::InvalidArgument(format!("AQL ring: {e}")));
+                return Err(Error::Internal(format!("AQL ring: {e}")));
             }
         };
         log::debug!(
@@ -363,7 +363,7 @@ impl AqlQueue {
         let driver = self.0.gpu.kfd().driver();
         // SAFETY: the mask array lives across the call and holds `num_cu_mask / 32` words.
         unsafe { kfd_sys::DriverExt::kfd_ioctl_unchecked(&**driver, &mut a) }
-            .map_err(Error::driver("AMDKFD_IOC_SET_CU_MASK"))?;
+            .map_err(Error::ioctl(&a))?;
         Ok(())
     }
 
@@ -403,7 +403,7 @@ impl AqlQueue {
                 self.0
                     .icache_ib
                     .get()
-                    .ok_or_else(|| Error::InvalidArgument("icache buffer".into()))?
+                    .ok_or_else(|| Error::Internal("the icache packet buffer vanished".into()))?
             }
         };
         let dwords = (ib.size() / 4) as u32;
@@ -478,7 +478,11 @@ impl AqlQueue {
                         &|| self.check(),
                     )?;
                 }
-                None => return Err(Error::InvalidArgument("kernarg memory exhausted".into())),
+                None => {
+                    return Err(Error::Internal(
+                        "kernarg memory is full with nothing in flight".into(),
+                    ))
+                }
             }
         }
     }
