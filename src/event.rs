@@ -4,14 +4,14 @@
 //! the GPU writes an event's id into (its mailbox) before raising the interrupt. kfdrt allocates
 //! the page on the first signal event and registers it with that `CREATE_EVENT`, as libhsakmt does.
 
-use crate::device::{Kfd, KfdShared};
+use crate::device::{DeviceContext, Kfd};
 use crate::error::{Error, Result};
 use crate::memory::raw::RawAllocation;
-use crate::memory::MemoryKind;
 use kfd_sys::bindings::*;
 use kfd_sys::{Driver, DriverExt};
 
 use std::fmt;
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// Slots in the events page (KFD's `KFD_SIGNAL_EVENT_LIMIT`).
@@ -20,16 +20,80 @@ pub const EVENT_SLOTS: u64 = 4096;
 pub const EVENT_SLOT_SIZE: u64 = 8;
 
 /// The process's events page: an uncached GTT allocation mapped to every GPU.
-pub(crate) struct EventsPage {
+struct EventsPage {
     alloc: RawAllocation,
     mapped: Vec<u32>,
     registered: bool,
 }
 
-impl EventsPage {
-    pub(crate) fn release(self, driver: &dyn Driver) {
-        self.alloc.release(driver, &self.mapped);
+/// Creates the process's events and owns its events page, which the first signal event
+/// registers (KFD takes it once per process).
+#[derive(Default)]
+pub(crate) struct EventTable {
+    page: Mutex<Option<EventsPage>>,
+}
+
+impl EventTable {
+    /// Creates a KFD event, allocating and registering the events page with the first signal
+    /// event. Returns the event id and, for signal events, its mailbox address.
+    pub(crate) fn create(
+        &self,
+        dev: &DeviceContext,
+        kind: EventKind,
+        reset: EventReset,
+    ) -> Result<(u32, Option<u64>)> {
+        let driver = dev.driver();
+        let mut page_guard = self.page.lock().unwrap_or_else(|p| p.into_inner());
+        let mut args = kfd_ioctl_create_event_args {
+            event_type: kind.raw(),
+            auto_reset: u32::from(reset == EventReset::Auto),
+            ..Default::default()
+        };
+        if kind == EventKind::Signal && page_guard.is_none() && !dev.gpus.is_empty() {
+            let (alloc, mapped) = dev.alloc_shared_uncached(EVENT_SLOTS * EVENT_SLOT_SIZE)?;
+            *page_guard = Some(EventsPage {
+                alloc,
+                mapped,
+                registered: false,
+            });
+        }
+        if kind == EventKind::Signal {
+            if let Some(page) = page_guard.as_ref().filter(|p| !p.registered) {
+                args.event_page_offset = page.alloc.handle;
+            }
+        }
+        driver.kfd_ioctl(&mut args).map_err(Error::ioctl(&args))?;
+        let mut mailbox = None;
+        if let Some(page) = page_guard.as_mut().filter(|_| kind == EventKind::Signal) {
+            page.registered = true;
+            if u64::from(args.event_slot_index) < EVENT_SLOTS {
+                mailbox =
+                    Some(page.alloc.va.addr + u64::from(args.event_slot_index) * EVENT_SLOT_SIZE);
+            }
+        }
+        Ok((args.event_id, mailbox))
     }
+
+    /// Frees the events page (at teardown, after every event is gone).
+    pub(crate) fn release(&mut self, driver: &dyn Driver) {
+        let page = self
+            .page
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(page) = page {
+            page.alloc.release(driver, &page.mapped);
+        }
+    }
+}
+
+/// Whether a wait that observes an event resets it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventReset {
+    /// The wait that sees the event signalled clears it (one wake-up per signal).
+    Auto,
+    /// The event stays signalled until [`Event::reset`].
+    Manual,
 }
 
 /// The kind of an event (`KFD_IOC_EVENT_*`).
@@ -117,7 +181,7 @@ pub struct Event {
     kfd: Kfd,
     id: u32,
     kind: EventKind,
-    auto_reset: bool,
+    reset: EventReset,
     mailbox: Option<u64>,
 }
 
@@ -126,7 +190,7 @@ impl fmt::Debug for Event {
         f.debug_struct("Event")
             .field("id", &self.id)
             .field("kind", &self.kind)
-            .field("auto_reset", &self.auto_reset)
+            .field("reset", &self.reset)
             .finish()
     }
 }
@@ -141,63 +205,6 @@ fn timeout_ms(timeout: Option<Duration>) -> u32 {
     }
 }
 
-/// Creates a KFD event for `shared`, registering the events page with the first signal event.
-/// Returns the event id and, for signal events, its mailbox address.
-pub(crate) fn create_raw_event(
-    shared: &KfdShared,
-    kind: EventKind,
-    auto_reset: bool,
-) -> Result<(u32, Option<u64>)> {
-    let driver = &*shared.driver;
-    let mut page_guard = shared.events_page.lock().unwrap_or_else(|p| p.into_inner());
-    let mut args = kfd_ioctl_create_event_args {
-        event_type: kind.raw(),
-        auto_reset: u32::from(auto_reset),
-        ..Default::default()
-    };
-    if kind == EventKind::Signal && page_guard.is_none() {
-        if let Some(first) = shared.gpus.first() {
-            let info = &first.info;
-            let alloc = RawAllocation::new(
-                driver,
-                info.gpu_id,
-                info.drm_render_minor,
-                EVENT_SLOTS * EVENT_SLOT_SIZE,
-                MemoryKind::GttUncached,
-                crate::memory::raw::GpuAccess::WRITE,
-            )?;
-            let others: Vec<u32> = shared.gpus.iter().skip(1).map(|g| g.info.gpu_id).collect();
-            if !others.is_empty() {
-                if let Err(e) = alloc.map_to_gpus(driver, &others) {
-                    alloc.release(driver, &[info.gpu_id]);
-                    return Err(e);
-                }
-            }
-            let mut mapped = vec![info.gpu_id];
-            mapped.extend(others);
-            *page_guard = Some(EventsPage {
-                alloc,
-                mapped,
-                registered: false,
-            });
-        }
-    }
-    if kind == EventKind::Signal {
-        if let Some(page) = page_guard.as_ref().filter(|p| !p.registered) {
-            args.event_page_offset = page.alloc.handle;
-        }
-    }
-    driver.kfd_ioctl(&mut args).map_err(Error::ioctl(&args))?;
-    let mut mailbox = None;
-    if let Some(page) = page_guard.as_mut().filter(|_| kind == EventKind::Signal) {
-        page.registered = true;
-        if u64::from(args.event_slot_index) < EVENT_SLOTS {
-            mailbox = Some(page.alloc.va.addr + u64::from(args.event_slot_index) * EVENT_SLOT_SIZE);
-        }
-    }
-    Ok((args.event_id, mailbox))
-}
-
 /// `DESTROY_EVENT` of a raw id, logging a failure (teardown paths have nobody to return it to).
 pub(crate) fn destroy_raw_event(driver: &dyn Driver, event_id: u32) {
     let mut args = kfd_ioctl_destroy_event_args { event_id, pad: 0 };
@@ -208,7 +215,7 @@ pub(crate) fn destroy_raw_event(driver: &dyn Driver, event_id: u32) {
 
 /// `WAIT_EVENTS` on raw ids: `Ok(true)` when the condition was met, `Ok(false)` on timeout.
 pub(crate) fn wait_ids(
-    shared: &KfdShared,
+    driver: &dyn Driver,
     ids: &[u32],
     mode: WaitMode,
     timeout: Option<Duration>,
@@ -233,7 +240,7 @@ pub(crate) fn wait_ids(
     };
     // SAFETY: `events_ptr` points to `data`, `num_events` entries, alive across the call; the
     // driver reads ids and writes payloads in place.
-    unsafe { shared.driver.kfd_ioctl_unchecked(&mut args) }.map_err(Error::ioctl(&args))?;
+    unsafe { driver.kfd_ioctl_unchecked(&mut args) }.map_err(Error::ioctl(&args))?;
     match args.wait_result {
         KFD_IOC_WAIT_RESULT_COMPLETE => Ok((true, data)),
         KFD_IOC_WAIT_RESULT_TIMEOUT => Ok((false, data)),
@@ -246,14 +253,16 @@ pub(crate) fn wait_ids(
 }
 
 impl Kfd {
-    /// Creates an event. Auto-reset events are reset by the wait that observes them.
-    pub fn create_event(&self, kind: EventKind, auto_reset: bool) -> Result<Event> {
-        let (id, mailbox) = create_raw_event(&self.shared, kind, auto_reset)?;
+    /// Creates an event of `kind`; `reset` says whether the wait that observes it clears it.
+    /// (KFD lets user space reset only signal events: make the others [`EventReset::Manual`].)
+    pub fn create_event(&self, kind: EventKind, reset: EventReset) -> Result<Event> {
+        let s = &self.shared;
+        let (id, mailbox) = s.events.create(&s.dev, kind, reset)?;
         Ok(Event {
             kfd: self.clone(),
             id,
             kind,
-            auto_reset,
+            reset,
             mailbox,
         })
     }
@@ -284,7 +293,7 @@ impl Kfd {
             ));
         }
         let ids: Vec<u32> = events.iter().map(|e| e.id).collect();
-        wait_ids(&self.shared, &ids, mode, timeout)
+        wait_ids(self.shared.dev.driver(), &ids, mode, timeout)
     }
 }
 
@@ -300,8 +309,8 @@ impl Event {
     }
 
     /// Whether a wait resets it.
-    pub fn auto_reset(&self) -> bool {
-        self.auto_reset
+    pub fn reset_mode(&self) -> EventReset {
+        self.reset
     }
 
     /// GPU address of the event's mailbox slot in the events page (signal events only).

@@ -12,10 +12,11 @@
 //! fires it stays signalled and no later wait can miss it; the first wait to see it records the
 //! fault here, where the queues of that GPU look it up without a system call.
 
+use crate::device::DeviceContext;
 use crate::error::{Error, Result};
-use crate::event::{MemoryException, WaitMode};
+use crate::event::{EventKind, EventReset, EventTable, MemoryException, WaitMode};
 use kfd_sys::bindings::*;
-use kfd_sys::{Driver, DriverExt};
+use kfd_sys::Driver;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -63,23 +64,17 @@ pub(crate) struct ExceptionWatch {
 
 impl ExceptionWatch {
     /// Creates the two events (at device open, as ROCr registers its exception handlers).
-    pub(crate) fn new(driver: &dyn Driver) -> Result<ExceptionWatch> {
-        let create = |kind: u32| {
-            let mut args = kfd_ioctl_create_event_args {
-                event_type: kind,
-                auto_reset: 0,
-                ..Default::default()
-            };
-            driver
-                .kfd_ioctl(&mut args)
-                .map(|_| args.event_id)
-                .map_err(Error::ioctl(&args))
+    pub(crate) fn new(dev: &DeviceContext, events: &EventTable) -> Result<ExceptionWatch> {
+        let create = |kind| {
+            events
+                .create(dev, kind, EventReset::Manual)
+                .map(|(id, _)| id)
         };
-        let memory_event = create(KFD_IOC_EVENT_MEMORY)?;
-        let hw_event = match create(KFD_IOC_EVENT_HW_EXCEPTION) {
+        let memory_event = create(EventKind::Memory)?;
+        let hw_event = match create(EventKind::HwException) {
             Ok(id) => id,
             Err(e) => {
-                crate::event::destroy_raw_event(driver, memory_event);
+                crate::event::destroy_raw_event(dev.driver(), memory_event);
                 return Err(e);
             }
         };
@@ -187,9 +182,9 @@ impl ExceptionWatch {
     }
 
     /// Looks at both events without sleeping and records what they report.
-    pub(crate) fn poll(&self, shared: &crate::device::KfdShared) -> Result<()> {
+    pub(crate) fn poll(&self, driver: &dyn Driver) -> Result<()> {
         let ids = [self.memory_event, self.hw_event];
-        let (_, data) = crate::event::wait_ids(shared, &ids, WaitMode::Any, Some(Duration::ZERO))?;
+        let (_, data) = crate::event::wait_ids(driver, &ids, WaitMode::Any, Some(Duration::ZERO))?;
         self.record(&data);
         Ok(())
     }
@@ -201,7 +196,7 @@ impl crate::device::Gpu {
     /// polling loops that do not sleep in `WAIT_EVENTS` (fences, ring space).
     pub(crate) fn poll_exceptions(&self, since: usize, queue_id: u32) -> Result<()> {
         let shared = &self.kfd().shared;
-        shared.exceptions.poll(shared)?;
+        shared.exceptions.poll(shared.dev.driver())?;
         shared
             .exceptions
             .check(Some(self.id()), since, Some(queue_id))
@@ -211,7 +206,7 @@ impl crate::device::Gpu {
     /// exception from before is not taken for a later one).
     pub(crate) fn exception_epoch(&self) -> Result<usize> {
         let shared = &self.kfd().shared;
-        shared.exceptions.poll(shared)?;
+        shared.exceptions.poll(shared.dev.driver())?;
         Ok(shared.exceptions.epoch())
     }
 }

@@ -98,7 +98,7 @@ pub use code_object::{CodeObject, CodeObjectError, LoadOptions};
 pub use copy::{CopyEngine, CopyPath};
 pub use device::{ClockCounters, DeviceChoice, Gpu, Kfd, DEVICE_ENV};
 pub use error::{Error, Result};
-pub use event::{Event, EventKind, MemoryException, WaitMode};
+pub use event::{Event, EventKind, EventReset, MemoryException, WaitMode};
 pub use exception::DeviceReset;
 pub use kernel::Kernel;
 pub use kernel_args::{KernelArgs, LaunchGeometry};

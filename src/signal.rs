@@ -9,11 +9,11 @@
 //! When the last handle drops, the pool only hands the slot out again once that value has been
 //! observed, so a slot can never be reused while a packet that will write it is in flight.
 
-use crate::device::{Kfd, KfdShared};
+use crate::device::{DeviceContext, Kfd};
 use crate::error::{Error, Result};
 use crate::event::{EventKind, WaitMode};
+use crate::event::{EventReset, EventTable};
 use crate::memory::raw::RawAllocation;
-use crate::memory::MemoryKind;
 use aql::AmdSignal;
 use kfd_sys::bindings::*;
 use kfd_sys::{Driver, DriverExt};
@@ -80,7 +80,7 @@ unsafe impl Send for Slot {}
 // SAFETY: as above: shared access only reads the pointer and goes through atomics.
 unsafe impl Sync for Slot {}
 
-/// The per-process pool of signal memory and events, owned by [`KfdShared`].
+/// The per-process pool of signal memory and events, owned by the device's shared state.
 #[derive(Default)]
 pub(crate) struct SignalPool {
     pages: Vec<RawAllocation>,
@@ -92,7 +92,7 @@ pub(crate) struct SignalPool {
 }
 
 impl SignalPool {
-    fn take(&mut self, shared: &KfdShared) -> Result<Slot> {
+    fn take(&mut self, dev: &DeviceContext, events: &EventTable) -> Result<Slot> {
         // Reclaim released slots whose packets have completed.
         let mut i = 0;
         while i < self.pending.len() {
@@ -108,38 +108,20 @@ impl SignalPool {
         if let Some(slot) = self.free.pop() {
             return Ok(slot);
         }
-        self.grow(shared)?;
+        self.grow(dev, events)?;
         self.free
             .pop()
             .ok_or_else(|| Error::Internal("the signal pool grew but has no free slot".into()))
     }
 
-    fn grow(&mut self, shared: &KfdShared) -> Result<()> {
-        let driver = &*shared.driver;
-        let Some(first) = shared.gpus.first() else {
-            return Err(Error::NoDevice("signals need a GPU".into()));
-        };
-        let page = RawAllocation::new(
-            driver,
-            first.info.gpu_id,
-            first.info.drm_render_minor,
-            (SIGNALS_PER_PAGE * std::mem::size_of::<AmdSignal>()) as u64,
-            MemoryKind::GttUncached,
-            crate::memory::raw::GpuAccess::WRITE,
-        )?;
-        let others: Vec<u32> = shared.gpus.iter().skip(1).map(|g| g.info.gpu_id).collect();
-        if !others.is_empty() {
-            if let Err(e) = page.map_to_gpus(driver, &others) {
-                page.release(driver, &[first.info.gpu_id]);
-                return Err(e);
-            }
-        }
+    fn grow(&mut self, dev: &DeviceContext, events: &EventTable) -> Result<()> {
+        let driver = dev.driver();
+        let (page, mapped) = dev
+            .alloc_shared_uncached((SIGNALS_PER_PAGE * std::mem::size_of::<AmdSignal>()) as u64)?;
         let base = page.va.addr as *mut AmdSignal;
-        let mut mapped = vec![first.info.gpu_id];
-        mapped.extend(others);
         let mut new_slots: Vec<Slot> = Vec::with_capacity(SIGNALS_PER_PAGE);
         for i in 0..SIGNALS_PER_PAGE {
-            let event = match create_signal_event(shared) {
+            let event = match create_signal_event(dev, events) {
                 Ok(e) => e,
                 Err(e) => {
                     for s in &new_slots {
@@ -182,10 +164,10 @@ impl SignalPool {
     }
 }
 
-fn create_signal_event(shared: &KfdShared) -> Result<(u32, u64)> {
-    // A raw event, not an `Event` handle: the pool lives inside `KfdShared` and must not keep
-    // the Kfd alive.
-    let (id, mailbox) = crate::event::create_raw_event(shared, EventKind::Signal, true)?;
+fn create_signal_event(dev: &DeviceContext, events: &EventTable) -> Result<(u32, u64)> {
+    // A raw event, not an `Event` handle: the pool is part of the device and must not keep it
+    // alive.
+    let (id, mailbox) = events.create(dev, EventKind::Signal, EventReset::Auto)?;
     // KFD gives signal events a mailbox in the events page; without one the CP could not wake us.
     let mailbox = mailbox.ok_or_else(|| Error::UnexpectedDriverAnswer {
         request: "AMDKFD_IOC_CREATE_EVENT",
@@ -215,12 +197,9 @@ impl Kfd {
     /// Takes a signal from the pool and sets its value to `initial`.
     pub fn create_signal(&self, initial: i64) -> Result<Signal> {
         let slot = {
-            let mut pool = self
-                .shared
-                .signals
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            pool.take(&self.shared)?
+            let s = &self.shared;
+            let mut pool = s.signals.lock().unwrap_or_else(|p| p.into_inner());
+            pool.take(&s.dev, &s.events)?
         };
         let s = Signal(Arc::new(SignalInner {
             kfd: self.clone(),
@@ -397,7 +376,7 @@ impl Signal {
             let sleep = if ex.any() {
                 // A fired exception event stays signalled and would end every sleep at once:
                 // look at both events now, then sleep a little without them.
-                ex.poll(shared)?;
+                ex.poll(shared.dev.driver())?;
                 check()?;
                 Some(remaining.map_or(POST_EXCEPTION_POLL, |r| r.min(POST_EXCEPTION_POLL)))
             } else {
@@ -405,7 +384,8 @@ impl Signal {
                 ids.push(ex.hw_event);
                 remaining
             };
-            let (_, data) = crate::event::wait_ids(shared, &ids, WaitMode::Any, sleep)?;
+            let (_, data) =
+                crate::event::wait_ids(shared.dev.driver(), &ids, WaitMode::Any, sleep)?;
             ex.record(&data);
         }
     }
@@ -430,5 +410,48 @@ impl Drop for SignalInner {
             }
             _ => pool.free.push(self.slot),
         }
+    }
+}
+
+#[cfg(all(test, feature = "emu"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pool_grows_by_a_page_of_evented_signals_without_a_kfd() {
+        let (dev, emu) = crate::device::emulated_context();
+        let events = EventTable::default();
+        let mut pool = SignalPool::default();
+        let first = pool.take(&dev, &events).expect("a signal");
+        assert_eq!(pool.pages.len(), 1);
+        assert_eq!(pool.free.len(), SIGNALS_PER_PAGE - 1);
+        assert_eq!(emu.stats().live_events, SIGNALS_PER_PAGE);
+        // SAFETY: the slot's page is alive, owned by `pool`.
+        let sig = unsafe { &*first.signal };
+        assert_eq!(sig.event_id.load(Ordering::Acquire), first.event_id);
+        assert_ne!(sig.event_mailbox_ptr.load(Ordering::Acquire), 0);
+        let mut taken = vec![first];
+        for _ in 1..SIGNALS_PER_PAGE {
+            taken.push(pool.take(&dev, &events).expect("a signal"));
+        }
+        assert_eq!(
+            pool.pages.len(),
+            1,
+            "one page serves {SIGNALS_PER_PAGE} signals"
+        );
+        taken.push(
+            pool.take(&dev, &events)
+                .expect("a signal from a second page"),
+        );
+        assert_eq!(pool.pages.len(), 2);
+        let mut ids: Vec<u32> = taken.iter().map(|s| s.event_id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), taken.len(), "every signal has its own event");
+        pool.release(dev.driver());
+        let mut events = events;
+        events.release(dev.driver());
+        assert_eq!(emu.stats().live_events, 0);
+        assert_eq!(emu.stats().live_allocations, 0);
     }
 }

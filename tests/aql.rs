@@ -4,7 +4,7 @@ mod common;
 
 use kfdrt::emu::{GpuFault, Preset, WorkGroup};
 use kfdrt::queue::error_bits;
-use kfdrt::{AqlQueueOptions, Dispatch, Error, EventKind, Kernel, Kfd, MemoryKind};
+use kfdrt::{AqlQueueOptions, Dispatch, Error, EventKind, EventReset, Kernel, Kfd, MemoryKind};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -268,7 +268,9 @@ fn bad_dispatch_arguments_are_refused_before_the_ring() {
 fn kernel_touching_unmapped_memory_reports_the_address() {
     let kfd = emu();
     let gpu = kfd.gpu(0).unwrap();
-    let mem_event = kfd.create_event(EventKind::Memory, false).unwrap();
+    let mem_event = kfd
+        .create_event(EventKind::Memory, EventReset::Manual)
+        .unwrap();
     const BAD: u64 = 0x7e57_0000_1000;
     let kernel = gpu
         .emulated_kernel(

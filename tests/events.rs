@@ -2,13 +2,15 @@
 
 mod common;
 
-use kfdrt::{EventKind, WaitMode};
+use kfdrt::{EventKind, EventReset, WaitMode};
 use std::time::{Duration, Instant};
 
 #[test]
 fn set_then_wait_and_auto_reset() {
     let kfd = common::device();
-    let e = kfd.create_event(EventKind::Signal, true).unwrap();
+    let e = kfd
+        .create_event(EventKind::Signal, EventReset::Auto)
+        .unwrap();
     assert!(e.mailbox_address().is_some());
     e.set().unwrap();
     assert!(e.wait(Some(Duration::from_millis(100))).unwrap());
@@ -19,7 +21,9 @@ fn set_then_wait_and_auto_reset() {
 #[test]
 fn manual_reset_stays_signalled_until_reset() {
     let kfd = common::device();
-    let e = kfd.create_event(EventKind::Signal, false).unwrap();
+    let e = kfd
+        .create_event(EventKind::Signal, EventReset::Manual)
+        .unwrap();
     e.set().unwrap();
     assert!(e.wait(Some(Duration::ZERO)).unwrap());
     assert!(e.wait(Some(Duration::ZERO)).unwrap());
@@ -30,7 +34,9 @@ fn manual_reset_stays_signalled_until_reset() {
 #[test]
 fn wait_times_out() {
     let kfd = common::device();
-    let e = kfd.create_event(EventKind::Signal, true).unwrap();
+    let e = kfd
+        .create_event(EventKind::Signal, EventReset::Auto)
+        .unwrap();
     let t = Instant::now();
     assert!(!e.wait(Some(Duration::from_millis(30))).unwrap());
     assert!(
@@ -43,7 +49,10 @@ fn wait_times_out() {
 #[test]
 fn wait_from_another_thread() {
     let kfd = common::device();
-    let e = std::sync::Arc::new(kfd.create_event(EventKind::Signal, true).unwrap());
+    let e = std::sync::Arc::new(
+        kfd.create_event(EventKind::Signal, EventReset::Auto)
+            .unwrap(),
+    );
     let setter = {
         let e = e.clone();
         std::thread::spawn(move || {
@@ -59,7 +68,10 @@ fn wait_from_another_thread() {
 fn wait_for_all_of_64_returns_only_after_the_last() {
     let kfd = common::device();
     let events: Vec<_> = (0..64)
-        .map(|_| kfd.create_event(EventKind::Signal, true).unwrap())
+        .map(|_| {
+            kfd.create_event(EventKind::Signal, EventReset::Auto)
+                .unwrap()
+        })
         .collect();
     let mut slots: Vec<u64> = events.iter().filter_map(|e| e.mailbox_address()).collect();
     slots.sort_unstable();
@@ -91,8 +103,12 @@ fn wait_for_all_of_64_returns_only_after_the_last() {
 #[test]
 fn wait_for_any_returns_on_one() {
     let kfd = common::device();
-    let a = kfd.create_event(EventKind::Signal, false).unwrap();
-    let b = kfd.create_event(EventKind::Signal, false).unwrap();
+    let a = kfd
+        .create_event(EventKind::Signal, EventReset::Manual)
+        .unwrap();
+    let b = kfd
+        .create_event(EventKind::Signal, EventReset::Manual)
+        .unwrap();
     assert!(!kfd
         .wait_events(&[&a, &b], WaitMode::Any, Some(Duration::ZERO))
         .unwrap());
@@ -115,7 +131,10 @@ fn events_are_destroyed_on_drop() {
     assert_eq!(own, 2);
     {
         let _e: Vec<_> = (0..10)
-            .map(|_| kfd.create_event(EventKind::Signal, true).unwrap())
+            .map(|_| {
+                kfd.create_event(EventKind::Signal, EventReset::Auto)
+                    .unwrap()
+            })
             .collect();
         assert_eq!(emu.stats().live_events, own + 10);
     }
@@ -134,7 +153,10 @@ fn set_wakes_every_current_waiter_and_consumes_an_auto_reset_event() {
     // and leaves it unsignaled; ROCr relies on this when two threads wait on a queue's
     // inactive signal.
     let kfd = common::device();
-    let e = std::sync::Arc::new(kfd.create_event(EventKind::Signal, true).unwrap());
+    let e = std::sync::Arc::new(
+        kfd.create_event(EventKind::Signal, EventReset::Auto)
+            .unwrap(),
+    );
     let ready = std::sync::Arc::new(std::sync::Barrier::new(3));
     let waiters: Vec<_> = (0..2)
         .map(|_| {
@@ -188,8 +210,12 @@ fn an_already_signalled_event_stays_signalled_for_a_wait_for_all() {
     // the wait goes on for the other event leaves it signalled for the next wait.
     use kfd_sys::bindings::{KFD_IOC_WAIT_RESULT_COMPLETE, KFD_IOC_WAIT_RESULT_TIMEOUT};
     let kfd = common::emulated(kfdrt::emu::Preset::Gfx90a, 1);
-    let a = kfd.create_event(EventKind::Signal, true).unwrap();
-    let b = kfd.create_event(EventKind::Signal, true).unwrap();
+    let a = kfd
+        .create_event(EventKind::Signal, EventReset::Auto)
+        .unwrap();
+    let b = kfd
+        .create_event(EventKind::Signal, EventReset::Auto)
+        .unwrap();
     a.set().unwrap();
     std::thread::scope(|s| {
         let w = s.spawn(|| raw_wait(&kfd, &[a.id(), b.id()], true, 10_000));
@@ -251,7 +277,7 @@ fn destroying_an_event_fails_the_waits_on_it() {
 mod interrupts {
     use super::common;
     use kfdrt::emu::Preset;
-    use kfdrt::{EventKind, MemoryKind};
+    use kfdrt::{EventKind, EventReset, MemoryKind};
     use sdma::SdmaPacket;
     use std::time::Duration;
 
@@ -271,7 +297,9 @@ mod interrupts {
         let kfd = common::emulated(Preset::Gfx90a, 1);
         let gpu = kfd.gpu(0).unwrap();
         let q = gpu.create_sdma_queue().unwrap();
-        let e = kfd.create_event(EventKind::Signal, false).unwrap();
+        let e = kfd
+            .create_event(EventKind::Signal, EventReset::Manual)
+            .unwrap();
         common::sdma_submit(
             &q,
             &[SdmaPacket::Trap {
@@ -304,8 +332,12 @@ mod interrupts {
         let kfd = common::emulated(Preset::Gfx90a, 1);
         let gpu = kfd.gpu(0).unwrap();
         let q = gpu.create_sdma_queue().unwrap();
-        let written = kfd.create_event(EventKind::Signal, false).unwrap();
-        let idle = kfd.create_event(EventKind::Signal, false).unwrap();
+        let written = kfd
+            .create_event(EventKind::Signal, EventReset::Manual)
+            .unwrap();
+        let idle = kfd
+            .create_event(EventKind::Signal, EventReset::Manual)
+            .unwrap();
         common::sdma_submit(
             &q,
             &[
@@ -327,7 +359,9 @@ mod interrupts {
         let q = gpu
             .create_pm4_queue(kfdrt::Pm4QueueOptions::default())
             .unwrap();
-        let mem = kfd.create_event(EventKind::Memory, false).unwrap();
+        let mem = kfd
+            .create_event(EventKind::Memory, EventReset::Manual)
+            .unwrap();
         let scratch = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
         common::pm4_submit(
             &q,
@@ -354,13 +388,17 @@ mod interrupts {
         let kfd = common::emulated(Preset::Gfx90a, 1);
         let gpu = kfd.gpu(0).unwrap();
         let q = gpu.create_sdma_queue().unwrap();
-        let old = kfd.create_event(EventKind::Signal, false).unwrap();
+        let old = kfd
+            .create_event(EventKind::Signal, EventReset::Manual)
+            .unwrap();
         let (id, mailbox) = (old.id(), old.mailbox_address().unwrap());
         // A stale value left in the slot by its previous owner.
         // SAFETY (test): the mailbox is a live slot of the events page, 8-byte aligned.
         unsafe { (mailbox as *mut u64).write_volatile(7) };
         drop(old);
-        let new = kfd.create_event(EventKind::Signal, false).unwrap();
+        let new = kfd
+            .create_event(EventKind::Signal, EventReset::Manual)
+            .unwrap();
         assert_eq!(new.id(), id, "the slot is reused");
         // A trap with an unknown id makes the driver scan the slots.
         common::sdma_submit(&q, &[SdmaPacket::Trap { int_context: 4001 }], T).unwrap();

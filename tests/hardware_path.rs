@@ -9,7 +9,7 @@
 
 mod common;
 
-use kfdrt::{Condition, CopyPath, DriverKind, EventKind, Kfd, MemoryKind};
+use kfdrt::{Condition, CopyPath, DriverKind, EventKind, EventReset, Kfd, MemoryKind};
 use sdma::SdmaPacket;
 use std::path::PathBuf;
 use std::process::Command;
@@ -98,8 +98,12 @@ fn scenarios() {
     // A second open shares the process's KFD context; a second independent bring-up would be
     // refused by the driver (events page, ACQUIRE_VM), so using both proves they are one.
     let again = Kfd::open().expect("second open");
-    let e1 = kfd.create_event(EventKind::Signal, true).expect("event");
-    let e2 = again.create_event(EventKind::Signal, true).expect("event");
+    let e1 = kfd
+        .create_event(EventKind::Signal, EventReset::Auto)
+        .expect("event");
+    let e2 = again
+        .create_event(EventKind::Signal, EventReset::Auto)
+        .expect("event");
     e2.set().unwrap();
     assert!(e2.wait(T).unwrap());
     assert!(!e1.wait(Some(Duration::ZERO)).unwrap());

@@ -3,7 +3,7 @@
 mod common;
 
 use kfdrt::emu::{GpuFault, Preset, WorkGroup};
-use kfdrt::{AqlQueueOptions, EventKind, MemoryKind, Pm4QueueOptions};
+use kfdrt::{AqlQueueOptions, EventKind, EventReset, MemoryKind, Pm4QueueOptions};
 use pm4::{CompareFunction, Pm4Packet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -141,8 +141,12 @@ fn release_mem_interrupt_wakes_an_event_wait() {
     let kfd = common::emulated(Preset::Gfx90a, 1);
     let gpu = kfd.gpu(0).unwrap();
     let q = gpu.create_pm4_queue(Pm4QueueOptions::default()).unwrap();
-    let _first = kfd.create_event(EventKind::Signal, true).unwrap(); // so the id is not 0
-    let e = kfd.create_event(EventKind::Signal, true).unwrap();
+    let _first = kfd
+        .create_event(EventKind::Signal, EventReset::Auto)
+        .unwrap(); // so the id is not 0
+    let e = kfd
+        .create_event(EventKind::Signal, EventReset::Auto)
+        .unwrap();
     assert_ne!(e.id(), 0);
     assert!(!e.wait(Some(Duration::ZERO)).unwrap());
     common::pm4_submit(&q, &[q.signal_event(&e).unwrap()], T).unwrap();

@@ -3,7 +3,7 @@
 mod common;
 
 use kfdrt::emu::Preset;
-use kfdrt::{CopyPath, Error, EventKind, MemoryKind};
+use kfdrt::{CopyPath, Error, EventKind, EventReset, MemoryKind};
 use sdma::SdmaPacket;
 use std::time::Duration;
 
@@ -223,7 +223,9 @@ fn peer_copies_need_the_destination_mapped_to_the_source_gpu() {
 fn copy_to_an_unmapped_address_reports_it() {
     let kfd = common::emulated(Preset::Gfx90a, 1);
     let gpu = kfd.gpu(0).unwrap();
-    let mem = kfd.create_event(EventKind::Memory, false).unwrap();
+    let mem = kfd
+        .create_event(EventKind::Memory, EventReset::Manual)
+        .unwrap();
     let q = gpu.create_sdma_queue().unwrap();
     let src = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
     const BAD: u64 = 0x7BAD_0000_0000;
@@ -256,8 +258,12 @@ fn fences_traps_and_timestamps() {
     let kfd = common::emulated(Preset::Gfx1100, 1);
     let gpu = kfd.gpu(0).unwrap();
     let q = gpu.create_sdma_queue().unwrap();
-    let _first = kfd.create_event(EventKind::Signal, true).unwrap();
-    let ev = kfd.create_event(EventKind::Signal, true).unwrap();
+    let _first = kfd
+        .create_event(EventKind::Signal, EventReset::Auto)
+        .unwrap();
+    let ev = kfd
+        .create_event(EventKind::Signal, EventReset::Auto)
+        .unwrap();
     let buf = gpu.alloc(4 << 20, MemoryKind::GttCoherent).unwrap();
     let a = buf.gpu_address();
     common::sdma_submit(

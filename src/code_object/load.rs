@@ -348,9 +348,7 @@ impl Gpu {
             }
             return Ok((q.clone(), false));
         }
-        let mut slot = self
-            .state()
-            .loader_queue
+        let mut slot = self.kfd.shared.loader_queues[self.index]
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         if let Some(q) = slot.upgrade() {

@@ -127,7 +127,7 @@ impl Gpu {
                 executable: options.executable,
             };
             let mut sub = shared.suballoc.lock().unwrap_or_else(|p| p.into_inner());
-            let chunk = sub.alloc(shared, key, size, a)?;
+            let chunk = sub.alloc(&shared.dev, key, size, a)?;
             drop(sub);
             return Ok(Buffer::new(Allocation {
                 kfd: self.kfd.clone(),
@@ -341,10 +341,10 @@ impl Buffer {
         }
         let shared = &self.inner.kfd.shared;
         match self.backing() {
-            Backing::Whole(r) => r.map_to_gpus(&*shared.driver, &[gpu.id()])?,
+            Backing::Whole(r) => r.map_to_gpus(shared.dev.driver(), &[gpu.id()])?,
             Backing::Sub(s, _) => {
                 let mut sub = shared.suballoc.lock().unwrap_or_else(|p| p.into_inner());
-                sub.map_peer(shared, &s.chunk, gpu.id())?
+                sub.map_peer(&shared.dev, &s.chunk, gpu.id())?
             }
         }
         mapped.push(gpu.id());
@@ -404,10 +404,10 @@ impl Buffer {
     fn unmap_peer(&self, gpu_id: u32) -> Result<()> {
         let shared = &self.inner.kfd.shared;
         match self.backing() {
-            Backing::Whole(r) => r.unmap_from_gpus(&*shared.driver, &[gpu_id]),
+            Backing::Whole(r) => r.unmap_from_gpus(shared.dev.driver(), &[gpu_id]),
             Backing::Sub(s, _) => {
                 let mut sub = shared.suballoc.lock().unwrap_or_else(|p| p.into_inner());
-                sub.unmap_peer(shared, &s.chunk, gpu_id)
+                sub.unmap_peer(&shared.dev, &s.chunk, gpu_id)
             }
         }
     }
@@ -427,8 +427,8 @@ impl Buffer {
                 })?
             }
         };
-        raw.unmap_from_gpus(&*shared.driver, &owner)?;
-        raw.map_to_gpus(&*shared.driver, &owner)
+        raw.unmap_from_gpus(shared.dev.driver(), &owner)?;
+        raw.map_to_gpus(shared.dev.driver(), &owner)
     }
 }
 
@@ -445,11 +445,11 @@ impl Drop for Allocation {
                 let shared = &self.kfd.shared;
                 let mut sub = shared.suballoc.lock().unwrap_or_else(|p| p.into_inner());
                 for peer in peers {
-                    if let Err(e) = sub.unmap_peer(shared, &chunk, peer) {
+                    if let Err(e) = sub.unmap_peer(&shared.dev, &chunk, peer) {
                         log::warn!("kfdrt: dropping peer mapping at free: {e}");
                     }
                 }
-                sub.free(shared, chunk);
+                sub.free(&shared.dev, chunk);
             }
             None => {}
         }

@@ -10,12 +10,13 @@
 //!
 //! [`Buffer::write`]: crate::Buffer::write
 
-use crate::device::KfdShared;
+use crate::device::DeviceContext;
 use crate::error::{Error, Result};
 use crate::memory::va::{VaRange, PAGE_SIZE};
 use kfd_sys::bindings::*;
 use kfd_sys::{Driver, DriverExt, MapSource, Node};
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::OnceLock;
 
 /// `KFD_MMIO_REMAP_HDP_MEM_FLUSH_CNTL`: the byte offset of the flush register in the page.
 const HDP_MEM_FLUSH_CNTL: usize = 0;
@@ -105,34 +106,66 @@ impl MmioPage {
     }
 }
 
-impl KfdShared {
-    /// Notes that the CPU may have written VRAM of the GPU with KFD id `gpu_id`.
-    pub(crate) fn cpu_wrote_vram(&self, gpu_id: u32) {
-        if let Some(i) = self.gpu_index(gpu_id) {
-            self.hdp_dirty.fetch_or(1 << (i % 32), Ordering::AcqRel);
+/// Each GPU's HDP flush: its MMIO-remap page, mapped at the first flush, and whether the CPU
+/// may have written its VRAM since the last one.
+pub(crate) struct HdpFlusher {
+    /// Per GPU: the page, `None` where the driver gives none.
+    pages: Vec<OnceLock<Option<MmioPage>>>,
+    /// GPUs (bit per index, modulo 32) whose VRAM the CPU may have written since their last
+    /// flush.
+    dirty: AtomicU32,
+}
+
+impl HdpFlusher {
+    /// A flusher for `gpus` GPUs, nothing mapped and nothing to flush.
+    pub(crate) fn new(gpus: usize) -> HdpFlusher {
+        HdpFlusher {
+            pages: (0..gpus).map(|_| OnceLock::new()).collect(),
+            dirty: AtomicU32::new(0),
         }
+    }
+
+    /// Notes that the CPU may have written VRAM of the GPU with index `gpu_index`.
+    pub(crate) fn cpu_wrote_vram(&self, gpu_index: usize) {
+        self.dirty.fetch_or(1 << (gpu_index % 32), Ordering::AcqRel);
     }
 
     /// Flushes the HDP of every GPU whose VRAM the CPU may have written since the last flush.
     /// One load when there is nothing to do: it runs before every submission.
     #[inline]
-    pub(crate) fn flush_hdp_if_written(&self) {
-        if self.hdp_dirty.load(Ordering::Acquire) != 0 {
-            self.flush_hdp_now();
+    pub(crate) fn flush_if_written(&self, dev: &DeviceContext) {
+        if self.dirty.load(Ordering::Acquire) != 0 {
+            self.flush_now(dev);
         }
     }
 
     #[cold]
-    fn flush_hdp_now(&self) {
-        let dirty = self.hdp_dirty.swap(0, Ordering::AcqRel);
-        for (i, gpu) in self.gpus.iter().enumerate() {
+    fn flush_now(&self, dev: &DeviceContext) {
+        let dirty = self.dirty.swap(0, Ordering::AcqRel);
+        for (i, (gpu, page)) in dev.gpus.iter().zip(&self.pages).enumerate() {
             if dirty & (1 << (i % 32)) != 0 {
-                let page = gpu
-                    .mmio
-                    .get_or_init(|| MmioPage::map(&*self.driver, gpu.info.gpu_id));
+                let page = page.get_or_init(|| MmioPage::map(dev.driver(), gpu.info.gpu_id));
                 if let Some(page) = page {
                     page.flush();
                 }
+            }
+        }
+    }
+
+    /// Flushes every GPU; `false` when no GPU has a page to flush through.
+    fn flush_all(&self, dev: &DeviceContext) -> bool {
+        self.dirty.fetch_or(u32::MAX, Ordering::AcqRel);
+        self.flush_if_written(dev);
+        self.pages
+            .iter()
+            .any(|p| p.get().is_some_and(Option::is_some))
+    }
+
+    /// Unmaps the pages (at device close).
+    pub(crate) fn release(&mut self, driver: &dyn Driver) {
+        for page in &mut self.pages {
+            if let Some(page) = page.take().flatten() {
+                page.release(driver);
             }
         }
     }
@@ -144,13 +177,7 @@ impl crate::Kfd {
     /// itself after the writes it can see (see the module docs of `memory::hdp`).
     pub fn flush_hdp(&self) -> Result<()> {
         let s = &self.shared;
-        s.hdp_dirty.fetch_or(u32::MAX, Ordering::AcqRel);
-        s.flush_hdp_if_written();
-        if !s.gpus.is_empty()
-            && s.gpus
-                .iter()
-                .all(|g| g.mmio.get().is_none_or(Option::is_none))
-        {
+        if !s.hdp.flush_all(&s.dev) && !s.dev.gpus.is_empty() {
             return Err(Error::NoDevice(
                 "no GPU has an MMIO-remap page: HDP flushes are not available".into(),
             ));

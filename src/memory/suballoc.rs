@@ -26,7 +26,7 @@
 use super::buddy::Buddy;
 use super::raw::{GpuAccess, RawAllocation};
 use super::MemoryKind;
-use crate::device::KfdShared;
+use crate::device::DeviceContext;
 use crate::error::{Error, Result};
 use std::collections::HashMap;
 
@@ -122,12 +122,12 @@ impl Pool {
     /// Takes a new block from KFD and a chunk of `order` from it (the slow path: an ioctl or
     /// three, kept out of line so the fast path stays small).
     #[cold]
-    fn grow(&mut self, shared: &KfdShared, key: PoolKey, order: u8) -> Result<(u32, u64)> {
-        let gpu = shared.gpus.get(key.gpu_index).ok_or_else(|| {
+    fn grow(&mut self, dev: &DeviceContext, key: PoolKey, order: u8) -> Result<(u32, u64)> {
+        let gpu = dev.gpus.get(key.gpu_index).ok_or_else(|| {
             Error::InvalidArgument(format!("no GPU with index {}", key.gpu_index))
         })?;
         let raw = RawAllocation::new(
-            &*shared.driver,
+            dev.driver(),
             gpu.info.gpu_id,
             gpu.info.drm_render_minor,
             BLOCK_SIZE,
@@ -163,7 +163,7 @@ impl SubAllocator {
     #[inline]
     pub(crate) fn alloc(
         &mut self,
-        shared: &KfdShared,
+        dev: &DeviceContext,
         key: PoolKey,
         size: u64,
         align: u64,
@@ -186,7 +186,7 @@ impl SubAllocator {
         };
         let (block, offset) = match pool.buddy.take(order as usize) {
             Some(c) => c,
-            None => pool.grow(shared, key, order)?,
+            None => pool.grow(dev, key, order)?,
         };
         let Some(b) = pool.blocks.get_mut(block as usize).and_then(Option::as_mut) else {
             return Err(Error::Internal("a suballocator block vanished".into()));
@@ -226,7 +226,7 @@ impl SubAllocator {
 
     /// Returns a chunk; a block left empty goes back to KFD unless it is the pool's spare.
     #[inline]
-    pub(crate) fn free(&mut self, shared: &KfdShared, chunk: Chunk) {
+    pub(crate) fn free(&mut self, dev: &DeviceContext, chunk: Chunk) {
         let Some(pool) = self
             .pools
             .get_mut(chunk.pool as usize)
@@ -248,13 +248,13 @@ impl SubAllocator {
         if now_empty {
             pool.empty_blocks += 1;
             if pool.empty_blocks > 1 {
-                release_block(shared, pool, chunk.block);
+                release_block(dev, pool, chunk.block);
             }
         }
     }
 
     /// Returns every empty block to KFD.
-    pub(crate) fn trim(&mut self, shared: &KfdShared) {
+    pub(crate) fn trim(&mut self, dev: &DeviceContext) {
         for pool in self.pools.iter_mut().flatten() {
             let empty: Vec<u32> = pool
                 .blocks
@@ -264,18 +264,18 @@ impl SubAllocator {
                 .map(|(i, _)| i as u32)
                 .collect();
             for i in empty {
-                release_block(shared, pool, i);
+                release_block(dev, pool, i);
             }
         }
     }
 
     /// Releases everything (process teardown; no buffer is alive any more).
-    pub(crate) fn release_all(&mut self, shared: &KfdShared) {
+    pub(crate) fn release_all(&mut self, dev: &DeviceContext) {
         for pool in self.pools.drain(..).flatten() {
             for b in pool.blocks.into_iter().flatten() {
                 let mut mapped = vec![b.raw.gpu_id];
                 mapped.extend(b.peers.keys());
-                b.raw.release(&*shared.driver, &mapped);
+                b.raw.release(dev.driver(), &mapped);
             }
         }
     }
@@ -303,14 +303,14 @@ impl SubAllocator {
     /// Maps the block behind `chunk` to peer `gpu_id` (counted per buffer).
     pub(crate) fn map_peer(
         &mut self,
-        shared: &KfdShared,
+        dev: &DeviceContext,
         chunk: &Chunk,
         gpu_id: u32,
     ) -> Result<()> {
         let b = self.block_mut(chunk)?;
         let n = b.peers.entry(gpu_id).or_insert(0);
         if *n == 0 {
-            b.raw.map_to_gpus(&*shared.driver, &[gpu_id])?;
+            b.raw.map_to_gpus(dev.driver(), &[gpu_id])?;
         }
         *n += 1;
         Ok(())
@@ -319,7 +319,7 @@ impl SubAllocator {
     /// Drops one buffer's claim on the peer mapping; unmaps the block when it was the last.
     pub(crate) fn unmap_peer(
         &mut self,
-        shared: &KfdShared,
+        dev: &DeviceContext,
         chunk: &Chunk,
         gpu_id: u32,
     ) -> Result<()> {
@@ -330,7 +330,7 @@ impl SubAllocator {
             )));
         };
         if *n == 1 {
-            b.raw.unmap_from_gpus(&*shared.driver, &[gpu_id])?;
+            b.raw.unmap_from_gpus(dev.driver(), &[gpu_id])?;
             b.peers.remove(&gpu_id);
         } else {
             *n -= 1;
@@ -348,7 +348,7 @@ impl SubAllocator {
     }
 }
 
-fn release_block(shared: &KfdShared, pool: &mut Pool, block: u32) {
+fn release_block(dev: &DeviceContext, pool: &mut Pool, block: u32) {
     let Some(b) = pool.blocks.get_mut(block as usize).and_then(Option::take) else {
         return;
     };
@@ -356,7 +356,7 @@ fn release_block(shared: &KfdShared, pool: &mut Pool, block: u32) {
     pool.empty_blocks -= 1;
     let mut mapped = vec![b.raw.gpu_id];
     mapped.extend(b.peers.keys());
-    b.raw.release(&*shared.driver, &mapped);
+    b.raw.release(dev.driver(), &mapped);
 }
 
 #[cfg(test)]
@@ -372,5 +372,64 @@ mod tests {
         assert_eq!(order_for(BLOCK_SIZE, 1), Some(15));
         assert_eq!(order_for(BLOCK_SIZE + 1, 1), None);
         assert_eq!(order_for(64, BLOCK_SIZE * 2), None);
+    }
+
+    #[cfg(feature = "emu")]
+    #[test]
+    fn suballocates_and_returns_blocks_without_a_kfd() {
+        let (dev, emu) = crate::device::emulated_context();
+        let before = emu.stats().live_allocations;
+        let key = PoolKey {
+            gpu_index: 1,
+            kind: MemoryKind::GttCoherent,
+            executable: false,
+        };
+        let mut sub = SubAllocator::default();
+        let a = sub.alloc(&dev, key, 100, 256).expect("first chunk");
+        let b = sub.alloc(&dev, key, 100, 256).expect("second chunk");
+        assert_eq!(sub.blocks(), 1, "both chunks come from one block");
+        assert_eq!(emu.stats().live_allocations, before + 1);
+        assert_eq!(a.handle, b.handle);
+        assert_ne!(a.va, b.va);
+        assert_eq!(a.va % 256, 0);
+        let owner = dev.gpus[1].info.gpu_id;
+        assert!(
+            emu.is_mapped(owner, a.va, 100),
+            "the block is mapped to its GPU"
+        );
+        // The peer mapping is counted: the second claim does not map again, the last unmaps.
+        let peer = dev.gpus[0].info.gpu_id;
+        sub.map_peer(&dev, &a.chunk, peer).expect("map to peer");
+        sub.map_peer(&dev, &b.chunk, peer)
+            .expect("map to peer again");
+        sub.unmap_peer(&dev, &a.chunk, peer)
+            .expect("unmap one claim");
+        assert!(emu.is_mapped(peer, b.va, 100));
+        sub.unmap_peer(&dev, &b.chunk, peer)
+            .expect("unmap the last claim");
+        assert!(!emu.is_mapped(peer, b.va, 100));
+        sub.free(&dev, a.chunk);
+        sub.free(&dev, b.chunk);
+        assert_eq!(sub.blocks(), 1, "the pool keeps one empty block");
+        sub.trim(&dev);
+        assert_eq!(sub.blocks(), 0);
+        assert_eq!(emu.stats().live_allocations, before);
+    }
+
+    #[cfg(feature = "emu")]
+    #[test]
+    fn a_missing_gpu_is_refused() {
+        let (dev, _emu) = crate::device::emulated_context();
+        let key = PoolKey {
+            gpu_index: 7,
+            kind: MemoryKind::GttCoherent,
+            executable: false,
+        };
+        let mut sub = SubAllocator::default();
+        assert!(matches!(
+            sub.alloc(&dev, key, 64, 64),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert_eq!(sub.blocks(), 0);
     }
 }

@@ -4,70 +4,103 @@
 //! offset of the queue's 8-byte doorbell inside the 8 KiB. Both 4 KiB pages are mapped, because
 //! a queue's doorbell can be on the second one.
 
-use crate::device::KfdShared;
+use crate::device::DeviceContext;
 use crate::error::{Error, Result};
-use kfd_sys::{MapSource, Node};
+use kfd_sys::{Driver, MapSource, Node};
 use std::sync::atomic::AtomicU64;
+use std::sync::Mutex;
 
 /// Bytes of doorbells per GPU per process (1024 doorbells of 8 bytes, two pages).
 pub const DOORBELL_PAGES_SIZE: u64 = 8192;
 
-/// A GPU's mapped doorbell pages (unmapped when the process's KFD closes).
+/// A GPU's mapped doorbell pages.
 #[derive(Debug)]
-pub(crate) struct DoorbellPages {
-    pub(crate) mmap_offset: u64,
-    pub(crate) addr: u64,
+struct DoorbellPages {
+    mmap_offset: u64,
+    addr: u64,
 }
 
-/// Returns a pointer to the doorbell at `doorbell_offset` of GPU `gpu_index`, mapping the GPU's
-/// doorbell pages on first use.
-pub(crate) fn doorbell_ptr(
-    shared: &KfdShared,
-    gpu_index: usize,
-    doorbell_offset: u64,
-) -> Result<*const AtomicU64> {
-    let base_offset = doorbell_offset & !(DOORBELL_PAGES_SIZE - 1);
-    let within = doorbell_offset & (DOORBELL_PAGES_SIZE - 1);
-    if within % 8 != 0 {
-        return Err(Error::UnexpectedDriverAnswer {
-            request: "AMDKFD_IOC_CREATE_QUEUE",
-            what: format!("doorbell offset {doorbell_offset:#x} is not 8-byte aligned"),
-        });
+/// Every GPU's doorbell pages, each mapped at its first queue and unmapped when the device
+/// closes (no queue is left then: queues keep the device alive).
+pub(crate) struct DoorbellTable {
+    gpus: Vec<Mutex<Option<DoorbellPages>>>,
+}
+
+impl DoorbellTable {
+    /// A table for `gpus` GPUs, nothing mapped.
+    pub(crate) fn new(gpus: usize) -> DoorbellTable {
+        DoorbellTable {
+            gpus: (0..gpus).map(|_| Mutex::new(None)).collect(),
+        }
     }
-    let gpu = shared
-        .gpus
-        .get(gpu_index)
-        .ok_or_else(|| Error::Internal(format!("no GPU with index {gpu_index}")))?;
-    let mut pages = gpu.doorbells.lock().unwrap_or_else(|p| p.into_inner());
-    let pages = match &mut *pages {
-        Some(p) if p.mmap_offset == base_offset => p,
-        Some(p) => {
+
+    /// Returns a pointer to the doorbell at `doorbell_offset` (as `CREATE_QUEUE` returned it) of
+    /// GPU `gpu_index`, mapping the GPU's doorbell pages on first use.
+    pub(crate) fn doorbell(
+        &self,
+        dev: &DeviceContext,
+        gpu_index: usize,
+        doorbell_offset: u64,
+    ) -> Result<*const AtomicU64> {
+        let base_offset = doorbell_offset & !(DOORBELL_PAGES_SIZE - 1);
+        let within = doorbell_offset & (DOORBELL_PAGES_SIZE - 1);
+        if within % 8 != 0 {
             return Err(Error::UnexpectedDriverAnswer {
                 request: "AMDKFD_IOC_CREATE_QUEUE",
-                what: format!(
-                    "doorbell offset {doorbell_offset:#x} is outside the GPU's doorbell pages at {:#x}",
-                    p.mmap_offset
-                ),
+                what: format!("doorbell offset {doorbell_offset:#x} is not 8-byte aligned"),
             });
         }
-        slot @ None => {
-            // SAFETY: a new shared mapping chosen by the kernel (no MAP_FIXED) of the KFD fd.
-            let addr = unsafe {
-                shared.driver.mmap(
-                    MapSource::File(Node::Kfd),
-                    std::ptr::null_mut(),
-                    DOORBELL_PAGES_SIZE as usize,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_SHARED,
-                    base_offset,
-                )
+        let slot = self
+            .gpus
+            .get(gpu_index)
+            .ok_or_else(|| Error::Internal(format!("no GPU with index {gpu_index}")))?;
+        let mut pages = slot.lock().unwrap_or_else(|p| p.into_inner());
+        let pages = match &mut *pages {
+            Some(p) if p.mmap_offset == base_offset => p,
+            Some(p) => {
+                return Err(Error::UnexpectedDriverAnswer {
+                    request: "AMDKFD_IOC_CREATE_QUEUE",
+                    what: format!(
+                        "doorbell offset {doorbell_offset:#x} is outside the GPU's doorbell \
+                         pages at {:#x}",
+                        p.mmap_offset
+                    ),
+                });
             }
-            .map_err(Error::driver("mmap (doorbell pages)"))?;
-            slot.insert(DoorbellPages {
-                mmap_offset: base_offset,
-                addr: addr as u64,
-            })
+            slot @ None => {
+                // SAFETY: a new shared mapping chosen by the kernel (no MAP_FIXED) of the KFD fd.
+                let addr = unsafe {
+                    dev.driver().mmap(
+                        MapSource::File(Node::Kfd),
+                        std::ptr::null_mut(),
+                        DOORBELL_PAGES_SIZE as usize,
+                        libc::PROT_READ | libc::PROT_WRITE,
+                        libc::MAP_SHARED,
+                        base_offset,
+                    )
+                }
+                .map_err(Error::driver("mmap (doorbell pages)"))?;
+                slot.insert(DoorbellPages {
+                    mmap_offset: base_offset,
+                    addr: addr as u64,
+                })
+            }
+        };
+        Ok((pages.addr + within) as *const AtomicU64)
+    }
+
+    /// Unmaps every GPU's pages (at device close, when no queue is left).
+    pub(crate) fn release(&mut self, driver: &dyn Driver) {
+        for slot in &mut self.gpus {
+            let pages = slot.get_mut().unwrap_or_else(|p| p.into_inner()).take();
+            if let Some(pages) = pages {
+                // SAFETY: kfdrt mapped these pages, and no queue (nothing) uses them any more.
+                let unmapped =
+                    unsafe { driver.munmap(pages.addr as *mut _, DOORBELL_PAGES_SIZE as usize) };
+                if let Err(e) = unmapped {
+                    log::warn!("kfdrt: unmapping doorbells: {e}");
+                }
+            }
         }
-    };
-    Ok((pages.addr + within) as *const AtomicU64)
+    }
 }

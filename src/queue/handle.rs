@@ -3,7 +3,6 @@
 //! Every queue type holds one as its *first* field, so the queue is destroyed (the CP stops
 //! touching its memory) before the ring and pointer buffers declared after it are freed.
 
-use super::doorbell::doorbell_ptr;
 use crate::device::Gpu;
 use crate::error::{Error, Result};
 use kfd_sys::bindings::*;
@@ -47,7 +46,10 @@ impl KfdQueue {
             doorbell: std::ptr::null(),
         };
         // On error `q` drops here and destroys the queue.
-        q.doorbell = doorbell_ptr(&gpu.kfd().shared, gpu.index(), args.doorbell_offset)?;
+        let shared = &gpu.kfd().shared;
+        q.doorbell = shared
+            .doorbells
+            .doorbell(&shared.dev, gpu.index(), args.doorbell_offset)?;
         Ok(q)
     }
 

@@ -1,15 +1,28 @@
-//! Opening a KFD (hardware or emulated), bring-up, and per-GPU handles.
+//! Opening a KFD (hardware or emulated) and its handles: [`Kfd`] and [`Gpu`].
+//!
+//! Layering: [`DeviceContext`] is what bring-up found (driver, GPUs, topology) and never
+//! changes; the process-wide pools (signals, suballocator, events, doorbells, HDP) are separate
+//! parts of [`KfdShared`] that each take the context as an argument, so none needs the others or
+//! a whole `Kfd`.
+
+mod context;
+#[cfg(all(test, feature = "emu"))]
+pub(crate) use context::emulated_context;
+pub(crate) use context::{DeviceContext, GpuContext};
 
 use crate::error::{Error, Result};
-use crate::event::EventsPage;
+use crate::event::EventTable;
 use crate::exception::ExceptionWatch;
+use crate::memory::hdp::HdpFlusher;
 use crate::memory::suballoc::{SubAllocator, BLOCK_SIZE, DISABLE_ENV};
-use crate::queue::doorbell::{DoorbellPages, DOORBELL_PAGES_SIZE};
+use crate::queue::doorbell::DoorbellTable;
+use crate::queue::WeakAqlQueue;
 use crate::signal::SignalPool;
 use crate::topology::{GpuInfo, Topology};
 use kfd_sys::bindings::*;
-use kfd_sys::{DevKfd, Driver, DriverExt, DriverKind, MIN_MINOR_VERSION, SUPPORTED_MAJOR_VERSION};
+use kfd_sys::{DevKfd, Driver, DriverExt, DriverKind};
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The environment variable that selects the device: `auto` (default), `hw` or `emu`.
@@ -43,81 +56,70 @@ impl DeviceChoice {
     }
 }
 
-/// One GPU's state inside a process.
-pub(crate) struct GpuState {
-    pub(crate) info: GpuInfo,
-    /// Render-node descriptor passed to `ACQUIRE_VM` (kept open by the driver).
-    pub(crate) render_fd: i32,
-    pub(crate) apertures: kfd_process_device_apertures,
-    pub(crate) doorbells: Mutex<Option<DoorbellPages>>,
-    /// The MMIO-remap page, for HDP flushes: mapped at the first flush (`None` where the driver
-    /// gives none).
-    pub(crate) mmio: std::sync::OnceLock<Option<crate::memory::hdp::MmioPage>>,
-    /// The queue the code loader invalidates the instruction cache on, while code objects
-    /// hold it (a weak handle: the queue owns a `Gpu`, which owns this).
-    pub(crate) loader_queue: Mutex<crate::queue::WeakAqlQueue>,
-}
-
-/// What every handle of an open KFD shares. Dropped after the last buffer, event and queue.
+/// What every handle of an open KFD shares: the device and the process-wide state built on it.
+/// Dropped after the last buffer, event and queue, releasing that state in an order where
+/// nothing is freed before what uses it.
 pub(crate) struct KfdShared {
-    pub(crate) driver: Arc<dyn Driver>,
-    #[cfg(feature = "emu")]
-    pub(crate) emulator: Option<Arc<kfd_emu::Emulator>>,
-    pub(crate) version: (u32, u32),
-    pub(crate) topology: Topology,
-    pub(crate) gpus: Vec<GpuState>,
-    pub(crate) events_page: Mutex<Option<EventsPage>>,
+    pub(crate) dev: DeviceContext,
+    pub(crate) events: EventTable,
     /// The process's memory- and hardware-exception events, which every wait watches.
     pub(crate) exceptions: ExceptionWatch,
     pub(crate) signals: Mutex<SignalPool>,
-    /// GPUs (bit per index) whose VRAM the CPU may have written since their last HDP flush.
-    pub(crate) hdp_dirty: std::sync::atomic::AtomicU32,
     pub(crate) suballoc: Mutex<SubAllocator>,
     /// Requests below this many bytes are suballocated (0 = never).
-    pub(crate) suballoc_threshold: std::sync::atomic::AtomicU64,
+    pub(crate) suballoc_threshold: AtomicU64,
+    pub(crate) doorbells: DoorbellTable,
+    pub(crate) hdp: HdpFlusher,
+    /// Per GPU, the queue the code loader invalidates the instruction cache on while code
+    /// objects hold it (weak: the queue keeps this alive, not the other way round).
+    pub(crate) loader_queues: Vec<Mutex<WeakAqlQueue>>,
 }
 
 impl KfdShared {
-    pub(crate) fn gpu_index(&self, gpu_id: u32) -> Option<usize> {
-        self.gpus.iter().position(|g| g.info.gpu_id == gpu_id)
+    fn new(dev: DeviceContext) -> Result<KfdShared> {
+        let events = EventTable::default();
+        let exceptions = ExceptionWatch::new(&dev, &events)?;
+        let gpus = dev.gpus.len();
+        Ok(KfdShared {
+            events,
+            exceptions,
+            signals: Mutex::new(SignalPool::default()),
+            suballoc: Mutex::new(SubAllocator::default()),
+            suballoc_threshold: AtomicU64::new(default_threshold()),
+            doorbells: DoorbellTable::new(gpus),
+            hdp: HdpFlusher::new(gpus),
+            loader_queues: (0..gpus).map(|_| Mutex::default()).collect(),
+            dev,
+        })
+    }
+
+    /// Notes that the CPU may have written VRAM of the GPU with KFD id `gpu_id`.
+    pub(crate) fn cpu_wrote_vram(&self, gpu_id: u32) {
+        if let Some(i) = self.dev.gpu_index(gpu_id) {
+            self.hdp.cpu_wrote_vram(i);
+        }
+    }
+
+    /// Flushes the HDP of the GPUs whose VRAM the CPU may have written: before each submission.
+    #[inline]
+    pub(crate) fn flush_hdp_if_written(&self) {
+        self.hdp.flush_if_written(&self.dev);
     }
 }
 
 impl Drop for KfdShared {
     fn drop(&mut self) {
+        // Every buffer, signal and queue is gone (each keeps this alive): give the pools back,
+        // then the mappings, then the events and the events page they may point into.
+        let driver = &*self.dev.driver;
         let signals = std::mem::take(self.signals.get_mut().unwrap_or_else(|p| p.into_inner()));
-        signals.release(&*self.driver);
+        signals.release(driver);
         let mut sub = std::mem::take(self.suballoc.get_mut().unwrap_or_else(|p| p.into_inner()));
-        sub.release_all(self);
-        for gpu in &mut self.gpus {
-            if let Some(page) = gpu.mmio.take().flatten() {
-                page.release(&*self.driver);
-            }
-            if let Some(pages) = gpu
-                .doorbells
-                .get_mut()
-                .unwrap_or_else(|p| p.into_inner())
-                .take()
-            {
-                // SAFETY: the doorbell pages were mapped by kfdrt and every queue using them is
-                // gone (queues keep the KfdShared alive).
-                if let Err(e) = unsafe {
-                    self.driver
-                        .munmap(pages.addr as *mut _, DOORBELL_PAGES_SIZE as usize)
-                } {
-                    log::warn!("kfdrt: unmapping doorbells: {e}");
-                }
-            }
-        }
-        self.exceptions.release(&*self.driver);
-        let page = self
-            .events_page
-            .get_mut()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        if let Some(page) = page {
-            page.release(&*self.driver);
-        }
+        sub.release_all(&self.dev);
+        self.hdp.release(driver);
+        self.doorbells.release(driver);
+        self.exceptions.release(driver);
+        self.events.release(driver);
     }
 }
 
@@ -132,9 +134,9 @@ pub struct Kfd {
 impl fmt::Debug for Kfd {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Kfd")
-            .field("driver", &self.shared.driver.describe())
-            .field("version", &self.shared.version)
-            .field("gpus", &self.shared.gpus.len())
+            .field("driver", &self.shared.dev.driver.describe())
+            .field("version", &self.shared.dev.version)
+            .field("gpus", &self.shared.dev.gpus.len())
             .finish()
     }
 }
@@ -209,82 +211,12 @@ impl Kfd {
         driver: Arc<dyn Driver>,
         #[cfg(feature = "emu")] emulator: Option<Arc<kfd_emu::Emulator>>,
     ) -> Result<Kfd> {
-        let mut version = kfd_ioctl_get_version_args::default();
-        driver
-            .kfd_ioctl(&mut version)
-            .map_err(Error::ioctl(&version))?;
-        if version.major_version != SUPPORTED_MAJOR_VERSION
-            || version.minor_version < MIN_MINOR_VERSION
-        {
-            return Err(Error::UnsupportedVersion {
-                major: version.major_version,
-                minor: version.minor_version,
-                min_minor: MIN_MINOR_VERSION,
-            });
-        }
-        let mut topology = Topology::read(&*driver)?;
-        let apertures = read_apertures(&*driver)?;
-        let mut gpus = Vec::with_capacity(topology.gpus.len());
-        for info in &mut topology.gpus {
-            let render_fd = driver
-                .open_render_node(info.drm_render_minor)
-                .map_err(|e| {
-                    Error::NoDevice(format!(
-                        "cannot open render node renderD{} of GPU {:#x}: {e}",
-                        info.drm_render_minor, info.gpu_id
-                    ))
-                })?;
-            let mut acquire = kfd_ioctl_acquire_vm_args {
-                drm_fd: u32::try_from(render_fd).map_err(|_| {
-                    Error::Internal(format!("render node descriptor {render_fd} is negative"))
-                })?,
-                gpu_id: info.gpu_id,
-            };
-            driver
-                .kfd_ioctl(&mut acquire)
-                .map_err(Error::ioctl(&acquire))?;
-            if info.vram_bytes > 0 && info.host_visible_vram_bytes == 0 {
-                // A small-BAR part: the topology only says its VRAM is "private"; the render
-                // node says how much of it the CPU can map.
-                info.host_visible_vram_bytes = cpu_visible_vram(&*driver, info.drm_render_minor)?;
-            }
-            let ap = apertures
-                .iter()
-                .find(|a| a.gpu_id == info.gpu_id)
-                .copied()
-                .unwrap_or_default();
-            gpus.push(GpuState {
-                info: info.clone(),
-                render_fd,
-                apertures: ap,
-                doorbells: Mutex::new(None),
-                mmio: std::sync::OnceLock::new(),
-                loader_queue: Mutex::default(),
-            });
-        }
-        let exceptions = ExceptionWatch::new(&*driver)?;
-        log::info!(
-            "kfdrt: {} (KFD {}.{}), {} GPU(s)",
-            driver.describe(),
-            version.major_version,
-            version.minor_version,
-            gpus.len()
-        );
+        #[cfg(feature = "emu")]
+        let dev = DeviceContext::open(driver, emulator)?;
+        #[cfg(not(feature = "emu"))]
+        let dev = DeviceContext::open(driver)?;
         Ok(Kfd {
-            shared: Arc::new(KfdShared {
-                driver,
-                #[cfg(feature = "emu")]
-                emulator,
-                version: (version.major_version, version.minor_version),
-                topology,
-                gpus,
-                events_page: Mutex::new(None),
-                exceptions,
-                signals: Mutex::new(SignalPool::default()),
-                hdp_dirty: std::sync::atomic::AtomicU32::new(0),
-                suballoc: Mutex::new(SubAllocator::default()),
-                suballoc_threshold: std::sync::atomic::AtomicU64::new(default_threshold()),
-            }),
+            shared: Arc::new(KfdShared::new(dev)?),
         })
     }
 
@@ -300,38 +232,38 @@ impl Kfd {
 
     /// Hardware or emulated.
     pub fn kind(&self) -> DriverKind {
-        self.shared.driver.kind()
+        self.shared.dev.driver.kind()
     }
 
     /// One line saying which device this is, for programs to print.
     pub fn describe(&self) -> String {
-        self.shared.driver.describe()
+        self.shared.dev.driver.describe()
     }
 
     /// The KFD ABI version `(major, minor)` the driver reported.
     pub fn version(&self) -> (u32, u32) {
-        self.shared.version
+        self.shared.dev.version
     }
 
     /// The topology read at open.
     pub fn topology(&self) -> &Topology {
-        &self.shared.topology
+        &self.shared.dev.topology
     }
 
     /// The driver behind this KFD (for code that issues its own ioctls).
     pub fn driver(&self) -> &Arc<dyn Driver> {
-        &self.shared.driver
+        &self.shared.dev.driver
     }
 
     /// The emulated device, when this KFD is one (tests read its counters).
     #[cfg(feature = "emu")]
     pub fn emulator(&self) -> Option<&Arc<kfd_emu::Emulator>> {
-        self.shared.emulator.as_ref()
+        self.shared.dev.emulator.as_ref()
     }
 
     /// The GPUs, in topology order.
     pub fn gpus(&self) -> Vec<Gpu> {
-        (0..self.shared.gpus.len())
+        (0..self.shared.dev.gpus.len())
             .map(|index| Gpu {
                 kfd: self.clone(),
                 index,
@@ -341,7 +273,7 @@ impl Kfd {
 
     /// The `index`-th GPU, or `None`.
     pub fn gpu(&self, index: usize) -> Option<Gpu> {
-        (index < self.shared.gpus.len()).then(|| Gpu {
+        (index < self.shared.dev.gpus.len()).then(|| Gpu {
             kfd: self.clone(),
             index,
         })
@@ -349,7 +281,7 @@ impl Kfd {
 
     /// The GPU with KFD id `gpu_id`, or `None`.
     pub fn gpu_by_id(&self, gpu_id: u32) -> Option<Gpu> {
-        self.shared.gpu_index(gpu_id).map(|index| Gpu {
+        self.shared.dev.gpu_index(gpu_id).map(|index| Gpu {
             kfd: self.clone(),
             index,
         })
@@ -362,6 +294,7 @@ impl Kfd {
             ..Default::default()
         };
         self.shared
+            .dev
             .driver
             .kfd_ioctl(&mut args)
             .map_err(Error::ioctl(&args))?;
@@ -387,14 +320,12 @@ impl Kfd {
     pub fn set_suballocation_threshold(&self, bytes: u64) {
         self.shared
             .suballoc_threshold
-            .store(bytes.min(BLOCK_SIZE), std::sync::atomic::Ordering::Relaxed);
+            .store(bytes.min(BLOCK_SIZE), Ordering::Relaxed);
     }
 
     /// The current suballocation threshold.
     pub fn suballocation_threshold(&self) -> u64 {
-        self.shared
-            .suballoc_threshold
-            .load(std::sync::atomic::Ordering::Relaxed)
+        self.shared.suballoc_threshold.load(Ordering::Relaxed)
     }
 
     /// Returns every empty suballocator block to the driver.
@@ -404,7 +335,7 @@ impl Kfd {
             .suballoc
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        sub.trim(&self.shared);
+        sub.trim(&self.shared.dev);
     }
 
     /// KFD allocations the suballocator holds.
@@ -428,49 +359,6 @@ pub struct ClockCounters {
     pub system: u64,
     /// Frequency of the system counter in Hz.
     pub system_freq_hz: u64,
-}
-
-/// VRAM bytes the CPU can map on the GPU with render node `minor` (`AMDGPU_INFO_VRAM_GTT`).
-fn cpu_visible_vram(driver: &dyn Driver, minor: u32) -> Result<u64> {
-    use kfd_sys::drm::*;
-    let mut answer = DrmAmdgpuInfoVramGtt::default();
-    let mut q = DrmAmdgpuInfo {
-        return_pointer: &mut answer as *mut DrmAmdgpuInfoVramGtt as u64,
-        return_size: std::mem::size_of::<DrmAmdgpuInfoVramGtt>() as u32,
-        query: AMDGPU_INFO_VRAM_GTT,
-        args: [0; 4],
-    };
-    // SAFETY: `q` is a `drm_amdgpu_info` whose return pointer is `answer`, valid for the size
-    // given and alive across the call.
-    unsafe {
-        driver.ioctl(
-            kfd_sys::Node::Render(minor),
-            DRM_IOCTL_AMDGPU_INFO,
-            (&mut q as *mut DrmAmdgpuInfo).cast(),
-        )
-    }
-    .map_err(Error::driver("DRM_IOCTL_AMDGPU_INFO (VRAM_GTT)"))?;
-    Ok(answer.vram_cpu_accessible_size)
-}
-
-fn read_apertures(driver: &dyn Driver) -> Result<Vec<kfd_process_device_apertures>> {
-    let mut query = kfd_ioctl_get_process_apertures_new_args::default();
-    // SAFETY: with num_of_nodes 0 the driver only reports the count and writes through no pointer.
-    unsafe { driver.kfd_ioctl_unchecked(&mut query) }.map_err(Error::ioctl(&query))?;
-    let mut list = vec![kfd_process_device_apertures::default(); query.num_of_nodes as usize];
-    if list.is_empty() {
-        return Ok(list);
-    }
-    let mut fill = kfd_ioctl_get_process_apertures_new_args {
-        kfd_process_device_apertures_ptr: list.as_mut_ptr() as u64,
-        num_of_nodes: query.num_of_nodes,
-        pad: 0,
-    };
-    // SAFETY: the pointer refers to `list`, which has room for `num_of_nodes` entries and lives
-    // across the call.
-    unsafe { driver.kfd_ioctl_unchecked(&mut fill) }.map_err(Error::ioctl(&fill))?;
-    list.truncate(fill.num_of_nodes as usize);
-    Ok(list)
 }
 
 /// A GPU of an open [`Kfd`]. Cheap to clone.
@@ -500,8 +388,8 @@ impl PartialEq for Gpu {
 impl Eq for Gpu {}
 
 impl Gpu {
-    pub(crate) fn state(&self) -> &GpuState {
-        &self.kfd.shared.gpus[self.index]
+    pub(crate) fn state(&self) -> &GpuContext {
+        &self.kfd.shared.dev.gpus[self.index]
     }
 
     /// Typed topology information.
@@ -543,6 +431,7 @@ impl Gpu {
         };
         self.kfd
             .shared
+            .dev
             .driver
             .kfd_ioctl(&mut args)
             .map_err(Error::ioctl(&args))?;
