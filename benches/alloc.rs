@@ -30,10 +30,7 @@ fn pairs(c: &mut Criterion) {
             b.iter(|| gpu.alloc(size, MemoryKind::DeviceLocal).expect("alloc"))
         });
         g.bench_with_input(BenchmarkId::new("dedicated", size), &size, |b, &size| {
-            let opts = AllocOptions {
-                dedicated: true,
-                ..AllocOptions::new(MemoryKind::DeviceLocal)
-            };
+            let opts = AllocOptions::new(MemoryKind::DeviceLocal).dedicated();
             b.iter(|| gpu.alloc_with(size, opts).expect("alloc"))
         });
     }

@@ -24,10 +24,7 @@ fn setup(kfd: &Kfd) -> (AqlQueue, Kernel) {
         .emulated_kernel("empty", 0, Arc::new(|_: &WorkGroup<'_>| Ok(())))
         .expect("kernel");
     let queue = gpu
-        .create_aql_queue(AqlQueueOptions {
-            size_packets: 1024,
-            ..Default::default()
-        })
+        .create_aql_queue(AqlQueueOptions::default().with_size_packets(1024))
         .expect("queue");
     (queue, kernel)
 }

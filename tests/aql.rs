@@ -54,10 +54,7 @@ fn a_million_dispatches_from_four_producers_each_run_exactly_once() {
             .unwrap(),
     );
     let queue = gpu
-        .create_aql_queue(AqlQueueOptions {
-            size_packets: 256,
-            ..Default::default()
-        })
+        .create_aql_queue(AqlQueueOptions::default().with_size_packets(256))
         .unwrap();
     let base = counters.gpu_address();
     let threads: Vec<_> = (0..PRODUCERS)
@@ -131,10 +128,7 @@ fn try_submit_reports_full_while_stalled_and_everything_runs_after() {
         .emulated_kernel("count", 16, Arc::new(count_kernel))
         .unwrap();
     let queue = gpu
-        .create_aql_queue(AqlQueueOptions {
-            size_packets: 64,
-            ..Default::default()
-        })
+        .create_aql_queue(AqlQueueOptions::default().with_size_packets(64))
         .unwrap();
     emu.faults().stall_queue(queue.id());
     let mut subs = Vec::new();
@@ -256,10 +250,7 @@ fn bad_dispatch_arguments_are_refused_before_the_ring() {
     ));
     assert_eq!(queue.write_index(), before, "nothing reached the ring");
     for size in [0u32, 63, 100, 1 << 20] {
-        let r = gpu.create_aql_queue(AqlQueueOptions {
-            size_packets: size,
-            ..Default::default()
-        });
+        let r = gpu.create_aql_queue(AqlQueueOptions::default().with_size_packets(size));
         assert!(matches!(r, Err(Error::InvalidArgument(_))), "size {size}");
     }
 }

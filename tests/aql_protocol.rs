@@ -53,10 +53,7 @@ fn the_strict_default_catches_a_header_first_writer_without_a_window() {
         let kfd = common::emulated(Preset::Gfx90a, 1);
         let gpu = kfd.gpu(0).unwrap();
         let queue = gpu
-            .create_aql_queue(AqlQueueOptions {
-                size_packets: 64,
-                ..Default::default()
-            })
+            .create_aql_queue(AqlQueueOptions::default().with_size_packets(64))
             .unwrap();
         if pass == 1 {
             // Second pass: slots that already held a packet (the processor re-marks them).
@@ -106,11 +103,9 @@ fn kfdrt_writer_is_never_torn_even_with_a_detection_window() {
 fn doorbells_fill_the_first_page_then_the_second() {
     let kfd = common::emulated(Preset::Gfx90a, 1);
     let gpu = kfd.gpu(0).unwrap();
-    let small = AqlQueueOptions {
-        size_packets: 64,
-        kernarg_bytes: 4096,
-        ..Default::default()
-    };
+    let small = AqlQueueOptions::default()
+        .with_size_packets(64)
+        .with_kernarg_bytes(4096);
     let queues: Vec<_> = (0..250)
         .map(|_| gpu.create_aql_queue(small).unwrap())
         .collect();
@@ -142,10 +137,7 @@ fn profiling_queues_get_ordered_timestamps() {
     let kfd = common::emulated(Preset::Gfx90a, 1);
     let gpu = kfd.gpu(0).unwrap();
     let queue = gpu
-        .create_aql_queue(AqlQueueOptions {
-            profiling: true,
-            ..Default::default()
-        })
+        .create_aql_queue(AqlQueueOptions::default().profiled())
         .unwrap();
     let mut last_end = 0;
     for _ in 0..3 {

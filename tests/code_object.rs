@@ -246,10 +246,7 @@ fn overlapping_or_oversized_segments_are_refused() {
     assert!(matches!(e, CodeObjectError::ImageTooLarge { .. }), "{e}");
     assert_eq!(kfd.emulator().unwrap().stats().live_allocations, before);
     // A lower limit applies to ordinary objects too.
-    let small = LoadOptions {
-        max_image_bytes: 4096,
-        ..Default::default()
-    };
+    let small = LoadOptions::default().with_max_image_bytes(4096);
     let e = co_error(g.load_code_object_with(&fixture("kernels-gfx90a.elf"), &small));
     assert!(
         matches!(e, CodeObjectError::ImageTooLarge { limit: 4096, .. }),
@@ -383,10 +380,7 @@ fn every_load_invalidates_the_instruction_cache_on_one_loader_queue() {
     );
     // A caller's queue can do it instead; it must be on the same GPU.
     let q = g.create_aql_queue(AqlQueueOptions::default()).unwrap();
-    let on_q = LoadOptions {
-        icache_queue: Some(&q),
-        ..Default::default()
-    };
+    let on_q = LoadOptions::default().with_icache_queue(&q);
     let written_before = q.write_index();
     let _c = g
         .load_code_object_with(&fixture("relocs-gfx90a.elf"), &on_q)
@@ -403,10 +397,7 @@ fn every_load_invalidates_the_instruction_cache_on_one_loader_queue() {
         .unwrap()
         .create_aql_queue(AqlQueueOptions::default())
         .unwrap();
-    let wrong = LoadOptions {
-        icache_queue: Some(&other),
-        ..Default::default()
-    };
+    let wrong = LoadOptions::default().with_icache_queue(&other);
     let e = gpu(&two)
         .load_code_object_with(&fixture("relocs-gfx90a.elf"), &wrong)
         .unwrap_err();
@@ -421,10 +412,7 @@ fn unloading_frees_the_code_once_no_kernel_uses_it() {
     let g = gpu(&kfd);
     let emu = kfd.emulator().unwrap().clone();
     let q = g.create_aql_queue(AqlQueueOptions::default()).unwrap();
-    let options = LoadOptions {
-        icache_queue: Some(&q),
-        ..Default::default()
-    };
+    let options = LoadOptions::default().with_icache_queue(&q);
     // The queue's invalidation packet buffer and the MMIO page of HDP flushes are made on
     // first use: make them now.
     q.invalidate_icache().unwrap().wait(None).unwrap();

@@ -197,7 +197,7 @@ proptest! {
         }
         // Reading without a GPU must not panic either (bundles are refused by inspect).
         let _ = code_object::inspect(&bytes);
-        let options = LoadOptions { max_image_bytes: 64 << 20, ..Default::default() };
+        let options = LoadOptions::default().with_max_image_bytes(64 << 20);
         match gpu().load_code_object_with(&bytes, &options) {
             Ok(co) => exercise(&co),
             Err(Error::CodeObject(_)) | Err(Error::OutOfMemory { .. }) => {}

@@ -155,13 +155,7 @@ fn an_sdma_copy_that_faults_ends_its_wait() {
     let q = gpu.create_sdma_queue().unwrap();
     let src = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
     let dst = gpu
-        .alloc_with(
-            4096,
-            AllocOptions {
-                dedicated: true,
-                ..AllocOptions::new(MemoryKind::GttCoherent)
-            },
-        )
+        .alloc_with(4096, AllocOptions::new(MemoryKind::GttCoherent).dedicated())
         .unwrap();
     pull_mapping(&gpu, &dst);
     let c = q.copy(&dst, 0, &src, 0, 4096, &[]).unwrap();
@@ -178,10 +172,7 @@ fn a_blit_copy_that_faults_ends_its_wait() {
     let dst = gpu
         .alloc_with(
             1 << 16,
-            AllocOptions {
-                dedicated: true,
-                ..AllocOptions::new(MemoryKind::GttCoherent)
-            },
+            AllocOptions::new(MemoryKind::GttCoherent).dedicated(),
         )
         .unwrap();
     pull_mapping(&gpu, &dst);
@@ -232,13 +223,7 @@ fn a_write_to_a_read_only_buffer_faults_as_read_only() {
     let kfd = common::emulated(Preset::Gfx90a, 1);
     let gpu = kfd.gpu(0).unwrap();
     let ro = gpu
-        .alloc_with(
-            4096,
-            AllocOptions {
-                read_only: true,
-                ..AllocOptions::new(MemoryKind::GttCoherent)
-            },
-        )
+        .alloc_with(4096, AllocOptions::new(MemoryKind::GttCoherent).read_only())
         .unwrap();
     // The CPU may write it; the GPU may read it.
     ro.write(0, &[9, 0, 0, 0]).unwrap();
@@ -278,10 +263,7 @@ fn code_in_memory_without_execute_permission_faults_as_no_execute() {
     let plain = gpu
         .alloc_with(
             4096,
-            AllocOptions {
-                dedicated: true,
-                ..AllocOptions::new(MemoryKind::HostVisibleVram)
-            },
+            AllocOptions::new(MemoryKind::HostVisibleVram).dedicated(),
         )
         .unwrap();
     let kd = real.descriptor().unwrap();

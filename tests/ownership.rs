@@ -16,14 +16,8 @@ use std::time::Duration;
 const T: Option<Duration> = Some(Duration::from_secs(30));
 
 fn whole(gpu: &Gpu, size: u64) -> Buffer {
-    gpu.alloc_with(
-        size,
-        AllocOptions {
-            dedicated: true,
-            ..AllocOptions::new(MemoryKind::GttCoherent)
-        },
-    )
-    .unwrap()
+    gpu.alloc_with(size, AllocOptions::new(MemoryKind::GttCoherent).dedicated())
+        .unwrap()
 }
 
 fn live_buffers(kfd: &Kfd) -> usize {

@@ -76,10 +76,7 @@ fn wraparound_with_a_packet_size_that_does_not_divide_the_ring() {
     let kfd = common::emulated(Preset::Gfx90a, 1);
     let gpu = kfd.gpu(0).unwrap();
     let q = gpu
-        .create_pm4_queue(Pm4QueueOptions {
-            ring_bytes: 1024,
-            ..Default::default()
-        })
+        .create_pm4_queue(Pm4QueueOptions::default().with_ring_bytes(1024))
         .unwrap();
     // WRITE_DATA of 3 dwords is 7 dwords; 256 is not a multiple of 7.
     let per_ring = 256 / 7;
@@ -109,11 +106,8 @@ fn sixty_five_queues_with_a_hundred_packets_each_drain() {
     let buf = gpu.alloc(65 * 100 * 4, MemoryKind::GttCoherent).unwrap();
     let queues: Vec<_> = (0..65)
         .map(|_| {
-            gpu.create_pm4_queue(Pm4QueueOptions {
-                ring_bytes: 4096,
-                ..Default::default()
-            })
-            .unwrap()
+            gpu.create_pm4_queue(Pm4QueueOptions::default().with_ring_bytes(4096))
+                .unwrap()
         })
         .collect();
     for (qi, q) in queues.iter().enumerate() {
@@ -170,11 +164,11 @@ fn disabled_queue_runs_nothing_until_enabled() {
     let gpu = kfd.gpu(0).unwrap();
     let q = gpu.create_pm4_queue(Pm4QueueOptions::default()).unwrap();
     let buf = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
-    q.set_enabled(false).unwrap();
+    q.disable().unwrap();
     common::pm4_submit(&q, &[q.write_data(buf.gpu_address(), &[77])], T).unwrap();
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(read_u32s(&buf, 1), vec![0], "a disabled queue ran a packet");
-    q.set_enabled(true).unwrap();
+    q.enable().unwrap();
     q.finish(T).unwrap();
     assert_eq!(read_u32s(&buf, 1), vec![77]);
 }

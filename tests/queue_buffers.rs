@@ -14,14 +14,8 @@ use kfdrt::{AqlQueueOptions, Buffer, Errno, Gpu, Kfd, MemoryKind, Pm4QueueOption
 use std::time::Duration;
 
 fn whole(gpu: &Gpu, size: u64, kind: MemoryKind) -> Buffer {
-    gpu.alloc_with(
-        size,
-        AllocOptions {
-            dedicated: true,
-            ..AllocOptions::new(kind)
-        },
-    )
-    .unwrap()
+    gpu.alloc_with(size, AllocOptions::new(kind).dedicated())
+        .unwrap()
 }
 
 /// The buffers of one AQL queue, allocated the way the driver wants them.
@@ -341,10 +335,7 @@ fn kfdrt_queues_pass_the_checks_on_every_preset() {
             .map(|_| gpu.alloc(4096, MemoryKind::GttCoherent).unwrap())
             .collect();
         let aql = gpu
-            .create_aql_queue(AqlQueueOptions {
-                size_packets: 64,
-                ..Default::default()
-            })
+            .create_aql_queue(AqlQueueOptions::default().with_size_packets(64))
             .unwrap_or_else(|e| panic!("{preset}: AQL queue: {e}"));
         aql.barrier_and(&[])
             .unwrap()

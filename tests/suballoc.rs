@@ -58,7 +58,7 @@ proptest! {
                 continue;
             }
             let alignment = 64u64 << align_log; // 64 B .. 256 KiB
-            let opts = AllocOptions { alignment, ..AllocOptions::new(SMALL_KINDS[kind]) };
+            let opts = AllocOptions::new(SMALL_KINDS[kind]).with_alignment(alignment);
             let b = gpu.alloc_with(size, opts).unwrap();
             prop_assert_eq!(b.gpu_address() % alignment, 0, "alignment {} not met", alignment);
             prop_assert!(b.allocated_size() >= size);
@@ -193,13 +193,7 @@ fn disabling_and_dedicated_allocations_bypass_the_suballocator() {
     let kfd = suballocating(1);
     let gpu = kfd.gpu(0).unwrap();
     let b = gpu
-        .alloc_with(
-            4096,
-            AllocOptions {
-                dedicated: true,
-                ..AllocOptions::new(MemoryKind::GttCoherent)
-            },
-        )
+        .alloc_with(4096, AllocOptions::new(MemoryKind::GttCoherent).dedicated())
         .unwrap();
     assert!(!b.is_suballocated());
     kfd.set_suballocation_threshold(0);
@@ -219,10 +213,7 @@ fn disabling_and_dedicated_allocations_bypass_the_suballocator() {
     assert!(matches!(
         gpu.alloc_with(
             64,
-            AllocOptions {
-                alignment: 3,
-                ..AllocOptions::new(MemoryKind::DeviceLocal)
-            }
+            AllocOptions::new(MemoryKind::DeviceLocal).with_alignment(3)
         ),
         Err(Error::InvalidArgument(_))
     ));

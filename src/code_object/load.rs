@@ -24,8 +24,9 @@ pub const DEFAULT_MAX_IMAGE_BYTES: u64 = 1 << 30;
 /// hung, and the load fails with [`Error::Timeout`] instead of hanging the caller).
 const ICACHE_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Options of [`Gpu::load_code_object_with`].
+/// Options of [`Gpu::load_code_object_with`]: start from `default()` and change what you need.
 #[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
 pub struct LoadOptions<'q> {
     /// Largest image (lowest to highest loaded address) the load accepts; larger ones fail with
     /// [`CodeObjectError::ImageTooLarge`] before any memory is allocated.
@@ -42,6 +43,20 @@ impl Default for LoadOptions<'_> {
             max_image_bytes: DEFAULT_MAX_IMAGE_BYTES,
             icache_queue: None,
         }
+    }
+}
+
+impl<'q> LoadOptions<'q> {
+    /// Largest image the load accepts.
+    pub fn with_max_image_bytes(mut self, bytes: u64) -> Self {
+        self.max_image_bytes = bytes;
+        self
+    }
+
+    /// Invalidates the instruction cache on `queue` (of the GPU the code is loaded on).
+    pub fn with_icache_queue(mut self, queue: &'q AqlQueue) -> Self {
+        self.icache_queue = Some(queue);
+        self
     }
 }
 

@@ -8,8 +8,15 @@ use crate::error::{Error, Result};
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
-/// Options of an allocation beyond its kind.
+/// Options of an allocation beyond its kind: start from [`AllocOptions::new`].
+///
+/// ```
+/// use kfdrt::{AllocOptions, MemoryKind};
+/// let code = AllocOptions::new(MemoryKind::DeviceLocal).executable().with_alignment(256);
+/// assert!(code.executable && !code.dedicated);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AllocOptions {
     /// What memory to allocate.
     pub kind: MemoryKind,
@@ -42,6 +49,30 @@ impl AllocOptions {
             dedicated: false,
             read_only: false,
         }
+    }
+
+    /// The GPU may execute code from it.
+    pub fn executable(mut self) -> Self {
+        self.executable = true;
+        self
+    }
+
+    /// Its GPU address is aligned to `alignment` (a power of two up to 2 MiB).
+    pub fn with_alignment(mut self, alignment: u64) -> Self {
+        self.alignment = alignment;
+        self
+    }
+
+    /// Its own KFD allocation even when small.
+    pub fn dedicated(mut self) -> Self {
+        self.dedicated = true;
+        self
+    }
+
+    /// Mapped to the GPU without write permission (always dedicated).
+    pub fn read_only(mut self) -> Self {
+        self.read_only = true;
+        self
     }
 }
 

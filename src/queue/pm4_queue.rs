@@ -22,8 +22,9 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// Options of [`Gpu::create_pm4_queue`].
+/// Options of [`Gpu::create_pm4_queue`]: start from `default()` and change what you need.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Pm4QueueOptions {
     /// Ring size in bytes: a power of two, at least 1 KiB. Default 64 KiB.
     pub ring_bytes: u32,
@@ -37,6 +38,20 @@ impl Default for Pm4QueueOptions {
             ring_bytes: 64 * 1024,
             priority: QueuePriority::Normal,
         }
+    }
+}
+
+impl Pm4QueueOptions {
+    /// Ring size in bytes (a power of two, at least 1 KiB).
+    pub fn with_ring_bytes(mut self, bytes: u32) -> Self {
+        self.ring_bytes = bytes;
+        self
+    }
+
+    /// Queue priority.
+    pub fn with_priority(mut self, priority: QueuePriority) -> Self {
+        self.priority = priority;
+        self
     }
 }
 
@@ -458,8 +473,18 @@ impl Pm4Queue {
         Ok(())
     }
 
-    /// Disables (`false`: percentage 0, nothing runs) or re-enables the queue (`UPDATE_QUEUE`).
-    pub fn set_enabled(&self, enabled: bool) -> Result<()> {
+    /// Stops the queue from running packets (`UPDATE_QUEUE` with percentage 0); packets
+    /// submitted meanwhile wait in the ring until [`Pm4Queue::enable`].
+    pub fn disable(&self) -> Result<()> {
+        self.update(false)
+    }
+
+    /// Lets a disabled queue run again (`UPDATE_QUEUE` with full percentage).
+    pub fn enable(&self) -> Result<()> {
+        self.update(true)
+    }
+
+    fn update(&self, enabled: bool) -> Result<()> {
         let mut a = kfd_ioctl_update_queue_args {
             ring_base_address: self._ring_mem.gpu_address(),
             queue_id: self.handle().id(),

@@ -51,8 +51,18 @@ impl QueuePriority {
     }
 }
 
-/// Options of [`Gpu::create_aql_queue`].
+/// Options of [`Gpu::create_aql_queue`]: start from `default()` and change what you need.
+///
+/// ```
+/// use kfdrt::{AqlQueueOptions, QueuePriority};
+/// let options = AqlQueueOptions::default()
+///     .with_size_packets(256)
+///     .with_priority(QueuePriority::High)
+///     .profiled();
+/// assert_eq!(options.size_packets, 256);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AqlQueueOptions {
     /// Ring size in packets: a power of two from 64 to 131072 (ROCr's range). Default 1024.
     pub size_packets: u32,
@@ -72,6 +82,32 @@ impl Default for AqlQueueOptions {
             profiling: false,
             kernarg_bytes: 256 * 1024,
         }
+    }
+}
+
+impl AqlQueueOptions {
+    /// Ring size in packets (a power of two from 64 to 131072).
+    pub fn with_size_packets(mut self, packets: u32) -> Self {
+        self.size_packets = packets;
+        self
+    }
+
+    /// Queue priority.
+    pub fn with_priority(mut self, priority: QueuePriority) -> Self {
+        self.priority = priority;
+        self
+    }
+
+    /// Completion signals carry start and end timestamps.
+    pub fn profiled(mut self) -> Self {
+        self.profiling = true;
+        self
+    }
+
+    /// Bytes of kernel-argument memory owned by the queue.
+    pub fn with_kernarg_bytes(mut self, bytes: u64) -> Self {
+        self.kernarg_bytes = bytes;
+        self
     }
 }
 
