@@ -1,6 +1,7 @@
 //! AQL (HSA Architected Queuing Language) for kfdrt: typed packets with their 64-byte encodings,
-//! the `amd_queue_t` / `amd_signal_t` / kernel-descriptor ABI structs, and [`ring::AqlRing`], the
-//! multi-producer ring writer that publishes each packet's header last.
+//! the `amd_queue_t` / `amd_signal_t` / kernel-descriptor ABI structs, the error bits a command
+//! processor reports through a queue's inactive signal ([`queue_error`]), and
+//! [`ring::AqlRing`], the multi-producer ring writer that publishes each packet's header last.
 //!
 //! Pure Rust: no system calls. Layouts follow ROCr's `amd_hsa_queue.h`, `amd_hsa_signal.h`,
 //! `hsa.h` and LLVM's `AMDHSAKernelDescriptor.h`.
@@ -9,6 +10,7 @@
 mod abi;
 mod header;
 mod packet;
+pub mod queue_error;
 pub mod ring;
 
 pub use abi::{

@@ -20,46 +20,6 @@ pub(crate) use self::sdma_queue::{check_fill, check_range};
 pub use self::sdma_queue::{CopyCompletion, SdmaQueue};
 
 /// The error bits a packet processor writes into a queue's inactive signal when the queue stops
-/// (the values ROCr decodes into `hsa_status_t`).
-pub mod error_bits {
-    /// A dispatch's arguments are incompatible (work-group size, dimensions).
-    pub const INCOMPATIBLE_ARGUMENTS: u64 = 2;
-    /// A resource could not be allocated (LDS, scratch).
-    pub const INVALID_ALLOCATION: u64 = 4;
-    /// The kernel object is not a valid kernel (not mapped, not a descriptor).
-    pub const INVALID_CODE_OBJECT: u64 = 8;
-    /// The packet's format is invalid (unknown type, bad header).
-    pub const INVALID_PACKET_FORMAT: u64 = 32;
-    /// A packet argument is invalid (zero grid, bad segment size).
-    pub const INVALID_ARGUMENT: u64 = 64;
-    /// The kernel needs more registers than the hardware has.
-    pub const OUT_OF_REGISTERS: u64 = 128;
-    /// A memory access outside the GPU's page table (GPU page fault).
-    pub const MEMORY_APERTURE_VIOLATION: u64 = 0x2000_0000;
-    /// The kernel executed an illegal instruction.
-    pub const ILLEGAL_INSTRUCTION: u64 = 0x4000_0000;
-    /// Any other exception.
-    pub const EXCEPTION: u64 = 0x8000_0000;
-
-    /// Describes the most specific error bit set in `code`.
-    pub fn describe(code: u64) -> &'static str {
-        const TABLE: [(u64, &str); 9] = [
-            (
-                MEMORY_APERTURE_VIOLATION,
-                "memory aperture violation (GPU page fault)",
-            ),
-            (ILLEGAL_INSTRUCTION, "illegal instruction"),
-            (INVALID_CODE_OBJECT, "invalid code object"),
-            (INVALID_PACKET_FORMAT, "invalid packet format"),
-            (INCOMPATIBLE_ARGUMENTS, "incompatible arguments"),
-            (INVALID_ARGUMENT, "invalid argument"),
-            (INVALID_ALLOCATION, "invalid allocation"),
-            (OUT_OF_REGISTERS, "out of registers"),
-            (EXCEPTION, "exception"),
-        ];
-        TABLE
-            .iter()
-            .find(|(bit, _)| code & bit != 0)
-            .map_or("unknown queue error", |(_, d)| d)
-    }
-}
+/// (the values ROCr decodes into `hsa_status_t`). Defined once, in the `aql` crate, which the
+/// emulated command processor writes them from.
+pub use aql::queue_error as error_bits;
