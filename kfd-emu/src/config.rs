@@ -1,9 +1,20 @@
 //! Emulated device configuration: GPU presets modelled on real parts, and the knobs of the
 //! packet processors.
 
-use crate::EmuError;
+use kfd_sys::Errno;
 use std::fmt;
 use std::str::FromStr;
+
+/// Why an emulator could not be created.
+#[derive(Debug, thiserror::Error)]
+pub enum EmuError {
+    /// The configuration is invalid.
+    #[error("invalid emulator configuration: {0}")]
+    Config(String),
+    /// The host refused a resource (memory, threads).
+    #[error("host resource: {0}")]
+    Host(Errno),
+}
 
 /// A GPU the emulator can model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

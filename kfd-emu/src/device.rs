@@ -8,6 +8,9 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
+/// The first render-node minor of emulated GPUs.
+pub const FIRST_RENDER_MINOR: u32 = 128;
+
 /// KFD mmap offset types (`KFD_MMAP_TYPE_*`, bits 62-63) and the GPU id field (bits 46-61).
 pub(crate) const MMAP_TYPE_SHIFT: u32 = 62;
 pub(crate) const MMAP_TYPE_DOORBELL: u64 = 3 << MMAP_TYPE_SHIFT;
@@ -83,7 +86,7 @@ impl GpuState {
             // KFD derives ids from a hash of the device; any stable non-zero 16-bit value will do.
             gpu_id: 0xA1B0 + index as u32 * 0x0F13,
             params,
-            render_minor: crate::FIRST_RENDER_MINOR + index as u32,
+            render_minor: FIRST_RENDER_MINOR + index as u32,
             vm: GpuVm::new(strict),
             vram_used: AtomicU64::new(0),
             visible_vram_used: AtomicU64::new(0),

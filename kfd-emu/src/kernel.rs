@@ -1,7 +1,6 @@
 //! Emulated kernels: host functions bound to kernel-object addresses, run once per work-group.
 
 use crate::vm::{GpuFault, GpuVm};
-use crate::Emulator;
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
@@ -54,28 +53,26 @@ pub(crate) struct KernelRegistry {
 }
 
 impl KernelRegistry {
+    /// Binds `f` to the kernel descriptor at `object`, replacing any earlier binding.
+    pub(crate) fn bind(&self, object: u64, name: &str, f: Arc<KernelFn>) {
+        let mut m = self.map.write().unwrap_or_else(|p| p.into_inner());
+        m.insert(object, (name.to_owned(), f));
+    }
+
+    /// Removes the binding of `object`, if any.
+    pub(crate) fn unbind(&self, object: u64) {
+        self.map
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&object);
+    }
+
+    /// The kernel bound to `object`.
     pub(crate) fn get(&self, object: u64) -> Option<Arc<KernelFn>> {
         self.map
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .get(&object)
             .map(|(_, f)| f.clone())
-    }
-}
-
-impl Emulator {
-    /// Binds `f` to the kernel descriptor at `kernel_object`: dispatches of that object run it.
-    pub fn bind_kernel(&self, kernel_object: u64, name: &str, f: Arc<KernelFn>) {
-        let mut m = self.kernels.map.write().unwrap_or_else(|p| p.into_inner());
-        m.insert(kernel_object, (name.to_owned(), f));
-    }
-
-    /// Removes a binding.
-    pub fn unbind_kernel(&self, kernel_object: u64) {
-        self.kernels
-            .map
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&kernel_object);
     }
 }

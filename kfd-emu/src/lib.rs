@@ -60,10 +60,10 @@
 //!   open flags.
 #![warn(missing_docs)]
 
-mod aql_proc;
 mod config;
 mod device;
 pub mod drm;
+mod engine;
 mod events;
 mod fault;
 mod hdp;
@@ -73,37 +73,28 @@ mod kernel;
 mod memfd;
 mod memory;
 mod pagesize;
-mod pm4_proc;
 mod queue;
 mod rocr_blit;
-mod sdma_proc;
 mod stats;
 mod topology;
 mod vm;
 
-pub use config::{EmuConfig, GpuParams, Preset, GPUS_ENV, PRESET_ENV, SPIN_ENV, STRICT_ENV};
+pub use config::{
+    EmuConfig, EmuError, GpuParams, Preset, GPUS_ENV, PRESET_ENV, SPIN_ENV, STRICT_ENV,
+};
+pub use device::FIRST_RENDER_MINOR;
+pub use engine::QueueErrorCode;
 pub use fault::FaultInjector;
 pub use kernel::{KernelFn, WorkGroup};
 pub use pagesize::{classify as classify_pages, PageSizeStats};
-pub use queue::QueueErrorCode;
 pub use stats::EmuStats;
 pub use vm::{GpuFault, GpuVm};
 
 use device::GpuState;
 use kfd_sys::{Driver, DriverKind, Errno, IoctlRequest, MapSource, Node};
 use std::ffi::c_void;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-
-/// Why an emulator could not be created.
-#[derive(Debug, thiserror::Error)]
-pub enum EmuError {
-    /// The configuration is invalid.
-    #[error("invalid emulator configuration: {0}")]
-    Config(String),
-    /// The host refused a resource (memory, threads).
-    #[error("host resource: {0}")]
-    Host(Errno),
-}
 
 /// The emulated KFD device. Create it with [`Emulator::new`] and use it through the
 /// [`Driver`] trait; dropping the last handle stops every thread it started.
@@ -114,7 +105,8 @@ pub struct Emulator {
     pub(crate) events: Arc<events::EventTable>,
     pub(crate) queues: queue::QueueTable,
     pub(crate) kernels: Arc<kernel::KernelRegistry>,
-    pub(crate) faults: FaultInjector,
+    /// Shared with every queue's processor thread (its stall controls).
+    pub(crate) faults: Arc<FaultInjector>,
     pub(crate) stats: Arc<stats::Counters>,
     pub(crate) topology: topology::TopologyTree,
     pub(crate) epoch: std::time::Instant,
@@ -127,9 +119,6 @@ impl std::fmt::Debug for Emulator {
             .finish()
     }
 }
-
-/// The first render-node minor of emulated GPUs.
-pub const FIRST_RENDER_MINOR: u32 = 128;
 
 impl Emulator {
     /// Creates an emulated device.
@@ -154,7 +143,7 @@ impl Emulator {
             events: Arc::new(events::EventTable::default()),
             queues: queue::QueueTable::default(),
             kernels: Arc::new(kernel::KernelRegistry::default()),
-            faults: FaultInjector::default(),
+            faults: Arc::new(FaultInjector::default()),
             stats: Arc::new(stats::Counters::default()),
             topology,
             epoch: std::time::Instant::now(),
@@ -178,7 +167,27 @@ impl Emulator {
 
     /// Counters for tests.
     pub fn stats(&self) -> EmuStats {
-        self.stats.snapshot(self)
+        let per_gpu = |count: fn(&GpuState) -> u64| self.gpus.iter().map(|g| count(g)).sum();
+        EmuStats {
+            live_allocations: self.memory.live(),
+            live_events: self.events.live(),
+            live_queues: self.queues.live(),
+            packets_run: self.stats.packets_run.load(Ordering::Acquire),
+            torn_packets: self.stats.torn_packets.load(Ordering::Acquire),
+            stale_code_fetches: per_gpu(|g| g.stale_code_fetches.load(Ordering::Acquire)),
+            sdma_cache_requests: self.stats.sdma_cache_requests.load(Ordering::Acquire),
+            unflushed_vram_reads: per_gpu(|g| g.vm.unflushed_reads.load(Ordering::Acquire)),
+        }
+    }
+
+    /// Binds `f` to the kernel descriptor at `kernel_object`: dispatches of that object run it.
+    pub fn bind_kernel(&self, kernel_object: u64, name: &str, f: Arc<KernelFn>) {
+        self.kernels.bind(kernel_object, name, f);
+    }
+
+    /// Removes a binding.
+    pub fn unbind_kernel(&self, kernel_object: u64) {
+        self.kernels.unbind(kernel_object);
     }
 
     /// Doorbell hints `gpu_id` has received so far ([`Driver::doorbell_hint`], which a runtime
@@ -251,7 +260,7 @@ impl Emulator {
             .gpus
             .first()
             .map_or(100_000_000, |g| g.params.gpu_clock_hz);
-        (self.epoch.elapsed().as_nanos() * u128::from(hz) / 1_000_000_000) as u64
+        engine::Clock::new(self.epoch, hz).gpu_ticks()
     }
 }
 

@@ -1,5 +1,5 @@
 //! The queue table: `CREATE/DESTROY/UPDATE_QUEUE` with amdkfd's checks, doorbell slots, and the
-//! packet-processor thread of each queue.
+//! packet-processor thread of each queue (started by [`crate::engine`], stopped and joined here).
 //!
 //! Checks follow `kfd_ioctl_create_queue` / `set_queue_properties_from_user` (percentage,
 //! priority, power-of-two ring size, queue type) and Linux 6.12's `kfd_queue_acquire_buffers`:
@@ -8,8 +8,7 @@
 //! each, so unmapping one while the queue lives fails with EBUSY.
 
 use crate::device::GpuState;
-use crate::events::EventTable;
-use crate::vm::GpuFault;
+use crate::engine::{self, EngineEnv, EngineOptions, QueueCtl, QueueErrorCode};
 use crate::Emulator;
 use kfd_sys::bindings::*;
 use kfd_sys::queue_sizes::{expected_ring_bytes, GPU_PAGE_SIZE};
@@ -23,57 +22,6 @@ use std::thread::JoinHandle;
 const MAX_QUEUES_PER_GPU: usize = 1024;
 /// KFD's smallest ring; smaller requests are clamped to it.
 const MIN_RING_SIZE: u32 = 1024;
-
-/// Error bits a processor writes into an AQL queue's inactive signal (ROCr's decoding).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum QueueErrorCode {
-    /// Work-group size or dimensions incompatible with the dispatch.
-    IncompatibleArguments,
-    /// Invalid kernel object.
-    InvalidCodeObject,
-    /// Unknown packet type or malformed packet.
-    InvalidPacketFormat,
-    /// Invalid packet argument (zero grid, unmapped kernarg).
-    InvalidArgument,
-    /// GPU page fault.
-    MemoryViolation,
-}
-
-impl QueueErrorCode {
-    /// The bits written into the inactive signal.
-    pub fn bits(self) -> u64 {
-        match self {
-            QueueErrorCode::IncompatibleArguments => 2,
-            QueueErrorCode::InvalidCodeObject => 8,
-            QueueErrorCode::InvalidPacketFormat => 32,
-            QueueErrorCode::InvalidArgument => 64,
-            QueueErrorCode::MemoryViolation => 0x2000_0000,
-        }
-    }
-}
-
-/// What the packet processor of one queue needs, shared with its thread.
-pub(crate) struct QueueCtl {
-    pub(crate) id: u32,
-    pub(crate) queue_type: u32,
-    pub(crate) gpu: Arc<GpuState>,
-    pub(crate) ring: u64,
-    pub(crate) ring_size: u64,
-    pub(crate) rptr: u64,
-    pub(crate) wptr: u64,
-    pub(crate) doorbell_index: u32,
-    pub(crate) stop: AtomicBool,
-    pub(crate) enabled: AtomicBool,
-    pub(crate) error: Mutex<Option<QueueErrorCode>>,
-    /// Set with `error`, read by the processor loop without locking.
-    pub(crate) failed: AtomicBool,
-    pub(crate) events: Arc<EventTable>,
-    /// The CU mask `SET_CU_MASK` last gave (bits, 32 per word; empty: all CUs). Recorded
-    /// only: the emulated work-groups do not run on CUs.
-    pub(crate) cu_mask: Mutex<Vec<u32>>,
-    /// The GPU's exception count when the queue was created: a later exception evicts it.
-    pub(crate) exception_epoch: u64,
-}
 
 struct Entry {
     ctl: Arc<QueueCtl>,
@@ -213,6 +161,16 @@ fn acquire_buffers(
     Ok(refs)
 }
 
+/// What the processors of `emu`'s queues take from it.
+fn engine_env(emu: &Emulator) -> EngineEnv {
+    EngineEnv {
+        kernels: emu.kernels.clone(),
+        stats: emu.stats.clone(),
+        epoch: emu.epoch,
+        options: EngineOptions::of(&emu.config),
+    }
+}
+
 pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Result<(), Errno> {
     let gpu = emu.gpu(a.gpu_id).ok_or(Errno::EINVAL)?.clone();
     if a.queue_percentage & 0xFF > KFD_MAX_QUEUE_PERCENTAGE
@@ -240,7 +198,7 @@ pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Res
     }
     let refs = acquire_buffers(&gpu, a, ring_size, is_sdma)?;
     if emu.config.strict && a.queue_type == KFD_IOC_QUEUE_TYPE_COMPUTE_AQL {
-        crate::aql_proc::mark_free_slots(&gpu.vm, a.ring_base_address, u64::from(ring_size));
+        engine::mark_free_aql_slots(&gpu.vm, a.ring_base_address, u64::from(ring_size));
     }
     let mut g = emu.queues.inner.lock().unwrap_or_else(|p| p.into_inner());
     let used: Vec<u32> =
@@ -289,17 +247,11 @@ pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Res
         error: Mutex::new(None),
         failed: AtomicBool::new(false),
         events: emu.events.clone(),
+        faults: emu.faults.clone(),
         cu_mask: Mutex::new(Vec::new()),
         exception_epoch: gpu.exceptions(),
     });
-    let thread = if is_sdma {
-        crate::sdma_proc::spawn(emu, ctl.clone())
-    } else if a.queue_type == KFD_IOC_QUEUE_TYPE_COMPUTE {
-        crate::pm4_proc::spawn(emu, ctl.clone())
-    } else {
-        crate::aql_proc::spawn(emu, ctl.clone())
-    }
-    .map_err(|_| Errno::ENOMEM)?;
+    let thread = engine::spawn(ctl.clone(), &engine_env(emu)).map_err(|_| Errno::ENOMEM)?;
     for &h in &refs {
         crate::memory::queue_ref(emu, h, gpu.index, true);
     }
@@ -352,43 +304,6 @@ pub(crate) fn update(emu: &Emulator, a: &kfd_ioctl_update_queue_args) -> Result<
     e.ctl.enabled.store(on, Ordering::Release);
     e.ctl.gpu.doorbell_rung();
     Ok(())
-}
-
-impl QueueCtl {
-    /// Whether the queue runs nothing more: it stopped on an error of its own, or a device
-    /// exception on its GPU evicted it.
-    pub(crate) fn halted(&self) -> bool {
-        self.failed.load(Ordering::Acquire) || self.gpu.exceptions() > self.exception_epoch
-    }
-
-    /// Records that the queue stopped with `code` (what [`Emulator::queue_error`] reports).
-    pub(crate) fn record_error(&self, code: QueueErrorCode) {
-        log::warn!("kfd-emu: queue {} stopped: {code:?}", self.id);
-        *self.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(code);
-        self.failed.store(true, Ordering::Release);
-    }
-
-    /// A device exception raised by this queue's engine, as amdkfd handles one no debugger
-    /// claims: every queue the process has on the GPU is evicted (`kfd_dqm_evict_pasid`) and the
-    /// process's memory-exception events are signalled with the fault (`fault`: a page fault
-    /// with its address and kind; `None`: an engine exception, reported without an address).
-    /// No completion signal and no AQL error signal is written.
-    pub(crate) fn raise_device_exception(&self, code: QueueErrorCode, fault: Option<GpuFault>) {
-        self.record_error(code);
-        log::warn!(
-            "kfd-emu: GPU {:#x}: device exception from queue {} ({}); its queues are evicted",
-            self.gpu.gpu_id,
-            self.id,
-            fault.map_or_else(|| "no address".to_owned(), |f| f.to_string())
-        );
-        self.gpu.raise_exception();
-        let data = crate::events::MemoryFault {
-            va: fault.map_or(0, |f| f.va),
-            gpu_id: self.gpu.gpu_id,
-            kind: fault.map(|f| f.kind),
-        };
-        self.events.signal_kind(KFD_IOC_EVENT_MEMORY, Some(data));
-    }
 }
 
 /// `SET_CU_MASK`, with `kfd_ioctl_set_cu_mask`'s checks: a bit count that is zero or not a

@@ -1,8 +1,9 @@
 //! Counters tests read.
 
-use crate::Emulator;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 
+/// The counters the engines bump (the others are read from where they live: see
+/// `Emulator::stats`).
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
     pub(crate) packets_run: AtomicU64,
@@ -31,27 +32,4 @@ pub struct EmuStats {
     pub sdma_cache_requests: u64,
     /// GPU reads of host-visible VRAM the CPU wrote with no HDP flush since (strict mode).
     pub unflushed_vram_reads: u64,
-}
-
-impl Counters {
-    pub(crate) fn snapshot(&self, emu: &Emulator) -> EmuStats {
-        EmuStats {
-            live_allocations: emu.memory.live(),
-            live_events: emu.events.live(),
-            live_queues: emu.queues.live(),
-            packets_run: self.packets_run.load(Ordering::Acquire),
-            torn_packets: self.torn_packets.load(Ordering::Acquire),
-            stale_code_fetches: emu
-                .gpus
-                .iter()
-                .map(|g| g.stale_code_fetches.load(Ordering::Acquire))
-                .sum(),
-            sdma_cache_requests: self.sdma_cache_requests.load(Ordering::Acquire),
-            unflushed_vram_reads: emu
-                .gpus
-                .iter()
-                .map(|g| g.vm.unflushed_reads.load(Ordering::Acquire))
-                .sum(),
-        }
-    }
 }

@@ -5,14 +5,16 @@
 //! SDMA read pointer sees them clobbered. Every address is checked against the GPU's page table:
 //! an unmapped one is a memory exception and the queue stops.
 
-use crate::aql_proc::{idle, FaultView};
-use crate::queue::{QueueCtl, QueueErrorCode};
+use super::backoff::idle;
+use super::clock::Clock;
+use super::control::QueueCtl;
+use super::env::EngineEnv;
+use super::error::QueueErrorCode;
+use crate::stats::Counters;
 use crate::vm::GpuFault;
-use crate::Emulator;
 use sdma::{AtomicOp, SdmaPacket, SdmaVersion};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
 
 enum Stop {
     Stopped,
@@ -28,25 +30,24 @@ impl From<GpuFault> for Stop {
 
 struct Engine {
     ctl: Arc<QueueCtl>,
-    faults: FaultView,
     spin_poll: bool,
-    epoch: Instant,
-    stats: Arc<crate::stats::Counters>,
+    clock: Clock,
+    stats: Arc<Counters>,
     version: SdmaVersion,
 }
 
+/// Starts the engine thread of the SDMA queue `ctl`.
 pub(crate) fn spawn(
-    emu: &Emulator,
     ctl: Arc<QueueCtl>,
+    env: &EngineEnv,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
     let version = SdmaVersion::from_gfx_target_version(ctl.gpu.params.gfx_target_version)
         .unwrap_or(SdmaVersion::V4);
     let e = Engine {
         ctl: ctl.clone(),
-        faults: FaultView::new(&emu.faults),
-        spin_poll: emu.config.spin_poll,
-        epoch: emu.epoch,
-        stats: emu.stats.clone(),
+        spin_poll: env.options.spin_poll,
+        clock: Clock::new(env.epoch, ctl.gpu.params.gpu_clock_hz),
+        stats: env.stats.clone(),
         version,
     };
     std::thread::Builder::new()
@@ -55,21 +56,6 @@ pub(crate) fn spawn(
 }
 
 impl Engine {
-    fn stopped(&self) -> bool {
-        self.ctl.stop.load(Ordering::Acquire)
-    }
-
-    fn paused(&self) -> bool {
-        !self.ctl.enabled.load(Ordering::Acquire)
-            || self.faults.is_stalled(self.ctl.id)
-            || self.ctl.halted()
-    }
-
-    fn clock(&self) -> u64 {
-        (self.epoch.elapsed().as_nanos() * u128::from(self.ctl.gpu.params.gpu_clock_hz)
-            / 1_000_000_000) as u64
-    }
-
     fn run(self) {
         let gpu = self.ctl.gpu.clone();
         let vm = &gpu.vm;
@@ -77,15 +63,15 @@ impl Engine {
         let mut rd = 0u64;
         let mut rounds = 0u32;
         let mut scratch = 0u64;
-        while !self.stopped() {
+        while !self.ctl.stopped() {
             let generation = gpu.wake_generation();
             let wptr = vm.read_u64(self.ctl.wptr).unwrap_or(rd);
-            if self.paused() || wptr <= rd {
+            if self.ctl.paused() || wptr <= rd {
                 idle(&gpu, self.spin_poll, &mut rounds, generation);
                 continue;
             }
             rounds = 0;
-            gpu.poll_hdp_flush();
+            self.ctl.before_packet();
             let pos = rd % size;
             // A packet never straddles the end of the ring.
             let avail = ((wptr - rd).min(size - pos) / 4) as usize;
@@ -171,7 +157,7 @@ impl Engine {
                     if func.eval(vm.read_u32(*addr)?, *reference, *mask) {
                         break;
                     }
-                    if self.stopped() {
+                    if self.ctl.stopped() {
                         return Err(Stop::Stopped);
                     }
                     tries += 1;
@@ -188,7 +174,7 @@ impl Engine {
                 }
                 AtomicOp::Other(_) => return Err(Stop::Malformed),
             },
-            SdmaPacket::Timestamp { addr } => vm.write_u64(*addr, self.clock())?,
+            SdmaPacket::Timestamp { addr } => vm.write_u64(*addr, self.clock.gpu_ticks())?,
         }
         Ok(())
     }

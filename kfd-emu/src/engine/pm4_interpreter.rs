@@ -1,5 +1,6 @@
-//! The PM4 packet processor of compute queues (KFD queue type COMPUTE), and the PM4 interpreter
-//! it shares with the AQL processor's vendor PM4-IB packets.
+//! The PM4 interpreter: what the PM4 processor of compute queues (KFD queue type COMPUTE) runs
+//! its ring through, and what the AQL processor runs vendor PM4-IB packets through. It lives
+//! here, shared, so neither processor depends on the other.
 //!
 //! Per queue it keeps the SH register state; DISPATCH_DIRECT launches the emulated kernel at
 //! `COMPUTE_PGM_LO/HI` with the programmed work-group size and the kernel-argument pointer from
@@ -8,24 +9,26 @@
 //! WRITE_DATA, COPY_DATA and one level of INDIRECT_BUFFER run; ACQUIRE_MEM and EVENT_WRITE are
 //! accepted (the emulator keeps memory coherent). Anything else stops the queue.
 
-use crate::aql_proc::idle;
+use super::backoff::{poll_until, Polled};
+use super::clock::Clock;
+use super::control::QueueCtl;
+use super::launch::{KernelLaunch, LaunchStop};
 use crate::device::GpuState;
-use crate::kernel::{KernelRegistry, WorkGroup};
-use crate::queue::{QueueCtl, QueueErrorCode};
+use crate::kernel::KernelRegistry;
 use crate::vm::{GpuFault, GpuVm};
-use crate::Emulator;
 use pm4::regs::{self, initiator};
 use pm4::{data_sel, CompareFunction, GfxFamily, Pm4Packet};
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
-use std::time::Instant;
 
 /// Why PM4 execution stopped.
 #[derive(Debug)]
 pub(crate) enum Pm4Error {
+    /// The queue is being destroyed.
     Stopped,
+    /// An access outside the GPU's page table.
     Fault(GpuFault),
+    /// A packet the interpreter does not run, or a malformed one.
     Decode,
+    /// A dispatch whose kernel or geometry is unusable.
     BadDispatch,
 }
 
@@ -43,16 +46,13 @@ pub(crate) struct Interpreter<'a> {
     kernels: &'a KernelRegistry,
     family: GfxFamily,
     sh: Box<[u32; (regs::SH_REG_END - regs::SH_REG_BASE) as usize]>,
-    epoch: Instant,
+    clock: Clock,
 }
 
 impl<'a> Interpreter<'a> {
-    pub(crate) fn new(
-        gpu: &'a GpuState,
-        ctl: &'a QueueCtl,
-        kernels: &'a KernelRegistry,
-        epoch: Instant,
-    ) -> Self {
+    /// An interpreter with cleared registers for `ctl`'s queue (its GPU, memory and events).
+    pub(crate) fn new(ctl: &'a QueueCtl, kernels: &'a KernelRegistry, clock: Clock) -> Self {
+        let gpu: &'a GpuState = &ctl.gpu;
         Interpreter {
             vm: &gpu.vm,
             gpu,
@@ -61,7 +61,7 @@ impl<'a> Interpreter<'a> {
             family: GfxFamily::from_gfx_target_version(gpu.params.gfx_target_version)
                 .unwrap_or(GfxFamily::Gfx9),
             sh: Box::new([0; (regs::SH_REG_END - regs::SH_REG_BASE) as usize]),
-            epoch,
+            clock,
         }
     }
 
@@ -70,11 +70,6 @@ impl<'a> Interpreter<'a> {
             .get((r - regs::SH_REG_BASE) as usize)
             .copied()
             .unwrap_or(0)
-    }
-
-    fn clock(&self) -> u64 {
-        (self.epoch.elapsed().as_nanos() * u128::from(self.gpu.params.gpu_clock_hz) / 1_000_000_000)
-            as u64
     }
 
     /// Reads and decodes the packet at `addr`, returning it and its length in dwords.
@@ -159,10 +154,8 @@ impl<'a> Interpreter<'a> {
                     data_sel::NONE => {}
                     data_sel::DATA32 => self.vm.write_u32(*addr, *data as u32)?,
                     data_sel::DATA64 => self.vm.write_u64(*addr, *data)?,
-                    data_sel::GPU_CLOCK => self.vm.write_u64(*addr, self.clock())?,
-                    data_sel::SYSTEM_CLOCK => self
-                        .vm
-                        .write_u64(*addr, self.epoch.elapsed().as_nanos() as u64)?,
+                    data_sel::GPU_CLOCK => self.vm.write_u64(*addr, self.clock.gpu_ticks())?,
+                    data_sel::SYSTEM_CLOCK => self.vm.write_u64(*addr, self.clock.system_ns())?,
                     _ => return Err(Pm4Error::Decode),
                 }
                 if matches!(
@@ -201,7 +194,7 @@ impl<'a> Interpreter<'a> {
             } => {
                 let v = match src_sel {
                     5 => *src,
-                    9 => self.clock(),
+                    9 => self.clock.gpu_ticks(),
                     1 if *count64 => self.vm.read_u64(*src)?,
                     1 => u64::from(self.vm.read_u32(*src)?),
                     _ => return Err(Pm4Error::Decode),
@@ -233,16 +226,12 @@ impl<'a> Interpreter<'a> {
         mask: u32,
         stopped: &dyn Fn() -> bool,
     ) -> Result<(), Pm4Error> {
-        let mut rounds = 0;
-        loop {
-            let generation = self.gpu.wake_generation();
-            if f.eval(self.vm.read_u32(addr)?, reference, mask) {
-                return Ok(());
-            }
-            if stopped() {
-                return Err(Pm4Error::Stopped);
-            }
-            idle(self.gpu, false, &mut rounds, generation);
+        let polled = poll_until(self.gpu, false, stopped, || {
+            Ok::<_, GpuFault>(f.eval(self.vm.read_u32(addr)?, reference, mask))
+        })?;
+        match polled {
+            Polled::Ready => Ok(()),
+            Polled::Stopped => Err(Pm4Error::Stopped),
         }
     }
 
@@ -296,114 +285,18 @@ impl<'a> Interpreter<'a> {
         } else {
             (dims, std::array::from_fn(|i| dims[i].saturating_mul(wg[i])))
         };
-        let groups: [u32; 3] = groups;
-        for z in 0..groups[2] {
-            for y in 0..groups[1] {
-                for x in 0..groups[0] {
-                    if stopped() {
-                        return Err(Pm4Error::Stopped);
-                    }
-                    let w = WorkGroup {
-                        group_id: [x, y, z],
-                        workgroup_size: wg,
-                        grid_size: grid,
-                        kernarg_address: kernarg,
-                        mem: self.vm,
-                        gpu_id: self.gpu.gpu_id,
-                    };
-                    f(&w)?;
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-struct Processor {
-    ctl: Arc<QueueCtl>,
-    kernels: Arc<KernelRegistry>,
-    faults: crate::aql_proc::FaultView,
-    spin_poll: bool,
-    requires_doorbell: bool,
-    epoch: Instant,
-    stats: Arc<crate::stats::Counters>,
-}
-
-pub(crate) fn spawn(
-    emu: &Emulator,
-    ctl: Arc<QueueCtl>,
-) -> std::io::Result<std::thread::JoinHandle<()>> {
-    let p = Processor {
-        ctl: ctl.clone(),
-        kernels: emu.kernels.clone(),
-        faults: crate::aql_proc::FaultView::new(&emu.faults),
-        spin_poll: emu.config.spin_poll,
-        requires_doorbell: emu.config.aql_requires_doorbell,
-        epoch: emu.epoch,
-        stats: emu.stats.clone(),
-    };
-    std::thread::Builder::new()
-        .name(format!("kfd-emu-pm4-{}", ctl.id))
-        .spawn(move || p.run())
-}
-
-impl Processor {
-    fn stopped(&self) -> bool {
-        self.ctl.stop.load(Ordering::Acquire)
-    }
-
-    fn paused(&self) -> bool {
-        !self.ctl.enabled.load(Ordering::Acquire)
-            || self.faults.is_stalled(self.ctl.id)
-            || self.ctl.halted()
-    }
-
-    fn run(self) {
-        let gpu = self.ctl.gpu.clone();
-        let vm = &gpu.vm;
-        let size = self.ctl.ring_size / 4;
-        let mut interp = Interpreter::new(&gpu, &self.ctl, &self.kernels, self.epoch);
-        let mut rd = 0u64;
-        let mut rounds = 0u32;
-        let stopped = || self.stopped();
-        while !self.stopped() {
-            let generation = gpu.wake_generation();
-            let mut wptr = vm.read_u64(self.ctl.wptr).unwrap_or(rd);
-            if self.requires_doorbell {
-                wptr = wptr.min(gpu.doorbell(self.ctl.doorbell_index));
-            }
-            if self.paused() || wptr <= rd {
-                idle(&gpu, self.spin_poll, &mut rounds, generation);
-                continue;
-            }
-            rounds = 0;
-            gpu.poll_hdp_flush();
-            let pos = rd % size;
-            // A packet never crosses the end of the ring.
-            let available = (wptr - rd).min(size - pos);
-            let r = interp
-                .fetch(self.ctl.ring + pos * 4, available)
-                .and_then(|(p, n)| interp.execute(&p, 0, &stopped).map(|()| n));
-            match r {
-                Ok(n) => {
-                    rd += n;
-                    let _ = vm.write_u32(self.ctl.rptr, (rd % size) as u32);
-                    self.stats.packets_run.fetch_add(1, Ordering::Relaxed);
-                }
-                Err(Pm4Error::Stopped) => return,
-                Err(e) => self.fail(e),
-            }
-        }
-    }
-
-    fn fail(&self, e: Pm4Error) {
-        let (code, fault) = match e {
-            Pm4Error::Fault(f) => (QueueErrorCode::MemoryViolation, Some(f)),
-            Pm4Error::BadDispatch => (QueueErrorCode::InvalidCodeObject, None),
-            _ => (QueueErrorCode::InvalidPacketFormat, None),
+        let launch = KernelLaunch {
+            kernel: &*f,
+            vm: self.vm,
+            gpu_id: self.gpu.gpu_id,
+            groups,
+            workgroup_size: wg,
+            grid_size: grid,
+            kernarg_address: kernarg,
         };
-        // An illegal packet is a CP or SDMA exception, reported (like a page fault) through
-        // the memory-exception event, with every queue of the GPU evicted.
-        self.ctl.raise_device_exception(code, fault);
+        launch.run(stopped).map_err(|stop| match stop {
+            LaunchStop::Stopped => Pm4Error::Stopped,
+            LaunchStop::Fault(f) => Pm4Error::Fault(f),
+        })
     }
 }

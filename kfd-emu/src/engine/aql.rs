@@ -10,18 +10,22 @@
 //! packet without the barrier bit runs on a thread of its own, so the two overlap, as they may
 //! on a GPU. A runtime that leaves the bit off between dependent kernels sees the race here.
 
+mod dispatch;
+
+use super::backoff::{idle, poll_until, Polled};
+use super::clock::Clock;
+use super::control::QueueCtl;
+use super::env::EngineEnv;
+use super::error::QueueErrorCode;
+use super::pm4_interpreter::{Interpreter, Pm4Error};
 use crate::device::GpuState;
-use crate::kernel::{KernelRegistry, WorkGroup};
-use crate::queue::{QueueCtl, QueueErrorCode};
+use crate::kernel::KernelRegistry;
 use crate::stats::Counters;
 use crate::vm::{GpuFault, GpuVm};
-use crate::Emulator;
-use aql::{
-    queue_offsets, signal_offsets, BarrierPacket, BarrierValuePacket, KernelDispatchPacket, Packet,
-};
+use aql::{queue_offsets, signal_offsets, BarrierPacket, BarrierValuePacket, Packet};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// What a free slot's completion-signal dwords hold in strict mode: a non-canonical address no
 /// packet can carry, so a packet whose header is valid while they still hold it was published
@@ -43,9 +47,6 @@ pub(crate) fn mark_free_slots(vm: &GpuVm, ring: u64, size_bytes: u64) {
     }
 }
 
-/// The kernarg segment's alignment (the HSA ABI's minimum).
-const KERNARG_ALIGN: u64 = 16;
-
 /// Dispatches that may run alongside later packets at once, like the few a CP has in flight.
 const MAX_OVERLAP: usize = 8;
 
@@ -53,32 +54,12 @@ struct Processor {
     ctl: Arc<QueueCtl>,
     kernels: Arc<KernelRegistry>,
     stats: Arc<Counters>,
-    faults: Arc<FaultView>,
     requires_doorbell: bool,
     spin_poll: bool,
     torn_window: Duration,
     strict: bool,
-    epoch: Instant,
+    clock: Clock,
 }
-
-/// What the processor needs of the fault injector (shared by reference count, not by lifetime).
-pub(crate) struct FaultView(*const crate::FaultInjector);
-
-impl FaultView {
-    pub(crate) fn new(f: &crate::FaultInjector) -> FaultView {
-        FaultView(f)
-    }
-
-    pub(crate) fn is_stalled(&self, queue_id: u32) -> bool {
-        // SAFETY: see the type's Send/Sync impls: the injector outlives every processor thread.
-        unsafe { &*self.0 }.is_stalled(queue_id)
-    }
-}
-// SAFETY: the injector lives inside the Emulator, which joins every processor thread before it
-// is dropped (`QueueTable::stop_all` in `Emulator::drop`), and its state is behind a mutex.
-unsafe impl Send for FaultView {}
-// SAFETY: as above.
-unsafe impl Sync for FaultView {}
 
 enum Outcome {
     Done,
@@ -86,38 +67,24 @@ enum Outcome {
     Stopped,
 }
 
+/// Starts the processor thread of the AQL queue `ctl`.
 pub(crate) fn spawn(
-    emu: &Emulator,
     ctl: Arc<QueueCtl>,
+    env: &EngineEnv,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
     let p = Processor {
         ctl: ctl.clone(),
-        kernels: emu.kernels.clone(),
-        stats: emu.stats.clone(),
-        faults: Arc::new(FaultView(&emu.faults)),
-        requires_doorbell: emu.config.aql_requires_doorbell,
-        spin_poll: emu.config.spin_poll,
-        torn_window: emu.config.torn_check_window,
-        strict: emu.config.strict,
-        epoch: emu.epoch,
+        kernels: env.kernels.clone(),
+        stats: env.stats.clone(),
+        requires_doorbell: env.options.requires_doorbell,
+        spin_poll: env.options.spin_poll,
+        torn_window: env.options.torn_check_window,
+        strict: env.options.strict,
+        clock: Clock::new(env.epoch, ctl.gpu.params.gpu_clock_hz),
     };
     std::thread::Builder::new()
         .name(format!("kfd-emu-aql-{}", ctl.id))
         .spawn(move || p.run())
-}
-
-/// Waits a little: spins first, then sleeps with growing intervals (woken early by doorbell
-/// hints), so an idle queue costs next to no CPU. Shared by every packet processor.
-pub(crate) fn idle(gpu: &GpuState, spin_poll: bool, idle_rounds: &mut u32, generation: u64) {
-    *idle_rounds = idle_rounds.saturating_add(1);
-    if spin_poll || *idle_rounds < 64 {
-        std::hint::spin_loop();
-    } else if *idle_rounds < 128 {
-        std::thread::yield_now();
-    } else {
-        let us = 10u64 << (*idle_rounds - 128).min(7);
-        gpu.wait_for_hint(generation, Duration::from_micros(us.min(1000)));
-    }
 }
 
 impl Processor {
@@ -130,23 +97,14 @@ impl Processor {
     }
 
     fn stopped(&self) -> bool {
-        self.ctl.stop.load(Ordering::Acquire)
+        self.ctl.stopped()
     }
 
     fn paused(&self) -> bool {
-        !self.ctl.enabled.load(Ordering::Acquire)
-            // SAFETY: see `FaultView`.
-            || unsafe { &*self.faults.0 }.is_stalled(self.ctl.id)
-            || self.ctl.halted()
+        self.ctl.paused()
     }
 
-    fn gpu_clock(&self) -> u64 {
-        (self.epoch.elapsed().as_nanos() * u128::from(self.gpu().params.gpu_clock_hz)
-            / 1_000_000_000) as u64
-    }
-
-    /// Waits a little: spins first, then sleeps with growing intervals (woken early by doorbell
-    /// hints), so an idle queue costs next to no CPU.
+    /// Backs off while there is nothing to run (see [`idle`]).
     fn idle(&self, idle_rounds: &mut u32, generation: u64) {
         idle(self.gpu(), self.spin_poll, idle_rounds, generation);
     }
@@ -192,7 +150,7 @@ impl Processor {
             }
             idle_rounds = 0;
             // A flush the CPU asked for before publishing the packet applies before it runs.
-            self.gpu().poll_hdp_flush();
+            self.ctl.before_packet();
             let mut raw = [0u32; 16];
             let mut bytes = [0u8; 64];
             if let Err(f) = self.vm().read(slot, &mut bytes) {
@@ -313,25 +271,20 @@ impl Processor {
 
     fn execute(&self, p: &Packet) -> Outcome {
         log::trace!("kfd-emu: queue {}: {p:?}", self.ctl.id);
-        let start = self.gpu_clock();
+        let start = self.clock.gpu_ticks();
         let r = match p {
             Packet::KernelDispatch(d) => self.dispatch(d),
             Packet::BarrierAnd(b) => self.barrier(b, true),
             Packet::BarrierOr(b) => self.barrier(b, false),
             Packet::BarrierValue(b) => self.barrier_value(b),
-            // PM4 indirect buffers (icache invalidation, ROCr's and kfdrt's) run through the PM4
-            // queues' interpreter.
+            // PM4 indirect buffers (icache invalidation, ROCr's and kfdrt's) run through the
+            // interpreter PM4 queues use.
             Packet::VendorPm4Ib(ib) => {
-                let mut interp = crate::pm4_proc::Interpreter::new(
-                    self.gpu(),
-                    &self.ctl,
-                    &self.kernels,
-                    self.epoch,
-                );
+                let mut interp = Interpreter::new(&self.ctl, &self.kernels, self.clock);
                 match interp.run_buffer(ib.ib_address, ib.ib_size_dwords, 0, &|| self.stopped()) {
                     Ok(()) => Outcome::Done,
-                    Err(crate::pm4_proc::Pm4Error::Stopped) => Outcome::Stopped,
-                    Err(crate::pm4_proc::Pm4Error::Fault(f)) => {
+                    Err(Pm4Error::Stopped) => Outcome::Stopped,
+                    Err(Pm4Error::Fault(f)) => {
                         Outcome::Error(QueueErrorCode::MemoryViolation, Some(f))
                     }
                     Err(e) => {
@@ -365,7 +318,10 @@ impl Processor {
                 != 0;
             if profiling {
                 vm.write_u64(signal + signal_offsets::START_TS, start)?;
-                vm.write_u64(signal + signal_offsets::END_TS, self.gpu_clock().max(start))?;
+                vm.write_u64(
+                    signal + signal_offsets::END_TS,
+                    self.clock.gpu_ticks().max(start),
+                )?;
             }
             vm.atomic_add_i64(signal + signal_offsets::VALUE, -1)?;
             self.raise_signal_event(signal)
@@ -392,111 +348,12 @@ impl Processor {
         Ok(())
     }
 
-    fn dispatch(&self, d: &KernelDispatchPacket) -> Outcome {
-        use QueueErrorCode::*;
-        if !(1..=3).contains(&d.dimensions) || d.grid_size.contains(&0) {
-            return Outcome::Error(InvalidArgument, None);
-        }
-        let wg: [u32; 3] = d.workgroup_size.map(u32::from);
-        if wg.contains(&0) || wg.iter().product::<u32>() > 1024 {
-            return Outcome::Error(IncompatibleArguments, None);
-        }
-        if u64::from(d.group_segment_size) > u64::from(self.gpu().params.lds_size_kb) * 1024 {
-            return Outcome::Error(IncompatibleArguments, None);
-        }
-        let mut kd = [0u8; 64];
-        if d.kernel_object % 64 != 0 || self.vm().read(d.kernel_object, &mut kd).is_err() {
-            return Outcome::Error(InvalidCodeObject, None);
-        }
-        let kd = aql::KernelDescriptor::from_bytes(&kd);
-        // The first instruction fetch: the code must be mapped executable (a NoExecute fault
-        // otherwise, as the GPU's page table raises it).
-        let Some(entry) = d
-            .kernel_object
-            .checked_add_signed(kd.kernel_code_entry_byte_offset)
-        else {
-            return Outcome::Error(InvalidCodeObject, None);
-        };
-        if let Err(f) = self.vm().check_exec(entry, 4) {
-            return Outcome::Error(MemoryViolation, Some(f));
-        }
-        self.gpu().fetch_code(entry);
-        let Some(f) = self.kernels.get(d.kernel_object) else {
-            // Not bound: it may be one of ROCr's own blit kernels (under the preload).
-            let Some(blit) = crate::rocr_blit::recognize(
-                self.vm(),
-                d.kernel_object,
-                kd.kernel_code_entry_byte_offset,
-            ) else {
-                return Outcome::Error(InvalidCodeObject, None);
-            };
-            log::trace!("kfd-emu: queue {}: ROCr {blit:?} blit", self.ctl.id);
-            return match crate::rocr_blit::run(self.vm(), blit, d.kernarg_address, d.grid_size[0]) {
-                Ok(()) => Outcome::Done,
-                Err(crate::rocr_blit::BlitError::BadArguments) => {
-                    Outcome::Error(InvalidArgument, None)
-                }
-                Err(crate::rocr_blit::BlitError::Fault(f)) => {
-                    Outcome::Error(MemoryViolation, Some(f))
-                }
-            };
-        };
-        if kd.kernarg_size > 0
-            && !self
-                .vm()
-                .is_mapped(d.kernarg_address, u64::from(kd.kernarg_size))
-        {
-            return Outcome::Error(InvalidArgument, None);
-        }
-        // The ABI gives the kernarg segment 16-byte alignment and kernels load it with wide
-        // scalar loads, which drop the low address bits: a misaligned segment is read from the
-        // wrong place on hardware. Strict mode refuses it.
-        if self.strict && kd.kernarg_size > 0 && d.kernarg_address % KERNARG_ALIGN != 0 {
-            log::error!(
-                "kfd-emu: queue {}: kernarg segment at {:#x} is not {KERNARG_ALIGN}-byte aligned",
-                self.ctl.id,
-                d.kernarg_address
-            );
-            return Outcome::Error(InvalidArgument, None);
-        }
-        let groups: [u32; 3] = std::array::from_fn(|i| d.grid_size[i].div_ceil(wg[i]));
-        for z in 0..groups[2] {
-            for y in 0..groups[1] {
-                for x in 0..groups[0] {
-                    if self.stopped() {
-                        return Outcome::Stopped;
-                    }
-                    let w = WorkGroup {
-                        group_id: [x, y, z],
-                        workgroup_size: wg,
-                        grid_size: d.grid_size,
-                        kernarg_address: d.kernarg_address,
-                        mem: self.vm(),
-                        gpu_id: self.gpu().gpu_id,
-                    };
-                    if let Err(fault) = f(&w) {
-                        return Outcome::Error(MemoryViolation, Some(fault));
-                    }
-                }
-            }
-        }
-        Outcome::Done
-    }
-
-    /// Polls until `ready` says so, backing off; `None` from `ready` is a fault.
-    fn wait_until(&self, mut ready: impl FnMut() -> Result<bool, GpuFault>) -> Outcome {
-        let mut rounds = 0u32;
-        loop {
-            let generation = self.gpu().wake_generation();
-            match ready() {
-                Ok(true) => return Outcome::Done,
-                Ok(false) => {}
-                Err(f) => return Outcome::Error(QueueErrorCode::MemoryViolation, Some(f)),
-            }
-            if self.stopped() {
-                return Outcome::Stopped;
-            }
-            self.idle(&mut rounds, generation);
+    /// Polls until `ready` says so, backing off; an error from `ready` is a fault.
+    fn wait_until(&self, ready: impl FnMut() -> Result<bool, GpuFault>) -> Outcome {
+        match poll_until(self.gpu(), self.spin_poll, &|| self.stopped(), ready) {
+            Ok(Polled::Ready) => Outcome::Done,
+            Ok(Polled::Stopped) => Outcome::Stopped,
+            Err(f) => Outcome::Error(QueueErrorCode::MemoryViolation, Some(f)),
         }
     }
 

@@ -1,0 +1,47 @@
+//! The errors a packet processor stops its queue with.
+
+use aql::queue_error;
+
+/// Error bits a processor writes into an AQL queue's inactive signal (ROCr's decoding).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueueErrorCode {
+    /// Work-group size or dimensions incompatible with the dispatch.
+    IncompatibleArguments,
+    /// Invalid kernel object.
+    InvalidCodeObject,
+    /// Unknown packet type or malformed packet.
+    InvalidPacketFormat,
+    /// Invalid packet argument (zero grid, unmapped kernarg).
+    InvalidArgument,
+    /// GPU page fault.
+    MemoryViolation,
+}
+
+impl QueueErrorCode {
+    /// The bits written into the inactive signal (the ABI values of [`aql::queue_error`], which
+    /// the runtime decodes).
+    pub fn bits(self) -> u64 {
+        match self {
+            QueueErrorCode::IncompatibleArguments => queue_error::INCOMPATIBLE_ARGUMENTS,
+            QueueErrorCode::InvalidCodeObject => queue_error::INVALID_CODE_OBJECT,
+            QueueErrorCode::InvalidPacketFormat => queue_error::INVALID_PACKET_FORMAT,
+            QueueErrorCode::InvalidArgument => queue_error::INVALID_ARGUMENT,
+            QueueErrorCode::MemoryViolation => queue_error::MEMORY_APERTURE_VIOLATION,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::QueueErrorCode;
+
+    #[test]
+    fn bits_are_rocr_values() {
+        // The values ROCr decodes; a change here breaks every runtime reading the signal.
+        assert_eq!(QueueErrorCode::IncompatibleArguments.bits(), 2);
+        assert_eq!(QueueErrorCode::InvalidCodeObject.bits(), 8);
+        assert_eq!(QueueErrorCode::InvalidPacketFormat.bits(), 32);
+        assert_eq!(QueueErrorCode::InvalidArgument.bits(), 64);
+        assert_eq!(QueueErrorCode::MemoryViolation.bits(), 0x2000_0000);
+    }
+}
