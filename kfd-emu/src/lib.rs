@@ -13,6 +13,30 @@
 //! 5.2.3's own gfx90a blit kernels are recognised and run on the host, so unmodified ROCm runs
 //! on the emulator through the `kfd-emu-preload` interposer.
 //!
+//! # Shape
+//!
+//! Imports run one way, from the driver's interface down to the GPU's state:
+//! `ioctl` → `queue` → `engine` → `device`, `vm`, `events`, `kernel`, `icache`, `hdp`.
+//!
+//! - `ioctl` decodes each request and answers with KFD's errno; `memory` (allocations and
+//!   mappings) and `drm` (render-node queries) sit beside `queue` under it.
+//! - `queue` is the queue table: `CREATE/DESTROY/UPDATE_QUEUE` with the driver's checks,
+//!   doorbell slots, and the processor thread of each queue, which it starts through `engine`
+//!   and stops and joins itself.
+//! - `engine` runs packets, one thread per queue: `engine::aql`, `engine::pm4` and
+//!   `engine::sdma` each run one packet language. What they share lives in small modules under
+//!   `engine` that import none of the three: the queue control block (stop, enable, errors, the
+//!   pause check with the fault injector's stalls, the HDP-flush poll at packet start, device
+//!   exceptions), the error codes (as [`aql::queue_error`] defines them), the back-off loop,
+//!   the clock, the work-group loop of a kernel launch, and the PM4 interpreter that PM4 queues
+//!   and AQL PM4-IB packets both use. The three never import each other, and no engine module
+//!   imports `queue`.
+//! - Below the engines: `device` (per-GPU state: doorbells, exceptions, the instruction-cache
+//!   model `icache`), `vm` (the page table every engine access goes through), `events`,
+//!   `kernel` (bound kernels), `hdp`, `fault` (injection controls, shared with the processors
+//!   by `Arc`), `stats` and `rocr_blit`. None of them imports an engine, `queue` or the crate
+//!   root.
+//!
 //! # What it refuses, as the driver and the GPU do
 //!
 //! Always (these are the driver's and the page table's own rules):

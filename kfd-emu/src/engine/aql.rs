@@ -30,7 +30,7 @@ use std::time::Duration;
 /// What a free slot's completion-signal dwords hold in strict mode: a non-canonical address no
 /// packet can carry, so a packet whose header is valid while they still hold it was published
 /// before its body.
-pub(crate) const UNPUBLISHED: u32 = 0xBAD0_AC1D;
+const UNPUBLISHED: u32 = 0xBAD0_AC1D;
 const UNPUBLISHED_PAIR: u64 = (UNPUBLISHED as u64) << 32 | UNPUBLISHED as u64;
 
 /// Marks every free slot of a new ring (header INVALID) as unpublished (strict mode), so even the
@@ -61,9 +61,13 @@ struct Processor {
     clock: Clock,
 }
 
+/// How a packet ended.
 enum Outcome {
+    /// It ran (or runs on, overlapping what follows); the read index may move past it.
     Done,
+    /// The queue stops: with a fault, as a device exception; without, through its error signal.
     Error(QueueErrorCode, Option<GpuFault>),
+    /// The queue is being destroyed.
     Stopped,
 }
 
