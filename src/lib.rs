@@ -79,6 +79,7 @@
 //! # Ok(()) }
 //! ```
 #![warn(missing_docs)]
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 pub mod code_object;
 pub mod copy;

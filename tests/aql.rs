@@ -15,7 +15,7 @@ fn raw_dispatch<'a>(
     workgroup: u16,
     args: &'a [u8],
 ) -> kfdrt::Dispatch<'a> {
-    // SAFETY (test): the addresses in every test's arguments are buffers the test keeps until
+    // SAFETY: the addresses in every test's arguments are buffers the test keeps until
     // it has waited for the dispatch (or the queue is gone).
     unsafe { kfdrt::Dispatch::linear(kernel, grid, workgroup).with_raw_args(args) }
 }
@@ -212,7 +212,7 @@ fn invalid_kernel_object_stops_the_queue_with_a_typed_error() {
     let kfd = emu();
     let gpu = kfd.gpu(0).unwrap();
     let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
-    // SAFETY (test): the address is deliberately not a kernel; the emulator must reject it.
+    // SAFETY: the address is deliberately not a kernel; the emulator must reject it.
     let bogus = unsafe { Kernel::from_raw("bogus", 0x10_0000_0000, 0, 0, 0) };
     let s = queue.dispatch(&Dispatch::linear(&bogus, 64, 64)).unwrap();
     match s.wait(LONG) {
@@ -324,7 +324,7 @@ fn prepared_dispatches_run_with_their_own_arguments() {
     for round in 0..4u64 {
         let mut batch = queue.batch().unwrap();
         for id in 0..64 {
-            // SAFETY (test): the counters outlive the wait below.
+            // SAFETY: the counters outlive the wait below.
             unsafe {
                 batch.dispatch_prepared(&prepared, &args(counters.gpu_address(), round * 64 + id))
             };
@@ -388,7 +388,7 @@ fn lds_beyond_the_gpu_or_overflowing_is_refused_before_the_ring() {
         .emulated_kernel("count", 16, Arc::new(count_kernel))
         .unwrap();
     // The same descriptor, said to use 16 KiB of static LDS.
-    // SAFETY (test): `real`'s descriptor, which outlives every dispatch below.
+    // SAFETY: `real`'s descriptor, which outlives every dispatch below.
     let kernel = unsafe { Kernel::from_raw("lds", real.object(), 16, 16 << 10, 0) };
     let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     let before = queue.write_index();
@@ -406,7 +406,7 @@ fn lds_beyond_the_gpu_or_overflowing_is_refused_before_the_ring() {
     }
     let prepared = too_much.prepare().unwrap();
     let mut b = queue.batch().unwrap();
-    // SAFETY (test): no address among the arguments.
+    // SAFETY: no address among the arguments.
     unsafe { b.dispatch_prepared(&prepared, &[0; 16]) };
     assert!(matches!(b.submit(), Err(Error::InvalidArgument(_))));
     assert_eq!(queue.write_index(), before, "nothing reached the ring");

@@ -18,16 +18,17 @@ fn with_torn_window() -> Kfd {
 /// Publishes a barrier-AND at the queue's next slot the wrong way round: header first, body
 /// (its completion signal) only after a pause.
 fn header_first_write(queue: &kfdrt::AqlQueue, completion: u64) {
-    // SAFETY (test): the amd_queue_t and ring are live GTT owned by `queue`.
+    // SAFETY: the amd_queue_t and ring are live GTT owned by `queue`.
     let q = unsafe { &*(queue.amd_queue_address() as *const aql::AmdQueue) };
     let id = q.write_dispatch_id.fetch_add(1, Ordering::AcqRel);
     let slot = (queue.ring_address() + (id % u64::from(queue.size())) * 64) as *const AtomicU32;
-    let header = 3 | 1 << 8 | 2 << 9 | 2 << 11; // barrier-AND, barrier bit, system fences
-                                                // SAFETY (test): dwords of the reserved slot.
+    // Barrier-AND, barrier bit, system fences.
+    let header = 3 | 1 << 8 | 2 << 9 | 2 << 11;
+    // SAFETY: dword 0 of the reserved slot.
     unsafe { &*slot }.store(header, Ordering::Release);
     std::thread::sleep(Duration::from_millis(10));
     let sig = slot.wrapping_add(14) as *const AtomicU64;
-    // SAFETY (test): dwords 14-15 of the slot, 8-byte aligned (slots are 64-byte aligned).
+    // SAFETY: dwords 14-15 of the slot, 8-byte aligned (slots are 64-byte aligned).
     unsafe { &*sig }.store(completion, Ordering::Relaxed);
 }
 
@@ -169,7 +170,7 @@ fn strict_mode_waits_for_the_doorbell() {
         .unwrap();
     // A packet published without a doorbell does not run in strict mode.
     let sig = kfd.create_signal(1).unwrap();
-    // SAFETY (test): the amd_queue_t and ring are live GTT owned by `queue`.
+    // SAFETY: the amd_queue_t and ring are live GTT owned by `queue`.
     let q = unsafe { &*(queue.amd_queue_address() as *const aql::AmdQueue) };
     let id = q.write_dispatch_id.fetch_add(1, Ordering::AcqRel);
     let slot = (queue.ring_address() + (id % u64::from(queue.size())) * 64) as *const AtomicU32;
@@ -179,10 +180,10 @@ fn strict_mode_waits_for_the_doorbell() {
     });
     let words = packet.encode();
     for (i, w) in words.iter().enumerate().skip(1) {
-        // SAFETY (test): dwords of the reserved slot.
+        // SAFETY: dwords of the reserved slot.
         unsafe { &*slot.add(i) }.store(*w, Ordering::Relaxed);
     }
-    // SAFETY (test): dword 0 of the slot.
+    // SAFETY: dword 0 of the slot.
     unsafe { &*slot }.store(words[0], Ordering::Release);
     std::thread::sleep(Duration::from_millis(50));
     assert_eq!(

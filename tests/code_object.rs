@@ -19,7 +19,7 @@ fn raw_dispatch<'a>(
     workgroup: u16,
     args: &'a [u8],
 ) -> kfdrt::Dispatch<'a> {
-    // SAFETY (test): the addresses in every test's arguments are buffers the test keeps until
+    // SAFETY: the addresses in every test's arguments are buffers the test keeps until
     // it has waited for the dispatch (or the queue is gone).
     unsafe { kfdrt::Dispatch::linear(kernel, grid, workgroup).with_raw_args(args) }
 }

@@ -393,7 +393,7 @@ mod interrupts {
             .unwrap();
         let (id, mailbox) = (old.id(), old.mailbox_address().unwrap());
         // A stale value left in the slot by its previous owner.
-        // SAFETY (test): the mailbox is a live slot of the events page, 8-byte aligned.
+        // SAFETY: the mailbox is a live slot of the events page, 8-byte aligned.
         unsafe { (mailbox as *mut u64).write_volatile(7) };
         drop(old);
         let new = kfd

@@ -63,7 +63,7 @@ fn pull_mapping(gpu: &Gpu, buf: &Buffer) {
         n_devices: 1,
         n_success: 0,
     };
-    // SAFETY (test): the device list outlives the call.
+    // SAFETY: the device list outlives the call.
     unsafe { gpu.kfd().driver().kfd_ioctl_unchecked(&mut u) }.unwrap();
 }
 
@@ -267,7 +267,7 @@ fn code_in_memory_without_execute_permission_faults_as_no_execute() {
         )
         .unwrap();
     let kd = real.descriptor().unwrap();
-    // SAFETY (test): the descriptor is 64 bytes of plain data.
+    // SAFETY: the descriptor is 64 bytes of plain data.
     let kd_bytes = unsafe {
         std::slice::from_raw_parts((kd as *const aql::KernelDescriptor).cast::<u8>(), 64)
     };
@@ -279,7 +279,7 @@ fn code_in_memory_without_execute_permission_faults_as_no_execute() {
         "copied",
         Arc::new(|_: &WorkGroup<'_>| -> Result<(), GpuFault> { Ok(()) }),
     );
-    // SAFETY (test): a valid descriptor at `plain`, which outlives the dispatch.
+    // SAFETY: a valid descriptor at `plain`, which outlives the dispatch.
     let k = unsafe { Kernel::from_raw("copied", plain.gpu_address(), 0, 0, 0) };
     let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     let s = q.dispatch(&Dispatch::linear(&k, 1, 1)).unwrap();

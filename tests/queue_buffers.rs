@@ -64,7 +64,7 @@ impl Parts {
 }
 
 fn create(kfd: &Kfd, a: &mut kfd_ioctl_create_queue_args) -> Result<i32, Errno> {
-    // SAFETY (test): every address is a live buffer of the calling test, kept until the queue
+    // SAFETY: every address is a live buffer of the calling test, kept until the queue
     // is destroyed.
     unsafe { kfd.driver().kfd_ioctl_unchecked(a) }
 }
@@ -291,7 +291,7 @@ fn queue_buffers_cannot_be_unmapped_under_a_live_queue() {
             n_devices: 1,
             n_success: 0,
         };
-        // SAFETY (test): the device list outlives the call.
+        // SAFETY: the device list outlives the call.
         unsafe { kfd.driver().kfd_ioctl_unchecked(&mut u) }
     };
     for (what, buf) in [
@@ -319,7 +319,7 @@ fn queue_buffers_cannot_be_unmapped_under_a_live_queue() {
             n_devices: 1,
             n_success: 0,
         };
-        // SAFETY (test): the device list outlives the call.
+        // SAFETY: the device list outlives the call.
         unsafe { kfd.driver().kfd_ioctl_unchecked(&mut m) }.unwrap();
     }
 }
@@ -385,7 +385,7 @@ fn a_doorbell_mmap_must_cover_the_whole_slice() {
     let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     let offset = q.doorbell_offset() & !8191;
     let map = |len: usize| {
-        // SAFETY (test): a fresh mapping of the driver's doorbell offset, unmapped below.
+        // SAFETY: a fresh mapping of the driver's doorbell offset, unmapped below.
         unsafe {
             kfd.driver().mmap(
                 kfd_sys::MapSource::File(kfd_sys::Node::Kfd),
@@ -400,6 +400,6 @@ fn a_doorbell_mmap_must_cover_the_whole_slice() {
     assert_eq!(map(4096), Err(Errno::EINVAL), "one page of two");
     assert_eq!(map(3 * 4096), Err(Errno::EINVAL), "more than the slice");
     let p = map(8192).unwrap();
-    // SAFETY (test): the mapping made just above.
+    // SAFETY: the mapping made just above.
     unsafe { kfd.driver().munmap(p, 8192) }.unwrap();
 }

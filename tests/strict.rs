@@ -14,7 +14,7 @@ use std::time::Duration;
 
 /// A dispatch with raw kernel arguments.
 fn raw_dispatch<'a>(kernel: &'a Kernel, grid: u32, workgroup: u16, args: &'a [u8]) -> Dispatch<'a> {
-    // SAFETY (test): the addresses in every test's arguments are buffers the test keeps until
+    // SAFETY: the addresses in every test's arguments are buffers the test keeps until
     // it has waited for the dispatch (or the queue is gone).
     unsafe { Dispatch::linear(kernel, grid, workgroup).with_raw_args(args) }
 }
@@ -24,16 +24,16 @@ const T: Duration = Duration::from_secs(20);
 /// Publishes `p` on `queue` the way a correct producer does (body, then header with release,
 /// then the doorbell), bypassing kfdrt's own checks. Returns the packet's index.
 fn raw_publish(queue: &AqlQueue, p: &Packet) -> u64 {
-    // SAFETY (test): the amd_queue_t and the ring are live memory owned by `queue`.
+    // SAFETY: the amd_queue_t and the ring are live memory owned by `queue`.
     let q = unsafe { &*(queue.amd_queue_address() as *const aql::AmdQueue) };
     let id = q.write_dispatch_id.fetch_add(1, Ordering::AcqRel);
     let slot = (queue.ring_address() + (id % u64::from(queue.size())) * 64) as *const AtomicU32;
     let d = p.encode();
     for (i, w) in d.iter().enumerate().skip(1) {
-        // SAFETY (test): dwords of the reserved slot.
+        // SAFETY: dwords of the reserved slot.
         unsafe { &*slot.add(i) }.store(*w, Ordering::Relaxed);
     }
-    // SAFETY (test): dword 0 of the reserved slot.
+    // SAFETY: dword 0 of the reserved slot.
     unsafe { &*slot }.store(d[0], Ordering::Release);
     id
 }
@@ -174,7 +174,7 @@ fn a_gpu_read_of_vram_the_cpu_wrote_without_an_hdp_flush_is_reported() {
     // A pointer kept from before a submission: its writes are the caller's to flush.
     let p = vram.as_ptr().unwrap() as *mut u32;
     q.barrier_and(&[]).unwrap().wait(Some(T)).unwrap();
-    // SAFETY (test): the first word of the live, host-visible buffer.
+    // SAFETY: the first word of the live, host-visible buffer.
     unsafe { p.write_volatile(22) };
     run();
     assert!(
@@ -182,7 +182,7 @@ fn a_gpu_read_of_vram_the_cpu_wrote_without_an_hdp_flush_is_reported() {
         "the GPU read VRAM the CPU wrote with no HDP flush, unnoticed"
     );
     let reported = emu.stats().unflushed_vram_reads;
-    // SAFETY (test): as above.
+    // SAFETY: as above.
     unsafe { p.write_volatile(33) };
     kfd.flush_hdp().unwrap();
     assert_eq!(run(), 33);

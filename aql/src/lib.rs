@@ -6,6 +6,7 @@
 //! Pure Rust: no system calls. Layouts follow ROCr's `amd_hsa_queue.h`, `amd_hsa_signal.h`,
 //! `hsa.h` and LLVM's `AMDHSAKernelDescriptor.h`.
 #![warn(missing_docs)]
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 mod abi;
 mod header;

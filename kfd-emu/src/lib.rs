@@ -83,6 +83,7 @@
 //!   not modelled; `F_GETFL` on a device descriptor (under the preload) does not reflect its
 //!   open flags.
 #![warn(missing_docs)]
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 mod config;
 mod device;

@@ -34,6 +34,8 @@ bindgen "$header" \
   echo "// Do not edit by hand: regenerate instead."
   echo "#![allow(non_camel_case_types, non_upper_case_globals, non_snake_case, dead_code)]"
   echo "#![allow(clippy::all)]"
+  echo "// bindgen's bitfield accessors are unsafe fns with undocumented unsafe blocks inside."
+  echo "#![allow(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]"
   echo
   echo "/// Major version of the header these bindings were generated from."
   echo "pub const GENERATED_FROM_MAJOR: u32 = $major;"

@@ -7,6 +7,8 @@
     dead_code
 )]
 #![allow(clippy::all)]
+// bindgen's bitfield accessors are unsafe fns with undocumented unsafe blocks inside.
+#![allow(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 /// Major version of the header these bindings were generated from.
 pub const GENERATED_FROM_MAJOR: u32 = 1;

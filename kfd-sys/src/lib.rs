@@ -8,6 +8,7 @@
 //!
 //! Kernel reference: <https://github.com/torvalds/linux/blob/master/include/uapi/linux/kfd_ioctl.h>.
 #![warn(missing_docs)]
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 #[allow(missing_docs)]
 pub mod bindings;

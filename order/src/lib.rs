@@ -17,6 +17,7 @@
 
 #![no_std]
 #![warn(missing_docs)]
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 

@@ -14,6 +14,7 @@
 //! assert_eq!(Pm4Packet::decode(GfxFamily::Gfx90a, &dwords), Ok((packet, 2)));
 //! ```
 #![warn(missing_docs)]
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 mod decode;
 mod encode;

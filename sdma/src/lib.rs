@@ -17,6 +17,7 @@
 //! assert_eq!(SdmaPacket::decode(ver, &dwords), Ok((copy, 7)));
 //! ```
 #![warn(missing_docs)]
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 mod decode;
 mod encode;

@@ -45,7 +45,7 @@ pub fn pm4_submit(
     packets: &[pm4::Pm4Packet],
     timeout: std::time::Duration,
 ) -> kfdrt::Result<u64> {
-    // SAFETY (test): every address the tests' packets name is a buffer the test keeps until
+    // SAFETY: every address the tests' packets name is a buffer the test keeps until
     // the packets have run (it waits with `finish` or on what they signal), or an address
     // chosen to fault.
     unsafe { q.submit(packets, timeout) }
@@ -57,6 +57,6 @@ pub fn sdma_submit(
     packets: &[sdma::SdmaPacket],
     timeout: std::time::Duration,
 ) -> kfdrt::Result<u64> {
-    // SAFETY (test): as `pm4_submit`.
+    // SAFETY: as `pm4_submit`.
     unsafe { q.submit(packets, timeout) }
 }

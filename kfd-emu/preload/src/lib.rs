@@ -31,6 +31,7 @@
 //! LD_PRELOAD=target/debug/libkfd_emu_preload.so rocminfo
 //! ```
 #![warn(missing_docs)]
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 mod command;
 mod fds;
