@@ -1,0 +1,64 @@
+//! The disassembler: [`Inst`] to the text `llvm-objdump -d --mcpu=<target>` prints (mnemonic
+//! and operands, without the address/encoding comment).
+
+mod memory;
+mod operand;
+mod scalar;
+mod vector;
+
+use crate::decode::{decode, Format, Inst, Op, MAX_INST_DWORDS};
+use crate::target::Target;
+
+/// The text of a decoded instruction, or `<unknown>` for words no instruction of the target
+/// uses.
+pub fn disassemble(target: Target, inst: &Inst) -> String {
+    if inst.op == Op::Invalid {
+        return "<unknown>".to_string();
+    }
+    let mut out = String::with_capacity(48);
+    match inst.format {
+        Format::Sop1 | Format::Sop2 | Format::Sopc | Format::Sopk | Format::Sopp => {
+            scalar::print(&mut out, inst)
+        }
+        Format::Vop1 | Format::Vop2 | Format::Vopc | Format::Vop3 | Format::Vop3p => {
+            vector::print(&mut out, inst)
+        }
+        Format::Smem
+        | Format::Ds
+        | Format::Flat
+        | Format::Global
+        | Format::Scratch
+        | Format::Mubuf
+        | Format::Mtbuf => memory::print(&mut out, target, inst),
+    }
+    out
+}
+
+/// Decodes and disassembles every instruction of `code` (little-endian bytes, a multiple of 4
+/// long): one `(byte offset, text)` per instruction. Undecodable words are one `<unknown>`
+/// dword each.
+pub fn disassemble_all(target: Target, code: &[u8]) -> Vec<(usize, String)> {
+    let words: Vec<u32> = code
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(rest) = words.get(at..).filter(|r| !r.is_empty()) {
+        let window = rest.get(..MAX_INST_DWORDS).unwrap_or(rest);
+        let inst = decode(target, window);
+        out.push((at * 4, disassemble(target, &inst)));
+        at += usize::from(inst.len.max(1));
+    }
+    out
+}
+
+/// Appends `, ` unless the text so far ends the mnemonic.
+fn sep(out: &mut String, first: &mut bool) {
+    if *first {
+        out.push(' ');
+        *first = false;
+    } else {
+        out.push_str(", ");
+    }
+}

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Regenerates the checked-in test code objects (*.co) and the disassembly golden (*.dis) from
+# the sources in this directory. The build and the tests never run this: they use the checked-in
+# files, so CI needs no LLVM. Needs Debian 12's hipcc 5.2.3 (clang-15 + HIP device libraries),
+# llvm-16 (llvm-objdump-16) and python3; installs them when missing (run as root).
+#
+# clang-15/16 know gfx940 but not gfx942. gfx942 runs gfx940 code unchanged (same ISA), so the
+# gfx942 objects are gfx940 builds whose ELF machine (EF_AMDGPU_MACH, low byte of e_flags) is
+# rewritten from gfx940 (0x40) to gfx942 (0x4c), as blit/build.sh does; their golden is
+# disassembled with --mcpu=gfx940 (llvm-objdump-16 does not know gfx942 either).
+set -euo pipefail
+cd "$(dirname "$0")"
+if ! command -v hipcc >/dev/null || ! command -v llvm-objdump-16 >/dev/null; then
+  apt-get update -qq && apt-get install -y -qq hipcc llvm-16 lld-16 python3
+fi
+DEVLIB=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+hip() { # source arch output
+  /usr/bin/clang++-15 -std=c++17 --rocm-path=/usr --hip-device-lib-path="$DEVLIB" \
+    --offload-arch="$2" --cuda-device-only --no-gpu-bundle-output -O2 \
+    -mllvm -amdgpu-early-inline-all=true -mllvm -amdgpu-function-calls=false \
+    -x hip "$1" -o "$3"
+}
+
+relabel_gfx942() { # in out
+  python3 - "$1" "$2" <<'PY'
+import sys
+data = bytearray(open(sys.argv[1], "rb").read())
+assert data[0x30] == 0x40, hex(data[0x30])
+data[0x30] = 0x4C
+open(sys.argv[2], "wb").write(bytes(data))
+PY
+}
+
+golden() { # object mcpu output
+  # One line per instruction: its address (hex) and the text before llvm-objdump's "//"
+  # comment, whitespace squeezed.
+  llvm-objdump-16 -d --triple=amdgcn-amd-amdhsa --mcpu="$2" "$1" |
+    awk -F'//' '/^\t/ {
+      text = $1; gsub(/[ \t]+/, " ", text); sub(/^ /, "", text); sub(/ $/, "", text)
+      split($2, a, ":"); addr = a[1]; gsub(/ /, "", addr); sub(/^0+/, "", addr)
+      print addr " " text
+    }' > "$3"
+}
+
+for src in kernels.hip; do
+  base=${src%.hip}
+  hip "$src" gfx90a "$base-gfx90a.co"
+  hip "$src" gfx940 "$tmp/$base-gfx940.co"
+  relabel_gfx942 "$tmp/$base-gfx940.co" "$base-gfx942.co"
+  golden "$base-gfx90a.co" gfx90a "$base-gfx90a.dis"
+  golden "$base-gfx942.co" gfx940 "$base-gfx942.dis"
+done
+# kfdrt's own blit kernels (read only; built by blit/build.sh).
+golden ../../../../blit/gfx90a.co gfx90a blit-gfx90a.dis
+golden ../../../../blit/gfx942.co gfx940 blit-gfx942.dis
+ls -l ./*.co ./*.dis
