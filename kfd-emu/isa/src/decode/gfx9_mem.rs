@@ -162,22 +162,24 @@ pub(super) fn flat(t: Target, w0: u32, w1: u32) -> Option<Inst> {
         }
     };
     let w = e.widths;
+    // The data operand is printed last (the address may be `off` and then has no width).
+    let data_w = w.iter().copied().filter(|&x| x != 0).last().unwrap_or(1);
     let vdst = bits(w1, 24, 8);
     let data = bits(w1, 8, 8);
     if e.name.contains("_load_") {
         i.dst = reg(vdst, w[0]);
     } else if e.name.contains("_atomic_") {
-        i.src[1] = reg(data, w[1]);
+        i.src[1] = reg(data, data_w);
         if glc {
             let dw = if e.name.contains("cmpswap") {
-                (w[1] / 2).max(1)
+                (data_w / 2).max(1)
             } else {
-                w[1]
+                data_w
             };
             i.dst = reg(vdst, dw);
         }
     } else {
-        i.src[1] = reg(data, w[1]);
+        i.src[1] = reg(data, data_w);
     }
     Some(i)
 }

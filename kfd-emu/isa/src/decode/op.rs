@@ -70,6 +70,8 @@ pub enum Op {
     BufferAtomicXor,
     /// `buffer_atomic_xor_x2`
     BufferAtomicXorX2,
+    /// `buffer_inv`
+    BufferInv,
     /// `buffer_invl2`
     BufferInvl2,
     /// `buffer_load_dword`
@@ -284,6 +286,14 @@ pub enum Op {
     DsOrRtnB64,
     /// `ds_permute_b32`
     DsPermuteB32,
+    /// `ds_pk_add_bf16`
+    DsPkAddBf16,
+    /// `ds_pk_add_f16`
+    DsPkAddF16,
+    /// `ds_pk_add_rtn_bf16`
+    DsPkAddRtnBf16,
+    /// `ds_pk_add_rtn_f16`
+    DsPkAddRtnF16,
     /// `ds_read2_b32`
     DsRead2B32,
     /// `ds_read2_b64`
@@ -386,6 +396,8 @@ pub enum Op {
     DsXorRtnB64,
     /// `flat_atomic_add`
     FlatAtomicAdd,
+    /// `flat_atomic_add_f32`
+    FlatAtomicAddF32,
     /// `flat_atomic_add_f64`
     FlatAtomicAddF64,
     /// `flat_atomic_add_x2`
@@ -414,6 +426,10 @@ pub enum Op {
     FlatAtomicOr,
     /// `flat_atomic_or_x2`
     FlatAtomicOrX2,
+    /// `flat_atomic_pk_add_bf16`
+    FlatAtomicPkAddBf16,
+    /// `flat_atomic_pk_add_f16`
+    FlatAtomicPkAddF16,
     /// `flat_atomic_smax`
     FlatAtomicSmax,
     /// `flat_atomic_smax_x2`
@@ -518,6 +534,8 @@ pub enum Op {
     GlobalAtomicOr,
     /// `global_atomic_or_x2`
     GlobalAtomicOrX2,
+    /// `global_atomic_pk_add_bf16`
+    GlobalAtomicPkAddBf16,
     /// `global_atomic_pk_add_f16`
     GlobalAtomicPkAddF16,
     /// `global_atomic_smax`
@@ -556,6 +574,16 @@ pub enum Op {
     GlobalLoadDwordx3,
     /// `global_load_dwordx4`
     GlobalLoadDwordx4,
+    /// `global_load_lds_dword`
+    GlobalLoadLdsDword,
+    /// `global_load_lds_sbyte`
+    GlobalLoadLdsSbyte,
+    /// `global_load_lds_sshort`
+    GlobalLoadLdsSshort,
+    /// `global_load_lds_ubyte`
+    GlobalLoadLdsUbyte,
+    /// `global_load_lds_ushort`
+    GlobalLoadLdsUshort,
     /// `global_load_sbyte`
     GlobalLoadSbyte,
     /// `global_load_sbyte_d16`
@@ -1126,6 +1154,16 @@ pub enum Op {
     ScratchLoadDwordx3,
     /// `scratch_load_dwordx4`
     ScratchLoadDwordx4,
+    /// `scratch_load_lds_dword`
+    ScratchLoadLdsDword,
+    /// `scratch_load_lds_sbyte`
+    ScratchLoadLdsSbyte,
+    /// `scratch_load_lds_sshort`
+    ScratchLoadLdsSshort,
+    /// `scratch_load_lds_ubyte`
+    ScratchLoadLdsUbyte,
+    /// `scratch_load_lds_ushort`
+    ScratchLoadLdsUshort,
     /// `scratch_load_sbyte`
     ScratchLoadSbyte,
     /// `scratch_load_sbyte_d16`
@@ -1668,10 +1706,14 @@ pub enum Op {
     VCvtF16I16,
     /// `v_cvt_f16_u16`
     VCvtF16U16,
+    /// `v_cvt_f32_bf8`
+    VCvtF32Bf8,
     /// `v_cvt_f32_f16`
     VCvtF32F16,
     /// `v_cvt_f32_f64`
     VCvtF32F64,
+    /// `v_cvt_f32_fp8`
+    VCvtF32Fp8,
     /// `v_cvt_f32_i32`
     VCvtF32I32,
     /// `v_cvt_f32_u32`
@@ -1704,6 +1746,14 @@ pub enum Op {
     VCvtNormU16F16,
     /// `v_cvt_off_f32_i4`
     VCvtOffF32I4,
+    /// `v_cvt_pk_bf8_f32`
+    VCvtPkBf8F32,
+    /// `v_cvt_pk_f32_bf8`
+    VCvtPkF32Bf8,
+    /// `v_cvt_pk_f32_fp8`
+    VCvtPkF32Fp8,
+    /// `v_cvt_pk_fp8_f32`
+    VCvtPkFp8F32,
     /// `v_cvt_pk_i16_i32`
     VCvtPkI16I32,
     /// `v_cvt_pk_u16_u32`
@@ -1724,6 +1774,10 @@ pub enum Op {
     VCvtPkrtzF16F32,
     /// `v_cvt_rpi_i32_f32`
     VCvtRpiI32F32,
+    /// `v_cvt_sr_bf8_f32`
+    VCvtSrBf8F32,
+    /// `v_cvt_sr_fp8_f32`
+    VCvtSrFp8F32,
     /// `v_cvt_u16_f16`
     VCvtU16F16,
     /// `v_cvt_u32_f32`
@@ -1800,10 +1854,14 @@ pub enum Op {
     VFmaMixhiF16,
     /// `v_fma_mixlo_f16`
     VFmaMixloF16,
+    /// `v_fmaak_f32`
+    VFmaakF32,
     /// `v_fmac_f32`
     VFmacF32,
     /// `v_fmac_f64`
     VFmacF64,
+    /// `v_fmamk_f32`
+    VFmamkF32,
     /// `v_fract_f16`
     VFractF16,
     /// `v_fract_f32`
@@ -1838,6 +1896,8 @@ pub enum Op {
     VLogLegacyF32,
     /// `v_lshl_add_u32`
     VLshlAddU32,
+    /// `v_lshl_add_u64`
+    VLshlAddU64,
     /// `v_lshl_or_b32`
     VLshlOrB32,
     /// `v_lshlrev_b16`
@@ -1934,58 +1994,122 @@ pub enum Op {
     VMed3U16,
     /// `v_med3_u32`
     VMed3U32,
+    /// `v_mfma_f32_16x16x16_bf16`
+    VMfmaF3216x16x16Bf16,
+    /// `v_mfma_f32_16x16x16_f16`
+    VMfmaF3216x16x16F16,
     /// `v_mfma_f32_16x16x16bf16_1k`
     VMfmaF3216x16x16bf161k,
     /// `v_mfma_f32_16x16x16f16`
     VMfmaF3216x16x16f16,
+    /// `v_mfma_f32_16x16x1_4b_f32`
+    VMfmaF3216x16x14bF32,
     /// `v_mfma_f32_16x16x1f32`
     VMfmaF3216x16x1f32,
     /// `v_mfma_f32_16x16x2bf16`
     VMfmaF3216x16x2bf16,
+    /// `v_mfma_f32_16x16x32_bf8_bf8`
+    VMfmaF3216x16x32Bf8Bf8,
+    /// `v_mfma_f32_16x16x32_bf8_fp8`
+    VMfmaF3216x16x32Bf8Fp8,
+    /// `v_mfma_f32_16x16x32_fp8_bf8`
+    VMfmaF3216x16x32Fp8Bf8,
+    /// `v_mfma_f32_16x16x32_fp8_fp8`
+    VMfmaF3216x16x32Fp8Fp8,
+    /// `v_mfma_f32_16x16x4_4b_bf16`
+    VMfmaF3216x16x44bBf16,
+    /// `v_mfma_f32_16x16x4_4b_f16`
+    VMfmaF3216x16x44bF16,
+    /// `v_mfma_f32_16x16x4_f32`
+    VMfmaF3216x16x4F32,
     /// `v_mfma_f32_16x16x4bf16_1k`
     VMfmaF3216x16x4bf161k,
     /// `v_mfma_f32_16x16x4f16`
     VMfmaF3216x16x4f16,
     /// `v_mfma_f32_16x16x4f32`
     VMfmaF3216x16x4f32,
+    /// `v_mfma_f32_16x16x8_xf32`
+    VMfmaF3216x16x8Xf32,
     /// `v_mfma_f32_16x16x8bf16`
     VMfmaF3216x16x8bf16,
+    /// `v_mfma_f32_32x32x16_bf8_bf8`
+    VMfmaF3232x32x16Bf8Bf8,
+    /// `v_mfma_f32_32x32x16_bf8_fp8`
+    VMfmaF3232x32x16Bf8Fp8,
+    /// `v_mfma_f32_32x32x16_fp8_bf8`
+    VMfmaF3232x32x16Fp8Bf8,
+    /// `v_mfma_f32_32x32x16_fp8_fp8`
+    VMfmaF3232x32x16Fp8Fp8,
+    /// `v_mfma_f32_32x32x1_2b_f32`
+    VMfmaF3232x32x12bF32,
     /// `v_mfma_f32_32x32x1f32`
     VMfmaF3232x32x1f32,
+    /// `v_mfma_f32_32x32x2_f32`
+    VMfmaF3232x32x2F32,
     /// `v_mfma_f32_32x32x2bf16`
     VMfmaF3232x32x2bf16,
     /// `v_mfma_f32_32x32x2f32`
     VMfmaF3232x32x2f32,
+    /// `v_mfma_f32_32x32x4_2b_bf16`
+    VMfmaF3232x32x42bBf16,
+    /// `v_mfma_f32_32x32x4_2b_f16`
+    VMfmaF3232x32x42bF16,
+    /// `v_mfma_f32_32x32x4_xf32`
+    VMfmaF3232x32x4Xf32,
     /// `v_mfma_f32_32x32x4bf16`
     VMfmaF3232x32x4bf16,
     /// `v_mfma_f32_32x32x4bf16_1k`
     VMfmaF3232x32x4bf161k,
     /// `v_mfma_f32_32x32x4f16`
     VMfmaF3232x32x4f16,
+    /// `v_mfma_f32_32x32x8_bf16`
+    VMfmaF3232x32x8Bf16,
+    /// `v_mfma_f32_32x32x8_f16`
+    VMfmaF3232x32x8F16,
     /// `v_mfma_f32_32x32x8bf16_1k`
     VMfmaF3232x32x8bf161k,
     /// `v_mfma_f32_32x32x8f16`
     VMfmaF3232x32x8f16,
+    /// `v_mfma_f32_4x4x1_16b_f32`
+    VMfmaF324x4x116bF32,
     /// `v_mfma_f32_4x4x1f32`
     VMfmaF324x4x1f32,
     /// `v_mfma_f32_4x4x2bf16`
     VMfmaF324x4x2bf16,
+    /// `v_mfma_f32_4x4x4_16b_bf16`
+    VMfmaF324x4x416bBf16,
+    /// `v_mfma_f32_4x4x4_16b_f16`
+    VMfmaF324x4x416bF16,
     /// `v_mfma_f32_4x4x4bf16_1k`
     VMfmaF324x4x4bf161k,
     /// `v_mfma_f32_4x4x4f16`
     VMfmaF324x4x4f16,
+    /// `v_mfma_f64_16x16x4_f64`
+    VMfmaF6416x16x4F64,
     /// `v_mfma_f64_16x16x4f64`
     VMfmaF6416x16x4f64,
+    /// `v_mfma_f64_4x4x4_4b_f64`
+    VMfmaF644x4x44bF64,
     /// `v_mfma_f64_4x4x4f64`
     VMfmaF644x4x4f64,
     /// `v_mfma_i32_16x16x16i8`
     VMfmaI3216x16x16i8,
+    /// `v_mfma_i32_16x16x32_i8`
+    VMfmaI3216x16x32I8,
+    /// `v_mfma_i32_16x16x4_4b_i8`
+    VMfmaI3216x16x44bI8,
     /// `v_mfma_i32_16x16x4i8`
     VMfmaI3216x16x4i8,
+    /// `v_mfma_i32_32x32x16_i8`
+    VMfmaI3232x32x16I8,
+    /// `v_mfma_i32_32x32x4_2b_i8`
+    VMfmaI3232x32x42bI8,
     /// `v_mfma_i32_32x32x4i8`
     VMfmaI3232x32x4i8,
     /// `v_mfma_i32_32x32x8i8`
     VMfmaI3232x32x8i8,
+    /// `v_mfma_i32_4x4x4_16b_i8`
+    VMfmaI324x4x416bI8,
     /// `v_mfma_i32_4x4x4i8`
     VMfmaI324x4x4i8,
     /// `v_min3_f16`
@@ -2016,6 +2140,8 @@ pub enum Op {
     VMinU32,
     /// `v_mov_b32`
     VMovB32,
+    /// `v_mov_b64`
+    VMovB64,
     /// `v_mqsad_pk_u16_u8`
     VMqsadPkU16U8,
     /// `v_mqsad_u32_u8`
@@ -2148,6 +2274,34 @@ pub enum Op {
     VSinF16,
     /// `v_sin_f32`
     VSinF32,
+    /// `v_smfmac_f32_16x16x32_bf16`
+    VSmfmacF3216x16x32Bf16,
+    /// `v_smfmac_f32_16x16x32_f16`
+    VSmfmacF3216x16x32F16,
+    /// `v_smfmac_f32_16x16x64_bf8_bf8`
+    VSmfmacF3216x16x64Bf8Bf8,
+    /// `v_smfmac_f32_16x16x64_bf8_fp8`
+    VSmfmacF3216x16x64Bf8Fp8,
+    /// `v_smfmac_f32_16x16x64_fp8_bf8`
+    VSmfmacF3216x16x64Fp8Bf8,
+    /// `v_smfmac_f32_16x16x64_fp8_fp8`
+    VSmfmacF3216x16x64Fp8Fp8,
+    /// `v_smfmac_f32_32x32x16_bf16`
+    VSmfmacF3232x32x16Bf16,
+    /// `v_smfmac_f32_32x32x16_f16`
+    VSmfmacF3232x32x16F16,
+    /// `v_smfmac_f32_32x32x32_bf8_bf8`
+    VSmfmacF3232x32x32Bf8Bf8,
+    /// `v_smfmac_f32_32x32x32_bf8_fp8`
+    VSmfmacF3232x32x32Bf8Fp8,
+    /// `v_smfmac_f32_32x32x32_fp8_bf8`
+    VSmfmacF3232x32x32Fp8Bf8,
+    /// `v_smfmac_f32_32x32x32_fp8_fp8`
+    VSmfmacF3232x32x32Fp8Fp8,
+    /// `v_smfmac_i32_16x16x64_i8`
+    VSmfmacI3216x16x64I8,
+    /// `v_smfmac_i32_32x32x32_i8`
+    VSmfmacI3232x32x32I8,
     /// `v_sqrt_f16`
     VSqrtF16,
     /// `v_sqrt_f32`

@@ -64,7 +64,7 @@ fn ds(out: &mut String, i: &Inst) {
             operand(out, op);
         }
     }
-    if i.name.contains("read2") || i.name.contains("write2") || i.name.contains("xchg2_") {
+    if i.name.contains("read2") || i.name.contains("write2") || i.name.contains("xchg2") {
         if i.offset != 0 {
             let _ = write!(out, " offset0:{}", i.offset);
         }
