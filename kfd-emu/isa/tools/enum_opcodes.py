@@ -9,7 +9,7 @@ operand patterns are tried (the disassembler rejects encodings whose unused fiel
 zero), and the first one that decodes is kept. The output is the source of the decoder's
 opcode tables (gen_tables.py) and a golden for the disassembler (tests/disasm_golden.rs).
 
-Usage: enum_opcodes.py MCPU > opcodes-MCPU.txt   (needs llvm-mc-16; about 4 minutes)
+Usage: enum_opcodes.py MCPU [FORMATS] > opcodes-MCPU.txt   (needs llvm-mc-16; minutes)
 """
 import struct
 import subprocess
@@ -17,6 +17,8 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 MCPU = sys.argv[1]
+# Optional second argument: a comma-separated list of formats to enumerate (default: all).
+ONLY = set(sys.argv[2].split(",")) if len(sys.argv) > 2 else None
 LIT = 0x12345678
 
 
@@ -42,6 +44,8 @@ def first(candidates):
 
 
 def run(name, gen, count):
+    if ONLY is not None and name not in ONLY:
+        return
     with ThreadPoolExecutor(4) as ex:
         found = list(ex.map(lambda op: first(gen(op)), range(count)))
     for op, hit in enumerate(found):
@@ -102,6 +106,8 @@ def vop3(op):
                 out.append([base, 0x102 | (s1 << 9) | (0x6A << 18)])
     out.append([0xD0000000 | (op << 16) | (0x6A << 8) | 8, 0x102 | (0x104 << 9) | (0x6A << 18)])
     out.append([0xD0000000 | (op << 16) | 0x6A, 0x102 | (0x104 << 9)])
+    # Scalar sources (v_writelane_b32 takes an SGPR value and lane select).
+    out.append([base, 0x02 | (0x04 << 9)])
     return out
 
 
@@ -124,6 +130,7 @@ def ds(op):
             for d0 in (0, 4):
                 out.append([base, 2 | (d0 << 8) | (d1 << 16) | (vdst << 24)])
     out.append([base | (1 << 16), 2 | (4 << 8)])
+    out.append([0xD8000000 | (op << 17), 0])
     return out
 
 

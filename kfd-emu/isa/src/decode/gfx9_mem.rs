@@ -84,6 +84,9 @@ pub(super) fn ds(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     };
     let w = e.widths;
     let regs = w.iter().take_while(|&&x| x != 0).count();
+    if regs == 0 {
+        return Some(i);
+    }
     let rest = if ds_returns(e.name) {
         i.dst = reg(bits(w1, 24, 8), w[0]);
         w.get(1..).unwrap_or(&[])
@@ -166,7 +169,9 @@ pub(super) fn flat(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     let data_w = w.iter().copied().filter(|&x| x != 0).last().unwrap_or(1);
     let vdst = bits(w1, 24, 8);
     let data = bits(w1, 8, 8);
-    if e.name.contains("_load_") {
+    if e.name.contains("_load_lds_") {
+        // Loads straight into LDS (gfx940): no destination register.
+    } else if e.name.contains("_load_") {
         i.dst = reg(vdst, w[0]);
     } else if e.name.contains("_atomic_") {
         i.src[1] = reg(data, data_w);

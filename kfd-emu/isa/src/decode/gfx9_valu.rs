@@ -196,7 +196,7 @@ pub(super) fn vop3p(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     let mut i = start(e, [w0, w1], 2);
     let w = e.widths;
     let vdst = bits(w0, 0, 8) as u16;
-    let mfma = e.name.starts_with("v_mfma");
+    let mfma = e.name.starts_with("v_mfma") || e.name.starts_with("v_smfmac");
     let count = vop3_source_count(e, 1);
     for (k, s) in i.src.iter_mut().enumerate().take(count) {
         let width = w.get(k + 1).copied().unwrap_or(1).max(1);

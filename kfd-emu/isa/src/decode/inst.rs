@@ -120,6 +120,9 @@ pub struct Inst {
     pub sdwa: Option<Sdwa>,
     /// Register widths of the operands in printed order (from the opcode table).
     pub widths: [u8; 6],
+    /// Decoded operation details the interpreter needs often (compares: see
+    /// [`crate::decode::compare`]); 0 when none.
+    pub aux: u16,
 }
 
 impl Inst {
@@ -148,6 +151,7 @@ impl Inst {
             dpp: None,
             sdwa: None,
             widths: [0; 6],
+            aux: 0,
         }
     }
 

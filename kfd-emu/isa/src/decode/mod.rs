@@ -7,7 +7,9 @@
 mod gfx9_mem;
 mod gfx9_salu;
 mod gfx9_valu;
+pub mod compare;
 pub mod inst;
+pub mod memop;
 /// The operations (generated from the opcode tables).
 pub mod op;
 pub mod operand;
@@ -84,6 +86,10 @@ fn start(e: &'static Entry, words: [u32; 2], len: u8) -> Inst {
     i.name = e.name;
     i.widths = e.widths;
     i.len = len;
+    i.aux = match e.format {
+        Format::Flat | Format::Global | Format::Scratch | Format::Mubuf => memop::kind(e.name),
+        _ => compare::kind(e.name),
+    };
     i
 }
 

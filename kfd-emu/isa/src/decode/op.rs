@@ -184,6 +184,8 @@ pub enum Op {
     DsAndRtnB32,
     /// `ds_and_rtn_b64`
     DsAndRtnB64,
+    /// `ds_append`
+    DsAppend,
     /// `ds_bpermute_b32`
     DsBpermuteB32,
     /// `ds_cmpst_b32`
@@ -204,6 +206,8 @@ pub enum Op {
     DsCmpstRtnF64,
     /// `ds_condxchg32_rtn_b64`
     DsCondxchg32RtnB64,
+    /// `ds_consume`
+    DsConsume,
     /// `ds_dec_rtn_u32`
     DsDecRtnU32,
     /// `ds_dec_rtn_u64`
@@ -276,6 +280,8 @@ pub enum Op {
     DsMskorRtnB32,
     /// `ds_mskor_rtn_b64`
     DsMskorRtnB64,
+    /// `ds_nop`
+    DsNop,
     /// `ds_or_b32`
     DsOrB32,
     /// `ds_or_b64`
@@ -302,6 +308,8 @@ pub enum Op {
     DsRead2st64B32,
     /// `ds_read2st64_b64`
     DsRead2st64B64,
+    /// `ds_read_addtid_b32`
+    DsReadAddtidB32,
     /// `ds_read_b128`
     DsReadB128,
     /// `ds_read_b32`
@@ -358,6 +366,8 @@ pub enum Op {
     DsWrite2st64B32,
     /// `ds_write2st64_b64`
     DsWrite2st64B64,
+    /// `ds_write_addtid_b32`
+    DsWriteAddtidB32,
     /// `ds_write_b128`
     DsWriteB128,
     /// `ds_write_b16`
@@ -1234,6 +1244,10 @@ pub enum Op {
     TbufferStoreFormatXyzw,
     /// `v_accvgpr_mov_b32`
     VAccvgprMovB32,
+    /// `v_accvgpr_read_b32`
+    VAccvgprReadB32,
+    /// `v_accvgpr_write_b32`
+    VAccvgprWriteB32,
     /// `v_add3_u32`
     VAdd3U32,
     /// `v_add_co_u32`
@@ -2346,6 +2360,8 @@ pub enum Op {
     VTruncF32,
     /// `v_trunc_f64`
     VTruncF64,
+    /// `v_writelane_b32`
+    VWritelaneB32,
     /// `v_xad_u32`
     VXadU32,
     /// `v_xnor_b32`

@@ -183,7 +183,7 @@ pub(super) fn print(out: &mut String, i: &Inst) {
 
 fn vop3p_suffix(out: &mut String, i: &Inst, sources: usize) {
     let m = i.vop3;
-    if i.name.starts_with("v_mfma") {
+    if i.name.starts_with("v_mfma") || i.name.starts_with("v_smfmac") {
         // cbsz (bits 10:8), abid (14:11) and blgp (neg field) of the MFMA encoding.
         let cbsz = m.abs;
         let abid = m.opsel | (u8::from(i.words[0] >> 14 & 1 != 0) << 3);
