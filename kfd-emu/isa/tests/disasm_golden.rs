@@ -54,12 +54,14 @@ fn report(what: &str, count: usize, bad: &[String]) {
 fn compiled_kernels_match_llvm_objdump() {
     for (t, name) in [(Target::Gfx90a, "gfx90a"), (Target::Gfx942, "gfx942")] {
         let dir = kernels_dir();
-        let (n, bad) = check_object(
-            &dir.join(format!("kernels-{name}.co")),
-            &dir.join(format!("kernels-{name}.dis")),
-            t,
-        );
-        report(&format!("kernels-{name}"), n, &bad);
+        for obj in ["kernels", "abi"] {
+            let (n, bad) = check_object(
+                &dir.join(format!("{obj}-{name}.co")),
+                &dir.join(format!("{obj}-{name}.dis")),
+                t,
+            );
+            report(&format!("{obj}-{name}"), n, &bad);
+        }
     }
 }
 

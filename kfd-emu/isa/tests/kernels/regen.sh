@@ -53,6 +53,22 @@ for src in kernels.hip; do
   golden "$base-gfx90a.co" gfx90a "$base-gfx90a.dis"
   golden "$base-gfx942.co" gfx940 "$base-gfx942.dis"
 done
+# The start-state dump kernel, assembled per target (gfx940 has architected flat scratch:
+# no private-segment-buffer or flat-scratch-init SGPRs).
+abi() { # mcpu out kernarg user_sgprs private
+  sed -e "s/KERNARG/$3/" -e "s/USER_SGPRS/$4/" -e "s/PRIVATE/$5/" abi.s |
+    { echo ".amdgcn_target \"amdgcn-amd-amdhsa--$1\""; cat; } > "$tmp/abi-$1.s"
+  llvm-mc-16 -triple amdgcn-amd-amdhsa -mcpu="$1" -filetype=obj -o "$tmp/abi-$1.o" "$tmp/abi-$1.s"
+  ld.lld-16 -shared --no-undefined -o "$2" "$tmp/abi-$1.o"
+}
+abi gfx90a abi-gfx90a.co "s[8:9]" \
+  ".amdhsa_user_sgpr_private_segment_buffer 1\n    .amdhsa_user_sgpr_flat_scratch_init 1" \
+  ".amdhsa_system_sgpr_private_segment_wavefront_offset 1"
+abi gfx940 "$tmp/abi-gfx940.co" "s[4:5]" "" ".amdhsa_enable_private_segment 1"
+relabel_gfx942 "$tmp/abi-gfx940.co" abi-gfx942.co
+golden abi-gfx90a.co gfx90a abi-gfx90a.dis
+golden abi-gfx942.co gfx940 abi-gfx942.dis
+
 # kfdrt's own blit kernels (read only; built by blit/build.sh).
 golden ../../../../blit/gfx90a.co gfx90a blit-gfx90a.dis
 golden ../../../../blit/gfx942.co gfx940 blit-gfx942.dis
