@@ -79,7 +79,7 @@ impl PagedMemory {
 
     /// Calls `f(word, first_byte_in_word, byte_count, offset_in_access)` for each 8-byte word the
     /// access `va..va + len` touches, after checking the whole range is mapped (so a faulting
-    /// access changes nothing).
+    /// access changes nothing). Pages are looked up once each.
     fn for_words(
         &self,
         va: u64,
@@ -93,25 +93,42 @@ impl PagedMemory {
         let end = va
             .checked_add(len as u64)
             .ok_or(MemFault { va: u64::MAX, kind })?;
-        let mut p = va / PAGE_SIZE;
-        while p * PAGE_SIZE < end {
-            if !self.pages.contains_key(&p) {
-                return Err(MemFault {
-                    va: (p * PAGE_SIZE).max(va),
-                    kind,
-                });
+        let first = va / PAGE_SIZE;
+        let last = (end - 1) / PAGE_SIZE;
+        // One page (the common case) needs one lookup; more are checked before any byte moves.
+        let mut pages: [Option<&[AtomicU64]>; 4] = [None; 4];
+        let many = last - first >= pages.len() as u64;
+        for p in first..=last {
+            match self.pages.get(&p) {
+                Some(page) if !many => pages[(p - first) as usize] = Some(page),
+                Some(_) => {}
+                None => {
+                    return Err(MemFault {
+                        va: (p * PAGE_SIZE).max(va),
+                        kind,
+                    })
+                }
             }
-            p += 1;
         }
         let mut addr = va;
         let mut done = 0usize;
         while done < len {
-            let byte = (addr % 8) as usize;
-            let n = (8 - byte).min(len - done);
-            let w = self.word(addr, kind)?;
-            f(w, byte, n, done);
-            done += n;
-            addr += n as u64;
+            let p = addr / PAGE_SIZE;
+            let page = match pages.get((p - first) as usize).copied().flatten() {
+                Some(page) => page,
+                None => self.pages.get(&p).ok_or(MemFault { va: addr, kind })?,
+            };
+            let page_end = ((p + 1) * PAGE_SIZE).min(end);
+            while addr < page_end {
+                let byte = (addr % 8) as usize;
+                let n = (8 - byte).min((page_end - addr) as usize);
+                let w = page
+                    .get(((addr % PAGE_SIZE) / 8) as usize)
+                    .ok_or(MemFault { va: addr, kind })?;
+                f(w, byte, n, done);
+                done += n;
+                addr += n as u64;
+            }
         }
         Ok(())
     }

@@ -71,6 +71,7 @@ fn ds_returns(name: &str) -> bool {
 pub(super) fn ds(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     let e = lookup(t, Format::Ds, bits(w0, 17, 8) as u16)?;
     let mut i = start(e, [w0, w1], 2);
+    i.ds = Some(super::memop::ds_kind(e.name));
     let acc = bits(w0, 25, 1) != 0;
     i.flags = flag(bits(w0, 16, 1) != 0, flags::GDS) | flag(acc, flags::ACC);
     i.offset = bits(w0, 0, 8) as i32;

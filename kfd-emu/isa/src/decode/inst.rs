@@ -123,6 +123,8 @@ pub struct Inst {
     /// Decoded operation details the interpreter needs often (compares: see
     /// [`crate::decode::compare`]); 0 when none.
     pub aux: u16,
+    /// For DS instructions, what they do.
+    pub ds: Option<super::memop::DsOp>,
 }
 
 impl Inst {
@@ -152,6 +154,7 @@ impl Inst {
             sdwa: None,
             widths: [0; 6],
             aux: 0,
+            ds: None,
         }
     }
 

@@ -132,6 +132,140 @@ pub fn atomic_op(aux: u16) -> AtomicOp {
     }
 }
 
+
+/// What a DS instruction does (summarised from its mnemonic at decode time).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DsClass {
+    /// `ds_read*` (one address).
+    Read,
+    /// `ds_write*`.
+    Write,
+    /// `ds_read2*` (two addresses, offsets in elements).
+    Read2,
+    /// `ds_write2*`.
+    Write2,
+    /// A read-modify-write (with or without `_rtn`).
+    Atomic(AtomicOp),
+    /// Anything else (swizzles, permutes, GDS/GWS, append/consume).
+    Other,
+}
+
+/// The summary of a DS instruction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DsOp {
+    /// The class.
+    pub class: DsClass,
+    /// Element bytes (1, 2, 4, 8, 12, 16).
+    pub size: u8,
+    /// Sign-extending read.
+    pub signed: bool,
+    /// 16-bit read/write into one half (`Some(true)`: the high half).
+    pub d16: Option<bool>,
+    /// read2/write2 offsets count in units of 64 elements.
+    pub st64: bool,
+}
+
+/// The summary of a DS mnemonic.
+pub fn ds_kind(name: &str) -> DsOp {
+    let size = ds_size(name).unwrap_or(4);
+    let two = name.contains("read2") || name.contains("write2");
+    let class = if name.starts_with("ds_read") && !name.starts_with("ds_read_addtid") {
+        if two {
+            DsClass::Read2
+        } else {
+            DsClass::Read
+        }
+    } else if name.starts_with("ds_write") && !name.starts_with("ds_write_addtid") {
+        if two {
+            DsClass::Write2
+        } else {
+            DsClass::Write
+        }
+    } else {
+        match ds_atomic(name) {
+            Some((op, _)) => DsClass::Atomic(op),
+            None => DsClass::Other,
+        }
+    };
+    DsOp {
+        class,
+        size: size as u8,
+        signed: name.contains("_i8") || name.contains("_i16"),
+        d16: name.contains("d16").then_some(name.ends_with("_hi")),
+        st64: name.contains("st64"),
+    }
+}
+
+/// The atomic operation and data width of a DS read-modify-write, from its mnemonic.
+pub(crate) fn ds_atomic(name: &str) -> Option<(AtomicOp, bool)> {
+    let body = name.strip_prefix("ds_")?;
+    let body = body.replace("_rtn", "");
+    let (op, ty) = body.split_once('_')?;
+    let wide = ty.ends_with("64");
+    let float = ty.starts_with('f');
+    let op = match (op, float) {
+        ("add", false) => AtomicOp::Add,
+        ("add", true) => AtomicOp::FAdd,
+        ("sub", _) => AtomicOp::Sub,
+        ("inc", _) => AtomicOp::Inc,
+        ("dec", _) => AtomicOp::Dec,
+        ("min", true) => AtomicOp::FMin,
+        ("max", true) => AtomicOp::FMax,
+        ("min", false) if ty.starts_with('i') => AtomicOp::SMin,
+        ("max", false) if ty.starts_with('i') => AtomicOp::SMax,
+        ("min", false) => AtomicOp::UMin,
+        ("max", false) => AtomicOp::UMax,
+        ("and", _) => AtomicOp::And,
+        ("or", _) => AtomicOp::Or,
+        ("xor", _) => AtomicOp::Xor,
+        ("wrxchg", _) => AtomicOp::Swap,
+        ("cmpst", _) => AtomicOp::CmpSwap,
+        _ => return None,
+    };
+    Some((op, wide))
+}
+
+/// Bytes of one element of a DS read/write.
+pub(crate) fn ds_size(name: &str) -> Option<usize> {
+    let tail = name.rsplit('_').find(|p| {
+        p.starts_with('b') || p.starts_with('u') || p.starts_with('i')
+    })?;
+    match tail.get(1..)? {
+        "8" => Some(1),
+        "16" => Some(2),
+        "32" => Some(4),
+        "64" => Some(8),
+        "96" => Some(12),
+        "128" => Some(16),
+        _ => None,
+    }
+}
+
+
+#[cfg(test)]
+mod ds_tests {
+    use super::*;
+
+    #[test]
+    fn ds_names() {
+        assert_eq!(ds_size("ds_read_b128"), Some(16));
+        assert_eq!(ds_size("ds_write_b8_d16_hi"), Some(1));
+        assert_eq!(ds_size("ds_read_u16_d16"), Some(2));
+        assert_eq!(ds_size("ds_read2_b64"), Some(8));
+        assert_eq!(ds_atomic("ds_add_rtn_u32"), Some((AtomicOp::Add, false)));
+        assert_eq!(ds_atomic("ds_max_i64"), Some((AtomicOp::SMax, true)));
+        assert_eq!(ds_atomic("ds_min_rtn_f32"), Some((AtomicOp::FMin, false)));
+        assert_eq!(ds_atomic("ds_cmpst_rtn_b32"), Some((AtomicOp::CmpSwap, false)));
+        assert_eq!(ds_atomic("ds_add_f32"), Some((AtomicOp::FAdd, false)));
+        let k = ds_kind("ds_read_i8_d16_hi");
+        assert_eq!((k.class, k.size, k.signed, k.d16), (DsClass::Read, 1, true, Some(true)));
+        let k = ds_kind("ds_write2st64_b64");
+        assert_eq!((k.class, k.size, k.st64), (DsClass::Write2, 8, true));
+        assert_eq!(ds_kind("ds_add_rtn_u64").class, DsClass::Atomic(AtomicOp::Add));
+        assert_eq!(ds_kind("ds_swizzle_b32").class, DsClass::Other);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,7 @@
 use super::lanes::swizzle_source;
 use super::wave::{Lanes, Wave, LANES};
 use super::Ctx;
+use crate::decode::memop::{DsClass, DsOp};
 use crate::decode::{Inst, Op, Operand};
 use crate::error::WaveError;
 use crate::memory::{AtomicOp, Memory};
@@ -25,35 +26,6 @@ fn lds_write(lds: &mut [u8], addr: u64, data: &[u8]) {
     if let Some(s) = lds.get_mut(a..a + data.len()) {
         s.copy_from_slice(data);
     }
-}
-
-/// The atomic operation and data width of a DS read-modify-write, from its mnemonic.
-fn ds_atomic(name: &str) -> Option<(AtomicOp, bool)> {
-    let body = name.strip_prefix("ds_")?;
-    let body = body.replace("_rtn", "");
-    let (op, ty) = body.split_once('_')?;
-    let wide = ty.ends_with("64");
-    let float = ty.starts_with('f');
-    let op = match (op, float) {
-        ("add", false) => AtomicOp::Add,
-        ("add", true) => AtomicOp::FAdd,
-        ("sub", _) => AtomicOp::Sub,
-        ("inc", _) => AtomicOp::Inc,
-        ("dec", _) => AtomicOp::Dec,
-        ("min", true) => AtomicOp::FMin,
-        ("max", true) => AtomicOp::FMax,
-        ("min", false) if ty.starts_with('i') => AtomicOp::SMin,
-        ("max", false) if ty.starts_with('i') => AtomicOp::SMax,
-        ("min", false) => AtomicOp::UMin,
-        ("max", false) => AtomicOp::UMax,
-        ("and", _) => AtomicOp::And,
-        ("or", _) => AtomicOp::Or,
-        ("xor", _) => AtomicOp::Xor,
-        ("wrxchg", _) => AtomicOp::Swap,
-        ("cmpst", _) => AtomicOp::CmpSwap,
-        _ => return None,
-    };
-    Some((op, wide))
 }
 
 fn reg_u64(w: &Wave, inst: &Inst, op: Operand, wide: bool) -> Result<[u64; LANES], WaveError> {
@@ -97,54 +69,15 @@ pub(super) fn exec<M: Memory + ?Sized>(
     if inst.has(crate::decode::flags::GDS) {
         return Err(w.unimplemented(inst));
     }
-    let addr = *w.vreg(inst, inst.src[0], 0)?;
-    let name = inst.name;
-    let two = name.contains("read2") || name.contains("write2");
-    if name.starts_with("ds_read") || name.starts_with("ds_write") {
-        let elem = ds_size(name).ok_or_else(|| w.unimplemented(inst))?;
-        if two {
-            let scale = if name.contains("st64") { 64 } else { 1 } * elem as u64;
-            let (o0, o1) = (
-                (inst.offset as u64 & 0xFF) * scale,
-                u64::from(inst.offset1) * scale,
-            );
-            let read = name.starts_with("ds_read");
-            let words = elem / 4;
-            for (slot, o) in [(0usize, o0), (1, o1)] {
-                if read {
-                    let mut vals = [0u64; LANES];
-                    for l in 0..LANES {
-                        if exec >> l & 1 != 0 {
-                            let mut b = [0u8; 8];
-                            lds_read(&ctx.lds, u64::from(addr[l]) + o, b.get_mut(..elem).unwrap_or(&mut []));
-                            vals[l] = u64::from_le_bytes(b);
-                        }
-                    }
-                    for k in 0..words {
-                        let reg = w.vreg_mut(inst, inst.dst, slot * words + k)?;
-                        for (l, r) in reg.iter_mut().enumerate() {
-                            if exec >> l & 1 != 0 {
-                                *r = (vals[l] >> (32 * k)) as u32;
-                            }
-                        }
-                    }
-                } else {
-                    let src = if slot == 0 { inst.src[1] } else { inst.src[2] };
-                    let vals = reg_u64(w, inst, src, elem == 8)?;
-                    for l in 0..LANES {
-                        if exec >> l & 1 != 0 {
-                            let b = vals[l].to_le_bytes();
-                            lds_write(&mut ctx.lds, u64::from(addr[l]) + o, b.get(..elem).unwrap_or(&[]));
-                        }
-                    }
-                }
-            }
-            return Ok(());
-        }
-        if name.starts_with("ds_read") {
+    let Some(ds) = inst.ds else {
+        return Err(w.unimplemented(inst));
+    };
+    let elem = usize::from(ds.size);
+    match ds.class {
+        DsClass::Read2 | DsClass::Write2 => two_addresses(w, inst, ctx, exec, ds),
+        DsClass::Read => {
+            let addr = w.vreg(inst, inst.src[0], 0)?;
             let mut regs = [[0u32; LANES]; 4];
-            let d16 = name.contains("d16");
-            let hi = name.ends_with("_hi");
             for l in 0..LANES {
                 if exec >> l & 1 == 0 {
                     continue;
@@ -155,9 +88,9 @@ pub(super) fn exec<M: Memory + ?Sized>(
                     reg[l] = u32::from_le_bytes([b[4 * k], b[4 * k + 1], b[4 * k + 2], b[4 * k + 3]]);
                 }
                 let x = regs[0][l];
-                regs[0][l] = match elem {
-                    1 if name.contains("_i8") => x as u8 as i8 as i32 as u32,
-                    2 if name.contains("_i16") => x as u16 as i16 as i32 as u32,
+                regs[0][l] = match (elem, ds.signed) {
+                    (1, true) => x as u8 as i8 as i32 as u32,
+                    (2, true) => x as u16 as i16 as i32 as u32,
                     _ => x,
                 };
             }
@@ -165,38 +98,104 @@ pub(super) fn exec<M: Memory + ?Sized>(
                 let dst = w.vreg_mut(inst, inst.dst, k)?;
                 for l in 0..LANES {
                     if exec >> l & 1 != 0 {
-                        dst[l] = match (d16, hi) {
-                            (false, _) => reg[l],
-                            (true, false) => (dst[l] & 0xFFFF_0000) | (reg[l] & 0xFFFF),
-                            (true, true) => (dst[l] & 0xFFFF) | reg[l] << 16,
+                        dst[l] = match ds.d16 {
+                            None => reg[l],
+                            Some(false) => (dst[l] & 0xFFFF_0000) | (reg[l] & 0xFFFF),
+                            Some(true) => (dst[l] & 0xFFFF) | reg[l] << 16,
                         };
                     }
                 }
             }
-            return Ok(());
+            Ok(())
         }
-        // ds_write*.
-        let hi = name.ends_with("_d16_hi");
-        let dwords = elem.div_ceil(4);
-        let regs: Vec<Lanes> = (0..dwords)
-            .map(|k| w.vreg(inst, inst.src[1], k).copied())
-            .collect::<Result<_, _>>()?;
-        for l in 0..LANES {
-            if exec >> l & 1 == 0 {
-                continue;
+        DsClass::Write => {
+            let hi = ds.d16 == Some(true);
+            let addr = *w.vreg(inst, inst.src[0], 0)?;
+            let mut regs = [[0u32; LANES]; 4];
+            for (k, r) in regs.iter_mut().enumerate().take(elem.div_ceil(4)) {
+                *r = *w.vreg(inst, inst.src[1], k)?;
             }
-            let mut b = [0u8; 16];
-            for (k, reg) in regs.iter().enumerate() {
-                let v = if hi { reg[l] >> 16 } else { reg[l] };
-                if let Some(d) = b.get_mut(4 * k..4 * k + 4) {
-                    d.copy_from_slice(&v.to_le_bytes());
+            for l in 0..LANES {
+                if exec >> l & 1 == 0 {
+                    continue;
+                }
+                let mut b = [0u8; 16];
+                for (k, reg) in regs.iter().enumerate() {
+                    let v = if hi { reg[l] >> 16 } else { reg[l] };
+                    if let Some(d) = b.get_mut(4 * k..4 * k + 4) {
+                        d.copy_from_slice(&v.to_le_bytes());
+                    }
+                }
+                lds_write(&mut ctx.lds, u64::from(addr[l]) + offset16, b.get(..elem).unwrap_or(&[]));
+            }
+            Ok(())
+        }
+        DsClass::Atomic(op) => rmw(w, inst, ctx, exec, offset16, op, elem == 8),
+        DsClass::Other => Err(w.unimplemented(inst)),
+    }
+}
+
+/// `ds_read2*` / `ds_write2*`: two elements at offset0 and offset1 (in elements, or 64
+/// elements for st64).
+fn two_addresses<M: Memory + ?Sized>(
+    w: &mut Wave,
+    inst: &Inst,
+    ctx: &mut Ctx<'_, M>,
+    exec: u64,
+    ds: DsOp,
+) -> Result<(), WaveError> {
+    let elem = usize::from(ds.size);
+    let addr = *w.vreg(inst, inst.src[0], 0)?;
+    let scale = if ds.st64 { 64 } else { 1 } * elem as u64;
+    let (o0, o1) = (
+        (inst.offset as u64 & 0xFF) * scale,
+        u64::from(inst.offset1) * scale,
+    );
+    let read = ds.class == DsClass::Read2;
+    let words = elem / 4;
+    for (slot, o) in [(0usize, o0), (1, o1)] {
+        if read {
+            let mut vals = [0u64; LANES];
+            for l in 0..LANES {
+                if exec >> l & 1 != 0 {
+                    let mut b = [0u8; 8];
+                    lds_read(&ctx.lds, u64::from(addr[l]) + o, b.get_mut(..elem).unwrap_or(&mut []));
+                    vals[l] = u64::from_le_bytes(b);
                 }
             }
-            lds_write(&mut ctx.lds, u64::from(addr[l]) + offset16, b.get(..elem).unwrap_or(&[]));
+            for k in 0..words {
+                let reg = w.vreg_mut(inst, inst.dst, slot * words + k)?;
+                for (l, r) in reg.iter_mut().enumerate() {
+                    if exec >> l & 1 != 0 {
+                        *r = (vals[l] >> (32 * k)) as u32;
+                    }
+                }
+            }
+        } else {
+            let src = if slot == 0 { inst.src[1] } else { inst.src[2] };
+            let vals = reg_u64(w, inst, src, elem == 8)?;
+            for l in 0..LANES {
+                if exec >> l & 1 != 0 {
+                    let b = vals[l].to_le_bytes();
+                    lds_write(&mut ctx.lds, u64::from(addr[l]) + o, b.get(..elem).unwrap_or(&[]));
+                }
+            }
         }
-        return Ok(());
     }
-    let (op, wide) = ds_atomic(name).ok_or_else(|| w.unimplemented(inst))?;
+    Ok(())
+}
+
+/// LDS read-modify-writes, lane by lane (the work-group runs alone, so this is atomic).
+fn rmw<M: Memory + ?Sized>(
+    w: &mut Wave,
+    inst: &Inst,
+    ctx: &mut Ctx<'_, M>,
+    exec: u64,
+    offset16: u64,
+    op: AtomicOp,
+    wide: bool,
+) -> Result<(), WaveError> {
+    let addr = *w.vreg(inst, inst.src[0], 0)?;
     let n = if wide { 8 } else { 4 };
     let data0 = reg_u64(w, inst, inst.src[1], wide)?;
     let data1 = if matches!(inst.src[2], Operand::None) {
@@ -231,22 +230,6 @@ pub(super) fn exec<M: Memory + ?Sized>(
         write_result(w, inst, &old, n / 4, exec)?;
     }
     Ok(())
-}
-
-/// Bytes of one element of a DS read/write.
-fn ds_size(name: &str) -> Option<usize> {
-    let tail = name.rsplit('_').find(|p| {
-        p.starts_with('b') || p.starts_with('u') || p.starts_with('i')
-    })?;
-    match tail.get(1..)? {
-        "8" => Some(1),
-        "16" => Some(2),
-        "32" => Some(4),
-        "64" => Some(8),
-        "96" => Some(12),
-        "128" => Some(16),
-        _ => None,
-    }
 }
 
 /// `ds_swizzle_b32`, `ds_permute_b32` and `ds_bpermute_b32`: lanes exchange data0 values
@@ -292,22 +275,4 @@ fn cross_lane(w: &mut Wave, inst: &Inst, exec: u64, offset16: u64) -> Result<(),
         reg[l] = out[l];
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ds_names() {
-        assert_eq!(ds_size("ds_read_b128"), Some(16));
-        assert_eq!(ds_size("ds_write_b8_d16_hi"), Some(1));
-        assert_eq!(ds_size("ds_read_u16_d16"), Some(2));
-        assert_eq!(ds_size("ds_read2_b64"), Some(8));
-        assert_eq!(ds_atomic("ds_add_rtn_u32"), Some((AtomicOp::Add, false)));
-        assert_eq!(ds_atomic("ds_max_i64"), Some((AtomicOp::SMax, true)));
-        assert_eq!(ds_atomic("ds_min_rtn_f32"), Some((AtomicOp::FMin, false)));
-        assert_eq!(ds_atomic("ds_cmpst_rtn_b32"), Some((AtomicOp::CmpSwap, false)));
-        assert_eq!(ds_atomic("ds_add_f32"), Some((AtomicOp::FAdd, false)));
-    }
 }

@@ -11,6 +11,26 @@ use crate::error::WaveError;
 /// 64-bit values per lane.
 pub(super) type Lanes64 = [u64; LANES];
 
+/// A source's lanes: the register itself when it can be read in place (no copy), or the
+/// values made for it (a scalar broadcast, a DPP/SDWA transform).
+pub(super) enum Src<'a> {
+    /// The register's lanes.
+    Ref(&'a Lanes),
+    /// Values computed for this instruction.
+    Own(Lanes),
+}
+
+impl std::ops::Deref for Src<'_> {
+    type Target = Lanes;
+    #[inline]
+    fn deref(&self) -> &Lanes {
+        match self {
+            Src::Ref(r) => r,
+            Src::Own(o) => o,
+        }
+    }
+}
+
 /// What every VALU helper needs: the wave, the instruction and the apertures (for
 /// `src_shared_base` and friends).
 pub(super) struct V<'a> {
@@ -34,13 +54,26 @@ impl V<'_> {
         }
     }
 
-    /// Raw 32-bit values of source `k` per lane (DPP, SDWA selects and VOP3 op_sel applied;
-    /// no float modifiers).
-    pub fn src(&self, k: usize) -> Result<Lanes, WaveError> {
+    /// Raw 32-bit values of source `k` per lane (DPP and SDWA selects applied; no float
+    /// modifiers).
+    pub fn src(&self, k: usize) -> Result<Src<'_>, WaveError> {
         let op = self.i.src.get(k).copied().unwrap_or_default();
-        let mut out = match op {
-            Operand::Vgpr(..) | Operand::Agpr(..) => *self.w.vreg(self.i, op, 0)?,
-            _ => [self.w.scalar32(op, self.i.imm.get(k).copied().unwrap_or(0), self.ap); LANES],
+        let plain = self.i.sdwa.is_none() && (k != 0 || self.i.dpp.is_none());
+        let reg = match op {
+            Operand::Vgpr(..) | Operand::Agpr(..) => Some(self.w.vreg(self.i, op, 0)?),
+            _ => None,
+        };
+        if plain {
+            return Ok(match reg {
+                Some(r) => Src::Ref(r),
+                None => Src::Own(
+                    [self.w.scalar32(op, self.i.imm.get(k).copied().unwrap_or(0), self.ap); LANES],
+                ),
+            });
+        }
+        let mut out = match reg {
+            Some(r) => *r,
+            None => [self.w.scalar32(op, self.i.imm.get(k).copied().unwrap_or(0), self.ap); LANES],
         };
         if k == 0 {
             if let Some(d) = &self.i.dpp {
@@ -59,12 +92,12 @@ impl V<'_> {
                 }
             }
         }
-        Ok(out)
+        Ok(Src::Own(out))
     }
 
     /// 16-bit source `k` (low half, or the high half when VOP3 op_sel asks), zero-extended.
     pub fn src16(&self, k: usize) -> Result<Lanes, WaveError> {
-        let mut v = self.src(k)?;
+        let mut v: Lanes = *self.src(k)?;
         let hi = self.i.format == Format::Vop3 && (self.i.vop3.opsel >> k) & 1 != 0;
         for x in v.iter_mut() {
             *x = if hi { *x >> 16 } else { *x & 0xFFFF };

@@ -89,7 +89,7 @@ fn pk_f32(v: &mut V<'_>, n: usize, f: impl Fn(f32, f32, f32) -> f32) -> Result<(
 /// Packed 16-bit pairs in one dword (VOP3P), op_sel/op_sel_hi choosing halves.
 fn pk16(v: &mut V<'_>, n: usize, f: impl Fn(u32, u32, u32, bool) -> u32) -> Result<(), WaveError> {
     let m3 = v.i.vop3;
-    let srcs: Vec<Lanes> = (0..n).map(|k| v.src(k)).collect::<Result<_, _>>()?;
+    let srcs: Vec<Lanes> = (0..n).map(|k| v.src(k).map(|s| *s)).collect::<Result<_, _>>()?;
     let half = |k: usize, l: usize, hi: bool| -> u32 {
         let sel = if hi { m3.opsel_hi >> k & 1 } else { m3.opsel >> k & 1 };
         let raw = srcs.get(k).map_or(0, |s| s[l]);

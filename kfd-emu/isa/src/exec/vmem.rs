@@ -189,7 +189,7 @@ fn load<M: Memory + ?Sized>(
     exec: u64,
     size: usize,
 ) -> Result<(), WaveError> {
-    let mut data = vec![0u8; LANES * 16];
+    let mut data = [0u8; LANES * 16];
     if let Some((lo, count, first)) = contiguous(addrs, exec, size as u64) {
         let part = data
             .get_mut(lo * size..(lo + count) * size)
@@ -216,38 +216,42 @@ fn load<M: Memory + ?Sized>(
 
 /// Moves loaded bytes (`size` per lane) into the destination registers.
 fn write_back(w: &mut Wave, inst: &Inst, data: &[u8], exec: u64, size: usize) -> Result<(), WaveError> {
-    let lane_word = |l: usize, k: usize| -> u32 {
-        let mut b = [0u8; 4];
-        let start = l * size + k * 4;
-        let n = size.saturating_sub(k * 4).min(4);
-        if let (Some(d), Some(s)) = (b.get_mut(..n), data.get(start..start + n)) {
-            d.copy_from_slice(s);
-        }
-        u32::from_le_bytes(b)
-    };
     let signed = memop::signed(inst.aux);
-    let extend = |x: u32| -> u32 {
-        match (size, signed) {
-            (1, true) => x as u8 as i8 as i32 as u32,
-            (2, true) => x as u16 as i16 as i32 as u32,
-            _ => x,
-        }
-    };
     let d16 = memop::d16(inst.aux);
-    let dwords = size.div_ceil(4);
-    for k in 0..dwords {
-        let reg = w.vreg_mut(inst, inst.dst, k)?;
-        for (l, r) in reg.iter_mut().enumerate() {
-            if exec >> l & 1 == 0 {
-                continue;
+    if size % 4 == 0 && d16.is_none() {
+        // Whole dwords: dword k of lane l is at l * size + 4 * k.
+        for k in 0..size / 4 {
+            let reg = w.vreg_mut(inst, inst.dst, k)?;
+            for (l, r) in reg.iter_mut().enumerate() {
+                if exec >> l & 1 != 0 {
+                    let at = l * size + 4 * k;
+                    if let Some(b) = data.get(at..at + 4) {
+                        *r = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                    }
+                }
             }
-            let x = extend(lane_word(l, k));
-            *r = match d16 {
-                None => x,
-                Some(false) => (*r & 0xFFFF_0000) | (x & 0xFFFF),
-                Some(true) => (*r & 0xFFFF) | x << 16,
-            };
         }
+        return Ok(());
+    }
+    // Bytes and shorts: zero- or sign-extended, or into one half (d16).
+    let reg = w.vreg_mut(inst, inst.dst, 0)?;
+    for (l, r) in reg.iter_mut().enumerate() {
+        if exec >> l & 1 == 0 {
+            continue;
+        }
+        let at = l * size;
+        let x = match (size, data.get(at..at + size)) {
+            (1, Some(b)) if signed => b[0] as i8 as i32 as u32,
+            (1, Some(b)) => u32::from(b[0]),
+            (2, Some(b)) if signed => i16::from_le_bytes([b[0], b[1]]) as i32 as u32,
+            (2, Some(b)) => u32::from(u16::from_le_bytes([b[0], b[1]])),
+            _ => 0,
+        };
+        *r = match d16 {
+            None => x,
+            Some(false) => (*r & 0xFFFF_0000) | (x & 0xFFFF),
+            Some(true) => (*r & 0xFFFF) | x << 16,
+        };
     }
     Ok(())
 }
@@ -262,7 +266,7 @@ fn store<M: Memory + ?Sized>(
 ) -> Result<(), WaveError> {
     let dwords = size.div_ceil(4);
     let hi16 = memop::d16(inst.aux) == Some(true);
-    let mut data = vec![0u8; LANES * size];
+    let mut data = [0u8; LANES * 16];
     for k in 0..dwords {
         let reg = w.vreg(inst, inst.src[1], k)?;
         for l in 0..LANES {
