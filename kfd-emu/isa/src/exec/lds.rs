@@ -21,6 +21,16 @@ fn lds_read(lds: &[u8], addr: u64, out: &mut [u8]) {
     }
 }
 
+/// A dword of LDS (0 outside the allocation).
+#[inline]
+fn lds_u32(lds: &[u8], addr: u64) -> u32 {
+    let a = addr as usize;
+    match lds.get(a..a.wrapping_add(4)) {
+        Some(b) => u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+        None => 0,
+    }
+}
+
 fn lds_write(lds: &mut [u8], addr: u64, data: &[u8]) {
     let a = addr as usize;
     if let Some(s) = lds.get_mut(a..a + data.len()) {
@@ -75,6 +85,29 @@ pub(super) fn exec<M: Memory + ?Sized>(
     let elem = usize::from(ds.size);
     match ds.class {
         DsClass::Read2 | DsClass::Write2 => two_addresses(w, inst, ctx, exec, ds),
+        DsClass::Read if elem % 4 == 0 && ds.d16.is_none() => {
+            // Whole dwords (b32, b64, b96, b128).
+            let addr = w.vreg(inst, inst.src[0], 0)?;
+            let words = elem / 4;
+            let mut vals = [[0u32; LANES]; 4];
+            for l in 0..LANES {
+                if exec >> l & 1 != 0 {
+                    let a = u64::from(addr[l]) + offset16;
+                    for (k, v) in vals.iter_mut().enumerate().take(words) {
+                        v[l] = lds_u32(&ctx.lds, a + 4 * k as u64);
+                    }
+                }
+            }
+            for (k, v) in vals.iter().enumerate().take(words) {
+                let dst = w.vreg_mut(inst, inst.dst, k)?;
+                for l in 0..LANES {
+                    if exec >> l & 1 != 0 {
+                        dst[l] = v[l];
+                    }
+                }
+            }
+            Ok(())
+        }
         DsClass::Read => {
             let addr = w.vreg(inst, inst.src[0], 0)?;
             let mut regs = [[0u32; LANES]; 4];
@@ -153,6 +186,27 @@ fn two_addresses<M: Memory + ?Sized>(
     );
     let read = ds.class == DsClass::Read2;
     let words = elem / 4;
+    if read && elem == 4 {
+        // ds_read2_b32, the common case: one dword from each offset.
+        let mut v0 = [0u32; LANES];
+        let mut v1 = [0u32; LANES];
+        for l in 0..LANES {
+            if exec >> l & 1 != 0 {
+                let a = u64::from(addr[l]);
+                v0[l] = lds_u32(&ctx.lds, a + o0);
+                v1[l] = lds_u32(&ctx.lds, a + o1);
+            }
+        }
+        for (k, vals) in [v0, v1].iter().enumerate() {
+            let reg = w.vreg_mut(inst, inst.dst, k)?;
+            for (l, r) in reg.iter_mut().enumerate() {
+                if exec >> l & 1 != 0 {
+                    *r = vals[l];
+                }
+            }
+        }
+        return Ok(());
+    }
     for (slot, o) in [(0usize, o0), (1, o1)] {
         if read {
             let mut vals = [0u64; LANES];

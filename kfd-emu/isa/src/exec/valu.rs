@@ -4,7 +4,7 @@
 //! `valu_ops`.
 
 use super::lanes;
-use super::wave::{Lanes, Wave, LANES};
+use super::wave::{per_lane, Lanes, Wave, LANES};
 use crate::decode::{Format, Inst, Operand};
 use crate::error::WaveError;
 
@@ -112,7 +112,7 @@ impl V<'_> {
             Operand::Vgpr(..) | Operand::Agpr(..) => {
                 let lo = self.w.vreg(self.i, op, 0)?;
                 let hi = self.w.vreg(self.i, op, 1)?;
-                Ok(std::array::from_fn(|l| u64::from(lo[l]) | u64::from(hi[l]) << 32))
+                Ok(per_lane(|l| u64::from(lo[l]) | u64::from(hi[l]) << 32))
             }
             _ => Ok([self.w.scalar64(op, self.i.imm.get(k).copied().unwrap_or(0), self.ap); LANES]),
         }
@@ -153,18 +153,18 @@ impl V<'_> {
     pub fn write16(&mut self, vals: &Lanes, mask: u64) -> Result<(), WaveError> {
         let hi = self.i.format == Format::Vop3 && self.i.vop3.opsel & 8 != 0;
         if !hi {
-            let v: Lanes = std::array::from_fn(|l| vals[l] & 0xFFFF);
+            let v: Lanes = per_lane(|l| vals[l] & 0xFFFF);
             return self.write(&v, mask);
         }
         let old = *self.w.vreg(self.i, self.i.dst, 0)?;
-        let v: Lanes = std::array::from_fn(|l| (old[l] & 0xFFFF) | vals[l] << 16);
+        let v: Lanes = per_lane(|l| (old[l] & 0xFFFF) | vals[l] << 16);
         self.write(&v, mask)
     }
 
     /// Writes 64-bit results to a register pair.
     pub fn write64(&mut self, vals: &Lanes64, mask: u64) -> Result<(), WaveError> {
-        let lo: Lanes = std::array::from_fn(|l| vals[l] as u32);
-        let hi: Lanes = std::array::from_fn(|l| (vals[l] >> 32) as u32);
+        let lo: Lanes = per_lane(|l| vals[l] as u32);
+        let hi: Lanes = per_lane(|l| (vals[l] >> 32) as u32);
         self.write_to(self.i.dst, 0, &lo, mask)?;
         self.write_to(self.i.dst, 1, &hi, mask)
     }
@@ -265,7 +265,7 @@ impl V<'_> {
     #[inline]
     pub fn map1(&mut self, f: impl Fn(u32) -> u32) -> Result<(), WaveError> {
         let a = self.src(0)?;
-        let out: Lanes = std::array::from_fn(|l| f(a[l]));
+        let out: Lanes = per_lane(|l| f(a[l]));
         let m = self.mask();
         self.write(&out, m)
     }
@@ -275,7 +275,7 @@ impl V<'_> {
     pub fn map2(&mut self, f: impl Fn(u32, u32) -> u32) -> Result<(), WaveError> {
         let a = self.src(0)?;
         let b = self.src(1)?;
-        let out: Lanes = std::array::from_fn(|l| f(a[l], b[l]));
+        let out: Lanes = per_lane(|l| f(a[l], b[l]));
         let m = self.mask();
         self.write(&out, m)
     }
@@ -286,7 +286,7 @@ impl V<'_> {
         let a = self.src(0)?;
         let b = self.src(1)?;
         let c = self.src(2)?;
-        let out: Lanes = std::array::from_fn(|l| f(a[l], b[l], c[l]));
+        let out: Lanes = per_lane(|l| f(a[l], b[l], c[l]));
         let m = self.mask();
         self.write(&out, m)
     }
@@ -295,7 +295,7 @@ impl V<'_> {
     #[inline]
     pub fn f1(&mut self, f: impl Fn(f32) -> f32) -> Result<(), WaveError> {
         let a = self.src(0)?;
-        let out: Lanes = std::array::from_fn(|l| self.fout32(f(self.fmod32(a[l], 0))));
+        let out: Lanes = per_lane(|l| self.fout32(f(self.fmod32(a[l], 0))));
         let m = self.mask();
         self.write(&out, m)
     }
@@ -306,7 +306,7 @@ impl V<'_> {
         let a = self.src(0)?;
         let b = self.src(1)?;
         let out: Lanes =
-            std::array::from_fn(|l| self.fout32(f(self.fmod32(a[l], 0), self.fmod32(b[l], 1))));
+            per_lane(|l| self.fout32(f(self.fmod32(a[l], 0), self.fmod32(b[l], 1))));
         let m = self.mask();
         self.write(&out, m)
     }
@@ -317,7 +317,7 @@ impl V<'_> {
         let a = self.src(0)?;
         let b = self.src(1)?;
         let c = self.src(2)?;
-        let out: Lanes = std::array::from_fn(|l| {
+        let out: Lanes = per_lane(|l| {
             self.fout32(f(
                 self.fmod32(a[l], 0),
                 self.fmod32(b[l], 1),
@@ -334,7 +334,7 @@ impl V<'_> {
         let a = self.src64(0)?;
         let b = if n > 1 { self.src64(1)? } else { [0; LANES] };
         let c = if n > 2 { self.src64(2)? } else { [0; LANES] };
-        let out: Lanes64 = std::array::from_fn(|l| {
+        let out: Lanes64 = per_lane(|l| {
             self.fout64(f(
                 self.fmod64(a[l], 0),
                 self.fmod64(b[l], 1),
@@ -349,7 +349,7 @@ impl V<'_> {
     #[inline]
     pub fn f1_from(&mut self, f: impl Fn(u32) -> f32) -> Result<(), WaveError> {
         let a = self.src(0)?;
-        let out: Lanes = std::array::from_fn(|l| self.fout32(f(a[l])));
+        let out: Lanes = per_lane(|l| self.fout32(f(a[l])));
         let m = self.mask();
         self.write(&out, m)
     }
@@ -358,7 +358,7 @@ impl V<'_> {
     #[inline]
     pub fn map_f32(&mut self, f: impl Fn(f32) -> u32) -> Result<(), WaveError> {
         let a = self.src(0)?;
-        let out: Lanes = std::array::from_fn(|l| f(self.fmod32(a[l], 0)));
+        let out: Lanes = per_lane(|l| f(self.fmod32(a[l], 0)));
         let m = self.mask();
         self.write(&out, m)
     }
@@ -367,7 +367,7 @@ impl V<'_> {
     pub fn src64_reg_dst(&self) -> Result<Lanes64, WaveError> {
         let lo = self.w.vreg(self.i, self.i.dst, 0)?;
         let hi = self.w.vreg(self.i, self.i.dst, 1)?;
-        Ok(std::array::from_fn(|l| u64::from(lo[l]) | u64::from(hi[l]) << 32))
+        Ok(per_lane(|l| u64::from(lo[l]) | u64::from(hi[l]) << 32))
     }
 
     /// A compare-like op: a bit per active lane, written to the scalar destination.

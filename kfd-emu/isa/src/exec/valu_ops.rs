@@ -4,7 +4,7 @@
 use super::fpmath::{class16, class32, class_f64, div_fixup, fmax32, fmin32, fract32, med3};
 use super::valu::{Lanes64, V};
 use super::valu_wide;
-use super::wave::{Lanes, LANES};
+use super::wave::{per_lane, Lanes, LANES};
 use crate::decode::compare::{self, CmpType};
 use crate::decode::{Format, Op, Operand};
 use crate::error::WaveError;
@@ -80,38 +80,44 @@ fn compare(v: &mut V<'_>) -> Result<(), WaveError> {
     let pred = usize::from(aux & 0x1F);
     let class = aux & compare::CLASS != 0;
     let ty = compare::cmp_type(aux);
-    let fcmp = |a: f64, b: f64| -> bool {
-        let unordered = a.is_nan() || b.is_nan();
-        match compare::PREDICATES.get(pred).copied().unwrap_or("f") {
-            "lt" => a < b,
-            "eq" => a == b,
-            "le" => a <= b,
-            "gt" => a > b,
-            "lg" => a < b || a > b,
-            "ge" => a >= b,
-            "o" => !unordered,
-            "u" => unordered,
-            "nge" => !(a >= b),
-            "nlg" => !(a < b || a > b),
-            "ngt" => !(a > b),
-            "nle" => !(a <= b),
-            "neq" => a != b,
-            "nlt" => !(a < b),
-            "tru" | "t" => true,
-            _ => false,
+    let pname = compare::PREDICATES.get(pred).copied().unwrap_or("f");
+    // Resolve the predicate once, not per lane: ordering bits (lt, eq, gt, unordered).
+    let (lt, eq, gt, un) = match pname {
+        "f" => (false, false, false, false),
+        "lt" => (true, false, false, false),
+        "eq" => (false, true, false, false),
+        "le" => (true, true, false, false),
+        "gt" => (false, false, true, false),
+        "lg" => (true, false, true, false),
+        "ge" => (false, true, true, false),
+        "o" => (true, true, true, false),
+        "u" => (false, false, false, true),
+        "nge" => (true, false, false, true),
+        "nlg" => (false, true, false, true),
+        "ngt" => (true, true, false, true),
+        "nle" => (false, false, true, true),
+        "neq" => (true, false, true, true),
+        "nlt" => (false, true, true, true),
+        // "tru", "t"
+        "ne" => (true, false, true, true),
+        _ => (true, true, true, true),
+    };
+    let fcmp = move |a: f64, b: f64| -> bool {
+        if a < b {
+            lt
+        } else if a > b {
+            gt
+        } else if a == b {
+            eq
+        } else {
+            un
         }
     };
-    let icmp = |ord: std::cmp::Ordering| -> bool {
-        use std::cmp::Ordering::*;
-        match compare::PREDICATES.get(pred).copied().unwrap_or("f") {
-            "lt" => ord == Less,
-            "eq" => ord == Equal,
-            "le" => ord != Greater,
-            "gt" => ord == Greater,
-            "ne" | "lg" => ord != Equal,
-            "ge" => ord != Less,
-            "t" | "tru" => true,
-            _ => false,
+    let icmp = move |ord: std::cmp::Ordering| -> bool {
+        match ord {
+            std::cmp::Ordering::Less => lt,
+            std::cmp::Ordering::Equal => eq,
+            std::cmp::Ordering::Greater => gt,
         }
     };
     let bits = match ty {
@@ -172,7 +178,7 @@ fn compare(v: &mut V<'_>) -> Result<(), WaveError> {
 fn div_scale(v: &mut V<'_>, wide: bool) -> Result<(), WaveError> {
     if wide {
         let (a, d, n) = (v.src64(0)?, v.src64(1)?, v.src64(2)?);
-        let out: Lanes64 = std::array::from_fn(|l| {
+        let out: Lanes64 = per_lane(|l| {
             let (den, num) = (v.fmod64(d[l], 1), v.fmod64(n[l], 2));
             if den == 0.0 || num == 0.0 {
                 f64::NAN.to_bits()
@@ -184,7 +190,7 @@ fn div_scale(v: &mut V<'_>, wide: bool) -> Result<(), WaveError> {
         v.write64(&out, m)?;
     } else {
         let (a, d, n) = (v.src(0)?, v.src(1)?, v.src(2)?);
-        let out: Lanes = std::array::from_fn(|l| {
+        let out: Lanes = per_lane(|l| {
             let (den, num) = (v.fmod32(d[l], 1), v.fmod32(n[l], 2));
             if den == 0.0 || num == 0.0 {
                 f32::NAN.to_bits()
@@ -247,7 +253,7 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
                 v.mask_src(2)
             };
             let (a, b) = (v.src(0)?, v.src(1)?);
-            let out: Lanes = std::array::from_fn(|l| {
+            let out: Lanes = per_lane(|l| {
                 if (sel >> l) & 1 != 0 {
                     v.fmod32(b[l], 1).to_bits()
                 } else {
@@ -352,13 +358,13 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
         Op::VMbcntLoU32B32 => {
             let (a, b) = (v.src(0)?, v.src(1)?);
             let out: Lanes =
-                std::array::from_fn(|l| (a[l] & ((1u64 << l) - 1) as u32).count_ones() + b[l]);
+                per_lane(|l| (a[l] & ((1u64 << l) - 1) as u32).count_ones() + b[l]);
             let m = v.mask();
             v.write(&out, m)
         }
         Op::VMbcntHiU32B32 => {
             let (a, b) = (v.src(0)?, v.src(1)?);
-            let out: Lanes = std::array::from_fn(|l| {
+            let out: Lanes = per_lane(|l| {
                 let below = if l <= 32 { 0 } else { ((1u64 << (l - 32)) - 1) as u32 };
                 (a[l] & below).count_ones() + b[l]
             });
@@ -385,7 +391,7 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
             let acc = *acc;
             let (a, b) = (v.src(0)?, v.src(1)?);
             let fused = v.i.op == Op::VFmacF32;
-            let out: Lanes = std::array::from_fn(|l| {
+            let out: Lanes = per_lane(|l| {
                 let (x, y, z) = (v.fmod32(a[l], 0), v.fmod32(b[l], 1), f32::from_bits(acc[l]));
                 v.fout32(if fused { x.mul_add(y, z) } else { x * y + z })
             });
@@ -394,7 +400,7 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
         }
         Op::VLdexpF32 => {
             let (a, b) = (v.src(0)?, v.src(1)?);
-            let out: Lanes = std::array::from_fn(|l| {
+            let out: Lanes = per_lane(|l| {
                 let x = f64::from(v.fmod32(a[l], 0));
                 v.fout32((x * 2f64.powi((b[l] as i32).clamp(-300, 300))) as f32)
             });
@@ -417,7 +423,7 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
         Op::VFrexpExpI32F32 => {
             let a = v.src(0)?;
             let out: Lanes =
-                std::array::from_fn(|l| super::fpmath::frexp64(f64::from(v.fmod32(a[l], 0))).1 as u32);
+                per_lane(|l| super::fpmath::frexp64(f64::from(v.fmod32(a[l], 0))).1 as u32);
             let m = v.mask();
             v.write(&out, m)
         }
@@ -426,7 +432,7 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
         Op::VDivFmasF32 => {
             let vcc = v.w.vcc();
             let (a, b, c) = (v.src(0)?, v.src(1)?, v.src(2)?);
-            let out: Lanes = std::array::from_fn(|l| {
+            let out: Lanes = per_lane(|l| {
                 let r = v.fmod32(a[l], 0).mul_add(v.fmod32(b[l], 1), v.fmod32(c[l], 2));
                 let scale = if (vcc >> l) & 1 != 0 { 2f32.powi(32) } else { 1.0 };
                 v.fout32(r * scale)

@@ -3,7 +3,7 @@
 
 use super::fpmath::{d2h, div_fixup, f64_to_i32, f64_to_u32, fract64, frexp64, h2d, rndne};
 use super::valu::{Lanes64, V};
-use super::wave::{Lanes, LANES};
+use super::wave::{per_lane, Lanes, LANES};
 use crate::decode::{Format, Op};
 use crate::error::WaveError;
 
@@ -16,7 +16,7 @@ fn map64(
     let a = v.src64(0)?;
     let b = if n > 1 { v.src64(1)? } else { [0; LANES] };
     let c = if n > 2 { v.src64(2)? } else { [0; LANES] };
-    let out: Lanes64 = std::array::from_fn(|l| f(a[l], b[l], c[l]));
+    let out: Lanes64 = per_lane(|l| f(a[l], b[l], c[l]));
     let m = v.mask();
     v.write64(&out, m)
 }
@@ -24,7 +24,7 @@ fn map64(
 /// A 32-bit result from a 64-bit source.
 fn from64(v: &mut V<'_>, f: impl Fn(f64) -> u32) -> Result<(), WaveError> {
     let a = v.src64(0)?;
-    let out: Lanes = std::array::from_fn(|l| f(v.fmod64(a[l], 0)));
+    let out: Lanes = per_lane(|l| f(v.fmod64(a[l], 0)));
     let m = v.mask();
     v.write(&out, m)
 }
@@ -32,7 +32,7 @@ fn from64(v: &mut V<'_>, f: impl Fn(f64) -> u32) -> Result<(), WaveError> {
 /// A 64-bit float result from a 32-bit source.
 fn to64(v: &mut V<'_>, f: impl Fn(u32) -> f64) -> Result<(), WaveError> {
     let a = v.src(0)?;
-    let out: Lanes64 = std::array::from_fn(|l| v.fout64(f(a[l])));
+    let out: Lanes64 = per_lane(|l| v.fout64(f(a[l])));
     let m = v.mask();
     v.write64(&out, m)
 }
@@ -43,7 +43,7 @@ fn h3(v: &mut V<'_>, n: usize, f: impl Fn(f64, f64, f64) -> f64) -> Result<(), W
     let b = if n > 1 { v.src16(1)? } else { [0; LANES] };
     let c = if n > 2 { v.src16(2)? } else { [0; LANES] };
     let clamp = v.i.vop3.clamp;
-    let out: Lanes = std::array::from_fn(|l| {
+    let out: Lanes = per_lane(|l| {
         let r = f(v.fmod16(a[l], 0), v.fmod16(b[l], 1), v.fmod16(c[l], 2));
         d2h(if clamp { r.clamp(0.0, 1.0) } else { r })
     });
@@ -56,7 +56,7 @@ fn i16op(v: &mut V<'_>, n: usize, f: impl Fn(u32, u32, u32) -> u32) -> Result<()
     let a = v.src16(0)?;
     let b = if n > 1 { v.src16(1)? } else { [0; LANES] };
     let c = if n > 2 { v.src16(2)? } else { [0; LANES] };
-    let out: Lanes = std::array::from_fn(|l| f(a[l], b[l], c[l]) & 0xFFFF);
+    let out: Lanes = per_lane(|l| f(a[l], b[l], c[l]) & 0xFFFF);
     let m = v.mask();
     v.write16(&out, m)
 }
@@ -77,7 +77,7 @@ fn pk_f32(v: &mut V<'_>, n: usize, f: impl Fn(f32, f32, f32) -> f32) -> Result<(
         let neg = if hi_result { m3.abs >> k & 1 } else { m3.neg >> k & 1 };
         f32::from_bits(if neg != 0 { bits ^ 0x8000_0000 } else { bits })
     };
-    let out: Lanes64 = std::array::from_fn(|l| {
+    let out: Lanes64 = per_lane(|l| {
         let lo = f(pick(0, l, false), pick(1, l, false), pick(2, l, false));
         let hi = f(pick(0, l, true), pick(1, l, true), pick(2, l, true));
         u64::from(lo.to_bits()) | u64::from(hi.to_bits()) << 32
@@ -101,7 +101,7 @@ fn pk16(v: &mut V<'_>, n: usize, f: impl Fn(u32, u32, u32, bool) -> u32) -> Resu
             h
         }
     };
-    let out: Lanes = std::array::from_fn(|l| {
+    let out: Lanes = per_lane(|l| {
         let lo = f(half(0, l, false), half(1, l, false), half(2, l, false), false) & 0xFFFF;
         let hi = f(half(0, l, true), half(1, l, true), half(2, l, true), true) & 0xFFFF;
         lo | hi << 16
@@ -125,7 +125,7 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
         Op::VFmacF64 => {
             let acc = v.src64_reg_dst()?;
             let (a, b) = (v.src64(0)?, v.src64(1)?);
-            let out: Lanes64 = std::array::from_fn(|l| {
+            let out: Lanes64 = per_lane(|l| {
                 v.fout64(v.fmod64(a[l], 0).mul_add(v.fmod64(b[l], 1), f64::from_bits(acc[l])))
             });
             let m = v.mask();
@@ -133,7 +133,7 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
         }
         Op::VLdexpF64 => {
             let (a, b) = (v.src64(0)?, v.src(1)?);
-            let out: Lanes64 = std::array::from_fn(|l| {
+            let out: Lanes64 = per_lane(|l| {
                 let e = (b[l] as i32).clamp(-2200, 2200);
                 let x = v.fmod64(a[l], 0);
                 // Two steps keep intermediate scales finite.
@@ -156,7 +156,7 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
         Op::VDivFmasF64 => {
             let vcc = v.w.vcc();
             let (a, b, c) = (v.src64(0)?, v.src64(1)?, v.src64(2)?);
-            let out: Lanes64 = std::array::from_fn(|l| {
+            let out: Lanes64 = per_lane(|l| {
                 let r = v.fmod64(a[l], 0).mul_add(v.fmod64(b[l], 1), v.fmod64(c[l], 2));
                 let scale = if (vcc >> l) & 1 != 0 { 2f64.powi(64) } else { 1.0 };
                 v.fout64(r * scale)
@@ -168,26 +168,26 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
         Op::VMovB64 => map64(v, 1, |a, _, _| a),
         Op::VLshlrevB64 => {
             let (a, b) = (v.src(0)?, v.src64(1)?);
-            let out: Lanes64 = std::array::from_fn(|l| b[l] << (a[l] & 63));
+            let out: Lanes64 = per_lane(|l| b[l] << (a[l] & 63));
             let m = v.mask();
             v.write64(&out, m)
         }
         Op::VLshrrevB64 => {
             let (a, b) = (v.src(0)?, v.src64(1)?);
-            let out: Lanes64 = std::array::from_fn(|l| b[l] >> (a[l] & 63));
+            let out: Lanes64 = per_lane(|l| b[l] >> (a[l] & 63));
             let m = v.mask();
             v.write64(&out, m)
         }
         Op::VAshrrevI64 => {
             let (a, b) = (v.src(0)?, v.src64(1)?);
-            let out: Lanes64 = std::array::from_fn(|l| ((b[l] as i64) >> (a[l] & 63)) as u64);
+            let out: Lanes64 = per_lane(|l| ((b[l] as i64) >> (a[l] & 63)) as u64);
             let m = v.mask();
             v.write64(&out, m)
         }
         Op::VLshlAddU64 => {
             let (a, b, c) = (v.src64(0)?, v.src(1)?, v.src64(2)?);
             let out: Lanes64 =
-                std::array::from_fn(|l| (a[l] << (b[l] & 7)).wrapping_add(c[l]));
+                per_lane(|l| (a[l] << (b[l] & 7)).wrapping_add(c[l]));
             let m = v.mask();
             v.write64(&out, m)
         }
@@ -195,7 +195,7 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
             let signed = v.i.op == Op::VMadI64I32;
             let (a, b, c) = (v.src(0)?, v.src(1)?, v.src64(2)?);
             let mut carry = 0u64;
-            let out: Lanes64 = std::array::from_fn(|l| {
+            let out: Lanes64 = per_lane(|l| {
                 if signed {
                     let p = i128::from(a[l] as i32) * i128::from(b[l] as i32)
                         + i128::from(c[l] as i64);
@@ -230,13 +230,13 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
         Op::VCvtOffF32I4 => v.f1_from(|x| ((x & 0xF) as i32 - 8) as f32 / 16.0),
         Op::VCvtF64F32 => {
             let a = v.src(0)?;
-            let out: Lanes64 = std::array::from_fn(|l| v.fout64(f64::from(v.fmod32(a[l], 0))));
+            let out: Lanes64 = per_lane(|l| v.fout64(f64::from(v.fmod32(a[l], 0))));
             let m = v.mask();
             v.write64(&out, m)
         }
         Op::VCvtF32F64 => {
             let a = v.src64(0)?;
-            let out: Lanes = std::array::from_fn(|l| v.fout32(v.fmod64(a[l], 0) as f32));
+            let out: Lanes = per_lane(|l| v.fout32(v.fmod64(a[l], 0) as f32));
             let m = v.mask();
             v.write(&out, m)
         }
@@ -246,19 +246,19 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
         Op::VCvtF64U32 => to64(v, f64::from),
         Op::VCvtF16F32 => {
             let a = v.src(0)?;
-            let out: Lanes = std::array::from_fn(|l| d2h(f64::from(v.fmod32(a[l], 0))));
+            let out: Lanes = per_lane(|l| d2h(f64::from(v.fmod32(a[l], 0))));
             let m = v.mask();
             v.write16(&out, m)
         }
         Op::VCvtF32F16 => {
             let a = v.src16(0)?;
-            let out: Lanes = std::array::from_fn(|l| v.fout32(v.fmod16(a[l], 0) as f32));
+            let out: Lanes = per_lane(|l| v.fout32(v.fmod16(a[l], 0) as f32));
             let m = v.mask();
             v.write(&out, m)
         }
         Op::VCvtPkrtzF16F32 => {
             let (a, b) = (v.src(0)?, v.src(1)?);
-            let out: Lanes = std::array::from_fn(|l| {
+            let out: Lanes = per_lane(|l| {
                 d2h(f64::from(v.fmod32(a[l], 0))) | d2h(f64::from(v.fmod32(b[l], 1))) << 16
             });
             let m = v.mask();
@@ -272,7 +272,7 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
         }
         Op::VPackB32F16 => {
             let (a, b) = (v.src16(0)?, v.src16(1)?);
-            let out: Lanes = std::array::from_fn(|l| a[l] | b[l] << 16);
+            let out: Lanes = per_lane(|l| a[l] | b[l] << 16);
             let m = v.mask();
             v.write(&out, m)
         }
@@ -289,7 +289,7 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
         Op::VMacF16 => {
             let acc = *v.w.vreg(v.i, v.i.dst, 0)?;
             let (a, b) = (v.src16(0)?, v.src16(1)?);
-            let out: Lanes = std::array::from_fn(|l| {
+            let out: Lanes = per_lane(|l| {
                 d2h(v.fmod16(a[l], 0) * v.fmod16(b[l], 1) + h2d(acc[l]))
             });
             let m = v.mask();
@@ -297,7 +297,7 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
         }
         Op::VLdexpF16 => {
             let (a, b) = (v.src16(0)?, v.src(1)?);
-            let out: Lanes = std::array::from_fn(|l| {
+            let out: Lanes = per_lane(|l| {
                 d2h(v.fmod16(a[l], 0) * 2f64.powi((b[l] as i32).clamp(-64, 64)))
             });
             let m = v.mask();
@@ -344,7 +344,7 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
             let sel = v.i.vop3.opsel;
             let half = |x: u64, s: u8| if s != 0 { x >> 32 } else { x & 0xFFFF_FFFF };
             let out: Lanes64 =
-                std::array::from_fn(|l| half(a[l], sel & 1) | half(b[l], sel >> 1 & 1) << 32);
+                per_lane(|l| half(a[l], sel & 1) | half(b[l], sel >> 1 & 1) << 32);
             let m = v.mask();
             v.write64(&out, m)
         }

@@ -15,6 +15,17 @@ pub(crate) const LANES: usize = 64;
 /// One 32-bit value per lane.
 pub(crate) type Lanes = [u32; LANES];
 
+/// Builds per-lane values with a plain loop (which the optimiser unrolls and vectorises more
+/// readily than `std::array::from_fn`).
+#[inline(always)]
+pub(crate) fn per_lane<T: Copy + Default>(mut f: impl FnMut(usize) -> T) -> [T; LANES] {
+    let mut out = [T::default(); LANES];
+    for (l, o) in out.iter_mut().enumerate() {
+        *o = f(l);
+    }
+    out
+}
+
 /// Where a wave is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum WaveState {
