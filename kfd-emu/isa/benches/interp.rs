@@ -25,14 +25,18 @@ struct Bench {
 
 impl Bench {
     fn new() -> Bench {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/kernels/kernels-gfx90a.co");
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/kernels/kernels-gfx90a.co"
+        );
         let data = std::fs::read(path).expect("code object");
         let file = object::File::parse(&*data).expect("elf");
         let mut mem = PagedMemory::new();
         for s in file.segments() {
             if s.size() > 0 {
                 mem.map(CODE + s.address(), s.size());
-                mem.write(CODE + s.address(), s.data().expect("data")).expect("load");
+                mem.write(CODE + s.address(), s.data().expect("data"))
+                    .expect("load");
             }
         }
         let symbols = file
@@ -82,7 +86,11 @@ impl Bench {
     fn run(&self, s: &DispatchSetup) -> u64 {
         let c = RunControl::default();
         s.workgroup_ids()
-            .map(|g| run_workgroup(s, g, &self.mem, &c).expect("run").wave_instructions)
+            .map(|g| {
+                run_workgroup(s, g, &self.mem, &c)
+                    .expect("run")
+                    .wave_instructions
+            })
             .sum()
     }
 }
@@ -119,8 +127,17 @@ fn matmul(c: &mut Criterion) {
     let mut b = Bench::new();
     let a: Vec<f32> = (0..n * n).map(|i| (i % 13) as f32 * 0.25).collect();
     let bm: Vec<f32> = (0..n * n).map(|i| (i % 7) as f32 * 0.5).collect();
-    let (da, db, dc) = (b.alloc(&bytes(&a)), b.alloc(&bytes(&bm)), b.alloc(&vec![0; 4 * n * n]));
-    let s = b.setup("matmul_tiled", [n as u32, n as u32, 1], [16, 16, 1], &ptrs(&[da, db, dc], n as i32));
+    let (da, db, dc) = (
+        b.alloc(&bytes(&a)),
+        b.alloc(&bytes(&bm)),
+        b.alloc(&vec![0; 4 * n * n]),
+    );
+    let s = b.setup(
+        "matmul_tiled",
+        [n as u32, n as u32, 1],
+        [16, 16, 1],
+        &ptrs(&[da, db, dc], n as i32),
+    );
     let per_run = b.run(&s);
     rate("matmul_tiled 64x64 (gfx90a)", &b, &s);
     let mut g = c.benchmark_group("matmul_64");
@@ -149,8 +166,17 @@ fn vector_add(c: &mut Criterion) {
     let mut b = Bench::new();
     let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let y: Vec<f32> = (0..n).map(|i| (n - i) as f32).collect();
-    let (dx, dy, dz) = (b.alloc(&bytes(&x)), b.alloc(&bytes(&y)), b.alloc(&vec![0; 4 * n]));
-    let s = b.setup("vector_add", [n as u32, 1, 1], [256, 1, 1], &ptrs(&[dx, dy, dz], n as i32));
+    let (dx, dy, dz) = (
+        b.alloc(&bytes(&x)),
+        b.alloc(&bytes(&y)),
+        b.alloc(&vec![0; 4 * n]),
+    );
+    let s = b.setup(
+        "vector_add",
+        [n as u32, 1, 1],
+        [256, 1, 1],
+        &ptrs(&[dx, dy, dz], n as i32),
+    );
     let per_run = b.run(&s);
     rate("vector_add 1M (gfx90a)", &b, &s);
     let mut g = c.benchmark_group("vector_add_1M");

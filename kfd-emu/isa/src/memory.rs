@@ -267,8 +267,14 @@ mod tests {
         assert_eq!(UMin.apply32(-2i32 as u32, 1, 0), 1);
         assert_eq!(SMax.apply64(-2i64 as u64, 1, 0), 1);
         assert_eq!(UMax.apply64(-2i64 as u64, 1, 0), -2i64 as u64);
-        assert_eq!(FAdd.apply32(1.5f32.to_bits(), 2.0f32.to_bits(), 0), 3.5f32.to_bits());
-        assert_eq!(FAdd.apply64(1.5f64.to_bits(), 2.0f64.to_bits(), 0), 3.5f64.to_bits());
+        assert_eq!(
+            FAdd.apply32(1.5f32.to_bits(), 2.0f32.to_bits(), 0),
+            3.5f32.to_bits()
+        );
+        assert_eq!(
+            FAdd.apply64(1.5f64.to_bits(), 2.0f64.to_bits(), 0),
+            3.5f64.to_bits()
+        );
         assert_eq!(Sub.apply32(0, 1, 0), u32::MAX);
         assert_eq!(Xor.apply64(0b1100, 0b1010, 0), 0b0110);
     }

@@ -112,8 +112,14 @@ mod tests {
     #[test]
     fn names_and_elf_machines() {
         assert_eq!(Target::from_name("gfx90a"), Some(Target::Gfx90a));
-        assert_eq!(Target::from_name("gfx90a:sramecc+:xnack-"), Some(Target::Gfx90a));
-        assert_eq!(Target::from_name("amdgcn-amd-amdhsa--gfx942"), Some(Target::Gfx942));
+        assert_eq!(
+            Target::from_name("gfx90a:sramecc+:xnack-"),
+            Some(Target::Gfx90a)
+        );
+        assert_eq!(
+            Target::from_name("amdgcn-amd-amdhsa--gfx942"),
+            Some(Target::Gfx942)
+        );
         assert_eq!(Target::from_name("gfx940"), Some(Target::Gfx942));
         assert_eq!(Target::from_name("gfx1100"), None);
         assert_eq!(Target::from_elf_flags(0x53F), Some(Target::Gfx90a));

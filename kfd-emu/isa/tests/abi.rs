@@ -8,7 +8,13 @@ use common::elf::{kernels_dir, CodeObject};
 use common::gpu::*;
 use kfd_emu_isa::{run_workgroup, RunControl, Target};
 
-fn dump(t: Target, grid: [u32; 3], wg: [u16; 3], group: [u32; 3], slot: u32) -> (Vec<u32>, u64, kfd_emu_isa::DispatchSetup) {
+fn dump(
+    t: Target,
+    grid: [u32; 3],
+    wg: [u16; 3],
+    group: [u32; 3],
+    slot: u32,
+) -> (Vec<u32>, u64, kfd_emu_isa::DispatchSetup) {
     let co = CodeObject::load(&kernels_dir().join(format!("abi-{}.co", t.name())));
     let mut gpu = Gpu::new(t);
     let base = gpu.load(&co);
@@ -48,11 +54,18 @@ fn gfx90a_start_state() {
     assert_eq!(d[2], scratch.size as u32);
     assert_eq!((d[3] >> 21) & 3, 3, "index stride 64");
     assert_eq!((d[3] >> 23) & 1, 1, "add_tid_enable");
-    assert_eq!([d[4], d[5]], [lo(s.dispatch_packet_address), hi(s.dispatch_packet_address)]);
+    assert_eq!(
+        [d[4], d[5]],
+        [lo(s.dispatch_packet_address), hi(s.dispatch_packet_address)]
+    );
     assert_eq!([d[6], d[7]], [lo(s.queue_address), hi(s.queue_address)]);
     assert_eq!([d[8], d[9]], [lo(s.kernarg_address), hi(s.kernarg_address)]);
     assert_eq!([d[10], d[11]], [0x5678_9ABC, 0x1234]);
-    assert_eq!([d[12], d[13]], [lo(scratch.base), hi(scratch.base)], "flat scratch init");
+    assert_eq!(
+        [d[12], d[13]],
+        [lo(scratch.base), hi(scratch.base)],
+        "flat scratch init"
+    );
     assert_eq!(d[14], 16, "private segment size");
     assert_eq!([d[15], d[16], d[17]], [1, 2, 3], "work-group ids");
     assert_eq!(d[18], 1 << 31 | 1, "work-group info: first wave, 1 wave");
@@ -60,7 +73,11 @@ fn gfx90a_start_state() {
     // v0: x | y << 10 | z << 20, x fastest.
     for lane in 0..64u32 {
         let (x, y, z) = (lane % 4, lane / 4 % 4, lane / 16);
-        assert_eq!(d[64 + lane as usize], x | y << 10 | z << 20, "v0 of lane {lane}");
+        assert_eq!(
+            d[64 + lane as usize],
+            x | y << 10 | z << 20,
+            "v0 of lane {lane}"
+        );
     }
 }
 
@@ -70,7 +87,10 @@ fn gfx942_start_state() {
     assert_eq!(s.descriptor.user_sgpr_count(), 9);
     let scratch = s.scratch.unwrap();
     let wave_scratch = scratch.base + 2 * s.scratch_per_slot();
-    assert_eq!([d[0], d[1]], [lo(s.dispatch_packet_address), hi(s.dispatch_packet_address)]);
+    assert_eq!(
+        [d[0], d[1]],
+        [lo(s.dispatch_packet_address), hi(s.dispatch_packet_address)]
+    );
     assert_eq!([d[2], d[3]], [lo(s.queue_address), hi(s.queue_address)]);
     assert_eq!([d[4], d[5]], [lo(s.kernarg_address), hi(s.kernarg_address)]);
     assert_eq!([d[6], d[7]], [0x5678_9ABC, 0x1234]);
@@ -93,7 +113,10 @@ fn partial_work_group_at_the_grid_edge() {
                 let (x, y, z) = (lane % 2, 0, lane / 2);
                 assert_eq!(got, x | y << 10 | z << 20, "{t} v0 of lane {lane}");
             } else {
-                assert_eq!(got, 0, "{t} lane {lane} is outside the group and stores nothing");
+                assert_eq!(
+                    got, 0,
+                    "{t} lane {lane} is outside the group and stores nothing"
+                );
             }
         }
     }

@@ -45,7 +45,15 @@ fn buffer(gpu: &mut Gpu, off: u64, len: u64, fill: u8) -> (u64, u64, u64) {
     (base + off, base, total)
 }
 
-fn check_copy(t: Target, kernel: u64, gpu: &mut Gpu, src_off: u64, dst_off: u64, bytes: u64, elem: u64) {
+fn check_copy(
+    t: Target,
+    kernel: u64,
+    gpu: &mut Gpu,
+    src_off: u64,
+    dst_off: u64,
+    bytes: u64,
+    elem: u64,
+) {
     let data: Vec<u8> = (0..bytes).map(|i| (i * 7 + i / 251) as u8).collect();
     let (src, _, _) = buffer(gpu, src_off, bytes, 0);
     gpu.mem.write(src, &data).unwrap();
@@ -53,9 +61,19 @@ fn check_copy(t: Target, kernel: u64, gpu: &mut Gpu, src_off: u64, dst_off: u64,
     blit(gpu, kernel, dst, src, bytes, elem);
     let all = gpu.download(dbase, dlen as usize);
     let start = (dst - dbase) as usize;
-    assert!(all[..start].iter().all(|&b| b == 0xEE), "{t}: bytes before the copy changed");
-    assert_eq!(&all[start..start + bytes as usize], &data[..], "{t}: copy of {bytes} bytes (src +{src_off}, dst +{dst_off})");
-    assert!(all[start + bytes as usize..].iter().all(|&b| b == 0xEE), "{t}: bytes after the copy changed");
+    assert!(
+        all[..start].iter().all(|&b| b == 0xEE),
+        "{t}: bytes before the copy changed"
+    );
+    assert_eq!(
+        &all[start..start + bytes as usize],
+        &data[..],
+        "{t}: copy of {bytes} bytes (src +{src_off}, dst +{dst_off})"
+    );
+    assert!(
+        all[start + bytes as usize..].iter().all(|&b| b == 0xEE),
+        "{t}: bytes after the copy changed"
+    );
 }
 
 #[test]
@@ -66,7 +84,12 @@ fn aligned_copies_crossing_pages() {
         let k = base + co.symbol("kfdrt_blit_copy_aligned.kd");
         // Sizes that are not a multiple of the 64-lane width; offsets that put the data
         // across page boundaries; one copy big enough that work-items loop (> 64 Ki dwords).
-        for (so, d_o, bytes) in [(0, 0, 4), (4092, 8, 4100), (4000, 4088, 12 * 1024 + 4), (0, 4, 300_004)] {
+        for (so, d_o, bytes) in [
+            (0, 0, 4),
+            (4092, 8, 4100),
+            (4000, 4088, 12 * 1024 + 4),
+            (0, 4, 300_004),
+        ] {
             check_copy(t, k, &mut gpu, so, d_o, bytes, 4);
         }
     }
@@ -96,11 +119,24 @@ fn fills() {
             blit(&mut gpu, k, dst, pattern, bytes, 4);
             let all = gpu.download(dbase, dlen as usize);
             let start = (dst - dbase) as usize;
-            assert!(all[..start].iter().all(|&b| b == 0x11), "{t}: before the fill");
-            for (i, c) in all[start..start + bytes as usize].chunks_exact(4).enumerate() {
-                assert_eq!(u32::from_le_bytes([c[0], c[1], c[2], c[3]]), pattern as u32, "{t}: dword {i} of {bytes}");
+            assert!(
+                all[..start].iter().all(|&b| b == 0x11),
+                "{t}: before the fill"
+            );
+            for (i, c) in all[start..start + bytes as usize]
+                .chunks_exact(4)
+                .enumerate()
+            {
+                assert_eq!(
+                    u32::from_le_bytes([c[0], c[1], c[2], c[3]]),
+                    pattern as u32,
+                    "{t}: dword {i} of {bytes}"
+                );
             }
-            assert!(all[start + bytes as usize..].iter().all(|&b| b == 0x11), "{t}: after the fill");
+            assert!(
+                all[start + bytes as usize..].iter().all(|&b| b == 0x11),
+                "{t}: after the fill"
+            );
         }
     }
 }

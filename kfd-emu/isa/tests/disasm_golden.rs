@@ -34,7 +34,10 @@ fn check_object(co_path: &Path, golden: &Path, target: Target) -> (usize, Vec<St
         let got = disassemble(target, &inst);
         count += 1;
         if squeeze(&got) != squeeze(want) {
-            bad.push(format!("{addr:#x} {:08x?}: want `{want}`, got `{got}`", inst.word_slice()));
+            bad.push(format!(
+                "{addr:#x} {:08x?}: want `{want}`, got `{got}`",
+                inst.word_slice()
+            ));
         }
     }
     (count, bad)

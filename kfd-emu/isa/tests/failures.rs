@@ -70,12 +70,22 @@ fn undecodable_words_name_pc_and_words() {
 fn unimplemented_instruction_names_pc_words_and_text() {
     let mfma = [0xD3C0_8000, 0x0402_0501];
     for (t, text) in [
-        (Target::Gfx90a, "v_mfma_f32_32x32x1f32 a[0:31], v1, v2, a[0:31]"),
-        (Target::Gfx942, "v_mfma_f32_32x32x1_2b_f32 a[0:31], v1, v2, a[0:31]"),
+        (
+            Target::Gfx90a,
+            "v_mfma_f32_32x32x1f32 a[0:31], v1, v2, a[0:31]",
+        ),
+        (
+            Target::Gfx942,
+            "v_mfma_f32_32x32x1_2b_f32 a[0:31], v1, v2, a[0:31]",
+        ),
     ] {
         let (mut gpu, ko) = tiny(t, &[V_MOV_V1_0, mfma[0], mfma[1], S_ENDPGM]);
         match gpu.run(ko, &one_wave(0)).unwrap_err() {
-            WaveError::Unimplemented { pc, words, text: got } => {
+            WaveError::Unimplemented {
+                pc,
+                words,
+                text: got,
+            } => {
                 assert_eq!(pc, ko + ENTRY + 4, "{t}");
                 assert_eq!(words, mfma.to_vec(), "{t}");
                 assert_eq!(got, text, "{t}");
@@ -96,7 +106,10 @@ fn stores_and_loads_outside_memory_fault_with_the_address() {
         match gpu.run(k, &Launch::linear(64, 64, args)).unwrap_err() {
             WaveError::MemoryFault { va, kind, pc } => {
                 assert_eq!((va, kind), (hole, AccessKind::Write), "{t}");
-                assert!(pc > base && pc < base + 0x10000, "{t}: pc {pc:#x} in the kernel");
+                assert!(
+                    pc > base && pc < base + 0x10000,
+                    "{t}: pc {pc:#x} in the kernel"
+                );
             }
             e => panic!("{t}: {e}"),
         }
@@ -131,7 +144,13 @@ fn instruction_fetch_faults_and_wild_jumps() {
         let (mut gpu, ko) = tiny(t, &[V_MOV_V1_0]);
         gpu.mem.write(ko + ENTRY + 4, &[0xFF; 4096 - 260]).unwrap();
         let e = gpu.run(ko, &one_wave(0)).unwrap_err();
-        assert!(matches!(e, WaveError::Undecodable { .. } | WaveError::MemoryFault { .. }), "{t}: {e}");
+        assert!(
+            matches!(
+                e,
+                WaveError::Undecodable { .. } | WaveError::MemoryFault { .. }
+            ),
+            "{t}: {e}"
+        );
     }
 }
 
@@ -155,7 +174,10 @@ fn s_trap_stops_the_wave() {
         let (mut gpu, ko) = tiny(t, &[S_TRAP_2, S_ENDPGM]);
         assert_eq!(
             gpu.run(ko, &one_wave(0)).unwrap_err(),
-            WaveError::Trap { pc: ko + ENTRY, id: 2 },
+            WaveError::Trap {
+                pc: ko + ENTRY,
+                id: 2
+            },
             "{t}"
         );
     }
@@ -180,7 +202,13 @@ fn scratch_kernel_without_scratch_backing() {
         );
         // And a backing too small for the slot asked for.
         l.scratch = Some(1024);
-        assert!(matches!(gpu.run(k, &l).unwrap_err(), WaveError::ScratchTooSmall { .. }), "{t}");
+        assert!(
+            matches!(
+                gpu.run(k, &l).unwrap_err(),
+                WaveError::ScratchTooSmall { .. }
+            ),
+            "{t}"
+        );
     }
 }
 
@@ -191,12 +219,21 @@ fn invalid_dispatches() {
         let mut l = one_wave(0);
         l.workgroup = [64, 32, 1];
         l.grid = [64, 32, 1];
-        assert!(matches!(gpu.run(ko, &l).unwrap_err(), WaveError::InvalidDispatch(_)), "{t}");
+        assert!(
+            matches!(gpu.run(ko, &l).unwrap_err(), WaveError::InvalidDispatch(_)),
+            "{t}"
+        );
         l.workgroup = [0, 1, 1];
-        assert!(matches!(gpu.run(ko, &l).unwrap_err(), WaveError::InvalidDispatch(_)), "{t}");
+        assert!(
+            matches!(gpu.run(ko, &l).unwrap_err(), WaveError::InvalidDispatch(_)),
+            "{t}"
+        );
         let setup = gpu.setup(ko, &one_wave(0));
         let e = run_workgroup(&setup, [5, 0, 0], &gpu.mem, &RunControl::default()).unwrap_err();
-        assert!(matches!(e, WaveError::InvalidDispatch(_)), "{t}: a group outside the grid");
+        assert!(
+            matches!(e, WaveError::InvalidDispatch(_)),
+            "{t}: a group outside the grid"
+        );
     }
 }
 
@@ -255,12 +292,20 @@ fn code_cache_is_stale_until_invalidated() {
         // Patch the code: v_mov_b32 v2, 9. The cached decode still runs the old code...
         gpu.mem.write_u32(ko + ENTRY + 16, V_MOV_V2_9).unwrap();
         gpu.run(ko, &one_wave(out)).unwrap();
-        assert_eq!(gpu.mem.read_u32(out).unwrap(), 7, "{t}: stale until invalidated");
+        assert_eq!(
+            gpu.mem.read_u32(out).unwrap(),
+            7,
+            "{t}: stale until invalidated"
+        );
         let before = gpu.code.stats();
         // ...until the instruction cache is invalidated.
         gpu.code.invalidate();
         gpu.run(ko, &one_wave(out)).unwrap();
-        assert_eq!(gpu.mem.read_u32(out).unwrap(), 9, "{t}: new code after invalidation");
+        assert_eq!(
+            gpu.mem.read_u32(out).unwrap(),
+            9,
+            "{t}: new code after invalidation"
+        );
         let after = gpu.code.stats();
         assert_eq!(after.invalidations, before.invalidations + 1);
         assert!(after.decoded > before.decoded);

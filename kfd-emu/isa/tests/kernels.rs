@@ -1,6 +1,9 @@
 //! The compiled HIP kernels (tests/kernels/kernels.hip) run on the interpreter for gfx90a and
 //! gfx942, every result checked against the same computation on the CPU.
 
+// Results are compared element by element against parallel CPU arrays by index.
+#![allow(clippy::needless_range_loop)]
+
 mod common;
 
 use common::gpu::*;
@@ -62,7 +65,11 @@ fn saxpy_with_a_partial_last_group() {
         for i in 0..n as usize {
             assert_eq!(out[i], want[i], "{t} element {i}");
         }
-        assert_ne!(want[27], 2.5f32.mul_add(x[27], y[27]), "the model differs from uniform");
+        assert_ne!(
+            want[27],
+            2.5f32.mul_add(x[27], y[27]),
+            "the model differs from uniform"
+        );
     });
 }
 
@@ -73,11 +80,15 @@ fn reduce_sum_with_lds_and_barriers() {
         let k = base + co.symbol("reduce_sum.kd");
         let n = 5000u32;
         let mut rng = Rng(11);
-        let v: Vec<i32> = (0..n).map(|_| (rng.next_u32() % 2001) as i32 - 1000).collect();
+        let v: Vec<i32> = (0..n)
+            .map(|_| (rng.next_u32() % 2001) as i32 - 1000)
+            .collect();
         let dv = gpu.upload(&i32_bytes(&v));
         let out = gpu.alloc(4);
         let args = Args::new().ptr(dv).ptr(out).i32(n as i32).done();
-        let st = gpu.run(k, &Launch::linear(n.div_ceil(256) * 256, 256, args)).unwrap();
+        let st = gpu
+            .run(k, &Launch::linear(n.div_ceil(256) * 256, 256, args))
+            .unwrap();
         let got = to_i32(&gpu.download(out, 4))[0];
         assert_eq!(got, v.iter().sum::<i32>(), "{t}");
         assert!(st.barriers > 0);
@@ -95,7 +106,8 @@ fn reduce_with_cross_lane_shuffles() {
         let groups = n.div_ceil(256);
         let out = gpu.alloc(4 * u64::from(groups));
         let args = Args::new().ptr(dv).ptr(out).i32(n as i32).done();
-        gpu.run(k, &Launch::linear(groups * 256, 256, args)).unwrap();
+        gpu.run(k, &Launch::linear(groups * 256, 256, args))
+            .unwrap();
         let got = to_f32(&gpu.download(out, 4 * groups as usize));
         for g in 0..groups as usize {
             let want: f32 = v.iter().skip(g * 256).take(256).sum();
@@ -117,7 +129,8 @@ fn tiled_matrix_multiply() {
         let dc = gpu.alloc(4 * (n * n) as u64);
         let args = Args::new().ptr(da).ptr(db).ptr(dc).i32(n as i32).done();
         let tiles = n.div_ceil(16) as u32 * 16;
-        gpu.run(k, &Launch::new([tiles, tiles, 1], [16, 16, 1], args)).unwrap();
+        gpu.run(k, &Launch::new([tiles, tiles, 1], [16, 16, 1], args))
+            .unwrap();
         let c = to_f32(&gpu.download(dc, 4 * n * n));
         for r in 0..n {
             for col in 0..n {
@@ -127,7 +140,10 @@ fn tiled_matrix_multiply() {
                     acc = a[r * n + kk].mul_add(b[kk * n + col], acc);
                 }
                 let got = c[r * n + col];
-                assert!((got - acc).abs() <= 1e-5 * acc.abs().max(1.0), "{t} C[{r}][{col}] = {got}, want {acc}");
+                assert!(
+                    (got - acc).abs() <= 1e-5 * acc.abs().max(1.0),
+                    "{t} C[{r}][{col}] = {got}, want {acc}"
+                );
             }
         }
     });
@@ -140,34 +156,58 @@ fn global_and_lds_atomics() {
         let k = base + co.symbol("atomics.kd");
         let n = 3000u32;
         let mut rng = Rng(21);
-        let v: Vec<i32> = (0..n).map(|_| (rng.next_u32() % 100_000) as i32 - 20_000).collect();
+        let v: Vec<i32> = (0..n)
+            .map(|_| (rng.next_u32() % 100_000) as i32 - 20_000)
+            .collect();
         let dv = gpu.upload(&i32_bytes(&v));
         let init32: [i32; 11] = [0, 0, i32::MIN, i32::MAX, -1, 0, 0, 0, 0, 0, i32::MIN];
         let g32 = gpu.upload(&i32_bytes(&init32));
         let g64 = gpu.alloc(16);
         let gf = gpu.alloc(4);
         let hist = gpu.alloc(64);
-        let args = Args::new().ptr(dv).ptr(g32).ptr(g64).ptr(gf).ptr(hist).i32(n as i32).done();
-        gpu.run(k, &Launch::linear(n.div_ceil(128) * 128, 128, args)).unwrap();
+        let args = Args::new()
+            .ptr(dv)
+            .ptr(g32)
+            .ptr(g64)
+            .ptr(gf)
+            .ptr(hist)
+            .i32(n as i32)
+            .done();
+        gpu.run(k, &Launch::linear(n.div_ceil(128) * 128, 128, args))
+            .unwrap();
         let r = to_i32(&gpu.download(g32, 44));
         let sum: i32 = v.iter().fold(0i32, |a, &x| a.wrapping_add(x));
         assert_eq!(r[0], sum, "{t} add");
         assert_eq!(r[1], sum.wrapping_neg(), "{t} sub");
         assert_eq!(r[2], *v.iter().max().unwrap(), "{t} max");
         assert_eq!(r[3], *v.iter().min().unwrap(), "{t} min");
-        assert_eq!(r[4], v.iter().fold(-1, |a, &x| a & !(1 << (x & 31))), "{t} and");
+        assert_eq!(
+            r[4],
+            v.iter().fold(-1, |a, &x| a & !(1 << (x & 31))),
+            "{t} and"
+        );
         assert_eq!(r[5], v.iter().fold(0, |a, &x| a | 1 << (x & 31)), "{t} or");
         assert_eq!(r[6], v.iter().fold(0, |a, &x| a ^ x), "{t} xor");
         // inc wraps at 1000: n increments from 0.
         assert_eq!(r[7] as u32, n % 1001, "{t} inc");
         assert!(v.contains(&r[8]), "{t} exch");
-        assert_eq!(r[9], v.iter().fold(0i32, |a, &x| a.wrapping_add(2 * x)), "{t} cmpswap");
+        assert_eq!(
+            r[9],
+            v.iter().fold(0i32, |a, &x| a.wrapping_add(2 * x)),
+            "{t} cmpswap"
+        );
         let lds_max = v.iter().map(|&x| x as u32).max().unwrap() as i32;
         assert_eq!(r[10], lds_max, "{t} lds max (unsigned)");
         let r64 = to_u64(&gpu.download(g64, 16));
-        let want64 = v.iter().fold(0u64, |a, &x| a.wrapping_add(((x & 0xFF) as u64) << 32 | 1));
+        let want64 = v
+            .iter()
+            .fold(0u64, |a, &x| a.wrapping_add(((x & 0xFF) as u64) << 32 | 1));
         assert_eq!(r64[0], want64, "{t} add x2");
-        let max64 = v.iter().map(|&x| (x as u64).wrapping_mul(0x1_0000_0001)).max().unwrap();
+        let max64 = v
+            .iter()
+            .map(|&x| (x as u64).wrapping_mul(0x1_0000_0001))
+            .max()
+            .unwrap();
         assert_eq!(r64[1], max64, "{t} umax x2");
         let f = to_f32(&gpu.download(gf, 4))[0];
         let want_f: f32 = v.iter().map(|&x| (x & 7) as f32 * 0.5).sum();
@@ -183,7 +223,11 @@ fn global_and_lds_atomics() {
 fn collatz(mut x: u32) -> (u32, u32) {
     let (mut s, mut p) = (0u32, x);
     while x != 1 && x != 0 {
-        x = if x & 1 != 0 { x.wrapping_mul(3).wrapping_add(1) } else { x >> 1 };
+        x = if x & 1 != 0 {
+            x.wrapping_mul(3).wrapping_add(1)
+        } else {
+            x >> 1
+        };
         p = p.max(x);
         s += 1;
         if s > 1000 {
@@ -203,14 +247,24 @@ fn divergent_loops() {
         let dv = gpu.upload(&u32_bytes(&v));
         let steps = gpu.alloc(4 * u64::from(n));
         let peak = gpu.alloc(4 * u64::from(n));
-        let args = Args::new().ptr(dv).ptr(steps).ptr(peak).i32(n as i32).done();
-        gpu.run(k, &Launch::linear(n.div_ceil(64) * 64, 64, args)).unwrap();
+        let args = Args::new()
+            .ptr(dv)
+            .ptr(steps)
+            .ptr(peak)
+            .i32(n as i32)
+            .done();
+        gpu.run(k, &Launch::linear(n.div_ceil(64) * 64, 64, args))
+            .unwrap();
         let s = to_u32(&gpu.download(steps, 4 * n as usize));
         let p = to_u32(&gpu.download(peak, 4 * n as usize));
         for i in 0..n as usize {
             let (ws, wp) = collatz(v[i]);
             assert_eq!(s[i], ws, "{t} steps[{i}]");
-            assert_eq!(p[i], if i & 1 == 1 { wp } else { wp ^ 0x5a5a }, "{t} peak[{i}]");
+            assert_eq!(
+                p[i],
+                if i & 1 == 1 { wp } else { wp ^ 0x5a5a },
+                "{t} peak[{i}]"
+            );
         }
     });
 }
@@ -246,7 +300,11 @@ fn device_library_math() {
                 assert!(ulps(got, want) <= 2, "{t} {what}({v}) = {got}, want {want}");
             }
             let wantd = f64::from(v.abs()).sqrt() / (f64::from(v) + 3.0);
-            assert!((od[i] - wantd).abs() <= 1e-15 * wantd.abs(), "{t} double {v}: {} vs {wantd}", od[i]);
+            assert!(
+                (od[i] - wantd).abs() <= 1e-15 * wantd.abs(),
+                "{t} double {v}: {} vs {wantd}",
+                od[i]
+            );
         }
     });
 }
@@ -257,24 +315,33 @@ fn private_arrays_in_scratch() {
         for name in ["scratch_array", "scratch_spill"] {
             let (mut gpu, base, co) = kernels(t);
             let k = base + co.symbol(&format!("{name}.kd"));
-            assert!(gpu.descriptor(k).scratch_enabled(), "{t} {name} uses scratch");
+            assert!(
+                gpu.descriptor(k).scratch_enabled(),
+                "{t} {name} uses scratch"
+            );
             let n = 300u32;
             let idx: Vec<i32> = (0..n).map(|i| ((i * 37) % 211) as i32).collect();
             let di = gpu.upload(&i32_bytes(&idx));
             let out = gpu.alloc(4 * u64::from(n));
             let args = Args::new().ptr(di).ptr(out).i32(n as i32).done();
-            gpu.run(k, &Launch::linear(n.div_ceil(128) * 128, 128, args)).unwrap();
+            gpu.run(k, &Launch::linear(n.div_ceil(128) * 128, 128, args))
+                .unwrap();
             let got = to_i32(&gpu.download(out, 4 * n as usize));
             for i in 0..n as usize {
                 let want = if name == "scratch_array" {
                     let priv_: Vec<i32> = (0..64).map(|k| k * i as i32 + 7).collect();
-                    (0..8).map(|k| priv_[((idx[i] + k * 5) & 63) as usize]).sum::<i32>()
+                    (0..8)
+                        .map(|k| priv_[((idx[i] + k * 5) & 63) as usize])
+                        .sum::<i32>()
                 } else {
                     let mut p: Vec<i32> = (0..200).map(|k| k * (i as i32 + 1)).collect();
                     let j = idx[i];
                     p[(j % 200) as usize] += 1000;
                     p[((j * 7) % 200) as usize] ^= 0x55;
-                    (0..200).step_by(13).map(|k| p[((j + k) % 200) as usize]).sum()
+                    (0..200)
+                        .step_by(13)
+                        .map(|k| p[((j + k) % 200) as usize])
+                        .sum()
                 };
                 assert_eq!(got[i], want, "{t} {name}[{i}]");
             }
@@ -324,8 +391,16 @@ fn three_dimensional_ids() {
                     let lin = ((z * grid[1] + y) * grid[0] + x) as usize;
                     let (tx, ty, tz) = (x % 4, y % 4, z % 4);
                     let (bx, by, bz) = (x / 4, y / 4, z / 4);
-                    assert_eq!(got[2 * lin], tx | ty << 10 | tz << 20, "{t} thread id at {x},{y},{z}");
-                    assert_eq!(got[2 * lin + 1], bx | by << 10 | bz << 20, "{t} block id at {x},{y},{z}");
+                    assert_eq!(
+                        got[2 * lin],
+                        tx | ty << 10 | tz << 20,
+                        "{t} thread id at {x},{y},{z}"
+                    );
+                    assert_eq!(
+                        got[2 * lin + 1],
+                        bx | by << 10 | bz << 20,
+                        "{t} block id at {x},{y},{z}"
+                    );
                 }
             }
         }
@@ -343,13 +418,21 @@ fn lane_intrinsics() {
         let waves = n.div_ceil(64) as usize;
         let ballots = gpu.alloc(8 * waves as u64);
         let out = gpu.alloc(4 * u64::from(n));
-        let args = Args::new().ptr(dv).ptr(ballots).ptr(out).i32(n as i32).done();
-        gpu.run(k, &Launch::linear(waves as u32 * 64, 64, args)).unwrap();
+        let args = Args::new()
+            .ptr(dv)
+            .ptr(ballots)
+            .ptr(out)
+            .i32(n as i32)
+            .done();
+        gpu.run(k, &Launch::linear(waves as u32 * 64, 64, args))
+            .unwrap();
         let got = to_i32(&gpu.download(out, 4 * n as usize));
         let b = to_u64(&gpu.download(ballots, 8 * waves));
         let val = |i: usize| if i < n as usize { v[i] } else { 0 };
         for w in 0..waves {
-            let want: u64 = (0..64).filter(|&l| val(w * 64 + l) > 0).fold(0, |a, l| a | 1 << l);
+            let want: u64 = (0..64)
+                .filter(|&l| val(w * 64 + l) > 0)
+                .fold(0, |a, l| a | 1 << l);
             assert_eq!(b[w], want, "{t} ballot of wave {w}");
             for l in 0..64 {
                 let i = w * 64 + l;
@@ -381,10 +464,17 @@ fn half_precision_and_integer_conversions() {
             let h = kfd_emu_isa::decode::operand::f32_to_f16(x[i]);
             let hv = kfd_emu_isa::decode::operand::f16_to_f32(h);
             // g = h * 1.5 + 0.25 in half precision (fused or not: the product is exact in f32).
-            let g1 = kfd_emu_isa::decode::operand::f16_to_f32(kfd_emu_isa::decode::operand::f32_to_f16(hv.mul_add(1.5, 0.25)));
+            let g1 = kfd_emu_isa::decode::operand::f16_to_f32(
+                kfd_emu_isa::decode::operand::f32_to_f16(hv.mul_add(1.5, 0.25)),
+            );
             let kk = (x[i] * 3.0) as i32;
             let want = g1 + (kk % 7) as f32 + ((kk as u32) >> 3) as f32;
-            assert!(ulps(got[i], want) <= 1, "{t} halfs({}) = {}, want {want}", x[i], got[i]);
+            assert!(
+                ulps(got[i], want) <= 1,
+                "{t} halfs({}) = {}, want {want}",
+                x[i],
+                got[i]
+            );
         }
     });
 }

@@ -59,7 +59,10 @@ pub fn kind(name: &str) -> u16 {
         return 0;
     };
     let (body, x) = rest;
-    let body = body.strip_suffix("_e32").or_else(|| body.strip_suffix("_e64")).unwrap_or(body);
+    let body = body
+        .strip_suffix("_e32")
+        .or_else(|| body.strip_suffix("_e64"))
+        .unwrap_or(body);
     let Some((pred, ty)) = body.split_once('_') else {
         return 0;
     };

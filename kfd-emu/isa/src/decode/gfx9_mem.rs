@@ -167,7 +167,7 @@ pub(super) fn flat(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     };
     let w = e.widths;
     // The data operand is printed last (the address may be `off` and then has no width).
-    let data_w = w.iter().copied().filter(|&x| x != 0).last().unwrap_or(1);
+    let data_w = w.iter().copied().rfind(|&x| x != 0).unwrap_or(1);
     let vdst = bits(w1, 24, 8);
     let data = bits(w1, 8, 8);
     if e.name.contains("_load_lds_") {

@@ -1,7 +1,7 @@
 //! GFX9 vector ALU encodings: VOP1, VOP2, VOPC (with their DPP and SDWA forms), VOP3, VOP3P.
 
 use super::inst::{Dpp, Sdwa, Vop3Mods};
-use super::operand::{sreg, src, Operand};
+use super::operand::{src, sreg, Operand};
 use super::table::{lookup, Entry, Format};
 use super::{resolve_constants, start, with_literal, Inst};
 use crate::target::Target;
@@ -107,7 +107,11 @@ pub(super) fn vop2(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     let mut i = start(e, [w0, w1], 1);
     let carry = writes_carry(e.name);
     let w = e.widths;
-    let (wd, ws0, ws1) = if carry { (w[0], w[2], w[3]) } else { (w[0], w[1], w[2]) };
+    let (wd, ws0, ws1) = if carry {
+        (w[0], w[2], w[3])
+    } else {
+        (w[0], w[1], w[2])
+    };
     let s0 = extension(&mut i, w1, ws0, false);
     let s1 = sdwa_src1(&i, w1, bits(w0, 9, 8) as u16, ws1.max(1));
     i.dst = Operand::Vgpr(bits(w0, 17, 8) as u16, wd.max(1));

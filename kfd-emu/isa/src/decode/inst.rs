@@ -165,7 +165,9 @@ impl Inst {
 
     /// The words that make up the instruction.
     pub fn word_slice(&self) -> &[u32] {
-        self.words.get(..usize::from(self.len)).unwrap_or(&self.words)
+        self.words
+            .get(..usize::from(self.len))
+            .unwrap_or(&self.words)
     }
 
     /// Whether a flag is set.

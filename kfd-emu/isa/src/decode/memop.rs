@@ -132,7 +132,6 @@ pub fn atomic_op(aux: u16) -> AtomicOp {
     }
 }
 
-
 /// What a DS instruction does (summarised from its mnemonic at decode time).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DsClass {
@@ -227,9 +226,9 @@ pub(crate) fn ds_atomic(name: &str) -> Option<(AtomicOp, bool)> {
 
 /// Bytes of one element of a DS read/write.
 pub(crate) fn ds_size(name: &str) -> Option<usize> {
-    let tail = name.rsplit('_').find(|p| {
-        p.starts_with('b') || p.starts_with('u') || p.starts_with('i')
-    })?;
+    let tail = name
+        .rsplit('_')
+        .find(|p| p.starts_with('b') || p.starts_with('u') || p.starts_with('i'))?;
     match tail.get(1..)? {
         "8" => Some(1),
         "16" => Some(2),
@@ -240,7 +239,6 @@ pub(crate) fn ds_size(name: &str) -> Option<usize> {
         _ => None,
     }
 }
-
 
 #[cfg(test)]
 mod ds_tests {
@@ -255,13 +253,22 @@ mod ds_tests {
         assert_eq!(ds_atomic("ds_add_rtn_u32"), Some((AtomicOp::Add, false)));
         assert_eq!(ds_atomic("ds_max_i64"), Some((AtomicOp::SMax, true)));
         assert_eq!(ds_atomic("ds_min_rtn_f32"), Some((AtomicOp::FMin, false)));
-        assert_eq!(ds_atomic("ds_cmpst_rtn_b32"), Some((AtomicOp::CmpSwap, false)));
+        assert_eq!(
+            ds_atomic("ds_cmpst_rtn_b32"),
+            Some((AtomicOp::CmpSwap, false))
+        );
         assert_eq!(ds_atomic("ds_add_f32"), Some((AtomicOp::FAdd, false)));
         let k = ds_kind("ds_read_i8_d16_hi");
-        assert_eq!((k.class, k.size, k.signed, k.d16), (DsClass::Read, 1, true, Some(true)));
+        assert_eq!(
+            (k.class, k.size, k.signed, k.d16),
+            (DsClass::Read, 1, true, Some(true))
+        );
         let k = ds_kind("ds_write2st64_b64");
         assert_eq!((k.class, k.size, k.st64), (DsClass::Write2, 8, true));
-        assert_eq!(ds_kind("ds_add_rtn_u64").class, DsClass::Atomic(AtomicOp::Add));
+        assert_eq!(
+            ds_kind("ds_add_rtn_u64").class,
+            DsClass::Atomic(AtomicOp::Add)
+        );
         assert_eq!(ds_kind("ds_swizzle_b32").class, DsClass::Other);
     }
 }
@@ -273,13 +280,19 @@ mod tests {
     #[test]
     fn names_to_kinds() {
         let k = kind("global_load_sshort");
-        assert_eq!((class(k), size(k), signed(k), d16(k)), (MemClass::Load, 2, true, None));
+        assert_eq!(
+            (class(k), size(k), signed(k), d16(k)),
+            (MemClass::Load, 2, true, None)
+        );
         let k = kind("buffer_store_dwordx4");
         assert_eq!((class(k), size(k)), (MemClass::Store, 16));
         let k = kind("flat_load_short_d16_hi");
         assert_eq!(d16(k), Some(true));
         let k = kind("global_atomic_cmpswap_x2");
-        assert_eq!((class(k), size(k), atomic_op(k)), (MemClass::Atomic, 8, AtomicOp::CmpSwap));
+        assert_eq!(
+            (class(k), size(k), atomic_op(k)),
+            (MemClass::Atomic, 8, AtomicOp::CmpSwap)
+        );
         let k = kind("global_atomic_add_f32");
         assert_eq!((size(k), atomic_op(k)), (4, AtomicOp::FAdd));
         let k = kind("global_atomic_max_f64");

@@ -4,10 +4,10 @@
 //! the opcode's meaning from the target's table (`table.rs`), so a new generation adds its own
 //! format split and tables without touching GFX9's.
 
+pub mod compare;
 mod gfx9_mem;
 mod gfx9_salu;
 mod gfx9_valu;
-pub mod compare;
 pub mod inst;
 pub mod memop;
 /// The operations (generated from the opcode tables).

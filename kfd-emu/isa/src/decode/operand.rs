@@ -168,7 +168,13 @@ pub fn f32_to_f16(x: f32) -> u16 {
     let man = b & 0x7F_FFFF;
     if exp == 0xFF {
         // Inf or NaN (keep NaNs quiet).
-        return sign | 0x7C00 | if man != 0 { 0x200 | (man >> 13) as u16 } else { 0 };
+        return sign
+            | 0x7C00
+            | if man != 0 {
+                0x200 | (man >> 13) as u16
+            } else {
+                0
+            };
     }
     let e = exp - 127 + 15;
     if e >= 0x1F {
@@ -249,7 +255,10 @@ mod tests {
             Operand::Float(245).constant(DataSize::B64, true),
             Some((-2.0f64).to_bits())
         );
-        assert_eq!(Operand::Float(242).constant(DataSize::B16, true), Some(0x3C00));
+        assert_eq!(
+            Operand::Float(242).constant(DataSize::B16, true),
+            Some(0x3C00)
+        );
         assert_eq!(
             Operand::Literal(0x3FF0_0000).constant(DataSize::B64, true),
             Some(1.0f64.to_bits())

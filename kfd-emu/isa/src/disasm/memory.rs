@@ -9,13 +9,21 @@ use std::fmt::Write;
 /// Cache-policy modifiers: gfx940 names the GLC/SLC/SCC bits sc0/nt/sc1.
 fn cache_bits(out: &mut String, t: Target, i: &Inst) {
     if t.gfx940_cache_bits() {
-        for (f, name) in [(flags::GLC, " sc0"), (flags::SCC, " sc1"), (flags::SLC, " nt")] {
+        for (f, name) in [
+            (flags::GLC, " sc0"),
+            (flags::SCC, " sc1"),
+            (flags::SLC, " nt"),
+        ] {
             if i.has(f) {
                 out.push_str(name);
             }
         }
     } else {
-        for (f, name) in [(flags::GLC, " glc"), (flags::SLC, " slc"), (flags::SCC, " scc")] {
+        for (f, name) in [
+            (flags::GLC, " glc"),
+            (flags::SLC, " slc"),
+            (flags::SCC, " scc"),
+        ] {
             if i.has(f) {
                 out.push_str(name);
             }
@@ -202,19 +210,45 @@ pub(super) fn print(out: &mut String, t: Target, i: &Inst) {
 /// MTBUF `format:[...]`, leaving out the default data (8) and number (UNORM) formats.
 fn mtbuf_format(out: &mut String, dfmt: u8, nfmt: u8) {
     const DFMT: [&str; 16] = [
-        "INVALID", "8", "16", "8_8", "32", "16_16", "10_11_11", "11_11_10", "10_10_10_2",
-        "2_10_10_10", "8_8_8_8", "32_32", "16_16_16_16", "32_32_32", "32_32_32_32",
+        "INVALID",
+        "8",
+        "16",
+        "8_8",
+        "32",
+        "16_16",
+        "10_11_11",
+        "11_11_10",
+        "10_10_10_2",
+        "2_10_10_10",
+        "8_8_8_8",
+        "32_32",
+        "16_16_16_16",
+        "32_32_32",
+        "32_32_32_32",
         "RESERVED_15",
     ];
     const NFMT: [&str; 8] = [
-        "UNORM", "SNORM", "USCALED", "SSCALED", "UINT", "SINT", "RESERVED_6", "FLOAT",
+        "UNORM",
+        "SNORM",
+        "USCALED",
+        "SSCALED",
+        "UINT",
+        "SINT",
+        "RESERVED_6",
+        "FLOAT",
     ];
     let mut parts = Vec::new();
     if dfmt != 1 {
-        parts.push(format!("BUF_DATA_FORMAT_{}", DFMT.get(usize::from(dfmt)).unwrap_or(&"?")));
+        parts.push(format!(
+            "BUF_DATA_FORMAT_{}",
+            DFMT.get(usize::from(dfmt)).unwrap_or(&"?")
+        ));
     }
     if nfmt != 0 {
-        parts.push(format!("BUF_NUM_FORMAT_{}", NFMT.get(usize::from(nfmt)).unwrap_or(&"?")));
+        parts.push(format!(
+            "BUF_NUM_FORMAT_{}",
+            NFMT.get(usize::from(nfmt)).unwrap_or(&"?")
+        ));
     }
     if !parts.is_empty() {
         let _ = write!(out, " format:[{}]", parts.join(","));

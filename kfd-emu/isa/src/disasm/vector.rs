@@ -200,7 +200,11 @@ fn vop3p_suffix(out: &mut String, i: &Inst, sources: usize) {
     }
     let all_hi = (1u8 << sources) - 1;
     // The mix instructions default op_sel_hi to zeros; the packed ones to ones.
-    let default_hi = if i.name.starts_with("v_fma_mix") { 0 } else { all_hi };
+    let default_hi = if i.name.starts_with("v_fma_mix") {
+        0
+    } else {
+        all_hi
+    };
     if m.opsel != 0 {
         list(out, "op_sel", m.opsel, sources);
     }

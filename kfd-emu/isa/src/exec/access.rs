@@ -25,7 +25,8 @@ impl Addr {
     /// The address of byte `o` of a swizzled access.
     fn swizzled(base: u64, off: u64, row: u64, o: u64) -> u64 {
         let x = off.wrapping_add(o);
-        base.wrapping_add((x / 4).wrapping_mul(row)).wrapping_add(x % 4)
+        base.wrapping_add((x / 4).wrapping_mul(row))
+            .wrapping_add(x % 4)
     }
 }
 
@@ -151,7 +152,11 @@ pub(super) fn atomic<M: Memory + ?Sized>(
 
 /// If the active lanes' linear addresses are `first + (l - lo) * size` for every lane
 /// `lo..=hi` and all those lanes are active, the range as (lowest lane, lane count, address).
-pub(super) fn contiguous(addrs: &[Addr; LANES], exec: u64, size: u64) -> Option<(usize, usize, u64)> {
+pub(super) fn contiguous(
+    addrs: &[Addr; LANES],
+    exec: u64,
+    size: u64,
+) -> Option<(usize, usize, u64)> {
     if exec == 0 {
         return None;
     }

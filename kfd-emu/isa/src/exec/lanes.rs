@@ -19,7 +19,7 @@ pub(super) fn dpp_source(ctrl: u16, lane: usize) -> Option<usize> {
             let n = c & 15;
             (in_row >= n).then(|| lane - n)
         }
-        0x121..=0x12F => Some(row | (in_row + 16 - (c & 15)) % 16),
+        0x121..=0x12F => Some(row | ((in_row + 16 - (c & 15)) % 16)),
         0x130 => (lane + 1 < LANES).then_some(lane + 1),
         0x134 => Some((lane + 1) % LANES),
         0x138 => lane.checked_sub(1),

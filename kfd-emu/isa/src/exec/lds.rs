@@ -40,8 +40,14 @@ fn lds_write(lds: &mut [u8], addr: u64, data: &[u8]) {
 
 fn reg_u64(w: &Wave, inst: &Inst, op: Operand, wide: bool) -> Result<[u64; LANES], WaveError> {
     let lo = *w.vreg(inst, op, 0)?;
-    let hi = if wide { *w.vreg(inst, op, 1)? } else { [0; LANES] };
-    Ok(std::array::from_fn(|l| u64::from(lo[l]) | u64::from(hi[l]) << 32))
+    let hi = if wide {
+        *w.vreg(inst, op, 1)?
+    } else {
+        [0; LANES]
+    };
+    Ok(std::array::from_fn(|l| {
+        u64::from(lo[l]) | u64::from(hi[l]) << 32
+    }))
 }
 
 fn write_result(
@@ -116,9 +122,14 @@ pub(super) fn exec<M: Memory + ?Sized>(
                     continue;
                 }
                 let mut b = [0u8; 16];
-                lds_read(&ctx.lds, u64::from(addr[l]) + offset16, b.get_mut(..elem).unwrap_or(&mut []));
+                lds_read(
+                    &ctx.lds,
+                    u64::from(addr[l]) + offset16,
+                    b.get_mut(..elem).unwrap_or(&mut []),
+                );
                 for (k, reg) in regs.iter_mut().enumerate() {
-                    reg[l] = u32::from_le_bytes([b[4 * k], b[4 * k + 1], b[4 * k + 2], b[4 * k + 3]]);
+                    reg[l] =
+                        u32::from_le_bytes([b[4 * k], b[4 * k + 1], b[4 * k + 2], b[4 * k + 3]]);
                 }
                 let x = regs[0][l];
                 regs[0][l] = match (elem, ds.signed) {
@@ -159,7 +170,11 @@ pub(super) fn exec<M: Memory + ?Sized>(
                         d.copy_from_slice(&v.to_le_bytes());
                     }
                 }
-                lds_write(&mut ctx.lds, u64::from(addr[l]) + offset16, b.get(..elem).unwrap_or(&[]));
+                lds_write(
+                    &mut ctx.lds,
+                    u64::from(addr[l]) + offset16,
+                    b.get(..elem).unwrap_or(&[]),
+                );
             }
             Ok(())
         }
@@ -213,7 +228,11 @@ fn two_addresses<M: Memory + ?Sized>(
             for l in 0..LANES {
                 if exec >> l & 1 != 0 {
                     let mut b = [0u8; 8];
-                    lds_read(&ctx.lds, u64::from(addr[l]) + o, b.get_mut(..elem).unwrap_or(&mut []));
+                    lds_read(
+                        &ctx.lds,
+                        u64::from(addr[l]) + o,
+                        b.get_mut(..elem).unwrap_or(&mut []),
+                    );
                     vals[l] = u64::from_le_bytes(b);
                 }
             }
@@ -231,7 +250,11 @@ fn two_addresses<M: Memory + ?Sized>(
             for l in 0..LANES {
                 if exec >> l & 1 != 0 {
                     let b = vals[l].to_le_bytes();
-                    lds_write(&mut ctx.lds, u64::from(addr[l]) + o, b.get(..elem).unwrap_or(&[]));
+                    lds_write(
+                        &mut ctx.lds,
+                        u64::from(addr[l]) + o,
+                        b.get(..elem).unwrap_or(&[]),
+                    );
                 }
             }
         }

@@ -5,6 +5,10 @@
 //! barrier, all are released. Different work-groups share nothing but memory (and the code
 //! cache), so callers run them on as many threads as they like.
 
+// Per-lane loops index several parallel 64-lane arrays by lane number; iterator chains over
+// one of them would obscure that.
+#![allow(clippy::needless_range_loop)]
+
 mod access;
 mod fpmath;
 mod init;
@@ -139,7 +143,10 @@ pub fn run_workgroup<M: Memory + ?Sized>(
             continue;
         }
         // Nobody can run: release a barrier everyone still alive waits at, or finish.
-        let waiting = waves.iter().filter(|w| w.state == WaveState::Barrier).count();
+        let waiting = waves
+            .iter()
+            .filter(|w| w.state == WaveState::Barrier)
+            .count();
         if waiting == 0 {
             break;
         }

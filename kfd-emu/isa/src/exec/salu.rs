@@ -78,8 +78,7 @@ fn quadmask(v: u64) -> u64 {
 }
 
 fn branch(w: &Wave, inst: &Inst) -> u64 {
-    w.pc
-        .wrapping_add(4)
+    w.pc.wrapping_add(4)
         .wrapping_add((i64::from(inst.offset as i16) * 4) as u64)
 }
 
@@ -127,9 +126,19 @@ pub(super) fn exec<M: Memory + ?Sized>(
                 .wrapping_sub(u64::from(w.scc));
             (r32, scc) = (Some(v as u32), Some(v >> 32 != 0));
         }
-        Op::SMinI32 => (r32, scc) = (Some((a as i32).min(b as i32) as u32), Some((a as i32) < (b as i32))),
+        Op::SMinI32 => {
+            (r32, scc) = (
+                Some((a as i32).min(b as i32) as u32),
+                Some((a as i32) < (b as i32)),
+            )
+        }
         Op::SMinU32 => (r32, scc) = (Some(a.min(b)), Some(a < b)),
-        Op::SMaxI32 => (r32, scc) = (Some((a as i32).max(b as i32) as u32), Some((a as i32) > (b as i32))),
+        Op::SMaxI32 => {
+            (r32, scc) = (
+                Some((a as i32).max(b as i32) as u32),
+                Some((a as i32) > (b as i32)),
+            )
+        }
         Op::SMaxU32 => (r32, scc) = (Some(a.max(b)), Some(a > b)),
         Op::SCselectB32 => r32 = Some(if w.scc { a } else { b }),
         Op::SCselectB64 => r64 = Some(if w.scc { a64 } else { b64 }),
@@ -158,19 +167,26 @@ pub(super) fn exec<M: Memory + ?Sized>(
         Op::SBfmB32 => w.set_sgpr(d, (((1u64 << (a & 31)) - 1) as u32) << (b & 31)),
         Op::SBfmB64 => {
             let width = a & 63;
-            let mask = if width == 0 { 0 } else { u64::MAX >> (64 - width) };
+            let mask = if width == 0 {
+                0
+            } else {
+                u64::MAX >> (64 - width)
+            };
             w.set_sgpr64(d, mask << (b & 63));
         }
         Op::SMulI32 => w.set_sgpr(d, a.wrapping_mul(b)),
         Op::SMulHiU32 => w.set_sgpr(d, ((u64::from(a) * u64::from(b)) >> 32) as u32),
-        Op::SMulHiI32 => {
-            w.set_sgpr(d, ((i64::from(a as i32) * i64::from(b as i32)) >> 32) as u32)
-        }
+        Op::SMulHiI32 => w.set_sgpr(
+            d,
+            ((i64::from(a as i32) * i64::from(b as i32)) >> 32) as u32,
+        ),
         Op::SBfeU32 => r32 = Some(bfe64(u64::from(a), b, 32, false) as u32),
         Op::SBfeI32 => r32 = Some(bfe64(u64::from(a), b, 32, true) as u32),
         Op::SBfeU64 => r64 = Some(bfe64(a64, b, 64, false)),
         Op::SBfeI64 => r64 = Some(bfe64(a64, b, 64, true)),
-        Op::SAbsdiffI32 => r32 = Some((i64::from(a as i32) - i64::from(b as i32)).unsigned_abs() as u32),
+        Op::SAbsdiffI32 => {
+            r32 = Some((i64::from(a as i32) - i64::from(b as i32)).unsigned_abs() as u32)
+        }
         Op::SLshl1AddU32 | Op::SLshl2AddU32 | Op::SLshl3AddU32 | Op::SLshl4AddU32 => {
             let n = match inst.op {
                 Op::SLshl1AddU32 => 1,
@@ -191,7 +207,11 @@ pub(super) fn exec<M: Memory + ?Sized>(
                 w.set_sgpr(d, simm as i32 as u32)
             }
         }
-        Op::SCmpkEqI32 | Op::SCmpkLgI32 | Op::SCmpkGtI32 | Op::SCmpkGeI32 | Op::SCmpkLtI32
+        Op::SCmpkEqI32
+        | Op::SCmpkLgI32
+        | Op::SCmpkGtI32
+        | Op::SCmpkGeI32
+        | Op::SCmpkLtI32
         | Op::SCmpkLeI32 => {
             let x = w.s.get(usize::from(d)).copied().unwrap_or(0) as i32;
             let k = i32::from(simm);
@@ -204,7 +224,11 @@ pub(super) fn exec<M: Memory + ?Sized>(
                 _ => x <= k,
             };
         }
-        Op::SCmpkEqU32 | Op::SCmpkLgU32 | Op::SCmpkGtU32 | Op::SCmpkGeU32 | Op::SCmpkLtU32
+        Op::SCmpkEqU32
+        | Op::SCmpkLgU32
+        | Op::SCmpkGtU32
+        | Op::SCmpkGeU32
+        | Op::SCmpkLtU32
         | Op::SCmpkLeU32 => {
             let x = w.s.get(usize::from(d)).copied().unwrap_or(0);
             let k = u32::from(simm as u16);
@@ -298,10 +322,18 @@ pub(super) fn exec<M: Memory + ?Sized>(
             w.set_sgpr64(d, w.pc + 4);
             return Ok(Flow::Jump(a64));
         }
-        Op::SAndSaveexecB64 | Op::SOrSaveexecB64 | Op::SXorSaveexecB64
-        | Op::SAndn2SaveexecB64 | Op::SOrn2SaveexecB64 | Op::SNandSaveexecB64
-        | Op::SNorSaveexecB64 | Op::SXnorSaveexecB64 | Op::SAndn1SaveexecB64
-        | Op::SOrn1SaveexecB64 | Op::SAndn1WrexecB64 | Op::SAndn2WrexecB64 => {
+        Op::SAndSaveexecB64
+        | Op::SOrSaveexecB64
+        | Op::SXorSaveexecB64
+        | Op::SAndn2SaveexecB64
+        | Op::SOrn2SaveexecB64
+        | Op::SNandSaveexecB64
+        | Op::SNorSaveexecB64
+        | Op::SXnorSaveexecB64
+        | Op::SAndn1SaveexecB64
+        | Op::SOrn1SaveexecB64
+        | Op::SAndn1WrexecB64
+        | Op::SAndn2WrexecB64 => {
             let e = w.exec();
             let new = match inst.op {
                 Op::SAndSaveexecB64 => a64 & e,
@@ -327,7 +359,9 @@ pub(super) fn exec<M: Memory + ?Sized>(
         }
         Op::SAbsI32 => r32 = Some((a as i32).unsigned_abs()),
         Op::SBitreplicateB64B32 => {
-            let v = (0..32).fold(0u64, |acc, i| acc | u64::from((a >> i) & 1) * (3 << (2 * i)));
+            let v = (0..32).fold(0u64, |acc, i| {
+                acc | (u64::from((a >> i) & 1) * (3 << (2 * i)))
+            });
             w.set_sgpr64(d, v);
         }
         // SOPC
@@ -349,15 +383,32 @@ pub(super) fn exec<M: Memory + ?Sized>(
         Op::SBitcmp1B64 => w.scc = (a64 >> (b & 63)) & 1 == 1,
         Op::SSetvskip => {}
         // SOPP
-        Op::SNop | Op::SWaitcnt | Op::SSetprio | Op::SSleep | Op::SIcacheInv | Op::SSethalt
-        | Op::SSetkill | Op::SWakeup | Op::SIncperflevel | Op::SDecperflevel
-        | Op::STtracedata | Op::SSendmsg | Op::SSendmsghalt => {}
+        Op::SNop
+        | Op::SWaitcnt
+        | Op::SSetprio
+        | Op::SSleep
+        | Op::SIcacheInv
+        | Op::SSethalt
+        | Op::SSetkill
+        | Op::SWakeup
+        | Op::SIncperflevel
+        | Op::SDecperflevel
+        | Op::STtracedata
+        | Op::SSendmsg
+        | Op::SSendmsghalt => {}
         Op::SEndpgm | Op::SEndpgmSaved | Op::SEndpgmOrderedPsDone => return Ok(Flow::End),
         Op::SBarrier => return Ok(Flow::Barrier),
         Op::SBranch => return Ok(Flow::Jump(branch(w, inst))),
-        Op::SCbranchScc0 | Op::SCbranchScc1 | Op::SCbranchVccz | Op::SCbranchVccnz
-        | Op::SCbranchExecz | Op::SCbranchExecnz | Op::SCbranchCdbgsys
-        | Op::SCbranchCdbguser | Op::SCbranchCdbgsysOrUser | Op::SCbranchCdbgsysAndUser => {
+        Op::SCbranchScc0
+        | Op::SCbranchScc1
+        | Op::SCbranchVccz
+        | Op::SCbranchVccnz
+        | Op::SCbranchExecz
+        | Op::SCbranchExecnz
+        | Op::SCbranchCdbgsys
+        | Op::SCbranchCdbguser
+        | Op::SCbranchCdbgsysOrUser
+        | Op::SCbranchCdbgsysAndUser => {
             let taken = match inst.op {
                 Op::SCbranchScc0 => !w.scc,
                 Op::SCbranchScc1 => w.scc,
@@ -448,7 +499,11 @@ fn setreg(w: &mut Wave, simm: u16, v: u32) {
     let id = simm & 0x3F;
     let offset = u32::from((simm >> 6) & 0x1F);
     let size = u32::from((simm >> 11) & 0x1F) + 1;
-    let mask = if size >= 32 { u32::MAX } else { (1 << size) - 1 } << offset;
+    let mask = if size >= 32 {
+        u32::MAX
+    } else {
+        (1 << size) - 1
+    } << offset;
     if id == 1 {
         w.mode = (w.mode & !mask) | ((v << offset) & mask);
     } else if id == 3 {

@@ -29,7 +29,10 @@ fn address(w: &Wave, inst: &Inst, buffer: bool) -> (u64, Option<u64>) {
     if buffer {
         let base = w.sgpr64(sbase) & 0xFFFF_FFFF_FFFF;
         let records = u64::from(w.s.get(usize::from(sbase) + 2).copied().unwrap_or(0));
-        ((base.wrapping_add(offset)) & !3, Some(records.saturating_sub(offset)))
+        (
+            (base.wrapping_add(offset)) & !3,
+            Some(records.saturating_sub(offset)),
+        )
     } else {
         (w.sgpr64(sbase).wrapping_add(offset) & !3, None)
     }
@@ -42,9 +45,16 @@ pub(super) fn exec<M: Memory + ?Sized>(
 ) -> Result<Flow, WaveError> {
     let (d, n) = sreg(inst.dst);
     match inst.op {
-        Op::SLoadDword | Op::SLoadDwordx2 | Op::SLoadDwordx4 | Op::SLoadDwordx8
-        | Op::SLoadDwordx16 | Op::SBufferLoadDword | Op::SBufferLoadDwordx2
-        | Op::SBufferLoadDwordx4 | Op::SBufferLoadDwordx8 | Op::SBufferLoadDwordx16 => {
+        Op::SLoadDword
+        | Op::SLoadDwordx2
+        | Op::SLoadDwordx4
+        | Op::SLoadDwordx8
+        | Op::SLoadDwordx16
+        | Op::SBufferLoadDword
+        | Op::SBufferLoadDwordx2
+        | Op::SBufferLoadDwordx4
+        | Op::SBufferLoadDwordx8
+        | Op::SBufferLoadDwordx16 => {
             let buffer = inst.name.starts_with("s_buffer");
             let (va, limit) = address(w, inst, buffer);
             let mut buf = [0u8; 64];
@@ -68,9 +78,18 @@ pub(super) fn exec<M: Memory + ?Sized>(
             }
             ctx.mem.write(va, &buf).map_err(|f| ctx.fault(w, f))?;
         }
-        Op::SAtomicAdd | Op::SAtomicSub | Op::SAtomicSwap | Op::SAtomicSmin | Op::SAtomicUmin
-        | Op::SAtomicSmax | Op::SAtomicUmax | Op::SAtomicAnd | Op::SAtomicOr | Op::SAtomicXor
-        | Op::SAtomicInc | Op::SAtomicDec => {
+        Op::SAtomicAdd
+        | Op::SAtomicSub
+        | Op::SAtomicSwap
+        | Op::SAtomicSmin
+        | Op::SAtomicUmin
+        | Op::SAtomicSmax
+        | Op::SAtomicUmax
+        | Op::SAtomicAnd
+        | Op::SAtomicOr
+        | Op::SAtomicXor
+        | Op::SAtomicInc
+        | Op::SAtomicDec => {
             let (va, _) = address(w, inst, false);
             let op = match inst.op {
                 Op::SAtomicAdd => AtomicOp::Add,
@@ -96,8 +115,12 @@ pub(super) fn exec<M: Memory + ?Sized>(
             }
         }
         // The scalar cache is not modelled: every load reads memory.
-        Op::SDcacheInv | Op::SDcacheWb | Op::SDcacheInvVol | Op::SDcacheWbVol
-        | Op::SDcacheDiscard | Op::SDcacheDiscardX2 => {}
+        Op::SDcacheInv
+        | Op::SDcacheWb
+        | Op::SDcacheInvVol
+        | Op::SDcacheWbVol
+        | Op::SDcacheDiscard
+        | Op::SDcacheDiscardX2 => {}
         Op::SMemtime | Op::SMemrealtime => {
             // A clock that moves with the wave's work (deterministic).
             w.set_sgpr64(d, w.executed.wrapping_mul(4));

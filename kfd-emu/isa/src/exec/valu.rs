@@ -13,6 +13,8 @@ pub(super) type Lanes64 = [u64; LANES];
 
 /// A source's lanes: the register itself when it can be read in place (no copy), or the
 /// values made for it (a scalar broadcast, a DPP/SDWA transform).
+// The owned variant is large on purpose: making it costs no allocation.
+#[allow(clippy::large_enum_variant)]
 pub(super) enum Src<'a> {
     /// The register's lanes.
     Ref(&'a Lanes),
@@ -67,13 +69,19 @@ impl V<'_> {
             return Ok(match reg {
                 Some(r) => Src::Ref(r),
                 None => Src::Own(
-                    [self.w.scalar32(op, self.i.imm.get(k).copied().unwrap_or(0), self.ap); LANES],
+                    [self.w
+                        .scalar32(op, self.i.imm.get(k).copied().unwrap_or(0), self.ap);
+                        LANES],
                 ),
             });
         }
         let mut out = match reg {
             Some(r) => *r,
-            None => [self.w.scalar32(op, self.i.imm.get(k).copied().unwrap_or(0), self.ap); LANES],
+            None => {
+                [self.w
+                    .scalar32(op, self.i.imm.get(k).copied().unwrap_or(0), self.ap);
+                    LANES]
+            }
         };
         if k == 0 {
             if let Some(d) = &self.i.dpp {
@@ -114,7 +122,10 @@ impl V<'_> {
                 let hi = self.w.vreg(self.i, op, 1)?;
                 Ok(per_lane(|l| u64::from(lo[l]) | u64::from(hi[l]) << 32))
             }
-            _ => Ok([self.w.scalar64(op, self.i.imm.get(k).copied().unwrap_or(0), self.ap); LANES]),
+            _ => Ok([self
+                .w
+                .scalar64(op, self.i.imm.get(k).copied().unwrap_or(0), self.ap);
+                LANES]),
         }
     }
 
@@ -124,12 +135,18 @@ impl V<'_> {
     }
 
     /// Writes 32-bit results to register `k` of `dst`.
-    pub fn write_to(&mut self, dst: Operand, k: usize, vals: &Lanes, mask: u64) -> Result<(), WaveError> {
+    pub fn write_to(
+        &mut self,
+        dst: Operand,
+        k: usize,
+        vals: &Lanes,
+        mask: u64,
+    ) -> Result<(), WaveError> {
         let sdwa = self.i.sdwa;
         let inst = self.i;
         let reg = self.w.vreg_mut(inst, dst, k)?;
         match sdwa {
-            Some(s) if !(s.dst_sel == 6) => {
+            Some(s) if s.dst_sel != 6 => {
                 for l in 0..LANES {
                     if mask >> l & 1 != 0 {
                         reg[l] = lanes::sdwa_place(reg[l], vals[l], s.dst_sel, s.dst_unused);
@@ -180,7 +197,8 @@ impl V<'_> {
     /// A lane mask from a 64-bit scalar source (carry-in, cndmask select).
     pub fn mask_src(&self, k: usize) -> u64 {
         let op = self.i.src.get(k).copied().unwrap_or_default();
-        self.w.scalar64(op, self.i.imm.get(k).copied().unwrap_or(0), self.ap)
+        self.w
+            .scalar64(op, self.i.imm.get(k).copied().unwrap_or(0), self.ap)
     }
 
     /// f32 source `k` with the instruction's abs/neg modifiers.
@@ -305,8 +323,7 @@ impl V<'_> {
     pub fn f2(&mut self, f: impl Fn(f32, f32) -> f32) -> Result<(), WaveError> {
         let a = self.src(0)?;
         let b = self.src(1)?;
-        let out: Lanes =
-            per_lane(|l| self.fout32(f(self.fmod32(a[l], 0), self.fmod32(b[l], 1))));
+        let out: Lanes = per_lane(|l| self.fout32(f(self.fmod32(a[l], 0), self.fmod32(b[l], 1))));
         let m = self.mask();
         self.write(&out, m)
     }

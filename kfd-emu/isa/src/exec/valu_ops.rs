@@ -47,26 +47,24 @@ fn carry_in(v: &V<'_>) -> u64 {
 
 /// `a + b (+ cin)` / `a - b (- cin)` with a carry-out lane mask.
 fn add_carry(v: &mut V<'_>, sub: bool, reverse: bool, with_carry: bool) -> Result<(), WaveError> {
-    let (mut a, mut b) = (v.src(0)?, v.src(1)?);
-    if reverse {
-        std::mem::swap(&mut a, &mut b);
-    }
     let cin = if with_carry { carry_in(v) } else { 0 };
-    let mut out = [0u32; LANES];
-    let mut carry = 0u64;
+    let (s0, s1) = (v.src(0)?, v.src(1)?);
+    let (a, b): (&Lanes, &Lanes) = if reverse { (&s1, &s0) } else { (&s0, &s1) };
+    let mut wide = [0u64; LANES];
     for l in 0..LANES {
-        let c = u64::from((cin >> l) & 1);
-        let r = if sub {
+        let c = (cin >> l) & 1;
+        wide[l] = if sub {
             u64::from(a[l])
                 .wrapping_sub(u64::from(b[l]))
                 .wrapping_sub(c)
         } else {
             u64::from(a[l]) + u64::from(b[l]) + c
         };
-        out[l] = r as u32;
-        if r >> 32 != 0 {
-            carry |= 1 << l;
-        }
+    }
+    let out: Lanes = per_lane(|l| wide[l] as u32);
+    let mut carry = 0u64;
+    for (l, x) in wide.iter().enumerate() {
+        carry |= ((x >> 32) & 1) << l;
     }
     let m = v.mask();
     v.write(&out, m)?;
@@ -156,9 +154,9 @@ fn compare(v: &mut V<'_>) -> Result<(), WaveError> {
                 v.bits(|l| class32(v.fmod32(a[l], 0)) & b[l] != 0)
             } else {
                 match ty {
-                    CmpType::F32 => v.bits(|l| {
-                        fcmp(f64::from(v.fmod32(a[l], 0)), f64::from(v.fmod32(b[l], 1)))
-                    }),
+                    CmpType::F32 => {
+                        v.bits(|l| fcmp(f64::from(v.fmod32(a[l], 0)), f64::from(v.fmod32(b[l], 1))))
+                    }
                     CmpType::I32 => v.bits(|l| icmp((a[l] as i32).cmp(&(b[l] as i32)))),
                     _ => v.bits(|l| icmp(a[l].cmp(&b[l]))),
                 }
@@ -277,9 +275,7 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
         Op::VSubbrevCoU32 => add_carry(v, true, true, true),
         Op::VMulLoU32 => v.map2(|a, b| a.wrapping_mul(b)),
         Op::VMulHiU32 => v.map2(|a, b| ((u64::from(a) * u64::from(b)) >> 32) as u32),
-        Op::VMulHiI32 => {
-            v.map2(|a, b| ((i64::from(a as i32) * i64::from(b as i32)) >> 32) as u32)
-        }
+        Op::VMulHiI32 => v.map2(|a, b| ((i64::from(a as i32) * i64::from(b as i32)) >> 32) as u32),
         Op::VMulI32I24 => v.map2(|a, b| (i24(a) * i24(b)) as u32),
         Op::VMulHiI32I24 => v.map2(|a, b| ((i24(a) * i24(b)) >> 32) as u32),
         Op::VMulU32U24 => v.map2(|a, b| (u24(a) * u24(b)) as u32),
@@ -357,15 +353,18 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
         Op::VBcntU32B32 => v.map2(|a, b| a.count_ones().wrapping_add(b)),
         Op::VMbcntLoU32B32 => {
             let (a, b) = (v.src(0)?, v.src(1)?);
-            let out: Lanes =
-                per_lane(|l| (a[l] & ((1u64 << l) - 1) as u32).count_ones() + b[l]);
+            let out: Lanes = per_lane(|l| (a[l] & ((1u64 << l) - 1) as u32).count_ones() + b[l]);
             let m = v.mask();
             v.write(&out, m)
         }
         Op::VMbcntHiU32B32 => {
             let (a, b) = (v.src(0)?, v.src(1)?);
             let out: Lanes = per_lane(|l| {
-                let below = if l <= 32 { 0 } else { ((1u64 << (l - 32)) - 1) as u32 };
+                let below = if l <= 32 {
+                    0
+                } else {
+                    ((1u64 << (l - 32)) - 1) as u32
+                };
                 (a[l] & below).count_ones() + b[l]
             });
             let m = v.mask();
@@ -433,8 +432,14 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
             let vcc = v.w.vcc();
             let (a, b, c) = (v.src(0)?, v.src(1)?, v.src(2)?);
             let out: Lanes = per_lane(|l| {
-                let r = v.fmod32(a[l], 0).mul_add(v.fmod32(b[l], 1), v.fmod32(c[l], 2));
-                let scale = if (vcc >> l) & 1 != 0 { 2f32.powi(32) } else { 1.0 };
+                let r = v
+                    .fmod32(a[l], 0)
+                    .mul_add(v.fmod32(b[l], 1), v.fmod32(c[l], 2));
+                let scale = if (vcc >> l) & 1 != 0 {
+                    2f32.powi(32)
+                } else {
+                    1.0
+                };
                 v.fout32(r * scale)
             });
             let m = v.mask();

@@ -8,11 +8,7 @@ use crate::decode::{Format, Op};
 use crate::error::WaveError;
 
 /// A 64-bit-result op over 64-bit sources (integer, no modifiers).
-fn map64(
-    v: &mut V<'_>,
-    n: usize,
-    f: impl Fn(u64, u64, u64) -> u64,
-) -> Result<(), WaveError> {
+fn map64(v: &mut V<'_>, n: usize, f: impl Fn(u64, u64, u64) -> u64) -> Result<(), WaveError> {
     let a = v.src64(0)?;
     let b = if n > 1 { v.src64(1)? } else { [0; LANES] };
     let c = if n > 2 { v.src64(2)? } else { [0; LANES] };
@@ -73,8 +69,16 @@ fn pk_f32(v: &mut V<'_>, n: usize, f: impl Fn(f32, f32, f32) -> f32) -> Result<(
             (m3.opsel >> k) & 1
         };
         let raw = srcs.get(k).map_or(0, |s| s[l]);
-        let bits = if sel != 0 { (raw >> 32) as u32 } else { raw as u32 };
-        let neg = if hi_result { m3.abs >> k & 1 } else { m3.neg >> k & 1 };
+        let bits = if sel != 0 {
+            (raw >> 32) as u32
+        } else {
+            raw as u32
+        };
+        let neg = if hi_result {
+            m3.abs >> k & 1
+        } else {
+            m3.neg >> k & 1
+        };
         f32::from_bits(if neg != 0 { bits ^ 0x8000_0000 } else { bits })
     };
     let out: Lanes64 = per_lane(|l| {
@@ -89,9 +93,15 @@ fn pk_f32(v: &mut V<'_>, n: usize, f: impl Fn(f32, f32, f32) -> f32) -> Result<(
 /// Packed 16-bit pairs in one dword (VOP3P), op_sel/op_sel_hi choosing halves.
 fn pk16(v: &mut V<'_>, n: usize, f: impl Fn(u32, u32, u32, bool) -> u32) -> Result<(), WaveError> {
     let m3 = v.i.vop3;
-    let srcs: Vec<Lanes> = (0..n).map(|k| v.src(k).map(|s| *s)).collect::<Result<_, _>>()?;
+    let srcs: Vec<Lanes> = (0..n)
+        .map(|k| v.src(k).map(|s| *s))
+        .collect::<Result<_, _>>()?;
     let half = |k: usize, l: usize, hi: bool| -> u32 {
-        let sel = if hi { m3.opsel_hi >> k & 1 } else { m3.opsel >> k & 1 };
+        let sel = if hi {
+            m3.opsel_hi >> k & 1
+        } else {
+            m3.opsel >> k & 1
+        };
         let raw = srcs.get(k).map_or(0, |s| s[l]);
         let h = if sel != 0 { raw >> 16 } else { raw & 0xFFFF };
         let neg = if hi { m3.abs >> k & 1 } else { m3.neg >> k & 1 };
@@ -102,7 +112,12 @@ fn pk16(v: &mut V<'_>, n: usize, f: impl Fn(u32, u32, u32, bool) -> u32) -> Resu
         }
     };
     let out: Lanes = per_lane(|l| {
-        let lo = f(half(0, l, false), half(1, l, false), half(2, l, false), false) & 0xFFFF;
+        let lo = f(
+            half(0, l, false),
+            half(1, l, false),
+            half(2, l, false),
+            false,
+        ) & 0xFFFF;
         let hi = f(half(0, l, true), half(1, l, true), half(2, l, true), true) & 0xFFFF;
         lo | hi << 16
     });
@@ -126,7 +141,10 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
             let acc = v.src64_reg_dst()?;
             let (a, b) = (v.src64(0)?, v.src64(1)?);
             let out: Lanes64 = per_lane(|l| {
-                v.fout64(v.fmod64(a[l], 0).mul_add(v.fmod64(b[l], 1), f64::from_bits(acc[l])))
+                v.fout64(
+                    v.fmod64(a[l], 0)
+                        .mul_add(v.fmod64(b[l], 1), f64::from_bits(acc[l])),
+                )
             });
             let m = v.mask();
             v.write64(&out, m)
@@ -157,8 +175,14 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
             let vcc = v.w.vcc();
             let (a, b, c) = (v.src64(0)?, v.src64(1)?, v.src64(2)?);
             let out: Lanes64 = per_lane(|l| {
-                let r = v.fmod64(a[l], 0).mul_add(v.fmod64(b[l], 1), v.fmod64(c[l], 2));
-                let scale = if (vcc >> l) & 1 != 0 { 2f64.powi(64) } else { 1.0 };
+                let r = v
+                    .fmod64(a[l], 0)
+                    .mul_add(v.fmod64(b[l], 1), v.fmod64(c[l], 2));
+                let scale = if (vcc >> l) & 1 != 0 {
+                    2f64.powi(64)
+                } else {
+                    1.0
+                };
                 v.fout64(r * scale)
             });
             let m = v.mask();
@@ -186,8 +210,7 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
         }
         Op::VLshlAddU64 => {
             let (a, b, c) = (v.src64(0)?, v.src(1)?, v.src64(2)?);
-            let out: Lanes64 =
-                per_lane(|l| (a[l] << (b[l] & 7)).wrapping_add(c[l]));
+            let out: Lanes64 = per_lane(|l| (a[l] << (b[l] & 7)).wrapping_add(c[l]));
             let m = v.mask();
             v.write64(&out, m)
         }
@@ -197,8 +220,8 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
             let mut carry = 0u64;
             let out: Lanes64 = per_lane(|l| {
                 if signed {
-                    let p = i128::from(a[l] as i32) * i128::from(b[l] as i32)
-                        + i128::from(c[l] as i64);
+                    let p =
+                        i128::from(a[l] as i32) * i128::from(b[l] as i32) + i128::from(c[l] as i64);
                     if p > i128::from(i64::MAX) || p < i128::from(i64::MIN) {
                         carry |= 1 << l;
                     }
@@ -267,9 +290,9 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
         Op::VCvtF16U16 => i16op(v, 1, |a, _, _| d2h(f64::from(a))),
         Op::VCvtF16I16 => i16op(v, 1, |a, _, _| d2h(f64::from(a as u16 as i16))),
         Op::VCvtU16F16 => i16op(v, 1, |a, _, _| f64_to_u32(h2d(a)).min(0xFFFF)),
-        Op::VCvtI16F16 => {
-            i16op(v, 1, |a, _, _| (f64_to_i32(h2d(a)).clamp(-32768, 32767)) as u32)
-        }
+        Op::VCvtI16F16 => i16op(v, 1, |a, _, _| {
+            (f64_to_i32(h2d(a)).clamp(-32768, 32767)) as u32
+        }),
         Op::VPackB32F16 => {
             let (a, b) = (v.src16(0)?, v.src16(1)?);
             let out: Lanes = per_lane(|l| a[l] | b[l] << 16);
@@ -289,17 +312,14 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
         Op::VMacF16 => {
             let acc = *v.w.vreg(v.i, v.i.dst, 0)?;
             let (a, b) = (v.src16(0)?, v.src16(1)?);
-            let out: Lanes = per_lane(|l| {
-                d2h(v.fmod16(a[l], 0) * v.fmod16(b[l], 1) + h2d(acc[l]))
-            });
+            let out: Lanes = per_lane(|l| d2h(v.fmod16(a[l], 0) * v.fmod16(b[l], 1) + h2d(acc[l])));
             let m = v.mask();
             v.write16(&out, m)
         }
         Op::VLdexpF16 => {
             let (a, b) = (v.src16(0)?, v.src(1)?);
-            let out: Lanes = per_lane(|l| {
-                d2h(v.fmod16(a[l], 0) * 2f64.powi((b[l] as i32).clamp(-64, 64)))
-            });
+            let out: Lanes =
+                per_lane(|l| d2h(v.fmod16(a[l], 0) * 2f64.powi((b[l] as i32).clamp(-64, 64))));
             let m = v.mask();
             v.write16(&out, m)
         }
@@ -326,8 +346,12 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
         Op::VAshrrevI16 => i16op(v, 2, |a, b, _| ((b as u16 as i16) >> (a & 15)) as u32),
         Op::VMaxU16 => i16op(v, 2, |a, b, _| a.max(b)),
         Op::VMinU16 => i16op(v, 2, |a, b, _| a.min(b)),
-        Op::VMaxI16 => i16op(v, 2, |a, b, _| (a as u16 as i16).max(b as u16 as i16) as u32),
-        Op::VMinI16 => i16op(v, 2, |a, b, _| (a as u16 as i16).min(b as u16 as i16) as u32),
+        Op::VMaxI16 => i16op(v, 2, |a, b, _| {
+            (a as u16 as i16).max(b as u16 as i16) as u32
+        }),
+        Op::VMinI16 => i16op(v, 2, |a, b, _| {
+            (a as u16 as i16).min(b as u16 as i16) as u32
+        }),
         Op::VMadU16 => i16op(v, 3, |a, b, c| a.wrapping_mul(b).wrapping_add(c)),
         Op::VMadI16 => i16op(v, 3, |a, b, c| a.wrapping_mul(b).wrapping_add(c)),
         Op::VMadU32U16 => v.map3(|a, b, c| (a & 0xFFFF) * (b & 0xFFFF) + c),
@@ -343,8 +367,7 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
             let (a, b) = (v.src64(0)?, v.src64(1)?);
             let sel = v.i.vop3.opsel;
             let half = |x: u64, s: u8| if s != 0 { x >> 32 } else { x & 0xFFFF_FFFF };
-            let out: Lanes64 =
-                per_lane(|l| half(a[l], sel & 1) | half(b[l], sel >> 1 & 1) << 32);
+            let out: Lanes64 = per_lane(|l| half(a[l], sel & 1) | half(b[l], sel >> 1 & 1) << 32);
             let m = v.mask();
             v.write64(&out, m)
         }

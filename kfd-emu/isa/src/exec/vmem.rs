@@ -30,9 +30,9 @@ fn flat_addrs<M: Memory + ?Sized>(
     w: &Wave,
     inst: &Inst,
     ctx: &Ctx<'_, M>,
-) -> Result<[Addr; LANES], WaveError> {
+    out: &mut [Addr; LANES],
+) -> Result<(), WaveError> {
     let off = inst.offset as i64 as u64;
-    let mut out = [Addr::Discard; LANES];
     match inst.format {
         Format::Scratch => {
             let s = match inst.saddr {
@@ -58,7 +58,7 @@ fn flat_addrs<M: Memory + ?Sized>(
         }
         Format::Global if matches!(inst.saddr, Operand::Sgpr(..)) => {
             let Operand::Sgpr(r, _) = inst.saddr else {
-                return Ok(out);
+                return Ok(());
             };
             let base = w.sgpr64(r);
             let v = vgpr32(w, inst, inst.src[0], 0)?;
@@ -87,11 +87,17 @@ fn flat_addrs<M: Memory + ?Sized>(
             }
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Per-lane addresses of a MUBUF instruction (GFX9 buffer addressing).
-fn buffer_addrs(w: &Wave, inst: &Inst, ap: (u64, u64), size: u64) -> Result<[Addr; LANES], WaveError> {
+fn buffer_addrs(
+    w: &Wave,
+    inst: &Inst,
+    ap: (u64, u64),
+    size: u64,
+    out: &mut [Addr; LANES],
+) -> Result<(), WaveError> {
     let Operand::Sgpr(r, _) = inst.saddr else {
         return Err(w.illegal(inst, "buffer resource is not in SGPRs"));
     };
@@ -114,9 +120,13 @@ fn buffer_addrs(w: &Wave, inst: &Inst, ap: (u64, u64), size: u64) -> Result<[Add
     } else {
         None
     };
-    let mut out = [Addr::Discard; LANES];
     for (l, a) in out.iter_mut().enumerate() {
-        let vi = if idxen { v0.map_or(0, |v| u64::from(v[l])) } else { 0 };
+        *a = Addr::Discard;
+        let vi = if idxen {
+            v0.map_or(0, |v| u64::from(v[l]))
+        } else {
+            0
+        };
         let vo = match (idxen, offen) {
             (true, true) => v1.map_or(0, |v| u64::from(v[l])),
             (false, true) => v0.map_or(0, |v| u64::from(v[l])),
@@ -151,7 +161,7 @@ fn buffer_addrs(w: &Wave, inst: &Inst, ap: (u64, u64), size: u64) -> Result<[Add
             )
         };
     }
-    Ok(out)
+    Ok(())
 }
 
 pub(super) fn exec<M: Memory + ?Sized>(
@@ -168,16 +178,18 @@ pub(super) fn exec<M: Memory + ?Sized>(
         };
     }
     let size = memop::size(inst.aux);
-    let addrs = if inst.format == Format::Mubuf {
-        buffer_addrs(w, inst, ctx.apertures, size as u64)?
+    let mut addrs = [Addr::Discard; LANES];
+    if inst.format == Format::Mubuf {
+        buffer_addrs(w, inst, ctx.apertures, size as u64, &mut addrs)?;
     } else {
-        flat_addrs(w, inst, ctx)?
-    };
+        flat_addrs(w, inst, ctx, &mut addrs)?;
+    }
+    let addrs = &addrs;
     let exec = w.exec();
     match class {
-        MemClass::Load => load(w, inst, ctx, &addrs, exec, size),
-        MemClass::Store => store(w, inst, ctx, &addrs, exec, size),
-        _ => atomic(w, inst, ctx, &addrs, exec, size),
+        MemClass::Load => load(w, inst, ctx, addrs, exec, size),
+        MemClass::Store => store(w, inst, ctx, addrs, exec, size),
+        _ => atomic(w, inst, ctx, addrs, exec, size),
     }
 }
 
@@ -215,7 +227,13 @@ fn load<M: Memory + ?Sized>(
 }
 
 /// Moves loaded bytes (`size` per lane) into the destination registers.
-fn write_back(w: &mut Wave, inst: &Inst, data: &[u8], exec: u64, size: usize) -> Result<(), WaveError> {
+fn write_back(
+    w: &mut Wave,
+    inst: &Inst,
+    data: &[u8],
+    exec: u64,
+    size: usize,
+) -> Result<(), WaveError> {
     let signed = memop::signed(inst.aux);
     let d16 = memop::d16(inst.aux);
     if size % 4 == 0 && d16.is_none() {
@@ -306,12 +324,20 @@ fn atomic<M: Memory + ?Sized>(
     let wide = size == 8;
     let n = if wide { 2 } else { 1 };
     let src_lo = *w.vreg(inst, inst.src[1], 0)?;
-    let src_hi = if wide { *w.vreg(inst, inst.src[1], 1)? } else { [0; LANES] };
+    let src_hi = if wide {
+        *w.vreg(inst, inst.src[1], 1)?
+    } else {
+        [0; LANES]
+    };
     // Compare-and-swap takes {new, compare} in consecutive registers.
     let (cmp_lo, cmp_hi) = if op == AtomicOp::CmpSwap {
         (
             *w.vreg(inst, inst.src[1], n)?,
-            if wide { *w.vreg(inst, inst.src[1], n + 1)? } else { [0; LANES] },
+            if wide {
+                *w.vreg(inst, inst.src[1], n + 1)?
+            } else {
+                [0; LANES]
+            },
         )
     } else {
         ([0; LANES], [0; LANES])

@@ -2,7 +2,7 @@
 //! VCC, M0 and EXEC are plain slots), SCC, the vector file (VGPRs and, on gfx90a/gfx942, the
 //! AGPRs above `accum_offset` in the same file) and the PC.
 
-use crate::decode::operand::{sreg, src};
+use crate::decode::operand::{src, sreg};
 use crate::decode::{Inst, Operand};
 use crate::disasm::disassemble;
 use crate::error::WaveError;
@@ -170,7 +170,12 @@ impl Wave {
 
     /// The `k`-th register of a vector operand, for writing.
     #[inline]
-    pub fn vreg_mut(&mut self, inst: &Inst, op: Operand, k: usize) -> Result<&mut Lanes, WaveError> {
+    pub fn vreg_mut(
+        &mut self,
+        inst: &Inst,
+        op: Operand,
+        k: usize,
+    ) -> Result<&mut Lanes, WaveError> {
         let i = self.vindex(op, k);
         let n = self.v.len();
         match i.filter(|&i| i < n) {

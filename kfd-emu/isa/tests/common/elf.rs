@@ -38,7 +38,13 @@ impl CodeObject {
         };
         let segments = file
             .segments()
-            .map(|s| (s.address(), s.data().expect("segment data").to_vec(), s.size()))
+            .map(|s| {
+                (
+                    s.address(),
+                    s.data().expect("segment data").to_vec(),
+                    s.size(),
+                )
+            })
             .collect();
         let symbols = file
             .symbols()

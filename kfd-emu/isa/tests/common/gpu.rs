@@ -162,9 +162,8 @@ impl Gpu {
             packet[12 + 4 * d..16 + 4 * d].copy_from_slice(&l.grid[d].to_le_bytes());
         }
         packet[24..28].copy_from_slice(&desc.private_segment_fixed_size.to_le_bytes());
-        packet[28..32].copy_from_slice(
-            &(desc.group_segment_fixed_size + l.dynamic_lds).to_le_bytes(),
-        );
+        packet[28..32]
+            .copy_from_slice(&(desc.group_segment_fixed_size + l.dynamic_lds).to_le_bytes());
         packet[32..40].copy_from_slice(&kernel_object.to_le_bytes());
         packet[40..48].copy_from_slice(&kernarg.to_le_bytes());
         let packet_va = self.upload(&packet);
@@ -214,7 +213,10 @@ impl Gpu {
                     })
                 })
                 .collect();
-            handles.into_iter().map(|h| h.join().expect("thread")).collect()
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("thread"))
+                .collect()
         });
         let mut total = Stats::default();
         for r in results {
