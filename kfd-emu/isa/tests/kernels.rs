@@ -478,3 +478,37 @@ fn half_precision_and_integer_conversions() {
         }
     });
 }
+
+#[test]
+fn code_object_v5_hidden_arguments() {
+    both(|t| {
+        let co = common::elf::CodeObject::load(
+            &common::elf::kernels_dir().join(format!("kernels_v5-{}.co", t.name())),
+        );
+        let mut gpu = Gpu::new(t);
+        let base = gpu.load(&co);
+        let k = base + co.symbol("dims_v5.kd");
+        let (wg, grid) = ([8u16, 4, 1], [24u32, 12, 1]);
+        let items = (grid[0] * grid[1]) as usize;
+        let out = gpu.alloc(16 * items as u64);
+        let args = kernarg_v5(
+            &format!("kernels_v5-{}.args", t.name()),
+            "dims_v5",
+            &Args::new().ptr(out).done(),
+            grid,
+            wg,
+        );
+        assert!(args.len() > 64, "hidden arguments present");
+        gpu.run(k, &Launch::new(grid, wg, args)).unwrap();
+        let got = to_u32(&gpu.download(out, 16 * items));
+        for y in 0..grid[1] {
+            for x in 0..grid[0] {
+                let i = (y * grid[0] + x) as usize;
+                assert_eq!(got[4 * i], 8 | 4 << 16, "{t} blockDim at {x},{y}");
+                assert_eq!(got[4 * i + 1], 3 | 3 << 16, "{t} gridDim at {x},{y}");
+                assert_eq!(got[4 * i + 2], x % 8 | (y % 4) << 16, "{t} threadIdx at {x},{y}");
+                assert_eq!(got[4 * i + 3], x / 8 | (y / 4) << 16, "{t} blockIdx at {x},{y}");
+            }
+        }
+    });
+}

@@ -11,6 +11,7 @@
 
 mod access;
 mod fpmath;
+mod hwreg;
 mod init;
 mod lanes;
 mod lds;

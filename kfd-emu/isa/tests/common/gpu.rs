@@ -287,3 +287,52 @@ pub fn kernels(target: Target) -> (Gpu, u64, CodeObject) {
     let base = gpu.load(&co);
     (gpu, base, co)
 }
+
+/// Kernel arguments of a code-object-v5 kernel: the explicit ones followed by the hidden ones
+/// the runtime fills (block counts, group sizes, remainders, grid dimensions), at the offsets
+/// listed in the `.args` file regen.sh extracts from the metadata note.
+pub fn kernarg_v5(
+    layout_file: &str,
+    kernel: &str,
+    explicit: &[u8],
+    grid: [u32; 3],
+    wg: [u16; 3],
+) -> Vec<u8> {
+    let path = super::elf::kernels_dir().join(layout_file);
+    let text = std::fs::read_to_string(path).expect("kernarg layout");
+    let mut out = explicit.to_vec();
+    let dims = if grid[2] > 1 { 3u32 } else if grid[1] > 1 { 2 } else { 1 };
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let [name, off, size, kind] = f[..] else {
+            continue;
+        };
+        if name != kernel {
+            continue;
+        }
+        let (off, size): (usize, usize) = (off.parse().unwrap(), size.parse().unwrap());
+        let axis = |k: &str| match k.chars().last() {
+            Some('x') => 0,
+            Some('y') => 1,
+            _ => 2,
+        };
+        let value: u64 = match kind {
+            k if k.starts_with("hidden_block_count_") => {
+                let d = axis(k);
+                u64::from(grid[d].div_ceil(u32::from(wg[d])))
+            }
+            k if k.starts_with("hidden_group_size_") => u64::from(wg[axis(k)]),
+            k if k.starts_with("hidden_remainder_") => {
+                let d = axis(k);
+                u64::from(grid[d] % u32::from(wg[d]))
+            }
+            "hidden_grid_dims" => u64::from(dims),
+            _ => continue,
+        };
+        if out.len() < off + size {
+            out.resize(off + size, 0);
+        }
+        out[off..off + size].copy_from_slice(&value.to_le_bytes()[..size]);
+    }
+    out
+}

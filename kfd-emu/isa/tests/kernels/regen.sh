@@ -17,9 +17,9 @@ DEVLIB=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-hip() { # source arch output
+hip() { # source arch output [extra flags]
   /usr/bin/clang++-15 -std=c++17 --rocm-path=/usr --hip-device-lib-path="$DEVLIB" \
-    --offload-arch="$2" --cuda-device-only --no-gpu-bundle-output -O2 \
+    --offload-arch="$2" --cuda-device-only --no-gpu-bundle-output -O2 ${4:-} \
     -mllvm -amdgpu-early-inline-all=true -mllvm -amdgpu-function-calls=false \
     -x hip "$1" -o "$3"
 }
@@ -53,6 +53,37 @@ for src in kernels.hip; do
   golden "$base-gfx90a.co" gfx90a "$base-gfx90a.dis"
   golden "$base-gfx942.co" gfx940 "$base-gfx942.dis"
 done
+# Kernel-argument layout from the metadata note: "kernel offset size value_kind" per argument.
+kernarg_layout() { # object output
+  llvm-readelf-16 --notes "$1" | python3 -c '
+import sys
+args, kernel = [], None
+cur = {}
+for line in sys.stdin:
+    t = line.strip().lstrip("- ").strip()
+    if ":" not in t:
+        continue
+    k, _, v = t.partition(":")
+    v = v.strip()
+    if k in (".offset", ".size", ".value_kind"):
+        cur[k] = v
+        if len(cur) == 3:
+            args.append(cur)
+            cur = {}
+    elif k == ".name":
+        for a in args:
+            print(v, a[".offset"], a[".size"], a[".value_kind"])
+        args = []
+' > "$2"
+}
+
+hip kernels_v5.hip gfx90a kernels_v5-gfx90a.co -mcode-object-version=5
+hip kernels_v5.hip gfx940 "$tmp/kernels_v5-gfx940.co" -mcode-object-version=5
+relabel_gfx942 "$tmp/kernels_v5-gfx940.co" kernels_v5-gfx942.co
+for t in gfx90a gfx942; do kernarg_layout kernels_v5-$t.co kernels_v5-$t.args; done
+golden kernels_v5-gfx90a.co gfx90a kernels_v5-gfx90a.dis
+golden kernels_v5-gfx942.co gfx940 kernels_v5-gfx942.dis
+
 # The start-state dump kernel, assembled per target (gfx940 has architected flat scratch:
 # no private-segment-buffer or flat-scratch-init SGPRs).
 abi() { # mcpu out kernarg user_sgprs private
