@@ -49,4 +49,3 @@ pub(super) fn setreg(w: &mut Wave, simm: u16, v: u32) {
         w.trapsts = (w.trapsts & !mask) | ((v << offset) & mask);
     }
 }
-

@@ -301,7 +301,13 @@ pub fn kernarg_v5(
     let path = super::elf::kernels_dir().join(layout_file);
     let text = std::fs::read_to_string(path).expect("kernarg layout");
     let mut out = explicit.to_vec();
-    let dims = if grid[2] > 1 { 3u32 } else if grid[1] > 1 { 2 } else { 1 };
+    let dims = if grid[2] > 1 {
+        3u32
+    } else if grid[1] > 1 {
+        2
+    } else {
+        1
+    };
     for line in text.lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
         let [name, off, size, kind] = f[..] else {

@@ -100,6 +100,18 @@ relabel_gfx942 "$tmp/abi-gfx940.co" abi-gfx942.co
 golden abi-gfx90a.co gfx90a abi-gfx90a.dis
 golden abi-gfx942.co gfx940 abi-gfx942.dis
 
+# Instruction-level cases (tests/ops.rs).
+ops() { # mcpu out return-bit
+  { echo ".amdgcn_target \"amdgcn-amd-amdhsa--$1\""; sed "s/RETURN_PRE_OP/$3/" ops.s; } > "$tmp/ops-$1.s"
+  llvm-mc-16 -triple amdgcn-amd-amdhsa -mcpu="$1" -filetype=obj -o "$tmp/ops-$1.o" "$tmp/ops-$1.s"
+  ld.lld-16 -shared --no-undefined -o "$2" "$tmp/ops-$1.o"
+}
+ops gfx90a ops-gfx90a.co glc
+ops gfx940 "$tmp/ops-gfx940.co" sc0
+relabel_gfx942 "$tmp/ops-gfx940.co" ops-gfx942.co
+golden ops-gfx90a.co gfx90a ops-gfx90a.dis
+golden ops-gfx942.co gfx940 ops-gfx942.dis
+
 # kfdrt's own blit kernels (read only; built by blit/build.sh).
 golden ../../../../blit/gfx90a.co gfx90a blit-gfx90a.dis
 golden ../../../../blit/gfx942.co gfx940 blit-gfx942.dis
