@@ -508,12 +508,12 @@ fn code_object_v5_hidden_arguments() {
                 assert_eq!(got[4 * i + 1], 3 | 3 << 16, "{t} gridDim at {x},{y}");
                 assert_eq!(
                     got[4 * i + 2],
-                    x % 8 | (y % 4) << 16,
+                    (x % 8) | ((y % 4) << 16),
                     "{t} threadIdx at {x},{y}"
                 );
                 assert_eq!(
                     got[4 * i + 3],
-                    x / 8 | (y / 4) << 16,
+                    (x / 8) | ((y / 4) << 16),
                     "{t} blockIdx at {x},{y}"
                 );
             }
