@@ -72,6 +72,18 @@ pub fn kind(name: &str) -> u16 {
     0
 }
 
+/// The operation and width of an `*_atomic_<op>[_x2]` mnemonic suffix (`add`, `cmpswap_x2`).
+pub fn atomic_by_name(suffix: &str) -> Option<(AtomicOp, bool)> {
+    let (t, x2) = match suffix.strip_suffix("_x2") {
+        Some(b) => (b, true),
+        None => (suffix, false),
+    };
+    ATOMICS
+        .iter()
+        .find(|(n, _)| *n == t)
+        .map(|a| (a.1, x2 || t.ends_with("_f64")))
+}
+
 /// Size (bits 2-6), sign (7), d16 (8), d16_hi (9) of a load/store data suffix.
 fn data_kind(t: &str) -> Option<u16> {
     let (size, signed, d16, hi) = match t {
@@ -145,6 +157,14 @@ pub enum DsClass {
     Write2,
     /// A read-modify-write (with or without `_rtn`).
     Atomic(AtomicOp),
+    /// `ds_rsub*`: data - old.
+    RSub,
+    /// `ds_mskor*`: (old & !data0) | data1.
+    MskOr,
+    /// `ds_wrxchg2*_rtn`: exchange at two addresses.
+    Xchg2,
+    /// `ds_append` / `ds_consume` (true): a wave-wide counter in LDS at M0 + offset.
+    Append(bool),
     /// Anything else (swizzles, permutes, GDS/GWS, append/consume).
     Other,
 }
@@ -180,6 +200,14 @@ pub fn ds_kind(name: &str) -> DsOp {
         } else {
             DsClass::Write
         }
+    } else if name.starts_with("ds_rsub") {
+        DsClass::RSub
+    } else if name.starts_with("ds_mskor") {
+        DsClass::MskOr
+    } else if name.starts_with("ds_wrxchg2") {
+        DsClass::Xchg2
+    } else if name == "ds_append" || name == "ds_consume" {
+        DsClass::Append(name == "ds_consume")
     } else {
         match ds_atomic(name) {
             Some((op, _)) => DsClass::Atomic(op),

@@ -178,7 +178,44 @@ pub(super) fn exec<M: Memory + ?Sized>(
             }
             Ok(())
         }
-        DsClass::Atomic(op) => rmw(w, inst, ctx, exec, offset16, op, elem == 8),
+        DsClass::Atomic(op) => rmw(w, inst, ctx, exec, offset16, elem == 8, &|o, d0, d1| {
+            let (src, cmp) = if op == AtomicOp::CmpSwap {
+                // ds_cmpst: data0 is the compare value, data1 the new one.
+                (d1, d0)
+            } else {
+                (d0, 0)
+            };
+            if elem == 8 {
+                op.apply64(o, src, cmp)
+            } else {
+                u64::from(op.apply32(o as u32, src as u32, cmp as u32))
+            }
+        }),
+        DsClass::RSub => rmw(w, inst, ctx, exec, offset16, elem == 8, &|o, d0, _| {
+            d0.wrapping_sub(o)
+        }),
+        DsClass::MskOr => rmw(w, inst, ctx, exec, offset16, elem == 8, &|o, d0, d1| {
+            (o & !d0) | d1
+        }),
+        DsClass::Xchg2 => xchg2(w, inst, ctx, exec, ds),
+        DsClass::Append(consume) => {
+            let a = u64::from(w.s[124] & 0xFFFF) + offset16;
+            let old = lds_u32(&ctx.lds, a);
+            let n = exec.count_ones();
+            let new = if consume {
+                old.wrapping_sub(n)
+            } else {
+                old.wrapping_add(n)
+            };
+            lds_write(&mut ctx.lds, a, &new.to_le_bytes());
+            let dst = w.vreg_mut(inst, inst.dst, 0)?;
+            for l in 0..LANES {
+                if exec >> l & 1 != 0 {
+                    dst[l] = old;
+                }
+            }
+            Ok(())
+        }
         DsClass::Other => Err(w.unimplemented(inst)),
     }
 }
@@ -262,15 +299,17 @@ fn two_addresses<M: Memory + ?Sized>(
     Ok(())
 }
 
-/// LDS read-modify-writes, lane by lane (the work-group runs alone, so this is atomic).
+/// LDS read-modify-writes, lane by lane (the work-group runs alone, so this is atomic):
+/// `new(old, data0, data1)`; the old value goes to the destination if there is one.
+#[allow(clippy::too_many_arguments)]
 fn rmw<M: Memory + ?Sized>(
     w: &mut Wave,
     inst: &Inst,
     ctx: &mut Ctx<'_, M>,
     exec: u64,
     offset16: u64,
-    op: AtomicOp,
     wide: bool,
+    new: &dyn Fn(u64, u64, u64) -> u64,
 ) -> Result<(), WaveError> {
     let addr = *w.vreg(inst, inst.src[0], 0)?;
     let n = if wide { 8 } else { 4 };
@@ -280,6 +319,7 @@ fn rmw<M: Memory + ?Sized>(
     } else {
         reg_u64(w, inst, inst.src[2], wide)?
     };
+    let mask = if wide { u64::MAX } else { 0xFFFF_FFFF };
     let mut old = [0u64; LANES];
     for l in 0..LANES {
         if exec >> l & 1 == 0 {
@@ -289,22 +329,63 @@ fn rmw<M: Memory + ?Sized>(
         let mut b = [0u8; 8];
         lds_read(&ctx.lds, a, b.get_mut(..n).unwrap_or(&mut []));
         let o = u64::from_le_bytes(b);
-        // ds_cmpst: data0 is the compare value, data1 the new one.
-        let (src, cmp) = if op == AtomicOp::CmpSwap {
-            (data1[l], data0[l])
-        } else {
-            (data0[l], 0)
-        };
-        let new = if wide {
-            op.apply64(o, src, cmp)
-        } else {
-            u64::from(op.apply32(o as u32, src as u32, cmp as u32))
-        };
-        lds_write(&mut ctx.lds, a, new.to_le_bytes().get(..n).unwrap_or(&[]));
+        let v = new(o, data0[l], data1[l]) & mask;
+        lds_write(&mut ctx.lds, a, v.to_le_bytes().get(..n).unwrap_or(&[]));
         old[l] = o;
     }
     if inst.dst != Operand::None {
         write_result(w, inst, &old, n / 4, exec)?;
+    }
+    Ok(())
+}
+
+/// `ds_wrxchg2*_rtn`: data0 and data1 stored at the two offsets, the old values returned.
+fn xchg2<M: Memory + ?Sized>(
+    w: &mut Wave,
+    inst: &Inst,
+    ctx: &mut Ctx<'_, M>,
+    exec: u64,
+    ds: DsOp,
+) -> Result<(), WaveError> {
+    let elem = usize::from(ds.size);
+    let wide = elem == 8;
+    let addr = *w.vreg(inst, inst.src[0], 0)?;
+    let scale = if ds.st64 { 64 } else { 1 } * elem as u64;
+    let offs = [
+        (inst.offset as u64 & 0xFF) * scale,
+        u64::from(inst.offset1) * scale,
+    ];
+    let data = [
+        reg_u64(w, inst, inst.src[1], wide)?,
+        reg_u64(w, inst, inst.src[2], wide)?,
+    ];
+    let mut old = [[0u64; LANES]; 2];
+    for l in 0..LANES {
+        if exec >> l & 1 == 0 {
+            continue;
+        }
+        for k in 0..2 {
+            let a = u64::from(addr[l]) + offs[k];
+            let mut b = [0u8; 8];
+            lds_read(&ctx.lds, a, b.get_mut(..elem).unwrap_or(&mut []));
+            old[k][l] = u64::from_le_bytes(b);
+            lds_write(
+                &mut ctx.lds,
+                a,
+                data[k][l].to_le_bytes().get(..elem).unwrap_or(&[]),
+            );
+        }
+    }
+    let words = elem / 4;
+    for k in 0..2 {
+        for d in 0..words {
+            let reg = w.vreg_mut(inst, inst.dst, k * words + d)?;
+            for l in 0..LANES {
+                if exec >> l & 1 != 0 {
+                    reg[l] = (old[k][l] >> (32 * d)) as u32;
+                }
+            }
+        }
     }
     Ok(())
 }

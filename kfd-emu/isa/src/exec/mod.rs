@@ -18,6 +18,7 @@ mod lds;
 mod salu;
 mod smem;
 mod valu;
+mod valu_misc;
 mod valu_ops;
 mod valu_wide;
 mod vmem;

@@ -2,7 +2,7 @@
 
 use super::wave::Wave;
 use super::{Ctx, Flow};
-use crate::decode::{flags, Inst, Op, Operand};
+use crate::decode::{flags, memop, Inst, Op, Operand};
 use crate::error::WaveError;
 use crate::memory::{AtomicOp, Memory};
 
@@ -69,49 +69,47 @@ pub(super) fn exec<M: Memory + ?Sized>(
                 w.set_sgpr(d + k as u8, u32::from_le_bytes([c[0], c[1], c[2], c[3]]));
             }
         }
-        Op::SStoreDword | Op::SStoreDwordx2 | Op::SStoreDwordx4 => {
-            let (va, _) = address(w, inst, false);
+        Op::SStoreDword
+        | Op::SStoreDwordx2
+        | Op::SStoreDwordx4
+        | Op::SBufferStoreDword
+        | Op::SBufferStoreDwordx2
+        | Op::SBufferStoreDwordx4 => {
+            let (va, limit) = address(w, inst, inst.name.starts_with("s_buffer"));
             let mut buf = Vec::with_capacity(usize::from(n) * 4);
             for k in 0..n {
                 let v = w.s.get(usize::from(d + k)).copied().unwrap_or(0);
                 buf.extend_from_slice(&v.to_le_bytes());
             }
-            ctx.mem.write(va, &buf).map_err(|f| ctx.fault(w, f))?;
-        }
-        Op::SAtomicAdd
-        | Op::SAtomicSub
-        | Op::SAtomicSwap
-        | Op::SAtomicSmin
-        | Op::SAtomicUmin
-        | Op::SAtomicSmax
-        | Op::SAtomicUmax
-        | Op::SAtomicAnd
-        | Op::SAtomicOr
-        | Op::SAtomicXor
-        | Op::SAtomicInc
-        | Op::SAtomicDec => {
-            let (va, _) = address(w, inst, false);
-            let op = match inst.op {
-                Op::SAtomicAdd => AtomicOp::Add,
-                Op::SAtomicSub => AtomicOp::Sub,
-                Op::SAtomicSwap => AtomicOp::Swap,
-                Op::SAtomicSmin => AtomicOp::SMin,
-                Op::SAtomicUmin => AtomicOp::UMin,
-                Op::SAtomicSmax => AtomicOp::SMax,
-                Op::SAtomicUmax => AtomicOp::UMax,
-                Op::SAtomicAnd => AtomicOp::And,
-                Op::SAtomicOr => AtomicOp::Or,
-                Op::SAtomicXor => AtomicOp::Xor,
-                Op::SAtomicInc => AtomicOp::Inc,
-                _ => AtomicOp::Dec,
-            };
-            let src = w.s.get(usize::from(d)).copied().unwrap_or(0);
-            let old = ctx
-                .mem
-                .atomic32(va, op, src, 0)
+            // Buffer stores beyond the resource's records are dropped.
+            let len = limit.map_or(buf.len() as u64, |l| l.min(buf.len() as u64)) as usize;
+            ctx.mem
+                .write(va, buf.get(..len).unwrap_or(&[]))
                 .map_err(|f| ctx.fault(w, f))?;
+        }
+        _ if inst.name.contains("_atomic_") => {
+            let suffix = inst.name.rsplit_once("_atomic_").map_or("", |p| p.1);
+            let Some((op, wide)) = memop::atomic_by_name(suffix) else {
+                return Err(w.unimplemented(inst));
+            };
+            let (va, _) = address(w, inst, inst.name.starts_with("s_buffer"));
+            let words = if wide { 2 } else { 1 };
+            let get = |k: u8| u64::from(w.s.get(usize::from(d + k)).copied().unwrap_or(0));
+            let src = if wide { get(0) | get(1) << 32 } else { get(0) };
+            let cmp = if wide { get(2) | get(3) << 32 } else { get(1) };
+            let cmp = if op == AtomicOp::CmpSwap { cmp } else { 0 };
+            let old = if wide {
+                ctx.mem.atomic64(va, op, src, cmp)
+            } else {
+                ctx.mem
+                    .atomic32(va, op, src as u32, cmp as u32)
+                    .map(u64::from)
+            }
+            .map_err(|f| ctx.fault(w, f))?;
             if inst.has(flags::GLC) {
-                w.set_sgpr(d, old);
+                for k in 0..words {
+                    w.set_sgpr(d + k, (old >> (32 * k)) as u32);
+                }
             }
         }
         // The scalar cache is not modelled: every load reads memory.

@@ -4,7 +4,7 @@
 use super::fpmath::{d2h, div_fixup, f64_to_i32, f64_to_u32, fract64, frexp64, h2d, rndne};
 use super::valu::{Lanes64, V};
 use super::wave::{per_lane, Lanes, LANES};
-use crate::decode::{Format, Op};
+use crate::decode::Op;
 use crate::error::WaveError;
 
 /// A 64-bit-result op over 64-bit sources (integer, no modifiers).
@@ -34,7 +34,11 @@ fn to64(v: &mut V<'_>, f: impl Fn(u32) -> f64) -> Result<(), WaveError> {
 }
 
 /// An f16 op computed in f64 and rounded to f16 (`n` sources, 16-bit results).
-fn h3(v: &mut V<'_>, n: usize, f: impl Fn(f64, f64, f64) -> f64) -> Result<(), WaveError> {
+pub(super) fn h3(
+    v: &mut V<'_>,
+    n: usize,
+    f: impl Fn(f64, f64, f64) -> f64,
+) -> Result<(), WaveError> {
     let a = v.src16(0)?;
     let b = if n > 1 { v.src16(1)? } else { [0; LANES] };
     let c = if n > 2 { v.src16(2)? } else { [0; LANES] };
@@ -48,7 +52,11 @@ fn h3(v: &mut V<'_>, n: usize, f: impl Fn(f64, f64, f64) -> f64) -> Result<(), W
 }
 
 /// A 16-bit integer op.
-fn i16op(v: &mut V<'_>, n: usize, f: impl Fn(u32, u32, u32) -> u32) -> Result<(), WaveError> {
+pub(super) fn i16op(
+    v: &mut V<'_>,
+    n: usize,
+    f: impl Fn(u32, u32, u32) -> u32,
+) -> Result<(), WaveError> {
     let a = v.src16(0)?;
     let b = if n > 1 { v.src16(1)? } else { [0; LANES] };
     let c = if n > 2 { v.src16(2)? } else { [0; LANES] };
@@ -91,7 +99,11 @@ fn pk_f32(v: &mut V<'_>, n: usize, f: impl Fn(f32, f32, f32) -> f32) -> Result<(
 }
 
 /// Packed 16-bit pairs in one dword (VOP3P), op_sel/op_sel_hi choosing halves.
-fn pk16(v: &mut V<'_>, n: usize, f: impl Fn(u32, u32, u32, bool) -> u32) -> Result<(), WaveError> {
+pub(super) fn pk16(
+    v: &mut V<'_>,
+    n: usize,
+    f: impl Fn(u32, u32, u32, bool) -> u32,
+) -> Result<(), WaveError> {
     let m3 = v.i.vop3;
     let srcs: Vec<Lanes> = (0..n)
         .map(|k| v.src(k).map(|s| *s))
@@ -391,9 +403,6 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
             v.write(&a, m)?;
             v.write_to(inst.src[0], 0, &b, m)
         }
-        _ if v.i.format == Format::Vop3p && v.i.name.starts_with("v_mfma") => {
-            Err(v.w.unimplemented(v.i))
-        }
-        _ => Err(v.w.unimplemented(v.i)),
+        _ => super::valu_misc::exec(v),
     }
 }
