@@ -1,6 +1,7 @@
 //! Interpreter speed: wave-instructions per second on one core for a compute-heavy kernel
-//! (tiled matrix multiply) and a memory-bound one (vector add), each beside a native host
-//! loop doing the same work.
+//! (tiled matrix multiply) and a memory-bound one (vector add, 1M elements), on all cores for
+//! the vector add (work-groups spread over threads as kfd-emu does), and a 1 MiB copy by
+//! kfdrt's blit kernel; each beside a native host loop doing the same work.
 //!
 //! Run: `cargo bench -p kfd-emu-isa --bench interp`. Besides criterion's timings it prints the
 //! wave-instruction rate of each kernel.
@@ -25,10 +26,13 @@ struct Bench {
 
 impl Bench {
     fn new() -> Bench {
-        let path = concat!(
+        Bench::load(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/tests/kernels/kernels-gfx90a.co"
-        );
+        ))
+    }
+
+    fn load(path: &str) -> Bench {
         let data = std::fs::read(path).expect("code object");
         let file = object::File::parse(&*data).expect("elf");
         let mut mem = PagedMemory::new();
@@ -80,6 +84,32 @@ impl Bench {
         p[40..48].copy_from_slice(&kernarg.to_le_bytes());
         let pa = self.alloc(&p);
         DispatchSetup::from_aql_packet(Target::Gfx90a, &p, pa, desc, self.code.clone())
+    }
+
+    /// Runs the work-groups on `threads` threads (scratch slot = thread); returns
+    /// wave-instructions.
+    fn run_parallel(&self, s: &DispatchSetup, threads: usize) -> u64 {
+        let groups: Vec<[u32; 3]> = s.workgroup_ids().collect();
+        std::thread::scope(|scope| {
+            let hs: Vec<_> = (0..threads)
+                .map(|t| {
+                    let groups = &groups;
+                    scope.spawn(move || {
+                        let c = RunControl {
+                            scratch_slot: t as u32,
+                            ..RunControl::default()
+                        };
+                        groups
+                            .iter()
+                            .skip(t)
+                            .step_by(threads)
+                            .map(|g| run_workgroup(s, *g, &self.mem, &c).expect("run").wave_instructions)
+                            .sum::<u64>()
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().expect("thread")).sum()
+        })
     }
 
     /// Runs every work-group on this thread; returns wave-instructions.
@@ -179,6 +209,20 @@ fn vector_add(c: &mut Criterion) {
     );
     let per_run = b.run(&s);
     rate("vector_add 1M (gfx90a)", &b, &s);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let start = Instant::now();
+    let mut insts = 0;
+    let mut runs = 0;
+    while start.elapsed().as_millis() < 1000 {
+        insts += b.run_parallel(&s, threads);
+        runs += 1;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    println!(
+        "vector_add 1M (gfx90a) on {threads} threads: {:.1} M wave-instructions/s ({:.3} ms per run)",
+        insts as f64 / secs / 1e6,
+        secs * 1e3 / runs as f64
+    );
     let mut g = c.benchmark_group("vector_add_1M");
     g.sample_size(10);
     g.throughput(Throughput::Elements(per_run));
@@ -192,5 +236,34 @@ fn vector_add(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, matmul, vector_add);
+fn blit_copy(c: &mut Criterion) {
+    let bytes = 1usize << 20;
+    let mut b = Bench::load(concat!(env!("CARGO_MANIFEST_DIR"), "/../../blit/gfx90a.co"));
+    let src: Vec<u8> = (0..bytes).map(|i| i as u8).collect();
+    let (ds, dd) = (b.alloc(&src), b.alloc(&vec![0; bytes]));
+    // kfdrt's launch: dwords / 64 groups capped at 1024, work-items striding through the rest.
+    let items = (bytes / 4) as u64;
+    let groups = items.div_ceil(64).clamp(1, 1024);
+    let stride = (groups * 64) as u32;
+    let mut args: Vec<u8> = [dd, ds, bytes as u64].iter().flat_map(|x| x.to_le_bytes()).collect();
+    args.extend_from_slice(&stride.to_le_bytes());
+    args.extend_from_slice(&[0; 4]);
+    let s = b.setup("kfdrt_blit_copy_aligned", [stride, 1, 1], [64, 1, 1], &args);
+    let per_run = b.run(&s);
+    rate("blit copy 1 MiB (gfx90a)", &b, &s);
+    let mut g = c.benchmark_group("blit_copy_1MiB");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(per_run));
+    g.bench_function("interpreter (wave-instructions)", |x| x.iter(|| b.run(&s)));
+    let mut dst = vec![0u8; bytes];
+    g.bench_function("native host loop", |x| {
+        x.iter(|| {
+            dst.copy_from_slice(black_box(&src));
+            black_box(&dst);
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, matmul, vector_add, blit_copy);
 criterion_main!(benches);
