@@ -103,7 +103,11 @@ impl Bench {
                             .iter()
                             .skip(t)
                             .step_by(threads)
-                            .map(|g| run_workgroup(s, *g, &self.mem, &c).expect("run").wave_instructions)
+                            .map(|g| {
+                                run_workgroup(s, *g, &self.mem, &c)
+                                    .expect("run")
+                                    .wave_instructions
+                            })
                             .sum::<u64>()
                     })
                 })
@@ -245,7 +249,10 @@ fn blit_copy(c: &mut Criterion) {
     let items = (bytes / 4) as u64;
     let groups = items.div_ceil(64).clamp(1, 1024);
     let stride = (groups * 64) as u32;
-    let mut args: Vec<u8> = [dd, ds, bytes as u64].iter().flat_map(|x| x.to_le_bytes()).collect();
+    let mut args: Vec<u8> = [dd, ds, bytes as u64]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
     args.extend_from_slice(&stride.to_le_bytes());
     args.extend_from_slice(&[0; 4]);
     let s = b.setup("kfdrt_blit_copy_aligned", [stride, 1, 1], [64, 1, 1], &args);

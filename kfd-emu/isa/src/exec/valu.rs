@@ -391,13 +391,11 @@ impl V<'_> {
     #[inline]
     pub fn bits(&self, f: impl Fn(usize) -> bool) -> u64 {
         let m = self.mask();
-        let mut out = 0u64;
-        for l in 0..LANES {
-            if f(l) {
-                out |= 1 << l;
-            }
+        let mut flags = [false; LANES];
+        for (l, x) in flags.iter_mut().enumerate() {
+            *x = f(l);
         }
-        out & m
+        super::wave::pack_bits(&flags) & m
     }
 }
 

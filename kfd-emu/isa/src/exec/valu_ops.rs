@@ -4,7 +4,7 @@
 use super::fpmath::{class16, class32, class_f64, div_fixup, fmax32, fmin32, fract32, med3};
 use super::valu::{Lanes64, V};
 use super::valu_wide;
-use super::wave::{per_lane, Lanes, LANES};
+use super::wave::{pack_bits, per_lane, Lanes, LANES};
 use crate::decode::compare::{self, CmpType};
 use crate::decode::{Format, Op, Operand};
 use crate::error::WaveError;
@@ -50,25 +50,26 @@ fn add_carry(v: &mut V<'_>, sub: bool, reverse: bool, with_carry: bool) -> Resul
     let cin = if with_carry { carry_in(v) } else { 0 };
     let (s0, s1) = (v.src(0)?, v.src(1)?);
     let (a, b): (&Lanes, &Lanes) = if reverse { (&s1, &s0) } else { (&s0, &s1) };
-    let mut wide = [0u64; LANES];
+    let mut out = [0u32; LANES];
+    let mut carry = [false; LANES];
     for l in 0..LANES {
-        let c = (cin >> l) & 1;
-        wide[l] = if sub {
-            u64::from(a[l])
-                .wrapping_sub(u64::from(b[l]))
-                .wrapping_sub(c)
+        let c = u32::from((cin >> l) & 1 != 0);
+        let (x, y) = (a[l], b[l]);
+        if sub {
+            let (d, b1) = x.overflowing_sub(y);
+            let (d, b2) = d.overflowing_sub(c);
+            out[l] = d;
+            carry[l] = b1 | b2;
         } else {
-            u64::from(a[l]) + u64::from(b[l]) + c
-        };
-    }
-    let out: Lanes = per_lane(|l| wide[l] as u32);
-    let mut carry = 0u64;
-    for (l, x) in wide.iter().enumerate() {
-        carry |= ((x >> 32) & 1) << l;
+            let (s, c1) = x.overflowing_add(y);
+            let (s, c2) = s.overflowing_add(c);
+            out[l] = s;
+            carry[l] = c1 | c2;
+        }
     }
     let m = v.mask();
     v.write(&out, m)?;
-    v.write_sdst(carry & m);
+    v.write_sdst(pack_bits(&carry) & m);
     Ok(())
 }
 

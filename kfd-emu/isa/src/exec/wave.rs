@@ -26,6 +26,23 @@ pub(crate) fn per_lane<T: Copy + Default>(mut f: impl FnMut(usize) -> T) -> [T; 
     out
 }
 
+/// Packs one flag per lane into a lane mask (lane i to bit i), eight lanes per multiply
+/// instead of a variable shift per lane.
+#[inline]
+pub(crate) fn pack_bits(flags: &[bool; LANES]) -> u64 {
+    let mut out = 0u64;
+    for (k, chunk) in flags.chunks_exact(8).enumerate() {
+        let mut bytes = [0u8; 8];
+        for (d, s) in bytes.iter_mut().zip(chunk) {
+            *d = u8::from(*s);
+        }
+        // Byte i (0 or 1) times the constant lands in bit 56 + i; nothing carries.
+        let gathered = (u64::from_le_bytes(bytes).wrapping_mul(0x0102_0408_1020_4080) >> 56) & 0xFF;
+        out |= gathered << (8 * k);
+    }
+    out
+}
+
 /// Where a wave is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum WaveState {
@@ -217,6 +234,19 @@ impl Wave {
             src::EXECZ => u64::from(self.exec() == 0),
             src::SCC => u64::from(self.scc),
             _ => 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pack_bits_maps_lane_to_bit() {
+        for pattern in [0u64, u64::MAX, 0x8000_0000_0000_0001, 0x0123_4567_89AB_CDEF] {
+            let flags: [bool; LANES] = std::array::from_fn(|l| pattern >> l & 1 != 0);
+            assert_eq!(pack_bits(&flags), pattern);
         }
     }
 }
