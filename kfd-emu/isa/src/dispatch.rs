@@ -166,13 +166,14 @@ impl DispatchSetup {
 
     /// Waves per work-group.
     pub fn waves_per_group(&self) -> u32 {
-        let items: u32 = self.workgroup_size.iter().product();
-        items.div_ceil(self.target.wave_size())
+        let items: u64 = self.workgroup_size.iter().map(|&s| u64::from(s)).product();
+        u32::try_from(items.div_ceil(u64::from(self.target.wave_size()))).unwrap_or(u32::MAX)
     }
 
     /// Scratch bytes one slot (one concurrently running work-group) needs.
     pub fn scratch_per_slot(&self) -> u64 {
-        self.scratch_per_wave() * u64::from(self.waves_per_group())
+        self.scratch_per_wave()
+            .saturating_mul(u64::from(self.waves_per_group()))
     }
 
     /// Checks the dispatch as the CP would before launching it.

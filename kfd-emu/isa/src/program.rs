@@ -179,7 +179,7 @@ impl CodeCache {
                                 .chunks_exact(4)
                                 .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])),
                         );
-                        fetched_to += n as u64;
+                        fetched_to = fetched_to.wrapping_add(n as u64);
                         readable = n == FETCH_CHUNK;
                     }
                 }
@@ -191,9 +191,13 @@ impl CodeCache {
             let window = window.get(..MAX_INST_DWORDS).unwrap_or(window);
             let inst = decode(self.target, window);
             let end = ends_region(&inst);
-            pc += inst.size();
-            pcs.push(pc - inst.size());
+            pcs.push(pc);
+            pc = pc.wrapping_add(inst.size());
             insts.push(inst);
+            if pc < start {
+                // The code reached the top of the address space.
+                break;
+            }
             if end || insts.len() >= MAX_REGION_INSTS {
                 break;
             }

@@ -35,7 +35,7 @@ impl GroupStart {
         GroupStart {
             group_id,
             size,
-            scratch_offset: u64::from(slot) * setup.scratch_per_slot(),
+            scratch_offset: u64::from(slot).wrapping_mul(setup.scratch_per_slot()),
         }
     }
 

@@ -97,7 +97,9 @@ pub fn run_workgroup<M: Memory + ?Sized>(
         )));
     }
     if let Some(s) = setup.scratch {
-        let needed = (u64::from(control.scratch_slot) + 1) * setup.scratch_per_slot();
+        let needed = (u64::from(control.scratch_slot) + 1)
+            .checked_mul(setup.scratch_per_slot())
+            .unwrap_or(u64::MAX);
         if needed > s.size {
             return Err(WaveError::ScratchTooSmall {
                 needed,
@@ -177,7 +179,7 @@ fn run_slice<M: Memory + ?Sized>(w: &mut Wave, ctx: &mut Ctx<'_, M>) -> Result<(
         w.executed += 1;
         match flow {
             Flow::Next | Flow::Barrier => {
-                w.pc += inst.size();
+                w.pc = w.pc.wrapping_add(inst.size());
                 idx += 1;
                 if matches!(flow, Flow::Barrier) {
                     w.state = WaveState::Barrier;

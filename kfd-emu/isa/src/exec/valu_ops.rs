@@ -354,7 +354,11 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
         Op::VBcntU32B32 => v.map2(|a, b| a.count_ones().wrapping_add(b)),
         Op::VMbcntLoU32B32 => {
             let (a, b) = (v.src(0)?, v.src(1)?);
-            let out: Lanes = per_lane(|l| (a[l] & ((1u64 << l) - 1) as u32).count_ones() + b[l]);
+            let out: Lanes = per_lane(|l| {
+                (a[l] & ((1u64 << l) - 1) as u32)
+                    .count_ones()
+                    .wrapping_add(b[l])
+            });
             let m = v.mask();
             v.write(&out, m)
         }
@@ -366,7 +370,7 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
                 } else {
                     ((1u64 << (l - 32)) - 1) as u32
                 };
-                (a[l] & below).count_ones() + b[l]
+                (a[l] & below).count_ones().wrapping_add(b[l])
             });
             let m = v.mask();
             v.write(&out, m)

@@ -366,7 +366,7 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
         }),
         Op::VMadU16 => i16op(v, 3, |a, b, c| a.wrapping_mul(b).wrapping_add(c)),
         Op::VMadI16 => i16op(v, 3, |a, b, c| a.wrapping_mul(b).wrapping_add(c)),
-        Op::VMadU32U16 => v.map3(|a, b, c| (a & 0xFFFF) * (b & 0xFFFF) + c),
+        Op::VMadU32U16 => v.map3(|a, b, c| ((a & 0xFFFF) * (b & 0xFFFF)).wrapping_add(c)),
         Op::VMadI32I16 => v.map3(|a, b, c| {
             (i32::from(a as u16 as i16) * i32::from(b as u16 as i16)).wrapping_add(c as i32) as u32
         }),
