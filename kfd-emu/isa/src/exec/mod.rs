@@ -97,9 +97,7 @@ pub fn run_workgroup<M: Memory + ?Sized>(
         )));
     }
     if let Some(s) = setup.scratch {
-        let needed = (u64::from(control.scratch_slot) + 1)
-            .checked_mul(setup.scratch_per_slot())
-            .unwrap_or(u64::MAX);
+        let needed = (u64::from(control.scratch_slot) + 1).saturating_mul(setup.scratch_per_slot());
         if needed > s.size {
             return Err(WaveError::ScratchTooSmall {
                 needed,
