@@ -150,29 +150,29 @@ pub(super) fn atomic<M: Memory + ?Sized>(
     }
 }
 
-/// If the active lanes' linear addresses are `first + (l - lo) * size` for every lane
-/// `lo..=hi` and all those lanes are active, the range as (lowest lane, lane count, address).
-pub(super) fn contiguous(
+/// The next run of active lanes from `from` on whose linear addresses follow each other
+/// (`first + k * size`): (first lane, lane count, address). A lane whose address is not linear
+/// is a run of one with `None`.
+pub(super) fn next_run(
     addrs: &[Addr; LANES],
     exec: u64,
+    from: usize,
     size: u64,
-) -> Option<(usize, usize, u64)> {
-    if exec == 0 {
+) -> Option<(usize, usize, Option<u64>)> {
+    let rest = exec.checked_shr(from as u32).unwrap_or(0);
+    if rest == 0 {
         return None;
     }
-    let lo = exec.trailing_zeros() as usize;
-    let hi = 63 - exec.leading_zeros() as usize;
-    let count = hi - lo + 1;
-    if count < 2 || (exec >> lo).count_ones() as usize != count {
-        return None;
-    }
+    let lo = from + rest.trailing_zeros() as usize;
     let Addr::Linear(first) = addrs[lo] else {
-        return None;
+        return Some((lo, 1, None));
     };
-    for (k, a) in addrs.iter().enumerate().take(hi + 1).skip(lo) {
-        if *a != Addr::Linear(first.wrapping_add((k - lo) as u64 * size)) {
-            return None;
-        }
+    let mut n = 1;
+    while lo + n < LANES
+        && exec >> (lo + n) & 1 != 0
+        && addrs[lo + n] == Addr::Linear(first.wrapping_add(n as u64 * size))
+    {
+        n += 1;
     }
-    Some((lo, count, first))
+    Some((lo, n, Some(first)))
 }

@@ -69,7 +69,10 @@ pub(super) fn i16op(
 /// with neg_lo/neg_hi.
 fn pk_f32(v: &mut V<'_>, n: usize, f: impl Fn(f32, f32, f32) -> f32) -> Result<(), WaveError> {
     let m3 = v.i.vop3;
-    let srcs: Vec<Lanes64> = (0..n).map(|k| v.src64(k)).collect::<Result<_, _>>()?;
+    let mut srcs = [[0u64; LANES]; 3];
+    for (k, s) in srcs.iter_mut().enumerate().take(n) {
+        *s = v.src64(k)?;
+    }
     let pick = |k: usize, l: usize, hi_result: bool| -> f32 {
         let sel = if hi_result {
             (m3.opsel_hi >> k) & 1

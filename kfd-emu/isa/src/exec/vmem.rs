@@ -5,7 +5,7 @@
 //! range), then the data moves lane by lane, or in one access when the active lanes touch one
 //! contiguous run of global memory.
 
-use super::access::{self, contiguous, Addr};
+use super::access::{self, next_run, Addr};
 use super::wave::{Wave, LANES};
 use super::Ctx;
 use crate::decode::memop::{self, MemClass};
@@ -202,24 +202,22 @@ fn load<M: Memory + ?Sized>(
     size: usize,
 ) -> Result<(), WaveError> {
     let mut data = [0u8; LANES * 16];
-    if let Some((lo, count, first)) = contiguous(addrs, exec, size as u64) {
+    // Consecutive lanes reading consecutive global addresses are one memory access.
+    let mut from = 0;
+    while let Some((lo, count, linear)) = next_run(addrs, exec, from, size as u64) {
+        from = lo + count;
         let part = data
             .get_mut(lo * size..(lo + count) * size)
             .unwrap_or(&mut []);
-        if ctx.mem.read(first, part).is_err() {
-            // Find the exact faulting lane the slow way.
-            for l in lo..lo + count {
-                if let Some(chunk) = data.get_mut(l * size..(l + 1) * size) {
-                    access::read(w, ctx, addrs[l], 0, chunk)?;
-                }
+        if let Some(va) = linear {
+            if ctx.mem.read(va, part).is_ok() {
+                continue;
             }
         }
-    } else {
-        for l in 0..LANES {
-            if exec >> l & 1 != 0 {
-                if let Some(chunk) = data.get_mut(l * size..(l + 1) * size) {
-                    access::read(w, ctx, addrs[l], 0, chunk)?;
-                }
+        // Not linear, or it faulted: lane by lane, so a fault names the lane's address.
+        for l in lo..lo + count {
+            if let Some(chunk) = data.get_mut(l * size..(l + 1) * size) {
+                access::read(w, ctx, addrs[l], 0, chunk)?;
             }
         }
     }
@@ -297,14 +295,16 @@ fn store<M: Memory + ?Sized>(
             }
         }
     }
-    if let Some((lo, count, first)) = contiguous(addrs, exec, size as u64) {
-        let part = data.get(lo * size..(lo + count) * size).unwrap_or(&[]);
-        if ctx.mem.write(first, part).is_ok() {
-            return Ok(());
+    let mut from = 0;
+    while let Some((lo, count, linear)) = next_run(addrs, exec, from, size as u64) {
+        from = lo + count;
+        if let Some(va) = linear {
+            let part = data.get(lo * size..(lo + count) * size).unwrap_or(&[]);
+            if ctx.mem.write(va, part).is_ok() {
+                continue;
+            }
         }
-    }
-    for l in 0..LANES {
-        if exec >> l & 1 != 0 {
+        for l in lo..lo + count {
             let chunk = data.get(l * size..(l + 1) * size).unwrap_or(&[]);
             access::write(w, ctx, addrs[l], 0, chunk)?;
         }
