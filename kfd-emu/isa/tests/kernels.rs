@@ -520,3 +520,51 @@ fn code_object_v5_hidden_arguments() {
         }
     });
 }
+
+fn ulps64(a: f64, b: f64) -> u64 {
+    (a.to_bits() as i64).abs_diff(b.to_bits() as i64)
+}
+
+#[test]
+fn double_precision_math_with_large_arguments() {
+    both(|t| {
+        let (mut gpu, base, co) = kernels(t);
+        let k = base + co.symbol("math_f64.kd");
+        let mut rng = Rng(17);
+        // Small, medium and huge arguments (the last need 2/pi's far bits).
+        let x: Vec<f64> = (0..256)
+            .map(|i| {
+                let r = f64::from(rng.f32(-1.0, 1.0));
+                match i % 4 {
+                    0 => r * 3.0,
+                    1 => r * 1e4,
+                    2 => r * 1e12,
+                    _ => r * 1e300,
+                }
+            })
+            .collect();
+        let n = x.len();
+        let dx = gpu.upload(&x.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>());
+        let out = gpu.alloc(24 * n as u64);
+        let args = Args::new().ptr(dx).ptr(out).i32(n as i32).done();
+        gpu.run(k, &Launch::linear(n as u32, 64, args)).unwrap();
+        let o = to_f64(&gpu.download(out, 24 * n));
+        for i in 0..n {
+            let v = x[i];
+            for (what, got, want) in [
+                ("sin", o[3 * i], v.sin()),
+                ("cos", o[3 * i + 1], v.cos()),
+                ("exp", o[3 * i + 2], (v * 1e-3).exp()),
+            ] {
+                if what == "exp" && !want.is_finite() {
+                    assert_eq!(got, want, "{t} exp({v})");
+                    continue;
+                }
+                assert!(
+                    ulps64(got, want) <= 2,
+                    "{t} {what}({v}) = {got}, want {want}"
+                );
+            }
+        }
+    });
+}

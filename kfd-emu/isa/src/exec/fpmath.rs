@@ -205,6 +205,57 @@ pub(super) fn d2h(x: f64) -> u32 {
     u32::from(f32_to_f16(x as f32))
 }
 
+/// The fraction bits of 2/pi, most significant first (1216 bits; `v_trig_preop_f64` reads
+/// the first 1201). Computed with Machin's formula in 450-digit decimal arithmetic.
+const TWO_OVER_PI: [u64; 19] = [
+    0xA2F9_836E_4E44_1529,
+    0xFC27_57D1_F534_DDC0,
+    0xDB62_9599_3C43_9041,
+    0xFE51_63AB_DEBB_C561,
+    0xB724_6E3A_424D_D2E0,
+    0x0649_2EEA_09D1_921C,
+    0xFE1D_EB1C_B129_A73E,
+    0xE882_35F5_2EBB_4484,
+    0xE99C_7026_B45F_7E41,
+    0x3991_D639_8353_39F4,
+    0x9C84_5F8B_BDF9_283B,
+    0x1FF8_97FF_DE05_980F,
+    0xEF2F_118B_5A0A_6D1F,
+    0x6D36_7ECF_27CB_09B7,
+    0x4F46_3F66_9E5F_EA2D,
+    0x7527_BAC7_EBE5_F17B,
+    0x3D07_39F7_8A52_92EA,
+    0x6BFB_5FB1_1F8D_5D08,
+    0x5603_3046_FC7B_6BAB,
+];
+
+/// Bit `i` of 2/pi's fraction (bit 0 is the 1/2 place); 0 past the 1201 bits the hardware has.
+fn two_over_pi_bit(i: u64) -> u64 {
+    if i > 1200 {
+        return 0;
+    }
+    TWO_OVER_PI
+        .get((i / 64) as usize)
+        .map_or(0, |w| (w >> (63 - i % 64)) & 1)
+}
+
+/// `v_trig_preop_f64`: 53 bits of 2/pi starting `segment * 53` bits in (further for large
+/// `x`), scaled to their place, for Payne-Hanek argument reduction.
+pub(super) fn trig_preop(x: f64, segment: u32) -> f64 {
+    let exp = ((x.to_bits() >> 52) & 0x7FF) as u64;
+    let mut shift = u64::from(segment & 31) * 53;
+    if exp > 1077 {
+        shift += exp - 1077;
+    }
+    let m = (0..53).fold(0u64, |acc, k| acc << 1 | two_over_pi_bit(shift + k));
+    let mut scale = -53 - shift as i32;
+    if exp >= 1968 {
+        scale += 128;
+    }
+    // Two steps keep 2^scale representable.
+    (m as f64) * 2f64.powi(scale / 2) * 2f64.powi(scale - scale / 2)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -228,5 +279,11 @@ mod tests {
         assert_eq!(rndne(-2.5), -2.0);
         assert_eq!(f64_to_i32(1e20), i32::MAX);
         assert_eq!(f64_to_u32(-3.0), 0);
+        // The first segment is 2/pi truncated to 53 bits; the segments sum to 2/pi.
+        let two_over_pi = 2.0 / std::f64::consts::PI;
+        assert_eq!(trig_preop(1.0, 0).to_bits(), two_over_pi.to_bits() - 1);
+        let sum = trig_preop(1.0, 0) + trig_preop(1.0, 1) + trig_preop(1.0, 2);
+        assert_eq!(sum, two_over_pi);
+        assert!(trig_preop(1.0, 1) < 1e-15 && trig_preop(1.0, 1) > 0.0);
     }
 }

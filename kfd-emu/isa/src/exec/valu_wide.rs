@@ -186,6 +186,13 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
         Op::VFrexpMantF64 => v.d3(1, |x, _, _| frexp64(x).0),
         Op::VFrexpExpI32F64 => from64(v, |x| frexp64(x).1 as u32),
         Op::VDivFixupF64 => v.d3(3, div_fixup),
+        Op::VTrigPreopF64 => {
+            let (a, b) = (v.src64(0)?, *v.src(1)?);
+            let out: Lanes64 =
+                per_lane(|l| v.fout64(super::fpmath::trig_preop(v.fmod64(a[l], 0), b[l])));
+            let m = v.mask();
+            v.write64(&out, m)
+        }
         Op::VDivFmasF64 => {
             let vcc = v.w.vcc();
             let (a, b, c) = (v.src64(0)?, v.src64(1)?, v.src64(2)?);

@@ -204,3 +204,15 @@ extern "C" __global__ void scratch_spill(const int* idx, int* out, int n) {
     out[i] = acc;
   }
 }
+
+// Double-precision device-library math; large arguments take the Payne-Hanek reduction
+// (v_trig_preop_f64).
+extern "C" __global__ void math_f64(const double* x, double* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    double v = x[i];
+    out[3 * i + 0] = sin(v);
+    out[3 * i + 1] = cos(v);
+    out[3 * i + 2] = exp(v * 1e-3);
+  }
+}
