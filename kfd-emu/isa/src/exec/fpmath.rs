@@ -242,7 +242,7 @@ fn two_over_pi_bit(i: u64) -> u64 {
 /// `v_trig_preop_f64`: 53 bits of 2/pi starting `segment * 53` bits in (further for large
 /// `x`), scaled to their place, for Payne-Hanek argument reduction.
 pub(super) fn trig_preop(x: f64, segment: u32) -> f64 {
-    let exp = ((x.to_bits() >> 52) & 0x7FF) as u64;
+    let exp = (x.to_bits() >> 52) & 0x7FF;
     let mut shift = u64::from(segment & 31) * 53;
     if exp > 1077 {
         shift += exp - 1077;
