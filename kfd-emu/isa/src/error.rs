@@ -32,8 +32,8 @@ pub enum WaveError {
         /// Its disassembly.
         text: String,
     },
-    /// An operand the hardware would reject or that is outside the wave's allocation
-    /// (a VGPR beyond the kernel's register count, a misaligned register tuple).
+    /// An operand outside the wave's allocation (a VGPR or AGPR beyond the kernel's register
+    /// count, an M0-relative SGPR beyond s101) or of a kind the instruction cannot use.
     IllegalOperand {
         /// Where the instruction is.
         pc: u64,
@@ -76,12 +76,6 @@ pub enum WaveError {
         /// PC of a wave at the stop.
         pc: u64,
     },
-    /// Every wave waits at a barrier no other wave can reach (cannot happen with the barrier
-    /// semantics modelled; kept so a deadlock is reported rather than spun on).
-    Deadlock {
-        /// PC of a waiting wave.
-        pc: u64,
-    },
 }
 
 impl WaveError {
@@ -94,8 +88,7 @@ impl WaveError {
             | WaveError::IllegalOperand { pc, .. }
             | WaveError::Trap { pc, .. }
             | WaveError::BudgetExhausted { pc, .. }
-            | WaveError::Cancelled { pc }
-            | WaveError::Deadlock { pc } => Some(*pc),
+            | WaveError::Cancelled { pc } => Some(*pc),
             _ => None,
         }
     }
@@ -143,7 +136,6 @@ impl std::fmt::Display for WaveError {
                 "instruction budget exhausted after {executed} wave-instructions (a wave at {pc:#x})"
             ),
             WaveError::Cancelled { pc } => write!(f, "cancelled (a wave at {pc:#x})"),
-            WaveError::Deadlock { pc } => write!(f, "barrier deadlock (a wave at {pc:#x})"),
         }
     }
 }

@@ -96,7 +96,7 @@
 //! swizzled scratch and buffer range checks. `COVERAGE.md` lists, per target and encoding,
 //! the opcodes that run and those that return [`WaveError::Unimplemented`] (MFMA and the
 //! other matrix instructions, formatted buffer loads/stores (MTBUF and `*_format_*`), SMEM
-//! scratch, `v_trig_preop_f64`, cube-map and legacy graphics ops, GPR indexing mode, fork/join).
+//! scratch, cube-map and legacy graphics ops, GPR indexing mode, fork/join).
 //!
 //! Not modelled: float denormal flushing and rounding modes (the host's IEEE round-to-nearest
 //! with denormals is used; MODE is readable but does not change arithmetic); the exact error
