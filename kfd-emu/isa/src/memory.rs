@@ -80,6 +80,31 @@ pub enum AtomicOp {
     FMin,
     /// IEEE float maximum.
     FMax,
+    /// Two packed f16 adds (32-bit atomics only).
+    PkAddF16,
+    /// Two packed bf16 adds (32-bit atomics only).
+    PkAddBf16,
+}
+
+/// Adds two packed 16-bit floats per half, in f32 and rounded back (`bf16`: bfloat16).
+fn pk_add(old: u32, src: u32, bf16: bool) -> u32 {
+    let half = |x: u32, y: u32| -> u32 {
+        if bf16 {
+            let s = f32::from_bits(x << 16) + f32::from_bits(y << 16);
+            // Round to nearest even on the dropped 16 bits; NaNs stay NaN.
+            let b = s.to_bits();
+            if s.is_nan() {
+                (b >> 16) | 0x40
+            } else {
+                (b.wrapping_add(0x7FFF + ((b >> 16) & 1))) >> 16
+            }
+        } else {
+            let s = crate::decode::operand::f16_to_f32(x as u16)
+                + crate::decode::operand::f16_to_f32(y as u16);
+            u32::from(crate::decode::operand::f32_to_f16(s))
+        }
+    };
+    half(old & 0xFFFF, src & 0xFFFF) | half(old >> 16, src >> 16) << 16
 }
 
 impl AtomicOp {
@@ -120,6 +145,8 @@ impl AtomicOp {
             AtomicOp::FAdd => (f32::from_bits(old) + f32::from_bits(src)).to_bits(),
             AtomicOp::FMin => f32::from_bits(old).min(f32::from_bits(src)).to_bits(),
             AtomicOp::FMax => f32::from_bits(old).max(f32::from_bits(src)).to_bits(),
+            AtomicOp::PkAddF16 => pk_add(old, src, false),
+            AtomicOp::PkAddBf16 => pk_add(old, src, true),
         }
     }
 
@@ -160,6 +187,11 @@ impl AtomicOp {
             AtomicOp::FAdd => (f64::from_bits(old) + f64::from_bits(src)).to_bits(),
             AtomicOp::FMin => f64::from_bits(old).min(f64::from_bits(src)).to_bits(),
             AtomicOp::FMax => f64::from_bits(old).max(f64::from_bits(src)).to_bits(),
+            // Packed 16-bit adds on each 32-bit half.
+            AtomicOp::PkAddF16 | AtomicOp::PkAddBf16 => {
+                u64::from(self.apply32(old as u32, src as u32, 0))
+                    | u64::from(self.apply32((old >> 32) as u32, (src >> 32) as u32, 0)) << 32
+            }
         }
     }
 }
@@ -277,5 +309,9 @@ mod tests {
         );
         assert_eq!(Sub.apply32(0, 1, 0), u32::MAX);
         assert_eq!(Xor.apply64(0b1100, 0b1010, 0), 0b0110);
+        // f16 1.0 + 2.0 = 3.0 (0x4200), 0.5 + 0.5 = 1.0 (0x3C00).
+        assert_eq!(PkAddF16.apply32(0x3800_3C00, 0x3800_4000, 0), 0x3C00_4200);
+        // bf16 1.0 (0x3F80) + 1.0 = 2.0 (0x4000); -2.0 (0xC000) + 0.5 (0x3F00) = -1.5 (0xBFC0).
+        assert_eq!(PkAddBf16.apply32(0xC000_3F80, 0x3F00_3F80, 0), 0xBFC0_4000);
     }
 }

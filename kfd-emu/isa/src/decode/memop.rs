@@ -20,7 +20,9 @@ pub enum MemClass {
     Atomic,
 }
 
-const ATOMICS: [(&str, AtomicOp); 16] = [
+const ATOMICS: [(&str, AtomicOp); 18] = [
+    ("pk_add_f16", AtomicOp::PkAddF16),
+    ("pk_add_bf16", AtomicOp::PkAddBf16),
     ("swap", AtomicOp::Swap),
     ("cmpswap", AtomicOp::CmpSwap),
     ("add", AtomicOp::Add),
@@ -226,6 +228,14 @@ pub fn ds_kind(name: &str) -> DsOp {
 /// The atomic operation and data width of a DS read-modify-write, from its mnemonic.
 pub(crate) fn ds_atomic(name: &str) -> Option<(AtomicOp, bool)> {
     let body = name.strip_prefix("ds_")?;
+    if body.starts_with("pk_add") {
+        let op = if body.ends_with("bf16") {
+            AtomicOp::PkAddBf16
+        } else {
+            AtomicOp::PkAddF16
+        };
+        return Some((op, false));
+    }
     let body = body.replace("_rtn", "");
     let (op, ty) = body.split_once('_')?;
     let wide = ty.ends_with("64");
