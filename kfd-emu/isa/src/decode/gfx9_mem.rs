@@ -46,7 +46,8 @@ pub(super) fn smem(t: Target, w0: u32, w1: u32) -> Option<Inst> {
         }
     }
     if imm {
-        i.offset = bits(w1, 0, 21) as i32;
+        // A signed 21-bit byte offset.
+        i.offset = ((bits(w1, 0, 21) << 11) as i32) >> 11;
         if soe {
             i.soffset = Operand::Sgpr(bits(w1, 25, 7) as u8, 1);
         }

@@ -51,7 +51,10 @@ fn smem(out: &mut String, i: &Inst) {
         if i.has(flags::IMM) {
             if i.has(flags::SOE) {
                 operand(out, i.soffset);
-                let _ = write!(out, " offset:{:#x}", i.offset);
+                out.push_str(" offset:");
+            }
+            if i.offset < 0 {
+                let _ = write!(out, "-{:#x}", i.offset.unsigned_abs());
             } else {
                 let _ = write!(out, "{:#x}", i.offset);
             }

@@ -62,3 +62,19 @@ fn sep(out: &mut String, first: &mut bool) {
         out.push_str(", ");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Forms the goldens do not reach, with llvm-mc-16's text.
+    #[test]
+    fn negative_smem_offsets() {
+        let t = Target::Gfx90a;
+        let load = decode(t, &[0xC002_0082, 0x001F_FFF0]);
+        assert_eq!(disassemble(t, &load), "s_load_dword s2, s[4:5], -0x10");
+        assert_eq!(load.offset, -16);
+        let buf = decode(t, &[0xC022_0082, 0x001F_FFF0]);
+        assert_eq!(disassemble(t, &buf), "s_buffer_load_dword s2, s[4:7], -0x10");
+    }
+}

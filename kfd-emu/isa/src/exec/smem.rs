@@ -19,7 +19,7 @@ fn address(w: &Wave, inst: &Inst, buffer: bool) -> (u64, Option<u64>) {
     let (sbase, _) = sreg(inst.saddr);
     let mut offset = 0u64;
     if inst.has(flags::IMM) {
-        offset = offset.wrapping_add(inst.offset as u32 as u64);
+        offset = offset.wrapping_add(inst.offset as i64 as u64);
         if inst.has(flags::SOE) {
             offset = offset.wrapping_add(u64::from(w.scalar32(inst.soffset, 0, (0, 0))));
         }
