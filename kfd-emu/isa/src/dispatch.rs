@@ -72,6 +72,13 @@ pub struct DispatchSetup {
     pub apertures: Apertures,
     /// Decoded code, shared by every dispatch of the same code (see [`CodeCache`]).
     pub code: Arc<CodeCache>,
+    /// PM4 dispatches: the entry point (`COMPUTE_PGM_LO/HI << 8`) instead of the
+    /// descriptor's.
+    pub entry_override: Option<u64>,
+    /// PM4 dispatches: the user SGPRs exactly as `COMPUTE_USER_DATA_0..` hold them (the
+    /// first `USER_SGPR_COUNT` are loaded), instead of the values the descriptor's enable bits
+    /// call for. The system SGPRs and VGPRs still follow `compute_pgm_rsrc2`.
+    pub user_sgprs_override: Option<Vec<u32>>,
 }
 
 /// Most work-items in one work-group.
@@ -123,7 +130,15 @@ impl DispatchSetup {
             scratch: None,
             apertures: Apertures::default(),
             code,
+            entry_override: None,
+            user_sgprs_override: None,
         }
+    }
+
+    /// The first instruction's address.
+    pub fn entry(&self) -> u64 {
+        self.entry_override
+            .unwrap_or_else(|| self.descriptor.entry(self.kernel_object))
     }
 
     /// Work-groups per dimension.

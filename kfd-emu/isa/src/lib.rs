@@ -23,6 +23,11 @@
 //!    address and segment sizes), then set `queue_address` (the `amd_queue_t`), `dispatch_id`
 //!    (the packet index), `scratch` (the queue's scratch backing, if any) and `apertures`
 //!    (the process's LDS/scratch aperture bases, as KFD reports them).
+//!    For a PM4 `DISPATCH_DIRECT`, build the setup from the SH registers instead: a
+//!    [`KernelDescriptor`] whose `compute_pgm_rsrc1/2/3` are the register values (its
+//!    `kernel_code_properties` play no part), `entry_override` = `COMPUTE_PGM_LO/HI << 8`,
+//!    `user_sgprs_override` = `COMPUTE_USER_DATA_0..`, the work-group size from
+//!    `COMPUTE_NUM_THREAD_*` and the grid from the packet (in threads or in groups).
 //! 4. Run every work-group id of [`DispatchSetup::workgroup_ids`] with [`run_workgroup`],
 //!    spread over a pool of host threads. Give work-groups that run at the same time distinct
 //!    [`RunControl::scratch_slot`]s (the host thread's index): a work-group's waves use the

@@ -75,6 +75,9 @@ mod tests {
         assert_eq!(disassemble(t, &load), "s_load_dword s2, s[4:5], -0x10");
         assert_eq!(load.offset, -16);
         let buf = decode(t, &[0xC022_0082, 0x001F_FFF0]);
-        assert_eq!(disassemble(t, &buf), "s_buffer_load_dword s2, s[4:7], -0x10");
+        assert_eq!(
+            disassemble(t, &buf),
+            "s_buffer_load_dword s2, s[4:7], -0x10"
+        );
     }
 }

@@ -66,7 +66,7 @@ pub(crate) fn start_wave<M: Memory + ?Sized>(
         vgprs
     };
     let mut w = Wave::new(target, vgprs, accum, index);
-    w.pc = d.entry(setup.kernel_object);
+    w.pc = setup.entry();
     w.mode = mode_from_rsrc1(d.compute_pgm_rsrc1);
     let wave_scratch = setup.scratch.map_or(0, |s| {
         s.base
@@ -77,9 +77,13 @@ pub(crate) fn start_wave<M: Memory + ?Sized>(
     let wave_offset = wave_scratch.wrapping_sub(setup.scratch.map_or(0, |s| s.base));
     let scratch_base = setup.scratch.map_or(0, |s| s.base);
 
-    // User SGPRs.
+    // User SGPRs: as the registers hold them (PM4), or as the enable bits call for (AQL).
     let mut sgprs: Vec<u32> = Vec::with_capacity(16);
-    for u in UserSgpr::ORDER {
+    if let Some(user) = &setup.user_sgprs_override {
+        sgprs.extend(user.iter().take(d.user_sgpr_count()));
+    }
+    let from_descriptor = setup.user_sgprs_override.is_none();
+    for u in UserSgpr::ORDER.into_iter().filter(|_| from_descriptor) {
         if !d.user_sgpr_enabled(u) {
             continue;
         }
@@ -102,7 +106,11 @@ pub(crate) fn start_wave<M: Memory + ?Sized>(
         }
     }
     // Kernel arguments preloaded into the SGPRs that follow (gfx940+).
-    let preload = usize::from(d.kernarg_preload & 0x7F);
+    let preload = if from_descriptor {
+        usize::from(d.kernarg_preload & 0x7F)
+    } else {
+        0
+    };
     let preload_offset = u64::from(d.kernarg_preload >> 7) * 4;
     for k in 0..preload {
         let va = setup.kernarg_address + preload_offset + 4 * k as u64;
