@@ -42,7 +42,7 @@ fn alu_program() -> impl Strategy<Value = Vec<u32>> {
     let words: Vec<u32> = words
         .into_iter()
         // Keep setpc/swappc/getpc-style control out; random operands are enough chaos.
-        .filter(|w| w >> 23 != 0x17D || !matches!((w >> 8) & 0xFF, 0x1D | 0x1E | 0x1F))
+        .filter(|w| w >> 23 != 0x17D || !matches!((w >> 8) & 0xFF, 0x1D..=0x1F))
         .collect();
     let word = (0..words.len(), any::<u8>()).prop_map(move |(i, noise)| {
         // Vary the source operand among registers and inline constants.
