@@ -259,3 +259,62 @@ impl Default for RunControl<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// kfd-emu shares one setup and one code cache between its worker threads.
+    #[test]
+    fn shared_across_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<DispatchSetup>();
+        send_sync::<CodeCache>();
+        send_sync::<RunControl<'_>>();
+        send_sync::<WaveError>();
+    }
+
+    #[test]
+    fn sizes_and_validation() {
+        let code = Arc::new(CodeCache::new(Target::Gfx90a));
+        let mut p = [0u8; 64];
+        p[2] = 2;
+        p[4] = 16; // 16 x 8 work-groups
+        p[6] = 8;
+        p[8] = 1;
+        p[12..16].copy_from_slice(&100u32.to_le_bytes());
+        p[16..20].copy_from_slice(&20u32.to_le_bytes());
+        p[20..24].copy_from_slice(&1u32.to_le_bytes());
+        p[24..28].copy_from_slice(&40u32.to_le_bytes());
+        p[28..32].copy_from_slice(&256u32.to_le_bytes());
+        let desc = KernelDescriptor {
+            group_segment_fixed_size: 1024,
+            private_segment_fixed_size: 16,
+            ..KernelDescriptor::default()
+        };
+        let mut s = DispatchSetup::from_aql_packet(Target::Gfx90a, &p, 0, desc, code.clone());
+        assert_eq!(s.grid_groups(), [7, 3, 1]);
+        assert_eq!(s.workgroup_ids().count(), 21);
+        assert_eq!(s.waves_per_group(), 2);
+        assert_eq!(s.private_segment_size(), 40);
+        // 40 bytes x 64 lanes = 2560, rounded to 1 KiB granules.
+        assert_eq!(s.scratch_per_wave(), 3072);
+        assert_eq!(s.scratch_per_slot(), 6144);
+        assert_eq!(
+            s.validate(),
+            Err(WaveError::ScratchUnavailable {
+                bytes_per_work_item: 40
+            })
+        );
+        s.scratch = Some(ScratchBacking {
+            base: 0,
+            size: 1 << 20,
+        });
+        assert_eq!(s.validate(), Ok(()));
+        s.dynamic_group_segment_size = 64 * 1024;
+        assert!(matches!(s.validate(), Err(WaveError::InvalidDispatch(_))));
+        s.dynamic_group_segment_size = 0;
+        s.code = Arc::new(CodeCache::new(Target::Gfx942));
+        assert!(matches!(s.validate(), Err(WaveError::InvalidDispatch(_))));
+    }
+}
