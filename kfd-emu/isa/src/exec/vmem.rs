@@ -177,6 +177,10 @@ pub(super) fn exec<M: Memory + ?Sized>(
             _ => Err(w.unimplemented(inst)),
         };
     }
+    if inst.has(flags::LDS) {
+        // Loads into LDS (the `lds` bit) are not modelled: refuse rather than load into VGPRs.
+        return Err(w.unimplemented(inst));
+    }
     let size = memop::size(inst.aux);
     let mut addrs = [Addr::Discard; LANES];
     if inst.format == Format::Mubuf {
