@@ -96,6 +96,42 @@ impl KernelDescriptor {
         }
     }
 
+    /// The descriptor equivalent to a code-object-v2 `amd_kernel_code_t` header (256 bytes,
+    /// the entry usually right after it), as ROCr still builds for its own blit kernels.
+    /// Its layout differs from the v3 descriptor except for the entry offset (16) and the
+    /// resource registers (48, 52): reading such a header as a v3 descriptor would take the
+    /// version fields for segment sizes. Errors name what the v3 model cannot express (the
+    /// v2-only grid work-group-count SGPRs).
+    pub fn from_amd_kernel_code_t(b: &[u8; 256]) -> Result<KernelDescriptor, String> {
+        let u32_at = |off: usize| -> u32 {
+            let mut w = [0; 4];
+            if let Some(s) = b.get(off..off + 4) {
+                w.copy_from_slice(s);
+            }
+            u32::from_le_bytes(w)
+        };
+        let major = u32_at(0);
+        if major != 1 {
+            return Err(format!("amd_kernel_code_t version {major}, expected 1"));
+        }
+        let props = u32_at(56);
+        if props & (7 << 7) != 0 {
+            return Err("grid work-group-count SGPRs (code object v2 only) are enabled".into());
+        }
+        Ok(KernelDescriptor {
+            group_segment_fixed_size: u32_at(64),
+            private_segment_fixed_size: u32_at(60),
+            kernarg_size: u32_at(72),
+            kernel_code_entry_byte_offset: (u64::from(u32_at(16)) | u64::from(u32_at(20)) << 32)
+                as i64,
+            compute_pgm_rsrc3: 0,
+            compute_pgm_rsrc1: u32_at(48),
+            compute_pgm_rsrc2: u32_at(52),
+            kernel_code_properties: (props & 0x7F) as u16,
+            kernarg_preload: 0,
+        })
+    }
+
     /// The descriptor's 64 bytes.
     pub fn to_bytes(&self) -> [u8; 64] {
         let mut b = [0u8; 64];
@@ -204,5 +240,47 @@ mod tests {
         assert!(d.user_sgpr_enabled(UserSgpr::FlatScratchInit));
         assert!(!d.user_sgpr_enabled(UserSgpr::QueuePtr));
         assert_eq!(d.entry(0x2000), 0x1000);
+    }
+
+    #[test]
+    fn code_object_v2_headers() {
+        let mut h = [0u8; 256];
+        h[0] = 1; // version 1.1
+        h[4] = 1;
+        h[8] = 1; // AMD_MACHINE_KIND_AMDGPU
+        h[16] = 0; // entry 256 bytes on
+        h[17] = 1;
+        h[48..52].copy_from_slice(&0x00AF_0040u32.to_le_bytes());
+        h[52..56].copy_from_slice(&0x0000_0090u32.to_le_bytes());
+        h[56..60].copy_from_slice(&(1u32 << 3 | 1 << 19).to_le_bytes());
+        h[60..64].copy_from_slice(&32u32.to_le_bytes());
+        h[64..68].copy_from_slice(&512u32.to_le_bytes());
+        h[72..80].copy_from_slice(&48u64.to_le_bytes());
+        let d = KernelDescriptor::from_amd_kernel_code_t(&h).unwrap();
+        assert_eq!(d.kernel_code_entry_byte_offset, 256);
+        assert_eq!(
+            (d.compute_pgm_rsrc1, d.compute_pgm_rsrc2),
+            (0xAF_0040, 0x90)
+        );
+        assert_eq!(d.kernel_code_properties, 1 << 3);
+        assert_eq!(
+            (
+                d.private_segment_fixed_size,
+                d.group_segment_fixed_size,
+                d.kernarg_size
+            ),
+            (32, 512, 48)
+        );
+        // Read as a v3 descriptor, the version fields would become segment sizes.
+        let mut first = [0u8; 64];
+        first.copy_from_slice(&h[..64]);
+        assert_eq!(
+            KernelDescriptor::from_bytes(&first).private_segment_fixed_size,
+            1
+        );
+        h[56] |= 1 << 7;
+        assert!(KernelDescriptor::from_amd_kernel_code_t(&h).is_err());
+        h[0] = 2;
+        assert!(KernelDescriptor::from_amd_kernel_code_t(&h).is_err());
     }
 }
