@@ -97,7 +97,7 @@ impl KernelDescriptor {
     }
 
     /// The descriptor equivalent to a code-object-v2 `amd_kernel_code_t` header (256 bytes,
-    /// the entry usually right after it), as ROCr still builds for its own blit kernels.
+    /// the entry usually right after it), the layout older runtimes build kernel objects in.
     /// Its layout differs from the v3 descriptor except for the entry offset (16) and the
     /// resource registers (48, 52): reading such a header as a v3 descriptor would take the
     /// version fields for segment sizes. Errors name what the v3 model cannot express (the
