@@ -1,0 +1,267 @@
+//! GFX9 memory encodings: SMEM, DS, FLAT/SCRATCH/GLOBAL, MUBUF, MTBUF.
+
+use super::inst::flags;
+use super::operand::{align_sgpr, Operand};
+use super::table::{lookup, Format};
+use super::{start, Inst};
+use crate::target::Target;
+
+fn bits(w: u32, lo: u32, n: u32) -> u32 {
+    (w >> lo) & ((1 << n) - 1)
+}
+
+fn flag(on: bool, f: u16) -> u16 {
+    if on {
+        f
+    } else {
+        0
+    }
+}
+
+pub(super) fn smem(t: Target, w0: u32, w1: u32) -> Option<Inst> {
+    let e = lookup(t, Format::Smem, bits(w0, 18, 8) as u16)?;
+    let mut i = start(e, [w0, w1], 2);
+    let imm = bits(w0, 17, 1) != 0;
+    let soe = bits(w0, 14, 1) != 0;
+    i.flags = flag(imm, flags::IMM)
+        | flag(soe, flags::SOE)
+        | flag(bits(w0, 16, 1) != 0, flags::GLC)
+        | flag(bits(w0, 15, 1) != 0, flags::NV);
+    let [w_data, w_base, ..] = e.widths;
+    let sdata = bits(w0, 6, 7) as u8;
+    let sbase = (bits(w0, 0, 6) * 2) as u8;
+    match e.name {
+        // Cache maintenance: no operands.
+        n if n.starts_with("s_dcache_inv") || n.starts_with("s_dcache_wb") => {}
+        "s_memtime" | "s_memrealtime" => i.dst = Operand::Sgpr(sdata, 2),
+        n if n.starts_with("s_dcache_discard") => i.saddr = Operand::Sgpr(sbase, w_data.max(2)),
+        "s_atc_probe" | "s_atc_probe_buffer" => {
+            i.offset1 = sdata;
+            let w = if e.name.ends_with("buffer") { 4 } else { 2 };
+            i.saddr = Operand::Sgpr(sbase, w);
+        }
+        _ => {
+            i.dst = Operand::Sgpr(align_sgpr(sdata, w_data), w_data.max(1));
+            i.saddr = Operand::Sgpr(sbase, w_base.max(2));
+        }
+    }
+    if imm {
+        // A signed 21-bit byte offset.
+        i.offset = ((bits(w1, 0, 21) << 11) as i32) >> 11;
+        if soe {
+            i.soffset = Operand::Sgpr(bits(w1, 25, 7) as u8, 1);
+        }
+    } else {
+        i.soffset = Operand::Sgpr(bits(w1, 0, 7) as u8, 1);
+    }
+    Some(i)
+}
+
+/// DS operations that return data in a destination VGPR.
+fn ds_returns(name: &str) -> bool {
+    name.contains("_rtn_")
+        || name.starts_with("ds_read")
+        || name.starts_with("ds_swizzle")
+        || name.starts_with("ds_permute")
+        || name.starts_with("ds_bpermute")
+        || name.starts_with("ds_append")
+        || name.starts_with("ds_consume")
+        || name.starts_with("ds_ordered_count")
+}
+
+pub(super) fn ds(t: Target, w0: u32, w1: u32) -> Option<Inst> {
+    let e = lookup(t, Format::Ds, bits(w0, 17, 8) as u16)?;
+    let mut i = start(e, [w0, w1], 2);
+    i.ds = Some(super::memop::ds_kind(e.name));
+    let acc = bits(w0, 25, 1) != 0;
+    i.flags = flag(bits(w0, 16, 1) != 0, flags::GDS) | flag(acc, flags::ACC);
+    i.offset = bits(w0, 0, 8) as i32;
+    i.offset1 = bits(w0, 8, 8) as u8;
+    let reg = |r: u32, w: u8| {
+        if acc {
+            Operand::Agpr(r as u16, w.max(1))
+        } else {
+            Operand::Vgpr(r as u16, w.max(1))
+        }
+    };
+    let w = e.widths;
+    let regs = w.iter().take_while(|&&x| x != 0).count();
+    if regs == 0 {
+        return Some(i);
+    }
+    let rest = if ds_returns(e.name) {
+        i.dst = reg(bits(w1, 24, 8), w[0]);
+        w.get(1..).unwrap_or(&[])
+    } else {
+        &w[..]
+    };
+    let no_addr = e.name.contains("addtid")
+        || e.name.starts_with("ds_append")
+        || e.name.starts_with("ds_consume")
+        || e.name.starts_with("ds_gws")
+        || (ds_returns(e.name) && regs == 1);
+    let mut it = rest.iter().copied();
+    if !no_addr {
+        i.src[0] = Operand::Vgpr(bits(w1, 0, 8) as u16, it.next().unwrap_or(1).max(1));
+    }
+    if let Some(d0) = it.next().filter(|&x| x != 0) {
+        i.src[1] = reg(bits(w1, 8, 8), d0);
+    }
+    if let Some(d1) = it.next().filter(|&x| x != 0) {
+        i.src[2] = reg(bits(w1, 16, 8), d1);
+    }
+    Some(i)
+}
+
+pub(super) fn flat(t: Target, w0: u32, w1: u32) -> Option<Inst> {
+    let format = match bits(w0, 14, 2) {
+        0 => Format::Flat,
+        1 => Format::Scratch,
+        2 => Format::Global,
+        _ => return None,
+    };
+    let e = lookup(t, format, bits(w0, 18, 7) as u16)?;
+    let mut i = start(e, [w0, w1], 2);
+    let acc = bits(w1, 23, 1) != 0;
+    let glc = bits(w0, 16, 1) != 0;
+    let sve = t.gfx940_cache_bits() && format == Format::Scratch && bits(w0, 13, 1) != 0;
+    i.flags = flag(glc, flags::GLC)
+        | flag(bits(w0, 17, 1) != 0, flags::SLC)
+        | flag(bits(w0, 25, 1) != 0, flags::SCC)
+        | flag(!sve && bits(w0, 13, 1) != 0, flags::LDS)
+        | flag(sve, flags::SVE)
+        | flag(acc, flags::ACC);
+    i.offset = if format == Format::Flat {
+        bits(w0, 0, 12) as i32
+    } else {
+        // 13-bit signed.
+        ((bits(w0, 0, 13) << 19) as i32) >> 19
+    };
+    let saddr = bits(w1, 16, 7);
+    let has_saddr = format != Format::Flat && saddr != 0x7F;
+    if has_saddr {
+        i.saddr = Operand::Sgpr(saddr as u8, if format == Format::Global { 2 } else { 1 });
+    } else if format != Format::Flat {
+        i.saddr = Operand::Off;
+    }
+    let vaddr_used = match format {
+        Format::Flat | Format::Global => true,
+        _ if t.gfx940_cache_bits() => sve,
+        _ => !has_saddr,
+    };
+    let addr_w = if format == Format::Scratch || has_saddr {
+        1
+    } else {
+        2
+    };
+    i.src[0] = if vaddr_used {
+        Operand::Vgpr(bits(w1, 0, 8) as u16, addr_w)
+    } else {
+        Operand::Off
+    };
+    let reg = |r: u32, w: u8| {
+        if acc {
+            Operand::Agpr(r as u16, w.max(1))
+        } else {
+            Operand::Vgpr(r as u16, w.max(1))
+        }
+    };
+    let w = e.widths;
+    // The data operand is printed last (the address may be `off` and then has no width).
+    let data_w = w.iter().copied().rfind(|&x| x != 0).unwrap_or(1);
+    let vdst = bits(w1, 24, 8);
+    let data = bits(w1, 8, 8);
+    if e.name.contains("_load_lds_") {
+        // Loads straight into LDS (gfx940): no destination register.
+    } else if e.name.contains("_load_") {
+        i.dst = reg(vdst, w[0]);
+    } else if e.name.contains("_atomic_") {
+        i.src[1] = reg(data, data_w);
+        if glc {
+            let dw = if e.name.contains("cmpswap") {
+                (data_w / 2).max(1)
+            } else {
+                data_w
+            };
+            i.dst = reg(vdst, dw);
+        }
+    } else {
+        i.src[1] = reg(data, data_w);
+    }
+    Some(i)
+}
+
+/// The MUBUF/MTBUF fields both share.
+fn buffer_common(i: &mut Inst, t: Target, w0: u32, w1: u32, data_w: u8) {
+    let acc = bits(w1, 23, 1) != 0 && t.unified_vgpr_file();
+    let glc = bits(w0, 14, 1) != 0;
+    let offen = bits(w0, 12, 1) != 0;
+    let idxen = bits(w0, 13, 1) != 0;
+    i.flags |= flag(glc, flags::GLC)
+        | flag(offen, flags::OFFEN)
+        | flag(idxen, flags::IDXEN)
+        | flag(acc, flags::ACC);
+    i.offset = bits(w0, 0, 12) as i32;
+    let vaddr = bits(w1, 0, 8) as u16;
+    i.src[0] = match (offen, idxen) {
+        (false, false) => Operand::Off,
+        (true, true) => Operand::Vgpr(vaddr, 2),
+        _ => Operand::Vgpr(vaddr, 1),
+    };
+    i.saddr = Operand::Sgpr((bits(w1, 16, 5) * 4) as u8, 4);
+    i.soffset = Operand::from_src9(bits(w1, 24, 8) as u16, 1, 0);
+    if let Operand::Int(v) = i.soffset {
+        i.imm[2] = v as i64 as u64;
+    }
+    let vdata = bits(w1, 8, 8) as u16;
+    let data = if acc {
+        Operand::Agpr(vdata, data_w.max(1))
+    } else {
+        Operand::Vgpr(vdata, data_w.max(1))
+    };
+    if i.name.contains("_load_") {
+        i.dst = data;
+    } else {
+        i.src[1] = data;
+        if glc && i.name.contains("_atomic_") {
+            let dw = if i.name.contains("cmpswap") {
+                (data_w / 2).max(1)
+            } else {
+                data_w.max(1)
+            };
+            i.dst = if acc {
+                Operand::Agpr(vdata, dw)
+            } else {
+                Operand::Vgpr(vdata, dw)
+            };
+        }
+    }
+}
+
+pub(super) fn mubuf(t: Target, w0: u32, w1: u32) -> Option<Inst> {
+    let e = lookup(t, Format::Mubuf, bits(w0, 18, 7) as u16)?;
+    let mut i = start(e, [w0, w1], 2);
+    if e.widths[0] == 0 {
+        // Cache maintenance (buffer_wbinvl1, buffer_wbl2, ...): a single word.
+        i.len = 1;
+        i.flags = flag(bits(w0, 14, 1) != 0, flags::GLC)
+            | flag(bits(w0, 15, 1) != 0, flags::SCC)
+            | flag(bits(w0, 17, 1) != 0, flags::SLC);
+        return Some(i);
+    }
+    i.flags = flag(bits(w0, 17, 1) != 0, flags::SLC)
+        | flag(bits(w0, 16, 1) != 0, flags::LDS)
+        | flag(bits(w0, 15, 1) != 0, flags::SCC);
+    buffer_common(&mut i, t, w0, w1, e.widths[0]);
+    Some(i)
+}
+
+pub(super) fn mtbuf(t: Target, w0: u32, w1: u32) -> Option<Inst> {
+    let e = lookup(t, Format::Mtbuf, bits(w0, 15, 4) as u16)?;
+    let mut i = start(e, [w0, w1], 2);
+    i.flags = flag(bits(w1, 22, 1) != 0, flags::SLC);
+    // The data and number formats are kept in offset1 (dfmt low nibble, nfmt high bits).
+    i.offset1 = (bits(w0, 19, 4) | bits(w0, 23, 3) << 4) as u8;
+    buffer_common(&mut i, t, w0, w1, e.widths[0]);
+    Some(i)
+}

@@ -1,0 +1,158 @@
+//! The decoder: instruction words to [`Inst`].
+//!
+//! Decoding is generation-aware: [`decode`] picks the format from the target's generation and
+//! the opcode's meaning from the target's table (`table.rs`), so a new generation adds its own
+//! format split and tables without touching GFX9's.
+
+pub mod compare;
+mod gfx9_mem;
+mod gfx9_salu;
+mod gfx9_valu;
+pub mod inst;
+pub mod memop;
+/// The operations (generated from the opcode tables).
+pub mod op;
+pub mod operand;
+pub mod table;
+mod tables;
+
+pub use inst::{flags, Dpp, Inst, Sdwa, Vop3Mods};
+pub use op::Op;
+pub use operand::{DataSize, Operand};
+pub use table::{Entry, Format};
+
+use crate::target::{Generation, Target};
+
+/// Most dwords one instruction takes (GFX9: 2; room for gfx11's 3).
+pub const MAX_INST_DWORDS: usize = 3;
+
+/// Decodes the instruction at the start of `words` (which should hold up to
+/// [`MAX_INST_DWORDS`] words; fewer when the code ends). Words that are no instruction of the
+/// target, or that need more words than given, decode to an [`Op::Invalid`] instruction of one
+/// dword, which the interpreter refuses to execute.
+pub fn decode(target: Target, words: &[u32]) -> Inst {
+    let Some(&w0) = words.first() else {
+        return Inst::invalid(&[]);
+    };
+    let decoded = match target.generation() {
+        Generation::Gfx9 => gfx9(target, w0, words),
+    };
+    match decoded {
+        Some(i) if usize::from(i.len) <= words.len() => i,
+        _ => Inst::invalid(&[w0]),
+    }
+}
+
+/// The GFX9 format split: the high bits of the first word say which encoding it is.
+fn gfx9(target: Target, w0: u32, words: &[u32]) -> Option<Inst> {
+    let w1 = words.get(1).copied().unwrap_or(0);
+    match w0 >> 23 {
+        0x17F => return gfx9_salu::sopp(target, w0),
+        0x17E => return gfx9_salu::sopc(target, w0, w1),
+        0x17D => return gfx9_salu::sop1(target, w0, w1),
+        _ => {}
+    }
+    if w0 >> 28 == 0xB {
+        return gfx9_salu::sopk(target, w0, w1);
+    }
+    if w0 >> 30 == 0b10 {
+        return gfx9_salu::sop2(target, w0, w1);
+    }
+    match w0 >> 25 {
+        0x3F => return gfx9_valu::vop1(target, w0, w1),
+        0x3E => return gfx9_valu::vopc(target, w0, w1),
+        _ => {}
+    }
+    if w0 >> 31 == 0 {
+        return gfx9_valu::vop2(target, w0, w1);
+    }
+    match w0 >> 26 {
+        0x30 => gfx9_mem::smem(target, w0, w1),
+        0x34 if w0 >> 23 == 0x1A7 => gfx9_valu::vop3p(target, w0, w1),
+        0x34 => gfx9_valu::vop3(target, w0, w1),
+        0x36 => gfx9_mem::ds(target, w0, w1),
+        0x37 => gfx9_mem::flat(target, w0, w1),
+        0x38 => gfx9_mem::mubuf(target, w0, w1),
+        0x3A => gfx9_mem::mtbuf(target, w0, w1),
+        _ => None,
+    }
+}
+
+/// A new instruction for a table entry, with the fields every format sets.
+fn start(e: &'static Entry, words: [u32; 2], len: u8) -> Inst {
+    let mut i = Inst::invalid(&words);
+    i.op = e.op;
+    i.format = e.format;
+    i.name = e.name;
+    i.widths = e.widths;
+    i.len = len;
+    i.aux = match e.format {
+        Format::Flat | Format::Global | Format::Scratch | Format::Mubuf => memop::kind(e.name),
+        _ => compare::kind(e.name),
+    };
+    i
+}
+
+/// The data size and float-ness of a source of `name` that is `width` dwords wide: the type
+/// of the last `_f32`/`_u16`/... suffix in the mnemonic is the source type (LLVM names
+/// conversions `v_cvt_DST_SRC`).
+fn source_size(name: &str, width: u8) -> (DataSize, bool) {
+    let mut ty: Option<&str> = None;
+    for part in name.split('_') {
+        let b = part.as_bytes();
+        if b.len() >= 2
+            && matches!(b.first(), Some(b'f' | b'i' | b'u' | b'b'))
+            && b.get(1..).is_some_and(|d| d.iter().all(u8::is_ascii_digit))
+        {
+            ty = Some(part);
+        }
+    }
+    let float = ty.is_some_and(|t| t.starts_with('f'));
+    let size = match (width, ty.and_then(|t| t.get(1..))) {
+        (2.., _) => DataSize::B64,
+        (_, Some("16")) => DataSize::B16,
+        _ => DataSize::B32,
+    };
+    (size, float)
+}
+
+/// Fills `imm` for the constant sources of `inst`, given each source's width.
+fn resolve_constants(inst: &mut Inst, src_widths: [u8; 3]) {
+    for ((imm, src), w) in inst.imm.iter_mut().zip(inst.src).zip(src_widths) {
+        let (size, float) = source_size(inst.name, w.max(1));
+        *imm = src.constant(size, float).unwrap_or(0);
+    }
+}
+
+/// A literal-carrying instruction's length: one more dword if any source is a literal.
+fn with_literal(len: u8, srcs: &[Operand]) -> u8 {
+    if srcs.iter().any(|s| s.is_literal()) {
+        len + 1
+    } else {
+        len
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn source_sizes_from_names() {
+        assert_eq!(source_size("v_cvt_f32_f16_e32", 1), (DataSize::B16, true));
+        assert_eq!(source_size("v_cvt_f16_f32_e32", 1), (DataSize::B32, true));
+        assert_eq!(source_size("v_add_f64", 2), (DataSize::B64, true));
+        assert_eq!(source_size("v_lshlrev_b64", 1), (DataSize::B32, false));
+        assert_eq!(source_size("s_mov_b32", 1), (DataSize::B32, false));
+    }
+
+    #[test]
+    fn short_or_unknown_words_are_invalid() {
+        let t = Target::Gfx90a;
+        assert_eq!(decode(t, &[]).op, Op::Invalid);
+        // s_and_b32 with a literal but no literal word.
+        assert_eq!(decode(t, &[0x8600FF00]).op, Op::Invalid);
+        assert_eq!(decode(t, &[0x8600FF00, 0xFFFF]).op, Op::SAndB32);
+        assert_eq!(decode(t, &[0xFFFF_FFFF, 0]).op, Op::Invalid);
+    }
+}

@@ -1,0 +1,120 @@
+//! Opcode tables: for each target, which operation each (encoding, opcode) pair is.
+//!
+//! The entries themselves are generated (`tables.rs`, from `tools/gen_tables.py`); this module
+//! defines their shape and looks them up.
+
+use super::op::Op;
+use super::tables;
+use crate::target::Target;
+
+/// An instruction encoding (the format of the words, before the opcode picks the operation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Format {
+    /// Scalar ALU, two sources.
+    Sop2,
+    /// Scalar ALU with a 16-bit immediate.
+    Sopk,
+    /// Scalar ALU, one source.
+    Sop1,
+    /// Scalar compare.
+    Sopc,
+    /// Scalar program control (branches, waits, end).
+    Sopp,
+    /// Scalar memory.
+    Smem,
+    /// Vector ALU, two sources.
+    Vop2,
+    /// Vector ALU, one source.
+    Vop1,
+    /// Vector compare.
+    Vopc,
+    /// Vector ALU, three sources and modifiers (VOP3a/VOP3b).
+    Vop3,
+    /// Vector ALU on packed operands (and MFMA).
+    Vop3p,
+    /// LDS/GDS.
+    Ds,
+    /// Flat memory (address decides global, LDS or scratch).
+    Flat,
+    /// Scratch (private) memory.
+    Scratch,
+    /// Global memory.
+    Global,
+    /// Untyped buffer memory.
+    Mubuf,
+    /// Typed buffer memory.
+    Mtbuf,
+}
+
+/// One opcode of one target.
+#[derive(Clone, Copy, Debug)]
+pub struct Entry {
+    /// The encoding.
+    pub format: Format,
+    /// The opcode field's value.
+    pub opcode: u16,
+    /// The operation.
+    pub op: Op,
+    /// The mnemonic as LLVM prints it for this encoding (`v_add_f32_e32`).
+    pub name: &'static str,
+    /// Widths in dwords of the register operands in printed order (0: none).
+    pub widths: [u8; 6],
+}
+
+impl Entry {
+    pub(crate) const fn new(
+        format: Format,
+        opcode: u16,
+        op: Op,
+        name: &'static str,
+        widths: [u8; 6],
+    ) -> Entry {
+        Entry {
+            format,
+            opcode,
+            op,
+            name,
+            widths,
+        }
+    }
+}
+
+/// The sorted table of a target.
+fn table(target: Target) -> &'static [Entry] {
+    match target {
+        Target::Gfx90a => tables::GFX90A,
+        Target::Gfx942 => tables::GFX940,
+    }
+}
+
+/// The entry for `opcode` in `format` on `target`.
+pub fn lookup(target: Target, format: Format, opcode: u16) -> Option<&'static Entry> {
+    let t = table(target);
+    t.binary_search_by(|e| (e.format, e.opcode).cmp(&(format, opcode)))
+        .ok()
+        .and_then(|i| t.get(i))
+}
+
+/// Every opcode of `target` (for coverage listings and tests).
+pub fn entries(target: Target) -> &'static [Entry] {
+    table(target)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_are_sorted_and_unique() {
+        for t in Target::ALL {
+            let e = entries(t);
+            assert!(e.len() > 1000, "{t}: {} entries", e.len());
+            assert!(e
+                .windows(2)
+                .all(|w| (w[0].format, w[0].opcode) < (w[1].format, w[1].opcode)));
+            let add = lookup(t, Format::Vop2, 1).map(|e| e.name);
+            assert_eq!(add, Some("v_add_f32_e32"));
+            assert!(lookup(t, Format::Sop2, 0x7F).is_none());
+        }
+    }
+}

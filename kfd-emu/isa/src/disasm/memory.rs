@@ -1,0 +1,259 @@
+//! Memory instruction text: SMEM, DS, FLAT/GLOBAL/SCRATCH, MUBUF/MTBUF.
+
+use super::operand::operand;
+use super::sep;
+use crate::decode::{flags, Format, Inst, Operand};
+use crate::target::Target;
+use std::fmt::Write;
+
+/// Cache-policy modifiers: gfx940 names the GLC/SLC/SCC bits sc0/nt/sc1.
+fn cache_bits(out: &mut String, t: Target, i: &Inst) {
+    if t.gfx940_cache_bits() {
+        for (f, name) in [
+            (flags::GLC, " sc0"),
+            (flags::SCC, " sc1"),
+            (flags::SLC, " nt"),
+        ] {
+            if i.has(f) {
+                out.push_str(name);
+            }
+        }
+    } else {
+        for (f, name) in [
+            (flags::GLC, " glc"),
+            (flags::SLC, " slc"),
+            (flags::SCC, " scc"),
+        ] {
+            if i.has(f) {
+                out.push_str(name);
+            }
+        }
+    }
+}
+
+fn smem(out: &mut String, i: &Inst) {
+    let mut first = true;
+    if i.name.starts_with("s_atc_probe") {
+        let _ = write!(out, " {}", i.offset1);
+        first = false;
+    }
+    for op in [i.dst, i.saddr] {
+        if op != Operand::None {
+            sep(out, &mut first);
+            operand(out, op);
+        }
+    }
+    if i.name.starts_with("s_dcache_discard")
+        || i.name.starts_with("s_atc_probe")
+        || (i.dst != Operand::None && i.saddr != Operand::None)
+    {
+        sep(out, &mut first);
+        if i.has(flags::IMM) {
+            if i.has(flags::SOE) {
+                operand(out, i.soffset);
+                out.push_str(" offset:");
+            }
+            if i.offset < 0 {
+                let _ = write!(out, "-{:#x}", i.offset.unsigned_abs());
+            } else {
+                let _ = write!(out, "{:#x}", i.offset);
+            }
+        } else {
+            operand(out, i.soffset);
+        }
+    }
+    if i.has(flags::GLC) {
+        out.push_str(" glc");
+    }
+}
+
+fn ds(out: &mut String, i: &Inst) {
+    let mut first = true;
+    for op in [i.dst, i.src[0], i.src[1], i.src[2]] {
+        if op != Operand::None {
+            sep(out, &mut first);
+            operand(out, op);
+        }
+    }
+    if i.name.contains("read2") || i.name.contains("write2") || i.name.contains("xchg2") {
+        if i.offset != 0 {
+            let _ = write!(out, " offset0:{}", i.offset);
+        }
+        if i.offset1 != 0 {
+            let _ = write!(out, " offset1:{}", i.offset1);
+        }
+    } else {
+        let off = (i.offset as u32) | u32::from(i.offset1) << 8;
+        if i.name.starts_with("ds_swizzle") {
+            let _ = write!(out, " offset:{}", swizzle_text(off as u16));
+        } else if off != 0 {
+            let _ = write!(out, " offset:{off}");
+        }
+    }
+    if i.has(flags::GDS) {
+        out.push_str(" gds");
+    }
+}
+
+/// `ds_swizzle_b32` offsets as LLVM spells them.
+fn swizzle_text(off: u16) -> String {
+    if off & 0x8000 != 0 {
+        let p = off;
+        return format!(
+            "swizzle(QUAD_PERM,{},{},{},{})",
+            p & 3,
+            (p >> 2) & 3,
+            (p >> 4) & 3,
+            (p >> 6) & 3
+        );
+    }
+    let and = off & 0x1F;
+    let or = (off >> 5) & 0x1F;
+    let xor = (off >> 10) & 0x1F;
+    // LLVM names the bit-mask patterns that are swaps, reversals and broadcasts.
+    let group = 0x20 - and;
+    if and == 0x1F && or == 0 && xor.count_ones() == 1 {
+        format!("swizzle(SWAP,{xor})")
+    } else if and == 0x1F && or == 0 && xor > 0 && (xor + 1).is_power_of_two() {
+        format!("swizzle(REVERSE,{})", xor + 1)
+    } else if group > 1 && group.is_power_of_two() && or < group && xor == 0 {
+        format!("swizzle(BROADCAST,{group},{or})")
+    } else {
+        format!("swizzle(BITMASK_PERM,\"{}\")", bitmask_perm(and, or, xor))
+    }
+}
+
+fn bitmask_perm(and: u16, or: u16, xor: u16) -> String {
+    (0..5)
+        .rev()
+        .map(|b| {
+            let (a, o, x) = ((and >> b) & 1, (or >> b) & 1, (xor >> b) & 1);
+            match (a, o, x) {
+                (0, 0, _) => '0',
+                (0, 1, _) => '1',
+                (1, _, 0) => 'p',
+                _ => 'i',
+            }
+        })
+        .collect()
+}
+
+fn flat(out: &mut String, t: Target, i: &Inst) {
+    let mut first = true;
+    if i.dst != Operand::None {
+        sep(out, &mut first);
+        operand(out, i.dst);
+    }
+    sep(out, &mut first);
+    operand(out, i.src[0]);
+    if i.src[1] != Operand::None {
+        sep(out, &mut first);
+        operand(out, i.src[1]);
+    }
+    if i.format != Format::Flat {
+        sep(out, &mut first);
+        operand(out, i.saddr);
+    }
+    if i.offset != 0 {
+        let _ = write!(out, " offset:{}", i.offset);
+    }
+    cache_bits(out, t, i);
+    if i.has(flags::LDS) {
+        out.push_str(" lds");
+    }
+}
+
+fn buffer(out: &mut String, t: Target, i: &Inst) {
+    if i.src[1] == Operand::None && i.dst == Operand::None {
+        // Cache maintenance.
+        cache_bits(out, t, i);
+        return;
+    }
+    let data = if i.name.contains("_load_") {
+        i.dst
+    } else {
+        i.src[1]
+    };
+    let _ = write!(out, " ");
+    operand(out, data);
+    out.push_str(", ");
+    operand(out, i.src[0]);
+    out.push_str(", ");
+    operand(out, i.saddr);
+    out.push_str(", ");
+    operand(out, i.soffset);
+    if i.format == Format::Mtbuf {
+        mtbuf_format(out, i.offset1 & 0xF, i.offset1 >> 4);
+    }
+    if i.has(flags::IDXEN) {
+        out.push_str(" idxen");
+    }
+    if i.has(flags::OFFEN) {
+        out.push_str(" offen");
+    }
+    if i.offset != 0 {
+        let _ = write!(out, " offset:{}", i.offset);
+    }
+    cache_bits(out, t, i);
+    if i.has(flags::LDS) {
+        out.push_str(" lds");
+    }
+}
+
+pub(super) fn print(out: &mut String, t: Target, i: &Inst) {
+    out.push_str(i.name);
+    match i.format {
+        Format::Smem => smem(out, i),
+        Format::Ds => ds(out, i),
+        Format::Flat | Format::Global | Format::Scratch => flat(out, t, i),
+        _ => buffer(out, t, i),
+    }
+}
+
+/// MTBUF `format:[...]`, leaving out the default data (8) and number (UNORM) formats.
+fn mtbuf_format(out: &mut String, dfmt: u8, nfmt: u8) {
+    const DFMT: [&str; 16] = [
+        "INVALID",
+        "8",
+        "16",
+        "8_8",
+        "32",
+        "16_16",
+        "10_11_11",
+        "11_11_10",
+        "10_10_10_2",
+        "2_10_10_10",
+        "8_8_8_8",
+        "32_32",
+        "16_16_16_16",
+        "32_32_32",
+        "32_32_32_32",
+        "RESERVED_15",
+    ];
+    const NFMT: [&str; 8] = [
+        "UNORM",
+        "SNORM",
+        "USCALED",
+        "SSCALED",
+        "UINT",
+        "SINT",
+        "RESERVED_6",
+        "FLOAT",
+    ];
+    let mut parts = Vec::new();
+    if dfmt != 1 {
+        parts.push(format!(
+            "BUF_DATA_FORMAT_{}",
+            DFMT.get(usize::from(dfmt)).unwrap_or(&"?")
+        ));
+    }
+    if nfmt != 0 {
+        parts.push(format!(
+            "BUF_NUM_FORMAT_{}",
+            NFMT.get(usize::from(nfmt)).unwrap_or(&"?")
+        ));
+    }
+    if !parts.is_empty() {
+        let _ = write!(out, " format:[{}]", parts.join(","));
+    }
+}

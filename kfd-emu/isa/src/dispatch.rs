@@ -1,0 +1,320 @@
+//! [`DispatchSetup`]: everything about one AQL kernel dispatch that its waves see, and
+//! [`RunControl`]: how the caller bounds and stops a run.
+
+use crate::descriptor::KernelDescriptor;
+use crate::error::WaveError;
+use crate::program::CodeCache;
+use crate::target::Target;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// The LDS and scratch apertures of flat addressing (what `SH_MEM_BASES`,
+/// `src_shared_base` and `src_private_base` report).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Apertures {
+    /// Base of the LDS aperture: a flat address `shared_base + x` (x < 4 GiB) is LDS byte x.
+    pub shared_base: u64,
+    /// Base of the scratch aperture: `private_base + x` is the work-item's private byte x.
+    pub private_base: u64,
+}
+
+impl Default for Apertures {
+    /// KFD's GFX9 layout (`MAKE_LDS_APP_BASE_V9`, `MAKE_SCRATCH_APP_BASE_V9`).
+    fn default() -> Apertures {
+        Apertures {
+            shared_base: 0x1_0000_0000_0000,
+            private_base: 0x2_0000_0000_0000,
+        }
+    }
+}
+
+/// The queue's scratch (private segment) backing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScratchBacking {
+    /// GPU address of the backing memory.
+    pub base: u64,
+    /// Its size in bytes.
+    pub size: u64,
+}
+
+/// One AQL kernel dispatch as its waves see it.
+#[derive(Clone, Debug)]
+pub struct DispatchSetup {
+    /// The processor.
+    pub target: Target,
+    /// Address of the kernel descriptor (the packet's `kernel_object`).
+    pub kernel_object: u64,
+    /// The kernel descriptor (read from `kernel_object`).
+    pub descriptor: KernelDescriptor,
+    /// Work-items per work-group per dimension (packet).
+    pub workgroup_size: [u32; 3],
+    /// Work-items in the grid per dimension (packet).
+    pub grid_size: [u32; 3],
+    /// Dimensions (packet `setup`, 1..=3).
+    pub dimensions: u8,
+    /// Kernel-argument address (packet).
+    pub kernarg_address: u64,
+    /// Address of the dispatch packet in the ring (the dispatch pointer kernels read).
+    pub dispatch_packet_address: u64,
+    /// Address of the queue's `amd_queue_t` (the queue pointer).
+    pub queue_address: u64,
+    /// The dispatch id (the packet's index in the queue).
+    pub dispatch_id: u64,
+    /// LDS bytes per work-group asked for by the packet (dynamic part, added to the
+    /// descriptor's fixed size).
+    pub dynamic_group_segment_size: u32,
+    /// Scratch bytes per work-item asked for by the packet (the descriptor's fixed size is
+    /// used when larger).
+    pub private_segment_size: u32,
+    /// The queue's scratch backing, if it has one.
+    pub scratch: Option<ScratchBacking>,
+    /// Flat-address apertures.
+    pub apertures: Apertures,
+    /// Decoded code, shared by every dispatch of the same code (see [`CodeCache`]).
+    pub code: Arc<CodeCache>,
+    /// PM4 dispatches: the entry point (`COMPUTE_PGM_LO/HI << 8`) instead of the
+    /// descriptor's.
+    pub entry_override: Option<u64>,
+    /// PM4 dispatches: the user SGPRs exactly as `COMPUTE_USER_DATA_0..` hold them (the
+    /// first `USER_SGPR_COUNT` are loaded), instead of the values the descriptor's enable bits
+    /// call for. The system SGPRs and VGPRs still follow `compute_pgm_rsrc2`.
+    pub user_sgprs_override: Option<Vec<u32>>,
+}
+
+/// Most work-items in one work-group.
+pub const MAX_WORKGROUP_ITEMS: u32 = 1024;
+/// Most LDS bytes one work-group may use (GFX9).
+pub const MAX_GROUP_SEGMENT: u32 = 64 * 1024;
+/// Granule of per-wave scratch (bytes).
+const SCRATCH_WAVE_GRANULE: u64 = 1024;
+
+fn u16_at(p: &[u8; 64], off: usize) -> u16 {
+    u16::from_le_bytes([p[off], p[off + 1]])
+}
+
+fn u32_at(p: &[u8; 64], off: usize) -> u32 {
+    u32::from_le_bytes([p[off], p[off + 1], p[off + 2], p[off + 3]])
+}
+
+fn u64_at(p: &[u8; 64], off: usize) -> u64 {
+    u64::from(u32_at(p, off)) | u64::from(u32_at(p, off + 4)) << 32
+}
+
+impl DispatchSetup {
+    /// A dispatch from the 64 bytes of an AQL kernel-dispatch packet found at
+    /// `packet_address`, with the descriptor already read from the packet's `kernel_object`.
+    pub fn from_aql_packet(
+        target: Target,
+        packet: &[u8; 64],
+        packet_address: u64,
+        descriptor: KernelDescriptor,
+        code: Arc<CodeCache>,
+    ) -> DispatchSetup {
+        DispatchSetup {
+            target,
+            kernel_object: u64_at(packet, 32),
+            descriptor,
+            workgroup_size: [
+                u32::from(u16_at(packet, 4)),
+                u32::from(u16_at(packet, 6)),
+                u32::from(u16_at(packet, 8)),
+            ],
+            grid_size: [u32_at(packet, 12), u32_at(packet, 16), u32_at(packet, 20)],
+            dimensions: (u16_at(packet, 2) & 3) as u8,
+            kernarg_address: u64_at(packet, 40),
+            dispatch_packet_address: packet_address,
+            queue_address: 0,
+            dispatch_id: 0,
+            dynamic_group_segment_size: u32_at(packet, 28),
+            private_segment_size: u32_at(packet, 24),
+            scratch: None,
+            apertures: Apertures::default(),
+            code,
+            entry_override: None,
+            user_sgprs_override: None,
+        }
+    }
+
+    /// The first instruction's address.
+    pub fn entry(&self) -> u64 {
+        self.entry_override
+            .unwrap_or_else(|| self.descriptor.entry(self.kernel_object))
+    }
+
+    /// Work-groups per dimension.
+    pub fn grid_groups(&self) -> [u32; 3] {
+        std::array::from_fn(|d| {
+            let wg = self.workgroup_size[d].max(1);
+            self.grid_size[d].div_ceil(wg)
+        })
+    }
+
+    /// Every work-group id of the dispatch, x fastest.
+    pub fn workgroup_ids(&self) -> impl Iterator<Item = [u32; 3]> {
+        let g = self.grid_groups();
+        (0..g[2]).flat_map(move |z| (0..g[1]).flat_map(move |y| (0..g[0]).map(move |x| [x, y, z])))
+    }
+
+    /// LDS bytes per work-group: the descriptor's fixed size plus the packet's dynamic part.
+    pub fn group_segment_size(&self) -> u32 {
+        self.descriptor
+            .group_segment_fixed_size
+            .saturating_add(self.dynamic_group_segment_size)
+    }
+
+    /// Scratch bytes per work-item.
+    pub fn private_segment_size(&self) -> u32 {
+        self.private_segment_size
+            .max(self.descriptor.private_segment_fixed_size)
+    }
+
+    /// Whether the kernel needs scratch.
+    pub fn needs_scratch(&self) -> bool {
+        self.descriptor.scratch_enabled() || self.private_segment_size() > 0
+    }
+
+    /// Scratch bytes of one wave.
+    pub fn scratch_per_wave(&self) -> u64 {
+        let raw = u64::from(self.private_segment_size()) * u64::from(self.target.wave_size());
+        raw.div_ceil(SCRATCH_WAVE_GRANULE) * SCRATCH_WAVE_GRANULE
+    }
+
+    /// Waves per work-group.
+    pub fn waves_per_group(&self) -> u32 {
+        let items: u64 = self.workgroup_size.iter().map(|&s| u64::from(s)).product();
+        u32::try_from(items.div_ceil(u64::from(self.target.wave_size()))).unwrap_or(u32::MAX)
+    }
+
+    /// Scratch bytes one slot (one concurrently running work-group) needs.
+    pub fn scratch_per_slot(&self) -> u64 {
+        self.scratch_per_wave()
+            .saturating_mul(u64::from(self.waves_per_group()))
+    }
+
+    /// Checks the dispatch as the CP would before launching it.
+    pub fn validate(&self) -> Result<(), WaveError> {
+        let bad = |s: String| Err(WaveError::InvalidDispatch(s));
+        if self.workgroup_size.contains(&0) || self.grid_size.contains(&0) {
+            return bad(format!(
+                "zero size: work-group {:?}, grid {:?}",
+                self.workgroup_size, self.grid_size
+            ));
+        }
+        let items = self
+            .workgroup_size
+            .iter()
+            .try_fold(1u32, |a, &b| a.checked_mul(b));
+        if items.is_none_or(|n| n > MAX_WORKGROUP_ITEMS) {
+            return bad(format!(
+                "work-group of {:?} work-items is over {MAX_WORKGROUP_ITEMS}",
+                self.workgroup_size
+            ));
+        }
+        if self.group_segment_size() > MAX_GROUP_SEGMENT {
+            return bad(format!(
+                "group segment of {} bytes is over {MAX_GROUP_SEGMENT}",
+                self.group_segment_size()
+            ));
+        }
+        if self.descriptor.wavefront_size32() && self.target.wave_size() != 32 {
+            return bad(format!("wave32 kernel on {}", self.target));
+        }
+        if self.code.target() != self.target {
+            return bad(format!(
+                "code cache is for {}, dispatch for {}",
+                self.code.target(),
+                self.target
+            ));
+        }
+        if self.needs_scratch() && self.scratch.is_none() {
+            return Err(WaveError::ScratchUnavailable {
+                bytes_per_work_item: self.private_segment_size(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// How a run is bounded and stopped by its caller.
+#[derive(Clone, Copy, Debug)]
+pub struct RunControl<'a> {
+    /// Set to stop the run (checked every few thousand instructions); the run returns
+    /// [`WaveError::Cancelled`].
+    pub cancel: Option<&'a AtomicBool>,
+    /// Most wave-instructions one work-group may execute before
+    /// [`WaveError::BudgetExhausted`].
+    pub max_wave_instructions: u64,
+    /// Which scratch slot the work-group uses: its waves' scratch lies at
+    /// `scratch.base + slot * scratch_per_slot()`. Work-groups running at the same time must
+    /// use different slots (kfd-emu: the host thread's index).
+    pub scratch_slot: u32,
+}
+
+impl Default for RunControl<'_> {
+    fn default() -> Self {
+        RunControl {
+            cancel: None,
+            max_wave_instructions: 1 << 32,
+            scratch_slot: 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// kfd-emu shares one setup and one code cache between its worker threads.
+    #[test]
+    fn shared_across_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<DispatchSetup>();
+        send_sync::<CodeCache>();
+        send_sync::<RunControl<'_>>();
+        send_sync::<WaveError>();
+    }
+
+    #[test]
+    fn sizes_and_validation() {
+        let code = Arc::new(CodeCache::new(Target::Gfx90a));
+        let mut p = [0u8; 64];
+        p[2] = 2;
+        p[4] = 16; // 16 x 8 work-groups
+        p[6] = 8;
+        p[8] = 1;
+        p[12..16].copy_from_slice(&100u32.to_le_bytes());
+        p[16..20].copy_from_slice(&20u32.to_le_bytes());
+        p[20..24].copy_from_slice(&1u32.to_le_bytes());
+        p[24..28].copy_from_slice(&40u32.to_le_bytes());
+        p[28..32].copy_from_slice(&256u32.to_le_bytes());
+        let desc = KernelDescriptor {
+            group_segment_fixed_size: 1024,
+            private_segment_fixed_size: 16,
+            ..KernelDescriptor::default()
+        };
+        let mut s = DispatchSetup::from_aql_packet(Target::Gfx90a, &p, 0, desc, code.clone());
+        assert_eq!(s.grid_groups(), [7, 3, 1]);
+        assert_eq!(s.workgroup_ids().count(), 21);
+        assert_eq!(s.waves_per_group(), 2);
+        assert_eq!(s.private_segment_size(), 40);
+        // 40 bytes x 64 lanes = 2560, rounded to 1 KiB granules.
+        assert_eq!(s.scratch_per_wave(), 3072);
+        assert_eq!(s.scratch_per_slot(), 6144);
+        assert_eq!(
+            s.validate(),
+            Err(WaveError::ScratchUnavailable {
+                bytes_per_work_item: 40
+            })
+        );
+        s.scratch = Some(ScratchBacking {
+            base: 0,
+            size: 1 << 20,
+        });
+        assert_eq!(s.validate(), Ok(()));
+        s.dynamic_group_segment_size = 64 * 1024;
+        assert!(matches!(s.validate(), Err(WaveError::InvalidDispatch(_))));
+        s.dynamic_group_segment_size = 0;
+        s.code = Arc::new(CodeCache::new(Target::Gfx942));
+        assert!(matches!(s.validate(), Err(WaveError::InvalidDispatch(_))));
+    }
+}

@@ -1,0 +1,51 @@
+//! Hardware registers as `s_getreg_b32`/`s_setreg_b32` see them (MODE, STATUS, TRAPSTS,
+//! HW_ID, GPR_ALLOC, LDS_ALLOC, SH_MEM_BASES).
+
+use super::wave::Wave;
+use super::Ctx;
+use crate::memory::Memory;
+
+/// `s_getreg_b32`: a field of a hardware register.
+pub(super) fn getreg<M: Memory + ?Sized>(w: &Wave, simm: u16, ctx: &Ctx<'_, M>) -> u32 {
+    let id = simm & 0x3F;
+    let offset = u32::from((simm >> 6) & 0x1F);
+    let size = u32::from((simm >> 11) & 0x1F) + 1;
+    let value = match id {
+        1 => w.mode,
+        // STATUS: EXECZ (bit 9), VCCZ (10), SCC (0).
+        2 => u32::from(w.scc) | u32::from(w.exec() == 0) << 9 | u32::from(w.vcc() == 0) << 10,
+        3 => w.trapsts,
+        // HW_ID: wave id in bits 3:0.
+        4 => w.index & 0xF,
+        5 => (((w.v.len() / 8).saturating_sub(1) as u32) & 0x3F) << 8,
+        6 => ((ctx.lds.len() / 512) as u32 & 0x1FF) << 12,
+        15 => {
+            let (shared, private) = ctx.apertures;
+            ((private >> 48) as u32 & 0xFFFF) | ((shared >> 48) as u32 & 0xFFFF) << 16
+        }
+        _ => 0,
+    };
+    let v = value >> offset;
+    if size >= 32 {
+        v
+    } else {
+        v & ((1 << size) - 1)
+    }
+}
+
+/// `s_setreg`: only MODE is writable by a kernel; other writes are dropped.
+pub(super) fn setreg(w: &mut Wave, simm: u16, v: u32) {
+    let id = simm & 0x3F;
+    let offset = u32::from((simm >> 6) & 0x1F);
+    let size = u32::from((simm >> 11) & 0x1F) + 1;
+    let mask = if size >= 32 {
+        u32::MAX
+    } else {
+        (1 << size) - 1
+    } << offset;
+    if id == 1 {
+        w.mode = (w.mode & !mask) | ((v << offset) & mask);
+    } else if id == 3 {
+        w.trapsts = (w.trapsts & !mask) | ((v << offset) & mask);
+    }
+}

@@ -1,0 +1,192 @@
+//! The state a wave starts in, as the CP and SPI set it up from the kernel descriptor and the
+//! dispatch (LLVM AMDGPUUsage, "Initial Kernel Execution State"): user SGPRs in the order of
+//! their enable bits, then system SGPRs from `USER_SGPR_COUNT` on, work-item ids in v0 (packed
+//! x|y<<10|z<<20 on gfx90a/gfx942, v0/v1/v2 before), EXEC covering the lanes that exist.
+
+use super::wave::{Wave, LANES};
+use crate::descriptor::UserSgpr;
+use crate::dispatch::DispatchSetup;
+use crate::error::WaveError;
+use crate::memory::Memory;
+
+/// `dword3` of the scratch buffer resource: DST_SEL xyzw, NUM_FORMAT UINT, DATA_FORMAT 32,
+/// INDEX_STRIDE 64, ADD_TID_ENABLE (the layout ROCr gives GFX9 queues).
+const SCRATCH_RSRC_DWORD3: u32 = 0x00E2_4FAC;
+/// `dword1` bit 31: SWIZZLE_ENABLE.
+const SWIZZLE_ENABLE: u32 = 1 << 31;
+
+/// Where one work-group's waves start: its id, its size after clipping to the grid, and its
+/// scratch slot's offset in the backing.
+pub(crate) struct GroupStart {
+    pub group_id: [u32; 3],
+    /// Work-items in each dimension of this (possibly partial) work-group.
+    pub size: [u32; 3],
+    /// Byte offset of the group's first wave's scratch from the backing's base.
+    pub scratch_offset: u64,
+}
+
+impl GroupStart {
+    pub fn new(setup: &DispatchSetup, group_id: [u32; 3], slot: u32) -> GroupStart {
+        let size = std::array::from_fn(|d| {
+            let wg = setup.workgroup_size[d];
+            let start = u64::from(group_id[d]) * u64::from(wg);
+            (u64::from(setup.grid_size[d]).saturating_sub(start)).min(u64::from(wg)) as u32
+        });
+        GroupStart {
+            group_id,
+            size,
+            scratch_offset: u64::from(slot).wrapping_mul(setup.scratch_per_slot()),
+        }
+    }
+
+    /// Work-items in the group.
+    pub fn items(&self) -> u32 {
+        self.size.iter().product()
+    }
+
+    /// Waves in the group.
+    pub fn waves(&self) -> u32 {
+        self.items().div_ceil(LANES as u32)
+    }
+}
+
+/// Builds wave `index` of the group.
+pub(crate) fn start_wave<M: Memory + ?Sized>(
+    setup: &DispatchSetup,
+    group: &GroupStart,
+    index: u32,
+    mem: &M,
+) -> Result<Wave, WaveError> {
+    let d = &setup.descriptor;
+    let target = setup.target;
+    let vgprs = d.vgpr_count().min(512);
+    let accum = if target.unified_vgpr_file() {
+        d.accum_offset().min(vgprs)
+    } else {
+        vgprs
+    };
+    let mut w = Wave::new(target, vgprs, accum, index);
+    w.pc = setup.entry();
+    w.mode = mode_from_rsrc1(d.compute_pgm_rsrc1);
+    let wave_scratch = setup.scratch.map_or(0, |s| {
+        s.base
+            .wrapping_add(group.scratch_offset)
+            .wrapping_add(u64::from(index) * setup.scratch_per_wave())
+    });
+    w.scratch_base = wave_scratch;
+    let wave_offset = wave_scratch.wrapping_sub(setup.scratch.map_or(0, |s| s.base));
+    let scratch_base = setup.scratch.map_or(0, |s| s.base);
+
+    // User SGPRs: as the registers hold them (PM4), or as the enable bits call for (AQL).
+    let mut sgprs: Vec<u32> = Vec::with_capacity(16);
+    if let Some(user) = &setup.user_sgprs_override {
+        sgprs.extend(user.iter().take(d.user_sgpr_count()));
+    }
+    let from_descriptor = setup.user_sgprs_override.is_none();
+    for u in UserSgpr::ORDER.into_iter().filter(|_| from_descriptor) {
+        if !d.user_sgpr_enabled(u) {
+            continue;
+        }
+        match u {
+            UserSgpr::PrivateSegmentBuffer => {
+                let size = setup.scratch.map_or(0, |s| s.size);
+                sgprs.extend([
+                    scratch_base as u32,
+                    ((scratch_base >> 32) as u32 & 0xFFFF) | SWIZZLE_ENABLE,
+                    size.min(u64::from(u32::MAX)) as u32,
+                    SCRATCH_RSRC_DWORD3,
+                ]);
+            }
+            UserSgpr::DispatchPtr => push64(&mut sgprs, setup.dispatch_packet_address),
+            UserSgpr::QueuePtr => push64(&mut sgprs, setup.queue_address),
+            UserSgpr::KernargSegmentPtr => push64(&mut sgprs, setup.kernarg_address),
+            UserSgpr::DispatchId => push64(&mut sgprs, setup.dispatch_id),
+            UserSgpr::FlatScratchInit => push64(&mut sgprs, scratch_base),
+            UserSgpr::PrivateSegmentSize => sgprs.push(setup.private_segment_size()),
+        }
+    }
+    // Kernel arguments preloaded into the SGPRs that follow (gfx940+).
+    let preload = if from_descriptor {
+        usize::from(d.kernarg_preload & 0x7F)
+    } else {
+        0
+    };
+    let preload_offset = u64::from(d.kernarg_preload >> 7) * 4;
+    for k in 0..preload {
+        let va = setup.kernarg_address + preload_offset + 4 * k as u64;
+        let v = mem.read_u32(va).map_err(|f| WaveError::MemoryFault {
+            va: f.va,
+            kind: f.kind,
+            pc: w.pc,
+        })?;
+        sgprs.push(v);
+    }
+    for (r, v) in sgprs.iter().enumerate().take(102) {
+        w.set_sgpr(r as u8, *v);
+    }
+
+    // System SGPRs, from USER_SGPR_COUNT on.
+    let mut next = d.user_sgpr_count();
+    let mut put = |w: &mut Wave, v: u32| {
+        if next < 102 {
+            w.set_sgpr(next as u8, v);
+        }
+        next += 1;
+    };
+    for (dim, on) in d.workgroup_id_enabled().into_iter().enumerate() {
+        if on {
+            put(&mut w, group.group_id[dim]);
+        }
+    }
+    if d.workgroup_info_enabled() {
+        let first = u32::from(index == 0) << 31;
+        put(&mut w, first | (group.waves() & 0x3F));
+    }
+    if d.scratch_enabled() {
+        put(&mut w, wave_offset as u32);
+    }
+    if target.architected_flat_scratch() {
+        w.set_sgpr64(102, wave_scratch);
+    }
+
+    // Work-item ids and EXEC.
+    let items = group.items();
+    let [sx, sy, _] = group.size;
+    let dims = d.workitem_id_dims();
+    let mut exec = 0u64;
+    for lane in 0..LANES {
+        let flat = index * LANES as u32 + lane as u32;
+        if flat >= items {
+            break;
+        }
+        exec |= 1 << lane;
+        let x = flat % sx.max(1);
+        let y = (flat / sx.max(1)) % sy.max(1);
+        let z = flat / (sx.max(1) * sy.max(1));
+        let (y, z) = (if dims >= 1 { y } else { 0 }, if dims >= 2 { z } else { 0 });
+        if target.packed_work_item_ids() {
+            if let Some(v0) = w.v.get_mut(0) {
+                v0[lane] = x | y << 10 | z << 20;
+            }
+        } else {
+            for (r, val) in [x, y, z].into_iter().enumerate().take(dims as usize + 1) {
+                if let Some(v) = w.v.get_mut(r) {
+                    v[lane] = val;
+                }
+            }
+        }
+    }
+    w.set_exec(exec);
+    Ok(w)
+}
+
+fn push64(v: &mut Vec<u32>, x: u64) {
+    v.push(x as u32);
+    v.push((x >> 32) as u32);
+}
+
+/// The MODE register from COMPUTE_PGM_RSRC1: FLOAT_MODE (bits 19:12) to MODE 7:0,
+/// DX10_CLAMP (21) to bit 8, IEEE_MODE (23) to bit 9.
+fn mode_from_rsrc1(rsrc1: u32) -> u32 {
+    ((rsrc1 >> 12) & 0xFF) | ((rsrc1 >> 21) & 1) << 8 | ((rsrc1 >> 23) & 1) << 9
+}

@@ -1,0 +1,157 @@
+//! Cross-lane data movement: DPP permutations and masks, SDWA sub-dword selects, and the
+//! lane patterns of `ds_swizzle_b32`.
+
+use super::wave::{Lanes, LANES};
+use crate::decode::Dpp;
+
+/// The lane a DPP control makes `lane` read, or `None` when the source is out of range.
+pub(super) fn dpp_source(ctrl: u16, lane: usize) -> Option<usize> {
+    let row = lane & !15;
+    let in_row = lane & 15;
+    let c = usize::from(ctrl);
+    match ctrl {
+        0x000..=0x0FF => Some((lane & !3) | (c >> (2 * (lane & 3))) & 3),
+        0x101..=0x10F => {
+            let n = c & 15;
+            (in_row + n < 16).then_some(lane + n)
+        }
+        0x111..=0x11F => {
+            let n = c & 15;
+            (in_row >= n).then(|| lane - n)
+        }
+        0x121..=0x12F => Some(row | ((in_row + 16 - (c & 15)) % 16)),
+        0x130 => (lane + 1 < LANES).then_some(lane + 1),
+        0x134 => Some((lane + 1) % LANES),
+        0x138 => lane.checked_sub(1),
+        0x13C => Some((lane + LANES - 1) % LANES),
+        0x140 => Some(row | (15 - in_row)),
+        0x141 => Some((lane & !7) | (7 - (lane & 7))),
+        0x142 => (lane >= 16).then(|| row - 1),
+        0x143 => (lane >= 32).then_some(31),
+        _ => None,
+    }
+}
+
+/// Source values as DPP delivers them (out-of-range sources read 0).
+pub(super) fn dpp_permute(vals: &Lanes, d: &Dpp) -> Lanes {
+    std::array::from_fn(|l| {
+        dpp_source(d.ctrl, l)
+            .and_then(|s| vals.get(s).copied())
+            .unwrap_or(0)
+    })
+}
+
+/// Lanes DPP lets write: those of enabled rows and banks, and without BOUND_CTRL only those
+/// whose source is in range.
+pub(super) fn dpp_write_mask(d: &Dpp) -> u64 {
+    let mut m = 0u64;
+    for l in 0..LANES {
+        let row_on = (d.row_mask >> (l / 16)) & 1 != 0;
+        let bank_on = (d.bank_mask >> ((l % 16) / 4)) & 1 != 0;
+        let src_ok = d.bound_ctrl || dpp_source(d.ctrl, l).is_some();
+        if row_on && bank_on && src_ok {
+            m |= 1 << l;
+        }
+    }
+    m
+}
+
+/// SDWA source select: BYTE_0..3 (0-3), WORD_0/1 (4, 5), DWORD (6).
+pub(super) fn sdwa_select(v: u32, sel: u8, sext: bool) -> u32 {
+    match sel {
+        0..=3 => {
+            let b = (v >> (8 * u32::from(sel))) & 0xFF;
+            if sext {
+                b as u8 as i8 as i32 as u32
+            } else {
+                b
+            }
+        }
+        4 | 5 => {
+            let h = (v >> (16 * u32::from(sel - 4))) & 0xFFFF;
+            if sext {
+                h as u16 as i16 as i32 as u32
+            } else {
+                h
+            }
+        }
+        _ => v,
+    }
+}
+
+/// SDWA destination: `new` placed at `sel` in `old`; the rest zero (UNUSED_PAD, 0),
+/// sign-extended (UNUSED_SEXT, 1) or kept (UNUSED_PRESERVE, 2).
+pub(super) fn sdwa_place(old: u32, new: u32, sel: u8, unused: u8) -> u32 {
+    let (shift, bits) = match sel {
+        0..=3 => (8 * u32::from(sel), 8),
+        4 | 5 => (16 * u32::from(sel - 4), 16),
+        _ => return new,
+    };
+    let field = (new & ((1 << bits) - 1)) << shift;
+    let mask = ((1u32 << bits) - 1) << shift;
+    match unused {
+        2 => (old & !mask) | field,
+        1 => {
+            let top = shift + bits;
+            let negative = (new >> (bits - 1)) & 1 != 0;
+            if negative && top < 32 {
+                field | (u32::MAX << top)
+            } else {
+                field
+            }
+        }
+        _ => field,
+    }
+}
+
+/// The lane `ds_swizzle_b32` with `offset` makes `lane` read.
+pub(super) fn swizzle_source(offset: u16, lane: usize) -> usize {
+    if offset & 0x8000 != 0 {
+        // Quad permute.
+        let sel = usize::from(offset) >> (2 * (lane & 3)) & 3;
+        (lane & !3) | sel
+    } else {
+        // Bit-mask permute within groups of 32 lanes.
+        let and = usize::from(offset & 0x1F);
+        let or = usize::from((offset >> 5) & 0x1F);
+        let xor = usize::from((offset >> 10) & 0x1F);
+        (lane & !31) | ((((lane & 31) & and) | or) ^ xor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dpp_patterns() {
+        assert_eq!(dpp_source(0x1B, 0), Some(3)); // quad_perm [3,2,1,0]
+        assert_eq!(dpp_source(0x111, 16), None); // row_shr:1 at row start
+        assert_eq!(dpp_source(0x111, 17), Some(16));
+        assert_eq!(dpp_source(0x101, 15), None);
+        assert_eq!(dpp_source(0x121, 16), Some(31)); // row_ror:1
+        assert_eq!(dpp_source(0x142, 20), Some(15));
+        assert_eq!(dpp_source(0x143, 40), Some(31));
+        assert_eq!(dpp_source(0x138, 0), None);
+        let d = Dpp {
+            ctrl: 0x111,
+            row_mask: 0xF,
+            bank_mask: 0xF,
+            bound_ctrl: false,
+        };
+        assert_eq!(dpp_write_mask(&d) & 0x3, 0b10);
+        let v: Lanes = std::array::from_fn(|l| l as u32);
+        assert_eq!(dpp_permute(&v, &d)[17], 16);
+    }
+
+    #[test]
+    fn sdwa_selects() {
+        assert_eq!(sdwa_select(0x1234_80FF, 1, true), 0xFFFF_FF80);
+        assert_eq!(sdwa_select(0x1234_80FF, 5, false), 0x1234);
+        assert_eq!(sdwa_place(0xAAAA_AAAA, 0x1FF, 1, 2), 0xAAAA_FFAA);
+        assert_eq!(sdwa_place(0xAAAA_AAAA, 0x80, 0, 1), 0xFFFF_FF80);
+        assert_eq!(sdwa_place(0xAAAA_AAAA, 0x1234, 5, 0), 0x1234_0000);
+        assert_eq!(swizzle_source(0x10, 5), 0); // broadcast lane 0 of groups of 16
+        assert_eq!(swizzle_source(0x041F, 5), 4); // swap neighbours
+    }
+}

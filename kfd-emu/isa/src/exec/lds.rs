@@ -1,0 +1,436 @@
+//! DS instructions: LDS loads, stores and atomics, and the cross-lane ops that use the DS
+//! unit without touching LDS (`ds_swizzle_b32`, `ds_permute_b32`, `ds_bpermute_b32`).
+//!
+//! A work-group's waves run one at a time, so LDS read-modify-writes are atomic by
+//! construction. Accesses outside the work-group's LDS allocation read 0 and write nothing,
+//! as on the hardware.
+
+use super::lanes::swizzle_source;
+use super::wave::{Lanes, Wave, LANES};
+use super::Ctx;
+use crate::decode::memop::{DsClass, DsOp};
+use crate::decode::{Inst, Op, Operand};
+use crate::error::WaveError;
+use crate::memory::{AtomicOp, Memory};
+
+fn lds_read(lds: &[u8], addr: u64, out: &mut [u8]) {
+    let a = addr as usize;
+    match lds.get(a..a + out.len()) {
+        Some(s) => out.copy_from_slice(s),
+        None => out.fill(0),
+    }
+}
+
+/// A dword of LDS (0 outside the allocation).
+#[inline]
+fn lds_u32(lds: &[u8], addr: u64) -> u32 {
+    let a = addr as usize;
+    match lds.get(a..a.wrapping_add(4)) {
+        Some(b) => u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+        None => 0,
+    }
+}
+
+fn lds_write(lds: &mut [u8], addr: u64, data: &[u8]) {
+    let a = addr as usize;
+    if let Some(s) = lds.get_mut(a..a + data.len()) {
+        s.copy_from_slice(data);
+    }
+}
+
+fn reg_u64(w: &Wave, inst: &Inst, op: Operand, wide: bool) -> Result<[u64; LANES], WaveError> {
+    let lo = *w.vreg(inst, op, 0)?;
+    let hi = if wide {
+        *w.vreg(inst, op, 1)?
+    } else {
+        [0; LANES]
+    };
+    Ok(std::array::from_fn(|l| {
+        u64::from(lo[l]) | u64::from(hi[l]) << 32
+    }))
+}
+
+fn write_result(
+    w: &mut Wave,
+    inst: &Inst,
+    vals: &[u64; LANES],
+    dwords: usize,
+    exec: u64,
+) -> Result<(), WaveError> {
+    for k in 0..dwords {
+        let reg = w.vreg_mut(inst, inst.dst, k)?;
+        for (l, r) in reg.iter_mut().enumerate() {
+            if exec >> l & 1 != 0 {
+                *r = (vals[l] >> (32 * k)) as u32;
+            }
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn exec<M: Memory + ?Sized>(
+    w: &mut Wave,
+    inst: &Inst,
+    ctx: &mut Ctx<'_, M>,
+) -> Result<(), WaveError> {
+    let exec = w.exec();
+    let offset16 = (inst.offset as u64 & 0xFF) | u64::from(inst.offset1) << 8;
+    match inst.op {
+        Op::DsSwizzleB32 | Op::DsBpermuteB32 | Op::DsPermuteB32 => {
+            return cross_lane(w, inst, exec, offset16)
+        }
+        Op::DsNop => return Ok(()),
+        _ => {}
+    }
+    if inst.has(crate::decode::flags::GDS) {
+        return Err(w.unimplemented(inst));
+    }
+    let Some(ds) = inst.ds else {
+        return Err(w.unimplemented(inst));
+    };
+    let elem = usize::from(ds.size);
+    match ds.class {
+        DsClass::Read2 | DsClass::Write2 => two_addresses(w, inst, ctx, exec, ds),
+        DsClass::Read if elem % 4 == 0 && ds.d16.is_none() => {
+            // Whole dwords (b32, b64, b96, b128).
+            let addr = w.vreg(inst, inst.src[0], 0)?;
+            let words = elem / 4;
+            let mut vals = [[0u32; LANES]; 4];
+            for l in 0..LANES {
+                if exec >> l & 1 != 0 {
+                    let a = u64::from(addr[l]) + offset16;
+                    for (k, v) in vals.iter_mut().enumerate().take(words) {
+                        v[l] = lds_u32(&ctx.lds, a + 4 * k as u64);
+                    }
+                }
+            }
+            for (k, v) in vals.iter().enumerate().take(words) {
+                let dst = w.vreg_mut(inst, inst.dst, k)?;
+                for l in 0..LANES {
+                    if exec >> l & 1 != 0 {
+                        dst[l] = v[l];
+                    }
+                }
+            }
+            Ok(())
+        }
+        DsClass::Read => {
+            let addr = w.vreg(inst, inst.src[0], 0)?;
+            let mut regs = [[0u32; LANES]; 4];
+            for l in 0..LANES {
+                if exec >> l & 1 == 0 {
+                    continue;
+                }
+                let mut b = [0u8; 16];
+                lds_read(
+                    &ctx.lds,
+                    u64::from(addr[l]) + offset16,
+                    b.get_mut(..elem).unwrap_or(&mut []),
+                );
+                for (k, reg) in regs.iter_mut().enumerate() {
+                    reg[l] =
+                        u32::from_le_bytes([b[4 * k], b[4 * k + 1], b[4 * k + 2], b[4 * k + 3]]);
+                }
+                let x = regs[0][l];
+                regs[0][l] = match (elem, ds.signed) {
+                    (1, true) => x as u8 as i8 as i32 as u32,
+                    (2, true) => x as u16 as i16 as i32 as u32,
+                    _ => x,
+                };
+            }
+            for (k, reg) in regs.iter().enumerate().take(elem.div_ceil(4)) {
+                let dst = w.vreg_mut(inst, inst.dst, k)?;
+                for l in 0..LANES {
+                    if exec >> l & 1 != 0 {
+                        dst[l] = match ds.d16 {
+                            None => reg[l],
+                            Some(false) => (dst[l] & 0xFFFF_0000) | (reg[l] & 0xFFFF),
+                            Some(true) => (dst[l] & 0xFFFF) | reg[l] << 16,
+                        };
+                    }
+                }
+            }
+            Ok(())
+        }
+        DsClass::Write => {
+            let hi = ds.d16 == Some(true);
+            let addr = *w.vreg(inst, inst.src[0], 0)?;
+            let mut regs = [[0u32; LANES]; 4];
+            for (k, r) in regs.iter_mut().enumerate().take(elem.div_ceil(4)) {
+                *r = *w.vreg(inst, inst.src[1], k)?;
+            }
+            for l in 0..LANES {
+                if exec >> l & 1 == 0 {
+                    continue;
+                }
+                let mut b = [0u8; 16];
+                for (k, reg) in regs.iter().enumerate() {
+                    let v = if hi { reg[l] >> 16 } else { reg[l] };
+                    if let Some(d) = b.get_mut(4 * k..4 * k + 4) {
+                        d.copy_from_slice(&v.to_le_bytes());
+                    }
+                }
+                lds_write(
+                    &mut ctx.lds,
+                    u64::from(addr[l]) + offset16,
+                    b.get(..elem).unwrap_or(&[]),
+                );
+            }
+            Ok(())
+        }
+        DsClass::Atomic(op) => rmw(w, inst, ctx, exec, offset16, elem == 8, &|o, d0, d1| {
+            let (src, cmp) = if op == AtomicOp::CmpSwap {
+                // ds_cmpst: data0 is the compare value, data1 the new one.
+                (d1, d0)
+            } else {
+                (d0, 0)
+            };
+            if elem == 8 {
+                op.apply64(o, src, cmp)
+            } else {
+                u64::from(op.apply32(o as u32, src as u32, cmp as u32))
+            }
+        }),
+        DsClass::RSub => rmw(w, inst, ctx, exec, offset16, elem == 8, &|o, d0, _| {
+            d0.wrapping_sub(o)
+        }),
+        DsClass::MskOr => rmw(w, inst, ctx, exec, offset16, elem == 8, &|o, d0, d1| {
+            (o & !d0) | d1
+        }),
+        DsClass::Xchg2 => xchg2(w, inst, ctx, exec, ds),
+        DsClass::Append(consume) => {
+            let a = u64::from(w.s[124] & 0xFFFF) + offset16;
+            let old = lds_u32(&ctx.lds, a);
+            let n = exec.count_ones();
+            let new = if consume {
+                old.wrapping_sub(n)
+            } else {
+                old.wrapping_add(n)
+            };
+            lds_write(&mut ctx.lds, a, &new.to_le_bytes());
+            let dst = w.vreg_mut(inst, inst.dst, 0)?;
+            for l in 0..LANES {
+                if exec >> l & 1 != 0 {
+                    dst[l] = old;
+                }
+            }
+            Ok(())
+        }
+        DsClass::Other => Err(w.unimplemented(inst)),
+    }
+}
+
+/// `ds_read2*` / `ds_write2*`: two elements at offset0 and offset1 (in elements, or 64
+/// elements for st64).
+fn two_addresses<M: Memory + ?Sized>(
+    w: &mut Wave,
+    inst: &Inst,
+    ctx: &mut Ctx<'_, M>,
+    exec: u64,
+    ds: DsOp,
+) -> Result<(), WaveError> {
+    let elem = usize::from(ds.size);
+    let addr = *w.vreg(inst, inst.src[0], 0)?;
+    let scale = if ds.st64 { 64 } else { 1 } * elem as u64;
+    let (o0, o1) = (
+        (inst.offset as u64 & 0xFF) * scale,
+        u64::from(inst.offset1) * scale,
+    );
+    let read = ds.class == DsClass::Read2;
+    let words = elem / 4;
+    if read && elem == 4 {
+        // ds_read2_b32, the common case: one dword from each offset.
+        let mut v0 = [0u32; LANES];
+        let mut v1 = [0u32; LANES];
+        for l in 0..LANES {
+            if exec >> l & 1 != 0 {
+                let a = u64::from(addr[l]);
+                v0[l] = lds_u32(&ctx.lds, a + o0);
+                v1[l] = lds_u32(&ctx.lds, a + o1);
+            }
+        }
+        for (k, vals) in [v0, v1].iter().enumerate() {
+            let reg = w.vreg_mut(inst, inst.dst, k)?;
+            for (l, r) in reg.iter_mut().enumerate() {
+                if exec >> l & 1 != 0 {
+                    *r = vals[l];
+                }
+            }
+        }
+        return Ok(());
+    }
+    for (slot, o) in [(0usize, o0), (1, o1)] {
+        if read {
+            let mut vals = [0u64; LANES];
+            for l in 0..LANES {
+                if exec >> l & 1 != 0 {
+                    let mut b = [0u8; 8];
+                    lds_read(
+                        &ctx.lds,
+                        u64::from(addr[l]) + o,
+                        b.get_mut(..elem).unwrap_or(&mut []),
+                    );
+                    vals[l] = u64::from_le_bytes(b);
+                }
+            }
+            for k in 0..words {
+                let reg = w.vreg_mut(inst, inst.dst, slot * words + k)?;
+                for (l, r) in reg.iter_mut().enumerate() {
+                    if exec >> l & 1 != 0 {
+                        *r = (vals[l] >> (32 * k)) as u32;
+                    }
+                }
+            }
+        } else {
+            let src = if slot == 0 { inst.src[1] } else { inst.src[2] };
+            let vals = reg_u64(w, inst, src, elem == 8)?;
+            for l in 0..LANES {
+                if exec >> l & 1 != 0 {
+                    let b = vals[l].to_le_bytes();
+                    lds_write(
+                        &mut ctx.lds,
+                        u64::from(addr[l]) + o,
+                        b.get(..elem).unwrap_or(&[]),
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// LDS read-modify-writes, lane by lane (the work-group runs alone, so this is atomic):
+/// `new(old, data0, data1)`; the old value goes to the destination if there is one.
+#[allow(clippy::too_many_arguments)]
+fn rmw<M: Memory + ?Sized>(
+    w: &mut Wave,
+    inst: &Inst,
+    ctx: &mut Ctx<'_, M>,
+    exec: u64,
+    offset16: u64,
+    wide: bool,
+    new: &dyn Fn(u64, u64, u64) -> u64,
+) -> Result<(), WaveError> {
+    let addr = *w.vreg(inst, inst.src[0], 0)?;
+    let n = if wide { 8 } else { 4 };
+    let data0 = reg_u64(w, inst, inst.src[1], wide)?;
+    let data1 = if matches!(inst.src[2], Operand::None) {
+        [0; LANES]
+    } else {
+        reg_u64(w, inst, inst.src[2], wide)?
+    };
+    let mask = if wide { u64::MAX } else { 0xFFFF_FFFF };
+    let mut old = [0u64; LANES];
+    for l in 0..LANES {
+        if exec >> l & 1 == 0 {
+            continue;
+        }
+        let a = u64::from(addr[l]) + offset16;
+        let mut b = [0u8; 8];
+        lds_read(&ctx.lds, a, b.get_mut(..n).unwrap_or(&mut []));
+        let o = u64::from_le_bytes(b);
+        let v = new(o, data0[l], data1[l]) & mask;
+        lds_write(&mut ctx.lds, a, v.to_le_bytes().get(..n).unwrap_or(&[]));
+        old[l] = o;
+    }
+    if inst.dst != Operand::None {
+        write_result(w, inst, &old, n / 4, exec)?;
+    }
+    Ok(())
+}
+
+/// `ds_wrxchg2*_rtn`: data0 and data1 stored at the two offsets, the old values returned.
+fn xchg2<M: Memory + ?Sized>(
+    w: &mut Wave,
+    inst: &Inst,
+    ctx: &mut Ctx<'_, M>,
+    exec: u64,
+    ds: DsOp,
+) -> Result<(), WaveError> {
+    let elem = usize::from(ds.size);
+    let wide = elem == 8;
+    let addr = *w.vreg(inst, inst.src[0], 0)?;
+    let scale = if ds.st64 { 64 } else { 1 } * elem as u64;
+    let offs = [
+        (inst.offset as u64 & 0xFF) * scale,
+        u64::from(inst.offset1) * scale,
+    ];
+    let data = [
+        reg_u64(w, inst, inst.src[1], wide)?,
+        reg_u64(w, inst, inst.src[2], wide)?,
+    ];
+    let mut old = [[0u64; LANES]; 2];
+    for l in 0..LANES {
+        if exec >> l & 1 == 0 {
+            continue;
+        }
+        for k in 0..2 {
+            let a = u64::from(addr[l]) + offs[k];
+            let mut b = [0u8; 8];
+            lds_read(&ctx.lds, a, b.get_mut(..elem).unwrap_or(&mut []));
+            old[k][l] = u64::from_le_bytes(b);
+            lds_write(
+                &mut ctx.lds,
+                a,
+                data[k][l].to_le_bytes().get(..elem).unwrap_or(&[]),
+            );
+        }
+    }
+    let words = elem / 4;
+    for k in 0..2 {
+        for d in 0..words {
+            let reg = w.vreg_mut(inst, inst.dst, k * words + d)?;
+            for l in 0..LANES {
+                if exec >> l & 1 != 0 {
+                    reg[l] = (old[k][l] >> (32 * d)) as u32;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `ds_swizzle_b32`, `ds_permute_b32` and `ds_bpermute_b32`: lanes exchange data0 values
+/// (inactive lanes provide 0).
+fn cross_lane(w: &mut Wave, inst: &Inst, exec: u64, offset16: u64) -> Result<(), WaveError> {
+    let data = match inst.op {
+        Op::DsSwizzleB32 => *w.vreg(inst, inst.src[0], 0)?,
+        _ => *w.vreg(inst, inst.src[1], 0)?,
+    };
+    let active = |l: usize| exec >> l & 1 != 0;
+    let out: Lanes = match inst.op {
+        Op::DsSwizzleB32 => std::array::from_fn(|l| {
+            let s = swizzle_source(offset16 as u16, l);
+            if active(s) {
+                data[s]
+            } else {
+                0
+            }
+        }),
+        Op::DsBpermuteB32 => {
+            let addr = *w.vreg(inst, inst.src[0], 0)?;
+            std::array::from_fn(|l| {
+                let s = ((u64::from(addr[l]) + offset16) / 4 % LANES as u64) as usize;
+                if active(s) {
+                    data[s]
+                } else {
+                    0
+                }
+            })
+        }
+        _ => {
+            let addr = *w.vreg(inst, inst.src[0], 0)?;
+            let mut out = [0u32; LANES];
+            for l in (0..LANES).filter(|&l| active(l)) {
+                let d = ((u64::from(addr[l]) + offset16) / 4 % LANES as u64) as usize;
+                out[d] = data[l];
+            }
+            out
+        }
+    };
+    let reg = w.vreg_mut(inst, inst.dst, 0)?;
+    for l in (0..LANES).filter(|&l| active(l)) {
+        reg[l] = out[l];
+    }
+    Ok(())
+}

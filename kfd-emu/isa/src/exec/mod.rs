@@ -1,0 +1,231 @@
+//! The interpreter: runs one work-group's waves to completion.
+//!
+//! Waves of a work-group take turns on the calling thread: each runs until it reaches
+//! `s_barrier`, ends, or has used its time slice; when every wave still running waits at the
+//! barrier, all are released. Different work-groups share nothing but memory (and the code
+//! cache), so callers run them on as many threads as they like.
+
+// Per-lane loops index several parallel 64-lane arrays by lane number; iterator chains over
+// one of them would obscure that.
+#![allow(clippy::needless_range_loop)]
+
+mod access;
+mod fpmath;
+mod hwreg;
+mod init;
+mod lanes;
+mod lds;
+mod salu;
+mod smem;
+mod valu;
+mod valu_misc;
+mod valu_ops;
+mod valu_wide;
+mod vmem;
+mod wave;
+
+use crate::decode::{Format, Inst, Op};
+use crate::dispatch::{DispatchSetup, RunControl};
+use crate::error::WaveError;
+use crate::memory::{MemFault, Memory};
+use init::{start_wave, GroupStart};
+use std::sync::atomic::Ordering;
+use wave::{Wave, WaveState};
+
+/// Instructions a wave runs before the next wave of its work-group gets a turn.
+const TIME_SLICE: u32 = 2048;
+
+/// What a work-group's run did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Wave-instructions executed (one per instruction per wave, whatever EXEC holds).
+    pub wave_instructions: u64,
+    /// Waves run.
+    pub waves: u32,
+    /// Barriers the work-group passed.
+    pub barriers: u32,
+}
+
+/// Where execution goes after an instruction.
+pub(crate) enum Flow {
+    /// The next instruction.
+    Next,
+    /// An absolute address.
+    Jump(u64),
+    /// The next instruction, after the work-group's barrier.
+    Barrier,
+    /// The wave ends.
+    End,
+}
+
+/// What the instructions of one work-group share.
+pub(crate) struct Ctx<'a, M: Memory + ?Sized> {
+    pub mem: &'a M,
+    pub setup: &'a DispatchSetup,
+    pub lds: Vec<u8>,
+    /// (shared aperture base, private aperture base).
+    pub apertures: (u64, u64),
+}
+
+impl<M: Memory + ?Sized> Ctx<'_, M> {
+    /// The wave-level error for a memory fault at the wave's PC.
+    pub fn fault(&self, w: &Wave, f: MemFault) -> WaveError {
+        WaveError::MemoryFault {
+            va: f.va,
+            kind: f.kind,
+            pc: w.pc,
+        }
+    }
+}
+
+/// Runs work-group `group_id` of the dispatch to completion.
+///
+/// Errors: [`WaveError::InvalidDispatch`] / [`WaveError::ScratchUnavailable`] before any wave
+/// starts when the dispatch cannot run; otherwise the first error any wave hits (the
+/// work-group stops there, as a queue stops at its first error).
+pub fn run_workgroup<M: Memory + ?Sized>(
+    setup: &DispatchSetup,
+    group_id: [u32; 3],
+    mem: &M,
+    control: &RunControl<'_>,
+) -> Result<Stats, WaveError> {
+    setup.validate()?;
+    let groups = setup.grid_groups();
+    if (0..3).any(|d| group_id[d] >= groups[d]) {
+        return Err(WaveError::InvalidDispatch(format!(
+            "work-group {group_id:?} outside the grid's {groups:?}"
+        )));
+    }
+    if let Some(s) = setup.scratch {
+        let needed = (u64::from(control.scratch_slot) + 1).saturating_mul(setup.scratch_per_slot());
+        if needed > s.size {
+            return Err(WaveError::ScratchTooSmall {
+                needed,
+                provided: s.size,
+            });
+        }
+    }
+    let group = GroupStart::new(setup, group_id, control.scratch_slot);
+    let lds_bytes = (setup.group_segment_size() as usize).next_multiple_of(4);
+    let mut ctx = Ctx {
+        mem,
+        setup,
+        lds: vec![0; lds_bytes],
+        apertures: (setup.apertures.shared_base, setup.apertures.private_base),
+    };
+    let mut waves = (0..group.waves())
+        .map(|i| start_wave(setup, &group, i, mem))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut stats = Stats {
+        waves: waves.len() as u32,
+        ..Stats::default()
+    };
+    loop {
+        let mut any_running = false;
+        for w in waves.iter_mut() {
+            if w.state != WaveState::Running {
+                continue;
+            }
+            any_running = true;
+            let before = w.executed;
+            let r = run_slice(w, &mut ctx);
+            stats.wave_instructions += w.executed - before;
+            r?;
+            if stats.wave_instructions >= control.max_wave_instructions {
+                return Err(WaveError::BudgetExhausted {
+                    executed: stats.wave_instructions,
+                    pc: w.pc,
+                });
+            }
+            if control.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+                return Err(WaveError::Cancelled { pc: w.pc });
+            }
+        }
+        if any_running {
+            continue;
+        }
+        // Nobody can run: release a barrier everyone still alive waits at, or finish.
+        let waiting = waves
+            .iter()
+            .filter(|w| w.state == WaveState::Barrier)
+            .count();
+        if waiting == 0 {
+            break;
+        }
+        stats.barriers += 1;
+        for w in waves.iter_mut() {
+            if w.state == WaveState::Barrier {
+                w.state = WaveState::Running;
+            }
+        }
+    }
+    Ok(stats)
+}
+
+/// Runs a wave for up to one time slice, or until it waits at a barrier or ends.
+fn run_slice<M: Memory + ?Sized>(w: &mut Wave, ctx: &mut Ctx<'_, M>) -> Result<(), WaveError> {
+    let (mut region, mut idx) = match w.region.take() {
+        Some(r) => r,
+        None => ctx.setup.code.lookup(w.pc, ctx.mem)?,
+    };
+    for _ in 0..TIME_SLICE {
+        let Some(inst) = region.insts.get(idx) else {
+            (region, idx) = ctx.setup.code.lookup(w.pc, ctx.mem)?;
+            continue;
+        };
+        let flow = step(w, inst, ctx)?;
+        w.executed += 1;
+        match flow {
+            Flow::Next | Flow::Barrier => {
+                w.pc = w.pc.wrapping_add(inst.size());
+                idx += 1;
+                if matches!(flow, Flow::Barrier) {
+                    w.state = WaveState::Barrier;
+                    w.region = Some((region, idx));
+                    return Ok(());
+                }
+            }
+            Flow::Jump(target) => {
+                w.pc = target;
+                match region.index_of(target) {
+                    Some(i) => idx = i,
+                    None => (region, idx) = ctx.setup.code.lookup(target, ctx.mem)?,
+                }
+            }
+            Flow::End => {
+                w.state = WaveState::Done;
+                return Ok(());
+            }
+        }
+    }
+    w.region = Some((region, idx));
+    Ok(())
+}
+
+/// Executes one instruction.
+fn step<M: Memory + ?Sized>(
+    w: &mut Wave,
+    inst: &Inst,
+    ctx: &mut Ctx<'_, M>,
+) -> Result<Flow, WaveError> {
+    if inst.op == Op::Invalid {
+        return Err(WaveError::Undecodable {
+            pc: w.pc,
+            words: inst.word_slice().to_vec(),
+        });
+    }
+    match inst.format {
+        Format::Sop1 | Format::Sop2 | Format::Sopk | Format::Sopc | Format::Sopp => {
+            salu::exec(w, inst, ctx)
+        }
+        Format::Smem => smem::exec(w, inst, ctx),
+        Format::Vop1 | Format::Vop2 | Format::Vopc | Format::Vop3 | Format::Vop3p => {
+            valu::exec(w, inst, ctx.apertures).map(|()| Flow::Next)
+        }
+        Format::Ds => lds::exec(w, inst, ctx).map(|()| Flow::Next),
+        Format::Flat | Format::Global | Format::Scratch | Format::Mubuf => {
+            vmem::exec(w, inst, ctx).map(|()| Flow::Next)
+        }
+        Format::Mtbuf => Err(w.unimplemented(inst)),
+    }
+}

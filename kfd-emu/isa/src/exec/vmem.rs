@@ -1,0 +1,369 @@
+//! Vector memory: FLAT, GLOBAL, SCRATCH and MUBUF loads, stores and atomics.
+//!
+//! Each lane's address is worked out first (flat addresses are sorted into global, LDS and
+//! private by the apertures; buffer addresses follow the resource's stride, swizzle and
+//! range), then the data moves lane by lane, or in one access when the active lanes touch one
+//! contiguous run of global memory.
+
+use super::access::{self, next_run, Addr};
+use super::wave::{Wave, LANES};
+use super::Ctx;
+use crate::decode::memop::{self, MemClass};
+use crate::decode::{flags, Format, Inst, Operand};
+use crate::error::WaveError;
+use crate::memory::{AtomicOp, Memory};
+
+/// Bytes per dword row of swizzled scratch (wave64, 4-byte elements).
+const SCRATCH_ROW: u64 = 4 * LANES as u64;
+
+/// The wave's FLAT_SCRATCH base.
+fn flat_scratch(w: &Wave) -> u64 {
+    w.sgpr64(102)
+}
+
+fn vgpr32(w: &Wave, inst: &Inst, op: Operand, k: usize) -> Result<[u32; LANES], WaveError> {
+    Ok(*w.vreg(inst, op, k)?)
+}
+
+/// Per-lane addresses of a FLAT/GLOBAL/SCRATCH instruction.
+fn flat_addrs<M: Memory + ?Sized>(
+    w: &Wave,
+    inst: &Inst,
+    ctx: &Ctx<'_, M>,
+    out: &mut [Addr; LANES],
+) -> Result<(), WaveError> {
+    let off = inst.offset as i64 as u64;
+    match inst.format {
+        Format::Scratch => {
+            let s = match inst.saddr {
+                Operand::Sgpr(r, _) => u64::from(w.s.get(usize::from(r)).copied().unwrap_or(0)),
+                _ => 0,
+            };
+            let v = match inst.src[0] {
+                Operand::Vgpr(..) => Some(vgpr32(w, inst, inst.src[0], 0)?),
+                _ => None,
+            };
+            let base = flat_scratch(w);
+            for (l, a) in out.iter_mut().enumerate() {
+                let lane_off = s
+                    .wrapping_add(v.map_or(0, |v| u64::from(v[l])))
+                    .wrapping_add(off)
+                    & 0xFFFF_FFFF;
+                *a = Addr::Swizzled {
+                    base: base.wrapping_add(4 * l as u64),
+                    off: lane_off,
+                    row: SCRATCH_ROW,
+                };
+            }
+        }
+        Format::Global if matches!(inst.saddr, Operand::Sgpr(..)) => {
+            let Operand::Sgpr(r, _) = inst.saddr else {
+                return Ok(());
+            };
+            let base = w.sgpr64(r);
+            let v = vgpr32(w, inst, inst.src[0], 0)?;
+            for (l, a) in out.iter_mut().enumerate() {
+                *a = Addr::Linear(base.wrapping_add(u64::from(v[l])).wrapping_add(off));
+            }
+        }
+        _ => {
+            let lo = vgpr32(w, inst, inst.src[0], 0)?;
+            let hi = vgpr32(w, inst, inst.src[0], 1)?;
+            let (shared, private) = ctx.apertures;
+            let flat = inst.format == Format::Flat;
+            for (l, a) in out.iter_mut().enumerate() {
+                let va = (u64::from(lo[l]) | u64::from(hi[l]) << 32).wrapping_add(off);
+                *a = if flat && va >> 32 == shared >> 32 {
+                    Addr::Lds(va & 0xFFFF_FFFF)
+                } else if flat && va >> 32 == private >> 32 {
+                    Addr::Swizzled {
+                        base: flat_scratch(w).wrapping_add(4 * l as u64),
+                        off: va & 0xFFFF_FFFF,
+                        row: SCRATCH_ROW,
+                    }
+                } else {
+                    Addr::Linear(va)
+                };
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Per-lane addresses of a MUBUF instruction (GFX9 buffer addressing).
+fn buffer_addrs(
+    w: &Wave,
+    inst: &Inst,
+    ap: (u64, u64),
+    size: u64,
+    out: &mut [Addr; LANES],
+) -> Result<(), WaveError> {
+    let Operand::Sgpr(r, _) = inst.saddr else {
+        return Err(w.illegal(inst, "buffer resource is not in SGPRs"));
+    };
+    let d: [u32; 4] = std::array::from_fn(|k| w.s.get(usize::from(r) + k).copied().unwrap_or(0));
+    let base = u64::from(d[0]) | u64::from(d[1] & 0xFFFF) << 32;
+    let stride = u64::from((d[1] >> 16) & 0x3FFF);
+    let swizzle = d[1] >> 31 != 0;
+    let records = u64::from(d[2]);
+    let index_stride = 8u64 << ((d[3] >> 21) & 3);
+    let add_tid = (d[3] >> 23) & 1 != 0;
+    let soffset = u64::from(w.scalar32(inst.soffset, inst.imm[2], ap));
+    let idxen = inst.has(flags::IDXEN);
+    let offen = inst.has(flags::OFFEN);
+    let v0 = match inst.src[0] {
+        Operand::Vgpr(..) => Some(vgpr32(w, inst, inst.src[0], 0)?),
+        _ => None,
+    };
+    let v1 = if idxen && offen {
+        Some(vgpr32(w, inst, inst.src[0], 1)?)
+    } else {
+        None
+    };
+    for (l, a) in out.iter_mut().enumerate() {
+        *a = Addr::Discard;
+        let vi = if idxen {
+            v0.map_or(0, |v| u64::from(v[l]))
+        } else {
+            0
+        };
+        let vo = match (idxen, offen) {
+            (true, true) => v1.map_or(0, |v| u64::from(v[l])),
+            (false, true) => v0.map_or(0, |v| u64::from(v[l])),
+            _ => 0,
+        };
+        let index = vi + if add_tid { l as u64 } else { 0 };
+        let offset = (vo + inst.offset as u64) & 0xFFFF_FFFF;
+        // Range check: by offset for raw buffers (stride 0), by index for structured ones.
+        let in_range = if stride == 0 {
+            offset + size <= records
+        } else {
+            index < records
+        };
+        if !in_range {
+            continue;
+        }
+        *a = if swizzle {
+            let (msb, lsb) = (index / index_stride, index % index_stride);
+            Addr::Swizzled {
+                base: base
+                    .wrapping_add(soffset)
+                    .wrapping_add(msb * stride * index_stride)
+                    .wrapping_add(lsb * 4),
+                off: offset,
+                row: 4 * index_stride,
+            }
+        } else {
+            Addr::Linear(
+                base.wrapping_add(soffset)
+                    .wrapping_add(offset)
+                    .wrapping_add(index * stride),
+            )
+        };
+    }
+    Ok(())
+}
+
+pub(super) fn exec<M: Memory + ?Sized>(
+    w: &mut Wave,
+    inst: &Inst,
+    ctx: &mut Ctx<'_, M>,
+) -> Result<(), WaveError> {
+    let class = memop::class(inst.aux);
+    if class == MemClass::Other {
+        // Cache maintenance is a no-op: memory is coherent here.
+        return match inst.name {
+            n if n.starts_with("buffer_wb") || n.starts_with("buffer_inv") => Ok(()),
+            _ => Err(w.unimplemented(inst)),
+        };
+    }
+    if inst.has(flags::LDS) {
+        // Loads into LDS (the `lds` bit) are not modelled: refuse rather than load into VGPRs.
+        return Err(w.unimplemented(inst));
+    }
+    let size = memop::size(inst.aux);
+    let mut addrs = [Addr::Discard; LANES];
+    if inst.format == Format::Mubuf {
+        buffer_addrs(w, inst, ctx.apertures, size as u64, &mut addrs)?;
+    } else {
+        flat_addrs(w, inst, ctx, &mut addrs)?;
+    }
+    let addrs = &addrs;
+    let exec = w.exec();
+    match class {
+        MemClass::Load => load(w, inst, ctx, addrs, exec, size),
+        MemClass::Store => store(w, inst, ctx, addrs, exec, size),
+        _ => atomic(w, inst, ctx, addrs, exec, size),
+    }
+}
+
+fn load<M: Memory + ?Sized>(
+    w: &mut Wave,
+    inst: &Inst,
+    ctx: &mut Ctx<'_, M>,
+    addrs: &[Addr; LANES],
+    exec: u64,
+    size: usize,
+) -> Result<(), WaveError> {
+    let mut data = [0u8; LANES * 16];
+    // Consecutive lanes reading consecutive global addresses are one memory access.
+    let mut from = 0;
+    while let Some((lo, count, linear)) = next_run(addrs, exec, from, size as u64) {
+        from = lo + count;
+        let part = data
+            .get_mut(lo * size..(lo + count) * size)
+            .unwrap_or(&mut []);
+        if let Some(va) = linear {
+            if ctx.mem.read(va, part).is_ok() {
+                continue;
+            }
+        }
+        // Not linear, or it faulted: lane by lane, so a fault names the lane's address.
+        for l in lo..lo + count {
+            if let Some(chunk) = data.get_mut(l * size..(l + 1) * size) {
+                access::read(w, ctx, addrs[l], 0, chunk)?;
+            }
+        }
+    }
+    write_back(w, inst, &data, exec, size)
+}
+
+/// Moves loaded bytes (`size` per lane) into the destination registers.
+fn write_back(
+    w: &mut Wave,
+    inst: &Inst,
+    data: &[u8],
+    exec: u64,
+    size: usize,
+) -> Result<(), WaveError> {
+    let signed = memop::signed(inst.aux);
+    let d16 = memop::d16(inst.aux);
+    if size % 4 == 0 && d16.is_none() {
+        // Whole dwords: dword k of lane l is at l * size + 4 * k.
+        for k in 0..size / 4 {
+            let reg = w.vreg_mut(inst, inst.dst, k)?;
+            for (l, r) in reg.iter_mut().enumerate() {
+                if exec >> l & 1 != 0 {
+                    let at = l * size + 4 * k;
+                    if let Some(b) = data.get(at..at + 4) {
+                        *r = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                    }
+                }
+            }
+        }
+        return Ok(());
+    }
+    // Bytes and shorts: zero- or sign-extended, or into one half (d16).
+    let reg = w.vreg_mut(inst, inst.dst, 0)?;
+    for (l, r) in reg.iter_mut().enumerate() {
+        if exec >> l & 1 == 0 {
+            continue;
+        }
+        let at = l * size;
+        let x = match (size, data.get(at..at + size)) {
+            (1, Some(b)) if signed => b[0] as i8 as i32 as u32,
+            (1, Some(b)) => u32::from(b[0]),
+            (2, Some(b)) if signed => i16::from_le_bytes([b[0], b[1]]) as i32 as u32,
+            (2, Some(b)) => u32::from(u16::from_le_bytes([b[0], b[1]])),
+            _ => 0,
+        };
+        *r = match d16 {
+            None => x,
+            Some(false) => (*r & 0xFFFF_0000) | (x & 0xFFFF),
+            Some(true) => (*r & 0xFFFF) | x << 16,
+        };
+    }
+    Ok(())
+}
+
+fn store<M: Memory + ?Sized>(
+    w: &mut Wave,
+    inst: &Inst,
+    ctx: &mut Ctx<'_, M>,
+    addrs: &[Addr; LANES],
+    exec: u64,
+    size: usize,
+) -> Result<(), WaveError> {
+    let dwords = size.div_ceil(4);
+    let hi16 = memop::d16(inst.aux) == Some(true);
+    let mut data = [0u8; LANES * 16];
+    for k in 0..dwords {
+        let reg = w.vreg(inst, inst.src[1], k)?;
+        for l in 0..LANES {
+            let v = if hi16 { reg[l] >> 16 } else { reg[l] };
+            let bytes = v.to_le_bytes();
+            let n = size.saturating_sub(k * 4).min(4);
+            let start = l * size + k * 4;
+            if let (Some(d), Some(s)) = (data.get_mut(start..start + n), bytes.get(..n)) {
+                d.copy_from_slice(s);
+            }
+        }
+    }
+    let mut from = 0;
+    while let Some((lo, count, linear)) = next_run(addrs, exec, from, size as u64) {
+        from = lo + count;
+        if let Some(va) = linear {
+            let part = data.get(lo * size..(lo + count) * size).unwrap_or(&[]);
+            if ctx.mem.write(va, part).is_ok() {
+                continue;
+            }
+        }
+        for l in lo..lo + count {
+            let chunk = data.get(l * size..(l + 1) * size).unwrap_or(&[]);
+            access::write(w, ctx, addrs[l], 0, chunk)?;
+        }
+    }
+    Ok(())
+}
+
+fn atomic<M: Memory + ?Sized>(
+    w: &mut Wave,
+    inst: &Inst,
+    ctx: &mut Ctx<'_, M>,
+    addrs: &[Addr; LANES],
+    exec: u64,
+    size: usize,
+) -> Result<(), WaveError> {
+    let op = memop::atomic_op(inst.aux);
+    let wide = size == 8;
+    let n = if wide { 2 } else { 1 };
+    let src_lo = *w.vreg(inst, inst.src[1], 0)?;
+    let src_hi = if wide {
+        *w.vreg(inst, inst.src[1], 1)?
+    } else {
+        [0; LANES]
+    };
+    // Compare-and-swap takes {new, compare} in consecutive registers.
+    let (cmp_lo, cmp_hi) = if op == AtomicOp::CmpSwap {
+        (
+            *w.vreg(inst, inst.src[1], n)?,
+            if wide {
+                *w.vreg(inst, inst.src[1], n + 1)?
+            } else {
+                [0; LANES]
+            },
+        )
+    } else {
+        ([0; LANES], [0; LANES])
+    };
+    let mut old = [0u64; LANES];
+    for l in 0..LANES {
+        if exec >> l & 1 == 0 {
+            continue;
+        }
+        let src = u64::from(src_lo[l]) | u64::from(src_hi[l]) << 32;
+        let cmp = u64::from(cmp_lo[l]) | u64::from(cmp_hi[l]) << 32;
+        old[l] = access::atomic(w, ctx, addrs[l], wide, op, src, cmp)?;
+    }
+    if inst.has(flags::GLC) && inst.dst != Operand::None {
+        for k in 0..n {
+            let reg = w.vreg_mut(inst, inst.dst, k)?;
+            for (l, r) in reg.iter_mut().enumerate() {
+                if exec >> l & 1 != 0 {
+                    *r = (old[l] >> (32 * k)) as u32;
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,252 @@
+//! One wave's architectural state: the scalar file (indexed as the SGPR field numbers them, so
+//! VCC, M0 and EXEC are plain slots), SCC, the vector file (VGPRs and, on gfx90a/gfx942, the
+//! AGPRs above `accum_offset` in the same file) and the PC.
+
+use crate::decode::operand::{src, sreg};
+use crate::decode::{Inst, Operand};
+use crate::disasm::disassemble;
+use crate::error::WaveError;
+use crate::program::Region;
+use crate::target::Target;
+use std::sync::Arc;
+
+/// Lanes of a wave64.
+pub(crate) const LANES: usize = 64;
+/// One 32-bit value per lane.
+pub(crate) type Lanes = [u32; LANES];
+
+/// Builds per-lane values with a plain loop (which the optimiser unrolls and vectorises more
+/// readily than `std::array::from_fn`).
+#[inline(always)]
+pub(crate) fn per_lane<T: Copy + Default>(mut f: impl FnMut(usize) -> T) -> [T; LANES] {
+    let mut out = [T::default(); LANES];
+    for (l, o) in out.iter_mut().enumerate() {
+        *o = f(l);
+    }
+    out
+}
+
+/// Packs one flag per lane into a lane mask (lane i to bit i), eight lanes per multiply
+/// instead of a variable shift per lane.
+#[inline]
+pub(crate) fn pack_bits(flags: &[bool; LANES]) -> u64 {
+    let mut out = 0u64;
+    for (k, chunk) in flags.chunks_exact(8).enumerate() {
+        let mut bytes = [0u8; 8];
+        for (d, s) in bytes.iter_mut().zip(chunk) {
+            *d = u8::from(*s);
+        }
+        // Byte i (0 or 1) times the constant lands in bit 56 + i; nothing carries.
+        let gathered = (u64::from_le_bytes(bytes).wrapping_mul(0x0102_0408_1020_4080) >> 56) & 0xFF;
+        out |= gathered << (8 * k);
+    }
+    out
+}
+
+/// Where a wave is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WaveState {
+    /// Runnable.
+    Running,
+    /// Waiting at `s_barrier`.
+    Barrier,
+    /// Ended (`s_endpgm`).
+    Done,
+}
+
+/// A wave.
+pub(crate) struct Wave {
+    /// Scalar registers by SGPR-field number (s0..s101, FLAT_SCRATCH 102-103, XNACK_MASK
+    /// 104-105, VCC 106-107, TTMP 108-123, M0 124, EXEC 126-127).
+    pub s: [u32; 128],
+    /// Scalar condition code.
+    pub scc: bool,
+    /// The vector register file: VGPR r is `v[r]`, AGPR r is `v[accum_offset + r]`.
+    pub v: Vec<Lanes>,
+    /// First AGPR's index in `v`.
+    pub accum_offset: usize,
+    /// Program counter of the next instruction.
+    pub pc: u64,
+    /// The decoded region holding `pc` and its index there.
+    pub region: Option<(Arc<Region>, usize)>,
+    /// Scheduling state.
+    pub state: WaveState,
+    /// Hardware MODE register (float modes; read by `s_getreg`).
+    pub mode: u32,
+    /// Hardware TRAPSTS register.
+    pub trapsts: u32,
+    /// This wave's index within its work-group.
+    pub index: u32,
+    /// Base address of the wave's scratch (0 without scratch).
+    pub scratch_base: u64,
+    /// Instructions executed.
+    pub executed: u64,
+    /// The target (decides disassembly in errors).
+    pub target: Target,
+}
+
+impl Wave {
+    /// A wave with `vgprs` vector registers, everything zero.
+    pub fn new(target: Target, vgprs: usize, accum_offset: usize, index: u32) -> Wave {
+        Wave {
+            s: [0; 128],
+            scc: false,
+            v: vec![[0; LANES]; vgprs],
+            accum_offset,
+            pc: 0,
+            region: None,
+            state: WaveState::Running,
+            mode: 0,
+            trapsts: 0,
+            index,
+            scratch_base: 0,
+            executed: 0,
+            target,
+        }
+    }
+
+    /// EXEC.
+    #[inline]
+    pub fn exec(&self) -> u64 {
+        u64::from(self.s[sreg::EXEC_LO as usize]) | u64::from(self.s[sreg::EXEC_HI as usize]) << 32
+    }
+
+    /// Sets EXEC.
+    #[inline]
+    pub fn set_exec(&mut self, v: u64) {
+        self.s[sreg::EXEC_LO as usize] = v as u32;
+        self.s[sreg::EXEC_HI as usize] = (v >> 32) as u32;
+    }
+
+    /// VCC.
+    #[inline]
+    pub fn vcc(&self) -> u64 {
+        self.sgpr64(sreg::VCC_LO)
+    }
+
+    /// A 64-bit scalar register pair.
+    #[inline]
+    pub fn sgpr64(&self, r: u8) -> u64 {
+        let lo = self.s.get(usize::from(r)).copied().unwrap_or(0);
+        let hi = self.s.get(usize::from(r) + 1).copied().unwrap_or(0);
+        u64::from(lo) | u64::from(hi) << 32
+    }
+
+    /// Writes a scalar register (writes beyond the file are dropped, as the hardware ignores
+    /// them).
+    #[inline]
+    pub fn set_sgpr(&mut self, r: u8, v: u32) {
+        if let Some(d) = self.s.get_mut(usize::from(r)) {
+            *d = v;
+        }
+    }
+
+    /// Writes a scalar register pair.
+    #[inline]
+    pub fn set_sgpr64(&mut self, r: u8, v: u64) {
+        self.set_sgpr(r, v as u32);
+        self.set_sgpr(r.wrapping_add(1), (v >> 32) as u32);
+    }
+
+    /// An error naming this instruction.
+    pub fn illegal(&self, inst: &Inst, reason: impl Into<String>) -> WaveError {
+        WaveError::IllegalOperand {
+            pc: self.pc,
+            text: disassemble(self.target, inst),
+            reason: reason.into(),
+        }
+    }
+
+    /// The unimplemented-instruction error for `inst`.
+    pub fn unimplemented(&self, inst: &Inst) -> WaveError {
+        WaveError::Unimplemented {
+            pc: self.pc,
+            words: inst.word_slice().to_vec(),
+            text: disassemble(self.target, inst),
+        }
+    }
+
+    /// Index in `v` of a VGPR or AGPR operand's `k`-th register.
+    #[inline]
+    pub fn vindex(&self, op: Operand, k: usize) -> Option<usize> {
+        match op {
+            Operand::Vgpr(r, _) => Some(usize::from(r) + k),
+            Operand::Agpr(r, _) => Some(self.accum_offset + usize::from(r) + k),
+            _ => None,
+        }
+    }
+
+    /// The `k`-th register of a vector operand.
+    #[inline]
+    pub fn vreg(&self, inst: &Inst, op: Operand, k: usize) -> Result<&Lanes, WaveError> {
+        match self.vindex(op, k).and_then(|i| self.v.get(i)) {
+            Some(r) => Ok(r),
+            None => Err(self.illegal(inst, format!("{op:?} is outside the wave's registers"))),
+        }
+    }
+
+    /// The `k`-th register of a vector operand, for writing.
+    #[inline]
+    pub fn vreg_mut(
+        &mut self,
+        inst: &Inst,
+        op: Operand,
+        k: usize,
+    ) -> Result<&mut Lanes, WaveError> {
+        let i = self.vindex(op, k);
+        let n = self.v.len();
+        match i.filter(|&i| i < n) {
+            Some(i) => Ok(&mut self.v[i]),
+            None => Err(self.illegal(inst, format!("{op:?} is outside the wave's registers"))),
+        }
+    }
+
+    /// The 32-bit value of a scalar source (register, constant or special).
+    #[inline]
+    pub fn scalar32(&self, op: Operand, imm: u64, apertures: (u64, u64)) -> u32 {
+        match op {
+            Operand::Sgpr(r, _) => self.s.get(usize::from(r)).copied().unwrap_or(0),
+            Operand::Int(_) | Operand::Float(_) | Operand::Literal(_) => imm as u32,
+            Operand::Special(code) => self.special(code, apertures) as u32,
+            _ => 0,
+        }
+    }
+
+    /// The 64-bit value of a scalar source.
+    #[inline]
+    pub fn scalar64(&self, op: Operand, imm: u64, apertures: (u64, u64)) -> u64 {
+        match op {
+            Operand::Sgpr(r, _) => self.sgpr64(r),
+            Operand::Int(_) | Operand::Float(_) | Operand::Literal(_) => imm,
+            Operand::Special(code) => self.special(code, apertures),
+            _ => 0,
+        }
+    }
+
+    /// A special source's value (`apertures` = (shared base, private base)).
+    pub fn special(&self, code: u16, apertures: (u64, u64)) -> u64 {
+        match code {
+            src::SHARED_BASE => apertures.0 >> 32,
+            // The apertures are 4 GiB, so a limit's high half is its base's.
+            src::SHARED_LIMIT => apertures.0 >> 32,
+            src::PRIVATE_BASE | src::PRIVATE_LIMIT => apertures.1 >> 32,
+            src::VCCZ => u64::from(self.vcc() == 0),
+            src::EXECZ => u64::from(self.exec() == 0),
+            src::SCC => u64::from(self.scc),
+            _ => 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pack_bits_maps_lane_to_bit() {
+        for pattern in [0u64, u64::MAX, 0x8000_0000_0000_0001, 0x0123_4567_89AB_CDEF] {
+            let flags: [bool; LANES] = std::array::from_fn(|l| pattern >> l & 1 != 0);
+            assert_eq!(pack_bits(&flags), pattern);
+        }
+    }
+}

@@ -1,0 +1,142 @@
+//! AMDGPU machine code for kfd-emu: a GFX9 (gfx90a, gfx942) decoder, a disassembler that
+//! prints what `llvm-objdump-16 -d` prints, and a wave64 interpreter that runs one AQL
+//! dispatch's work-groups against a [`Memory`] the caller provides. Pure Rust, no system calls,
+//! no threads and no `unsafe`: callers run work-groups on as many host threads as they like.
+//!
+//! # Integration (how kfd-emu's AQL/PM4 processors use it)
+//!
+//! 1. Implement [`Memory`] over the GPU's page table: `read`/`write` of bytes at a GPU VA,
+//!    `atomic32`/`atomic64` read-modify-writes that are atomic with respect to every other
+//!    access (host atomics on the shared host mapping; [`AtomicOp::apply32`]/[`AtomicOp::apply64`]
+//!    give the new value, so a compare-and-swap loop implements every operation), and
+//!    optionally `fetch` (instruction reads, reported as [`AccessKind::Execute`]). A fault is a
+//!    [`MemFault`] with the first faulting address. [`PagedMemory`] is the reference
+//!    implementation (pages of `AtomicU64`).
+//! 2. Keep one [`CodeCache`] per GPU (or per process and target). It decodes code once per
+//!    address and is shared by every dispatch and thread; call [`CodeCache::invalidate`] (or
+//!    `invalidate_range`) where the hardware invalidates its instruction cache (PM4
+//!    ACQUIRE_MEM with the I-cache bit, ROCr's code-upload path). Until then a wave runs the
+//!    instructions decoded before, as a real GPU with a stale I-cache would.
+//! 3. For each kernel-dispatch packet, read the 64-byte descriptor at `kernel_object`
+//!    ([`KernelDescriptor::from_bytes`]) and build a [`DispatchSetup`]
+//!    ([`DispatchSetup::from_aql_packet`] parses the packet's sizes, dimensions, kernarg
+//!    address and segment sizes), then set `queue_address` (the `amd_queue_t`), `dispatch_id`
+//!    (the packet index), `scratch` (the queue's scratch backing, if any) and `apertures`
+//!    (the process's LDS/scratch aperture bases, as KFD reports them).
+//!    For a PM4 `DISPATCH_DIRECT`, build the setup from the SH registers instead: a
+//!    [`KernelDescriptor`] whose `compute_pgm_rsrc1/2/3` are the register values (its
+//!    `kernel_code_properties` play no part), `entry_override` = `COMPUTE_PGM_LO/HI << 8`,
+//!    `user_sgprs_override` = `COMPUTE_USER_DATA_0..`, the work-group size from
+//!    `COMPUTE_NUM_THREAD_*` and the grid from the packet (in threads or in groups).
+//! 4. Run every work-group id of [`DispatchSetup::workgroup_ids`] with [`run_workgroup`],
+//!    spread over a pool of host threads. Give work-groups that run at the same time distinct
+//!    [`RunControl::scratch_slot`]s (the host thread's index): a work-group's waves use the
+//!    scratch at `scratch.base + slot * setup.scratch_per_slot()`, so the backing must hold
+//!    `threads * scratch_per_slot()` bytes. [`RunControl::cancel`] stops a run (a queue being
+//!    destroyed) and [`RunControl::max_wave_instructions`] bounds one work-group.
+//! 5. Map a [`WaveError`] to the queue error the CP would raise. Suggested:
+//!    [`WaveError::MemoryFault`] → memory violation (with the address, as a GPU page fault);
+//!    [`WaveError::Undecodable`], [`WaveError::Unimplemented`], [`WaveError::IllegalOperand`]
+//!    → illegal instruction (log the PC, words and text); [`WaveError::Trap`] → the wave's
+//!    trap (no trap handler: queue error); [`WaveError::ScratchUnavailable`] /
+//!    [`WaveError::ScratchTooSmall`] → out of resources; [`WaveError::InvalidDispatch`] →
+//!    incompatible/invalid arguments; [`WaveError::Cancelled`] /
+//!    [`WaveError::BudgetExhausted`] → the caller's own policy (queue destroyed, hang).
+//!
+//! ```
+//! use kfd_emu_isa::*;
+//! use std::sync::Arc;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // A one-instruction kernel (s_endpgm) at 0x1000 with its descriptor at 0x1000 - 256.
+//! let mut mem = PagedMemory::new();
+//! mem.map(0x0, 0x2000);
+//! let desc = KernelDescriptor { kernel_code_entry_byte_offset: 256, ..Default::default() };
+//! mem.write(0xF00, &desc.to_bytes())?;
+//! mem.write_u32(0x1000, 0xBF81_0000)?;
+//! let mut packet = [0u8; 64];
+//! packet[2] = 1; // one dimension
+//! packet[4] = 64; // work-group of 64
+//! packet[12] = 128; // grid of 128 work-items
+//! packet[32..40].copy_from_slice(&0xF00u64.to_le_bytes());
+//! let code = Arc::new(CodeCache::new(Target::Gfx90a));
+//! let setup = DispatchSetup::from_aql_packet(Target::Gfx90a, &packet, 0x1800, desc, code);
+//! for g in setup.workgroup_ids() {
+//!     let stats = run_workgroup(&setup, g, &mem, &RunControl::default())?;
+//!     assert_eq!(stats.waves, 1);
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # What a wave starts with
+//!
+//! As the AMDGPU ABI ("Initial Kernel Execution State") and the hardware set it up: the
+//! enabled user SGPRs in order (private segment buffer, dispatch pointer, queue pointer,
+//! kernarg pointer, dispatch id, flat-scratch init, private segment size, then preloaded
+//! kernel arguments on gfx940+), the system SGPRs from `USER_SGPR_COUNT` on (work-group ids
+//! x/y/z, work-group info, private segment wave offset), FLAT_SCRATCH set to the wave's
+//! scratch on gfx942 (architected flat scratch), work-item ids packed into v0 (x | y << 10 |
+//! z << 20) on gfx90a/gfx942, EXEC holding the lanes that exist (a partial work-group at the
+//! grid's edge has its real size and fewer lanes), the MODE register from
+//! `COMPUTE_PGM_RSRC1`, and the unified VGPR/AGPR file split at the descriptor's
+//! `accum_offset`. A kernel that needs scratch on a dispatch without scratch backing gets
+//! [`WaveError::ScratchUnavailable`] before any wave starts.
+//!
+//! # What is covered and what is not
+//!
+//! Decoding and disassembly: every opcode llvm-mc-16 knows for gfx90a and gfx940/942 in the
+//! SOP1/SOP2/SOPK/SOPC/SOPP, SMEM, VOP1/VOP2/VOPC (with DPP and SDWA), VOP3 (a and b),
+//! VOP3P (packed, MFMA, SMFMAC), DS, FLAT/GLOBAL/SCRATCH, MUBUF and MTBUF encodings, checked
+//! against llvm-mc's text for each opcode and llvm-objdump's for every checked-in code object.
+//!
+//! Execution: the scalar ALU and program control (all branches, calls through
+//! `s_setpc`/`s_swappc`/`s_getpc`/`s_call`, `s_barrier`, `s_trap`, waits and cache controls as
+//! no-ops), scalar loads/stores/atomics, the vector ALU (32/64-bit integer, f16/f32/f64
+//! arithmetic, conversions, compares with `v_cmpx`, carries, `v_div_*`, transcendental
+//! approximations as exact host math, bit manipulation, lane access, packed f32/f16/i16,
+//! dot products, `v_fma_mix*`, DPP and SDWA), AGPR moves, LDS (loads, stores, read2/write2,
+//! atomics, swizzles, permutes, append/consume), FLAT (global, LDS and scratch apertures),
+//! GLOBAL, SCRATCH and MUBUF loads, stores and atomics (32/64-bit, f32/f64 add, min/max), with
+//! swizzled scratch and buffer range checks. `COVERAGE.md` lists, per target and encoding,
+//! the opcodes that run and those that return [`WaveError::Unimplemented`] (MFMA and the
+//! other matrix instructions, formatted buffer loads/stores (MTBUF and `*_format_*`), SMEM
+//! scratch, cube-map and legacy graphics ops, GPR indexing mode, fork/join).
+//!
+//! Not modelled: float denormal flushing and rounding modes (the host's IEEE round-to-nearest
+//! with denormals is used; MODE is readable but does not change arithmetic); the exact error
+//! of `v_rcp`/`v_rsq`/`v_sqrt`/`v_exp`/`v_log`/`v_sin`/`v_cos` (computed exactly, where the
+//! hardware is within about 1 ulp); `v_div_scale` pre-scaling (it returns its operand, so
+//! quotients whose operands are near the ends of the exponent range may differ in the last
+//! bit from hardware); caches and memory ordering (every access goes to memory; waits are
+//! no-ops); the GDS; traps into a trap handler; wave32. Clocks (`s_memtime`) count executed
+//! instructions.
+//!
+//! Another generation (gfx11, wave32) adds a [`target::Generation`], its format split and
+//! opcode tables beside the GFX9 ones ([`decode::decode`] dispatches on the generation; the
+//! operations are a shared [`decode::Op`] enum, so the executor's semantics are reused). The
+//! interpreter itself is wave64 with GFX9's numbering of the special scalar registers; wave32
+//! would make the lane count a per-wave parameter (the [`Target`] already reports it).
+#![warn(missing_docs)]
+#![cfg_attr(not(test), warn(unused_crate_dependencies))]
+#![forbid(unsafe_code)]
+
+pub mod decode;
+pub mod descriptor;
+pub mod disasm;
+pub mod dispatch;
+pub mod error;
+mod exec;
+pub mod memory;
+pub mod paged;
+pub mod program;
+pub mod target;
+
+pub use descriptor::KernelDescriptor;
+pub use dispatch::{Apertures, DispatchSetup, RunControl, ScratchBacking};
+pub use error::WaveError;
+pub use exec::{run_workgroup, Stats};
+pub use memory::{AccessKind, AtomicOp, MemFault, Memory};
+pub use paged::PagedMemory;
+pub use program::CodeCache;
+pub use target::Target;

@@ -1,0 +1,313 @@
+//! Failures are typed errors naming the PC (and words, text, address), never panics or hangs:
+//! undecodable and unimplemented instructions, page faults on data and on instruction fetch,
+//! registers outside the allocation, traps, scratch without backing, invalid dispatches,
+//! runaway loops stopped by the budget and by cancellation. Also the code cache's icache
+//! behaviour: stale until invalidated.
+
+mod common;
+
+use common::gpu::*;
+use kfd_emu_isa::{
+    run_workgroup, AccessKind, KernelDescriptor, Memory, RunControl, Target, WaveError,
+};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+const ENTRY: u64 = 256;
+
+// Hand-assembled words (llvm-mc-16 -mcpu=gfx90a -show-encoding).
+const S_LOAD_OUT: [u32; 2] = [0xC006_0080, 0]; // s_load_dwordx2 s[2:3], s[0:1], 0x0
+const S_WAITCNT_LGKM: u32 = 0xBF8C_C07F; // s_waitcnt lgkmcnt(0)
+const V_MOV_V1_0: u32 = 0x7E02_0280; // v_mov_b32 v1, 0
+const V_MOV_V2_7: u32 = 0x7E04_0287; // v_mov_b32 v2, 7
+const V_MOV_V2_9: u32 = 0x7E04_0289; // v_mov_b32 v2, 9
+const GLOBAL_STORE: [u32; 2] = [0xDC70_8000, 0x0002_0201]; // global_store_dword v1, v2, s[2:3]
+const S_ENDPGM: u32 = 0xBF81_0000;
+const S_BRANCH_SELF: u32 = 0xBF82_FFFF; // s_branch -1
+const S_TRAP_2: u32 = 0xBF92_0002;
+
+/// A kernel of `code` words: kernarg pointer in s[0:1], work-group id x in s2, 8 VGPRs.
+fn tiny(t: Target, code: &[u32]) -> (Gpu, u64) {
+    let mut gpu = Gpu::new(t);
+    let ko = gpu.alloc(4096);
+    let desc = KernelDescriptor {
+        kernarg_size: 8,
+        kernel_code_entry_byte_offset: ENTRY as i64,
+        compute_pgm_rsrc1: 0,
+        compute_pgm_rsrc2: 2 << 1 | 1 << 7,
+        kernel_code_properties: 1 << 3,
+        ..KernelDescriptor::default()
+    };
+    gpu.mem.write(ko, &desc.to_bytes()).unwrap();
+    let bytes: Vec<u8> = code.iter().flat_map(|w| w.to_le_bytes()).collect();
+    gpu.mem.write(ko + ENTRY, &bytes).unwrap();
+    (gpu, ko)
+}
+
+fn one_wave(out: u64) -> Launch {
+    let mut l = Launch::linear(64, 64, Args::new().ptr(out).done());
+    l.scratch = None;
+    l
+}
+
+#[test]
+fn undecodable_words_name_pc_and_words() {
+    for t in Target::ALL {
+        let (mut gpu, ko) = tiny(t, &[V_MOV_V1_0, 0xFFFF_FFFF, S_ENDPGM]);
+        let e = gpu.run(ko, &one_wave(0)).unwrap_err();
+        assert_eq!(
+            e,
+            WaveError::Undecodable {
+                pc: ko + ENTRY + 4,
+                words: vec![0xFFFF_FFFF]
+            },
+            "{t}"
+        );
+        assert!(e.to_string().contains("ffffffff"), "{e}");
+    }
+}
+
+#[test]
+fn unimplemented_instruction_names_pc_words_and_text() {
+    let mfma = [0xD3C0_8000, 0x0402_0501];
+    for (t, text) in [
+        (
+            Target::Gfx90a,
+            "v_mfma_f32_32x32x1f32 a[0:31], v1, v2, a[0:31]",
+        ),
+        (
+            Target::Gfx942,
+            "v_mfma_f32_32x32x1_2b_f32 a[0:31], v1, v2, a[0:31]",
+        ),
+    ] {
+        let (mut gpu, ko) = tiny(t, &[V_MOV_V1_0, mfma[0], mfma[1], S_ENDPGM]);
+        match gpu.run(ko, &one_wave(0)).unwrap_err() {
+            WaveError::Unimplemented {
+                pc,
+                words,
+                text: got,
+            } => {
+                assert_eq!(pc, ko + ENTRY + 4, "{t}");
+                assert_eq!(words, mfma.to_vec(), "{t}");
+                assert_eq!(got, text, "{t}");
+            }
+            e => panic!("{t}: {e}"),
+        }
+    }
+}
+
+#[test]
+fn stores_and_loads_outside_memory_fault_with_the_address() {
+    for t in Target::ALL {
+        let (mut gpu, base, co) = kernels(t);
+        let k = base + co.symbol("vector_add.kd");
+        let a = gpu.alloc(4096);
+        let hole = 0xDEAD_0000_0000u64;
+        let args = Args::new().ptr(a).ptr(a).ptr(hole).i32(64).done();
+        match gpu.run(k, &Launch::linear(64, 64, args)).unwrap_err() {
+            WaveError::MemoryFault { va, kind, pc } => {
+                assert_eq!((va, kind), (hole, AccessKind::Write), "{t}");
+                assert!(
+                    pc > base && pc < base + 0x10000,
+                    "{t}: pc {pc:#x} in the kernel"
+                );
+            }
+            e => panic!("{t}: {e}"),
+        }
+        // A read past the end of a mapping: the first lane beyond it faults.
+        let args = Args::new().ptr(a + 4096 - 32).ptr(a).ptr(a).i32(64).done();
+        match gpu.run(k, &Launch::linear(64, 64, args)).unwrap_err() {
+            WaveError::MemoryFault { va, kind, .. } => {
+                assert_eq!((va, kind), (a + 4096, AccessKind::Read), "{t}");
+            }
+            e => panic!("{t}: {e}"),
+        }
+    }
+}
+
+#[test]
+fn instruction_fetch_faults_and_wild_jumps() {
+    for t in Target::ALL {
+        // s_mov_b32 s0, 0x1000; s_mov_b32 s1, 0; s_setpc_b64 s[0:1]
+        let code = [0xBE80_00FF, 0x1000, 0xBE81_0080, 0xBE80_1D00];
+        let (mut gpu, ko) = tiny(t, &code);
+        let e = gpu.run(ko, &one_wave(0)).unwrap_err();
+        assert_eq!(
+            e,
+            WaveError::MemoryFault {
+                va: 0x1000,
+                kind: AccessKind::Execute,
+                pc: 0x1000
+            },
+            "{t}"
+        );
+        // Falling off the end of mapped code.
+        let (mut gpu, ko) = tiny(t, &[V_MOV_V1_0]);
+        gpu.mem.write(ko + ENTRY + 4, &[0xFF; 4096 - 260]).unwrap();
+        let e = gpu.run(ko, &one_wave(0)).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                WaveError::Undecodable { .. } | WaveError::MemoryFault { .. }
+            ),
+            "{t}: {e}"
+        );
+    }
+}
+
+#[test]
+fn registers_outside_the_allocation_are_illegal() {
+    for t in Target::ALL {
+        let (mut gpu, ko) = tiny(t, &[0x7F90_0280, S_ENDPGM]); // v_mov_b32 v200, 0
+        match gpu.run(ko, &one_wave(0)).unwrap_err() {
+            WaveError::IllegalOperand { pc, text, .. } => {
+                assert_eq!(pc, ko + ENTRY, "{t}");
+                assert_eq!(text, "v_mov_b32_e32 v200, 0", "{t}");
+            }
+            e => panic!("{t}: {e}"),
+        }
+    }
+}
+
+#[test]
+fn s_trap_stops_the_wave() {
+    for t in Target::ALL {
+        let (mut gpu, ko) = tiny(t, &[S_TRAP_2, S_ENDPGM]);
+        assert_eq!(
+            gpu.run(ko, &one_wave(0)).unwrap_err(),
+            WaveError::Trap {
+                pc: ko + ENTRY,
+                id: 2
+            },
+            "{t}"
+        );
+    }
+}
+
+#[test]
+fn scratch_kernel_without_scratch_backing() {
+    for t in Target::ALL {
+        let (mut gpu, base, co) = kernels(t);
+        let k = base + co.symbol("scratch_spill.kd");
+        let args = Args::new().ptr(0).ptr(0).i32(0).done();
+        let mut l = Launch::linear(64, 64, args);
+        l.scratch = None;
+        let per_item = gpu.descriptor(k).private_segment_fixed_size;
+        assert!(per_item > 0);
+        assert_eq!(
+            gpu.run(k, &l).unwrap_err(),
+            WaveError::ScratchUnavailable {
+                bytes_per_work_item: per_item
+            },
+            "{t}"
+        );
+        // And a backing too small for the slot asked for.
+        l.scratch = Some(1024);
+        assert!(
+            matches!(
+                gpu.run(k, &l).unwrap_err(),
+                WaveError::ScratchTooSmall { .. }
+            ),
+            "{t}"
+        );
+    }
+}
+
+#[test]
+fn invalid_dispatches() {
+    for t in Target::ALL {
+        let (mut gpu, ko) = tiny(t, &[S_ENDPGM]);
+        let mut l = one_wave(0);
+        l.workgroup = [64, 32, 1];
+        l.grid = [64, 32, 1];
+        assert!(
+            matches!(gpu.run(ko, &l).unwrap_err(), WaveError::InvalidDispatch(_)),
+            "{t}"
+        );
+        l.workgroup = [0, 1, 1];
+        assert!(
+            matches!(gpu.run(ko, &l).unwrap_err(), WaveError::InvalidDispatch(_)),
+            "{t}"
+        );
+        let setup = gpu.setup(ko, &one_wave(0));
+        let e = run_workgroup(&setup, [5, 0, 0], &gpu.mem, &RunControl::default()).unwrap_err();
+        assert!(
+            matches!(e, WaveError::InvalidDispatch(_)),
+            "{t}: a group outside the grid"
+        );
+    }
+}
+
+#[test]
+fn runaway_loop_stops_at_the_budget() {
+    for t in Target::ALL {
+        let (mut gpu, ko) = tiny(t, &[V_MOV_V1_0, S_BRANCH_SELF]);
+        let mut l = one_wave(0);
+        l.budget = 100_000;
+        match gpu.run(ko, &l).unwrap_err() {
+            WaveError::BudgetExhausted { executed, pc } => {
+                assert!((100_000..110_000).contains(&executed), "{t}: {executed}");
+                assert_eq!(pc, ko + ENTRY + 4, "{t}");
+            }
+            e => panic!("{t}: {e}"),
+        }
+    }
+}
+
+#[test]
+fn runaway_loop_stops_when_cancelled() {
+    let (mut gpu, ko) = tiny(Target::Gfx90a, &[S_BRANCH_SELF]);
+    let setup = gpu.setup(ko, &one_wave(0));
+    let cancel = AtomicBool::new(false);
+    let control = RunControl {
+        cancel: Some(&cancel),
+        max_wave_instructions: u64::MAX,
+        scratch_slot: 0,
+    };
+    let e = std::thread::scope(|s| {
+        let h = s.spawn(|| run_workgroup(&setup, [0, 0, 0], &gpu.mem, &control));
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        cancel.store(true, Ordering::Relaxed);
+        h.join().unwrap()
+    });
+    assert_eq!(e.unwrap_err(), WaveError::Cancelled { pc: ko + ENTRY });
+}
+
+#[test]
+fn code_cache_is_stale_until_invalidated() {
+    for t in Target::ALL {
+        let code = [
+            S_LOAD_OUT[0],
+            S_LOAD_OUT[1],
+            S_WAITCNT_LGKM,
+            V_MOV_V1_0,
+            V_MOV_V2_7,
+            GLOBAL_STORE[0],
+            GLOBAL_STORE[1],
+            S_ENDPGM,
+        ];
+        let (mut gpu, ko) = tiny(t, &code);
+        let out = gpu.alloc(4);
+        gpu.run(ko, &one_wave(out)).unwrap();
+        assert_eq!(gpu.mem.read_u32(out).unwrap(), 7, "{t}");
+        // Patch the code: v_mov_b32 v2, 9. The cached decode still runs the old code...
+        gpu.mem.write_u32(ko + ENTRY + 16, V_MOV_V2_9).unwrap();
+        gpu.run(ko, &one_wave(out)).unwrap();
+        assert_eq!(
+            gpu.mem.read_u32(out).unwrap(),
+            7,
+            "{t}: stale until invalidated"
+        );
+        let before = gpu.code.stats();
+        // ...until the instruction cache is invalidated.
+        gpu.code.invalidate();
+        gpu.run(ko, &one_wave(out)).unwrap();
+        assert_eq!(
+            gpu.mem.read_u32(out).unwrap(),
+            9,
+            "{t}: new code after invalidation"
+        );
+        let after = gpu.code.stats();
+        assert_eq!(after.invalidations, before.invalidations + 1);
+        assert!(after.decoded > before.decoded);
+    }
+}
