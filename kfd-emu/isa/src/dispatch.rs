@@ -29,12 +29,19 @@ impl Default for Apertures {
 }
 
 /// The queue's scratch (private segment) backing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct ScratchBacking {
     /// GPU address of the backing memory.
     pub base: u64,
     /// Its size in bytes.
     pub size: u64,
+    /// Bytes between consecutive waves' scratch, as the queue's `COMPUTE_TMPRING_SIZE`
+    /// (`WAVESIZE` in KiB) lays the backing out; 0: the dispatch's own need, rounded to 1 KiB.
+    pub wave_bytes: u64,
+    /// The private-segment buffer resource the runtime gave the queue
+    /// (`amd_queue_t.scratch_resource_descriptor`), handed to the waves as it is, as the CP
+    /// does; `None`: one in ROCr's layout over `base` and `size`.
+    pub resource: Option<[u32; 4]>,
 }
 
 /// One AQL kernel dispatch as its waves see it.
@@ -60,11 +67,12 @@ pub struct DispatchSetup {
     pub queue_address: u64,
     /// The dispatch id (the packet's index in the queue).
     pub dispatch_id: u64,
-    /// LDS bytes per work-group asked for by the packet (dynamic part, added to the
-    /// descriptor's fixed size).
-    pub dynamic_group_segment_size: u32,
-    /// Scratch bytes per work-item asked for by the packet (the descriptor's fixed size is
-    /// used when larger).
+    /// LDS bytes per work-group: the packet's `group_segment_size`, which the runtime makes
+    /// the descriptor's fixed size plus the dynamic part. The CP reads only the packet (the
+    /// descriptor's segment sizes are the runtime's to use; code objects v2 keep other fields
+    /// there).
+    pub group_segment_size: u32,
+    /// Scratch bytes per work-item: the packet's `private_segment_size` (likewise).
     pub private_segment_size: u32,
     /// The queue's scratch backing, if it has one.
     pub scratch: Option<ScratchBacking>,
@@ -125,7 +133,7 @@ impl DispatchSetup {
             dispatch_packet_address: packet_address,
             queue_address: 0,
             dispatch_id: 0,
-            dynamic_group_segment_size: u32_at(packet, 28),
+            group_segment_size: u32_at(packet, 28),
             private_segment_size: u32_at(packet, 24),
             scratch: None,
             apertures: Apertures::default(),
@@ -157,24 +165,24 @@ impl DispatchSetup {
 
     /// LDS bytes per work-group: the descriptor's fixed size plus the packet's dynamic part.
     pub fn group_segment_size(&self) -> u32 {
-        self.descriptor
-            .group_segment_fixed_size
-            .saturating_add(self.dynamic_group_segment_size)
+        self.group_segment_size
     }
 
     /// Scratch bytes per work-item.
     pub fn private_segment_size(&self) -> u32 {
         self.private_segment_size
-            .max(self.descriptor.private_segment_fixed_size)
     }
 
     /// Whether the kernel needs scratch.
     pub fn needs_scratch(&self) -> bool {
-        self.descriptor.scratch_enabled() || self.private_segment_size() > 0
+        self.private_segment_size > 0
     }
 
     /// Scratch bytes of one wave.
     pub fn scratch_per_wave(&self) -> u64 {
+        if let Some(s) = self.scratch.filter(|s| s.wave_bytes > 0) {
+            return s.wave_bytes;
+        }
         let raw = u64::from(self.private_segment_size()) * u64::from(self.target.wave_size());
         raw.div_ceil(SCRATCH_WAVE_GRANULE) * SCRATCH_WAVE_GRANULE
     }
@@ -309,11 +317,18 @@ mod tests {
         s.scratch = Some(ScratchBacking {
             base: 0,
             size: 1 << 20,
+            ..ScratchBacking::default()
         });
         assert_eq!(s.validate(), Ok(()));
-        s.dynamic_group_segment_size = 64 * 1024;
+        // The queue's layout decides the stride between waves.
+        s.scratch = s.scratch.map(|b| ScratchBacking {
+            wave_bytes: 4096,
+            ..b
+        });
+        assert_eq!(s.scratch_per_wave(), 4096);
+        s.group_segment_size = 64 * 1024 + 4;
         assert!(matches!(s.validate(), Err(WaveError::InvalidDispatch(_))));
-        s.dynamic_group_segment_size = 0;
+        s.group_segment_size = 0;
         s.code = Arc::new(CodeCache::new(Target::Gfx942));
         assert!(matches!(s.validate(), Err(WaveError::InvalidDispatch(_))));
     }

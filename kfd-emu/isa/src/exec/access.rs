@@ -15,18 +15,24 @@ pub(super) enum Addr {
     /// A byte offset in the work-group's LDS.
     Lds(u64),
     /// Swizzled private memory: byte `off + o` of the lane is at
-    /// `base + ((off + o) / 4) * row + (off + o) % 4`.
-    Swizzled { base: u64, off: u64, row: u64 },
+    /// `base + ((off + o) / elem) * row + (off + o) % elem` (`elem`: the buffer resource's
+    /// element size, 4 bytes for scratch instructions).
+    Swizzled {
+        base: u64,
+        off: u64,
+        row: u64,
+        elem: u64,
+    },
     /// Out of the buffer's range: loads read 0, stores and atomics do nothing.
     Discard,
 }
 
 impl Addr {
     /// The address of byte `o` of a swizzled access.
-    fn swizzled(base: u64, off: u64, row: u64, o: u64) -> u64 {
+    fn swizzled(base: u64, off: u64, row: u64, elem: u64, o: u64) -> u64 {
         let x = off.wrapping_add(o);
-        base.wrapping_add((x / 4).wrapping_mul(row))
-            .wrapping_add(x % 4)
+        base.wrapping_add((x / elem).wrapping_mul(row))
+            .wrapping_add(x % elem)
     }
 }
 
@@ -51,13 +57,18 @@ pub(super) fn read<M: Memory + ?Sized>(
             }
             Ok(())
         }
-        Addr::Swizzled { base, off, row } => {
+        Addr::Swizzled {
+            base,
+            off,
+            row,
+            elem,
+        } => {
             let mut done = 0usize;
             while done < buf.len() {
                 let at = o + done as u64;
-                let in_dword = (off.wrapping_add(at) % 4) as usize;
-                let n = (4 - in_dword).min(buf.len() - done);
-                let va = Addr::swizzled(base, off, row, at);
+                let in_elem = off.wrapping_add(at) % elem;
+                let n = ((elem - in_elem) as usize).min(buf.len() - done);
+                let va = Addr::swizzled(base, off, row, elem, at);
                 if let Some(part) = buf.get_mut(done..done + n) {
                     ctx.mem.read(va, part).map_err(|f| ctx.fault(w, f))?;
                 }
@@ -92,13 +103,18 @@ pub(super) fn write<M: Memory + ?Sized>(
             }
             Ok(())
         }
-        Addr::Swizzled { base, off, row } => {
+        Addr::Swizzled {
+            base,
+            off,
+            row,
+            elem,
+        } => {
             let mut done = 0usize;
             while done < data.len() {
                 let at = o + done as u64;
-                let in_dword = (off.wrapping_add(at) % 4) as usize;
-                let n = (4 - in_dword).min(data.len() - done);
-                let va = Addr::swizzled(base, off, row, at);
+                let in_elem = off.wrapping_add(at) % elem;
+                let n = ((elem - in_elem) as usize).min(data.len() - done);
+                let va = Addr::swizzled(base, off, row, elem, at);
                 if let Some(part) = data.get(done..done + n) {
                     ctx.mem.write(va, part).map_err(|f| ctx.fault(w, f))?;
                 }

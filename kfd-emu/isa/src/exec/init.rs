@@ -10,8 +10,8 @@ use crate::error::WaveError;
 use crate::memory::Memory;
 
 /// `dword3` of the scratch buffer resource: DST_SEL xyzw, NUM_FORMAT UINT, DATA_FORMAT 32,
-/// INDEX_STRIDE 64, ADD_TID_ENABLE (the layout ROCr gives GFX9 queues).
-const SCRATCH_RSRC_DWORD3: u32 = 0x00E2_4FAC;
+/// ELEMENT_SIZE 4 bytes, INDEX_STRIDE 64, ADD_TID_ENABLE (the layout ROCr gives GFX9 queues).
+const SCRATCH_RSRC_DWORD3: u32 = 0x00EA_4FAC;
 /// `dword1` bit 31: SWIZZLE_ENABLE.
 const SWIZZLE_ENABLE: u32 = 1 << 31;
 
@@ -88,15 +88,18 @@ pub(crate) fn start_wave<M: Memory + ?Sized>(
             continue;
         }
         match u {
-            UserSgpr::PrivateSegmentBuffer => {
-                let size = setup.scratch.map_or(0, |s| s.size);
-                sgprs.extend([
-                    scratch_base as u32,
-                    ((scratch_base >> 32) as u32 & 0xFFFF) | SWIZZLE_ENABLE,
-                    size.min(u64::from(u32::MAX)) as u32,
-                    SCRATCH_RSRC_DWORD3,
-                ]);
-            }
+            UserSgpr::PrivateSegmentBuffer => match setup.scratch.and_then(|s| s.resource) {
+                Some(resource) => sgprs.extend(resource),
+                None => {
+                    let size = setup.scratch.map_or(0, |s| s.size);
+                    sgprs.extend([
+                        scratch_base as u32,
+                        ((scratch_base >> 32) as u32 & 0xFFFF) | SWIZZLE_ENABLE,
+                        size.min(u64::from(u32::MAX)) as u32,
+                        SCRATCH_RSRC_DWORD3,
+                    ]);
+                }
+            },
             UserSgpr::DispatchPtr => push64(&mut sgprs, setup.dispatch_packet_address),
             UserSgpr::QueuePtr => push64(&mut sgprs, setup.queue_address),
             UserSgpr::KernargSegmentPtr => push64(&mut sgprs, setup.kernarg_address),

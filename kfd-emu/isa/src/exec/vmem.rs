@@ -53,6 +53,7 @@ fn flat_addrs<M: Memory + ?Sized>(
                     base: base.wrapping_add(4 * l as u64),
                     off: lane_off,
                     row: SCRATCH_ROW,
+                    elem: 4,
                 };
             }
         }
@@ -80,6 +81,7 @@ fn flat_addrs<M: Memory + ?Sized>(
                         base: flat_scratch(w).wrapping_add(4 * l as u64),
                         off: va & 0xFFFF_FFFF,
                         row: SCRATCH_ROW,
+                        elem: 4,
                     }
                 } else {
                     Addr::Linear(va)
@@ -107,6 +109,8 @@ fn buffer_addrs(
     let swizzle = d[1] >> 31 != 0;
     let records = u64::from(d[2]);
     let index_stride = 8u64 << ((d[3] >> 21) & 3);
+    // ELEMENT_SIZE: 2, 4, 8 or 16 bytes.
+    let elem = 2u64 << ((d[3] >> 19) & 3);
     let add_tid = (d[3] >> 23) & 1 != 0;
     let soffset = u64::from(w.scalar32(inst.soffset, inst.imm[2], ap));
     let idxen = inst.has(flags::IDXEN);
@@ -149,9 +153,10 @@ fn buffer_addrs(
                 base: base
                     .wrapping_add(soffset)
                     .wrapping_add(msb * stride * index_stride)
-                    .wrapping_add(lsb * 4),
+                    .wrapping_add(lsb * elem),
                 off: offset,
-                row: 4 * index_stride,
+                row: elem * index_stride,
+                elem,
             }
         } else {
             Addr::Linear(

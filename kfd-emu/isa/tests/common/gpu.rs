@@ -175,12 +175,11 @@ impl Gpu {
             desc,
             self.code.clone(),
         );
-        // The packet's group size holds the total; the setup wants the dynamic part.
-        s.dynamic_group_segment_size = l.dynamic_lds;
         s.queue_address = queue;
         s.scratch = l.scratch.map(|size| ScratchBacking {
             base: self.alloc(size),
             size,
+            ..ScratchBacking::default()
         });
         s
     }
