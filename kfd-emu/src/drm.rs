@@ -239,6 +239,12 @@ pub(crate) unsafe fn dispatch(
 /// # Safety
 /// `q.return_pointer` must be valid for `q.return_size` bytes.
 unsafe fn info(gpu: &GpuState, gtt_bytes: u64, q: &DrmAmdgpuInfo) -> Result<(), Errno> {
+    log::trace!(
+        "kfd-emu: AMDGPU_INFO query {:#x} (args {:x?}) on render node {}",
+        q.query,
+        q.args,
+        gpu.render_minor
+    );
     let out = q.return_pointer as *mut u8;
     if out.is_null() || q.return_size == 0 {
         return Err(Errno::EINVAL);
@@ -307,7 +313,11 @@ unsafe fn info(gpu: &GpuState, gtt_bytes: u64, q: &DrmAmdgpuInfo) -> Result<(), 
                 }
                 // GB_ADDR_CONFIG: 4 pipes, 256-byte interleave, as on the gfx9 data-centre
                 // parts; the raster and backend registers read as zero (nothing harvested).
-                let v: u32 = if r == GB_ADDR_CONFIG { 0x2a11_4042 } else { 0 };
+                let v: u32 = if r == GB_ADDR_CONFIG {
+                    crate::gfx_config::GB_ADDR_CONFIG_VALUE
+                } else {
+                    0
+                };
                 regs.extend_from_slice(&v.to_ne_bytes());
             }
             // amdgpu copies min(return_size, count * 4) bytes.

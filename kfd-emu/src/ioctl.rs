@@ -75,6 +75,13 @@ pub(crate) unsafe fn dispatch(
             }
             Ok(())
         }),
+        r if r == rq::SVM => {
+            // Shared virtual memory is not modelled, and the topology does not advertise it
+            // (no HSA_CAP_SVMAPI_SUPPORTED), so runtimes do not ask; the answer is that of a
+            // kernel built without CONFIG_HSA_AMD_SVM.
+            log::warn!("kfd-emu: AMDKFD_IOC_SVM: shared virtual memory is not modelled");
+            Err(Errno::EPERM)
+        }
         r if r == rq::SET_XNACK_MODE => with!(kfd_ioctl_set_xnack_mode_args, |v| {
             // Query (-1) reports XNACK off; the emulated parts run without retry faults.
             match v.xnack_enabled {
@@ -106,6 +113,10 @@ pub(crate) unsafe fn dispatch(
                 Ok(())
             })
         }
+        r if r == rq::GET_TILE_CONFIG => with!(kfd_ioctl_get_tile_config_args, |v| {
+            // SAFETY: the caller's contract covers the table pointers (copy_to_user in KFD).
+            unsafe { crate::gfx_config::get_tile_config(emu, v) }
+        }),
         r if r == rq::SET_TRAP_HANDLER => with!(kfd_ioctl_set_trap_handler_args, |v| {
             let g = emu.gpu(v.gpu_id).ok_or(Errno::EINVAL)?;
             g.trap_handler_tba.store(v.tba_addr, Ordering::Release);
@@ -250,4 +261,26 @@ fn apertures(
     }
     v.num_of_nodes = count as u32;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{EmuConfig, Emulator, Preset};
+    use kfd_sys::bindings::kfd_ioctl_svm_args;
+    use kfd_sys::{DriverExt, Errno};
+
+    #[test]
+    fn svm_is_refused_as_by_a_kernel_without_it() {
+        let emu = Emulator::new(EmuConfig::new(Preset::Gfx90a, 1)).unwrap();
+        let mut a = kfd_ioctl_svm_args {
+            start_addr: 0x1000_0000,
+            size: 0x1000,
+            ..Default::default()
+        };
+        // SAFETY: no attributes follow the struct (nattr 0).
+        assert_eq!(
+            unsafe { emu.kfd_ioctl_unchecked(&mut a) },
+            Err(Errno::EPERM)
+        );
+    }
 }

@@ -9,9 +9,11 @@
 //! GPU VA equals host VA. Buffers are `memfd`s mapped by the emulator for its engines and by the
 //! runtime at the buffer's VA through the render node, so CPU and GPU share the pages.
 //!
-//! The render nodes answer the amdgpu queries libdrm makes ([`drm`]), and dispatches of ROCr
-//! 5.2.3's own gfx90a blit kernels are recognised and run on the host, so unmodified ROCm runs
-//! on the emulator through the `kfd-emu-preload` interposer.
+//! The render nodes answer the amdgpu queries libdrm makes ([`drm`]), KFD answers what ROCr's
+//! image support asks when HIP starts it (`GET_TILE_CONFIG` with gfx9's address configuration),
+//! and dispatches of ROCr 5.2.3's own gfx90a blit kernels are recognised and run on the host, so
+//! unmodified ROCm and HIP programs run on the emulator through the `kfd-emu-preload` interposer
+//! up to their first kernel of real machine code.
 //!
 //! # Shape
 //!
@@ -82,6 +84,20 @@
 //! - The events page the driver allocates itself when user space gives none (the APU path) is
 //!   not modelled; `F_GETFL` on a device descriptor (under the preload) does not reflect its
 //!   open flags.
+//! - AMDGPU machine code does not execute: a dispatch of a kernel that is neither an emulated
+//!   kernel nor one of ROCr's recognised blit kernels stops its queue with an invalid-code-object
+//!   error. So the CP's dynamic scratch request (the insufficient-scratch code ROCr waits for on
+//!   the queue-inactive signal before it allocates scratch) is never raised either.
+//! - Shared virtual memory is not modelled: the topology does not advertise
+//!   `HSA_CAP_SVMAPI_SUPPORTED` and `AMDKFD_IOC_SVM` fails with EPERM, as on a kernel built
+//!   without `CONFIG_HSA_AMD_SVM` (HIP then backs managed memory with pinned host memory). Such a
+//!   kernel would refuse `SET_XNACK_MODE` too; the emulator answers it (XNACK off), as ROCr
+//!   asks it at start-up.
+//! - `GET_TILE_CONFIG` and the `GB_ADDR_CONFIG` register read report an MI210's value
+//!   (0x2a114042) for every preset; amdgpu reads the gfx942 and gfx1100 values from the hardware.
+//! - Requests that exist only in ROCm's out-of-tree driver (`IPC_IMPORT_HANDLE`/`EXPORT_HANDLE`,
+//!   `DBG_TRAP`, numbers 0x80 and up) get EINVAL, as from an upstream kernel, so ROCm 5.2.3's
+//!   IPC (`hipIpcGetMemHandle`, which asks `IPC_EXPORT_HANDLE`) fails as it does there.
 #![warn(missing_docs)]
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
@@ -91,6 +107,7 @@ pub mod drm;
 mod engine;
 mod events;
 mod fault;
+mod gfx_config;
 mod hdp;
 mod icache;
 mod ioctl;

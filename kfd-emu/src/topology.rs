@@ -21,8 +21,13 @@ const CPU_CACHES: [(u64, u64, u64, bool); 4] = [
     (2, 512, 1 | 2 | 4, false),
     (3, 32768, 1 | 2 | 4, true),
 ];
-/// HSA capability bits the emulator reports for GPUs.
+/// HSA capability bits the emulator reports for every GPU. Bit 19 is the old place of SRAM ECC
+/// (`HSA_CAP_RESERVED_WAS_SRAM_EDCSUPPORTED`, which current KFD leaves clear); kfdrt still reads
+/// it there, so it stays set until kfdrt reads bit 26.
 const CAPABILITY: u64 = 0x0028_4200;
+/// `HSA_CAP_SRAM_EDCSUPPORTED`: KFD sets it when the GFX RAS block is enabled, as on the
+/// data-centre parts (ROCr then reports their ISA as `sramecc+`).
+const CAP_SRAM_EDC: u64 = 0x0400_0000;
 
 pub(crate) struct TopologyTree {
     files: BTreeMap<String, String>,
@@ -186,7 +191,15 @@ impl TopologyTree {
                     ("max_engine_clk_fcompute", u64::from(p.max_engine_clk_mhz)),
                     ("local_mem_size", p.vram_bytes),
                     ("fw_version", u64::from(p.fw_version)),
-                    ("capability", CAPABILITY),
+                    (
+                        "capability",
+                        // gfx9 data-centre parts (MI210, MI300X) run with SRAM ECC on.
+                        if p.gfx_target_version / 10000 == 9 {
+                            CAPABILITY | CAP_SRAM_EDC
+                        } else {
+                            CAPABILITY
+                        },
+                    ),
                     ("debug_prop", 0),
                     ("sdma_fw_version", u64::from(p.sdma_fw_version)),
                     ("unique_id", 0xC0FF_EE00_0000 + u64::from(g.gpu_id)),

@@ -111,7 +111,7 @@ pub unsafe trait PlainKfdIoctl: KfdIoctl {}
 
 macro_rules! kfd_ioctls {
     ($($name:ident = $dir:ident($nr:literal, $ty:ty) $($plain:ident)?;)*) => {
-        /// Every KFD request kfdrt issues, by name.
+        /// Every KFD request kfdrt issues or kfd-emu answers, by name.
         pub mod request {
             use super::*;
             $(
@@ -164,6 +164,7 @@ kfd_ioctls! {
     MAP_MEMORY_TO_GPU = iowr(0x18, kfd_ioctl_map_memory_to_gpu_args);
     UNMAP_MEMORY_FROM_GPU = iowr(0x19, kfd_ioctl_unmap_memory_from_gpu_args);
     SET_CU_MASK = iow(0x1A, kfd_ioctl_set_cu_mask_args);
+    SVM = iowr(0x20, kfd_ioctl_svm_args);
     SET_XNACK_MODE = iowr(0x21, kfd_ioctl_set_xnack_mode_args) plain;
     AVAILABLE_MEMORY = iowr(0x23, kfd_ioctl_get_available_memory_args) plain;
 }

@@ -45,6 +45,7 @@ fn expectations() -> Vec<(String, String, u64)> {
         MAP_MEMORY_TO_GPU,
         UNMAP_MEMORY_FROM_GPU,
         SET_CU_MASK,
+        SVM,
         SET_XNACK_MODE,
         AVAILABLE_MEMORY
     );
@@ -163,6 +164,22 @@ fn expectations() -> Vec<(String, String, u64)> {
     });
     layout!(kfd_ioctl_get_available_memory_args { available, gpu_id });
     layout!(kfd_ioctl_set_xnack_mode_args { xnack_enabled });
+    layout!(kfd_ioctl_get_tile_config_args {
+        tile_config_ptr,
+        macro_tile_config_ptr,
+        num_tile_configs,
+        num_macro_tile_configs,
+        gpu_id,
+        gb_addr_config,
+        num_banks,
+        num_ranks
+    });
+    layout!(kfd_ioctl_svm_args {
+        start_addr,
+        size,
+        op,
+        nattr
+    });
     layout!(kfd_ioctl_set_memory_policy_args {
         alternate_aperture_base,
         alternate_aperture_size,

@@ -9,77 +9,11 @@
 //! Without those packages the tests print why and skip; `.ci/run` installs them and sets
 //! `KFDRT_REQUIRE_ROCM=1`, which turns a missing package into a failure.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+mod common;
 
-const TIMEOUT: Duration = Duration::from_secs(120);
-
-/// `libkfd_emu_preload.so` as cargo built it for this test run: beside this test executable in
-/// `deps/` (the package's lib target is built before its integration tests), or uplifted one
-/// directory up by `cargo build`.
-fn preload() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable path");
-    let deps = exe.parent().expect("deps directory");
-    let candidates = [
-        deps.join("libkfd_emu_preload.so"),
-        deps.parent().unwrap_or(deps).join("libkfd_emu_preload.so"),
-    ];
-    candidates
-        .iter()
-        .find(|p| p.exists())
-        .unwrap_or_else(|| panic!("libkfd_emu_preload.so not found at {candidates:?}"))
-        .clone()
-}
-
-/// Returns false (after saying why) when a prerequisite is missing and the run may skip.
-fn have(what: &str, present: bool) -> bool {
-    if present {
-        return true;
-    }
-    if std::env::var_os("KFDRT_REQUIRE_ROCM").is_some() {
-        panic!("{what} is required (KFDRT_REQUIRE_ROCM is set) but missing");
-    }
-    eprintln!("skipping: {what} is not installed");
-    false
-}
-
-fn has_command(cmd: &str, arg: &str) -> bool {
-    Command::new(cmd)
-        .arg(arg)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok()
-}
-
-fn scratch_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "kfd-emu-preload-test.{}.{name}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&dir).expect("scratch directory");
-    dir
-}
-
-/// A compiled test program, deleted with its directory when dropped.
-struct Program {
-    dir: PathBuf,
-    path: PathBuf,
-}
-
-impl Drop for Program {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-impl std::ops::Deref for Program {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.path
-    }
-}
+use common::*;
+use std::path::Path;
+use std::process::Command;
 
 /// Compiles one of the C programs beside this test.
 fn compile(source: &str, libs: &[&str]) -> Program {
@@ -99,72 +33,6 @@ fn compile(source: &str, libs: &[&str]) -> Program {
     Program { dir, path: out }
 }
 
-struct Run {
-    status: std::process::ExitStatus,
-    stdout: String,
-    stderr: String,
-}
-
-/// Runs `program` with the preload and `gpus` emulated gfx90a GPUs, killing it after
-/// [`TIMEOUT`].
-fn run_preloaded(program: &Path, args: &[&str], gpus: u32) -> Run {
-    run_preloaded_logging(program, args, gpus, "warn")
-}
-
-/// [`run_preloaded`] with the interposer's log level (`trace` logs every ioctl and buffer).
-fn run_preloaded_logging(program: &Path, args: &[&str], gpus: u32, log: &str) -> Run {
-    // Tests run in parallel: every run gets its own directory.
-    static RUNS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = scratch_dir(&format!("run-{run}"));
-    let out_path = dir.join("stdout");
-    let err_path = dir.join("stderr");
-    let mut child = Command::new(program)
-        .args(args)
-        .env("LD_PRELOAD", preload())
-        .env("KFDRT_EMU_PRESET", "gfx90a")
-        .env("KFDRT_EMU_GPUS", gpus.to_string())
-        .env("KFDRT_EMU_LOG", log)
-        .stdout(std::fs::File::create(&out_path).expect("stdout file"))
-        .stderr(std::fs::File::create(&err_path).expect("stderr file"))
-        .spawn()
-        .unwrap_or_else(|e| panic!("start {}: {e}", program.display()));
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break s;
-        }
-        if start.elapsed() > TIMEOUT {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "{} hung for {TIMEOUT:?}; stdout:\n{}\nstderr:\n{}",
-                program.display(),
-                std::fs::read_to_string(&out_path).unwrap_or_default(),
-                std::fs::read_to_string(&err_path).unwrap_or_default()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let run = Run {
-        status,
-        stdout: std::fs::read_to_string(&out_path).unwrap_or_default(),
-        stderr: std::fs::read_to_string(&err_path).unwrap_or_default(),
-    };
-    let _ = std::fs::remove_dir_all(&dir);
-    run
-}
-
-fn assert_success(what: &str, run: &Run) {
-    assert!(
-        run.status.success(),
-        "{what} failed ({}); stdout:\n{}\nstderr:\n{}",
-        run.status,
-        run.stdout,
-        run.stderr
-    );
-}
-
 /// One of the C programs that use ROCr, compiled; `None` (after saying why) when ROCr's
 /// headers or a C compiler are missing and the run may skip.
 fn rocr_program(source: &str) -> Option<Program> {
@@ -173,12 +41,6 @@ fn rocr_program(source: &str) -> Option<Program> {
         Path::new("/usr/include/hsa/hsa.h").exists(),
     ) && have("a C compiler (cc)", has_command("cc", "--version"));
     ok.then(|| compile(source, &["-lhsa-runtime64"]))
-}
-
-fn field<'a>(stdout: &'a str, key: &str) -> Option<&'a str> {
-    stdout
-        .lines()
-        .find_map(|l| l.strip_prefix(key)?.strip_prefix(' '))
 }
 
 #[test]
