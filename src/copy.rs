@@ -7,8 +7,8 @@
 //! Peer-to-peer copies run on the source GPU's engine, which must have the destination mapped.
 //!
 //! The blit kernels are AMDGPU machine code (`blit/*.s`, assembled by `blit/build.sh` into the
-//! checked-in `blit/*.co`) for gfx90a, gfx942 and gfx1100. The emulated device does not execute
-//! machine code, so there each kernel object also gets a host implementation of the same contract.
+//! checked-in `blit/*.co`) for gfx90a, gfx942 and gfx1100; the emulated device runs them on its
+//! wave interpreter like any other code (gfx9 targets).
 
 use crate::device::Gpu;
 use crate::error::{Error, Result};
@@ -160,80 +160,11 @@ fn blit_kernels(gpu: &Gpu, queue: &AqlQueue) -> Result<[Kernel; 3]> {
             ..Default::default()
         },
     )?;
-    #[allow(unused_mut)]
-    let mut kernels = [
+    Ok([
         co.kernel("kfdrt_blit_copy_aligned")?,
         co.kernel("kfdrt_blit_copy_unaligned")?,
         co.kernel("kfdrt_blit_fill")?,
-    ];
-    #[cfg(feature = "emu")]
-    if let Some(emu) = gpu.kfd().emulator() {
-        for (k, blit) in
-            kernels
-                .iter_mut()
-                .zip([Blit::CopyAligned, Blit::CopyUnaligned, Blit::Fill])
-        {
-            k.bind_emulation(emu.clone(), emulated_blit(blit));
-        }
-    }
-    Ok(kernels)
-}
-
-/// The blit contract in host code, as the machine code computes it: work-item `t` handles
-/// elements `t, t + stride, ...`, so a work-group's consecutive items form one contiguous run
-/// per stride step; the element count, index and byte offset are 32-bit registers (the count's
-/// high half is not read, offsets wrap at 4 GiB), which is why launches cover less than 4 GiB.
-#[cfg(feature = "emu")]
-fn emulated_blit(kind: Blit) -> std::sync::Arc<kfd_emu::KernelFn> {
-    std::sync::Arc::new(move |wg: &kfd_emu::WorkGroup<'_>| {
-        let (dst, src, bytes) = (wg.kernarg_u64(0)?, wg.kernarg_u64(8)?, wg.kernarg_u64(16)?);
-        let stride = u64::from(wg.kernarg_u32(24)?).max(1);
-        let elem: u64 = if kind == Blit::CopyUnaligned { 1 } else { 4 };
-        let n = (bytes / elem) & u64::from(u32::MAX);
-        let width = u64::from(wg.workgroup_size[0]);
-        let first = u64::from(wg.group_id[0]) * width;
-        if first >= n {
-            return Ok(());
-        }
-        // Every byte this group touches lies in the first 4 GiB from dst (and src): check that
-        // once, then copy the runs through host pointers.
-        let span = (n * elem).min(1 << 32);
-        let runs = |f: &mut dyn FnMut(u64, u64)| {
-            let mut t = first;
-            while t < n {
-                let mut len = width.min(n - t) * elem;
-                let mut off = (t * elem) & u64::from(u32::MAX);
-                while len > 0 {
-                    // A run that crosses 4 GiB continues from offset 0, as the registers wrap.
-                    let run = len.min((1 << 32) - off);
-                    f(off, run);
-                    len -= run;
-                    off = 0;
-                }
-                t += stride;
-            }
-        };
-        match kind {
-            Blit::Fill => wg.mem.with_range(dst, span, true, |d| {
-                let pattern = src as u32;
-                runs(&mut |off, len| {
-                    for i in (0..len as usize).step_by(4) {
-                        // SAFETY: `off + len <= span`, inside the checked destination range; a
-                        // fill's offsets and lengths are dword multiples.
-                        unsafe { (d.add(off as usize + i) as *mut u32).write_unaligned(pattern) };
-                    }
-                });
-            }),
-            _ => wg.mem.with_dst_src(dst, src, span, |d, s| {
-                runs(&mut |off, len| {
-                    // SAFETY: both runs lie inside their checked ranges; `copy` allows overlap.
-                    unsafe {
-                        std::ptr::copy(s.add(off as usize), d.add(off as usize), len as usize)
-                    }
-                });
-            }),
-        }
-    })
+    ])
 }
 
 impl CopyEngine {

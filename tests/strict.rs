@@ -157,11 +157,15 @@ fn a_gpu_read_of_vram_the_cpu_wrote_without_an_hdp_flush_is_reported() {
         )
         .unwrap();
     let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    // Agent-scope acquire: the CP does not flush the HDP for these (a system-scope acquire
+    // does, see below), so what the CPU wrote is visible only after an explicit flush.
     let run = || {
-        q.dispatch(&Dispatch::linear(&copy, 1, 1))
-            .unwrap()
-            .wait(Some(T))
-            .unwrap();
+        q.dispatch(
+            &Dispatch::linear(&copy, 1, 1).with_fences(FenceScope::Agent, FenceScope::System),
+        )
+        .unwrap()
+        .wait(Some(T))
+        .unwrap();
         let mut v = [0u8; 4];
         out.read(0, &mut v).unwrap();
         u32::from_le_bytes(v)
@@ -187,4 +191,13 @@ fn a_gpu_read_of_vram_the_cpu_wrote_without_an_hdp_flush_is_reported() {
     kfd.flush_hdp().unwrap();
     assert_eq!(run(), 33);
     assert_eq!(emu.stats().unflushed_vram_reads, reported);
+    // A system-scope acquire (kfdrt's default) makes the CP flush the HDP itself.
+    // SAFETY: as above.
+    unsafe { p.write_volatile(44) };
+    q.dispatch(&Dispatch::linear(&copy, 1, 1))
+        .unwrap()
+        .wait(Some(T))
+        .unwrap();
+    assert_eq!(emu.stats().unflushed_vram_reads, reported);
+    assert_eq!(out.to_vec().unwrap()[..4], 44u32.to_le_bytes());
 }

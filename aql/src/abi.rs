@@ -10,6 +10,9 @@ pub const QUEUE_PROPERTY_ENABLE_TRAP_HANDLER: u32 = 1 << 0;
 pub const QUEUE_PROPERTY_IS_PTR64: u32 = 1 << 1;
 /// `queue_properties` bit: the CP writes dispatch timestamps into completion signals.
 pub const QUEUE_PROPERTY_ENABLE_PROFILING: u32 = 1 << 3;
+/// `AMD_QUEUE_PROPERTIES_USE_SCRATCH_ONCE`: the queue's scratch is lent for one dispatch; the
+/// CP hands it back ([`crate::queue_error::SCRATCH_RECLAIM`]) when that dispatch is done.
+pub const QUEUE_PROPERTY_USE_SCRATCH_ONCE: u32 = 1 << 4;
 /// `hsa_queue_t.features`: kernel dispatch packets.
 pub const QUEUE_FEATURE_KERNEL_DISPATCH: u32 = 1;
 /// `hsa_queue_t.features`: agent dispatch packets.
@@ -60,8 +63,9 @@ pub struct AmdQueue {
     pub scratch_backing_memory_location: u64,
     /// Scratch backing memory size.
     pub scratch_backing_memory_byte_size: u64,
-    /// Scratch bytes per work-item.
-    pub scratch_workitem_byte_size: u32,
+    /// Scratch bytes per work-item of a wave64 wave the queue's scratch holds (the CP stops
+    /// before a dispatch asking for more).
+    pub scratch_wave64_lane_byte_size: u32,
     /// `QUEUE_PROPERTY_*` bits.
     pub queue_properties: u32,
     reserved4: [u32; 2],
@@ -80,6 +84,7 @@ const _: () = {
     assert!(offset_of!(AmdQueue, caps) == 40);
     assert!(offset_of!(AmdQueue, write_dispatch_id) == 56);
     assert!(offset_of!(AmdQueue, group_segment_aperture_base_hi) == 64);
+    assert!(offset_of!(AmdQueue, private_segment_aperture_base_hi) == 68);
     assert!(offset_of!(AmdQueue, max_cu_id) == 72);
     assert!(offset_of!(AmdQueue, max_wave_id) == 76);
     assert!(offset_of!(AmdQueue, read_dispatch_id) == 128);
@@ -87,8 +92,39 @@ const _: () = {
     assert!(offset_of!(AmdQueue, scratch_resource_descriptor) == 144);
     assert!(offset_of!(AmdQueue, scratch_backing_memory_location) == 160);
     assert!(offset_of!(AmdQueue, scratch_backing_memory_byte_size) == 168);
+    assert!(offset_of!(AmdQueue, scratch_wave64_lane_byte_size) == 176);
     assert!(offset_of!(AmdQueue, queue_properties) == 180);
     assert!(offset_of!(AmdQueue, queue_inactive_signal) == 192);
+    // The byte offsets the CP side uses name the same fields.
+    use queue_offsets as o;
+    assert!(offset_of!(AmdQueue, write_dispatch_id) as u64 == o::WRITE_DISPATCH_ID);
+    assert!(offset_of!(AmdQueue, read_dispatch_id) as u64 == o::READ_DISPATCH_ID);
+    assert!(
+        offset_of!(AmdQueue, group_segment_aperture_base_hi) as u64
+            == o::GROUP_SEGMENT_APERTURE_BASE_HI
+    );
+    assert!(
+        offset_of!(AmdQueue, private_segment_aperture_base_hi) as u64
+            == o::PRIVATE_SEGMENT_APERTURE_BASE_HI
+    );
+    assert!(offset_of!(AmdQueue, compute_tmpring_size) as u64 == o::COMPUTE_TMPRING_SIZE);
+    assert!(
+        offset_of!(AmdQueue, scratch_resource_descriptor) as u64 == o::SCRATCH_RESOURCE_DESCRIPTOR
+    );
+    assert!(
+        offset_of!(AmdQueue, scratch_backing_memory_location) as u64
+            == o::SCRATCH_BACKING_MEMORY_LOCATION
+    );
+    assert!(
+        offset_of!(AmdQueue, scratch_backing_memory_byte_size) as u64
+            == o::SCRATCH_BACKING_MEMORY_BYTE_SIZE
+    );
+    assert!(
+        offset_of!(AmdQueue, scratch_wave64_lane_byte_size) as u64
+            == o::SCRATCH_WAVE64_LANE_BYTE_SIZE
+    );
+    assert!(offset_of!(AmdQueue, queue_properties) as u64 == o::QUEUE_PROPERTIES);
+    assert!(offset_of!(AmdQueue, queue_inactive_signal) as u64 == o::QUEUE_INACTIVE_SIGNAL);
 };
 
 impl AmdQueue {
@@ -193,6 +229,20 @@ pub mod queue_offsets {
     pub const WRITE_DISPATCH_ID: u64 = 56;
     /// `read_dispatch_id`.
     pub const READ_DISPATCH_ID: u64 = 128;
+    /// `group_segment_aperture_base_hi`.
+    pub const GROUP_SEGMENT_APERTURE_BASE_HI: u64 = 64;
+    /// `private_segment_aperture_base_hi`.
+    pub const PRIVATE_SEGMENT_APERTURE_BASE_HI: u64 = 68;
+    /// `compute_tmpring_size`.
+    pub const COMPUTE_TMPRING_SIZE: u64 = 140;
+    /// `scratch_resource_descriptor[4]`.
+    pub const SCRATCH_RESOURCE_DESCRIPTOR: u64 = 144;
+    /// `scratch_backing_memory_location`.
+    pub const SCRATCH_BACKING_MEMORY_LOCATION: u64 = 160;
+    /// `scratch_backing_memory_byte_size`.
+    pub const SCRATCH_BACKING_MEMORY_BYTE_SIZE: u64 = 168;
+    /// `scratch_wave64_lane_byte_size`.
+    pub const SCRATCH_WAVE64_LANE_BYTE_SIZE: u64 = 176;
     /// `queue_properties`.
     pub const QUEUE_PROPERTIES: u64 = 180;
     /// `queue_inactive_signal`.

@@ -18,6 +18,7 @@ pub use abi::{
     code_properties, queue_offsets, signal_offsets, AmdQueue, AmdSignal, KernelDescriptor,
     AMD_SIGNAL_KIND_USER, QUEUE_FEATURE_AGENT_DISPATCH, QUEUE_FEATURE_KERNEL_DISPATCH,
     QUEUE_PROPERTY_ENABLE_PROFILING, QUEUE_PROPERTY_ENABLE_TRAP_HANDLER, QUEUE_PROPERTY_IS_PTR64,
+    QUEUE_PROPERTY_USE_SCRATCH_ONCE,
 };
 pub use header::{is_valid_header_word, FenceScope, Header, PacketType, INVALID_HEADER_WORD};
 pub use packet::{

@@ -159,7 +159,7 @@ pub fn add_encoded_kernarg_base(d: &mut [u32; 16], base: u64) {
 }
 
 impl Packet {
-    fn header(&self) -> Header {
+    pub fn header(&self) -> Header {
         let (packet_type, barrier, acquire, release) = match self {
             Packet::KernelDispatch(p) => {
                 (PacketType::KernelDispatch, p.barrier, p.acquire, p.release)

@@ -24,6 +24,25 @@ pub const ILLEGAL_INSTRUCTION: u64 = 0x4000_0000;
 /// Any other exception.
 pub const EXCEPTION: u64 = 0x8000_0000;
 
+/// Not an error: the CP stopped before a dispatch whose `private_segment_size` exceeds the
+/// queue's scratch (`scratch_wave64_lane_byte_size`), for wave64 code. The packet is not
+/// consumed; the runtime sets up more scratch in `amd_queue_t` and stores 0 to the inactive
+/// signal, and the CP retries the packet.
+pub const INSUFFICIENT_SCRATCH_WAVE64: u64 = 1;
+/// As [`INSUFFICIENT_SCRATCH_WAVE64`], for wave32 code.
+pub const INSUFFICIENT_SCRATCH_WAVE32: u64 = 0x400;
+/// Not an error: a dispatch that ran with scratch lent for one dispatch
+/// (`QUEUE_PROPERTY_USE_SCRATCH_ONCE`) is done, and the CP waits for the runtime to take the
+/// scratch back (zero it in `amd_queue_t`, clear the property, store 0 to the inactive
+/// signal). The exact value, not a bit.
+pub const SCRATCH_RECLAIM: u64 = 512;
+
+/// Whether `code` asks the runtime for scratch rather than reporting an error.
+pub fn is_scratch_request(code: u64) -> bool {
+    code == SCRATCH_RECLAIM
+        || code & (INSUFFICIENT_SCRATCH_WAVE64 | INSUFFICIENT_SCRATCH_WAVE32) != 0
+}
+
 /// Describes the most specific error bit set in `code`.
 pub fn describe(code: u64) -> &'static str {
     // Most specific first: a word may carry several bits, and the first match names it.

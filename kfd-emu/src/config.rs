@@ -228,6 +228,9 @@ pub struct EmuConfig {
     /// list. The driver's and the page table's own checks (queue buffers, permissions, faults)
     /// do not depend on it.
     pub strict: bool,
+    /// Host threads one dispatch of machine code spreads its work-groups over (0, the default:
+    /// as many as the host has cores).
+    pub wave_threads: usize,
 }
 
 /// Environment variable naming the preset for [`EmuConfig::from_env`].
@@ -240,6 +243,8 @@ pub const SPIN_ENV: &str = "KFDRT_EMU_SPIN";
 /// Environment variable that, set to `0`, turns the strict personality off (see
 /// [`EmuConfig::strict`]).
 pub const STRICT_ENV: &str = "KFDRT_EMU_STRICT";
+/// Environment variable giving [`EmuConfig::wave_threads`] for [`EmuConfig::from_env`].
+pub const WAVE_THREADS_ENV: &str = "KFDRT_EMU_WAVE_THREADS";
 
 fn env_flag(var: &str, default: bool) -> Result<bool, EmuError> {
     match std::env::var(var) {
@@ -262,12 +267,13 @@ impl EmuConfig {
             spin_poll: false,
             torn_check_window: std::time::Duration::ZERO,
             strict: true,
+            wave_threads: 0,
         }
     }
 
     /// From `KFDRT_EMU_PRESET` (default gfx90a), `KFDRT_EMU_GPUS` (default 1),
-    /// `KFDRT_EMU_SPIN` (`1`: spin-poll; default off) and `KFDRT_EMU_STRICT` (`0`: lenient;
-    /// default strict).
+    /// `KFDRT_EMU_SPIN` (`1`: spin-poll; default off), `KFDRT_EMU_STRICT` (`0`: lenient;
+    /// default strict) and `KFDRT_EMU_WAVE_THREADS` (default: every core).
     pub fn from_env() -> Result<EmuConfig, EmuError> {
         let preset = match std::env::var(PRESET_ENV) {
             Ok(v) if !v.trim().is_empty() => v.parse()?,
@@ -283,6 +289,12 @@ impl EmuConfig {
         let mut config = EmuConfig::new(preset, gpus);
         config.spin_poll = env_flag(SPIN_ENV, false)?;
         config.strict = env_flag(STRICT_ENV, true)?;
+        config.wave_threads = match std::env::var(WAVE_THREADS_ENV) {
+            Ok(v) if !v.trim().is_empty() => v.trim().parse::<usize>().map_err(|_| {
+                EmuError::Config(format!("{WAVE_THREADS_ENV}={v:?} is not a number"))
+            })?,
+            _ => 0,
+        };
         Ok(config)
     }
 }

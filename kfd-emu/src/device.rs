@@ -8,6 +8,12 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
+/// Base of the LDS aperture of flat addresses, the same for every GPU of a process
+/// (`MAKE_LDS_APP_BASE_V9`).
+pub(crate) const LDS_APERTURE_BASE: u64 = 1 << 48;
+/// Base of the scratch (private) aperture of flat addresses (`MAKE_SCRATCH_APP_BASE_V9`).
+pub(crate) const SCRATCH_APERTURE_BASE: u64 = 2 << 48;
+
 /// The first render-node minor of emulated GPUs.
 pub const FIRST_RENDER_MINOR: u32 = 128;
 
@@ -53,6 +59,11 @@ pub(crate) struct GpuState {
     pub(crate) hdp_owner: u64,
     /// What the instruction cache holds (strict mode's stale-fetch detector).
     pub(crate) icache: crate::icache::InstructionCache,
+    /// Machine code decoded for the wave interpreter, shared by every dispatch on this GPU;
+    /// like the instruction cache it stands for, it is emptied only by an invalidate. `None`
+    /// for a target the interpreter does not run (its dispatches of machine code fail with an
+    /// illegal-instruction queue error).
+    pub(crate) code: Option<std::sync::Arc<kfd_emu_isa::CodeCache>>,
     /// Dispatches that fetched code changed since the last instruction-cache invalidate.
     pub(crate) stale_code_fetches: AtomicU64,
     /// Descriptors of this render node opened by the process itself (see
@@ -71,6 +82,15 @@ struct RenderFiles {
     acquired: Option<u64>,
 }
 
+/// The interpreter's target for a GPU of `gfx_target_version`, if it runs that one.
+fn interpreter_target(gfx_target_version: u32) -> Option<kfd_emu_isa::Target> {
+    match gfx_target_version {
+        90010 => Some(kfd_emu_isa::Target::Gfx90a),
+        90400..=90402 => Some(kfd_emu_isa::Target::Gfx942),
+        _ => None,
+    }
+}
+
 impl GpuState {
     pub(crate) fn new(
         index: usize,
@@ -78,6 +98,8 @@ impl GpuState {
         strict: bool,
         emulator_id: u64,
     ) -> Result<GpuState, Errno> {
+        let code = interpreter_target(params.gfx_target_version)
+            .map(|t| std::sync::Arc::new(kfd_emu_isa::CodeCache::new(t)));
         let mmio = SharedMem::new(4096)?;
         // SAFETY: the first word of the fresh 4 KiB MMIO page, 4-byte aligned.
         unsafe { &*(mmio.host() as *const AtomicU32) }.store(HDP_IDLE, Ordering::Release);
@@ -104,6 +126,7 @@ impl GpuState {
             exceptions: AtomicU64::new(0),
             strict,
             icache: Default::default(),
+            code,
             stale_code_fetches: AtomicU64::new(0),
             render_files: Mutex::new(RenderFiles::default()),
         })
@@ -136,6 +159,15 @@ impl GpuState {
                  cache fetched it, with no invalidate in between: a GPU may run the old code",
                 self.gpu_id
             );
+        }
+    }
+
+    /// The instruction-cache invalidate of an `ACQUIRE_MEM` (`SH_ICACHE` on gfx9, `GLI_INV`
+    /// on gfx10+): code written since is fetched anew.
+    pub(crate) fn invalidate_icache(&self) {
+        self.icache.invalidate();
+        if let Some(code) = &self.code {
+            code.invalidate();
         }
     }
 

@@ -111,18 +111,19 @@ mod gfx_config;
 mod hdp;
 mod icache;
 mod ioctl;
+mod isa_memory;
 mod kernel;
 mod memfd;
 mod memory;
 mod pagesize;
 mod queue;
-mod rocr_blit;
 mod stats;
 mod topology;
 mod vm;
 
 pub use config::{
     EmuConfig, EmuError, GpuParams, Preset, GPUS_ENV, PRESET_ENV, SPIN_ENV, STRICT_ENV,
+    WAVE_THREADS_ENV,
 };
 pub use device::FIRST_RENDER_MINOR;
 pub use engine::QueueErrorCode;
@@ -219,6 +220,9 @@ impl Emulator {
             stale_code_fetches: per_gpu(|g| g.stale_code_fetches.load(Ordering::Acquire)),
             sdma_cache_requests: self.stats.sdma_cache_requests.load(Ordering::Acquire),
             unflushed_vram_reads: per_gpu(|g| g.vm.unflushed_reads.load(Ordering::Acquire)),
+            machine_dispatches: self.stats.machine_dispatches.load(Ordering::Acquire),
+            wave_instructions: self.stats.wave_instructions.load(Ordering::Acquire),
+            scratch_requests: self.stats.scratch_requests.load(Ordering::Acquire),
         }
     }
 

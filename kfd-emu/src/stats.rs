@@ -9,6 +9,9 @@ pub(crate) struct Counters {
     pub(crate) packets_run: AtomicU64,
     pub(crate) torn_packets: AtomicU64,
     pub(crate) sdma_cache_requests: AtomicU64,
+    pub(crate) machine_dispatches: AtomicU64,
+    pub(crate) wave_instructions: AtomicU64,
+    pub(crate) scratch_requests: AtomicU64,
 }
 
 /// A snapshot of the emulator's counters.
@@ -32,4 +35,11 @@ pub struct EmuStats {
     pub sdma_cache_requests: u64,
     /// GPU reads of host-visible VRAM the CPU wrote with no HDP flush since (strict mode).
     pub unflushed_vram_reads: u64,
+    /// Dispatches whose machine code ran on the wave interpreter (not a host-bound kernel).
+    pub machine_dispatches: u64,
+    /// Wave-instructions the interpreter executed.
+    pub wave_instructions: u64,
+    /// Times an AQL processor stopped to ask the runtime for scratch (more, or to take back
+    /// scratch lent for one dispatch).
+    pub scratch_requests: u64,
 }

@@ -11,6 +11,7 @@
 //! on a GPU. A runtime that leaves the bit off between dependent kernels sees the race here.
 
 mod dispatch;
+mod scratch_request;
 
 use super::backoff::{idle, poll_until, Polled};
 use super::clock::Clock;
@@ -59,6 +60,25 @@ struct Processor {
     torn_window: Duration,
     strict: bool,
     clock: Clock,
+    /// Host threads a dispatch of machine code may use.
+    wave_threads: usize,
+}
+
+/// Where a packet was found: its slot, its index in the queue and its 16 dwords as read.
+struct PacketAt {
+    slot: u64,
+    index: u64,
+    raw: [u32; 16],
+}
+
+impl PacketAt {
+    fn bytes(&self) -> [u8; 64] {
+        let mut b = [0u8; 64];
+        for (i, d) in self.raw.iter().enumerate() {
+            b[4 * i..4 * i + 4].copy_from_slice(&d.to_le_bytes());
+        }
+        b
+    }
 }
 
 /// How a packet ended.
@@ -85,6 +105,7 @@ pub(crate) fn spawn(
         torn_window: env.options.torn_check_window,
         strict: env.options.strict,
         clock: Clock::new(env.epoch, ctl.gpu.params.gpu_clock_hz),
+        wave_threads: env.options.wave_threads,
     };
     std::thread::Builder::new()
         .name(format!("kfd-emu-aql-{}", ctl.id))
@@ -123,7 +144,7 @@ impl Processor {
         let mut idle_rounds = 0u32;
         // Dispatches running on threads of their own (overlapping what follows them).
         let mut in_flight: Vec<std::thread::ScopedJoinHandle<'s, ()>> = Vec::new();
-        while !self.stopped() {
+        'ring: while !self.stopped() {
             in_flight.retain(|h| !h.is_finished());
             let generation = self.gpu().wake_generation();
             if self.paused() {
@@ -188,26 +209,55 @@ impl Processor {
                 self.fail(QueueErrorCode::InvalidPacketFormat, None);
                 continue;
             }
+            let at = PacketAt {
+                slot,
+                index: rd,
+                raw,
+            };
+            let mut reclaim_scratch = false;
             let outcome = match Packet::decode(&raw) {
-                Ok(p) => {
+                Ok(p) => 'packet: {
                     if p.barrier() || in_flight.len() >= MAX_OVERLAP {
                         // Everything before a barrier packet completes first.
                         for h in in_flight.drain(..) {
                             let _ = h.join();
                         }
                         if self.paused() {
-                            continue;
+                            continue 'ring;
                         }
                     }
-                    if matches!(p, Packet::KernelDispatch(_)) && self.next_may_overlap(rd) {
+                    if p.header().acquire == aql::FenceScope::System {
+                        // A system-scope acquire makes what the host wrote visible to the
+                        // packet, VRAM written through the BAR included: the CP flushes the
+                        // HDP (HIP 5.2 relies on this after its direct small writes to VRAM,
+                        // `KernelBlitManager::writeBuffer`).
+                        crate::hdp::flush(self.gpu().hdp_owner);
+                    }
+                    let mut uses_scratch = false;
+                    if let Packet::KernelDispatch(d) = &p {
+                        match self.ensure_scratch(d) {
+                            Ok(lent) => {
+                                uses_scratch =
+                                    self.runs_machine_code(d) && d.private_segment_size > 0;
+                                reclaim_scratch = uses_scratch && lent;
+                            }
+                            Err(stop) => break 'packet stop,
+                        }
+                    }
+                    // A dispatch using scratch runs alone: the scratch it was given is the
+                    // queue's, which may change (or be taken back) once it is done.
+                    if matches!(p, Packet::KernelDispatch(_))
+                        && !uses_scratch
+                        && self.next_may_overlap(rd)
+                    {
                         in_flight.push(scope.spawn(move || {
-                            if let Outcome::Error(code, fault) = self.execute(&p) {
+                            if let Outcome::Error(code, fault) = self.execute(&p, &at) {
                                 self.fail(code, fault);
                             }
                         }));
                         Outcome::Done
                     } else {
-                        self.execute(&p)
+                        self.execute(&p, &at)
                     }
                 }
                 Err(e) => {
@@ -238,6 +288,14 @@ impl Processor {
             let _ = self.vm().write_u32(slot, aql::INVALID_HEADER_WORD);
             rd += 1;
             let _ = self.vm().write_u64(self.ctl.rptr, rd);
+            if reclaim_scratch {
+                // Scratch lent for that dispatch goes back before the next packet.
+                match self.ask_runtime(aql::queue_error::SCRATCH_RECLAIM) {
+                    Outcome::Done => {}
+                    Outcome::Stopped => return,
+                    Outcome::Error(code, fault) => self.fail(code, fault),
+                }
+            }
         }
     }
 
@@ -273,18 +331,24 @@ impl Processor {
         }
     }
 
-    fn execute(&self, p: &Packet) -> Outcome {
+    fn execute(&self, p: &Packet, at: &PacketAt) -> Outcome {
         log::trace!("kfd-emu: queue {}: {p:?}", self.ctl.id);
         let start = self.clock.gpu_ticks();
         let r = match p {
-            Packet::KernelDispatch(d) => self.dispatch(d),
+            Packet::KernelDispatch(d) => self.dispatch(d, at),
             Packet::BarrierAnd(b) => self.barrier(b, true),
             Packet::BarrierOr(b) => self.barrier(b, false),
             Packet::BarrierValue(b) => self.barrier_value(b),
             // PM4 indirect buffers (icache invalidation, ROCr's and kfdrt's) run through the
             // interpreter PM4 queues use.
             Packet::VendorPm4Ib(ib) => {
-                let mut interp = Interpreter::new(&self.ctl, &self.kernels, self.clock);
+                let mut interp = Interpreter::new(
+                    &self.ctl,
+                    &self.kernels,
+                    &self.stats,
+                    self.wave_threads,
+                    self.clock,
+                );
                 match interp.run_buffer(ib.ib_address, ib.ib_size_dwords, 0, &|| self.stopped()) {
                     Ok(()) => Outcome::Done,
                     Err(Pm4Error::Stopped) => Outcome::Stopped,

@@ -29,6 +29,8 @@ pub(crate) struct EngineOptions {
     pub(crate) torn_check_window: Duration,
     /// The strict personality's detectors are on.
     pub(crate) strict: bool,
+    /// Host threads a dispatch of machine code may use.
+    pub(crate) wave_threads: usize,
 }
 
 impl EngineOptions {
@@ -39,6 +41,10 @@ impl EngineOptions {
             requires_doorbell: config.aql_requires_doorbell,
             torn_check_window: config.torn_check_window,
             strict: config.strict,
+            wave_threads: match config.wave_threads {
+                0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+                n => n,
+            },
         }
     }
 }

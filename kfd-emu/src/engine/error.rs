@@ -15,6 +15,12 @@ pub enum QueueErrorCode {
     InvalidArgument,
     /// GPU page fault.
     MemoryViolation,
+    /// A wave ran an instruction the GPU cannot execute.
+    IllegalInstruction,
+    /// A wave trapped (`s_trap`), which the trap handler reports as a queue exception.
+    Exception,
+    /// The dispatch's group or private memory cannot be allocated.
+    InvalidAllocation,
 }
 
 impl QueueErrorCode {
@@ -27,6 +33,9 @@ impl QueueErrorCode {
             QueueErrorCode::InvalidPacketFormat => queue_error::INVALID_PACKET_FORMAT,
             QueueErrorCode::InvalidArgument => queue_error::INVALID_ARGUMENT,
             QueueErrorCode::MemoryViolation => queue_error::MEMORY_APERTURE_VIOLATION,
+            QueueErrorCode::IllegalInstruction => queue_error::ILLEGAL_INSTRUCTION,
+            QueueErrorCode::Exception => queue_error::EXCEPTION,
+            QueueErrorCode::InvalidAllocation => queue_error::INVALID_ALLOCATION,
         }
     }
 }
@@ -43,5 +52,8 @@ mod tests {
         assert_eq!(QueueErrorCode::InvalidPacketFormat.bits(), 32);
         assert_eq!(QueueErrorCode::InvalidArgument.bits(), 64);
         assert_eq!(QueueErrorCode::MemoryViolation.bits(), 0x2000_0000);
+        assert_eq!(QueueErrorCode::IllegalInstruction.bits(), 0x4000_0000);
+        assert_eq!(QueueErrorCode::Exception.bits(), 0x8000_0000);
+        assert_eq!(QueueErrorCode::InvalidAllocation.bits(), 4);
     }
 }

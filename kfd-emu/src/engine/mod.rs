@@ -9,7 +9,12 @@
 //! - `error`: the error codes a queue stops with, as the `aql` crate's queue-error ABI;
 //! - `backoff`: the idle loop and memory polls that cost no CPU while nothing changes;
 //! - `clock`: the GPU and system clocks engines write;
-//! - `launch`: running an emulated kernel over its grid (AQL dispatches, PM4 `DISPATCH_DIRECT`);
+//! - `launch`: running a host-bound emulated kernel over its grid (AQL dispatches, PM4
+//!   `DISPATCH_DIRECT`);
+//! - `machine`: running a dispatch's real machine code on the wave interpreter, over a pool of
+//!   host threads;
+//! - `scratch`: the AQL queue's scratch as the CP reads it from `amd_queue_t`, and the
+//!   requests it makes to the runtime when a dispatch needs more;
 //! - `pm4_interpreter`: the PM4 interpreter of PM4 queues and of AQL vendor PM4-IB packets;
 //! - `env`: what the processors take from the emulator (kernels, counters, options).
 //!
@@ -24,8 +29,10 @@ mod control;
 mod env;
 mod error;
 mod launch;
+mod machine;
 mod pm4;
 mod pm4_interpreter;
+mod scratch;
 mod sdma;
 
 pub(crate) use self::aql::mark_free_slots as mark_free_aql_slots;

@@ -46,7 +46,13 @@ impl Processor {
         let gpu = self.ctl.gpu.clone();
         let vm = &gpu.vm;
         let size = self.ctl.ring_size / 4;
-        let mut interp = Interpreter::new(&self.ctl, &self.kernels, self.clock);
+        let mut interp = Interpreter::new(
+            &self.ctl,
+            &self.kernels,
+            &self.stats,
+            self.options.wave_threads,
+            self.clock,
+        );
         let mut rd = 0u64;
         let mut rounds = 0u32;
         let stopped = || self.ctl.stopped();
@@ -84,6 +90,7 @@ impl Processor {
         let (code, fault) = match e {
             Pm4Error::Fault(f) => (QueueErrorCode::MemoryViolation, Some(f)),
             Pm4Error::BadDispatch => (QueueErrorCode::InvalidCodeObject, None),
+            Pm4Error::Wave(code) => (code, None),
             _ => (QueueErrorCode::InvalidPacketFormat, None),
         };
         // An illegal packet is a CP or SDMA exception, reported (like a page fault) through

@@ -12,12 +12,16 @@
 use super::backoff::{poll_until, Polled};
 use super::clock::Clock;
 use super::control::QueueCtl;
+use super::error::QueueErrorCode;
 use super::launch::{KernelLaunch, LaunchStop};
+use super::machine::{MachineLaunch, MachineStop};
 use crate::device::GpuState;
 use crate::kernel::KernelRegistry;
+use crate::stats::Counters;
 use crate::vm::{GpuFault, GpuVm};
 use pm4::regs::{self, initiator};
 use pm4::{data_sel, CompareFunction, GfxFamily, Pm4Packet};
+use std::sync::atomic::Ordering;
 
 /// Why PM4 execution stopped.
 #[derive(Debug)]
@@ -30,6 +34,8 @@ pub(crate) enum Pm4Error {
     Decode,
     /// A dispatch whose kernel or geometry is unusable.
     BadDispatch,
+    /// A wave stopped with an error the queue reports (illegal instruction, trap).
+    Wave(QueueErrorCode),
 }
 
 impl From<GpuFault> for Pm4Error {
@@ -44,6 +50,8 @@ pub(crate) struct Interpreter<'a> {
     gpu: &'a GpuState,
     ctl: &'a QueueCtl,
     kernels: &'a KernelRegistry,
+    stats: &'a Counters,
+    wave_threads: usize,
     family: GfxFamily,
     sh: Box<[u32; (regs::SH_REG_END - regs::SH_REG_BASE) as usize]>,
     clock: Clock,
@@ -51,13 +59,21 @@ pub(crate) struct Interpreter<'a> {
 
 impl<'a> Interpreter<'a> {
     /// An interpreter with cleared registers for `ctl`'s queue (its GPU, memory and events).
-    pub(crate) fn new(ctl: &'a QueueCtl, kernels: &'a KernelRegistry, clock: Clock) -> Self {
+    pub(crate) fn new(
+        ctl: &'a QueueCtl,
+        kernels: &'a KernelRegistry,
+        stats: &'a Counters,
+        wave_threads: usize,
+        clock: Clock,
+    ) -> Self {
         let gpu: &'a GpuState = &ctl.gpu;
         Interpreter {
             vm: &gpu.vm,
             gpu,
             ctl,
             kernels,
+            stats,
+            wave_threads,
             family: GfxFamily::from_gfx_target_version(gpu.params.gfx_target_version)
                 .unwrap_or(GfxFamily::Gfx9),
             sh: Box::new([0; (regs::SH_REG_END - regs::SH_REG_BASE) as usize]),
@@ -125,7 +141,7 @@ impl<'a> Interpreter<'a> {
                     coher_cntl & pm4::acquire_mem::coher_cntl::SH_ICACHE != 0
                 };
                 if icache {
-                    self.gpu.icache.invalidate();
+                    self.gpu.invalidate_icache();
                 }
                 Ok(())
             }
@@ -247,9 +263,38 @@ impl<'a> Interpreter<'a> {
         // The first instruction fetch: the code must be mapped executable.
         self.vm.check_exec(entry, 4)?;
         self.gpu.fetch_code(entry);
-        // kfdrt's (and the emulator's) kernel objects put the entry 256 bytes after the descriptor.
-        let kd_addr = entry.checked_sub(256).ok_or(Pm4Error::BadDispatch)?;
-        let f = self.kernels.get(kd_addr).ok_or(Pm4Error::BadDispatch)?;
+        let wg: [u32; 3] =
+            std::array::from_fn(|i| self.reg(regs::COMPUTE_NUM_THREAD_X + i as u32) & 0xFFFF);
+        if wg.contains(&0) || wg.iter().product::<u32>() > 1024 || dims.contains(&0) {
+            return Err(Pm4Error::BadDispatch);
+        }
+        let (groups, grid) = if init & initiator::USE_THREAD_DIMENSIONS != 0 {
+            (std::array::from_fn(|i| dims[i].div_ceil(wg[i])), dims)
+        } else {
+            (dims, std::array::from_fn(|i| dims[i].saturating_mul(wg[i])))
+        };
+        // A host function bound to the descriptor 256 bytes before the entry (where kfdrt's and
+        // the emulator's code objects put it) stands in for the code; otherwise the code runs.
+        match entry
+            .checked_sub(256)
+            .and_then(|kd| self.kernels.get(kd).map(|f| (kd, f)))
+        {
+            Some((kd_addr, f)) => self.dispatch_bound(&*f, kd_addr, wg, groups, grid, stopped),
+            None => self.dispatch_machine_code(entry, wg, grid),
+        }
+    }
+
+    /// Runs a host-bound kernel: its kernel arguments are where the descriptor's enable bits
+    /// put the kernarg pointer among the user-data registers.
+    fn dispatch_bound(
+        &self,
+        f: &crate::kernel::KernelFn,
+        kd_addr: u64,
+        wg: [u32; 3],
+        groups: [u32; 3],
+        grid: [u32; 3],
+        stopped: &dyn Fn() -> bool,
+    ) -> Result<(), Pm4Error> {
         let mut raw = [0u8; 64];
         self.vm
             .read(kd_addr, &mut raw)
@@ -275,18 +320,8 @@ impl<'a> Interpreter<'a> {
         } else {
             0
         };
-        let wg: [u32; 3] =
-            std::array::from_fn(|i| self.reg(regs::COMPUTE_NUM_THREAD_X + i as u32) & 0xFFFF);
-        if wg.contains(&0) || wg.iter().product::<u32>() > 1024 || dims.contains(&0) {
-            return Err(Pm4Error::BadDispatch);
-        }
-        let (groups, grid) = if init & initiator::USE_THREAD_DIMENSIONS != 0 {
-            (std::array::from_fn(|i| dims[i].div_ceil(wg[i])), dims)
-        } else {
-            (dims, std::array::from_fn(|i| dims[i].saturating_mul(wg[i])))
-        };
         let launch = KernelLaunch {
-            kernel: &*f,
+            kernel: f,
             vm: self.vm,
             gpu_id: self.gpu.gpu_id,
             groups,
@@ -298,5 +333,89 @@ impl<'a> Interpreter<'a> {
             LaunchStop::Stopped => Pm4Error::Stopped,
             LaunchStop::Fault(f) => Pm4Error::Fault(f),
         })
+    }
+
+    /// Runs the machine code at `entry` as the SPI starts it from the SH registers: the program
+    /// registers (`COMPUTE_PGM_RSRC1/2/3`) instead of a descriptor, the user-data registers as
+    /// the user SGPRs, LDS from `RSRC2.LDS_SIZE` and scratch laid out by
+    /// `COMPUTE_TMPRING_SIZE` (its base from `COMPUTE_DISPATCH_SCRATCH_BASE` where the target
+    /// has architected flat scratch; elsewhere the kernel gets it through its user SGPRs).
+    fn dispatch_machine_code(
+        &self,
+        entry: u64,
+        wg: [u32; 3],
+        grid: [u32; 3],
+    ) -> Result<(), Pm4Error> {
+        let Some(code) = self.gpu.code.clone() else {
+            log::error!(
+                "kfd-emu: queue {}: machine code at {entry:#x} for gfx target version {}, which \
+                 the wave interpreter does not run",
+                self.ctl.id,
+                self.gpu.params.gfx_target_version
+            );
+            return Err(Pm4Error::Wave(QueueErrorCode::IllegalInstruction));
+        };
+        let rsrc2 = self.reg(regs::COMPUTE_PGM_RSRC2);
+        let descriptor = kfd_emu_isa::KernelDescriptor {
+            compute_pgm_rsrc1: self.reg(regs::COMPUTE_PGM_RSRC1),
+            compute_pgm_rsrc2: rsrc2,
+            compute_pgm_rsrc3: regs::compute_pgm_rsrc3(self.family).map_or(0, |r| self.reg(r)),
+            ..Default::default()
+        };
+        let tmpring = self.reg(regs::COMPUTE_TMPRING_SIZE);
+        let (waves, wave_bytes) = (
+            u64::from(tmpring & 0xFFF),
+            u64::from((tmpring >> 12) & 0x1FFF) * 1024,
+        );
+        let scratch_base = (u64::from(self.reg(regs::COMPUTE_DISPATCH_SCRATCH_BASE_LO))
+            | u64::from(self.reg(regs::COMPUTE_DISPATCH_SCRATCH_BASE_HI) & 0xFF) << 32)
+            << 8;
+        let user: Vec<u32> = (0..regs::USER_DATA_COUNT)
+            .map(|i| self.reg(regs::COMPUTE_USER_DATA_0 + i))
+            .collect();
+        let setup = kfd_emu_isa::DispatchSetup {
+            target: code.target(),
+            kernel_object: entry,
+            descriptor,
+            workgroup_size: wg,
+            grid_size: grid,
+            dimensions: 3,
+            kernarg_address: 0,
+            dispatch_packet_address: 0,
+            queue_address: 0,
+            dispatch_id: 0,
+            // LDS_SIZE, bits 23:15, in 128-dword granules.
+            group_segment_size: ((rsrc2 >> 15) & 0x1FF) * 512,
+            private_segment_size: (wave_bytes / 64) as u32,
+            scratch: (waves > 0 && wave_bytes > 0).then_some(kfd_emu_isa::ScratchBacking {
+                base: scratch_base,
+                size: waves * wave_bytes,
+                wave_bytes,
+                resource: None,
+            }),
+            apertures: kfd_emu_isa::Apertures::default(),
+            code,
+            entry_override: Some(entry),
+            user_sgprs_override: Some(user),
+        };
+        let launch = MachineLaunch {
+            setup,
+            vm: self.vm,
+            cancel: &self.ctl.stop,
+            threads: self.wave_threads,
+            queue_id: self.ctl.id,
+        };
+        self.stats
+            .machine_dispatches
+            .fetch_add(1, Ordering::Relaxed);
+        match launch.run() {
+            Ok(n) => {
+                self.stats.wave_instructions.fetch_add(n, Ordering::Relaxed);
+                Ok(())
+            }
+            Err(MachineStop::Stopped) => Err(Pm4Error::Stopped),
+            Err(MachineStop::Fault(f)) => Err(Pm4Error::Fault(f)),
+            Err(MachineStop::Error(code)) => Err(Pm4Error::Wave(code)),
+        }
     }
 }

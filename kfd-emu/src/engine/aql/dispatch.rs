@@ -1,11 +1,15 @@
-//! The kernel-dispatch packet: the checks the CP makes of it (geometry, kernel object, kernel
-//! arguments) and the launch of the kernel bound to its object.
+//! The kernel-dispatch packet: the checks the CP makes of it (geometry, kernel object), then
+//! its kernel: the host function bound to the kernel object, if a test bound one, or else the
+//! machine code the descriptor points at, on the wave interpreter.
 
-use super::{Outcome, Processor};
+use super::{Outcome, PacketAt, Processor};
 use crate::engine::error::QueueErrorCode;
 use crate::engine::launch::{KernelLaunch, LaunchStop};
-use crate::rocr_blit::{self, BlitError};
+use crate::engine::machine::{MachineLaunch, MachineStop};
+use crate::engine::scratch::QueueScratch;
 use aql::KernelDispatchPacket;
+use kfd_emu_isa::DispatchSetup;
+use std::sync::atomic::Ordering;
 
 /// The kernarg segment's alignment (the HSA ABI's minimum).
 const KERNARG_ALIGN: u64 = 16;
@@ -13,7 +17,7 @@ const KERNARG_ALIGN: u64 = 16;
 impl Processor {
     /// Runs a kernel-dispatch packet: an invalid one stops the queue with the error the CP
     /// reports for it, a fault in the kernel is a device exception.
-    pub(super) fn dispatch(&self, d: &KernelDispatchPacket) -> Outcome {
+    pub(super) fn dispatch(&self, d: &KernelDispatchPacket, at: &PacketAt) -> Outcome {
         use QueueErrorCode::*;
         if !(1..=3).contains(&d.dimensions) || d.grid_size.contains(&0) {
             return Outcome::Error(InvalidArgument, None);
@@ -25,11 +29,13 @@ impl Processor {
         if u64::from(d.group_segment_size) > u64::from(self.gpu().params.lds_size_kb) * 1024 {
             return Outcome::Error(IncompatibleArguments, None);
         }
-        let mut kd = [0u8; 64];
-        if d.kernel_object % 64 != 0 || self.vm().read(d.kernel_object, &mut kd).is_err() {
+        let mut kd_raw = [0u8; 64];
+        if d.kernel_object % 64 != 0 || self.vm().read(d.kernel_object, &mut kd_raw).is_err() {
             return Outcome::Error(InvalidCodeObject, None);
         }
-        let kd = aql::KernelDescriptor::from_bytes(&kd);
+        // Only the fields the CP reads (entry offset, rsrc registers, code properties), which
+        // sit at the same offsets in a code object v2 `amd_kernel_code_t`.
+        let kd = aql::KernelDescriptor::from_bytes(&kd_raw);
         // The first instruction fetch: the code must be mapped executable (a NoExecute fault
         // otherwise, as the GPU's page table raises it).
         let Some(entry) = d
@@ -42,27 +48,6 @@ impl Processor {
             return Outcome::Error(MemoryViolation, Some(f));
         }
         self.gpu().fetch_code(entry);
-        let Some(f) = self.kernels.get(d.kernel_object) else {
-            // Not bound: it may be one of ROCr's own blit kernels (under the preload).
-            let Some(blit) =
-                rocr_blit::recognize(self.vm(), d.kernel_object, kd.kernel_code_entry_byte_offset)
-            else {
-                return Outcome::Error(InvalidCodeObject, None);
-            };
-            log::trace!("kfd-emu: queue {}: ROCr {blit:?} blit", self.ctl.id);
-            return match rocr_blit::run(self.vm(), blit, d.kernarg_address, d.grid_size[0]) {
-                Ok(()) => Outcome::Done,
-                Err(BlitError::BadArguments) => Outcome::Error(InvalidArgument, None),
-                Err(BlitError::Fault(f)) => Outcome::Error(MemoryViolation, Some(f)),
-            };
-        };
-        if kd.kernarg_size > 0
-            && !self
-                .vm()
-                .is_mapped(d.kernarg_address, u64::from(kd.kernarg_size))
-        {
-            return Outcome::Error(InvalidArgument, None);
-        }
         // The ABI gives the kernarg segment 16-byte alignment and kernels load it with wide
         // scalar loads, which drop the low address bits: a misaligned segment is read from the
         // wrong place on hardware. Strict mode refuses it.
@@ -72,6 +57,18 @@ impl Processor {
                 self.ctl.id,
                 d.kernarg_address
             );
+            return Outcome::Error(InvalidArgument, None);
+        }
+        let Some(f) = self.kernels.get(d.kernel_object) else {
+            return self.run_machine_code(d, at, &kd_raw);
+        };
+        // A host function reads its arguments through the page table too, but an unmapped
+        // segment is refused up front, as a stand-in cannot fault on its first load.
+        if kd.kernarg_size > 0
+            && !self
+                .vm()
+                .is_mapped(d.kernarg_address, u64::from(kd.kernarg_size))
+        {
             return Outcome::Error(InvalidArgument, None);
         }
         let launch = KernelLaunch {
@@ -87,6 +84,54 @@ impl Processor {
             Ok(()) => Outcome::Done,
             Err(LaunchStop::Stopped) => Outcome::Stopped,
             Err(LaunchStop::Fault(fault)) => Outcome::Error(MemoryViolation, Some(fault)),
+        }
+    }
+
+    /// Runs the dispatch's machine code: the waves start as the CP starts them (the packet's
+    /// geometry and segment sizes, the queue's scratch, KFD's apertures).
+    fn run_machine_code(&self, d: &KernelDispatchPacket, at: &PacketAt, kd: &[u8; 64]) -> Outcome {
+        let Some(code) = self.gpu().code.clone() else {
+            log::error!(
+                "kfd-emu: queue {}: kernel {:#x} is machine code for gfx target version {}, \
+                 which the wave interpreter does not run (bind a host function to it instead)",
+                self.ctl.id,
+                d.kernel_object,
+                self.gpu().params.gfx_target_version
+            );
+            return Outcome::Error(QueueErrorCode::IllegalInstruction, None);
+        };
+        let descriptor = kfd_emu_isa::KernelDescriptor::from_bytes(kd);
+        let mut setup =
+            DispatchSetup::from_aql_packet(code.target(), &at.bytes(), at.slot, descriptor, code);
+        setup.queue_address = self.amd_queue();
+        setup.dispatch_id = at.index;
+        if d.private_segment_size > 0 {
+            // `ensure_scratch` made sure the queue serves it before the packet got here.
+            match QueueScratch::read(self.vm(), self.amd_queue()) {
+                Ok(s) => setup.scratch = s.backing,
+                Err(f) => return Outcome::Error(QueueErrorCode::MemoryViolation, Some(f)),
+            }
+        }
+        let launch = MachineLaunch {
+            setup,
+            vm: self.vm(),
+            cancel: &self.ctl.stop,
+            threads: self.wave_threads,
+            queue_id: self.ctl.id,
+        };
+        self.stats
+            .machine_dispatches
+            .fetch_add(1, Ordering::Relaxed);
+        match launch.run() {
+            Ok(instructions) => {
+                self.stats
+                    .wave_instructions
+                    .fetch_add(instructions, Ordering::Relaxed);
+                Outcome::Done
+            }
+            Err(MachineStop::Stopped) => Outcome::Stopped,
+            Err(MachineStop::Fault(f)) => Outcome::Error(QueueErrorCode::MemoryViolation, Some(f)),
+            Err(MachineStop::Error(code)) => Outcome::Error(code, None),
         }
     }
 }

@@ -1,0 +1,139 @@
+//! Running a dispatch's real machine code on the wave interpreter (`kfd-emu-isa`): its
+//! work-groups spread over a pool of host threads, each with a scratch slot of its own, every
+//! access checked by the GPU's page table; a wave's error becomes the error the GPU would
+//! report.
+
+use super::error::QueueErrorCode;
+use crate::isa_memory::gpu_fault;
+use crate::vm::{GpuFault, GpuVm};
+use kfd_emu_isa::{run_workgroup, DispatchSetup, MemFault, RunControl, WaveError};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// A dispatch of machine code, ready to run.
+pub(crate) struct MachineLaunch<'a> {
+    pub(crate) setup: DispatchSetup,
+    pub(crate) vm: &'a GpuVm,
+    /// Set when the queue is being destroyed: running waves stop.
+    pub(crate) cancel: &'a AtomicBool,
+    /// Host threads the work-groups may use (at least one).
+    pub(crate) threads: usize,
+    /// The queue, for the log.
+    pub(crate) queue_id: u32,
+}
+
+/// Why a launch did not run to the end.
+#[derive(Debug)]
+pub(crate) enum MachineStop {
+    /// The queue is being destroyed.
+    Stopped,
+    /// A wave accessed memory its GPU's page table refuses: a GPU page fault.
+    Fault(GpuFault),
+    /// A wave stopped on an error the GPU reports through the queue (illegal instruction,
+    /// trap), or the dispatch cannot start.
+    Error(QueueErrorCode),
+}
+
+impl MachineLaunch<'_> {
+    /// Runs every work-group. Work-groups are handed out in order (x fastest) to the threads;
+    /// each thread uses its index as its scratch slot, so the scratch backing limits how many
+    /// run at once, as the queue's wave slots limit a GPU. Returns the wave-instructions run.
+    pub(crate) fn run(&self) -> Result<u64, MachineStop> {
+        let setup = &self.setup;
+        if let Err(e) = setup.validate() {
+            return Err(self.stop(e));
+        }
+        let groups = setup.grid_groups();
+        let total = groups.iter().map(|&g| u64::from(g)).product::<u64>();
+        let mut threads = (self.threads.max(1) as u64).min(total.max(1));
+        if let Some(s) = setup.scratch.filter(|_| setup.needs_scratch()) {
+            let per_slot = setup.scratch_per_slot().max(1);
+            threads = threads.min(s.size / per_slot);
+            if threads == 0 {
+                return Err(self.stop(WaveError::ScratchTooSmall {
+                    needed: per_slot,
+                    provided: s.size,
+                }));
+            }
+        }
+        let next = AtomicU64::new(0);
+        let failed = AtomicBool::new(false);
+        let first_error: Mutex<Option<WaveError>> = Mutex::new(None);
+        let instructions = AtomicU64::new(0);
+        let worker = |slot: u32| {
+            let control = RunControl {
+                cancel: Some(self.cancel),
+                max_wave_instructions: u64::MAX,
+                scratch_slot: slot,
+            };
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= total || failed.load(Ordering::Acquire) {
+                    return;
+                }
+                let gx = u64::from(groups[0]);
+                let gxy = gx * u64::from(groups[1]);
+                let id = [(i % gx) as u32, ((i % gxy) / gx) as u32, (i / gxy) as u32];
+                match run_workgroup(setup, id, self.vm, &control) {
+                    Ok(stats) => {
+                        instructions.fetch_add(stats.wave_instructions, Ordering::Relaxed);
+                    }
+                    Err(e) => {
+                        let mut first = first_error.lock().unwrap_or_else(|p| p.into_inner());
+                        first.get_or_insert(e);
+                        failed.store(true, Ordering::Release);
+                        return;
+                    }
+                }
+            }
+        };
+        if threads <= 1 {
+            worker(0);
+        } else {
+            std::thread::scope(|scope| {
+                for slot in 1..threads as u32 {
+                    let worker = &worker;
+                    scope.spawn(move || worker(slot));
+                }
+                worker(0);
+            });
+        }
+        match first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            Some(e) => Err(self.stop(e)),
+            None => Ok(instructions.into_inner()),
+        }
+    }
+
+    /// The GPU's answer to a wave's error, logged with what a person debugging it needs.
+    fn stop(&self, e: WaveError) -> MachineStop {
+        let q = self.queue_id;
+        let kernel = self.setup.kernel_object;
+        match e {
+            WaveError::Cancelled { .. } => MachineStop::Stopped,
+            WaveError::MemoryFault { va, kind, pc } => {
+                log::warn!("kfd-emu: queue {q}: kernel {kernel:#x}: wave at {pc:#x}: {kind} fault at {va:#x}");
+                MachineStop::Fault(gpu_fault(self.vm, MemFault { va, kind }))
+            }
+            WaveError::Undecodable { .. }
+            | WaveError::Unimplemented { .. }
+            | WaveError::IllegalOperand { .. } => {
+                log::error!("kfd-emu: queue {q}: kernel {kernel:#x}: {e}");
+                MachineStop::Error(QueueErrorCode::IllegalInstruction)
+            }
+            WaveError::Trap { .. } => {
+                // No trap handler runs here: a trap ends the dispatch as ROCr's handler reports
+                // one, a queue exception.
+                log::error!("kfd-emu: queue {q}: kernel {kernel:#x}: {e}");
+                MachineStop::Error(QueueErrorCode::Exception)
+            }
+            WaveError::ScratchUnavailable { .. } | WaveError::ScratchTooSmall { .. } => {
+                log::error!("kfd-emu: queue {q}: kernel {kernel:#x}: {e}");
+                MachineStop::Error(QueueErrorCode::InvalidAllocation)
+            }
+            WaveError::InvalidDispatch(_) | WaveError::BudgetExhausted { .. } => {
+                log::error!("kfd-emu: queue {q}: kernel {kernel:#x}: {e}");
+                MachineStop::Error(QueueErrorCode::IncompatibleArguments)
+            }
+        }
+    }
+}

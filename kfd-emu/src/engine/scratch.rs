@@ -1,0 +1,64 @@
+//! An AQL queue's scratch (private segment memory) as the CP reads it from `amd_queue_t`.
+//!
+//! The runtime owns the scratch and describes it in the queue: `compute_tmpring_size` (how many
+//! waves fit, `WAVES`, bits 11:0, and each wave's share, `WAVESIZE`, bits 24:12, in KiB), the
+//! buffer resource the waves get, the backing's address and the largest per-work-item size it
+//! serves (`scratch_wave64_lane_byte_size`). Before launching a dispatch whose
+//! `private_segment_size` is larger, the CP stops and asks the runtime for more through the
+//! queue's inactive signal ([`aql::queue_error::INSUFFICIENT_SCRATCH_WAVE64`]), leaving the
+//! packet unconsumed; the runtime grows the scratch and stores 0 to the signal, and the CP
+//! looks again. Scratch lent for one dispatch (`QUEUE_PROPERTY_USE_SCRATCH_ONCE`) is handed back
+//! after it ([`aql::queue_error::SCRATCH_RECLAIM`]).
+
+use crate::vm::{GpuFault, GpuVm};
+use aql::queue_offsets as q;
+use kfd_emu_isa::ScratchBacking;
+
+/// Bytes per unit of `WAVESIZE` on GFX9.
+const WAVESIZE_UNIT: u64 = 1024;
+
+/// What a queue's `amd_queue_t` says about its scratch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct QueueScratch {
+    /// The largest `private_segment_size` a wave64 dispatch may ask for.
+    pub(crate) lane_bytes: u32,
+    /// The backing as the waves use it; `None` when the queue has none.
+    pub(crate) backing: Option<ScratchBacking>,
+    /// The scratch is lent for one dispatch.
+    pub(crate) use_once: bool,
+}
+
+impl QueueScratch {
+    /// Reads the scratch fields of the `amd_queue_t` at `amd_queue`.
+    pub(crate) fn read(vm: &GpuVm, amd_queue: u64) -> Result<QueueScratch, GpuFault> {
+        let tmpring = vm.read_u32(amd_queue + q::COMPUTE_TMPRING_SIZE)?;
+        let waves = u64::from(tmpring & 0xFFF);
+        let wave_bytes = u64::from((tmpring >> 12) & 0x1FFF) * WAVESIZE_UNIT;
+        let mut resource = [0u32; 4];
+        for (i, w) in resource.iter_mut().enumerate() {
+            *w = vm.read_u32(amd_queue + q::SCRATCH_RESOURCE_DESCRIPTOR + 4 * i as u64)?;
+        }
+        let base = vm.read_u64(amd_queue + q::SCRATCH_BACKING_MEMORY_LOCATION)?;
+        let lane_bytes = vm.read_u32(amd_queue + q::SCRATCH_WAVE64_LANE_BYTE_SIZE)?;
+        let properties = vm.read_u32(amd_queue + q::QUEUE_PROPERTIES)?;
+        let backing = (base != 0 && waves > 0 && wave_bytes > 0).then_some(ScratchBacking {
+            base,
+            // What the layout covers: WAVES slots of WAVESIZE each (a runtime may have
+            // allocated more, as ROCr's per-XCC split does).
+            size: waves * wave_bytes,
+            wave_bytes,
+            resource: Some(resource),
+        });
+        Ok(QueueScratch {
+            lane_bytes,
+            backing,
+            use_once: properties & aql::QUEUE_PROPERTY_USE_SCRATCH_ONCE != 0,
+        })
+    }
+
+    /// Whether a dispatch asking for `private_segment_size` bytes per work-item can start.
+    pub(crate) fn serves(&self, private_segment_size: u32) -> bool {
+        private_segment_size == 0
+            || (self.backing.is_some() && private_segment_size <= self.lane_bytes)
+    }
+}
