@@ -5,14 +5,11 @@
 //!
 //! `cargo run --example load_kernel [CODE_OBJECT]`
 //!
-//! The emulated device cannot execute AMDGPU machine code until its wave interpreter lands
-//! (issue #12): there the listing and argument building run, and the dispatch is refused with an
-//! "invalid code object" queue error, which this example reports as such.
+//! On the emulated device the kernel's machine code runs on kfd-emu's wave interpreter.
 
 use kfdrt::code_object::{CodeObject, KernelMetadata};
 use kfdrt::kernel_args::KernelArgs;
-use kfdrt::queue::error_bits::INVALID_CODE_OBJECT;
-use kfdrt::{AqlQueueOptions, Dispatch, Error, Gpu, Kfd, MemoryKind};
+use kfdrt::{AqlQueueOptions, Dispatch, Gpu, Kfd, MemoryKind};
 use std::time::Duration;
 
 const N: u32 = 4096;
@@ -128,20 +125,7 @@ fn run_vector_add(gpu: &Gpu, kernel: &kfdrt::Kernel) -> Result<(), Box<dyn std::
     let done = queue
         .dispatch(&Dispatch::linear(kernel, N, 256).with_args(&args))
         .and_then(|s| s.wait(Some(Duration::from_secs(60))));
-    match done {
-        Ok(()) => {}
-        Err(Error::QueueError { fault, .. })
-            if gpu.kfd().emulator().is_some() && fault.code & INVALID_CODE_OBJECT != 0 =>
-        {
-            println!(
-                "the emulated device cannot execute AMDGPU machine code yet (its wave \
-                 interpreter is issue #12): the kernel was loaded, its arguments built and \
-                 dispatched, and the packet processor refused it ({fault})"
-            );
-            return Ok(());
-        }
-        Err(e) => return Err(e.into()),
-    }
+    done?;
     let mut out = vec![0u8; bytes as usize];
     c.read(0, &mut out)?;
     let wrong = out

@@ -437,15 +437,14 @@ fn unloading_frees_the_code_once_no_kernel_uses_it() {
     );
 }
 
-/// Dispatches `kernel` on a fresh queue so the packet processor fetches its first instruction
-/// (the emulator cannot run it: the queue stops with an invalid-code-object error, expected).
+/// Dispatches `kernel` on a fresh queue so the packet processor fetches and runs its code
+/// (`vector_add` with a count of 0 and null pointers: the bound check skips every access).
 fn fetch(gpu: &Gpu, kernel: &kfdrt::Kernel) {
     let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     let d = raw_dispatch(kernel, 64, 64, &[0; 28]);
-    let r = q
-        .dispatch(&d)
-        .and_then(|s| s.wait(Some(std::time::Duration::from_secs(20))));
-    assert!(matches!(r, Err(Error::QueueError { .. })), "{r:?}");
+    q.dispatch(&d)
+        .and_then(|s| s.wait(Some(std::time::Duration::from_secs(20))))
+        .unwrap();
 }
 
 #[test]

@@ -2,8 +2,7 @@
 //! object loaded, its kernels listed with their metadata, their arguments built, and the kernels
 //! run with results checked against the CPU.
 //!
-//! The runs need the emulator's wave interpreter (issue #12) and are ignored until it is
-//! integrated; on a real gfx90a they run with `cargo test -- --ignored`.
+//! On the emulated device the kernels run as machine code on kfd-emu's wave interpreter.
 
 mod co_util;
 mod common;
@@ -110,7 +109,6 @@ fn gfx90a() -> Option<Gpu> {
 }
 
 #[test]
-#[ignore = "needs kfd-emu's wave interpreter (#12)"]
 fn runs_hipcc_kernels_and_matches_the_cpu() {
     let Some(gpu) = gfx90a() else { return };
     let co = gpu.load_code_object(&fixture("kernels-gfx90a.co")).unwrap();
@@ -188,7 +186,6 @@ fn runs_hipcc_kernels_and_matches_the_cpu() {
 }
 
 #[test]
-#[ignore = "needs kfd-emu's wave interpreter (#12)"]
 fn compiled_code_reads_the_hidden_arguments_kfdrt_fills() {
     let kfd = common::device();
     let gpu = kfd.gpu(0).unwrap();

@@ -119,7 +119,9 @@ fn ring_wraps_with_packets_of_several_sizes_and_every_copy_lands() {
 
 #[test]
 fn exhausted_sdma_slots_fall_back_to_copy_kernels() {
-    let kfd = common::emulated(Preset::Gfx1100, 1);
+    // gfx90a: the blit kernels run as machine code, which the emulator's interpreter runs for
+    // GFX9 targets only.
+    let kfd = common::emulated(Preset::Gfx90a, 1);
     let gpu = kfd.gpu(0).unwrap();
     let slots = (gpu.info().sdma_engines * gpu.info().sdma_queues_per_engine) as usize;
     let held: Vec<_> = (0..slots)

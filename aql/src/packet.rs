@@ -159,6 +159,7 @@ pub fn add_encoded_kernarg_base(d: &mut [u32; 16], base: u64) {
 }
 
 impl Packet {
+    /// The packet's header (type, barrier bit, fences).
     pub fn header(&self) -> Header {
         let (packet_type, barrier, acquire, release) = match self {
             Packet::KernelDispatch(p) => {

@@ -280,9 +280,7 @@ mod tests {
             ..Default::default()
         };
         // SAFETY: no attributes follow the struct (nattr 0).
-        assert_eq!(
-            unsafe { emu.kfd_ioctl_unchecked(&mut a) },
-            Err(Errno::EPERM)
-        );
+        let r = unsafe { emu.kfd_ioctl_unchecked(&mut a) };
+        assert_eq!(r, Err(Errno::EPERM));
     }
 }
