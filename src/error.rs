@@ -107,6 +107,9 @@ pub enum Error {
     /// kfdrt broke one of its own invariants (a bug to report).
     #[error("internal error: {0}")]
     Internal(String),
+    /// Something the device could do that kfdrt does not do for it (yet).
+    #[error("not supported: {0}")]
+    Unsupported(String),
     /// An environment variable holds a value kfdrt does not understand.
     #[error("environment variable {var}={value:?}: {reason}")]
     Environment {

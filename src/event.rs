@@ -253,6 +253,15 @@ pub(crate) fn wait_ids(
 }
 
 impl Kfd {
+    /// Signals the event with KFD id `event_id` (`SET_EVENT`), e.g. to wake a waiter.
+    pub(crate) fn set_raw_event(&self, event_id: u32) -> Result<()> {
+        let mut args = kfd_ioctl_set_event_args { event_id, pad: 0 };
+        self.driver()
+            .kfd_ioctl(&mut args)
+            .map(drop)
+            .map_err(Error::ioctl(&args))
+    }
+
     /// Creates an event of `kind`; `reset` says whether the wait that observes it clears it.
     /// (KFD lets user space reset only signal events: make the others [`EventReset::Manual`].)
     pub fn create_event(&self, kind: EventKind, reset: EventReset) -> Result<Event> {

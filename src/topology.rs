@@ -158,6 +158,10 @@ pub struct GpuInfo {
     pub lds_bytes: u32,
     /// Number of accelerator complexes (XCCs); 1 except on partitioned parts like gfx942.
     pub num_xcc: u32,
+    /// Shader engines (all XCCs): `array_count / simd_arrays_per_engine`.
+    pub shader_engines: u32,
+    /// Waves per compute unit that may hold scratch at once (`max_slots_scratch_cu`).
+    pub max_slots_scratch_cu: u32,
     /// Total VRAM in bytes.
     pub vram_bytes: u64,
     /// VRAM the host can map (equals `vram_bytes` with large BAR).
@@ -313,6 +317,10 @@ impl Topology {
                 wave_size: props.u32("wave_front_size"),
                 lds_bytes: props.u32("lds_size_in_kb").saturating_mul(1024),
                 num_xcc: props.u32("num_xcc").max(1),
+                shader_engines: (props.u32("array_count")
+                    / props.u32("simd_arrays_per_engine").max(1))
+                .max(1),
+                max_slots_scratch_cu: props.u32("max_slots_scratch_cu"),
                 vram_bytes,
                 host_visible_vram_bytes,
                 sdma_engines: props.u32("num_sdma_engines"),

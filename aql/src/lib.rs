@@ -13,6 +13,7 @@ mod header;
 mod packet;
 pub mod queue_error;
 pub mod ring;
+pub mod scratch;
 
 pub use abi::{
     code_properties, queue_offsets, signal_offsets, AmdQueue, AmdSignal, KernelDescriptor,

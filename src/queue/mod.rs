@@ -8,6 +8,7 @@ mod handle;
 pub(crate) mod held;
 pub(crate) mod kernarg;
 mod pm4_queue;
+pub(crate) mod scratch_memory;
 mod sdma_queue;
 
 pub(crate) use self::aql_queue::WeakAqlQueue;
@@ -16,6 +17,7 @@ pub use self::aql_queue::{
     Submission,
 };
 pub use self::pm4_queue::{Pm4Queue, Pm4QueueOptions};
+pub use self::scratch_memory::SINGLE_LIMIT as SCRATCH_SINGLE_LIMIT;
 pub(crate) use self::sdma_queue::{check_fill, check_range};
 pub use self::sdma_queue::{CopyCompletion, SdmaQueue};
 

@@ -235,6 +235,13 @@ impl Processor {
                     }
                     let mut uses_scratch = false;
                     if let Packet::KernelDispatch(d) = &p {
+                        if d.private_segment_size > 0 && self.runs_machine_code(d) {
+                            // The CP changes scratch only with nothing running on it (the
+                            // runtime frees the old backing when it grows it).
+                            for h in in_flight.drain(..) {
+                                let _ = h.join();
+                            }
+                        }
                         match self.ensure_scratch(d) {
                             Ok(lent) => {
                                 uses_scratch =

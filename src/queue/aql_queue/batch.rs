@@ -44,6 +44,8 @@ pub struct Batch<'q> {
     pub(crate) kernarg_bytes: Vec<u8>,
     pub(crate) kernarg_fixups: Vec<usize>,
     pub(crate) held: Held,
+    /// A dispatch of the batch uses scratch: the queue's scratch service must run.
+    pub(crate) uses_scratch: bool,
 }
 
 impl Drop for Batch<'_> {
@@ -78,6 +80,7 @@ impl<'q> Batch<'q> {
             kernarg_bytes: b.kernarg_bytes,
             kernarg_fixups: b.kernarg_fixups,
             held: b.held,
+            uses_scratch: false,
         }
     }
 
@@ -135,6 +138,7 @@ impl Batch<'_> {
         }
         let mut packet = p.packet;
         self.max_group_segment = self.max_group_segment.max(p.group_segment);
+        self.uses_scratch |= p.kernel.private_segment_size() > 0;
         let size = kernargs.len().max(p.kernel.kernarg_size() as usize);
         // A kernel that takes no arguments gets no kernarg segment (address 0), as its
         // descriptor declares none to load.
@@ -218,6 +222,9 @@ impl Batch<'_> {
     /// barrier-AND appended for it, so an unordered last dispatch still overlaps its
     /// predecessors.
     fn finish(&mut self) -> Result<()> {
+        if self.uses_scratch {
+            self.queue.ensure_scratch_service()?;
+        }
         let lds = self.queue.0.gpu.info().lds_bytes;
         if self.max_group_segment > lds {
             return Err(Error::InvalidArgument(format!(

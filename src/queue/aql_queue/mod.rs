@@ -8,6 +8,7 @@
 
 mod batch;
 mod dispatch;
+mod scratch;
 mod submission;
 
 pub use self::batch::Batch;
@@ -72,6 +73,9 @@ pub struct AqlQueueOptions {
     pub profiling: bool,
     /// Bytes of kernel-argument memory owned by the queue. Default 256 KiB.
     pub kernarg_bytes: u64,
+    /// Scratch bytes per work-item set up for every wave slot when the queue is made (0, the
+    /// default: none until a dispatch asks for it; see `queue::aql_queue::scratch`).
+    pub scratch_per_work_item: u32,
 }
 
 impl Default for AqlQueueOptions {
@@ -81,6 +85,7 @@ impl Default for AqlQueueOptions {
             priority: QueuePriority::Normal,
             profiling: false,
             kernarg_bytes: 256 * 1024,
+            scratch_per_work_item: 0,
         }
     }
 }
@@ -107,6 +112,13 @@ impl AqlQueueOptions {
     /// Bytes of kernel-argument memory owned by the queue.
     pub fn with_kernarg_bytes(mut self, bytes: u64) -> Self {
         self.kernarg_bytes = bytes;
+        self
+    }
+
+    /// Scratch for `bytes` per work-item in every wave slot, set up with the queue, so
+    /// dispatches needing no more never stop for it (the CP asks for more when one does).
+    pub fn with_scratch(mut self, bytes: u32) -> Self {
+        self.scratch_per_work_item = bytes;
         self
     }
 }
@@ -148,6 +160,7 @@ pub(crate) struct AqlQueueShared {
     spare: std::sync::Mutex<Option<BatchBuffers>>,
     /// What submissions dropped before completing still hold.
     retired: RetireList,
+    scratch: scratch::QueueScratch,
     // Memory the packet processor uses; freed after DESTROY_QUEUE (see Drop).
     ring_mem: Buffer,
     _amd_queue_mem: Buffer,
@@ -165,9 +178,11 @@ impl AqlQueueShared {
 
 impl Drop for AqlQueueShared {
     fn drop(&mut self) {
+        self.stop_scratch_service();
         // DESTROY_QUEUE first: after it the command processor reads and writes none of the
         // queue's memory, runs none of its packets and writes none of their signals, so what
-        // dropped submissions still hold can go, and the signals can be reused.
+        // dropped submissions still hold (and the scratch) can go, and the signals can be
+        // reused.
         drop(self.handle.take());
         self.retired.abandon();
     }
@@ -259,6 +274,7 @@ impl Gpu {
                 options.profiling,
             )
         };
+        let scratch = scratch::presize(self, q_ptr, options.scratch_per_work_item)?;
         // SAFETY: initialised just above; lives as long as `amd_queue_mem`, which the queue owns.
         let q = unsafe { &*q_ptr };
         // gfx94x AQL queues take no EOP buffer (KFD only uses it for PM4 queues there).
@@ -317,6 +333,7 @@ impl Gpu {
             kernargs: std::sync::Mutex::new(KernargRing::new(kernarg_mem)?),
             spare: std::sync::Mutex::new(None),
             retired: RetireList::default(),
+            scratch,
             ring_mem,
             _amd_queue_mem: amd_queue_mem,
             _areas: areas,
@@ -366,16 +383,21 @@ impl AqlQueue {
         self.0.amd_queue as u64
     }
 
-    /// The error the queue stopped with, if it did.
+    /// The error the queue stopped with, if it did. (The CP's requests for scratch, which the
+    /// queue serves, are not errors.)
     pub fn fault(&self) -> Option<QueueFault> {
-        let v = self.0.inactive.value();
-        (v != 0).then_some(QueueFault { code: v as u64 })
+        let v = self.0.inactive.value() as u64;
+        (v != 0 && !aql::queue_error::is_scratch_request(v)).then_some(QueueFault { code: v })
     }
 
     /// The queue's error, if it stopped: its own (the inactive signal), or its GPU's (a fault
-    /// or reset stops every queue of the GPU).
+    /// or reset stops every queue of the GPU). A scratch request waiting in the inactive signal
+    /// is served first.
     fn check(&self) -> Result<()> {
         let queue_id = self.0.handle().id();
+        if aql::queue_error::is_scratch_request(self.0.inactive.value() as u64) {
+            self.0.serve_scratch_request()?;
+        }
         if let Some(fault) = self.fault() {
             return Err(Error::QueueError { queue_id, fault });
         }

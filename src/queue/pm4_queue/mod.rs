@@ -5,17 +5,18 @@
 //! GPU's family and written with [`pm4::ring::Pm4Ring`]; one submission commits the write pointer
 //! and rings the doorbell once.
 
+mod dispatch;
+
 use super::cwsr::{queue_buffer, ComputeAreas};
 use super::handle::KfdQueue;
 use super::QueuePriority;
 use crate::device::Gpu;
 use crate::error::{Error, Result};
 use crate::event::Event;
-use crate::kernel::Kernel;
 use crate::memory::{Buffer, MemoryKind};
 use kfd_sys::bindings::*;
 use kfd_sys::DriverExt;
-use pm4::regs::{self, initiator};
+
 use pm4::ring::{Pm4Ring, RingError};
 use pm4::{data_sel, event as ev, int_sel, CompareFunction, GfxFamily, Pm4Packet};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -65,6 +66,9 @@ pub struct Pm4Queue {
     /// rptr (u32 at 0), wptr (u64 at 8), fence (u32 at 64): apart from any other queue's.
     pointers: Buffer,
     fence_seq: AtomicU32,
+    /// Scratch and dispatch-packet images that submitted dispatches may still use: kept until
+    /// [`Pm4Queue::finish`] has seen everything before it complete, or the queue goes.
+    dispatch_memory: Mutex<dispatch::DispatchMemory>,
     _ring_mem: Buffer,
     _areas: ComputeAreas,
 }
@@ -163,6 +167,7 @@ impl Gpu {
             ring: Mutex::new(ring),
             pointers,
             fence_seq: AtomicU32::new(0),
+            dispatch_memory: Mutex::default(),
             _ring_mem: ring_mem,
             _areas: areas,
         })
@@ -316,117 +321,6 @@ impl Pm4Queue {
         })
     }
 
-    /// The packets that dispatch `kernel` on `groups` work-groups of `workgroup` work-items with
-    /// the kernel arguments at `kernarg_address`: cache invalidation, program and resource
-    /// registers from the kernel descriptor, user SGPRs in the documented order, then
-    /// DISPATCH_DIRECT.
-    pub fn dispatch_packets(
-        &self,
-        kernel: &Kernel,
-        groups: [u32; 3],
-        workgroup: [u32; 3],
-        kernarg_address: u64,
-    ) -> Result<Vec<Pm4Packet>> {
-        let kd = kernel.descriptor().ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "kernel {:?} has no known descriptor",
-                kernel.name()
-            ))
-        })?;
-        let entry = kernel
-            .entry_address()
-            .ok_or_else(|| Error::InvalidArgument("kernel entry overflows".into()))?;
-        if entry % 256 != 0 {
-            return Err(Error::InvalidArgument(format!(
-                "kernel entry {entry:#x} is not 256-byte aligned"
-            )));
-        }
-        if groups.contains(&0) || workgroup.contains(&0) || workgroup.iter().product::<u32>() > 1024
-        {
-            return Err(Error::InvalidArgument(format!(
-                "groups {groups:?} / work-group {workgroup:?}"
-            )));
-        }
-        let mut p = vec![if self.family.is_gfx10_plus() {
-            // GLI_INV=1 (all), GLK_INV, GLV_INV, GL1_INV, GL2_INV.
-            Pm4Packet::AcquireMem {
-                coher_cntl: 0,
-                gcr_cntl: 1 | 1 << 7 | 1 << 8 | 1 << 9 | 1 << 14,
-            }
-        } else {
-            Pm4Packet::AcquireMem {
-                coher_cntl: 0x28C0_0000,
-                gcr_cntl: 0,
-            }
-        }];
-        p.push(Pm4Packet::SetShReg {
-            reg: regs::COMPUTE_PGM_LO,
-            values: vec![(entry >> 8) as u32, ((entry >> 40) & 0xFF) as u32],
-        });
-        p.push(Pm4Packet::SetShReg {
-            reg: regs::COMPUTE_PGM_RSRC1,
-            values: vec![kd.compute_pgm_rsrc1, kd.compute_pgm_rsrc2],
-        });
-        if let Some(r3) = regs::compute_pgm_rsrc3(self.family) {
-            p.push(Pm4Packet::SetShReg {
-                reg: r3,
-                values: vec![kd.compute_pgm_rsrc3],
-            });
-        }
-        p.push(Pm4Packet::SetShReg {
-            reg: regs::COMPUTE_RESOURCE_LIMITS,
-            values: vec![0],
-        });
-        p.push(Pm4Packet::SetShReg {
-            reg: regs::COMPUTE_TMPRING_SIZE,
-            values: vec![0],
-        });
-        p.push(Pm4Packet::SetShReg {
-            reg: regs::COMPUTE_RESTART_X,
-            values: vec![0, 0, 0],
-        });
-        // User SGPRs in the order the descriptor's enable bits define them.
-        use aql::code_properties as cp;
-        let props = kd.kernel_code_properties;
-        let mut user = Vec::new();
-        if props & cp::ENABLE_SGPR_PRIVATE_SEGMENT_BUFFER != 0 {
-            user.extend([0u32; 4]); // no scratch: a null buffer resource
-        }
-        if props & cp::ENABLE_SGPR_DISPATCH_PTR != 0 {
-            user.extend([0u32; 2]); // PM4 dispatches have no AQL packet
-        }
-        if props & cp::ENABLE_SGPR_QUEUE_PTR != 0 {
-            user.extend([0u32; 2]);
-        }
-        if props & cp::ENABLE_SGPR_KERNARG_SEGMENT_PTR != 0 {
-            user.extend([kernarg_address as u32, (kernarg_address >> 32) as u32]);
-        }
-        if !user.is_empty() {
-            p.push(Pm4Packet::SetShReg {
-                reg: regs::COMPUTE_USER_DATA_0,
-                values: user,
-            });
-        }
-        p.push(Pm4Packet::SetShReg {
-            reg: regs::COMPUTE_START_X,
-            values: vec![0, 0, 0],
-        });
-        p.push(Pm4Packet::SetShReg {
-            reg: regs::COMPUTE_NUM_THREAD_X,
-            values: workgroup.to_vec(),
-        });
-        let w32 = if self.family.is_gfx10_plus() && kd.wavefront_size32() {
-            initiator::CS_W32_EN
-        } else {
-            0
-        };
-        p.push(Pm4Packet::DispatchDirect {
-            dims: groups,
-            initiator: initiator::COMPUTE_SHADER_EN | initiator::FORCE_START_AT_000 | w32,
-        });
-        Ok(p)
-    }
-
     /// Submits a RELEASE_MEM that writes an increasing value to the queue's fence word and waits
     /// until it lands: everything submitted before has completed.
     pub fn finish(&self, timeout: Duration) -> Result<()> {
@@ -435,6 +329,30 @@ impl Pm4Queue {
             .fetch_add(1, Ordering::AcqRel)
             .wrapping_add(1);
         let fence = self.pointers.gpu_address() + FENCE;
+        // What dispatches submitted before the fence used, freed once it passes.
+        let retired = std::mem::take(
+            &mut self
+                .dispatch_memory
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .retired,
+        );
+        let waited = self.wait_fence(fence, value, timeout);
+        let mut mem = self
+            .dispatch_memory
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        match waited {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                // Not seen idle: keep it all.
+                mem.retired.extend(retired);
+                Err(e)
+            }
+        }
+    }
+
+    fn wait_fence(&self, fence: u64, value: u32, timeout: Duration) -> Result<()> {
         self.submit_packets(
             &[Pm4Packet::ReleaseMem {
                 event_type: ev::CACHE_FLUSH_AND_INV_TS,

@@ -1,0 +1,239 @@
+//! Dispatching a kernel with PM4: the program and resource registers from its descriptor, the
+//! user SGPRs its enable bits ask for (in the ABI's order), scratch laid out as on an AQL
+//! queue, then `DISPATCH_DIRECT`.
+//!
+//! A PM4 queue has no AQL packet and no `amd_queue_t`, but code objects v4 and older read the
+//! work-group size from the dispatch packet: a kernel asking for the dispatch pointer gets an
+//! image of the AQL packet that would have launched it. Its queue pointer is null.
+
+use super::Pm4Queue;
+use crate::error::{Error, Result};
+use crate::kernel::Kernel;
+use crate::memory::{Buffer, MemoryKind};
+use crate::queue::scratch_memory::{allocate, wave_slots};
+use aql::code_properties as cp;
+use aql::scratch::Gfx9Scratch;
+use aql::{FenceScope, KernelDispatchPacket, Packet};
+use pm4::regs::{self, initiator};
+use pm4::Pm4Packet;
+
+/// Memory a PM4 queue's dispatches use beyond their arguments.
+#[derive(Default)]
+pub(super) struct DispatchMemory {
+    /// The scratch the queue's dispatches use now, and its layout.
+    scratch: Option<(Buffer, Gfx9Scratch)>,
+    /// Replaced scratch and dispatch-packet images of submitted dispatches, freed once the
+    /// queue has been seen idle past them.
+    pub(super) retired: Vec<Buffer>,
+}
+
+impl Pm4Queue {
+    /// The queue's scratch, grown to serve `private` bytes per work-item for `waves_needed`
+    /// waves (the replaced backing is kept until the queue is next seen idle).
+    fn scratch_for(&self, private: u32, waves_needed: u64) -> Result<Gfx9Scratch> {
+        let mut mem = self
+            .dispatch_memory
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let slots = u64::from(wave_slots(&self.gpu));
+        if let Some((_, s)) = &mem.scratch {
+            if s.lane_bytes >= private && u64::from(s.waves) >= waves_needed.min(slots) {
+                return Ok(*s);
+            }
+        }
+        let (buffer, layout, _) = allocate(&self.gpu, private, waves_needed)?;
+        if let Some((old, _)) = mem.scratch.replace((buffer, layout)) {
+            mem.retired.push(old);
+        }
+        Ok(layout)
+    }
+
+    /// An image of the AQL packet that would launch this dispatch, for a kernel reading its
+    /// dispatch pointer; kept like retired scratch.
+    fn packet_image(
+        &self,
+        kernel: &Kernel,
+        grid: [u32; 3],
+        workgroup: [u32; 3],
+        kernarg_address: u64,
+    ) -> Result<u64> {
+        let wg = workgroup.map(|w| u16::try_from(w).unwrap_or(u16::MAX));
+        let packet = Packet::KernelDispatch(KernelDispatchPacket {
+            barrier: true,
+            acquire: FenceScope::System,
+            release: FenceScope::System,
+            dimensions: if grid[2] > 1 || wg[2] > 1 {
+                3
+            } else if grid[1] > 1 || wg[1] > 1 {
+                2
+            } else {
+                1
+            },
+            workgroup_size: wg,
+            grid_size: grid,
+            private_segment_size: kernel.private_segment_size(),
+            group_segment_size: kernel.group_segment_size(),
+            kernel_object: kernel.object(),
+            kernarg_address,
+            completion_signal: 0,
+        });
+        let bytes: Vec<u8> = packet
+            .encode()
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect();
+        let image = self.gpu.alloc(64, MemoryKind::GttCoherent)?;
+        image.write(0, &bytes)?;
+        let address = image.gpu_address();
+        self.dispatch_memory
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retired
+            .push(image);
+        Ok(address)
+    }
+
+    /// The packets that dispatch `kernel` on `groups` work-groups of `workgroup` work-items with
+    /// the kernel arguments at `kernarg_address`: cache invalidation, program and resource
+    /// registers from the kernel descriptor, scratch when the kernel uses it, user SGPRs in the
+    /// documented order, then DISPATCH_DIRECT.
+    pub fn dispatch_packets(
+        &self,
+        kernel: &Kernel,
+        groups: [u32; 3],
+        workgroup: [u32; 3],
+        kernarg_address: u64,
+    ) -> Result<Vec<Pm4Packet>> {
+        let kd = kernel.descriptor().ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "kernel {:?} has no known descriptor",
+                kernel.name()
+            ))
+        })?;
+        let entry = kernel
+            .entry_address()
+            .ok_or_else(|| Error::InvalidArgument("kernel entry overflows".into()))?;
+        if entry % 256 != 0 {
+            return Err(Error::InvalidArgument(format!(
+                "kernel entry {entry:#x} is not 256-byte aligned"
+            )));
+        }
+        if groups.contains(&0) || workgroup.contains(&0) || workgroup.iter().product::<u32>() > 1024
+        {
+            return Err(Error::InvalidArgument(format!(
+                "groups {groups:?} / work-group {workgroup:?}"
+            )));
+        }
+        let grid: [u32; 3] = std::array::from_fn(|i| groups[i].saturating_mul(workgroup[i]));
+        let private = kernel.private_segment_size();
+        let scratch = if private > 0 {
+            if self.family.is_gfx10_plus() {
+                return Err(Error::Unsupported(format!(
+                    "scratch for PM4 dispatches on {} (kfdrt sets up GFX9 scratch only)",
+                    self.gpu.info().gfx_target
+                )));
+            }
+            let waves = groups.iter().map(|&g| u64::from(g)).product::<u64>()
+                * u64::from(workgroup.iter().product::<u32>().div_ceil(64));
+            Some(self.scratch_for(private, waves)?)
+        } else {
+            None
+        };
+        let mut p = vec![if self.family.is_gfx10_plus() {
+            // GLI_INV=1 (all), GLK_INV, GLV_INV, GL1_INV, GL2_INV.
+            Pm4Packet::AcquireMem {
+                coher_cntl: 0,
+                gcr_cntl: 1 | 1 << 7 | 1 << 8 | 1 << 9 | 1 << 14,
+            }
+        } else {
+            Pm4Packet::AcquireMem {
+                coher_cntl: 0x28C0_0000,
+                gcr_cntl: 0,
+            }
+        }];
+        let set = |p: &mut Vec<Pm4Packet>, reg, values: Vec<u32>| {
+            p.push(Pm4Packet::SetShReg { reg, values })
+        };
+        set(
+            &mut p,
+            regs::COMPUTE_PGM_LO,
+            vec![(entry >> 8) as u32, ((entry >> 40) & 0xFF) as u32],
+        );
+        set(
+            &mut p,
+            regs::COMPUTE_PGM_RSRC1,
+            vec![kd.compute_pgm_rsrc1, kd.compute_pgm_rsrc2],
+        );
+        if let Some(r3) = regs::compute_pgm_rsrc3(self.family) {
+            set(&mut p, r3, vec![kd.compute_pgm_rsrc3]);
+        }
+        set(&mut p, regs::COMPUTE_RESOURCE_LIMITS, vec![0]);
+        let layout = scratch.unwrap_or_default();
+        set(&mut p, regs::COMPUTE_TMPRING_SIZE, vec![layout.tmpring()]);
+        if matches!(self.family, pm4::GfxFamily::Gfx94x) {
+            // Architected flat scratch: the SPI starts each wave's FLAT_SCRATCH from here.
+            set(
+                &mut p,
+                regs::COMPUTE_DISPATCH_SCRATCH_BASE_LO,
+                vec![
+                    (layout.base >> 8) as u32,
+                    ((layout.base >> 40) & 0xFF) as u32,
+                ],
+            );
+        }
+        set(&mut p, regs::COMPUTE_RESTART_X, vec![0, 0, 0]);
+        // User SGPRs in the order the descriptor's enable bits define them.
+        let props = kd.kernel_code_properties;
+        let on = |bit| props & bit != 0;
+        let split = |v: u64| [v as u32, (v >> 32) as u32];
+        let mut user = Vec::new();
+        if on(cp::ENABLE_SGPR_PRIVATE_SEGMENT_BUFFER) {
+            user.extend(layout.resource());
+        }
+        if on(cp::ENABLE_SGPR_DISPATCH_PTR) {
+            user.extend(split(self.packet_image(
+                kernel,
+                grid,
+                workgroup,
+                kernarg_address,
+            )?));
+        }
+        if on(cp::ENABLE_SGPR_QUEUE_PTR) {
+            user.extend([0u32; 2]); // a PM4 queue has no amd_queue_t
+        }
+        if on(cp::ENABLE_SGPR_KERNARG_SEGMENT_PTR) {
+            user.extend(split(kernarg_address));
+        }
+        if on(cp::ENABLE_SGPR_DISPATCH_ID) {
+            user.extend([0u32; 2]);
+        }
+        if on(cp::ENABLE_SGPR_FLAT_SCRATCH_INIT) {
+            user.extend(split(layout.base));
+        }
+        if on(cp::ENABLE_SGPR_PRIVATE_SEGMENT_SIZE) {
+            user.push(private);
+        }
+        if user.len() > regs::USER_DATA_COUNT as usize {
+            return Err(Error::InvalidArgument(format!(
+                "kernel {:?} asks for {} user SGPRs, more than the 16 user-data registers",
+                kernel.name(),
+                user.len()
+            )));
+        }
+        if !user.is_empty() {
+            set(&mut p, regs::COMPUTE_USER_DATA_0, user);
+        }
+        set(&mut p, regs::COMPUTE_START_X, vec![0, 0, 0]);
+        set(&mut p, regs::COMPUTE_NUM_THREAD_X, workgroup.to_vec());
+        let w32 = if self.family.is_gfx10_plus() && kd.wavefront_size32() {
+            initiator::CS_W32_EN
+        } else {
+            0
+        };
+        p.push(Pm4Packet::DispatchDirect {
+            dims: groups,
+            initiator: initiator::COMPUTE_SHADER_EN | initiator::FORCE_START_AT_000 | w32,
+        });
+        Ok(p)
+    }
+}

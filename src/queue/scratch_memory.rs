@@ -1,0 +1,52 @@
+//! Scratch backings for compute queues (AQL and PM4), laid out as ROCr lays them out on GFX9
+//! (see [`aql::scratch`]): one slot per wave the GPU can run at once.
+
+use crate::device::Gpu;
+use crate::error::{Error, Result};
+use crate::memory::{AllocOptions, Buffer, MemoryKind};
+use aql::scratch::Gfx9Scratch;
+
+/// Above this, a backing for every wave slot is not kept: the dispatch gets one sized for its
+/// own waves, lent for that dispatch (ROCr's `HSA_SCRATCH_SINGLE_LIMIT` default).
+pub const SINGLE_LIMIT: u64 = 140 << 20;
+
+/// Waves of the GPU that may hold scratch at once: its compute units (rounded up to a whole
+/// number per shader engine) times `max_slots_scratch_cu`, as ROCr counts them.
+pub(crate) fn wave_slots(gpu: &Gpu) -> u32 {
+    let info = gpu.info();
+    info.compute_units
+        .next_multiple_of(info.shader_engines.max(1))
+        .saturating_mul(info.max_slots_scratch_cu.max(1))
+}
+
+/// Allocates a backing serving `private` bytes per work-item on `gpu`: for every wave slot of
+/// the GPU, or, past [`SINGLE_LIMIT`], for the `waves_needed` of one dispatch only (lent).
+/// Returns the buffer, the layout over it and whether it is lent.
+pub(crate) fn allocate(
+    gpu: &Gpu,
+    private: u32,
+    waves_needed: u64,
+) -> Result<(Buffer, Gfx9Scratch, bool)> {
+    let info = gpu.info();
+    if !(90000..100000).contains(&info.gfx_target_version) {
+        return Err(Error::Unsupported(format!(
+            "scratch for {} queues (kfdrt sets up GFX9 scratch only)",
+            info.gfx_target
+        )));
+    }
+    let slots = wave_slots(gpu);
+    let too_big = || Error::InvalidArgument(format!("{private} bytes of scratch per work-item"));
+    let mut layout = Gfx9Scratch::for_dispatch(private, slots).ok_or_else(too_big)?;
+    let mut lent = false;
+    if layout.size() > SINGLE_LIMIT {
+        let waves = u32::try_from(waves_needed.min(u64::from(slots))).unwrap_or(slots);
+        layout = Gfx9Scratch::for_dispatch(private, waves).ok_or_else(too_big)?;
+        lent = true;
+    }
+    let buffer = gpu.alloc_with(
+        layout.size(),
+        AllocOptions::new(MemoryKind::DeviceLocal).dedicated(),
+    )?;
+    layout.base = buffer.gpu_address();
+    Ok((buffer, layout, lent))
+}

@@ -1,0 +1,296 @@
+//! Scratch (private segment memory) of AQL queues, on real compiled kernels that spill: the
+//! command processor stops before a dispatch needing more than the queue has and asks for it
+//! through the queue's inactive signal; kfdrt sets it up as ROCr does and the dispatch runs.
+//! Uses the interpreter's hipcc fixtures (`kfd-emu/isa/tests/kernels/kernels.hip`).
+
+mod common;
+
+use kfdrt::emu::Preset;
+use kfdrt::kernel_args::KernelArgs;
+use kfdrt::{AqlQueue, AqlQueueOptions, Buffer, Dispatch, Gpu, Kernel, Kfd, MemoryKind};
+use std::time::Duration;
+
+const T: Option<Duration> = Some(Duration::from_secs(120));
+const N: u32 = 1024;
+
+fn kernels(gpu: &Gpu) -> kfdrt::CodeObject {
+    let bytes: Vec<u8> = match gpu.info().gfx_target.as_str() {
+        "gfx90a" => include_bytes!("../kfd-emu/isa/tests/kernels/kernels-gfx90a.co").to_vec(),
+        _ => {
+            // No compiler here knows gfx942: the fixture is a gfx940 build (the same ISA) with
+            // its ELF machine set to gfx942; its metadata still names gfx940, which kfdrt's
+            // loader rightly refuses, so name gfx942 there too (same length, same layout).
+            let mut b = include_bytes!("../kfd-emu/isa/tests/kernels/kernels-gfx942.co").to_vec();
+            let from = b"amdgcn-amd-amdhsa--gfx940";
+            let at = b.windows(from.len()).position(|w| w == from).unwrap();
+            b[at + from.len() - 1] = b'2';
+            b
+        }
+    };
+    gpu.load_code_object(&bytes).unwrap()
+}
+
+fn buffer_of(gpu: &Gpu, words: &[i32]) -> Buffer {
+    let b = gpu
+        .alloc(words.len() as u64 * 4, MemoryKind::GttCoherent)
+        .unwrap();
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    b.write(0, &bytes).unwrap();
+    b
+}
+
+fn words(b: &Buffer, n: usize) -> Vec<i32> {
+    b.to_vec().unwrap()[..n * 4]
+        .chunks_exact(4)
+        .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+/// `scratch_spill` on the CPU: a 200-int private array updated at data-dependent places.
+fn spill_expected(idx: &[i32]) -> Vec<i32> {
+    idx.iter()
+        .enumerate()
+        .map(|(i, &j)| {
+            let mut p: Vec<i32> = (0..200i32).map(|k| k.wrapping_mul(i as i32 + 1)).collect();
+            let j = j as usize;
+            p[j % 200] = p[j % 200].wrapping_add(1000);
+            p[(j * 7) % 200] ^= 0x55;
+            (0..200)
+                .step_by(13)
+                .fold(0i32, |acc, k| acc.wrapping_add(p[(j + k) % 200]))
+        })
+        .collect()
+}
+
+/// `scratch_array` on the CPU: a 64-int private array read at data-dependent places.
+fn array_expected(idx: &[i32]) -> Vec<i32> {
+    idx.iter()
+        .enumerate()
+        .map(|(i, &j)| {
+            (0..8).fold(0i32, |acc, k| {
+                let at = (j + k * 5) & 63;
+                acc.wrapping_add(at.wrapping_mul(i as i32).wrapping_add(7))
+            })
+        })
+        .collect()
+}
+
+/// A kernel's results computed on the CPU from the indices.
+type Expected = fn(&[i32]) -> Vec<i32>;
+
+fn indices() -> Vec<i32> {
+    (0..N as i32).map(|i| (i * 37 + 11) % 1000).collect()
+}
+
+/// Runs `kernel(idx, out, N)` on `q` and returns `out`, once the CP is past the dispatch (it
+/// hands lent scratch back after the completion signal, before the next packet).
+fn run(q: &AqlQueue, kernel: &Kernel, idx: &Buffer) -> Vec<i32> {
+    let out = buffer_of(q.gpu(), &vec![0; N as usize]);
+    let mut args = KernelArgs::new(kernel).unwrap();
+    args.set_buffer(0, idx)
+        .unwrap()
+        .set_buffer(1, &out)
+        .unwrap();
+    args.set_i32(2, N as i32).unwrap();
+    q.dispatch(&Dispatch::linear(kernel, N, 64).with_args(&args))
+        .unwrap()
+        .wait(T)
+        .unwrap();
+    q.barrier_and(&[]).unwrap().wait(T).unwrap();
+    words(&out, N as usize)
+}
+
+fn requests(kfd: &Kfd) -> u64 {
+    kfd.emulator().unwrap().stats().scratch_requests
+}
+
+#[test]
+fn kernels_that_spill_get_scratch_when_the_cp_asks() {
+    for preset in [Preset::Gfx90a, Preset::Gfx942] {
+        let kfd = common::emulated(preset, 1);
+        let gpu = kfd.gpu(0).unwrap();
+        let co = kernels(&gpu);
+        let (array, spill) = (
+            co.kernel("scratch_array").unwrap(),
+            co.kernel("scratch_spill").unwrap(),
+        );
+        assert!(array.private_segment_size() > 0 && spill.private_segment_size() > 0);
+        assert!(array.private_segment_size() < spill.private_segment_size());
+        let idx_words = indices();
+        let idx = buffer_of(&gpu, &idx_words);
+        let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+        assert_eq!(requests(&kfd), 0);
+
+        // The queue starts with none: the first dispatch makes the CP ask, once.
+        assert_eq!(
+            run(&q, &array, &idx),
+            array_expected(&idx_words),
+            "{preset}"
+        );
+        assert_eq!(
+            requests(&kfd),
+            1,
+            "{preset}: one request for the first scratch"
+        );
+        // It stays with the queue: the same needs ask nothing more.
+        assert_eq!(
+            run(&q, &array, &idx),
+            array_expected(&idx_words),
+            "{preset}"
+        );
+        assert_eq!(requests(&kfd), 1, "{preset}");
+
+        // A kernel needing more: for every wave slot it would be more than a queue keeps
+        // (SCRATCH_SINGLE_LIMIT), so it is lent for the dispatch and taken back after it (a
+        // request each way), as ROCr does.
+        let slots =
+            u64::from(gpu.info().compute_units) * u64::from(gpu.info().max_slots_scratch_cu);
+        let all_slots = slots * 64 * u64::from(spill.private_segment_size().next_multiple_of(16));
+        assert!(
+            all_slots > kfdrt::queue::SCRATCH_SINGLE_LIMIT,
+            "{preset}: {all_slots}"
+        );
+        for round in 0..2 {
+            assert_eq!(
+                run(&q, &spill, &idx),
+                spill_expected(&idx_words),
+                "{preset}"
+            );
+            assert_eq!(requests(&kfd), 3 + 2 * round, "{preset}: grow and reclaim");
+        }
+        // The lent scratch went back: the first kernel asks again.
+        assert_eq!(
+            run(&q, &array, &idx),
+            array_expected(&idx_words),
+            "{preset}"
+        );
+        assert_eq!(requests(&kfd), 6, "{preset}");
+        assert!(q.fault().is_none());
+    }
+}
+
+#[test]
+fn a_queue_sized_for_its_kernels_never_stops_for_scratch() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let co = kernels(&gpu);
+    let array = co.kernel("scratch_array").unwrap();
+    let idx_words = indices();
+    let idx = buffer_of(&gpu, &idx_words);
+    let q = gpu
+        .create_aql_queue(AqlQueueOptions::default().with_scratch(array.private_segment_size()))
+        .unwrap();
+    for _ in 0..3 {
+        assert_eq!(run(&q, &array, &idx), array_expected(&idx_words));
+    }
+    assert_eq!(requests(&kfd), 0);
+    // More than a queue keeps for every slot is refused up front.
+    let r = gpu.create_aql_queue(AqlQueueOptions::default().with_scratch(64 * 1024));
+    assert!(matches!(r, Err(kfdrt::Error::InvalidArgument(_))), "{r:?}");
+}
+
+#[test]
+fn a_request_is_served_when_nobody_waits_on_its_queue() {
+    // The dispatch needing scratch is on `a`; the program only waits on `b`, whose barrier
+    // depends on it. Without a server of its own, `a` would stay stopped and `b` never finish.
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let co = kernels(&gpu);
+    let array = co.kernel("scratch_array").unwrap();
+    let idx_words = indices();
+    let idx = buffer_of(&gpu, &idx_words);
+    let out = buffer_of(&gpu, &vec![0; N as usize]);
+    let a = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let b = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let mut args = KernelArgs::new(&array).unwrap();
+    args.set_buffer(0, &idx)
+        .unwrap()
+        .set_buffer(1, &out)
+        .unwrap();
+    args.set_i32(2, N as i32).unwrap();
+    let work = a
+        .dispatch(&Dispatch::linear(&array, N, 64).with_args(&args))
+        .unwrap();
+    b.barrier_and(&[work.signal()]).unwrap().wait(T).unwrap();
+    assert_eq!(words(&out, N as usize), array_expected(&idx_words));
+    assert_eq!(requests(&kfd), 1);
+    drop(work);
+}
+
+#[test]
+fn a_kernel_needing_more_than_a_wave_can_hold_stops_its_queue() {
+    // A dispatch asking for more scratch per work-item than one wave's slot can hold
+    // (WAVESIZE is 13 bits of KiB) cannot be served: the queue stops with an allocation error.
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let co = kernels(&gpu);
+    let spill = co.kernel("scratch_spill").unwrap();
+    // SAFETY: the descriptor is `spill`'s, which outlives the dispatch; the arguments name no
+    // memory (the kernel never starts).
+    let greedy = unsafe {
+        Kernel::from_raw(
+            "greedy",
+            spill.object(),
+            spill.kernarg_size(),
+            spill.group_segment_size(),
+            200_000,
+        )
+    };
+    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    // SAFETY: see above.
+    let d = unsafe { Dispatch::linear(&greedy, 64, 64).with_raw_args(&[0; 24]) };
+    match q.dispatch(&d).unwrap().wait(T) {
+        Err(kfdrt::Error::QueueError { fault, .. }) => {
+            assert_eq!(fault.code, kfdrt::queue::error_bits::INVALID_ALLOCATION)
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn pm4_dispatches_get_scratch_from_their_registers() {
+    for preset in [Preset::Gfx90a, Preset::Gfx942] {
+        let kfd = common::emulated(preset, 1);
+        let gpu = kfd.gpu(0).unwrap();
+        let co = kernels(&gpu);
+        let idx_words = indices();
+        let idx = buffer_of(&gpu, &idx_words);
+        let q = gpu
+            .create_pm4_queue(kfdrt::Pm4QueueOptions::default())
+            .unwrap();
+        let geometry = kfdrt::LaunchGeometry::linear(N, 64);
+        // A smaller need first, then a larger one: the queue's scratch grows between them
+        // while the first may still run on the old one (kept until `finish`).
+        let cases: [(&str, Expected); 2] = [
+            ("scratch_array", array_expected),
+            ("scratch_spill", spill_expected),
+        ];
+        let mut outs = Vec::new();
+        for (name, _) in cases {
+            let kernel = co.kernel(name).unwrap();
+            let out = buffer_of(&gpu, &vec![0; N as usize]);
+            let mut args = KernelArgs::new(&kernel).unwrap();
+            args.set_buffer(0, &idx)
+                .unwrap()
+                .set_buffer(1, &out)
+                .unwrap();
+            args.set_i32(2, N as i32).unwrap();
+            let karg = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+            let packets = q
+                .dispatch_packets_with_args(&kernel, &geometry, &args, &karg)
+                .unwrap();
+            common::pm4_submit(&q, &packets, T.unwrap()).unwrap();
+            outs.push((out, karg));
+        }
+        q.finish(T.unwrap()).unwrap();
+        for ((name, expected), (out, _)) in cases.iter().zip(&outs) {
+            assert_eq!(
+                words(out, N as usize),
+                expected(&idx_words),
+                "{preset}: {name}"
+            );
+        }
+        assert_eq!(requests(&kfd), 0, "PM4 queues have no scratch requests");
+        assert!(kfd.emulator().unwrap().stats().machine_dispatches >= 2);
+    }
+}
