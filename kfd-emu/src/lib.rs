@@ -77,6 +77,9 @@
 //! - Contents of new VRAM are zero (a GPU gives whatever the last owner left, or a poison
 //!   pattern).
 //! - Only the first 256 bytes at each kernel entry are compared by the instruction-cache model.
+//! - SDMA endian swaps: COPY_LINEAR's swap bits are not read, and a LINEAR_SUB_WINDOW copy
+//!   that asks for a swap stops its queue as an invalid packet rather than copy unswapped
+//!   (ROCr and Mesa never set them); TMZ and SDMA 6 cache-policy bits change nothing.
 //! - A system call that writes into host-visible VRAM (`read(2)` into a VRAM mapping) fails with
 //!   EFAULT in strict mode instead of silently bypassing the HDP model.
 //! - Emulated kernels (host functions) run their work-groups one after another; packets

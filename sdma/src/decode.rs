@@ -61,6 +61,9 @@ impl SdmaPacket {
     /// kernel's rings 0); it re-encodes with the user sub-op. A CONSTANT_FILL count is read as
     /// whole dwords (`(count >> 2) + 1`), so both Linux's `bytes - 1` and ROCr's `bytes - 4`
     /// read back as the bytes meant.
+    /// LINEAR_SUB_WINDOW reads its z fields with the generation's width
+    /// ([`SdmaVersion::sub_window_z_bits`]) and its cache policies on SDMA 6 only; an element
+    /// size code above 4 or a base address that is not dword aligned is refused.
     pub fn decode(ver: SdmaVersion, dwords: &[u32]) -> Result<(SdmaPacket, usize), DecodeError> {
         let &h = dwords.first().ok_or(DecodeError::Empty)?;
         let (op, sub) = (h as u8, (h >> SUB_OP_SHIFT) as u8);
@@ -88,6 +91,10 @@ impl SdmaPacket {
                     dst: join(d[5], d[6]),
                 };
                 Ok((p, 7))
+            }
+            (op::COPY, sub_op::COPY_LINEAR_SUB_WINDOW) => {
+                let c = crate::sub_window::decode(ver, dwords)?;
+                Ok((SdmaPacket::CopyLinearSubWindow(c), SUB_WINDOW_DWORDS))
             }
             (op::CONSTANT_FILL, 0) => {
                 let fill_size = h >> FILL_SIZE_SHIFT;

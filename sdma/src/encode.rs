@@ -12,7 +12,7 @@ fn hi(v: u64) -> u32 {
     (v >> 32) as u32
 }
 
-fn aligned(packet: &'static str, addr: u64, align: u64) -> Result<(), EncodeError> {
+pub(crate) fn aligned(packet: &'static str, addr: u64, align: u64) -> Result<(), EncodeError> {
     if addr % align == 0 {
         Ok(())
     } else {
@@ -24,7 +24,7 @@ fn aligned(packet: &'static str, addr: u64, align: u64) -> Result<(), EncodeErro
     }
 }
 
-fn fits(
+pub(crate) fn fits(
     packet: &'static str,
     field: &'static str,
     value: u64,
@@ -51,7 +51,7 @@ fn length(packet: &'static str, bytes: u64, max: u64) -> Result<(), EncodeError>
 }
 
 /// `[addr, addr + bytes)` must not run past 2^64 (`bytes` is at least 1 here).
-fn no_wrap(packet: &'static str, addr: u64, bytes: u64) -> Result<(), EncodeError> {
+pub(crate) fn no_wrap(packet: &'static str, addr: u64, bytes: u64) -> Result<(), EncodeError> {
     match addr.checked_add(bytes - 1) {
         Some(_) => Ok(()),
         None => Err(EncodeError::AddressWrap {
@@ -68,6 +68,7 @@ impl SdmaPacket {
         match self {
             SdmaPacket::Nop { .. } => "NOP",
             SdmaPacket::CopyLinear { .. } => "COPY_LINEAR",
+            SdmaPacket::CopyLinearSubWindow(_) => crate::sub_window::NAME,
             SdmaPacket::ConstantFill { .. } => "CONSTANT_FILL",
             SdmaPacket::Write { .. } => "WRITE_LINEAR",
             SdmaPacket::Fence { .. } => "FENCE",
@@ -95,6 +96,7 @@ impl SdmaPacket {
                 no_wrap(name, *src, *bytes)?;
                 no_wrap(name, *dst, *bytes)
             }
+            SdmaPacket::CopyLinearSubWindow(c) => crate::sub_window::validate(c, ver),
             SdmaPacket::ConstantFill { dst, bytes, .. } => {
                 aligned(name, *dst, 4)?;
                 if bytes % 4 != 0 {
@@ -212,6 +214,7 @@ impl SdmaPacket {
                 lo(*dst),
                 hi(*dst),
             ]),
+            SdmaPacket::CopyLinearSubWindow(c) => crate::sub_window::encode(c, out),
             SdmaPacket::ConstantFill { dst, data, bytes } => out.extend_from_slice(&[
                 header(op::CONSTANT_FILL, 0, FILL_SIZE_DWORD << FILL_SIZE_SHIFT),
                 lo(*dst),

@@ -36,6 +36,14 @@ pub enum EncodeError {
         /// The alignment the packet needs.
         align: u64,
     },
+    /// An extent or pitch of 0, stored minus one in a field that cannot hold -1.
+    #[error("{packet}: {field} is 0; it must be at least 1")]
+    Zero {
+        /// The packet's name.
+        packet: &'static str,
+        /// The field's name.
+        field: &'static str,
+    },
     /// A value does not fit its field (it would be truncated).
     #[error("{packet}: {field} = {value:#x} exceeds the field's maximum {max:#x}")]
     FieldRange {

@@ -34,6 +34,9 @@ pub mod op {
 pub mod sub_op {
     /// COPY: linear (byte) copy.
     pub const COPY_LINEAR: u8 = 0;
+    /// COPY: a rectangular window of one linear surface into another, in elements
+    /// (`LINEAR_SUB_WIND` in Linux's headers, `COPY_LINEAR_RECT` in ROCr's).
+    pub const COPY_LINEAR_SUB_WINDOW: u8 = 4;
     /// WRITE: linear (untiled) write of inline dwords.
     pub const WRITE_LINEAR: u8 = 0;
     /// TIMESTAMP: write the global (GPU-wide) 64-bit timestamp.
@@ -108,6 +111,36 @@ pub(crate) const COPY_BROADCAST: u32 = 1 << 27;
 /// COPY_LINEAR DW1 and CONSTANT_FILL DW4: the widest "bytes - 1" field of any SDMA 4-6 part
 /// (30 bits; parts with 22 bits keep bits 22-29 zero).
 pub(crate) const BYTE_COUNT_MASK: u32 = 0x3FFF_FFFF;
+
+/// COPY headers: TMZ (the access is to trusted memory) bit 18; on SDMA 6, CPV (the cache
+/// policies are valid) bit 19.
+pub(crate) const COPY_TMZ: u32 = 1 << 18;
+pub(crate) const COPY_CPV: u32 = 1 << 19;
+
+/// LINEAR_SUB_WINDOW: 13 dwords.
+pub(crate) const SUB_WINDOW_DWORDS: usize = 13;
+/// LINEAR_SUB_WINDOW header: log2 of the element size, bits 29-31 (0-4 are defined: 1 to 16
+/// bytes).
+pub(crate) const SUB_WINDOW_ELEMENT_SHIFT: u32 = 29;
+pub(crate) const SUB_WINDOW_ELEMENT_MAX: u32 = 4;
+/// LINEAR_SUB_WINDOW DW3/DW8 (x bits 0-13, y bits 16-29) and DW11 (width - 1 bits 0-13,
+/// height - 1 bits 16-29).
+pub(crate) const SUB_WINDOW_XY_MASK: u32 = 0x3FFF;
+pub(crate) const SUB_WINDOW_Y_SHIFT: u32 = 16;
+/// LINEAR_SUB_WINDOW DW4/DW9: z in the low bits (11 or 13, see
+/// [`crate::SdmaVersion::sub_window_z_bits`]), pitch - 1 bits 13-31.
+pub(crate) const SUB_WINDOW_PITCH_SHIFT: u32 = 13;
+pub(crate) const SUB_WINDOW_PITCH_BITS: u32 = 19;
+/// LINEAR_SUB_WINDOW DW5/DW10: slice pitch - 1, bits 0-27.
+pub(crate) const SUB_WINDOW_SLICE_BITS: u32 = 28;
+/// LINEAR_SUB_WINDOW DW12: depth - 1 in the low bits (as z), DST_SW bits 16-17, DST cache
+/// policy bits 18-20 (SDMA 6), SRC_SW bits 24-25, SRC cache policy bits 26-28 (SDMA 6).
+pub(crate) const SUB_WINDOW_DST_SWAP_SHIFT: u32 = 16;
+pub(crate) const SUB_WINDOW_DST_POLICY_SHIFT: u32 = 18;
+pub(crate) const SUB_WINDOW_SRC_SWAP_SHIFT: u32 = 24;
+pub(crate) const SUB_WINDOW_SRC_POLICY_SHIFT: u32 = 26;
+pub(crate) const SWAP_MASK: u32 = 3;
+pub(crate) const CACHE_POLICY_MASK: u32 = 7;
 
 /// WRITE_LINEAR DW3: "dwords - 1", 20 bits.
 pub(crate) const WRITE_COUNT_MASK: u32 = 0xF_FFFF;

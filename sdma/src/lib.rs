@@ -1,6 +1,7 @@
 //! SDMA (system DMA engine) packets for kfdrt: typed encoders and a total decoder per engine
-//! generation ([`SdmaPacket`], [`SdmaVersion`]), splitting of copies and fills larger than one
-//! packet may be, and [`ring::SdmaRing`], the byte-addressed ring writer.
+//! generation ([`SdmaPacket`], [`SdmaVersion`]; the rectangle copy's fields in
+//! [`SubWindowCopy`]), splitting of copies and fills larger than one packet may be, and
+//! [`ring::SdmaRing`], the byte-addressed ring writer.
 //!
 //! Pure Rust, no system calls. Field layouts follow the public Linux headers
 //! (`vega10_sdma_pkt_open.h`, `navi10_sdma_pkt_open.h`, `sdma_v6_0_0_pkt_open.h`) and ROCr's
@@ -25,9 +26,13 @@ mod error;
 mod fields;
 mod packet;
 pub mod ring;
+mod sub_window;
 mod version;
 
 pub use error::{DecodeError, EncodeError};
 pub use fields::{atomic_op, gcr_control, op, sub_op};
-pub use packet::{constant_fill_split, copy_linear_split, AtomicOp, CompareFunction, SdmaPacket};
+pub use packet::{
+    constant_fill_split, copy_linear_split, AtomicOp, CompareFunction, SdmaPacket, SubWindowCopy,
+    SubWindowSurface,
+};
 pub use version::SdmaVersion;

@@ -37,6 +37,111 @@ impl AtomicOp {
     }
 }
 
+/// One side of a [`SubWindowCopy`]: a linear surface (a 3D array of elements laid out row by
+/// row, slice by slice) and where the window starts in it. Everything but the address counts
+/// elements of the copy's size.
+///
+/// Element `(x, y, z)` of the surface lives at
+/// `addr + (x + y * pitch + z * slice_pitch) * element_bytes`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SubWindowSurface {
+    /// Base address (4-byte aligned; ROCr moves an unaligned start into `x`).
+    pub addr: u64,
+    /// First element of each row of the window (14 bits).
+    pub x: u32,
+    /// First row (14 bits).
+    pub y: u32,
+    /// First slice ([`SdmaVersion::sub_window_z_bits`] bits: 11 on SDMA 4, 13 after).
+    pub z: u32,
+    /// Elements from the start of one row to the next, 1 ..= 2^19 (stored minus one).
+    pub pitch: u32,
+    /// Elements from the start of one slice to the next, 1 ..= 2^28 (stored minus one; ROCr
+    /// writes 0, a slice pitch of 1, when the copy is one slice deep).
+    pub slice_pitch: u32,
+    /// Endian swap (2 bits: 0 none, 1 bytes in 16-bit words, 2 in dwords, 3 in qwords).
+    pub swap: u8,
+    /// Cache policy (3 bits; SDMA 6 only, 0 before).
+    pub cache_policy: u8,
+}
+
+impl SubWindowSurface {
+    /// A surface at `addr` with the given pitches, the window at its origin, no swap and the
+    /// default cache policy.
+    pub fn new(addr: u64, pitch: u32, slice_pitch: u32) -> SubWindowSurface {
+        SubWindowSurface {
+            addr,
+            x: 0,
+            y: 0,
+            z: 0,
+            pitch,
+            slice_pitch,
+            swap: 0,
+            cache_policy: 0,
+        }
+    }
+
+    /// The same surface with the window starting at element `(x, y, z)`.
+    pub fn at(self, x: u32, y: u32, z: u32) -> SubWindowSurface {
+        SubWindowSurface { x, y, z, ..self }
+    }
+}
+
+/// COPY LINEAR_SUB_WINDOW (`SDMA_PKT_COPY_LINEAR_SUB_WIND`, ROCr's `COPY_LINEAR_RECT`): copy a
+/// `width` x `height` x `depth` box of elements from one linear surface to another, row by
+/// row. Every extent is 1 or more and stored minus one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SubWindowCopy {
+    /// log2 of the element size in bytes: 0 ..= 4 (1 to 16 bytes).
+    pub element_size_log2: u8,
+    /// TMZ: the surfaces are in trusted (encrypted) memory.
+    pub tmz: bool,
+    /// CPV: the surfaces' cache policies are valid (SDMA 6 only, `false` before).
+    pub cache_policy_valid: bool,
+    /// Where the elements come from.
+    pub src: SubWindowSurface,
+    /// Where they go.
+    pub dst: SubWindowSurface,
+    /// Elements per row, 1 ..= 2^14.
+    pub width: u32,
+    /// Rows per slice, 1 ..= 2^14.
+    pub height: u32,
+    /// Slices, 1 ..= 2^11 on SDMA 4, 2^13 after (see [`SdmaVersion::sub_window_z_bits`]).
+    pub depth: u32,
+}
+
+impl SubWindowCopy {
+    /// An element-size-`1 << element_size_log2` copy of a `width` x `height` x `depth` box,
+    /// with no TMZ and no cache policies.
+    pub fn new(
+        element_size_log2: u8,
+        src: SubWindowSurface,
+        dst: SubWindowSurface,
+        [width, height, depth]: [u32; 3],
+    ) -> SubWindowCopy {
+        SubWindowCopy {
+            element_size_log2,
+            tmz: false,
+            cache_policy_valid: false,
+            src,
+            dst,
+            width,
+            height,
+            depth,
+        }
+    }
+
+    /// Bytes per element, `1 << element_size_log2` (codes above 63 count as 63, so this never
+    /// overflows; [`SdmaPacket::validate`] allows 0 ..= 4).
+    pub fn element_bytes(&self) -> u64 {
+        1u64 << self.element_size_log2.min(63)
+    }
+
+    /// Bytes of one row of the window.
+    pub fn row_bytes(&self) -> u64 {
+        u64::from(self.width).saturating_mul(self.element_bytes())
+    }
+}
+
 /// An SDMA packet. Addresses are GPU virtual addresses.
 ///
 /// [`encode`](SdmaPacket::encode) checks every field against its width and alignment and
@@ -60,6 +165,9 @@ pub enum SdmaPacket {
         /// Bytes.
         bytes: u64,
     },
+    /// COPY LINEAR_SUB_WINDOW: a box of elements between two linear surfaces (ROCr's
+    /// `hsa_amd_memory_async_copy_rect`, HIP's `hipMemcpy2D`/`3D`).
+    CopyLinearSubWindow(SubWindowCopy),
     /// CONSTANT_FILL with a dword pattern: `bytes` (a multiple of 4, at most
     /// [`SdmaVersion::max_fill_bytes`]) at a 4-byte aligned `dst`.
     ConstantFill {
@@ -145,6 +253,7 @@ impl SdmaPacket {
         match self {
             SdmaPacket::Nop { extra_dwords } => 1 + *extra_dwords as usize,
             SdmaPacket::CopyLinear { .. } => 7,
+            SdmaPacket::CopyLinearSubWindow(_) => crate::fields::SUB_WINDOW_DWORDS,
             SdmaPacket::ConstantFill { .. } => 5,
             SdmaPacket::Write { data, .. } => 4 + data.len(),
             SdmaPacket::Fence { .. } => 4,

@@ -86,6 +86,23 @@ impl SdmaVersion {
         !matches!(self, SdmaVersion::V4)
     }
 
+    /// Width of LINEAR_SUB_WINDOW's z fields (the start slices and depth - 1): 11 bits on
+    /// SDMA 4 (`vega10_sdma_pkt_open.h`), 13 on SDMA 5 and 6 (`navi10_sdma_pkt_open.h`,
+    /// `sdma_v6_0_0_pkt_open.h`). ROCr's own header gives 11 for every generation before
+    /// gfx12, so what it writes fits everywhere.
+    pub fn sub_window_z_bits(self) -> u32 {
+        match self {
+            SdmaVersion::V4 => 11,
+            SdmaVersion::V5 | SdmaVersion::V6 => 13,
+        }
+    }
+
+    /// Whether copies carry cache policies (LINEAR_SUB_WINDOW's per-surface policies and the
+    /// header's CPV bit): SDMA 6 only; the bits are reserved before it.
+    pub fn has_copy_cache_policy(self) -> bool {
+        matches!(self, SdmaVersion::V6)
+    }
+
     /// Whether FENCE carries a memory type (MTYPE, set to uncached by ROCr and Linux from
     /// SDMA 5 on; SDMA 4 fences are written without one).
     pub fn has_fence_mtype(self) -> bool {

@@ -2,6 +2,7 @@
 
 use sdma::{
     gcr_control, AtomicOp, CompareFunction, DecodeError, EncodeError, SdmaPacket, SdmaVersion,
+    SubWindowCopy, SubWindowSurface,
 };
 
 const GFX90A: u32 = 90010;
@@ -294,12 +295,14 @@ fn gcr_needs_sdma5() {
 fn decode_errors() {
     let v = SdmaVersion::V6;
     assert_eq!(SdmaPacket::decode(v, &[]), Err(DecodeError::Empty));
-    // Opcodes without a packet type here: INDIRECT (4), SEM (7), and a linear copy's sibling
-    // sub-ops (LINEAR_SUB_WINDOW 4), TIMESTAMP GET (1), FENCE with a sub-op.
+    // Opcodes without a packet type here: INDIRECT (4), SEM (7), the tiled and backward-
+    // compatible copies (TILED_SUB_WINDOW 5, LINEAR_SUB_WINDOW_BC 20), TIMESTAMP GET (1),
+    // FENCE with a sub-op.
     for (h, op, sub_op) in [
         (0x4, 4, 0),
         (0x7, 7, 0),
-        (0x401, 1, 4),
+        (0x501, 1, 5),
+        (0x1401, 1, 20),
         (0x10D, 13, 1),
         (0x205, 5, 2),
         (0xFF, 0xFF, 0),
@@ -384,4 +387,254 @@ fn the_decoder_of_a_part_refuses_counts_its_field_cannot_hold() {
     assert!(SdmaPacket::decode_for_part(SdmaVersion::V6, GFX1100, &fill).is_ok());
     fill[4] = (4 << 20) - 1;
     assert!(SdmaPacket::decode_for_part(SdmaVersion::V4, GFX90A, &fill).is_ok());
+}
+
+/// A valid 2D sub-window copy to derive refused ones from.
+fn sub_window() -> SubWindowCopy {
+    SubWindowCopy::new(
+        2,
+        SubWindowSurface::new(0x1000, 64, 64 * 16),
+        SubWindowSurface::new(0x8000, 32, 32 * 16),
+        [16, 8, 1],
+    )
+}
+
+#[test]
+fn sub_window_fields_are_checked_per_generation() {
+    let refuse_sw =
+        |c: SubWindowCopy, ver, gfx| refuse(&SdmaPacket::CopyLinearSubWindow(c), ver, gfx);
+    let ok = |c: SubWindowCopy, ver, gfx| {
+        SdmaPacket::CopyLinearSubWindow(c)
+            .encode(ver, gfx, &mut Vec::new())
+            .unwrap()
+    };
+    let range = |field, value, max| EncodeError::FieldRange {
+        packet: "COPY_LINEAR_SUB_WINDOW",
+        field,
+        value,
+        max,
+    };
+    let base = sub_window();
+    ok(base, SdmaVersion::V4, GFX942);
+    // z: 11 bits on SDMA 4, 13 from SDMA 5.
+    let deep = SubWindowCopy {
+        src: base.src.at(0, 0, 0x800),
+        ..base
+    };
+    assert_eq!(
+        refuse_sw(deep, SdmaVersion::V4, GFX90A),
+        range("src.z", 0x800, 0x7FF)
+    );
+    ok(deep, SdmaVersion::V5, GFX1010);
+    let thick = SubWindowCopy {
+        depth: 0x801,
+        ..base
+    };
+    assert_eq!(
+        refuse_sw(thick, SdmaVersion::V4, GFX942),
+        range("depth", 0x801, 0x800)
+    );
+    ok(thick, SdmaVersion::V6, GFX1100);
+    assert_eq!(
+        refuse_sw(
+            SubWindowCopy {
+                depth: 0x2001,
+                ..base
+            },
+            SdmaVersion::V6,
+            GFX1100
+        ),
+        range("depth", 0x2001, 0x2000)
+    );
+    // Cache policies exist on SDMA 6 only.
+    let policy = SubWindowCopy {
+        dst: SubWindowSurface {
+            cache_policy: 2,
+            ..base.dst
+        },
+        ..base
+    };
+    assert_eq!(
+        refuse_sw(policy, SdmaVersion::V5, GFX1030),
+        range("dst.cache_policy", 2, 0)
+    );
+    ok(policy, SdmaVersion::V6, GFX1100);
+    let cpv = SubWindowCopy {
+        cache_policy_valid: true,
+        ..base
+    };
+    assert_eq!(
+        refuse_sw(cpv, SdmaVersion::V4, GFX90A),
+        range("cache_policy_valid", 1, 0)
+    );
+    // Field widths everywhere.
+    for (c, want) in [
+        (
+            SubWindowCopy {
+                element_size_log2: 5,
+                ..base
+            },
+            range("element size", 5, 4),
+        ),
+        (
+            SubWindowCopy {
+                width: 0x4001,
+                ..base
+            },
+            range("width", 0x4001, 0x4000),
+        ),
+        (
+            SubWindowCopy {
+                height: 0x4001,
+                ..base
+            },
+            range("height", 0x4001, 0x4000),
+        ),
+        (
+            SubWindowCopy {
+                src: base.src.at(0x4000, 0, 0),
+                ..base
+            },
+            range("src.x", 0x4000, 0x3FFF),
+        ),
+        (
+            SubWindowCopy {
+                dst: base.dst.at(0, 0x4000, 0),
+                ..base
+            },
+            range("dst.y", 0x4000, 0x3FFF),
+        ),
+        (
+            SubWindowCopy {
+                src: SubWindowSurface::new(0x1000, (1 << 19) + 1, 1),
+                ..base
+            },
+            range("src.pitch", (1 << 19) + 1, 1 << 19),
+        ),
+        (
+            SubWindowCopy {
+                dst: SubWindowSurface::new(0x8000, 32, (1 << 28) + 1),
+                ..base
+            },
+            range("dst.slice_pitch", (1 << 28) + 1, 1 << 28),
+        ),
+        (
+            SubWindowCopy {
+                src: SubWindowSurface {
+                    swap: 4,
+                    ..base.src
+                },
+                ..base
+            },
+            range("src.swap", 4, 3),
+        ),
+        (
+            SubWindowCopy { width: 0, ..base },
+            EncodeError::Zero {
+                packet: "COPY_LINEAR_SUB_WINDOW",
+                field: "width",
+            },
+        ),
+        (
+            SubWindowCopy {
+                dst: SubWindowSurface::new(0x8000, 0, 1),
+                ..base
+            },
+            EncodeError::Zero {
+                packet: "COPY_LINEAR_SUB_WINDOW",
+                field: "dst.pitch",
+            },
+        ),
+        // Base addresses are dword aligned (ROCr moves the rest into x).
+        (
+            SubWindowCopy {
+                src: SubWindowSurface::new(0x1002, 64, 1024),
+                ..base
+            },
+            EncodeError::Misaligned {
+                packet: "COPY_LINEAR_SUB_WINDOW",
+                addr: 0x1002,
+                align: 4,
+            },
+        ),
+        // The last element of the destination window is at (15, 7) of a 32-element pitch, 4
+        // bytes each: (15 + 7 * 32 + 1) * 4 = 960 bytes from the base, one past 2^64.
+        (
+            SubWindowCopy {
+                dst: SubWindowSurface::new(0u64.wrapping_sub(956), 32, 512),
+                ..base
+            },
+            EncodeError::AddressWrap {
+                packet: "COPY_LINEAR_SUB_WINDOW",
+                addr: 0u64.wrapping_sub(956),
+                bytes: 960,
+            },
+        ),
+    ] {
+        for (ver, gfx) in [
+            (SdmaVersion::V4, GFX90A),
+            (SdmaVersion::V5, GFX1030),
+            (SdmaVersion::V6, GFX1100),
+        ] {
+            assert_eq!(refuse_sw(c, ver, gfx), want, "{ver:?}");
+        }
+    }
+    // The window may end at the last byte of the address space.
+    ok(
+        SubWindowCopy {
+            dst: SubWindowSurface::new(0u64.wrapping_sub(960), 32, 512),
+            ..base
+        },
+        SdmaVersion::V4,
+        GFX942,
+    );
+}
+
+#[test]
+fn sub_window_decode_errors() {
+    let mut d = Vec::new();
+    SdmaPacket::CopyLinearSubWindow(sub_window())
+        .encode(SdmaVersion::V6, GFX1100, &mut d)
+        .unwrap();
+    assert_eq!(
+        SdmaPacket::decode(SdmaVersion::V6, &d[..12]),
+        Err(DecodeError::Truncated {
+            needed: 13,
+            available: 12
+        })
+    );
+    // Element sizes 5-7 (32 to 128 bytes) are not defined.
+    for e in 5..8 {
+        let mut bad = d.clone();
+        bad[0] = bad[0] & !(7 << 29) | e << 29;
+        assert_eq!(
+            SdmaPacket::decode(SdmaVersion::V6, &bad),
+            Err(DecodeError::BadField {
+                op: 1,
+                field: "element size",
+                value: e
+            })
+        );
+    }
+    // Unaligned base addresses.
+    let mut bad = d.clone();
+    bad[1] |= 2;
+    assert_eq!(
+        SdmaPacket::decode(SdmaVersion::V4, &bad),
+        Err(DecodeError::BadField {
+            op: 1,
+            field: "source address",
+            value: 0x1002
+        })
+    );
+    let mut bad = d.clone();
+    bad[6] |= 1;
+    assert_eq!(
+        SdmaPacket::decode(SdmaVersion::V5, &bad),
+        Err(DecodeError::BadField {
+            op: 1,
+            field: "destination address",
+            value: 0x8001
+        })
+    );
 }

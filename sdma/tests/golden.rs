@@ -1,7 +1,10 @@
 //! Golden encodings, each worked out by hand from the field definitions (shared/reference/SDMA.md,
 //! ROCr `sdma_registers.h`) and written next to it, then decoded back.
 
-use sdma::{gcr_control, AtomicOp, CompareFunction, SdmaPacket, SdmaVersion};
+use sdma::{
+    gcr_control, AtomicOp, CompareFunction, SdmaPacket, SdmaVersion, SubWindowCopy,
+    SubWindowSurface,
+};
 
 const GFX90A: u32 = 90010;
 const GFX942: u32 = 90402;
@@ -316,4 +319,157 @@ fn kernel_and_rocr_forms_decode() {
             ))
         );
     }
+}
+
+#[test]
+fn copy_linear_sub_window_as_rocr_writes_it() {
+    // HIP's hipMemcpy2D of a 100 x 37 byte window from a 100-byte pitch into a pitched
+    // allocation (hipMallocPitch gives 256 bytes). The first eight dwords are the ones kfd-emu
+    // logged when it could not yet decode the packet; the rest follow ROCr's
+    // BuildCopyRectCommand and match what the emulator decoded from a later run. ROCr picks the
+    // largest element dividing the pitches and the width: 4 bytes, so everything counts dwords.
+    // Header: op 1 | sub_op 4 << 8 = 0x401 | element log2 2 << 29 = 0x40000000 -> 0x40000401.
+    // DW4: src z 0 | (pitch 25 - 1 = 24) << 13 = 0x30000. DW5: slice pitch - 1 = 0 (one slice).
+    // DW9: (256 / 4 - 1 = 63) << 13 = 0x7E000. DW11: width 25 - 1 = 24 = 0x18 | (37 - 1 = 36
+    // = 0x24) << 16 = 0x00240018. DW12: depth 1 - 1 = 0, no swaps.
+    let c = SubWindowCopy::new(
+        2,
+        SubWindowSurface::new(0x7F0D_3440_0000, 25, 1),
+        SubWindowSurface::new(0x7F0D_3490_0000, 64, 1),
+        [25, 37, 1],
+    );
+    golden(
+        &SdmaPacket::CopyLinearSubWindow(c),
+        ALL,
+        &[
+            0x4000_0401,
+            0x3440_0000,
+            0x7F0D,
+            0,
+            0x0003_0000,
+            0,
+            0x3490_0000,
+            0x7F0D,
+            0,
+            0x0007_E000,
+            0,
+            0x0024_0018,
+            0,
+        ],
+    );
+}
+
+#[test]
+fn copy_linear_sub_window_offsets_and_sdma4_limits() {
+    // 2-byte elements: header 0x401 | 1 << 29 = 0x20000401. Source at 0x1000, window at
+    // (1, 2, 0x7FF): DW3 = 1 | 2 << 16 = 0x00020001; DW4 = z 0x7FF (SDMA 4's widest, 11 bits)
+    // | (pitch 64 - 1 = 63) << 13 = 0x7E000 -> 0x0007E7FF; DW5 = 1024 - 1 = 0x3FF.
+    // Destination 0x2_0000_0000 (DW6 0, DW7 2), window at the origin, pitch 32: DW9 = 31 << 13
+    // = 0x3E000; DW10 = 256 - 1 = 0xFF. DW11 = (8 - 1) | (4 - 1) << 16 = 0x00030007;
+    // DW12 = depth 0x800 - 1 = 0x7FF (the deepest SDMA 4 box). Every generation writes it so.
+    let c = SubWindowCopy::new(
+        1,
+        SubWindowSurface::new(0x1000, 64, 1024).at(1, 2, 0x7FF),
+        SubWindowSurface::new(0x2_0000_0000, 32, 256),
+        [8, 4, 0x800],
+    );
+    golden(
+        &SdmaPacket::CopyLinearSubWindow(c),
+        ALL,
+        &[
+            0x2000_0401,
+            0x1000,
+            0,
+            0x0002_0001,
+            0x0007_E7FF,
+            0x3FF,
+            0,
+            2,
+            0,
+            0x0003_E000,
+            0xFF,
+            0x0003_0007,
+            0x7FF,
+        ],
+    );
+}
+
+#[test]
+fn copy_linear_sub_window_every_field_on_sdma6() {
+    // 16-byte elements (log2 4 << 29 = 0x80000000), TMZ (bit 18 = 0x40000), CPV (bit 19 =
+    // 0x80000): header 0x800C0401.
+    // Source 0x1_2345_6780 at (3, 5, 0x1ABC): DW3 = 3 | 5 << 16 = 0x00050003; DW4 = 0x1ABC
+    // (13-bit z) | (pitch 2^19 - 1 = 0x7FFFF) << 13 = 0xFFFFE000 -> 0xFFFFFABC; DW5 = slice
+    // pitch 2^28 - 1 = 0x0FFFFFFF.
+    // Destination 0xFFFF_0000_0000_0100 at (0x3FFF, 0x3FFF, 7): DW8 = 0x3FFF3FFF; DW9 = 7 |
+    // (2 - 1) << 13 = 0x2007; DW10 = 0x12345 - 1 = 0x12344.
+    // DW11 = (0x4000 - 1) | (2 - 1) << 16 = 0x00013FFF.
+    // DW12 = depth 0x2000 - 1 = 0x1FFF | DST_SW 1 << 16 = 0x10000 | dst policy 5 << 18 =
+    // 0x140000 | SRC_SW 2 << 24 = 0x2000000 | src policy 3 << 26 = 0xC000000 -> 0x0E151FFF.
+    let c = SubWindowCopy {
+        element_size_log2: 4,
+        tmz: true,
+        cache_policy_valid: true,
+        src: SubWindowSurface {
+            swap: 2,
+            cache_policy: 3,
+            ..SubWindowSurface::new(0x1_2345_6780, 1 << 19, 1 << 28).at(3, 5, 0x1ABC)
+        },
+        dst: SubWindowSurface {
+            swap: 1,
+            cache_policy: 5,
+            ..SubWindowSurface::new(0xFFFF_0000_0000_0100, 2, 0x12345).at(0x3FFF, 0x3FFF, 7)
+        },
+        width: 0x4000,
+        height: 2,
+        depth: 0x2000,
+    };
+    golden(
+        &SdmaPacket::CopyLinearSubWindow(c),
+        &[(SdmaVersion::V6, GFX1100)],
+        &[
+            0x800C_0401,
+            0x2345_6780,
+            0x1,
+            0x0005_0003,
+            0xFFFF_FABC,
+            0x0FFF_FFFF,
+            0x100,
+            0xFFFF_0000,
+            0x3FFF_3FFF,
+            0x2007,
+            0x1_2344,
+            0x0001_3FFF,
+            0x0E15_1FFF,
+        ],
+    );
+    // Before SDMA 6 the CPV bit and the policy bits are reserved: the same dwords read back
+    // without them (and with SDMA 4's 11-bit z fields, 0x1ABC & 0x7FF = 0x2BC, depth
+    // (0x1FFF & 0x7FF) + 1 = 0x800).
+    let mut dwords = Vec::new();
+    SdmaPacket::CopyLinearSubWindow(c)
+        .encode(SdmaVersion::V6, GFX1100, &mut dwords)
+        .unwrap();
+    let plain = |z, depth| SubWindowCopy {
+        cache_policy_valid: false,
+        src: SubWindowSurface {
+            cache_policy: 0,
+            z,
+            ..c.src
+        },
+        dst: SubWindowSurface {
+            cache_policy: 0,
+            ..c.dst
+        },
+        depth,
+        ..c
+    };
+    assert_eq!(
+        SdmaPacket::decode(SdmaVersion::V5, &dwords),
+        Ok((SdmaPacket::CopyLinearSubWindow(plain(0x1ABC, 0x2000)), 13))
+    );
+    assert_eq!(
+        SdmaPacket::decode(SdmaVersion::V4, &dwords),
+        Ok((SdmaPacket::CopyLinearSubWindow(plain(0x2BC, 0x800)), 13))
+    );
 }

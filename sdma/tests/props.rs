@@ -2,7 +2,7 @@
 //! encoder either writes exactly `encoded_dwords` dwords or nothing.
 
 use proptest::prelude::*;
-use sdma::{AtomicOp, CompareFunction, SdmaPacket, SdmaVersion};
+use sdma::{AtomicOp, CompareFunction, SdmaPacket, SdmaVersion, SubWindowCopy, SubWindowSurface};
 
 /// (generation, part) pairs covering each limit: 22- and 30-bit copy counts, GCR or not.
 fn target() -> impl Strategy<Value = (SdmaVersion, u32)> {
@@ -30,11 +30,65 @@ fn atomic_op() -> impl Strategy<Value = AtomicOp> {
     ]
 }
 
+/// One side of a sub-window copy valid on `ver` (its address not yet kept from wrapping).
+fn surface(ver: SdmaVersion) -> impl Strategy<Value = SubWindowSurface> {
+    let z_max = (1u32 << ver.sub_window_z_bits()) - 1;
+    let policy_max = if ver.has_copy_cache_policy() { 7u8 } else { 0 };
+    (
+        any::<u64>(),
+        (0u32..0x4000, 0u32..0x4000, 0..=z_max),
+        (1u32..=1 << 19, 1u32..=1 << 28),
+        (0u8..4, 0..=policy_max),
+    )
+        .prop_map(
+            |(a, (x, y, z), (pitch, slice_pitch), (swap, cache_policy))| SubWindowSurface {
+                addr: a & !3,
+                x,
+                y,
+                z,
+                pitch,
+                slice_pitch,
+                swap,
+                cache_policy,
+            },
+        )
+}
+
+/// Moves a surface's address down so that the window's last byte is below 2^64.
+fn no_wrap(c: &SubWindowCopy, mut s: SubWindowSurface) -> SubWindowSurface {
+    let last = u64::from(s.x + c.width - 1)
+        + u64::from(s.y + c.height - 1) * u64::from(s.pitch)
+        + u64::from(s.z + c.depth - 1) * u64::from(s.slice_pitch);
+    let span = (last + 1) * c.element_bytes();
+    s.addr = s.addr.min(u64::MAX - (span - 1)) & !3;
+    s
+}
+
+fn sub_window(ver: SdmaVersion) -> impl Strategy<Value = SdmaPacket> {
+    let depth_max = 1u32 << ver.sub_window_z_bits();
+    let cpv = ver.has_copy_cache_policy();
+    (
+        (0u8..=4, any::<bool>(), any::<bool>()),
+        surface(ver),
+        surface(ver),
+        (1u32..=0x4000, 1u32..=0x4000, 1..=depth_max),
+    )
+        .prop_map(move |((element, tmz, valid), src, dst, (w, h, d))| {
+            let mut c = SubWindowCopy::new(element, src, dst, [w, h, d]);
+            c.tmz = tmz;
+            c.cache_policy_valid = valid && cpv;
+            c.src = no_wrap(&c, src);
+            c.dst = no_wrap(&c, dst);
+            SdmaPacket::CopyLinearSubWindow(c)
+        })
+}
+
 /// A packet that is valid on `(ver, gfx)`.
 fn packet(ver: SdmaVersion, gfx: u32) -> BoxedStrategy<SdmaPacket> {
     let max_copy = ver.max_copy_bytes(gfx);
     let max_fill_dwords = ver.max_fill_bytes(gfx) / 4;
     let mut arms = vec![
+        sub_window(ver).boxed(),
         (0u32..64)
             .prop_map(|extra_dwords| SdmaPacket::Nop { extra_dwords })
             .boxed(),
@@ -177,7 +231,7 @@ proptest! {
     #[test]
     fn known_opcodes_with_random_fields(
         op in prop::sample::select(vec![0u32, 1, 2, 5, 6, 8, 10, 11, 13, 17]),
-        sub in prop::sample::select(vec![0u32, 1, 2]),
+        sub in prop::sample::select(vec![0u32, 1, 2, 4]),
         high in any::<u16>(),
         body in prop::collection::vec(any::<u32>(), 0..24),
         (ver, gfx) in target(),
@@ -200,7 +254,7 @@ proptest! {
     #[test]
     fn encoding_any_fields_is_all_or_nothing(
         (ver, gfx) in target(),
-        which in 0usize..10,
+        which in 0usize..11,
         a in any::<u64>(),
         b in any::<u64>(),
         c in any::<u32>(),
@@ -222,7 +276,26 @@ proptest! {
                 addr: a, op: AtomicOp::Other(c as u8), src: b, cmp: a, loop_interval: c >> 16,
             },
             8 => SdmaPacket::Timestamp { addr: a },
-            _ => SdmaPacket::Gcr { base: a >> 8, limit: b >> 8, control: c >> 12 },
+            9 => SdmaPacket::Gcr { base: a >> 8, limit: b >> 8, control: c >> 12 },
+            _ => SdmaPacket::CopyLinearSubWindow(SubWindowCopy {
+                element_size_log2: (c & 7) as u8,
+                tmz: b & 2 == 2,
+                cache_policy_valid: b & 4 == 4,
+                src: SubWindowSurface {
+                    addr: a,
+                    x: c >> 18,
+                    y: (b >> 50) as u32,
+                    z: (a >> 50) as u32,
+                    pitch: (b >> 44) as u32,
+                    slice_pitch: (b >> 34) as u32,
+                    swap: (c >> 29) as u8,
+                    cache_policy: (c >> 8) as u8 & 15,
+                },
+                dst: SubWindowSurface::new(b, (c >> 12) + 1, c),
+                width: (a >> 48) as u32,
+                height: (c >> 17) + n as u32,
+                depth: (a as u32) >> 18,
+            }),
         };
         let mut out = vec![7];
         match p.encode(ver, gfx, &mut out) {

@@ -3,7 +3,10 @@
 //! Like the hardware it writes back a 64-bit read pointer after each packet and, just past it,
 //! scratch data of its own (a progress counter), so a runtime that keeps other words next to an
 //! SDMA read pointer sees them clobbered. Every address is checked against the GPU's page table:
-//! an unmapped one is a memory exception and the queue stops.
+//! an unmapped one is a memory exception and the queue stops. The sub-window (rectangle) copy
+//! runs in `sub_window`.
+
+mod sub_window;
 
 use super::backoff::idle;
 use super::clock::Clock;
@@ -134,6 +137,7 @@ impl Engine {
                     .fetch_add(1, Ordering::Relaxed);
             }
             SdmaPacket::CopyLinear { src, dst, bytes } => vm.copy(*dst, *src, *bytes)?,
+            SdmaPacket::CopyLinearSubWindow(c) => sub_window::run(vm, c)?,
             SdmaPacket::ConstantFill { dst, data, bytes } => vm.fill_u32(*dst, *data, *bytes)?,
             SdmaPacket::Write { dst, data } => {
                 for (i, d) in data.iter().enumerate() {
