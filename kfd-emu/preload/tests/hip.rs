@@ -217,7 +217,6 @@ fn hip_memset() {
 }
 
 #[test]
-#[ignore = "hipMemcpy2D needs SDMA linear sub-window copies in kfd-emu"]
 fn hip_device_to_device_copies() {
     passes("memcpy_d2d", &[], 1);
 }
