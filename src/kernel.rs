@@ -116,8 +116,8 @@ impl Kernel {
         }
     }
 
-    /// Binds an emulated implementation to this kernel's object on the emulated device, so
-    /// dispatches of the real code run `f` there (the emulator does not execute machine code).
+    /// Binds a host function to this kernel's object on the emulated device: its dispatches run
+    /// `f` there instead of the code (an emulated kernel).
     #[cfg(feature = "emu")]
     pub(crate) fn bind_emulation(
         &mut self,

@@ -1,19 +1,21 @@
 //! kfd-emu: an emulated KFD device, in process, implementing kfdrt's [`kfd_sys::Driver`] seam.
 //!
 //! It models amdkfd's ioctls with their errno values (memory, events, queues, topology) and the
-//! GPU's command processors: AQL packet processors run in their own threads, consume packets the
-//! moment their headers become valid, run *emulated kernels* (host functions bound to real
-//! kernel descriptors) once per work-group against a page-table-checked view of memory, and
-//! report faults the way hardware does (memory exception events, stopped queues).
+//! GPU's command processors: AQL, PM4 and SDMA packet processors run in their own threads,
+//! consume packets the moment their headers become valid, run kernels' real AMDGPU machine code
+//! on the wave interpreter ([`kfd_emu_isa`], gfx90a and gfx942) with every access checked by the
+//! GPU's page table, and report faults the way hardware does (memory exception events, stopped
+//! queues). A test may bind a host function to a kernel object instead (an *emulated kernel*,
+//! run once per work-group), the quick way to fake a kernel.
 //!
 //! GPU VA equals host VA. Buffers are `memfd`s mapped by the emulator for its engines and by the
 //! runtime at the buffer's VA through the render node, so CPU and GPU share the pages.
 //!
 //! The render nodes answer the amdgpu queries libdrm makes ([`drm`]), KFD answers what ROCr's
 //! image support asks when HIP starts it (`GET_TILE_CONFIG` with gfx9's address configuration),
-//! and dispatches of ROCr 5.2.3's own gfx90a blit kernels are recognised and run on the host, so
-//! unmodified ROCm and HIP programs run on the emulator through the `kfd-emu-preload` interposer
-//! up to their first kernel of real machine code.
+//! and the CP asks the runtime for scratch as the firmware does, so unmodified ROCm and HIP
+//! programs, their own kernels and ROCr's and HIP's blit kernels, run on the emulator through
+//! the `kfd-emu-preload` interposer.
 //!
 //! # Shape
 //!
@@ -30,14 +32,16 @@
 //!   `engine` that import none of the three: the queue control block (stop, enable, errors, the
 //!   pause check with the fault injector's stalls, the HDP-flush poll at packet start, device
 //!   exceptions), the error codes (as [`aql::queue_error`] defines them), the back-off loop,
-//!   the clock, the work-group loop of a kernel launch, and the PM4 interpreter that PM4 queues
-//!   and AQL PM4-IB packets both use. The three never import each other, and no engine module
+//!   the clock, the work-group loop of an emulated kernel, the launch of machine code on the
+//!   wave interpreter over a pool of host threads (`machine`), the queue's scratch as
+//!   `amd_queue_t` describes it (`scratch`), and the PM4 interpreter that PM4 queues and AQL
+//!   PM4-IB packets both use. The three never import each other, and no engine module
 //!   imports `queue`.
 //! - Below the engines: `device` (per-GPU state: doorbells, exceptions, the instruction-cache
 //!   model `icache`), `vm` (the page table every engine access goes through), `events`,
 //!   `kernel` (bound kernels), `hdp`, `fault` (injection controls, shared with the processors
-//!   by `Arc`), `stats` and `rocr_blit`. None of them imports an engine, `queue` or the crate
-//!   root.
+//!   by `Arc`), `stats` and `isa_memory` (the page table as the interpreter's memory). None of
+//!   them imports an engine, `queue` or the crate root.
 //!
 //! # What it refuses, as the driver and the GPU do
 //!
@@ -55,6 +59,14 @@
 //! - AQL ordering is no stronger than the spec: a dispatch followed by a published packet
 //!   without the barrier bit runs alongside it. A slot is read only once the write index passed
 //!   it.
+//! - Machine code runs as the CP starts it: the packet's geometry and segment sizes (not the
+//!   descriptor's), the registers the descriptor's enable bits ask for, the queue's scratch as
+//!   `amd_queue_t` describes it, KFD's apertures. A dispatch needing more scratch than its queue
+//!   has stops the CP, which asks the runtime through the queue's inactive signal and waits;
+//!   scratch lent for one dispatch is handed back after it. An instruction the interpreter does
+//!   not know or run stops the queue with an illegal-instruction error naming the PC and its
+//!   disassembly; a trap is a queue exception; a wave's access outside the page table is a GPU
+//!   page fault.
 //! - amdgpu's limits: VRAM and visible VRAM per GPU, GTT and pinned memory against system memory,
 //!   SDMA queue slots, exact doorbell and MMIO mmap lengths, each part's SDMA count width.
 //!
@@ -83,14 +95,21 @@
 //! - A system call that writes into host-visible VRAM (`read(2)` into a VRAM mapping) fails with
 //!   EFAULT in strict mode instead of silently bypassing the HDP model.
 //! - Emulated kernels (host functions) run their work-groups one after another; packets
-//!   overlap only as described above.
+//!   overlap only as described above. Machine code's work-groups run on as many host threads as
+//!   the host has (`KFDRT_EMU_WAVE_THREADS`), not on as many CUs as the GPU has.
+//! - The interpreter's float arithmetic is the host's (IEEE, round to nearest, denormals kept):
+//!   MODE's rounding and denormal controls change nothing, transcendentals are exact where the
+//!   hardware is within an ulp; `COVERAGE.md` of `kfd-emu-isa` lists the instructions it
+//!   decodes but does not run (MFMA among them).
+//! - A system-scope acquire fence flushes the HDP (so a packet sees what the CPU wrote to VRAM
+//!   through the BAR), as HIP relies on; this is inferred from HIP 5.2's direct VRAM writes,
+//!   not from a public description of the firmware.
 //! - The events page the driver allocates itself when user space gives none (the APU path) is
 //!   not modelled; `F_GETFL` on a device descriptor (under the preload) does not reflect its
 //!   open flags.
-//! - AMDGPU machine code does not execute: a dispatch of a kernel that is neither an emulated
-//!   kernel nor one of ROCr's recognised blit kernels stops its queue with an invalid-code-object
-//!   error. So the CP's dynamic scratch request (the insufficient-scratch code ROCr waits for on
-//!   the queue-inactive signal before it allocates scratch) is never raised either.
+//! - The wave interpreter runs GFX9 (gfx90a, gfx942) code only: on the gfx1100 preset machine
+//!   code stops its queue with an illegal-instruction error (bind a host function to run
+//!   something there).
 //! - Shared virtual memory is not modelled: the topology does not advertise
 //!   `HSA_CAP_SVMAPI_SUPPORTED` and `AMDKFD_IOC_SVM` fails with EPERM, as on a kernel built
 //!   without `CONFIG_HSA_AMD_SVM` (HIP then backs managed memory with pinned host memory). Such a

@@ -184,8 +184,8 @@ fn rocr_runs_barrier_packets_on_kfd_emu() {
 
 #[test]
 fn rocr_copies_and_fills_run_on_kfd_emu() {
-    // ROCr 5.2.3 copies with its own blit kernels (and SDMA between GPUs); kfd-emu recognises
-    // the kernels and runs them on the host. Every byte is checked by the program.
+    // ROCr 5.2.3 copies with its own blit kernels (and SDMA between GPUs), which run as machine
+    // code on kfd-emu's wave interpreter. Every byte is checked by the program.
     let Some(program) = rocr_program("hsa_copy.c") else {
         return;
     };
