@@ -115,7 +115,7 @@ fn acquire_buffers(
             gpu,
             "ring",
             a.ring_base_address,
-            expected_ring_bytes(p.gfx_target_version, aql, u64::from(ring_size)),
+            expected_ring_bytes(p.gfx_target_version, a.queue_type, u64::from(ring_size)),
         )?,
     ];
     if is_sdma {

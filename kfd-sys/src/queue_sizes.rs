@@ -133,9 +133,11 @@ impl QueueAreaSizes {
     }
 }
 
-/// Bytes the ring of a queue created with `ring_size` must map, exactly (from its first page):
-/// AQL queues on gfx7 and gfx8 are mapped twice and appear twice their size.
-pub fn expected_ring_bytes(gfx_target_version: u32, aql: bool, ring_size: u64) -> u64 {
+/// Bytes the ring of a queue of KFD type `queue_type` (`KFD_IOC_QUEUE_TYPE_*`) created with
+/// `ring_size` must map, exactly (from its first page): AQL queues on gfx7 and gfx8 are mapped
+/// twice and appear twice their size.
+pub fn expected_ring_bytes(gfx_target_version: u32, queue_type: u32, ring_size: u64) -> u64 {
+    let aql = queue_type == crate::bindings::KFD_IOC_QUEUE_TYPE_COMPUTE_AQL;
     if aql && (70000..90000).contains(&gfx_target_version) {
         ring_size / 2
     } else {
@@ -259,8 +261,18 @@ mod tests {
 
     #[test]
     fn ring_bytes() {
-        assert_eq!(expected_ring_bytes(80003, true, 8192), 4096);
-        assert_eq!(expected_ring_bytes(80003, false, 8192), 8192);
-        assert_eq!(expected_ring_bytes(90010, true, 8192), 8192);
+        use crate::bindings::{KFD_IOC_QUEUE_TYPE_COMPUTE, KFD_IOC_QUEUE_TYPE_COMPUTE_AQL};
+        assert_eq!(
+            expected_ring_bytes(80003, KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, 8192),
+            4096
+        );
+        assert_eq!(
+            expected_ring_bytes(80003, KFD_IOC_QUEUE_TYPE_COMPUTE, 8192),
+            8192
+        );
+        assert_eq!(
+            expected_ring_bytes(90010, KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, 8192),
+            8192
+        );
     }
 }
