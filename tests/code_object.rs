@@ -5,24 +5,14 @@
 mod co_util;
 mod common;
 
+use common::raw_dispatch;
+
 use co_util::{fixture, Elf};
 use kfdrt::code_object::{
     ArgKind, CodeObjectError, CodeObjectVersion, FeatureSetting, LoadOptions, SymbolKind,
 };
 use kfdrt::emu::Preset;
 use kfdrt::{AqlQueueOptions, Error, Gpu, Kfd};
-
-/// A dispatch with raw kernel arguments.
-fn raw_dispatch<'a>(
-    kernel: &'a kfdrt::Kernel,
-    grid: u32,
-    workgroup: u16,
-    args: &'a [u8],
-) -> kfdrt::Dispatch<'a> {
-    // SAFETY: the addresses in every test's arguments are buffers the test keeps until
-    // it has waited for the dispatch (or the queue is gone).
-    unsafe { kfdrt::Dispatch::linear(kernel, grid, workgroup).with_raw_args(args) }
-}
 
 fn gpu(kfd: &Kfd) -> Gpu {
     kfd.gpu(0).unwrap()

@@ -6,6 +6,8 @@
 
 mod common;
 
+use common::raw_dispatch;
+
 use kfd_sys::bindings::*;
 use kfd_sys::DriverExt;
 use kfdrt::emu::{GpuFault, Preset, WorkGroup};
@@ -288,4 +290,77 @@ fn code_in_memory_without_execute_permission_faults_as_no_execute() {
     // The entry is 256 bytes in, on the buffer's first page: KFD reports the page.
     assert_eq!(f.va, (plain.gpu_address() + 256) & !0xFFF);
     emu.unbind_kernel(plain.gpu_address());
+}
+
+/// hipcc's `vector_add(a, b, c, n)` (`tests/fixtures/code_objects/kernels.hip`), as machine code.
+fn compiled_vector_add(gpu: &Gpu) -> (kfdrt::CodeObject, Kernel) {
+    let co = gpu
+        .load_code_object(include_bytes!("fixtures/code_objects/kernels-gfx90a.co"))
+        .unwrap();
+    let k = co.kernel("vector_add").unwrap();
+    (co, k)
+}
+
+#[test]
+fn machine_code_touching_unmapped_memory_is_a_gpu_page_fault() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let (_co, k) = compiled_vector_add(&gpu);
+    let out = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    let mut args = kfdrt::KernelArgs::new(&k).unwrap();
+    // `a` is an address nothing maps: the first wave's load of it faults.
+    // SAFETY: the address is chosen to fault; no memory is named that could be freed.
+    unsafe { args.set_address(0, BAD) }.unwrap();
+    args.set_buffer(1, &out)
+        .unwrap()
+        .set_buffer(2, &out)
+        .unwrap();
+    args.set_u32(3, 64).unwrap();
+    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let r = q
+        .dispatch(&Dispatch::linear(&k, 64, 64).with_args(&args))
+        .unwrap()
+        .wait(T);
+    let f = expect_fault(r, &gpu, q.id(), "wild load");
+    assert_eq!(f.va & !0xFFF, BAD & !0xFFF, "{f}");
+    assert!(f.not_present && !f.read_only, "{f}");
+}
+
+#[test]
+fn an_instruction_the_gpu_cannot_run_stops_the_queue_with_an_illegal_instruction() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let emu = kfd.emulator().unwrap();
+    for (what, words, code) in [
+        // An MFMA, which the interpreter decodes but does not run.
+        (
+            "unimplemented",
+            [0xD3C2_8000u32, 0x0402_0300],
+            kfdrt::queue::error_bits::ILLEGAL_INSTRUCTION,
+        ),
+        // s_trap 2 (what HIP's abort() compiles to), with no trap handler to take it.
+        (
+            "trap",
+            [0xBF92_0002, 0xBF81_0000],
+            kfdrt::queue::error_bits::EXCEPTION,
+        ),
+    ] {
+        let (_co, k) = compiled_vector_add(&gpu);
+        let entry = k.entry_address().unwrap();
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        emu.gpu_vm(gpu.id()).unwrap().write(entry, &bytes).unwrap();
+        let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+        q.invalidate_icache().unwrap().wait(T).unwrap();
+        let r = q
+            .dispatch(&raw_dispatch(&k, 64, 64, &[0; 28]))
+            .unwrap()
+            .wait(T);
+        match r {
+            Err(Error::QueueError { queue_id, fault }) => {
+                assert_eq!(queue_id, q.id(), "{what}");
+                assert_eq!(fault.code, code, "{what}: {fault}");
+            }
+            other => panic!("{what}: {other:?}"),
+        }
+    }
 }

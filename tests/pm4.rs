@@ -2,23 +2,13 @@
 
 mod common;
 
+use common::raw_dispatch;
+
 use kfdrt::emu::{GpuFault, Preset, WorkGroup};
 use kfdrt::{AqlQueueOptions, EventKind, EventReset, MemoryKind, Pm4QueueOptions};
 use pm4::{CompareFunction, Pm4Packet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// A dispatch with raw kernel arguments.
-fn raw_dispatch<'a>(
-    kernel: &'a kfdrt::Kernel,
-    grid: u32,
-    workgroup: u16,
-    args: &'a [u8],
-) -> kfdrt::Dispatch<'a> {
-    // SAFETY: the addresses in every test's arguments are buffers the test keeps until
-    // it has waited for the dispatch (or the queue is gone).
-    unsafe { kfdrt::Dispatch::linear(kernel, grid, workgroup).with_raw_args(args) }
-}
 
 const T: Duration = Duration::from_secs(30);
 

@@ -5,19 +5,14 @@
 
 mod common;
 
+use common::raw_dispatch;
+
 use aql::{FenceScope, KernelDispatchPacket, Packet};
 use kfdrt::emu::{EmuConfig, GpuFault, Preset, WorkGroup};
 use kfdrt::{AqlQueue, AqlQueueOptions, Dispatch, Kernel, Kfd, MemoryKind};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-
-/// A dispatch with raw kernel arguments.
-fn raw_dispatch<'a>(kernel: &'a Kernel, grid: u32, workgroup: u16, args: &'a [u8]) -> Dispatch<'a> {
-    // SAFETY: the addresses in every test's arguments are buffers the test keeps until
-    // it has waited for the dispatch (or the queue is gone).
-    unsafe { Dispatch::linear(kernel, grid, workgroup).with_raw_args(args) }
-}
 
 const T: Duration = Duration::from_secs(20);
 

@@ -60,3 +60,15 @@ pub fn sdma_submit(
     // SAFETY: as `pm4_submit`.
     unsafe { q.submit(packets, timeout) }
 }
+
+/// A dispatch with raw kernel arguments.
+pub fn raw_dispatch<'a>(
+    kernel: &'a kfdrt::Kernel,
+    grid: u32,
+    workgroup: u16,
+    args: &'a [u8],
+) -> kfdrt::Dispatch<'a> {
+    // SAFETY: the addresses in every test's arguments are buffers the test keeps until it has
+    // waited for the dispatch (or the queue is gone), or addresses chosen to fault.
+    unsafe { kfdrt::Dispatch::linear(kernel, grid, workgroup).with_raw_args(args) }
+}

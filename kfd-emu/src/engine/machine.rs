@@ -104,6 +104,26 @@ impl MachineLaunch<'_> {
         }
     }
 
+    /// The instruction at `pc`, disassembled (for the log at a fault).
+    fn disassemble_at(&self, pc: u64) -> String {
+        let mut bytes = [0u8; 16];
+        let fetched = (0..4).take_while(|&i| {
+            self.vm
+                .read(pc + 4 * i as u64, &mut bytes[4 * i..4 * i + 4])
+                .is_ok()
+        });
+        let n = fetched.count();
+        if n == 0 {
+            return "<unreadable>".into();
+        }
+        let words: Vec<u32> = bytes[..4 * n]
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        let target = self.setup.target;
+        kfd_emu_isa::disasm::disassemble(target, &kfd_emu_isa::decode::decode(target, &words))
+    }
+
     /// The GPU's answer to a wave's error, logged with what a person debugging it needs.
     fn stop(&self, e: WaveError) -> MachineStop {
         let q = self.queue_id;
@@ -111,7 +131,11 @@ impl MachineLaunch<'_> {
         match e {
             WaveError::Cancelled { .. } => MachineStop::Stopped,
             WaveError::MemoryFault { va, kind, pc } => {
-                log::warn!("kfd-emu: queue {q}: kernel {kernel:#x}: wave at {pc:#x}: {kind} fault at {va:#x}");
+                log::warn!(
+                    "kfd-emu: queue {q}: kernel {kernel:#x}: {kind} fault at {va:#x} by `{}` at \
+                     {pc:#x}",
+                    self.disassemble_at(pc)
+                );
                 MachineStop::Fault(gpu_fault(self.vm, MemFault { va, kind }))
             }
             WaveError::Undecodable { .. }
