@@ -14,14 +14,8 @@
 //! carries the exact grid. PM4 dispatches run whole work-groups only: their grids are rounded
 //! up and the kernels' bound checks keep them inside the data.
 //!
-//! Known bug: PM4 launches of kernels that use LDS (`reduce_sum`, `reduce_shfl`,
-//! `matmul_tiled`, `atomics`, `dyn_shared_reverse`) get no LDS. The compiler leaves the kernel
-//! descriptor's `COMPUTE_PGM_RSRC2.LDS_SIZE` at 0 (AMDGPUUsage: the CP takes the size from the
-//! AQL packet's `group_segment_size`), `Pm4Queue::dispatch_packets` writes the descriptor's
-//! RSRC2 unchanged, and `dispatch_packets_with_args` drops `LaunchGeometry::dynamic_lds`; the
-//! SPI, and kfd-emu after it, then allocates no LDS: reads return 0, writes are lost. The
-//! `*_pm4` tests (ignored) run those kernels through kfdrt's packets as they are; the other
-//! tests run them with `LDS_SIZE` set in the packets (`Via::Pm4LdsSized`), which passes.
+//! PM4 launches give kernels their LDS (static and dynamic) through `COMPUTE_PGM_RSRC2.LDS_SIZE`,
+//! which compilers leave 0 because an AQL CP takes the size from the packet.
 
 // Results are compared element by element against parallel CPU arrays by index.
 #![allow(clippy::needless_range_loop)]
@@ -45,15 +39,10 @@ enum Via {
     Aql,
     /// `Pm4Queue::dispatch_packets_with_args`, submitted as they come.
     Pm4,
-    /// The same packets with `COMPUTE_PGM_RSRC2.LDS_SIZE` set to the launch's LDS (static and
-    /// dynamic), which kfdrt leaves at the descriptor's 0 (module docs).
-    Pm4LdsSized,
 }
 
 /// Both queues, as kfdrt builds the launches.
 const BOTH: [Via; 2] = [Via::Aql, Via::Pm4];
-/// For kernels using LDS, until kfdrt's PM4 dispatches give them some (module docs).
-const AQL_AND_SIZED_PM4: [Via; 2] = [Via::Aql, Via::Pm4LdsSized];
 
 /// One emulated GPU with the kernels loaded and a queue of each kind.
 struct Device {
@@ -131,15 +120,12 @@ impl Device {
                     .wait(Some(T))
                     .unwrap_or_else(|e| panic!("{} {name} via AQL: {e}", self.preset));
             }
-            Via::Pm4 | Via::Pm4LdsSized => {
+            Via::Pm4 => {
                 let kernarg = self.gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
-                let mut packets = self
+                let packets = self
                     .pm4
                     .dispatch_packets_with_args(&kernel, &g, &args, &kernarg)
                     .unwrap();
-                if via == Via::Pm4LdsSized {
-                    set_lds_size(&mut packets, kernel.group_segment_size() + g.dynamic_lds);
-                }
                 common::pm4_submit(&self.pm4, &packets, T).unwrap();
                 self.pm4
                     .finish(T)
@@ -207,22 +193,6 @@ fn download<V: Le>(b: &Buffer, n: usize) -> Vec<V> {
     raw.chunks_exact(V::SIZE).map(V::from_le).collect()
 }
 
-/// Sets `COMPUTE_PGM_RSRC2.LDS_SIZE` (bits 23:15, 128-dword granules on GFX9) in the packets
-/// of a PM4 dispatch to `bytes`.
-fn set_lds_size(packets: &mut [pm4::Pm4Packet], bytes: u32) {
-    let mut found = false;
-    for p in packets {
-        if let pm4::Pm4Packet::SetShReg { reg, values } = p {
-            if *reg == pm4::regs::COMPUTE_PGM_RSRC1 {
-                let rsrc2 = &mut values[1];
-                *rsrc2 = (*rsrc2 & !(0x1FF << 15)) | bytes.div_ceil(512) << 15;
-                found = true;
-            }
-        }
-    }
-    assert!(found, "the dispatch sets COMPUTE_PGM_RSRC1/2");
-}
-
 /// Every preset, each of `vias`.
 fn each(vias: &[Via], f: impl Fn(&Device, Via)) {
     for preset in [Preset::Gfx90a, Preset::Gfx942] {
@@ -244,7 +214,7 @@ fn each(vias: &[Via], f: impl Fn(&Device, Via)) {
 fn grid_for(via: Via, n: u32, wg: u16) -> u32 {
     match via {
         Via::Aql => n,
-        Via::Pm4 | Via::Pm4LdsSized => n.next_multiple_of(u32::from(wg)),
+        Via::Pm4 => n.next_multiple_of(u32::from(wg)),
     }
 }
 
@@ -390,13 +360,7 @@ fn check_reduce_sum_with_lds_and_barriers(dev: &Device, via: Via) {
 
 #[test]
 fn reduce_sum_with_lds_and_barriers() {
-    each(&AQL_AND_SIZED_PM4, check_reduce_sum_with_lds_and_barriers);
-}
-
-#[test]
-#[ignore = "bug: Pm4Queue::dispatch_packets leaves COMPUTE_PGM_RSRC2.LDS_SIZE 0 (module docs)"]
-fn reduce_sum_with_lds_and_barriers_pm4() {
-    each(&[Via::Pm4], check_reduce_sum_with_lds_and_barriers);
+    each(&BOTH, check_reduce_sum_with_lds_and_barriers);
 }
 
 fn check_reduce_with_cross_lane_shuffles(dev: &Device, via: Via) {
@@ -423,13 +387,7 @@ fn check_reduce_with_cross_lane_shuffles(dev: &Device, via: Via) {
 
 #[test]
 fn reduce_with_cross_lane_shuffles() {
-    each(&AQL_AND_SIZED_PM4, check_reduce_with_cross_lane_shuffles);
-}
-
-#[test]
-#[ignore = "bug: Pm4Queue::dispatch_packets leaves COMPUTE_PGM_RSRC2.LDS_SIZE 0 (module docs)"]
-fn reduce_with_cross_lane_shuffles_pm4() {
-    each(&[Via::Pm4], check_reduce_with_cross_lane_shuffles);
+    each(&BOTH, check_reduce_with_cross_lane_shuffles);
 }
 
 fn check_tiled_matrix_multiply_in_shared_memory(dev: &Device, via: Via) {
@@ -471,16 +429,7 @@ fn check_tiled_matrix_multiply_in_shared_memory(dev: &Device, via: Via) {
 
 #[test]
 fn tiled_matrix_multiply_in_shared_memory() {
-    each(
-        &AQL_AND_SIZED_PM4,
-        check_tiled_matrix_multiply_in_shared_memory,
-    );
-}
-
-#[test]
-#[ignore = "bug: Pm4Queue::dispatch_packets leaves COMPUTE_PGM_RSRC2.LDS_SIZE 0 (module docs)"]
-fn tiled_matrix_multiply_in_shared_memory_pm4() {
-    each(&[Via::Pm4], check_tiled_matrix_multiply_in_shared_memory);
+    each(&BOTH, check_tiled_matrix_multiply_in_shared_memory);
 }
 
 fn check_global_64_bit_and_lds_atomics(dev: &Device, via: Via) {
@@ -552,13 +501,7 @@ fn check_global_64_bit_and_lds_atomics(dev: &Device, via: Via) {
 
 #[test]
 fn global_64_bit_and_lds_atomics() {
-    each(&AQL_AND_SIZED_PM4, check_global_64_bit_and_lds_atomics);
-}
-
-#[test]
-#[ignore = "bug: Pm4Queue::dispatch_packets leaves COMPUTE_PGM_RSRC2.LDS_SIZE 0 (module docs)"]
-fn global_64_bit_and_lds_atomics_pm4() {
-    each(&[Via::Pm4], check_global_64_bit_and_lds_atomics);
+    each(&BOTH, check_global_64_bit_and_lds_atomics);
 }
 
 fn collatz(mut x: u32) -> (u32, u32) {
@@ -753,13 +696,7 @@ fn check_dynamic_shared_memory(dev: &Device, via: Via) {
 
 #[test]
 fn dynamic_shared_memory() {
-    each(&AQL_AND_SIZED_PM4, check_dynamic_shared_memory);
-}
-
-#[test]
-#[ignore = "bug: Pm4Queue::dispatch_packets leaves COMPUTE_PGM_RSRC2.LDS_SIZE 0 (module docs)"]
-fn dynamic_shared_memory_pm4() {
-    each(&[Via::Pm4], check_dynamic_shared_memory);
+    each(&BOTH, check_dynamic_shared_memory);
 }
 
 fn check_three_dimensional_ids(dev: &Device, via: Via) {

@@ -268,7 +268,7 @@ fn pm4_and_aql_dispatch_of_the_same_kernel_agree() {
     let karg = gpu.alloc(64, MemoryKind::GttCoherent).unwrap();
     karg.write(0, &args(out_pm4.gpu_address())).unwrap();
     let packets = pq
-        .dispatch_packets(&kernel, [4, 3, 1], [16, 2, 1], karg.gpu_address())
+        .dispatch_packets(&kernel, [4, 3, 1], [16, 2, 1], karg.gpu_address(), 0)
         .unwrap();
     common::pm4_submit(&pq, &packets, T).unwrap();
     pq.finish(T).unwrap();

@@ -53,6 +53,12 @@ impl Pm4Queue {
         }
         kernarg.write(0, &bytes)?;
         let groups = [0, 1, 2].map(|i| geometry.grid[i] / wg[i]);
-        self.dispatch_packets(kernel, groups, wg, kernarg.gpu_address())
+        self.dispatch_packets(
+            kernel,
+            groups,
+            wg,
+            kernarg.gpu_address(),
+            geometry.dynamic_lds,
+        )
     }
 }

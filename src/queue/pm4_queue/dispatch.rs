@@ -56,6 +56,7 @@ impl Pm4Queue {
         grid: [u32; 3],
         workgroup: [u32; 3],
         kernarg_address: u64,
+        group_segment_size: u32,
     ) -> Result<u64> {
         let wg = workgroup.map(|w| u16::try_from(w).unwrap_or(u16::MAX));
         let packet = Packet::KernelDispatch(KernelDispatchPacket {
@@ -72,7 +73,7 @@ impl Pm4Queue {
             workgroup_size: wg,
             grid_size: grid,
             private_segment_size: kernel.private_segment_size(),
-            group_segment_size: kernel.group_segment_size(),
+            group_segment_size,
             kernel_object: kernel.object(),
             kernarg_address,
             completion_signal: 0,
@@ -94,8 +95,10 @@ impl Pm4Queue {
     }
 
     /// The packets that dispatch `kernel` on `groups` work-groups of `workgroup` work-items with
-    /// the kernel arguments at `kernarg_address`: cache invalidation, program and resource
-    /// registers from the kernel descriptor, scratch when the kernel uses it, user SGPRs in the
+    /// the kernel arguments at `kernarg_address` and `dynamic_lds` bytes of LDS per work-group
+    /// beyond the kernel's own: cache invalidation, program and resource registers from the
+    /// kernel descriptor (with `RSRC2.LDS_SIZE` set to the work-group's LDS, which a PM4 dispatch
+    /// has no packet to take it from), scratch when the kernel uses it, user SGPRs in the
     /// documented order, then DISPATCH_DIRECT.
     pub fn dispatch_packets(
         &self,
@@ -103,6 +106,7 @@ impl Pm4Queue {
         groups: [u32; 3],
         workgroup: [u32; 3],
         kernarg_address: u64,
+        dynamic_lds: u32,
     ) -> Result<Vec<Pm4Packet>> {
         let kd = kernel.descriptor().ok_or_else(|| {
             Error::InvalidArgument(format!(
@@ -125,6 +129,21 @@ impl Pm4Queue {
             )));
         }
         let grid: [u32; 3] = std::array::from_fn(|i| groups[i].saturating_mul(workgroup[i]));
+        let lds = kernel
+            .group_segment_size()
+            .checked_add(dynamic_lds)
+            .filter(|&b| b <= self.gpu.info().lds_bytes)
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "{} bytes of static and {dynamic_lds} of dynamic LDS per work-group; {} has {}",
+                    kernel.group_segment_size(),
+                    self.gpu.info().gfx_target,
+                    self.gpu.info().lds_bytes
+                ))
+            })?;
+        // RSRC2.LDS_SIZE, bits 23:15, in 128-dword granules: what the CP takes from an AQL
+        // packet's group segment size, compilers leave 0.
+        let rsrc2 = (kd.compute_pgm_rsrc2 & !(0x1FF << 15)) | (lds.div_ceil(512) & 0x1FF) << 15;
         let private = kernel.private_segment_size();
         let scratch = if private > 0 {
             if self.family.is_gfx10_plus() {
@@ -162,7 +181,7 @@ impl Pm4Queue {
         set(
             &mut p,
             regs::COMPUTE_PGM_RSRC1,
-            vec![kd.compute_pgm_rsrc1, kd.compute_pgm_rsrc2],
+            vec![kd.compute_pgm_rsrc1, rsrc2],
         );
         if let Some(r3) = regs::compute_pgm_rsrc3(self.family) {
             set(&mut p, r3, vec![kd.compute_pgm_rsrc3]);
@@ -196,6 +215,7 @@ impl Pm4Queue {
                 grid,
                 workgroup,
                 kernarg_address,
+                lds,
             )?));
         }
         if on(cp::ENABLE_SGPR_QUEUE_PTR) {
