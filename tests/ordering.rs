@@ -25,7 +25,9 @@ struct Pair {
     consumer_started: Arc<AtomicBool>,
 }
 
-/// `producer(x)`: waits up to `patience` for the consumer to start, then stores 1 at `x`.
+/// `producer(x)`: waits up to `patience` for the consumer to start, then stores 1 at `x` (when the
+/// consumer did start, only after a further 50 ms: the producer ends well after the consumer, so
+/// a completion signalled by the consumer alone comes before the producer's write).
 /// `consumer(x, y)`: announces itself, then copies the u32 at `x` to `y`.
 fn pair(gpu: &Gpu, patience: Duration) -> Pair {
     let started = Arc::new(AtomicBool::new(false));
@@ -38,6 +40,9 @@ fn pair(gpu: &Gpu, patience: Duration) -> Pair {
                 let t0 = Instant::now();
                 while !seen.load(Ordering::Acquire) && t0.elapsed() < patience {
                     std::thread::sleep(Duration::from_millis(1));
+                }
+                if seen.load(Ordering::Acquire) {
+                    std::thread::sleep(Duration::from_millis(50));
                 }
                 wg.mem.write_u32(wg.kernarg_u64(0)?, 1)
             }),
@@ -99,15 +104,24 @@ fn separate_submissions_run_in_order_by_default() {
     let (x, y) = (mem.gpu_address(), mem.gpu_address() + 64);
     let p = pair(&gpu, Duration::from_millis(100));
     let (pa, ca) = (args(x, 0), args(x, y));
+    // Both are in the ring before the processor looks at either: otherwise it starts the first
+    // before the second is published, and they could not overlap even without the barrier bit.
+    let emu = kfd.emulator().unwrap();
+    emu.faults().stall_queue(q.id());
     let first = q
         .dispatch(&raw_dispatch(&p.producer, 1, 1, &pa[..8]))
         .unwrap();
     let second = q.dispatch(&raw_dispatch(&p.consumer, 1, 1, &ca)).unwrap();
+    emu.faults().resume_queue(q.id());
     second.wait(T).unwrap();
     first.wait(T).unwrap();
     let mut out = [0u8; 4];
     mem.read(64, &mut out).unwrap();
-    assert_eq!(u32::from_le_bytes(out), 1);
+    assert_eq!(
+        u32::from_le_bytes(out),
+        1,
+        "the second submission ran before the first ended"
+    );
 }
 
 #[test]
@@ -137,7 +151,11 @@ fn an_unordered_dispatch_overlaps_the_one_before_it() {
         "without the barrier bit the consumer read before the producer wrote"
     );
     mem.read(0, &mut out).unwrap();
-    assert_eq!(u32::from_le_bytes(out), 1, "the producer still finished");
+    assert_eq!(
+        u32::from_le_bytes(out),
+        1,
+        "the batch completed before its overlapped first dispatch ended"
+    );
     assert!(
         t0.elapsed() < Duration::from_secs(50),
         "the two kernels did not overlap"

@@ -47,6 +47,17 @@ fn ring(s: &Arc<Shared>) -> AqlRing {
 /// Consumes packets like the CP: wait for a valid header (acquire), read the body, check that it
 /// is still what it was a moment later, invalidate the header (release), advance the read index.
 fn consume(s: Arc<Shared>, expect: u64) -> Vec<u64> {
+    /// A consumer that panics (a torn packet) stops the producers instead of leaving them
+    /// waiting for room forever.
+    struct StopOnPanic(Arc<Shared>);
+    impl Drop for StopOnPanic {
+        fn drop(&mut self) {
+            if std::thread::panicking() {
+                self.0.stop.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+    let _stop = StopOnPanic(s.clone());
     let n = s.slots.len() as u64;
     let mut seen = Vec::new();
     let mut id = 0;
@@ -100,16 +111,17 @@ fn four_producers_every_payload_exactly_once() {
     let producers: Vec<_> = (0..PRODUCERS)
         .map(|p| {
             let r = r.clone();
+            let s = s.clone();
             std::thread::spawn(move || {
                 let mut i = 0;
                 while i < PER {
                     let n = (1 + i % 7).min(PER - i) as u32;
-                    let mut res = r
-                        .reserve(n, |_| {
-                            std::thread::yield_now();
-                            true
-                        })
-                        .unwrap();
+                    let Ok(mut res) = r.reserve(n, |_| {
+                        std::thread::yield_now();
+                        !s.stop.load(Ordering::Relaxed)
+                    }) else {
+                        return; // the consumer failed; its panic is the test's
+                    };
                     for k in 0..n {
                         res.write(k, &dispatch(p << 32 | (i + u64::from(k))));
                     }
@@ -119,10 +131,12 @@ fn four_producers_every_payload_exactly_once() {
             })
         })
         .collect();
+    let seen = consumer
+        .join()
+        .unwrap_or_else(|e| std::panic::resume_unwind(e));
     for p in producers {
         p.join().unwrap();
     }
-    let seen = consumer.join().unwrap();
     assert_eq!(seen.len() as u64, PER * PRODUCERS);
     let unique: HashSet<u64> = seen.iter().copied().collect();
     assert_eq!(
@@ -137,6 +151,66 @@ fn four_producers_every_payload_exactly_once() {
     }
     assert_eq!(r.write_index(), PER * PRODUCERS);
     assert!(s.doorbell.load(Ordering::Acquire) < PER * PRODUCERS);
+}
+
+#[test]
+fn the_header_is_never_valid_before_the_body() {
+    // The consumer marks a slot's body before freeing it (as kfd-emu's strict mode does): a
+    // packet whose header is valid while any of its body still holds the mark was published
+    // header first. Two slots keep the consumer polling the very slot the producer writes next.
+    const MARK: u32 = 0xBAD0_AC1D;
+    const N: u64 = 100_000;
+    let s = shared(2);
+    for slot in &s.slots {
+        for w in &slot.0[1..] {
+            w.store(MARK, Ordering::Relaxed);
+        }
+    }
+    let r = ring(&s);
+    let consumer = {
+        let s = s.clone();
+        std::thread::spawn(move || {
+            let mut torn = 0u64;
+            for id in 0..N {
+                let slot = &s.slots[(id % 2) as usize].0;
+                let mut spins = 0u32;
+                while !is_valid_header_word(slot[0].load(Ordering::Acquire)) {
+                    spins += 1;
+                    if spins % 64 == 0 {
+                        std::thread::yield_now();
+                    }
+                    std::hint::spin_loop();
+                }
+                if slot[1..].iter().any(|w| w.load(Ordering::Relaxed) == MARK) {
+                    torn += 1;
+                }
+                for w in &slot[1..] {
+                    w.store(MARK, Ordering::Relaxed);
+                }
+                slot[0].store(INVALID_HEADER_WORD, Ordering::Release);
+                s.read.store(id + 1, Ordering::Release);
+            }
+            torn
+        })
+    };
+    for i in 0..N {
+        let mut res = r
+            .reserve(1, |spins| {
+                if spins % 64 == 63 {
+                    std::thread::yield_now();
+                }
+                std::hint::spin_loop();
+                true
+            })
+            .unwrap();
+        res.write(0, &dispatch(i + 1));
+        res.submit();
+    }
+    let torn = consumer.join().unwrap();
+    assert_eq!(
+        torn, 0,
+        "{torn} of {N} packets had a valid header before their body"
+    );
 }
 
 #[test]
