@@ -161,6 +161,20 @@ pub(crate) fn start_wave<M: Memory + ?Sized>(
     // The first lane's id, then one step per lane (x fastest), without a division per lane.
     let first = index * LANES as u32;
     let (mut x, mut y, mut z) = (first % sx, (first / sx) % sy, first / (sx * sy));
+    let whole_row = u64::from(first) + LANES as u64 <= u64::from(items)
+        && u64::from(x) + LANES as u64 <= u64::from(sx);
+    if whole_row && target.packed_work_item_ids() {
+        // Every lane exists and only x differs along the wave (the common case).
+        let (y, z) = (if dims >= 1 { y } else { 0 }, if dims >= 2 { z } else { 0 });
+        let yz = y << 10 | z << 20;
+        if let Some(v0) = w.v.get_mut(0) {
+            for (lane, r) in v0.iter_mut().enumerate() {
+                *r = (x + lane as u32) | yz;
+            }
+        }
+        w.set_exec(u64::MAX);
+        return Ok(w);
+    }
     for lane in 0..LANES {
         let flat = first + lane as u32;
         if flat >= items {

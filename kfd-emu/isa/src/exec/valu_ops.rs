@@ -98,6 +98,24 @@ const PREDICATE_BITS: [(bool, bool, bool, bool); 18] = [
     (true, true, true, true),     // t
 ];
 
+/// A 32-bit integer compare's lane mask, one instantiation per predicate (a single vector
+/// compare each, rather than three and a select).
+macro_rules! cmp32 {
+    ($v:expr, $a:expr, $b:expr, $t:ty, $ord:expr) => {{
+        let (v, a, b) = (&$v, &$a, &$b);
+        match $ord {
+            (false, false, false) => v.bits(|_| false),
+            (true, false, false) => v.bits(|l| (a[l] as $t) < (b[l] as $t)),
+            (false, true, false) => v.bits(|l| a[l] == b[l]),
+            (true, true, false) => v.bits(|l| (a[l] as $t) <= (b[l] as $t)),
+            (false, false, true) => v.bits(|l| (a[l] as $t) > (b[l] as $t)),
+            (true, false, true) => v.bits(|l| a[l] != b[l]),
+            (false, true, true) => v.bits(|l| (a[l] as $t) >= (b[l] as $t)),
+            (true, true, true) => v.bits(|_| true),
+        }
+    }};
+}
+
 /// Vector compares (VOPC and their VOP3 forms): the predicate and type come from `aux`.
 fn compare(v: &mut V<'_>) -> Result<(), WaveError> {
     let aux = v.i.aux;
@@ -126,9 +144,6 @@ fn compare(v: &mut V<'_>) -> Result<(), WaveError> {
             std::cmp::Ordering::Greater => gt,
         }
     };
-    // The same without branches, for the 32-bit integer compares the optimiser vectorises.
-    let icmp32 =
-        move |a: u32, b: u32| -> bool { (lt & (a < b)) | (eq & (a == b)) | (gt & (a > b)) };
     let bits = match ty {
         CmpType::F64 | CmpType::I64 | CmpType::U64 => {
             let a = v.src64(0)?;
@@ -166,11 +181,19 @@ fn compare(v: &mut V<'_>) -> Result<(), WaveError> {
             } else {
                 match ty {
                     CmpType::F32 => {
-                        v.bits(|l| fcmp(f64::from(v.fmod32(a[l], 0)), f64::from(v.fmod32(b[l], 1))))
+                        // In f32 (widening to f64 changes no ordering), without branches.
+                        let x: [f32; LANES] = per_lane(|l| v.fmod32(a[l], 0));
+                        let y: [f32; LANES] = per_lane(|l| v.fmod32(b[l], 1));
+                        v.bits(|l| {
+                            let (x, y) = (x[l], y[l]);
+                            (lt & (x < y))
+                                | (eq & (x == y))
+                                | (gt & (x > y))
+                                | (un & (x.is_nan() | y.is_nan()))
+                        })
                     }
-                    // Flipping the sign bits orders signed values as unsigned ones.
-                    CmpType::I32 => v.bits(|l| icmp32(a[l] ^ 1 << 31, b[l] ^ 1 << 31)),
-                    _ => v.bits(|l| icmp32(a[l], b[l])),
+                    CmpType::I32 => cmp32!(v, a, b, i32, (lt, eq, gt)),
+                    _ => cmp32!(v, a, b, u32, (lt, eq, gt)),
                 }
             }
         }
