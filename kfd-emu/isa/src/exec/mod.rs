@@ -28,8 +28,10 @@ use crate::decode::{Format, Inst, Op};
 use crate::dispatch::{DispatchSetup, RunControl};
 use crate::error::WaveError;
 use crate::memory::{MemFault, Memory};
+use crate::program::Region;
 use init::{start_wave, GroupStart};
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use wave::{Wave, WaveState};
 
 /// Instructions a wave runs before the next wave of its work-group gets a turn.
@@ -90,7 +92,8 @@ pub fn run_workgroup<M: Memory + ?Sized>(
     control: &RunControl<'_>,
 ) -> Result<Stats, WaveError> {
     setup.validate()?;
-    let mut group = Group::new(setup, group_id, control.scratch_slot, mem)?;
+    let entry = entry_region(setup, mem);
+    let mut group = Group::new(setup, group_id, control.scratch_slot, mem, entry.as_ref())?;
     while !group.round(TIME_SLICE, control)? {}
     Ok(group.stats)
 }
@@ -112,10 +115,11 @@ pub fn run_workgroups<M: Memory + ?Sized>(
     control: &RunControl<'_>,
 ) -> Result<Stats, WaveError> {
     setup.validate()?;
+    let entry = entry_region(setup, mem);
     let mut groups = Vec::with_capacity(group_ids.len());
     for (k, &id) in group_ids.iter().enumerate() {
         let slot = control.scratch_slot.saturating_add(k as u32);
-        groups.push(Group::new(setup, id, slot, mem)?);
+        groups.push(Group::new(setup, id, slot, mem, entry.as_ref())?);
     }
     let slice = if groups.len() > 1 {
         BATCH_SLICE
@@ -139,6 +143,16 @@ pub fn run_workgroups<M: Memory + ?Sized>(
     Ok(total)
 }
 
+/// The decoded code at the kernel's entry, looked up once for all the waves about to start
+/// (each would look up the same); `None` if that fails, and each wave's first turn reports
+/// why, as it would without this.
+fn entry_region<M: Memory + ?Sized>(
+    setup: &DispatchSetup,
+    mem: &M,
+) -> Option<(Arc<Region>, usize)> {
+    setup.code.lookup(setup.entry(), mem).ok()
+}
+
 /// Instructions a wave runs per turn when several work-groups share the thread: short, so
 /// their memory accesses stay close in time (a blit loop iteration is about 15 instructions).
 const BATCH_SLICE: u32 = 32;
@@ -158,6 +172,7 @@ impl<'a, M: Memory + ?Sized> Group<'a, M> {
         group_id: [u32; 3],
         slot: u32,
         mem: &'a M,
+        entry: Option<&(Arc<Region>, usize)>,
     ) -> Result<Group<'a, M>, WaveError> {
         let groups = setup.grid_groups();
         if (0..3).any(|d| group_id[d] >= groups[d]) {
@@ -183,7 +198,11 @@ impl<'a, M: Memory + ?Sized> Group<'a, M> {
             apertures: (setup.apertures.shared_base, setup.apertures.private_base),
         };
         let waves = (0..group.waves())
-            .map(|i| start_wave(setup, &group, i, mem))
+            .map(|i| {
+                let mut w = start_wave(setup, &group, i, mem)?;
+                w.region = entry.filter(|_| w.pc == setup.entry()).cloned();
+                Ok(w)
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let stats = Stats {
             waves: waves.len() as u32,
