@@ -3,11 +3,20 @@
 //!
 //! GPU VA equals host VA, but the bytes behind a GPU mapping are reached through the emulator's
 //! own mapping of the buffer (device-local VRAM has no CPU mapping at its VA). Every access is
-//! checked against the page table while its read lock is held, so an unmap cannot pull memory
-//! from under an access; an access outside the table is a [`GpuFault`], as a GPU page fault.
+//! checked against the page table, and no unmap can pull memory from under an access; an access
+//! outside the table is a [`GpuFault`], as a GPU page fault.
+//!
+//! Accesses are frequent (every load and store of an emulated wave, every packet-processor
+//! read) and the table changes rarely, so the hit path takes no shared lock: each thread keeps
+//! the few mappings it used last with the table's generation when it looked them up, and an
+//! access that finds its range there pins itself in its thread's reader slot (no shared cache
+//! line is written), checks the generation is still current and goes ahead. A table change
+//! bumps the generation and then waits until no pinned access remains, so an access that saw
+//! the old generation finishes before the unmap returns (as one holding the table's read lock
+//! would). Everything else (a miss, a fault) looks the table up under its read lock.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::RwLock;
 
 /// A GPU page fault: an access the page table does not allow.
@@ -141,22 +150,226 @@ impl Table {
     }
 }
 
+/// Threads that can use the lock-free hit path at once (each owns a reader slot while it
+/// lives); threads beyond them, and threads being torn down, use the table's lock.
+const READER_SLOTS: usize = 256;
+/// Mappings each thread remembers (a copy reads one buffer and writes another; a kernel's
+/// kernarg segment, code and data are a few more).
+const CACHED_MAPPINGS: usize = 4;
+
+/// One thread's count of pinned fast-path accesses (written by that thread only, read by table
+/// changes), alone on its cache line.
+#[repr(align(128))]
+struct ReaderSlot {
+    pins: AtomicUsize,
+    owned: AtomicBool,
+}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const FREE_SLOT: ReaderSlot = ReaderSlot {
+    pins: AtomicUsize::new(0),
+    owned: AtomicBool::new(false),
+};
+/// Reader slots of every thread and every GPU (a table change waits for the pinned accesses of
+/// all of them, each a single copy).
+static READERS: [ReaderSlot; READER_SLOTS] = [FREE_SLOT; READER_SLOTS];
+
+/// A thread's claim on a reader slot, given back when the thread ends.
+struct SlotClaim(Option<usize>);
+
+impl SlotClaim {
+    fn new() -> SlotClaim {
+        SlotClaim(READERS.iter().position(|s| {
+            s.owned
+                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        }))
+    }
+}
+
+impl Drop for SlotClaim {
+    fn drop(&mut self) {
+        if let Some(i) = self.0 {
+            READERS[i].owned.store(false, Ordering::Release);
+        }
+    }
+}
+
+/// A mapping as a thread remembers it: valid while its GPU's generation is `generation`.
+#[derive(Clone, Copy, Debug)]
+struct CachedMapping {
+    /// [`GpuVm::id`] (0: empty).
+    vm: u64,
+    generation: u64,
+    start: u64,
+    len: u64,
+    host: usize,
+    perms: Perms,
+    visible_vram: bool,
+}
+
+const NO_MAPPING: CachedMapping = CachedMapping {
+    vm: 0,
+    generation: 0,
+    start: 0,
+    len: 0,
+    host: 0,
+    perms: Perms {
+        write: false,
+        exec: false,
+    },
+    visible_vram: false,
+};
+
+thread_local! {
+    /// The mappings this thread looked up last, most recent first.
+    static CACHE: [Cell<CachedMapping>; CACHED_MAPPINGS] =
+        const { [const { Cell::new(NO_MAPPING) }; CACHED_MAPPINGS] };
+    /// This thread's reader slot.
+    static SLOT: SlotClaim = SlotClaim::new();
+}
+
+/// A fast-path access in progress: its thread's pin count raised by one until dropped (also on
+/// a panic inside the access).
+struct Pin {
+    slot: &'static AtomicUsize,
+    before: usize,
+}
+
+impl Pin {
+    /// Pins this thread, if it has a reader slot. The SeqCst store orders the pin before the
+    /// caller's SeqCst load of a table's generation (see [`GpuVm::change`]).
+    #[inline]
+    fn new() -> Option<Pin> {
+        let i = SLOT.try_with(|s| s.0).ok().flatten()?;
+        let slot = &READERS[i].pins;
+        // Only this thread writes its slot: no read-modify-write needed.
+        let before = slot.load(Ordering::Relaxed);
+        slot.store(before + 1, Ordering::SeqCst);
+        Some(Pin { slot, before })
+    }
+}
+
+impl Drop for Pin {
+    #[inline]
+    fn drop(&mut self) {
+        // A plain store (Release: the access happens before a table change sees it gone), so
+        // the copy just made need not drain before the wave goes on.
+        self.slot.store(self.before, Ordering::Release);
+    }
+}
+
 /// One GPU's page table and memory accessors.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct GpuVm {
     table: RwLock<Table>,
+    /// Distinguishes this table from every other in the threads' caches.
+    id: u64,
+    /// Bumped by every change of the table (under its write lock).
+    generation: AtomicU64,
     /// Strict mode: reads of host-visible VRAM are checked for unflushed CPU writes.
     hdp_checks: bool,
     /// Reads that saw VRAM the CPU wrote and no HDP flush made visible yet.
     pub(crate) unflushed_reads: std::sync::atomic::AtomicU64,
 }
 
+impl Default for GpuVm {
+    fn default() -> GpuVm {
+        GpuVm::new(false)
+    }
+}
+
 impl GpuVm {
     pub(crate) fn new(hdp_checks: bool) -> GpuVm {
+        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         GpuVm {
+            table: RwLock::default(),
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            generation: AtomicU64::new(0),
             hdp_checks,
-            ..GpuVm::default()
+            unflushed_reads: AtomicU64::new(0),
         }
+    }
+
+    /// Changes the table: `f` runs under the write lock, then the generation moves on and the
+    /// change waits for every fast-path access that may have seen the table as it was.
+    fn change<R>(&self, f: impl FnOnce(&mut Table) -> R) -> R {
+        let mut t = self.table.write().unwrap_or_else(|p| p.into_inner());
+        let r = f(&mut t);
+        // SeqCst pairs with the readers' pin-then-load (`pinned`): either a reader sees the new
+        // generation, or this sees its pin and waits for it to go.
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        for slot in &READERS {
+            let mut spins = 0u32;
+            while slot.pins.load(Ordering::SeqCst) != 0 {
+                spins += 1;
+                if spins < 64 {
+                    std::hint::spin_loop();
+                } else {
+                    std::thread::yield_now();
+                }
+            }
+        }
+        drop(t);
+        r
+    }
+
+    /// The host address of `va..va+len` for an access allowed by `ok`, from this thread's
+    /// cached mappings, with the access pinned (the mapping stays until the pin is dropped);
+    /// `None` when the cache cannot answer (not cached, stale, out of range or refused: the
+    /// table decides, under its lock).
+    #[inline]
+    fn pinned(
+        &self,
+        va: u64,
+        len: u64,
+        ok: impl Fn(&CachedMapping) -> bool,
+    ) -> Option<(Pin, usize, bool)> {
+        let end = va.checked_add(len)?;
+        let pin = Pin::new()?;
+        let generation = self.generation.load(Ordering::SeqCst);
+        CACHE
+            .with(|cache| {
+                cache.iter().find_map(|c| {
+                    let m = c.get();
+                    (m.vm == self.id
+                        && m.generation == generation
+                        && m.start <= va
+                        && end <= m.start + m.len
+                        && ok(&m))
+                    .then(|| (m.host + (va - m.start) as usize, m.visible_vram))
+                })
+            })
+            .map(|(host, visible_vram)| (pin, host, visible_vram))
+    }
+
+    /// Remembers the mapping at `start` (looked up under the table's lock) for this thread.
+    fn remember(&self, start: u64, m: &Mapping) {
+        let entry = CachedMapping {
+            vm: self.id,
+            // Under the table's lock: the generation of the table `m` came from.
+            generation: self.generation.load(Ordering::Acquire),
+            start,
+            len: m.len,
+            host: m.host,
+            perms: m.perms,
+            visible_vram: m.visible_vram,
+        };
+        CACHE.with(|cache| {
+            // Most recent first: shift the others down over the entry for the same mapping (or
+            // the oldest).
+            let at = cache
+                .iter()
+                .position(|c| {
+                    let c = c.get();
+                    c.vm == self.id && c.start == start
+                })
+                .unwrap_or(CACHED_MAPPINGS - 1);
+            for i in (1..=at).rev() {
+                cache[i].set(cache[i - 1].get());
+            }
+            cache[0].set(entry);
+        });
     }
 
     /// Counts and reports a read of `va..va+len` that would miss CPU writes still in the HDP.
@@ -174,14 +387,23 @@ impl GpuVm {
 
     fn find(&self, table: &Table, va: u64, len: u64, write: bool) -> Result<usize, GpuFault> {
         let host = find(table, va, len, write)?;
-        if self.hdp_checks && !write {
-            if let Some((_, m)) = table.entry_at(va) {
-                if m.visible_vram {
-                    self.check_hdp(va, len);
-                }
+        if let Some((start, m)) = table.entry_at(va) {
+            self.remember(*start, m);
+            if self.hdp_checks && !write && m.visible_vram {
+                self.check_hdp(va, len);
             }
         }
         Ok(host)
+    }
+
+    /// [`GpuVm::pinned`] for a read or write of `va..va+len`, with the HDP check of a read.
+    #[inline]
+    fn pinned_access(&self, va: u64, len: u64, write: bool) -> Option<(Pin, usize)> {
+        let (pin, host, visible_vram) = self.pinned(va, len, |m| !write || m.perms.write)?;
+        if self.hdp_checks && !write && visible_vram {
+            self.check_hdp(va, len);
+        }
+        Some((pin, host))
     }
 }
 
@@ -219,22 +441,19 @@ impl GpuVm {
         perms: Perms,
         visible_vram: bool,
     ) {
-        let mut t = self.table.write().unwrap_or_else(|p| p.into_inner());
-        t.insert(
-            va,
-            Mapping {
-                len,
-                host: host as usize,
-                handle,
-                perms,
-                visible_vram,
-            },
-        );
+        let m = Mapping {
+            len,
+            host: host as usize,
+            handle,
+            perms,
+            visible_vram,
+        };
+        self.change(|t| t.insert(va, m));
     }
 
+    /// Removes the mapping at `va`; when this returns, no access to it is in progress.
     pub(crate) fn unmap(&self, va: u64) -> bool {
-        let mut t = self.table.write().unwrap_or_else(|p| p.into_inner());
-        t.remove(va)
+        self.change(|t| t.remove(va))
     }
 
     /// Whether `va..va+len` is entirely mapped.
@@ -274,6 +493,9 @@ impl GpuVm {
 
     /// Checks that the GPU may fetch instructions from `va..va+len`: mapped, and executable.
     pub fn check_exec(&self, va: u64, len: u64) -> Result<(), GpuFault> {
+        if self.pinned(va, len.max(1), |m| m.perms.exec).is_some() {
+            return Ok(());
+        }
         let t = self.table.read().unwrap_or_else(|p| p.into_inner());
         self.find(&t, va, len.max(1), false)?;
         match t.entry_at(va) {
@@ -294,6 +516,9 @@ impl GpuVm {
         write: bool,
         f: impl FnOnce(*mut u8) -> R,
     ) -> Result<R, GpuFault> {
+        if let Some((_pin, host)) = self.pinned_access(va, len.max(1), write) {
+            return Ok(f(host as *mut u8));
+        }
         let t = self.table.read().unwrap_or_else(|p| p.into_inner());
         let host = self.find(&t, va, len.max(1), write)?;
         Ok(f(host as *mut u8))
@@ -308,6 +533,15 @@ impl GpuVm {
         len: u64,
         f: impl FnOnce(*mut u8, *const u8) -> R,
     ) -> Result<R, GpuFault> {
+        let n = len.max(1);
+        if let Some((_s_pin, s, visible_vram)) = self.pinned(src, n, |_| true) {
+            if let Some((_d_pin, d, _)) = self.pinned(dst, n, |m| m.perms.write) {
+                if self.hdp_checks && visible_vram {
+                    self.check_hdp(src, n);
+                }
+                return Ok(f(d as *mut u8, s as *const u8));
+            }
+        }
         let t = self.table.read().unwrap_or_else(|p| p.into_inner());
         let s = self.find(&t, src, len.max(1), false)?;
         let d = self.find(&t, dst, len.max(1), true)?;
@@ -397,12 +631,11 @@ impl GpuVm {
     /// Copies `len` bytes from `src` to `dst` (both through this GPU's page table; possibly
     /// overlapping).
     pub fn copy(&self, dst: u64, src: u64, len: u64) -> Result<(), GpuFault> {
-        let t = self.table.read().unwrap_or_else(|p| p.into_inner());
-        let s = self.find(&t, src, len.max(1), false)?;
-        let d = self.find(&t, dst, len.max(1), true)?;
-        // SAFETY: both ranges are mapped while the lock is held; `copy` tolerates overlap.
-        unsafe { std::ptr::copy(s as *const u8, d as *mut u8, len as usize) };
-        Ok(())
+        self.with_dst_src(dst, src, len, |d, s| {
+            // SAFETY: both ranges are mapped while `with_dst_src` runs this; `copy` tolerates
+            // overlap.
+            unsafe { std::ptr::copy(s, d, len as usize) }
+        })
     }
 
     /// Fills `len` bytes at `dst` with the 32-bit `pattern` (len a multiple of 4).
@@ -449,6 +682,83 @@ mod tests {
         assert_eq!(backing[3], backing[2]);
         assert!(vm.unmap(0x10_0000));
         assert!(vm.read_u64(0x10_0008).is_err());
+    }
+
+    #[test]
+    fn cached_mappings_follow_the_table() {
+        // The same VA mapped to one buffer, then (after unmap) to another, then read-only: a
+        // thread's cached mapping must not outlive any of those changes.
+        let vm = GpuVm::default();
+        let mut a = vec![1u64; 512];
+        let mut b = vec![2u64; 512];
+        vm.map(0x20_0000, 4096, a.as_mut_ptr().cast(), 1, Perms::ALL);
+        assert_eq!(vm.read_u64(0x20_0000), Ok(1));
+        assert_eq!(vm.read_u64(0x20_0008), Ok(1));
+        assert!(vm.unmap(0x20_0000));
+        assert!(vm.read_u64(0x20_0000).is_err());
+        vm.map(0x20_0000, 4096, b.as_mut_ptr().cast(), 2, Perms::ALL);
+        assert_eq!(vm.read_u64(0x20_0000), Ok(2));
+        vm.write_u64(0x20_0000, 3).unwrap();
+        assert_eq!(b[0], 3);
+        // Replaced in place by a read-only mapping: writes fault, reads still work.
+        vm.map(0x20_0000, 4096, b.as_mut_ptr().cast(), 2, Perms::default());
+        assert_eq!(
+            vm.write_u64(0x20_0000, 4).map_err(|f| f.kind),
+            Err(FaultKind::ReadOnly)
+        );
+        assert_eq!(vm.read_u64(0x20_0000), Ok(3));
+        // Another GPU's table with the same VA is not confused with this one.
+        let other = GpuVm::default();
+        other.map(0x20_0000, 4096, a.as_mut_ptr().cast(), 1, Perms::ALL);
+        assert_eq!(other.read_u64(0x20_0000), Ok(1));
+        assert_eq!(vm.read_u64(0x20_0000), Ok(3));
+        // A range running off the cached mapping faults at its first unmapped byte.
+        assert_eq!(
+            vm.read(0x20_0FFC, &mut [0; 8]),
+            Err(GpuFault::not_present(0x20_1000, false))
+        );
+    }
+
+    #[test]
+    fn unmap_waits_for_accesses_in_progress() {
+        // Readers hammer a mapping through the fast path; once `unmap` returns, the backing is
+        // overwritten with a marker no reader may ever see (a read that began before the unmap
+        // finished before it returned; later ones fault).
+        const MARKER: u64 = 0xDEAD_BEEF_DEAD_BEEF;
+        for round in 0..20u64 {
+            let vm = GpuVm::default();
+            let mut backing = vec![round; 512];
+            let ptr = backing.as_mut_ptr();
+            vm.map(0x30_0000, 4096, ptr.cast(), 1, Perms::ALL);
+            let stop = AtomicBool::new(false);
+            std::thread::scope(|scope| {
+                for _ in 0..3 {
+                    scope.spawn(|| {
+                        let mut buf = [0u8; 4096];
+                        while !stop.load(Ordering::Relaxed) {
+                            match vm.read(0x30_0000, &mut buf) {
+                                Ok(()) => {
+                                    for c in buf.chunks_exact(8) {
+                                        let v = u64::from_le_bytes(c.try_into().unwrap());
+                                        assert_ne!(v, MARKER, "read after unmap returned");
+                                    }
+                                }
+                                Err(_) => break,
+                            }
+                        }
+                    });
+                }
+                std::thread::sleep(std::time::Duration::from_millis(2));
+                assert!(vm.unmap(0x30_0000));
+                for i in 0..512 {
+                    // SAFETY: `backing` is alive; no reader touches it once unmap returned
+                    // (what the test checks).
+                    unsafe { ptr.add(i).write_volatile(MARKER) };
+                }
+                stop.store(true, Ordering::Relaxed);
+            });
+            drop(backing);
+        }
     }
 
     #[test]

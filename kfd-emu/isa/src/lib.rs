@@ -34,6 +34,10 @@
 //!    scratch at `scratch.base + slot * setup.scratch_per_slot()`, so the backing must hold
 //!    `threads * scratch_per_slot()` bytes. [`RunControl::cancel`] stops a run (a queue being
 //!    destroyed) and [`RunControl::max_wave_instructions`] bounds one work-group.
+//!    [`run_workgroups`] runs a batch of work-groups interleaved on one thread, as a compute
+//!    unit runs its resident work-groups side by side (kfd-emu hands each thread batches of
+//!    consecutive work-groups, so grid-stride loops walk memory together); work-group `k` of
+//!    a batch uses scratch slot `scratch_slot + k`.
 //! 5. Map a [`WaveError`] to the queue error the CP would raise. Suggested:
 //!    [`WaveError::MemoryFault`] → memory violation (with the address, as a GPU page fault);
 //!    [`WaveError::Undecodable`], [`WaveError::Unimplemented`], [`WaveError::IllegalOperand`]
@@ -135,7 +139,7 @@ pub mod target;
 pub use descriptor::KernelDescriptor;
 pub use dispatch::{Apertures, DispatchSetup, RunControl, ScratchBacking};
 pub use error::WaveError;
-pub use exec::{run_workgroup, Stats};
+pub use exec::{run_workgroup, run_workgroups, Stats};
 pub use memory::{AccessKind, AtomicOp, MemFault, Memory};
 pub use paged::PagedMemory;
 pub use program::CodeCache;

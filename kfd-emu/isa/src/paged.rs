@@ -134,8 +134,28 @@ impl PagedMemory {
     }
 }
 
+impl PagedMemory {
+    /// The words of an access of whole, aligned words within one mapped page (the common
+    /// case, done without the general loop); `None` for anything else.
+    fn whole_words(&self, va: u64, len: usize) -> Option<&[AtomicU64]> {
+        let off = va % PAGE_SIZE;
+        if va % 8 != 0 || len % 8 != 0 || off + len as u64 > PAGE_SIZE {
+            return None;
+        }
+        let page = self.pages.get(&(va / PAGE_SIZE))?;
+        let first = (off / 8) as usize;
+        page.get(first..first + len / 8)
+    }
+}
+
 impl Memory for PagedMemory {
     fn read(&self, va: u64, buf: &mut [u8]) -> Result<(), MemFault> {
+        if let Some(words) = self.whole_words(va, buf.len()) {
+            for (d, w) in buf.chunks_exact_mut(8).zip(words) {
+                d.copy_from_slice(&w.load(Ordering::Acquire).to_le_bytes());
+            }
+            return Ok(());
+        }
         self.for_words(va, buf.len(), AccessKind::Read, |w, byte, n, at| {
             let bytes = w.load(Ordering::Acquire).to_le_bytes();
             if let (Some(dst), Some(src)) = (buf.get_mut(at..at + n), bytes.get(byte..byte + n)) {
@@ -145,6 +165,14 @@ impl Memory for PagedMemory {
     }
 
     fn write(&self, va: u64, data: &[u8]) -> Result<(), MemFault> {
+        if let Some(words) = self.whole_words(va, data.len()) {
+            for (s, w) in data.chunks_exact(8).zip(words) {
+                let mut b = [0u8; 8];
+                b.copy_from_slice(s);
+                w.store(u64::from_le_bytes(b), Ordering::Release);
+            }
+            return Ok(());
+        }
         self.for_words(va, data.len(), AccessKind::Write, |w, byte, n, at| {
             if n == 8 {
                 let mut b = [0u8; 8];

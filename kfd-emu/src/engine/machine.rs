@@ -6,7 +6,7 @@
 use super::error::QueueErrorCode;
 use crate::isa_memory::gpu_fault;
 use crate::vm::{GpuFault, GpuVm};
-use kfd_emu_isa::{run_workgroup, DispatchSetup, MemFault, RunControl, WaveError};
+use kfd_emu_isa::{run_workgroups, DispatchSetup, MemFault, RunControl, WaveError};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -35,9 +35,12 @@ pub(crate) enum MachineStop {
 }
 
 impl MachineLaunch<'_> {
-    /// Runs every work-group. Work-groups are handed out in order (x fastest) to the threads;
-    /// each thread uses its index as its scratch slot, so the scratch backing limits how many
-    /// run at once, as the queue's wave slots limit a GPU. Returns the wave-instructions run.
+    /// Runs every work-group. Work-groups are handed out in order (x fastest) to the threads,
+    /// a batch of consecutive ones at a time that the thread runs interleaved (as a GPU runs
+    /// the work-groups resident on a compute unit side by side: grid-stride loops then walk
+    /// memory together rather than each work-group sweeping all of it alone). Each thread uses
+    /// its own range of scratch slots, so the scratch backing limits how many run at once, as
+    /// the queue's wave slots limit a GPU. Returns the wave-instructions run.
     pub(crate) fn run(&self) -> Result<u64, MachineStop> {
         let setup = &self.setup;
         if let Err(e) = setup.validate() {
@@ -46,7 +49,10 @@ impl MachineLaunch<'_> {
         let groups = setup.grid_groups();
         let total = groups.iter().map(|&g| u64::from(g)).product::<u64>();
         let mut threads = (self.threads.max(1) as u64).min(total.max(1));
+        let mut batch = batch_size(setup, total, threads);
         if let Some(s) = setup.scratch.filter(|_| setup.needs_scratch()) {
+            // One work-group per scratch slot at a time, and a slot per thread.
+            batch = 1;
             let per_slot = setup.scratch_per_slot().max(1);
             threads = threads.min(s.size / per_slot);
             if threads == 0 {
@@ -58,29 +64,43 @@ impl MachineLaunch<'_> {
         }
         let next = AtomicU64::new(0);
         let failed = AtomicBool::new(false);
-        let first_error: Mutex<Option<WaveError>> = Mutex::new(None);
+        // The error of the earliest work-groups that failed (by the index of their batch's first
+        // work-group), so a fault every work-group hits is reported where the first one hits it.
+        let first_error: Mutex<Option<(u64, WaveError)>> = Mutex::new(None);
         let instructions = AtomicU64::new(0);
-        let worker = |slot: u32| {
+        let worker = |thread: u32| {
             let control = RunControl {
                 cancel: Some(self.cancel),
                 max_wave_instructions: u64::MAX,
-                scratch_slot: slot,
+                scratch_slot: thread * batch as u32,
             };
+            let gx = u64::from(groups[0]);
+            let gxy = gx * u64::from(groups[1]);
+            let mut ids = Vec::with_capacity(batch as usize);
             loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= total || failed.load(Ordering::Acquire) {
+                // No new batches once one failed; batches already taken (all earlier than any
+                // taken later) run to their end or their error.
+                if failed.load(Ordering::Acquire) {
                     return;
                 }
-                let gx = u64::from(groups[0]);
-                let gxy = gx * u64::from(groups[1]);
-                let id = [(i % gx) as u32, ((i % gxy) / gx) as u32, (i / gxy) as u32];
-                match run_workgroup(setup, id, self.vm, &control) {
+                let first = next.fetch_add(batch, Ordering::Relaxed);
+                if first >= total {
+                    return;
+                }
+                ids.clear();
+                ids.extend(
+                    (first..(first + batch).min(total))
+                        .map(|i| [(i % gx) as u32, ((i % gxy) / gx) as u32, (i / gxy) as u32]),
+                );
+                match run_workgroups(setup, &ids, self.vm, &control) {
                     Ok(stats) => {
                         instructions.fetch_add(stats.wave_instructions, Ordering::Relaxed);
                     }
                     Err(e) => {
-                        let mut first = first_error.lock().unwrap_or_else(|p| p.into_inner());
-                        first.get_or_insert(e);
+                        let mut earliest = first_error.lock().unwrap_or_else(|p| p.into_inner());
+                        if earliest.as_ref().is_none_or(|(at, _)| first < *at) {
+                            *earliest = Some((first, e));
+                        }
                         failed.store(true, Ordering::Release);
                         return;
                     }
@@ -91,15 +111,15 @@ impl MachineLaunch<'_> {
             worker(0);
         } else {
             std::thread::scope(|scope| {
-                for slot in 1..threads as u32 {
+                for thread in 1..threads as u32 {
                     let worker = &worker;
-                    scope.spawn(move || worker(slot));
+                    scope.spawn(move || worker(thread));
                 }
                 worker(0);
             });
         }
         match first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
-            Some(e) => Err(self.stop(e)),
+            Some((_, e)) => Err(self.stop(e)),
             None => Ok(instructions.into_inner()),
         }
     }
@@ -160,4 +180,23 @@ impl MachineLaunch<'_> {
             }
         }
     }
+}
+
+/// Register files and LDS a thread's batch of interleaved work-groups may hold (about a core's
+/// L2 cache: more would make the batch slower, not faster).
+const BATCH_BYTES: u64 = 256 << 10;
+/// Work-groups a thread interleaves at most.
+const MAX_BATCH: u64 = 16;
+
+/// How many consecutive work-groups a thread runs interleaved: as many as fit in
+/// [`BATCH_BYTES`] (each wave's VGPRs, each work-group's LDS), up to [`MAX_BATCH`], and no more
+/// than leaves every thread some.
+fn batch_size(setup: &DispatchSetup, total: u64, threads: u64) -> u64 {
+    let waves = u64::from(setup.waves_per_group());
+    let vgprs = setup.descriptor.vgpr_count().min(512) as u64;
+    let footprint = waves * vgprs * 256 + u64::from(setup.group_segment_size());
+    (BATCH_BYTES / footprint.max(1))
+        .min(MAX_BATCH)
+        .min(total.div_ceil(threads.max(1)))
+        .max(1)
 }

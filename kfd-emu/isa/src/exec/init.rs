@@ -157,15 +157,43 @@ pub(crate) fn start_wave<M: Memory + ?Sized>(
     let [sx, sy, _] = group.size;
     let dims = d.workitem_id_dims();
     let mut exec = 0u64;
+    let (sx, sy) = (sx.max(1), sy.max(1));
+    // The first lane's id, then one step per lane (x fastest), without a division per lane.
+    let first = index * LANES as u32;
+    let (mut x, mut y, mut z) = (first % sx, (first / sx) % sy, first / (sx * sy));
+    let whole_row = u64::from(first) + LANES as u64 <= u64::from(items)
+        && u64::from(x) + LANES as u64 <= u64::from(sx);
+    if whole_row && target.packed_work_item_ids() {
+        // Every lane exists and only x differs along the wave (the common case).
+        let (y, z) = (if dims >= 1 { y } else { 0 }, if dims >= 2 { z } else { 0 });
+        let yz = y << 10 | z << 20;
+        if let Some(v0) = w.v.get_mut(0) {
+            for (lane, r) in v0.iter_mut().enumerate() {
+                *r = (x + lane as u32) | yz;
+            }
+        }
+        w.set_exec(u64::MAX);
+        return Ok(w);
+    }
     for lane in 0..LANES {
-        let flat = index * LANES as u32 + lane as u32;
+        let flat = first + lane as u32;
         if flat >= items {
             break;
         }
         exec |= 1 << lane;
-        let x = flat % sx.max(1);
-        let y = (flat / sx.max(1)) % sy.max(1);
-        let z = flat / (sx.max(1) * sy.max(1));
+        let (x, y, z) = {
+            let id = (x, y, z);
+            x += 1;
+            if x == sx {
+                x = 0;
+                y += 1;
+                if y == sy {
+                    y = 0;
+                    z += 1;
+                }
+            }
+            id
+        };
         let (y, z) = (if dims >= 1 { y } else { 0 }, if dims >= 2 { z } else { 0 });
         if target.packed_work_item_ids() {
             if let Some(v0) = w.v.get_mut(0) {

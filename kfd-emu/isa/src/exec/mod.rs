@@ -28,8 +28,10 @@ use crate::decode::{Format, Inst, Op};
 use crate::dispatch::{DispatchSetup, RunControl};
 use crate::error::WaveError;
 use crate::memory::{MemFault, Memory};
+use crate::program::Region;
 use init::{start_wave, GroupStart};
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use wave::{Wave, WaveState};
 
 /// Instructions a wave runs before the next wave of its work-group gets a turn.
@@ -90,45 +92,138 @@ pub fn run_workgroup<M: Memory + ?Sized>(
     control: &RunControl<'_>,
 ) -> Result<Stats, WaveError> {
     setup.validate()?;
-    let groups = setup.grid_groups();
-    if (0..3).any(|d| group_id[d] >= groups[d]) {
-        return Err(WaveError::InvalidDispatch(format!(
-            "work-group {group_id:?} outside the grid's {groups:?}"
-        )));
+    let entry = entry_region(setup, mem);
+    let mut group = Group::new(setup, group_id, control.scratch_slot, mem, entry.as_ref())?;
+    while !group.round(TIME_SLICE, control)? {}
+    Ok(group.stats)
+}
+
+/// Runs several work-groups of the dispatch to completion, interleaved on the calling thread
+/// as a GPU runs the work-groups resident on it side by side: their waves take turns a short
+/// slice at a time, so work-groups that stride through memory together (grid-stride loops,
+/// kfdrt's blit kernels) touch it together, and work-groups that wait for each other through
+/// memory make progress. Work-group `k` of `group_ids` uses scratch slot
+/// `control.scratch_slot + k`, so calls running at the same time need disjoint ranges of
+/// `group_ids.len()` slots; [`RunControl::max_wave_instructions`] bounds each work-group.
+///
+/// Returns the work-groups' summed [`Stats`]. Errors as [`run_workgroup`]'s: the first error a
+/// wave of any of the work-groups hits stops them all.
+pub fn run_workgroups<M: Memory + ?Sized>(
+    setup: &DispatchSetup,
+    group_ids: &[[u32; 3]],
+    mem: &M,
+    control: &RunControl<'_>,
+) -> Result<Stats, WaveError> {
+    setup.validate()?;
+    let entry = entry_region(setup, mem);
+    let mut groups = Vec::with_capacity(group_ids.len());
+    for (k, &id) in group_ids.iter().enumerate() {
+        let slot = control.scratch_slot.saturating_add(k as u32);
+        groups.push(Group::new(setup, id, slot, mem, entry.as_ref())?);
     }
-    if let Some(s) = setup.scratch {
-        let needed = (u64::from(control.scratch_slot) + 1).saturating_mul(setup.scratch_per_slot());
-        if needed > s.size {
-            return Err(WaveError::ScratchTooSmall {
-                needed,
-                provided: s.size,
-            });
+    let slice = if groups.len() > 1 {
+        BATCH_SLICE
+    } else {
+        TIME_SLICE
+    };
+    let mut total = Stats::default();
+    while !groups.is_empty() {
+        let mut k = 0;
+        while k < groups.len() {
+            if groups[k].round(slice, control)? {
+                let g = groups.swap_remove(k);
+                total.wave_instructions += g.stats.wave_instructions;
+                total.waves += g.stats.waves;
+                total.barriers += g.stats.barriers;
+            } else {
+                k += 1;
+            }
         }
     }
-    let group = GroupStart::new(setup, group_id, control.scratch_slot);
-    let lds_bytes = (setup.group_segment_size() as usize).next_multiple_of(4);
-    let mut ctx = Ctx {
-        mem,
-        setup,
-        lds: vec![0; lds_bytes],
-        apertures: (setup.apertures.shared_base, setup.apertures.private_base),
-    };
-    let mut waves = (0..group.waves())
-        .map(|i| start_wave(setup, &group, i, mem))
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut stats = Stats {
-        waves: waves.len() as u32,
-        ..Stats::default()
-    };
-    loop {
+    Ok(total)
+}
+
+/// The decoded code at the kernel's entry, looked up once for all the waves about to start
+/// (each would look up the same); `None` if that fails, and each wave's first turn reports
+/// why, as it would without this.
+fn entry_region<M: Memory + ?Sized>(
+    setup: &DispatchSetup,
+    mem: &M,
+) -> Option<(Arc<Region>, usize)> {
+    setup.code.lookup(setup.entry(), mem).ok()
+}
+
+/// Instructions a wave runs per turn when several work-groups share the thread: short, so
+/// their memory accesses stay close in time (a blit loop iteration is about 15 instructions).
+const BATCH_SLICE: u32 = 32;
+
+/// One work-group in progress: its waves, its LDS and what it did so far.
+struct Group<'a, M: Memory + ?Sized> {
+    ctx: Ctx<'a, M>,
+    waves: Vec<Wave>,
+    stats: Stats,
+}
+
+impl<'a, M: Memory + ?Sized> Group<'a, M> {
+    /// Starts work-group `group_id`'s waves, using scratch slot `slot` (the dispatch is
+    /// validated).
+    fn new(
+        setup: &'a DispatchSetup,
+        group_id: [u32; 3],
+        slot: u32,
+        mem: &'a M,
+        entry: Option<&(Arc<Region>, usize)>,
+    ) -> Result<Group<'a, M>, WaveError> {
+        let groups = setup.grid_groups();
+        if (0..3).any(|d| group_id[d] >= groups[d]) {
+            return Err(WaveError::InvalidDispatch(format!(
+                "work-group {group_id:?} outside the grid's {groups:?}"
+            )));
+        }
+        if let Some(s) = setup.scratch {
+            let needed = (u64::from(slot) + 1).saturating_mul(setup.scratch_per_slot());
+            if needed > s.size {
+                return Err(WaveError::ScratchTooSmall {
+                    needed,
+                    provided: s.size,
+                });
+            }
+        }
+        let group = GroupStart::new(setup, group_id, slot);
+        let lds_bytes = (setup.group_segment_size() as usize).next_multiple_of(4);
+        let ctx = Ctx {
+            mem,
+            setup,
+            lds: vec![0; lds_bytes],
+            apertures: (setup.apertures.shared_base, setup.apertures.private_base),
+        };
+        let waves = (0..group.waves())
+            .map(|i| {
+                let mut w = start_wave(setup, &group, i, mem)?;
+                w.region = entry.filter(|_| w.pc == setup.entry()).cloned();
+                Ok(w)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let stats = Stats {
+            waves: waves.len() as u32,
+            ..Stats::default()
+        };
+        Ok(Group { ctx, waves, stats })
+    }
+
+    /// One round: every running wave runs up to `slice` instructions (until it ends or waits
+    /// at the barrier); when none can run, the barrier they all wait at is released. Returns
+    /// whether the work-group has finished.
+    fn round(&mut self, slice: u32, control: &RunControl<'_>) -> Result<bool, WaveError> {
+        let stats = &mut self.stats;
         let mut any_running = false;
-        for w in waves.iter_mut() {
+        for w in self.waves.iter_mut() {
             if w.state != WaveState::Running {
                 continue;
             }
             any_running = true;
             let before = w.executed;
-            let r = run_slice(w, &mut ctx);
+            let r = run_slice(w, &mut self.ctx, slice);
             stats.wave_instructions += w.executed - before;
             r?;
             if stats.wave_instructions >= control.max_wave_instructions {
@@ -142,33 +237,38 @@ pub fn run_workgroup<M: Memory + ?Sized>(
             }
         }
         if any_running {
-            continue;
+            return Ok(false);
         }
         // Nobody can run: release a barrier everyone still alive waits at, or finish.
-        let waiting = waves
+        let waiting = self
+            .waves
             .iter()
             .filter(|w| w.state == WaveState::Barrier)
             .count();
         if waiting == 0 {
-            break;
+            return Ok(true);
         }
         stats.barriers += 1;
-        for w in waves.iter_mut() {
+        for w in self.waves.iter_mut() {
             if w.state == WaveState::Barrier {
                 w.state = WaveState::Running;
             }
         }
+        Ok(false)
     }
-    Ok(stats)
 }
 
-/// Runs a wave for up to one time slice, or until it waits at a barrier or ends.
-fn run_slice<M: Memory + ?Sized>(w: &mut Wave, ctx: &mut Ctx<'_, M>) -> Result<(), WaveError> {
+/// Runs a wave for up to `slice` instructions, or until it waits at a barrier or ends.
+fn run_slice<M: Memory + ?Sized>(
+    w: &mut Wave,
+    ctx: &mut Ctx<'_, M>,
+    slice: u32,
+) -> Result<(), WaveError> {
     let (mut region, mut idx) = match w.region.take() {
         Some(r) => r,
         None => ctx.setup.code.lookup(w.pc, ctx.mem)?,
     };
-    for _ in 0..TIME_SLICE {
+    for _ in 0..slice {
         let Some(inst) = region.insts.get(idx) else {
             (region, idx) = ctx.setup.code.lookup(w.pc, ctx.mem)?;
             continue;

@@ -4,22 +4,21 @@
 //! `valu_ops`.
 
 use super::lanes;
-use super::wave::{per_lane, Lanes, Wave, LANES};
+use super::wave::{per_lane, select_into, Lanes, Wave, LANES};
 use crate::decode::{Format, Inst, Operand};
 use crate::error::WaveError;
 
 /// 64-bit values per lane.
 pub(super) type Lanes64 = [u64; LANES];
 
-/// A source's lanes: the register itself when it can be read in place (no copy), or the
-/// values made for it (a scalar broadcast, a DPP/SDWA transform).
-// The owned variant is large on purpose: making it costs no allocation.
-#[allow(clippy::large_enum_variant)]
+/// A source's lanes: the register itself when it can be read in place (no copy), a scalar
+/// broadcast in the wave's buffers, or values made for it (a DPP/SDWA transform). Two words:
+/// sources move often, so the rare owned lanes are boxed.
 pub(super) enum Src<'a> {
-    /// The register's lanes.
+    /// The register's lanes (or a broadcast's).
     Ref(&'a Lanes),
     /// Values computed for this instruction.
-    Own(Lanes),
+    Own(Box<Lanes>),
 }
 
 impl std::ops::Deref for Src<'_> {
@@ -33,6 +32,9 @@ impl std::ops::Deref for Src<'_> {
     }
 }
 
+/// Zero in every lane (an absent source).
+static ZERO: Lanes = [0; LANES];
+
 /// What every VALU helper needs: the wave, the instruction and the apertures (for
 /// `src_shared_base` and friends).
 pub(super) struct V<'a> {
@@ -42,6 +44,14 @@ pub(super) struct V<'a> {
 }
 
 pub(super) fn exec(w: &mut Wave, inst: &Inst, ap: (u64, u64)) -> Result<(), WaveError> {
+    // Scalar sources broadcast to every lane up front, into the wave's buffers (handing out
+    // references to them copies no lanes; `V::src` checks the value is still current).
+    for (k, &op) in inst.src.iter().enumerate() {
+        if !matches!(op, Operand::Vgpr(..) | Operand::Agpr(..) | Operand::None) {
+            let x = w.scalar32(op, inst.imm[k], ap);
+            w.broadcast[k] = [x; LANES];
+        }
+    }
     super::valu_ops::exec(&mut V { w, i: inst, ap })
 }
 
@@ -58,23 +68,38 @@ impl V<'_> {
 
     /// Raw 32-bit values of source `k` per lane (DPP and SDWA selects applied; no float
     /// modifiers).
+    ///
+    /// Inlined, with scalar sources read from the wave's broadcast buffers, so the common
+    /// sources move no lanes; DPP and SDWA sources are made out of line.
+    #[inline(always)]
     pub fn src(&self, k: usize) -> Result<Src<'_>, WaveError> {
         let op = self.i.src.get(k).copied().unwrap_or_default();
         let plain = self.i.sdwa.is_none() && (k != 0 || self.i.dpp.is_none());
+        if !plain {
+            return self.src_modified(k, op);
+        }
+        Ok(match op {
+            Operand::Vgpr(..) | Operand::Agpr(..) => Src::Ref(self.w.vreg(self.i, op, 0)?),
+            _ => {
+                let x = self
+                    .w
+                    .scalar32(op, self.i.imm.get(k).copied().unwrap_or(0), self.ap);
+                match self.w.broadcast.get(k) {
+                    Some(b) if b[0] == x && op != Operand::None => Src::Ref(b),
+                    _ if x == 0 => Src::Ref(&ZERO),
+                    _ => Src::Own(Box::new([x; LANES])),
+                }
+            }
+        })
+    }
+
+    /// [`V::src`] with DPP or SDWA.
+    #[inline(never)]
+    fn src_modified(&self, k: usize, op: Operand) -> Result<Src<'_>, WaveError> {
         let reg = match op {
             Operand::Vgpr(..) | Operand::Agpr(..) => Some(self.w.vreg(self.i, op, 0)?),
             _ => None,
         };
-        if plain {
-            return Ok(match reg {
-                Some(r) => Src::Ref(r),
-                None => Src::Own(
-                    [self.w
-                        .scalar32(op, self.i.imm.get(k).copied().unwrap_or(0), self.ap);
-                        LANES],
-                ),
-            });
-        }
         let mut out = match reg {
             Some(r) => *r,
             None => {
@@ -100,7 +125,7 @@ impl V<'_> {
                 }
             }
         }
-        Ok(Src::Own(out))
+        Ok(Src::Own(Box::new(out)))
     }
 
     /// 16-bit source `k` (low half, or the high half when VOP3 op_sel asks), zero-extended.
@@ -153,14 +178,7 @@ impl V<'_> {
                     }
                 }
             }
-            _ if mask == u64::MAX => *reg = *vals,
-            _ => {
-                for l in 0..LANES {
-                    if mask >> l & 1 != 0 {
-                        reg[l] = vals[l];
-                    }
-                }
-            }
+            _ => select_into(reg, vals, mask),
         }
         Ok(())
     }

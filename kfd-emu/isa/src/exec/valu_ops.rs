@@ -4,7 +4,7 @@
 use super::fpmath::{class16, class32, class_f64, div_fixup, fmax32, fmin32, fract32, med3};
 use super::valu::{Lanes64, V};
 use super::valu_wide;
-use super::wave::{pack_bits, per_lane, Lanes, LANES};
+use super::wave::{lane_masks, pack_masks, per_lane, Lanes, LANES};
 use crate::decode::compare::{self, CmpType};
 use crate::decode::{Format, Op, Operand};
 use crate::error::WaveError;
@@ -50,27 +50,70 @@ fn add_carry(v: &mut V<'_>, sub: bool, reverse: bool, with_carry: bool) -> Resul
     let cin = if with_carry { carry_in(v) } else { 0 };
     let (s0, s1) = (v.src(0)?, v.src(1)?);
     let (a, b): (&Lanes, &Lanes) = if reverse { (&s1, &s0) } else { (&s0, &s1) };
+    // 32-bit lanes throughout (what the optimiser vectorises best). The carry out of bit 31
+    // is the majority of x31, y31 and the carry into bit 31 (r31 ^ x31 ^ y31); the borrow
+    // likewise with x inverted.
+    let cin = lane_masks(cin);
     let mut out = [0u32; LANES];
-    let mut carry = [false; LANES];
+    let mut carry = [0u32; LANES];
     for l in 0..LANES {
-        let c = u32::from((cin >> l) & 1 != 0);
+        let c = cin[l] & 1;
         let (x, y) = (a[l], b[l]);
         if sub {
-            let (d, b1) = x.overflowing_sub(y);
-            let (d, b2) = d.overflowing_sub(c);
-            out[l] = d;
-            carry[l] = b1 | b2;
+            let r = x.wrapping_sub(y).wrapping_sub(c);
+            out[l] = r;
+            carry[l] = ((!x & y) | (!(x ^ y) & r)) >> 31;
         } else {
-            let (s, c1) = x.overflowing_add(y);
-            let (s, c2) = s.overflowing_add(c);
-            out[l] = s;
-            carry[l] = c1 | c2;
+            let r = x.wrapping_add(y).wrapping_add(c);
+            out[l] = r;
+            carry[l] = ((x & y) | ((x ^ y) & !r)) >> 31;
         }
     }
     let m = v.mask();
     v.write(&out, m)?;
-    v.write_sdst(pack_bits(&carry) & m);
+    v.write_sdst(pack_masks(&carry) & m);
     Ok(())
+}
+
+/// The ordering bits (lt, eq, gt, unordered) each predicate of [`compare::PREDICATES`] is
+/// true for, by index.
+const PREDICATE_BITS: [(bool, bool, bool, bool); 18] = [
+    (false, false, false, false), // f
+    (true, false, false, false),  // lt
+    (false, true, false, false),  // eq
+    (true, true, false, false),   // le
+    (false, false, true, false),  // gt
+    (true, false, true, false),   // lg
+    (false, true, true, false),   // ge
+    (true, true, true, false),    // o
+    (false, false, false, true),  // u
+    (true, false, false, true),   // nge
+    (false, true, false, true),   // nlg
+    (true, true, false, true),    // ngt
+    (false, false, true, true),   // nle
+    (true, false, true, true),    // neq
+    (false, true, true, true),    // nlt
+    (true, true, true, true),     // tru
+    (true, false, true, true),    // ne
+    (true, true, true, true),     // t
+];
+
+/// A 32-bit integer compare's lane mask, one instantiation per predicate (a single vector
+/// compare each, rather than three and a select).
+macro_rules! cmp32 {
+    ($v:expr, $a:expr, $b:expr, $t:ty, $ord:expr) => {{
+        let (v, a, b) = (&$v, &$a, &$b);
+        match $ord {
+            (false, false, false) => v.bits(|_| false),
+            (true, false, false) => v.bits(|l| (a[l] as $t) < (b[l] as $t)),
+            (false, true, false) => v.bits(|l| a[l] == b[l]),
+            (true, true, false) => v.bits(|l| (a[l] as $t) <= (b[l] as $t)),
+            (false, false, true) => v.bits(|l| (a[l] as $t) > (b[l] as $t)),
+            (true, false, true) => v.bits(|l| a[l] != b[l]),
+            (false, true, true) => v.bits(|l| (a[l] as $t) >= (b[l] as $t)),
+            (true, true, true) => v.bits(|_| true),
+        }
+    }};
 }
 
 /// Vector compares (VOPC and their VOP3 forms): the predicate and type come from `aux`.
@@ -79,28 +122,10 @@ fn compare(v: &mut V<'_>) -> Result<(), WaveError> {
     let pred = usize::from(aux & 0x1F);
     let class = aux & compare::CLASS != 0;
     let ty = compare::cmp_type(aux);
-    let pname = compare::PREDICATES.get(pred).copied().unwrap_or("f");
-    // Resolve the predicate once, not per lane: ordering bits (lt, eq, gt, unordered).
-    let (lt, eq, gt, un) = match pname {
-        "f" => (false, false, false, false),
-        "lt" => (true, false, false, false),
-        "eq" => (false, true, false, false),
-        "le" => (true, true, false, false),
-        "gt" => (false, false, true, false),
-        "lg" => (true, false, true, false),
-        "ge" => (false, true, true, false),
-        "o" => (true, true, true, false),
-        "u" => (false, false, false, true),
-        "nge" => (true, false, false, true),
-        "nlg" => (false, true, false, true),
-        "ngt" => (true, true, false, true),
-        "nle" => (false, false, true, true),
-        "neq" => (true, false, true, true),
-        "nlt" => (false, true, true, true),
-        // "tru", "t"
-        "ne" => (true, false, true, true),
-        _ => (true, true, true, true),
-    };
+    let (lt, eq, gt, un) = PREDICATE_BITS
+        .get(pred)
+        .copied()
+        .unwrap_or(PREDICATE_BITS[0]);
     let fcmp = move |a: f64, b: f64| -> bool {
         if a < b {
             lt
@@ -156,10 +181,19 @@ fn compare(v: &mut V<'_>) -> Result<(), WaveError> {
             } else {
                 match ty {
                     CmpType::F32 => {
-                        v.bits(|l| fcmp(f64::from(v.fmod32(a[l], 0)), f64::from(v.fmod32(b[l], 1))))
+                        // In f32 (widening to f64 changes no ordering), without branches.
+                        let x: [f32; LANES] = per_lane(|l| v.fmod32(a[l], 0));
+                        let y: [f32; LANES] = per_lane(|l| v.fmod32(b[l], 1));
+                        v.bits(|l| {
+                            let (x, y) = (x[l], y[l]);
+                            (lt & (x < y))
+                                | (eq & (x == y))
+                                | (gt & (x > y))
+                                | (un & (x.is_nan() | y.is_nan()))
+                        })
                     }
-                    CmpType::I32 => v.bits(|l| icmp((a[l] as i32).cmp(&(b[l] as i32)))),
-                    _ => v.bits(|l| icmp(a[l].cmp(&b[l]))),
+                    CmpType::I32 => cmp32!(v, a, b, i32, (lt, eq, gt)),
+                    _ => cmp32!(v, a, b, u32, (lt, eq, gt)),
                 }
             }
         }
@@ -454,5 +488,65 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
             v.f3(|q, d, n| div_fixup(f64::from(q), f64::from(d), f64::from(n)) as f32)
         }
         _ => valu_wide::exec(v),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PREDICATE_BITS;
+
+    #[test]
+    fn carry_and_borrow_formulas_match_wide_arithmetic() {
+        let vals = [
+            0u32,
+            1,
+            2,
+            0x7FFF_FFFF,
+            0x8000_0000,
+            0x8000_0001,
+            0xFFFF_FFFE,
+            0xFFFF_FFFF,
+        ];
+        for &x in &vals {
+            for &y in &vals {
+                for c in 0..2u32 {
+                    let r = x.wrapping_add(y).wrapping_add(c);
+                    let carry = ((x & y) | ((x ^ y) & !r)) >> 31;
+                    let wide = u64::from(x) + u64::from(y) + u64::from(c);
+                    assert_eq!(u64::from(carry), wide >> 32, "{x:#x} + {y:#x} + {c}");
+                    let r = x.wrapping_sub(y).wrapping_sub(c);
+                    let borrow = ((!x & y) | (!(x ^ y) & r)) >> 31;
+                    let wide = i64::from(x) - i64::from(y) - i64::from(c);
+                    assert_eq!(borrow == 1, wide < 0, "{x:#x} - {y:#x} - {c}");
+                }
+            }
+        }
+    }
+    use crate::decode::compare::PREDICATES;
+
+    #[test]
+    fn predicate_bits_follow_the_names() {
+        for (name, bits) in PREDICATES.iter().zip(PREDICATE_BITS) {
+            let expect = match *name {
+                "f" => (false, false, false, false),
+                "lt" => (true, false, false, false),
+                "eq" => (false, true, false, false),
+                "le" => (true, true, false, false),
+                "gt" => (false, false, true, false),
+                "lg" => (true, false, true, false),
+                "ge" => (false, true, true, false),
+                "o" => (true, true, true, false),
+                "u" => (false, false, false, true),
+                "nge" => (true, false, false, true),
+                "nlg" => (false, true, false, true),
+                "ngt" => (true, true, false, true),
+                "nle" => (false, false, true, true),
+                "neq" => (true, false, true, true),
+                "nlt" => (false, true, true, true),
+                "ne" => (true, false, true, true),
+                _ => (true, true, true, true),
+            };
+            assert_eq!(bits, expect, "{name}");
+        }
     }
 }

@@ -6,7 +6,7 @@
 //! contiguous run of global memory.
 
 use super::access::{self, next_run, Addr};
-use super::wave::{Wave, LANES};
+use super::wave::{select_into, Wave, LANES};
 use super::Ctx;
 use crate::decode::memop::{self, MemClass};
 use crate::decode::{flags, Format, Inst, Operand};
@@ -21,8 +21,74 @@ fn flat_scratch(w: &Wave) -> u64 {
     w.sgpr64(102)
 }
 
-fn vgpr32(w: &Wave, inst: &Inst, op: Operand, k: usize) -> Result<[u32; LANES], WaveError> {
-    Ok(*w.vreg(inst, op, k)?)
+fn vgpr32<'w>(
+    w: &'w Wave,
+    inst: &Inst,
+    op: Operand,
+    k: usize,
+) -> Result<&'w [u32; LANES], WaveError> {
+    w.vreg(inst, op, k)
+}
+
+/// Per-lane global addresses of a GLOBAL or FLAT instruction whose active lanes all address
+/// global memory (the common case), or `None` when a FLAT lane falls in the LDS or private
+/// aperture (then [`flat_addrs`] sorts them out). Registers are read as [`flat_addrs`] reads
+/// them, so a bad register is the same error.
+fn global_addrs<M: Memory + ?Sized>(
+    w: &Wave,
+    inst: &Inst,
+    ctx: &Ctx<'_, M>,
+    exec: u64,
+    out: &mut [u64; LANES],
+) -> Result<bool, WaveError> {
+    let off = inst.offset as i64 as u64;
+    if let (Format::Global, Operand::Sgpr(r, _)) = (inst.format, inst.saddr) {
+        let base = w.sgpr64(r).wrapping_add(off);
+        let v = vgpr32(w, inst, inst.src[0], 0)?;
+        for (a, &x) in out.iter_mut().zip(v.iter()) {
+            *a = base.wrapping_add(u64::from(x));
+        }
+        return Ok(true);
+    }
+    let lo = vgpr32(w, inst, inst.src[0], 0)?;
+    let hi = vgpr32(w, inst, inst.src[0], 1)?;
+    for l in 0..LANES {
+        out[l] = (u64::from(lo[l]) | u64::from(hi[l]) << 32).wrapping_add(off);
+    }
+    if inst.format == Format::Flat {
+        let (shared, private) = ctx.apertures;
+        let (shared, private) = (shared >> 32, private >> 32);
+        let mut other = false;
+        for l in 0..LANES {
+            let h = out[l] >> 32;
+            other |= exec >> l & 1 != 0 && (h == shared || h == private);
+        }
+        if other {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// The active lanes as one run `(first lane, lane count)` when they are consecutive lanes
+/// whose addresses follow each other (`first + k * size`): one access serves them all.
+fn single_run(addrs: &[u64; LANES], exec: u64, size: u64) -> Option<(usize, usize)> {
+    if exec == 0 {
+        return None;
+    }
+    let lo = exec.trailing_zeros() as usize;
+    let count = (exec >> lo).trailing_ones() as usize;
+    if (exec >> lo).count_ones() as usize != count {
+        return None;
+    }
+    let first = addrs[lo];
+    let mut expect = first;
+    let mut diff = 0u64;
+    for &a in addrs.get(lo..lo + count).unwrap_or(&[]) {
+        diff |= a ^ expect;
+        expect = expect.wrapping_add(size);
+    }
+    (diff == 0).then_some((lo, count))
 }
 
 /// Per-lane addresses of a FLAT/GLOBAL/SCRATCH instruction.
@@ -187,6 +253,32 @@ pub(super) fn exec<M: Memory + ?Sized>(
         return Err(w.unimplemented(inst));
     }
     let size = memop::size(inst.aux);
+    let exec = w.exec();
+    if matches!(inst.format, Format::Global | Format::Flat) {
+        let mut va = [0u64; LANES];
+        if global_addrs(w, inst, ctx, exec, &mut va)? {
+            let run = single_run(&va, exec, size as u64);
+            match class {
+                MemClass::Load => {
+                    if let Some((lo, count)) = run {
+                        return load_run(w, inst, ctx, &va, exec, size, lo, count);
+                    }
+                }
+                MemClass::Store => {
+                    if let Some((lo, count)) = run {
+                        return store_run(w, inst, ctx, &va, size, lo, count);
+                    }
+                }
+                _ => {}
+            }
+            let addrs: [Addr; LANES] = std::array::from_fn(|l| Addr::Linear(va[l]));
+            return match class {
+                MemClass::Load => load(w, inst, ctx, &addrs, exec, size),
+                MemClass::Store => store(w, inst, ctx, &addrs, exec, size),
+                _ => atomic(w, inst, ctx, &addrs, exec, size),
+            };
+        }
+    }
     let mut addrs = [Addr::Discard; LANES];
     if inst.format == Format::Mubuf {
         buffer_addrs(w, inst, ctx.apertures, size as u64, &mut addrs)?;
@@ -194,7 +286,6 @@ pub(super) fn exec<M: Memory + ?Sized>(
         flat_addrs(w, inst, ctx, &mut addrs)?;
     }
     let addrs = &addrs;
-    let exec = w.exec();
     match class {
         MemClass::Load => load(w, inst, ctx, addrs, exec, size),
         MemClass::Store => store(w, inst, ctx, addrs, exec, size),
@@ -233,6 +324,58 @@ fn load<M: Memory + ?Sized>(
     write_back(w, inst, &data, exec, size)
 }
 
+/// A load whose active lanes are the run `lo..lo + count` of consecutive global addresses
+/// (see [`single_run`]): one memory access, or lane by lane if it faults, so the fault names
+/// the first faulting lane's address as [`load`] would.
+#[allow(clippy::too_many_arguments)]
+fn load_run<M: Memory + ?Sized>(
+    w: &mut Wave,
+    inst: &Inst,
+    ctx: &mut Ctx<'_, M>,
+    va: &[u64; LANES],
+    exec: u64,
+    size: usize,
+    lo: usize,
+    count: usize,
+) -> Result<(), WaveError> {
+    let mut data = [0u8; LANES * 16];
+    let part = data
+        .get_mut(lo * size..(lo + count) * size)
+        .unwrap_or(&mut []);
+    if ctx.mem.read(va[lo], part).is_err() {
+        for l in lo..lo + count {
+            if let Some(chunk) = data.get_mut(l * size..(l + 1) * size) {
+                access::read(w, ctx, Addr::Linear(va[l]), 0, chunk)?;
+            }
+        }
+    }
+    write_back(w, inst, &data, exec, size)
+}
+
+/// A store to the run `lo..lo + count` (see [`load_run`]).
+#[allow(clippy::too_many_arguments)]
+fn store_run<M: Memory + ?Sized>(
+    w: &mut Wave,
+    inst: &Inst,
+    ctx: &mut Ctx<'_, M>,
+    va: &[u64; LANES],
+    size: usize,
+    lo: usize,
+    count: usize,
+) -> Result<(), WaveError> {
+    let mut data = [0u8; LANES * 16];
+    store_data(w, inst, &mut data, size)?;
+    let part = data.get(lo * size..(lo + count) * size).unwrap_or(&[]);
+    if ctx.mem.write(va[lo], part).is_ok() {
+        return Ok(());
+    }
+    for l in lo..lo + count {
+        let chunk = data.get(l * size..(l + 1) * size).unwrap_or(&[]);
+        access::write(w, ctx, Addr::Linear(va[l]), 0, chunk)?;
+    }
+    Ok(())
+}
+
 /// Moves loaded bytes (`size` per lane) into the destination registers.
 fn write_back(
     w: &mut Wave,
@@ -246,15 +389,19 @@ fn write_back(
     if size % 4 == 0 && d16.is_none() {
         // Whole dwords: dword k of lane l is at l * size + 4 * k.
         for k in 0..size / 4 {
-            let reg = w.vreg_mut(inst, inst.dst, k)?;
-            for (l, r) in reg.iter_mut().enumerate() {
-                if exec >> l & 1 != 0 {
-                    let at = l * size + 4 * k;
-                    if let Some(b) = data.get(at..at + 4) {
-                        *r = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-                    }
+            let mut vals = [0u32; LANES];
+            if size == 4 {
+                // One dword per lane (the common case, in a form the optimiser vectorises).
+                for (v, b) in vals.iter_mut().zip(data.chunks_exact(4)) {
+                    *v = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                }
+            } else {
+                // `data` holds LANES * 16 bytes, so every lane's dword is there.
+                for (v, b) in vals.iter_mut().zip(data.chunks_exact(size)) {
+                    *v = u32::from_le_bytes([b[4 * k], b[4 * k + 1], b[4 * k + 2], b[4 * k + 3]]);
                 }
             }
+            select_into(w.vreg_mut(inst, inst.dst, k)?, &vals, exec);
         }
         return Ok(());
     }
@@ -289,21 +436,8 @@ fn store<M: Memory + ?Sized>(
     exec: u64,
     size: usize,
 ) -> Result<(), WaveError> {
-    let dwords = size.div_ceil(4);
-    let hi16 = memop::d16(inst.aux) == Some(true);
     let mut data = [0u8; LANES * 16];
-    for k in 0..dwords {
-        let reg = w.vreg(inst, inst.src[1], k)?;
-        for l in 0..LANES {
-            let v = if hi16 { reg[l] >> 16 } else { reg[l] };
-            let bytes = v.to_le_bytes();
-            let n = size.saturating_sub(k * 4).min(4);
-            let start = l * size + k * 4;
-            if let (Some(d), Some(s)) = (data.get_mut(start..start + n), bytes.get(..n)) {
-                d.copy_from_slice(s);
-            }
-        }
-    }
+    store_data(w, inst, &mut data, size)?;
     let mut from = 0;
     while let Some((lo, count, linear)) = next_run(addrs, exec, from, size as u64) {
         from = lo + count;
@@ -316,6 +450,46 @@ fn store<M: Memory + ?Sized>(
         for l in lo..lo + count {
             let chunk = data.get(l * size..(l + 1) * size).unwrap_or(&[]);
             access::write(w, ctx, addrs[l], 0, chunk)?;
+        }
+    }
+    Ok(())
+}
+
+/// The bytes a store writes, `size` per lane, from the data registers (every lane's).
+fn store_data(
+    w: &Wave,
+    inst: &Inst,
+    data: &mut [u8; LANES * 16],
+    size: usize,
+) -> Result<(), WaveError> {
+    let dwords = size.div_ceil(4);
+    let hi16 = memop::d16(inst.aux) == Some(true);
+    if size == 4 && !hi16 {
+        let reg = w.vreg(inst, inst.src[1], 0)?;
+        for (d, r) in data.chunks_exact_mut(4).zip(reg.iter()) {
+            d.copy_from_slice(&r.to_le_bytes());
+        }
+        return Ok(());
+    }
+    if size % 4 == 0 && !hi16 {
+        for k in 0..dwords {
+            let reg = w.vreg(inst, inst.src[1], k)?;
+            for (d, r) in data.chunks_exact_mut(size).zip(reg.iter()) {
+                d[4 * k..4 * k + 4].copy_from_slice(&r.to_le_bytes());
+            }
+        }
+        return Ok(());
+    }
+    for k in 0..dwords {
+        let reg = w.vreg(inst, inst.src[1], k)?;
+        for l in 0..LANES {
+            let v = if hi16 { reg[l] >> 16 } else { reg[l] };
+            let bytes = v.to_le_bytes();
+            let n = size.saturating_sub(k * 4).min(4);
+            let start = l * size + k * 4;
+            if let (Some(d), Some(s)) = (data.get_mut(start..start + n), bytes.get(..n)) {
+                d.copy_from_slice(s);
+            }
         }
     }
     Ok(())

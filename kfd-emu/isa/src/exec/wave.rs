@@ -43,6 +43,54 @@ pub(crate) fn pack_bits(flags: &[bool; LANES]) -> u64 {
     out
 }
 
+/// Packs per-lane masks (bit 0 of each lane's value) into a lane mask: narrowed to bytes
+/// first (which the optimiser vectorises), then eight lanes per multiply.
+#[inline]
+pub(crate) fn pack_masks(m: &Lanes) -> u64 {
+    let mut flags = [false; LANES];
+    for (f, x) in flags.iter_mut().zip(m.iter()) {
+        *f = x & 1 != 0;
+    }
+    pack_bits(&flags)
+}
+
+/// Bit `l % 32` of a 32-bit mask half, per lane.
+const LANE_BIT: [u32; LANES] = {
+    let mut t = [0u32; LANES];
+    let mut l = 0;
+    while l < LANES {
+        t[l] = 1 << (l % 32);
+        l += 1;
+    }
+    t
+};
+
+/// All ones in each lane whose bit is set in `mask`, zero in the others: per-lane selects as
+/// plain AND/OR, which the optimiser vectorises (a variable shift per lane it does not).
+#[inline]
+pub(crate) fn lane_masks(mask: u64) -> Lanes {
+    let halves = [mask as u32, (mask >> 32) as u32];
+    let mut out = [0u32; LANES];
+    for (l, o) in out.iter_mut().enumerate() {
+        let h = halves[l / 32];
+        *o = if h & LANE_BIT[l] != 0 { u32::MAX } else { 0 };
+    }
+    out
+}
+
+/// `reg[l] = vals[l]` for the lanes in `mask`.
+#[inline]
+pub(crate) fn select_into(reg: &mut Lanes, vals: &Lanes, mask: u64) {
+    if mask == u64::MAX {
+        *reg = *vals;
+        return;
+    }
+    let m = lane_masks(mask);
+    for l in 0..LANES {
+        reg[l] = (vals[l] & m[l]) | (reg[l] & !m[l]);
+    }
+}
+
 /// Where a wave is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum WaveState {
@@ -83,6 +131,8 @@ pub(crate) struct Wave {
     pub executed: u64,
     /// The target (decides disassembly in errors).
     pub target: Target,
+    /// The current VALU instruction's scalar sources broadcast to every lane (by source).
+    pub broadcast: [Lanes; 3],
 }
 
 impl Wave {
@@ -102,6 +152,7 @@ impl Wave {
             scratch_base: 0,
             executed: 0,
             target,
+            broadcast: [[0; LANES]; 3],
         }
     }
 
@@ -241,6 +292,21 @@ impl Wave {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lane_masks_and_select_follow_the_mask() {
+        for pattern in [0u64, u64::MAX, 0x8000_0000_0000_0001, 0x0123_4567_89AB_CDEF] {
+            let m = lane_masks(pattern);
+            let mut reg: Lanes = std::array::from_fn(|l| l as u32);
+            let vals: Lanes = std::array::from_fn(|l| 1000 + l as u32);
+            select_into(&mut reg, &vals, pattern);
+            for l in 0..LANES {
+                let on = pattern >> l & 1 != 0;
+                assert_eq!(m[l], if on { u32::MAX } else { 0 });
+                assert_eq!(reg[l], if on { 1000 + l as u32 } else { l as u32 });
+            }
+        }
+    }
 
     #[test]
     fn pack_bits_maps_lane_to_bit() {
