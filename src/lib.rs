@@ -83,6 +83,7 @@
 
 pub mod code_object;
 pub mod copy;
+pub mod debug;
 mod device;
 mod error;
 pub mod event;
@@ -97,6 +98,7 @@ pub mod topology;
 pub use aql::FenceScope;
 pub use code_object::{CodeObject, CodeObjectError, LoadOptions};
 pub use copy::{CopyEngine, CopyPath};
+pub use debug::DebugOptions;
 pub use device::{ClockCounters, DeviceChoice, Gpu, Kfd, DEVICE_ENV};
 pub use error::{Error, Result};
 pub use event::{Event, EventKind, EventReset, MemoryException, WaitMode};

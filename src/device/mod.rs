@@ -10,6 +10,7 @@ mod context;
 pub(crate) use context::emulated_context;
 pub(crate) use context::{DeviceContext, GpuContext};
 
+use crate::debug::DebugOptions;
 use crate::error::{Error, Result};
 use crate::event::EventTable;
 use crate::exception::ExceptionWatch;
@@ -73,10 +74,12 @@ pub(crate) struct KfdShared {
     /// Per GPU, the queue the code loader invalidates the instruction cache on while code
     /// objects hold it (weak: the queue keeps this alive, not the other way round).
     pub(crate) loader_queues: Vec<Mutex<WeakAqlQueue>>,
+    /// The debugging switches, fixed at open.
+    pub(crate) debug: DebugOptions,
 }
 
 impl KfdShared {
-    fn new(dev: DeviceContext) -> Result<KfdShared> {
+    fn new(dev: DeviceContext, debug: DebugOptions) -> Result<KfdShared> {
         let events = EventTable::default();
         let exceptions = ExceptionWatch::new(&dev, &events)?;
         let gpus = dev.gpus.len();
@@ -89,6 +92,7 @@ impl KfdShared {
             doorbells: DoorbellTable::new(gpus),
             hdp: HdpFlusher::new(gpus),
             loader_queues: (0..gpus).map(|_| Mutex::default()).collect(),
+            debug,
             dev,
         })
     }
@@ -142,7 +146,8 @@ impl fmt::Debug for Kfd {
 }
 
 impl Kfd {
-    /// Opens the real `/dev/kfd`. Fails with [`Error::NoDevice`] when the machine has none, and
+    /// Opens the real `/dev/kfd`, with the debugging switches of the environment
+    /// ([`DebugOptions::from_env`]). Fails with [`Error::NoDevice`] when the machine has none, and
     /// with [`Error::UnsupportedVersion`] when the driver's ABI is too old.
     ///
     /// amdkfd keeps one context per process, for the life of the process: one events page, one
@@ -163,61 +168,89 @@ impl Kfd {
                 kfd_sys::DEV_KFD_PATH
             ))
         })?;
-        let kfd = Kfd::with_driver(Arc::new(dev))?;
+        let kfd = Kfd::with_driver_and_options(Arc::new(dev), DebugOptions::from_env()?)?;
         *slot = Some(kfd.clone());
         Ok(kfd)
     }
 
-    /// Opens a new emulated device with `config` (see the `kfd-emu` crate).
+    /// Opens a new emulated device with `config` (see the `kfd-emu` crate) and the debugging
+    /// switches of the environment.
     #[cfg(feature = "emu")]
     pub fn emulated(config: kfd_emu::EmuConfig) -> Result<Kfd> {
-        let emu = kfd_emu::Emulator::new(config)?;
-        let driver: Arc<dyn Driver> = emu.clone();
-        Kfd::bring_up(driver, Some(emu))
+        Kfd::emulated_with(config, DebugOptions::from_env()?)
     }
 
-    /// Opens the device [`DeviceChoice::from_env`] selects. With `auto`, the emulated device is
-    /// configured from `KFDRT_EMU_PRESET` / `KFDRT_EMU_GPUS`.
+    /// Opens a new emulated device with `config` and the debugging switches `debug` (the
+    /// environment's are not read).
+    #[cfg(feature = "emu")]
+    pub fn emulated_with(config: kfd_emu::EmuConfig, debug: DebugOptions) -> Result<Kfd> {
+        let emu = kfd_emu::Emulator::new(config)?;
+        let driver: Arc<dyn Driver> = emu.clone();
+        Kfd::bring_up(driver, Some(emu), debug)
+    }
+
+    /// Opens the device [`DeviceChoice::from_env`] selects, with the debugging switches of the
+    /// environment. With `auto`, the emulated device is configured from `KFDRT_EMU_PRESET` /
+    /// `KFDRT_EMU_GPUS`.
     pub fn from_env() -> Result<Kfd> {
+        Kfd::from_env_with(DebugOptions::from_env()?)
+    }
+
+    /// [`Kfd::from_env`] with the debugging switches `debug` instead of the environment's. The
+    /// hardware device is opened once per process ([`Kfd::open`]): its switches are those of
+    /// the first open.
+    pub fn from_env_with(debug: DebugOptions) -> Result<Kfd> {
         let choice = DeviceChoice::from_env()?;
         match choice {
             DeviceChoice::Hardware => Kfd::open(),
             DeviceChoice::Auto if DevKfd::present() => Kfd::open(),
-            DeviceChoice::Auto | DeviceChoice::Emulated => Kfd::open_emulated_from_env(),
+            DeviceChoice::Auto | DeviceChoice::Emulated => Kfd::open_emulated_from_env(debug),
         }
     }
 
     #[cfg(feature = "emu")]
-    fn open_emulated_from_env() -> Result<Kfd> {
-        Kfd::emulated(kfd_emu::EmuConfig::from_env()?)
+    fn open_emulated_from_env(debug: DebugOptions) -> Result<Kfd> {
+        Kfd::emulated_with(kfd_emu::EmuConfig::from_env()?, debug)
     }
 
     #[cfg(not(feature = "emu"))]
-    fn open_emulated_from_env() -> Result<Kfd> {
+    fn open_emulated_from_env(_debug: DebugOptions) -> Result<Kfd> {
         Err(Error::NoDevice(
             "no /dev/kfd and kfdrt was built without the `emu` feature".into(),
         ))
     }
 
-    /// Brings up a KFD over any [`Driver`] implementation.
+    /// Brings up a KFD over any [`Driver`] implementation, with the debugging switches of the
+    /// environment.
     pub fn with_driver(driver: Arc<dyn Driver>) -> Result<Kfd> {
+        Kfd::with_driver_and_options(driver, DebugOptions::from_env()?)
+    }
+
+    /// Brings up a KFD over any [`Driver`] implementation, with the debugging switches `debug`.
+    pub fn with_driver_and_options(driver: Arc<dyn Driver>, debug: DebugOptions) -> Result<Kfd> {
         #[cfg(feature = "emu")]
-        return Kfd::bring_up(driver, None);
+        return Kfd::bring_up(driver, None, debug);
         #[cfg(not(feature = "emu"))]
-        return Kfd::bring_up(driver);
+        return Kfd::bring_up(driver, debug);
     }
 
     fn bring_up(
         driver: Arc<dyn Driver>,
         #[cfg(feature = "emu")] emulator: Option<Arc<kfd_emu::Emulator>>,
+        debug: DebugOptions,
     ) -> Result<Kfd> {
         #[cfg(feature = "emu")]
         let dev = DeviceContext::open(driver, emulator)?;
         #[cfg(not(feature = "emu"))]
         let dev = DeviceContext::open(driver)?;
         Ok(Kfd {
-            shared: Arc::new(KfdShared::new(dev)?),
+            shared: Arc::new(KfdShared::new(dev, debug)?),
         })
+    }
+
+    /// The debugging switches this device was opened with.
+    pub fn debug_options(&self) -> &DebugOptions {
+        &self.shared.debug
     }
 
     /// Refuses an object of another device: `Err(ForeignObject { what })` unless `other` is
