@@ -6,13 +6,13 @@ use common::raw_dispatch;
 
 use kfdrt::emu::{GpuFault, Preset, WorkGroup};
 use kfdrt::queue::error_bits;
-use kfdrt::{AqlQueueOptions, Dispatch, Error, EventKind, EventReset, Kernel, Kfd, MemoryKind};
+use kfdrt::{AqlQueueOptions, Dispatch, Error, EventKind, EventReset, Kernel, MemoryKind};
 use std::sync::Arc;
 use std::time::Duration;
 
 const LONG: Option<Duration> = Some(Duration::from_secs(120));
 
-fn emu() -> Kfd {
+fn emu() -> common::Checked {
     common::emulated(Preset::Gfx90a, 1)
 }
 

@@ -5,14 +5,14 @@
 mod common;
 
 use kfdrt::emu::{EmuConfig, Preset};
-use kfdrt::{AqlQueueOptions, Kfd};
+use kfdrt::AqlQueueOptions;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
-fn with_torn_window() -> Kfd {
+fn with_torn_window() -> common::Checked {
     let mut c = EmuConfig::new(Preset::Gfx90a, 1);
     c.torn_check_window = Duration::from_millis(30);
-    Kfd::emulated(c).unwrap()
+    common::emulated_with(c)
 }
 
 /// Publishes a barrier-AND at the queue's next slot the wrong way round: header first, body
@@ -159,7 +159,7 @@ fn profiling_queues_get_ordered_timestamps() {
 fn strict_mode_waits_for_the_doorbell() {
     let mut c = EmuConfig::new(Preset::Gfx90a, 1);
     c.aql_requires_doorbell = true;
-    let kfd = Kfd::emulated(c).unwrap();
+    let kfd = common::emulated_with(c);
     let gpu = kfd.gpu(0).unwrap();
     let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     // kfdrt rings the doorbell after publishing, so strict mode runs its packets too.

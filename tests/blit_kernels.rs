@@ -10,7 +10,7 @@
 mod common;
 
 use kfdrt::emu::Preset;
-use kfdrt::{Buffer, CopyEngine, CopyPath, Gpu, Kfd, MemoryKind};
+use kfdrt::{Buffer, CopyEngine, CopyPath, Gpu, MemoryKind};
 use std::time::Duration;
 
 const T: Option<Duration> = Some(Duration::from_secs(120));
@@ -51,9 +51,10 @@ impl Off {
 
 struct Rig {
     preset: Preset,
-    kfd: Kfd,
     gpu: Gpu,
     engine: CopyEngine,
+    /// Last: dropped after what was made from it, then checked for leaks.
+    kfd: common::Checked,
 }
 
 impl Rig {
@@ -64,9 +65,9 @@ impl Rig {
         assert_eq!(engine.path(), CopyPath::Shader);
         Rig {
             preset,
-            kfd,
             gpu,
             engine,
+            kfd,
         }
     }
 

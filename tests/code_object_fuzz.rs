@@ -65,11 +65,12 @@ fn targets() -> &'static [Target] {
     })
 }
 
-/// One emulated GPU for every case (creating a device per case would dominate the run).
+/// One emulated GPU for every case (creating a device per case would dominate the run). It lives
+/// as long as the process, so it is the one device of the suite not checked for leaks.
 fn gpu() -> &'static Gpu {
     static GPU: OnceLock<(Kfd, Gpu)> = OnceLock::new();
     &GPU.get_or_init(|| {
-        let kfd = common::emulated(Preset::Gfx90a, 1);
+        let kfd = kfdrt::Kfd::emulated(kfdrt::emu::EmuConfig::new(Preset::Gfx90a, 1)).unwrap();
         let gpu = kfd.gpu(0).unwrap();
         (kfd, gpu)
     })

@@ -25,7 +25,7 @@ mod common;
 use kfdrt::emu::Preset;
 use kfdrt::kernel_args::KernelArgs;
 use kfdrt::{
-    AqlQueue, AqlQueueOptions, Buffer, CodeObject, Gpu, Kfd, LaunchGeometry, MemoryKind, Pm4Queue,
+    AqlQueue, AqlQueueOptions, Buffer, CodeObject, Gpu, LaunchGeometry, MemoryKind, Pm4Queue,
     Pm4QueueOptions,
 };
 use std::time::Duration;
@@ -47,11 +47,12 @@ const BOTH: [Via; 2] = [Via::Aql, Via::Pm4];
 /// One emulated GPU with the kernels loaded and a queue of each kind.
 struct Device {
     preset: Preset,
-    kfd: Kfd,
     gpu: Gpu,
     co: CodeObject,
     aql: AqlQueue,
     pm4: Pm4Queue,
+    /// Last: dropped after what was made from it, then checked for leaks.
+    kfd: common::Checked,
 }
 
 /// A hipcc fixture of the interpreter's tests for `gpu`'s target. No compiler here knows
@@ -86,11 +87,11 @@ impl Device {
         let pm4 = gpu.create_pm4_queue(Pm4QueueOptions::default()).unwrap();
         Device {
             preset,
-            kfd,
             gpu,
             co,
             aql,
             pm4,
+            kfd,
         }
     }
 

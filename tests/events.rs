@@ -268,6 +268,11 @@ fn destroying_an_event_fails_the_waits_on_it() {
         pad: 0,
     };
     assert_eq!(kfd.driver().kfd_ioctl(&mut r), Err(kfdrt::Errno::EINVAL));
+    let mut d = kfd_ioctl_destroy_event_args {
+        event_id: c.event_id,
+        pad: 0,
+    };
+    kfd.driver().kfd_ioctl(&mut d).unwrap();
 }
 
 /// Interrupts as amdkfd handles them (`kfd_signal_event_interrupt`): an SDMA trap or end-of-pipe

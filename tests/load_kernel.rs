@@ -95,7 +95,9 @@ fn run(q: &AqlQueue, k: &Kernel, g: LaunchGeometry, args: &KernelArgs) {
 }
 
 /// The device under test (`KFDRT_DEVICE`), when it is a gfx90a the hipcc object is built for.
-fn gfx90a() -> Option<Gpu> {
+/// The device under test and its first GPU, if that is a gfx90a (the device is returned so the
+/// caller keeps it, and its leak check runs when the test ends).
+fn gfx90a() -> Option<(common::Checked, Gpu)> {
     let kfd = common::device();
     let gpu = kfd.gpu(0)?;
     if gpu.info().gfx_target != "gfx90a" {
@@ -105,12 +107,12 @@ fn gfx90a() -> Option<Gpu> {
         );
         return None;
     }
-    Some(gpu)
+    Some((kfd, gpu))
 }
 
 #[test]
 fn runs_hipcc_kernels_and_matches_the_cpu() {
-    let Some(gpu) = gfx90a() else { return };
+    let Some((_kfd, gpu)) = gfx90a() else { return };
     let co = gpu.load_code_object(&fixture("kernels-gfx90a.co")).unwrap();
     let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     // A grid that is not a multiple of the work-group: the bound check in the kernel matters.

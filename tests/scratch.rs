@@ -239,12 +239,14 @@ fn a_kernel_needing_more_than_a_wave_can_hold_stops_its_queue() {
     let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     // SAFETY: see above.
     let d = unsafe { Dispatch::linear(&greedy, 64, 64).with_raw_args(&[0; 24]) };
+    // A statement, not the tail expression: the submission it makes must drop before the
+    // device (edition 2021 drops a tail expression's temporaries after the locals).
     match q.dispatch(&d).unwrap().wait(T) {
         Err(kfdrt::Error::QueueError { fault, .. }) => {
             assert_eq!(fault.code, kfdrt::queue::error_bits::INVALID_ALLOCATION)
         }
         other => panic!("{other:?}"),
-    }
+    };
 }
 
 #[test]

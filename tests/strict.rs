@@ -76,7 +76,7 @@ fn a_misaligned_kernarg_segment_is_refused() {
     for strict in [true, false] {
         let mut c = EmuConfig::new(Preset::Gfx90a, 1);
         c.strict = strict;
-        let kfd = Kfd::emulated(c).unwrap();
+        let kfd = common::emulated_with(c);
         let gpu = kfd.gpu(0).unwrap();
         let runs = Arc::new(AtomicU64::new(0));
         let kernel = counting_kernel(&kfd, runs.clone());

@@ -16,7 +16,7 @@ const SMALL_KINDS: [MemoryKind; 4] = [
 
 /// An emulated MI210 with `gpus` GPUs and the default 2 MiB threshold, whatever
 /// `KFDRT_DISABLE_SUBALLOCATOR` says (these tests are about the suballocator).
-fn suballocating(gpus: usize) -> Kfd {
+fn suballocating(gpus: usize) -> common::Checked {
     let kfd = common::emulated(Preset::Gfx90a, gpus);
     kfd.set_suballocation_threshold(2 << 20);
     kfd
@@ -239,7 +239,7 @@ fn sub_allocation_peer_mapping_follows_its_block() {
         !emu.is_mapped(g1.id(), a.gpu_address(), 1),
         "last claim gone: block unmapped from the peer"
     );
-    let kfd2: Kfd = kfd.clone();
+    let kfd2: Kfd = kfd.kfd();
     drop(a);
     kfd2.trim_memory();
     assert_eq!(emu.stats().live_allocations, 0);

@@ -135,6 +135,7 @@ mod icache;
 mod ioctl;
 mod isa_memory;
 mod kernel;
+mod live;
 mod memfd;
 mod memory;
 mod pagesize;
@@ -151,6 +152,7 @@ pub use device::FIRST_RENDER_MINOR;
 pub use engine::QueueErrorCode;
 pub use fault::FaultInjector;
 pub use kernel::{KernelFn, WorkGroup};
+pub use live::LiveObjects;
 pub use pagesize::{classify as classify_pages, PageSizeStats};
 pub use stats::EmuStats;
 pub use vm::{GpuFault, GpuVm};
@@ -175,6 +177,8 @@ pub struct Emulator {
     pub(crate) stats: Arc<stats::Counters>,
     pub(crate) topology: topology::TopologyTree,
     pub(crate) epoch: std::time::Instant,
+    /// CPU mappings made through the driver seam (leak accounting).
+    pub(crate) cpu_maps: live::CpuMaps,
 }
 
 impl std::fmt::Debug for Emulator {
@@ -212,6 +216,7 @@ impl Emulator {
             stats: Arc::new(stats::Counters::default()),
             topology,
             epoch: std::time::Instant::now(),
+            cpu_maps: live::CpuMaps::default(),
             config,
         }))
     }
@@ -245,6 +250,24 @@ impl Emulator {
             machine_dispatches: self.stats.machine_dispatches.load(Ordering::Acquire),
             wave_instructions: self.stats.wave_instructions.load(Ordering::Acquire),
             scratch_requests: self.stats.scratch_requests.load(Ordering::Acquire),
+        }
+    }
+
+    /// What the client holds of the device: buffers, GPU mappings, CPU mappings made through
+    /// [`Driver::mmap`] (by what they map), queues and events. A runtime that cleans up leaves
+    /// all of them at zero once it has dropped. CPU mappings made around the driver seam (the
+    /// preload's clients call `munmap` directly) are not seen.
+    pub fn live_objects(&self) -> LiveObjects {
+        use live::CpuMapKind as K;
+        LiveObjects {
+            allocations: self.memory.live(),
+            gpu_mappings: self.memory.live_gpu_mappings(),
+            buffer_cpu_mappings: self.cpu_maps.count(K::Buffer),
+            doorbell_mappings: self.cpu_maps.count(K::Doorbell),
+            mmio_mappings: self.cpu_maps.count(K::Mmio),
+            anonymous_mappings: self.cpu_maps.count(K::Anonymous),
+            queues: self.queues.live(),
+            events: self.events.live(),
         }
     }
 
@@ -374,7 +397,9 @@ impl Driver for Emulator {
         offset: u64,
     ) -> Result<*mut c_void, Errno> {
         // SAFETY: forwarded from the caller's contract (see the trait).
-        unsafe { memory::mmap(self, source, addr, len, prot, flags, offset) }
+        let (p, kind) = unsafe { memory::mmap(self, source, addr, len, prot, flags, offset) }?;
+        self.cpu_maps.mapped(p as usize, len, kind);
+        Ok(p)
     }
 
     unsafe fn munmap(&self, addr: *mut c_void, len: usize) -> Result<(), Errno> {
@@ -384,6 +409,7 @@ impl Driver for Emulator {
         if unsafe { libc::munmap(addr, len) } != 0 {
             Err(Errno::last())
         } else {
+            self.cpu_maps.unmapped(addr as usize, len);
             Ok(())
         }
     }

@@ -7,6 +7,7 @@
 //! host-visible VRAM for PUBLIC buffers) is ENOMEM; freeing a buffer still mapped is EBUSY.
 
 use crate::device::{GpuState, DOORBELL_SLICE};
+use crate::live::CpuMapKind;
 use crate::memfd::SharedMem;
 use crate::Emulator;
 use kfd_sys::bindings::*;
@@ -122,6 +123,11 @@ impl MemoryTable {
 
     pub(crate) fn live(&self) -> usize {
         self.lock().bos.len()
+    }
+
+    /// (buffer, GPU) pairs currently mapped.
+    pub(crate) fn live_gpu_mappings(&self) -> usize {
+        self.lock().bos.values().map(|b| b.mapped.len()).sum()
     }
 }
 
@@ -385,7 +391,7 @@ pub(crate) unsafe fn mmap(
     prot: i32,
     flags: i32,
     offset: u64,
-) -> Result<*mut c_void, Errno> {
+) -> Result<(*mut c_void, CpuMapKind), Errno> {
     match source {
         MapSource::Anonymous => {
             // SAFETY: forwarded from the caller.
@@ -393,7 +399,7 @@ pub(crate) unsafe fn mmap(
             if p == libc::MAP_FAILED {
                 Err(Errno::last())
             } else {
-                Ok(p)
+                Ok((p, CpuMapKind::Anonymous))
             }
         }
         MapSource::File(Node::Render(minor)) => {
@@ -414,7 +420,7 @@ pub(crate) unsafe fn mmap(
                     bo.hdp_slots.push(slot);
                 }
             }
-            Ok(p)
+            Ok((p, CpuMapKind::Buffer))
         }
         MapSource::File(Node::Kfd) => {
             let gpu = emu
@@ -422,10 +428,10 @@ pub(crate) unsafe fn mmap(
                 .iter()
                 .find(|g| g.doorbell_mmap_offset() == offset || g.mmio_mmap_offset() == offset)
                 .ok_or(Errno::EINVAL)?;
-            let mem = if gpu.doorbell_mmap_offset() == offset {
-                &gpu.doorbells
+            let (mem, kind) = if gpu.doorbell_mmap_offset() == offset {
+                (&gpu.doorbells, CpuMapKind::Doorbell)
             } else {
-                &gpu.mmio
+                (&gpu.mmio, CpuMapKind::Mmio)
             };
             // kfd_doorbell_mmap and kfd_mmio_mmap take exactly the process's doorbell slice
             // (both pages) and exactly one page.
@@ -433,7 +439,7 @@ pub(crate) unsafe fn mmap(
                 return Err(Errno::EINVAL);
             }
             // SAFETY: forwarded from the caller.
-            unsafe { mem.map_for_caller(addr, len, prot, flags, 0) }
+            unsafe { mem.map_for_caller(addr, len, prot, flags, 0) }.map(|p| (p, kind))
         }
     }
 }

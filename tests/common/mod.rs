@@ -5,22 +5,96 @@
 //! device; tests that need real hardware call [`hardware_or_skip`].
 #![allow(dead_code)]
 
-use kfdrt::emu::{EmuConfig, Preset};
+use kfdrt::emu::{EmuConfig, Emulator, Preset};
 use kfdrt::Kfd;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-/// The device under test, as `KFDRT_DEVICE` selects.
-pub fn device() -> Kfd {
+/// A device under test that checks, when it drops, that kfdrt gave back everything it took from
+/// the emulated device: buffers, GPU and CPU mappings, doorbells, queues and events (leak
+/// accounting). Declare it before anything made from it, so it drops last. On hardware it
+/// checks nothing (the process keeps `/dev/kfd` open).
+pub struct Checked {
+    kfd: Option<Kfd>,
+}
+
+impl Checked {
+    /// Wraps `kfd` so its drop is checked.
+    pub fn new(kfd: Kfd) -> Checked {
+        Checked { kfd: Some(kfd) }
+    }
+
+    /// The device (a clone, for code that needs a `Kfd` by value).
+    pub fn kfd(&self) -> Kfd {
+        (**self).clone()
+    }
+
+    /// The device, no longer checked when it drops (for tests about the check itself).
+    pub fn unchecked(mut self) -> Kfd {
+        match self.kfd.take() {
+            Some(k) => k,
+            None => unreachable!("a Checked device is only emptied by its drop"),
+        }
+    }
+}
+
+impl std::ops::Deref for Checked {
+    type Target = Kfd;
+    fn deref(&self) -> &Kfd {
+        match &self.kfd {
+            Some(k) => k,
+            None => unreachable!("a Checked device is only emptied by its drop"),
+        }
+    }
+}
+
+impl Drop for Checked {
+    fn drop(&mut self) {
+        let Some(kfd) = self.kfd.take() else { return };
+        let Some(emu) = kfd.emulator().cloned() else {
+            return;
+        };
+        drop(kfd);
+        if !std::thread::panicking() {
+            assert_all_released(&emu);
+        }
+    }
+}
+
+/// Waits (up to 10 s: threads kfdrt started may hold the device a moment longer) for the
+/// emulated device to hold nothing of its client, and panics with what is left if it does.
+pub fn assert_all_released(emu: &Arc<Emulator>) {
+    let start = Instant::now();
+    loop {
+        let live = emu.live_objects();
+        if live.is_empty() {
+            return;
+        }
+        if start.elapsed() > Duration::from_secs(10) {
+            panic!("leak: the device was dropped but the emulator still holds {live}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// The device under test, as `KFDRT_DEVICE` selects (checked for leaks when it drops).
+pub fn device() -> Checked {
     match Kfd::from_env() {
-        Ok(k) => k,
+        Ok(k) => Checked::new(k),
         Err(e) => panic!("cannot open the device under test: {e}"),
     }
 }
 
-/// A fresh emulated device.
-pub fn emulated(preset: Preset, gpus: usize) -> Kfd {
-    match Kfd::emulated(EmuConfig::new(preset, gpus)) {
-        Ok(k) => k,
-        Err(e) => panic!("cannot create an emulated {preset} x{gpus}: {e}"),
+/// A fresh emulated device (checked for leaks when it drops).
+pub fn emulated(preset: Preset, gpus: usize) -> Checked {
+    emulated_with(EmuConfig::new(preset, gpus))
+}
+
+/// A fresh emulated device with `config` (checked for leaks when it drops).
+pub fn emulated_with(config: EmuConfig) -> Checked {
+    match Kfd::emulated(config) {
+        Ok(k) => Checked::new(k),
+        Err(e) => panic!("cannot create an emulated device: {e}"),
     }
 }
 
