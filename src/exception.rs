@@ -138,9 +138,15 @@ impl ExceptionWatch {
 
     /// Records what the events of a `WAIT_EVENTS` call reported. `data` holds one entry per
     /// waited id, in the order of the call. Both events stay signalled once fired, so the
-    /// same report comes back on every later look: it is recorded once.
+    /// same report comes back on every later look: it is recorded once. A reset is recorded
+    /// before a memory exception seen in the same call: KFD reports an ECC reset through both
+    /// events, and the reset is what ended the GPU's work.
     pub(crate) fn record(&self, data: &[kfd_event_data]) {
-        for d in data {
+        let hw_first = data
+            .iter()
+            .filter(|d| d.event_id == self.hw_event)
+            .chain(data.iter().filter(|d| d.event_id != self.hw_event));
+        for d in hw_first {
             let e = if d.event_id == self.memory_event {
                 // SAFETY: KFD fills the memory-exception member for a signalled memory event
                 // and leaves zeroes otherwise; every member is plain integers.

@@ -44,6 +44,17 @@ pub(crate) struct MemoryFault {
     pub(crate) gpu_id: u32,
     /// The page fault's kind; `None` for an engine exception with no address (`imprecise`).
     pub(crate) kind: Option<crate::vm::FaultKind>,
+    /// `ErrorType` (`KFD_MEM_ERR_*`): 0 for a page fault, SRAM_ECC with an ECC reset.
+    pub(crate) error_type: u32,
+}
+
+/// What a hardware-exception event reports of a GPU reset (`kfd_hsa_hw_exception_data`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ResetReport {
+    pub(crate) gpu_id: u32,
+    /// `KFD_HW_EXCEPTION_GPU_HANG` or `KFD_HW_EXCEPTION_ECC`.
+    pub(crate) cause: u32,
+    pub(crate) memory_lost: bool,
 }
 
 #[derive(Debug)]
@@ -52,6 +63,8 @@ struct Event {
     auto_reset: bool,
     signaled: bool,
     fault: Option<MemoryFault>,
+    /// The last reset a hardware-exception event reported.
+    reset: Option<ResetReport>,
     /// Waits (by waiter id) currently sleeping on this event.
     waiters: Vec<u64>,
 }
@@ -137,6 +150,7 @@ impl EventTable {
                 auto_reset: a.auto_reset != 0,
                 signaled: false,
                 fault: None,
+                reset: None,
                 waiters: Vec::new(),
             },
         );
@@ -246,6 +260,33 @@ impl EventTable {
         self.cv.notify_all();
     }
 
+    /// A GPU reset as `kfd_signal_reset_event` reports it: every hardware-exception event is
+    /// set with the reset's data, and with an ECC cause every memory-exception event too, with
+    /// an imprecise SRAM-ECC error and no address.
+    pub(crate) fn signal_reset(&self, reset: ResetReport) {
+        use kfd_sys::bindings::{
+            KFD_HW_EXCEPTION_ECC, KFD_IOC_EVENT_HW_EXCEPTION, KFD_IOC_EVENT_MEMORY,
+            KFD_MEM_ERR_SRAM_ECC,
+        };
+        let mut g = self.lock();
+        let g = &mut *g;
+        for (&id, ev) in g.events.iter_mut() {
+            if ev.kind == KFD_IOC_EVENT_HW_EXCEPTION {
+                ev.reset = Some(reset);
+                ev.set(&mut g.activated, id);
+            } else if ev.kind == KFD_IOC_EVENT_MEMORY && reset.cause == KFD_HW_EXCEPTION_ECC {
+                ev.fault = Some(MemoryFault {
+                    va: 0,
+                    gpu_id: reset.gpu_id,
+                    kind: None,
+                    error_type: KFD_MEM_ERR_SRAM_ECC,
+                });
+                ev.set(&mut g.activated, id);
+            }
+        }
+        self.cv.notify_all();
+    }
+
     /// `WAIT_EVENTS`: `Ok(result)` with KFD's wait_result; fills memory-fault payloads.
     pub(crate) fn wait(
         &self,
@@ -340,7 +381,15 @@ impl EventTable {
                     // The interrupt carries a page number.
                     va: f.va & !0xFFF,
                     gpu_id: f.gpu_id,
-                    ErrorType: 0,
+                    ErrorType: f.error_type,
+                };
+            }
+            if let (true, Some(r)) = (a, ev.reset) {
+                d.__bindgen_anon_1.hw_exception_data = kfd_hsa_hw_exception_data {
+                    reset_type: KFD_HW_EXCEPTION_WHOLE_GPU_RESET,
+                    reset_cause: r.cause,
+                    memory_lost: u32::from(r.memory_lost),
+                    gpu_id: r.gpu_id,
                 };
             }
         }

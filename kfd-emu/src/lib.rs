@@ -271,6 +271,32 @@ impl Emulator {
         }
     }
 
+    /// Resets GPU `gpu_id` as amdgpu's recovery does after a hang (`ecc`: after an uncorrectable
+    /// ECC error): every queue the process has on it stops for good (queues created afterwards
+    /// run), and the process's hardware-exception events report a whole-GPU reset with memory
+    /// lost (`kfd_signal_reset_event`); with `ecc`, its memory-exception events also report an
+    /// imprecise SRAM-ECC error. VRAM keeps its contents here, where a real reset loses them.
+    /// Fails with `None` for an unknown GPU.
+    pub fn inject_gpu_reset(&self, gpu_id: u32, ecc: bool) -> Option<()> {
+        use kfd_sys::bindings::{KFD_HW_EXCEPTION_ECC, KFD_HW_EXCEPTION_GPU_HANG};
+        let gpu = self.gpu(gpu_id)?;
+        log::warn!(
+            "kfd-emu: GPU {gpu_id:#x} reset (injected{})",
+            if ecc { ", ECC" } else { "" }
+        );
+        gpu.raise_exception();
+        self.events.signal_reset(events::ResetReport {
+            gpu_id,
+            cause: if ecc {
+                KFD_HW_EXCEPTION_ECC
+            } else {
+                KFD_HW_EXCEPTION_GPU_HANG
+            },
+            memory_lost: true,
+        });
+        Some(())
+    }
+
     /// Binds `f` to the kernel descriptor at `kernel_object`: dispatches of that object run it.
     pub fn bind_kernel(&self, kernel_object: u64, name: &str, f: Arc<KernelFn>) {
         self.kernels.bind(kernel_object, name, f);

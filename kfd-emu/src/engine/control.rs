@@ -86,6 +86,7 @@ impl QueueCtl {
             va: fault.map_or(0, |f| f.va),
             gpu_id: self.gpu.gpu_id,
             kind: fault.map(|f| f.kind),
+            error_type: 0,
         };
         self.events.signal_kind(KFD_IOC_EVENT_MEMORY, Some(data));
     }
