@@ -40,7 +40,7 @@ fn everything_kfdrt_takes_is_counted_and_given_back() {
         let copy = gpu
             .copy_engine()
             .unwrap()
-            .copy(&big, 0, &dst, 0, 8 << 20, &[])
+            .copy(&dst, 0, &big, 0, 8 << 20, &[])
             .unwrap();
         let barrier = aql.barrier_and(&[]).unwrap();
         copy.wait(T).unwrap();

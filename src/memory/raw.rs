@@ -185,16 +185,36 @@ impl RawAllocation {
             .map_err(Error::ioctl(&args))
     }
 
-    /// Unmaps from `mapped_gpus`, removes the CPU mapping and frees, in that order. (Pageable
-    /// memory is freed before its host pages go, since KFD holds them until the free.)
+    /// Unmaps from `mapped_gpus`, replaces the CPU mapping with an inaccessible reservation,
+    /// frees, and only then gives the address range back. The range stays reserved until the
+    /// buffer is gone from the GPU's address space: released earlier, another thread could
+    /// reserve the same addresses and have its allocation refused (EINVAL, the VA is still in
+    /// use) or, worse, mapped where the old buffer was. (Pageable memory keeps its host pages
+    /// until the free, since KFD holds them until then.)
     pub(crate) fn release(self, driver: &dyn Driver, mapped_gpus: &[u32]) {
         if !mapped_gpus.is_empty() {
             if let Err(e) = self.unmap_from_gpus(driver, mapped_gpus) {
                 log::warn!("kfdrt: unmapping {:#x} at free: {e}", self.va.addr);
             }
         }
-        if self.kind != MemoryKind::Pageable {
-            self.va.release(driver);
+        if self.cpu_mapped && self.kind != MemoryKind::Pageable {
+            // SAFETY: MAP_FIXED over this allocation's own range, which nothing uses any more.
+            let r = unsafe {
+                driver.mmap(
+                    MapSource::Anonymous,
+                    self.va.addr as *mut _,
+                    self.va.len as usize,
+                    libc::PROT_NONE,
+                    libc::MAP_PRIVATE | libc::MAP_NORESERVE | libc::MAP_FIXED,
+                    0,
+                )
+            };
+            if let Err(e) = r {
+                log::warn!(
+                    "kfdrt: dropping the CPU mapping of {:#x}: {e}",
+                    self.va.addr
+                );
+            }
         }
         let mut args = kfd_ioctl_free_memory_of_gpu_args {
             handle: self.handle,
@@ -205,9 +225,7 @@ impl RawAllocation {
                 self.handle
             );
         }
-        if self.kind == MemoryKind::Pageable {
-            self.va.release(driver);
-        }
+        self.va.release(driver);
     }
 }
 
