@@ -1,0 +1,267 @@
+//! Bad input of every kind the public API accepts gets a typed error and loses nothing: each
+//! test here is one row of the table in `docs/bad_input.md`. After each refusal the device
+//! still works (`still_works`).
+
+mod common;
+
+use common::Checked;
+use kfdrt::emu::{EmuConfig, Preset, WorkGroup};
+use kfdrt::{
+    AllocOptions, AqlQueueOptions, Dispatch, Error, EventKind, EventReset, Gpu, MemoryKind,
+    Pm4QueueOptions,
+};
+use std::sync::Arc;
+use std::time::Duration;
+
+const T: Option<Duration> = Some(Duration::from_secs(20));
+
+fn device() -> (Checked, Gpu) {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    (kfd, gpu)
+}
+
+/// A refusal lost nothing: allocation, a dispatch and a copy still work.
+fn still_works(gpu: &Gpu) {
+    let b = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    b.write(0, &[1, 2, 3]).unwrap();
+    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    q.barrier_and(&[]).unwrap().wait(T).unwrap();
+    let c = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    gpu.copy_engine()
+        .unwrap()
+        .copy(&c, 0, &b, 0, 3, &[])
+        .unwrap()
+        .wait(T)
+        .unwrap();
+    assert_eq!(c.to_vec().unwrap()[..3], [1, 2, 3]);
+}
+
+fn invalid<T: std::fmt::Debug>(r: kfdrt::Result<T>, what: &str) -> String {
+    match r {
+        Err(Error::InvalidArgument(m)) => m,
+        other => panic!("{what}: expected InvalidArgument, got {other:?}"),
+    }
+}
+
+#[test]
+fn zero_sized_allocation() {
+    let (_kfd, gpu) = device();
+    let m = invalid(gpu.alloc(0, MemoryKind::DeviceLocal), "alloc(0)");
+    assert!(m.contains("size is 0"), "{m}");
+    still_works(&gpu);
+}
+
+#[test]
+fn allocation_larger_than_vram() {
+    let (_kfd, gpu) = device();
+    let too_big = gpu.info().vram_bytes + (1 << 30);
+    match gpu.alloc(too_big, MemoryKind::DeviceLocal) {
+        Err(Error::OutOfMemory {
+            gpu_id, requested, ..
+        }) => {
+            assert_eq!(gpu_id, gpu.id());
+            assert!(requested >= too_big);
+        }
+        other => panic!("{other:?}"),
+    }
+    // A size that overflows when rounded to a page.
+    invalid(
+        gpu.alloc(u64::MAX, MemoryKind::GttCoherent),
+        "alloc(u64::MAX)",
+    );
+    still_works(&gpu);
+}
+
+#[test]
+fn allocation_with_a_bad_alignment() {
+    let (_kfd, gpu) = device();
+    let options = AllocOptions::new(MemoryKind::DeviceLocal).with_alignment(3000);
+    invalid(gpu.alloc_with(4096, options), "alignment 3000");
+    still_works(&gpu);
+}
+
+#[test]
+fn unknown_gpu() {
+    let (kfd, gpu) = device();
+    assert!(kfd.gpu(7).is_none());
+    assert!(kfd.gpu_by_id(0xdead).is_none());
+    still_works(&gpu);
+}
+
+#[test]
+fn grid_or_work_group_zero_and_work_group_over_1024() {
+    let (_kfd, gpu) = device();
+    let k = gpu
+        .emulated_kernel("noop", 0, Arc::new(|_: &WorkGroup<'_>| Ok(())))
+        .unwrap();
+    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let m = invalid(q.dispatch(&Dispatch::linear(&k, 0, 64)), "grid 0");
+    assert!(m.contains("zero dimension"), "{m}");
+    invalid(q.dispatch(&Dispatch::linear(&k, 64, 0)), "work-group 0");
+    let m = invalid(
+        q.dispatch(&Dispatch::new(&k, [1024, 2, 1], [1024, 2, 1])),
+        "work-group 2048",
+    );
+    assert!(m.contains("exceeds 1024"), "{m}");
+    // The refused dispatches wrote nothing into the ring.
+    assert_eq!(q.write_index(), 0);
+    still_works(&gpu);
+}
+
+#[test]
+fn queue_sizes_that_are_not_powers_of_two_or_out_of_range() {
+    let (_kfd, gpu) = device();
+    for packets in [0, 100, 32, 1 << 20] {
+        invalid(
+            gpu.create_aql_queue(AqlQueueOptions::default().with_size_packets(packets)),
+            "AQL ring size",
+        );
+    }
+    invalid(
+        gpu.create_pm4_queue(Pm4QueueOptions::default().with_ring_bytes(1000)),
+        "PM4 ring size",
+    );
+    still_works(&gpu);
+}
+
+#[test]
+fn copies_out_of_range_or_empty() {
+    let (_kfd, gpu) = device();
+    let a = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    let b = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    let e = gpu.copy_engine().unwrap();
+    invalid(e.copy(&b, 0, &a, 0, 0, &[]), "copy of 0 bytes");
+    invalid(e.copy(&b, 0, &a, 4000, 200, &[]), "source past its end");
+    invalid(
+        e.copy(&b, 4000, &a, 0, 200, &[]),
+        "destination past its end",
+    );
+    invalid(e.copy(&b, u64::MAX, &a, 0, 2, &[]), "offset overflow");
+    invalid(e.fill(&b, 0, 0xab, 8192, &[]), "fill past the end");
+    invalid(e.fill(&b, 0, 0xab, 6, &[]), "fill not a multiple of 4");
+    still_works(&gpu);
+}
+
+#[test]
+fn host_access_out_of_range_or_to_device_memory() {
+    let (_kfd, gpu) = device();
+    let b = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    invalid(b.write(4090, &[0; 16]), "write past the end");
+    let mut out = [0u8; 16];
+    invalid(b.read(4090, &mut out), "read past the end");
+    let vram = gpu.alloc(4096, MemoryKind::DeviceLocal).unwrap();
+    invalid(vram.write(0, &[1]), "CPU write to device-local VRAM");
+    still_works(&gpu);
+}
+
+#[test]
+fn objects_of_another_device() {
+    let (_kfd, gpu) = device();
+    let other = common::emulated(Preset::Gfx90a, 1);
+    let foreign = other.gpu(0).unwrap();
+    let theirs = foreign.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    let mine = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    match gpu
+        .copy_engine()
+        .unwrap()
+        .copy(&mine, 0, &theirs, 0, 16, &[])
+    {
+        Err(Error::ForeignObject { .. }) => {}
+        other => panic!("{other:?}"),
+    }
+    let signal = other.create_signal(1).unwrap();
+    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    match q.barrier_and(&[&signal]) {
+        Err(Error::ForeignObject { .. }) => {}
+        other => panic!("{other:?}"),
+    }
+    drop((theirs, signal, foreign));
+    still_works(&gpu);
+}
+
+#[test]
+fn waits_on_an_event_destroyed_under_them() {
+    // Safe code cannot destroy an event while a wait borrows it; destroyed behind kfdrt's back
+    // (a raw DESTROY_EVENT), the wait ends with a typed error instead of hanging.
+    use kfd_sys::bindings::*;
+    use kfd_sys::DriverExt;
+    let (kfd, gpu) = device();
+    let ev = kfd
+        .create_event(EventKind::Signal, EventReset::Auto)
+        .unwrap();
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| kfd.wait_events(&[&ev], kfdrt::WaitMode::Any, T));
+        std::thread::sleep(Duration::from_millis(100));
+        let mut d = kfd_ioctl_destroy_event_args {
+            event_id: ev.id(),
+            pad: 0,
+        };
+        kfd.driver().kfd_ioctl(&mut d).unwrap();
+        match waiter.join().unwrap() {
+            Err(Error::EventDestroyed) => {}
+            other => panic!("{other:?}"),
+        }
+    });
+    still_works(&gpu);
+}
+
+#[test]
+fn a_full_queue_that_may_not_wait() {
+    let (kfd, gpu) = device();
+    let emu = kfd.emulator().unwrap().clone();
+    let q = gpu
+        .create_aql_queue(AqlQueueOptions::default().with_size_packets(64))
+        .unwrap();
+    emu.faults().stall_queue(q.id());
+    let mut pending = Vec::new();
+    let full = loop {
+        let mut b = q.batch().unwrap();
+        b.barrier_and(&[]).unwrap();
+        match b.try_submit() {
+            Ok(s) => pending.push(s),
+            Err(e) => break e,
+        }
+        assert!(
+            pending.len() <= 64,
+            "a 64-slot ring took more than 64 packets"
+        );
+    };
+    assert!(
+        matches!(full, Error::QueueFull { queue_id } if queue_id == q.id()),
+        "{full:?}"
+    );
+    assert_eq!(pending.len(), 64);
+    emu.faults().resume_queue(q.id());
+    for s in pending {
+        s.wait(T).unwrap();
+    }
+    still_works(&gpu);
+}
+
+#[test]
+fn sdma_engines_exhausted_fall_back_to_shader_copies() {
+    let kfd = common::emulated_with(EmuConfig::new(Preset::Gfx90a, 1));
+    let gpu = kfd.gpu(0).unwrap();
+    kfd.emulator().unwrap().faults().exhaust_sdma_queues(true);
+    match gpu.create_sdma_queue() {
+        Err(e) => assert!(e.errno().is_some(), "a driver refusal: {e:?}"),
+        Ok(_) => panic!("SDMA queue created with the engines exhausted"),
+    }
+    let e = gpu.copy_engine().unwrap();
+    assert_eq!(e.path(), kfdrt::CopyPath::Shader);
+    kfd.emulator().unwrap().faults().exhaust_sdma_queues(false);
+    still_works(&gpu);
+}
+
+#[test]
+fn an_allocation_the_driver_refuses() {
+    let (kfd, gpu) = device();
+    kfd.emulator().unwrap().faults().fail_nth_allocation(1);
+    let options = AllocOptions::new(MemoryKind::GttCoherent).dedicated();
+    match gpu.alloc_with(1 << 20, options) {
+        Err(Error::OutOfMemory { .. }) => {}
+        other => panic!("{other:?}"),
+    }
+    still_works(&gpu);
+}
