@@ -50,6 +50,13 @@ pub(crate) struct GpuState {
     sleepers: AtomicU32,
     wake: Mutex<()>,
     wake_cv: Condvar,
+    /// Bumped by every wake-up that is not a doorbell hint (a queue enabled or destroyed, an
+    /// exception, the watcher seeing a change).
+    rung_generation: AtomicU64,
+    /// Doorbell hints received.
+    hints: AtomicU64,
+    /// Processors in a deep sleep, woken queue by queue.
+    pub(crate) deep: crate::wake::DeepSleepers,
     /// Device exceptions raised so far (page faults, engine exceptions): each evicts the queues
     /// created before it.
     exceptions: AtomicU64,
@@ -123,6 +130,9 @@ impl GpuState {
             sleepers: AtomicU32::new(0),
             wake: Mutex::new(()),
             wake_cv: Condvar::new(),
+            rung_generation: AtomicU64::new(0),
+            hints: AtomicU64::new(0),
+            deep: crate::wake::DeepSleepers::default(),
             exceptions: AtomicU64::new(0),
             strict,
             icache: Default::default(),
@@ -246,7 +256,33 @@ impl GpuState {
         unsafe { (*p.add(index as usize % 1024)).load(Ordering::Acquire) }
     }
 
+    /// Wakes every processor of the GPU: something other than a doorbell may have given any of
+    /// them work (or told it to stop).
     pub(crate) fn doorbell_rung(&self) {
+        self.rung_generation.fetch_add(1, Ordering::SeqCst);
+        self.wake_light_sleepers();
+        self.deep.wake_all();
+    }
+
+    /// A runtime rang a doorbell and said so ([`kfd_sys::Driver::doorbell_hint`]): wakes the
+    /// processors sleeping lightly, and of those sleeping deeply the ones whose doorbell moved.
+    pub(crate) fn doorbell_hinted(&self) {
+        self.hints.fetch_add(1, Ordering::Relaxed);
+        self.wake_light_sleepers();
+        if self.deep.wake_moved(|i| self.doorbell(i)) {
+            // The woken processor may be queued on this CPU, behind a runtime that will now
+            // spin waiting for it: let it run first (a GPU runs beside the CPU; an emulated one
+            // needs the CPU this thread holds).
+            std::thread::yield_now();
+        }
+    }
+
+    /// Doorbell hints received so far.
+    pub(crate) fn hints(&self) -> u64 {
+        self.hints.load(Ordering::Relaxed)
+    }
+
+    fn wake_light_sleepers(&self) {
         // SeqCst pairs with `wait_for_hint`: either the sleeper sees the new generation, or we
         // see the sleeper and notify it under the lock.
         self.wake_generation.fetch_add(1, Ordering::SeqCst);
@@ -256,12 +292,23 @@ impl GpuState {
         }
     }
 
-    /// The current wake generation.
-    pub(crate) fn wake_generation(&self) -> u64 {
-        self.wake_generation.load(Ordering::SeqCst)
+    /// What a processor notes before it looks for work, so that a sleep after finding none
+    /// ends on anything that happened since: `doorbell_index` is its queue's doorbell.
+    pub(crate) fn wake_snapshot(&self, doorbell_index: Option<u32>) -> WakeSnapshot {
+        WakeSnapshot {
+            generation: self.wake_generation.load(Ordering::SeqCst),
+            rung: self.rung_generation.load(Ordering::SeqCst),
+            doorbell: doorbell_index.map(|i| (i, self.doorbell(i))),
+        }
     }
 
-    /// Sleeps until a doorbell hint newer than `seen` or `timeout`.
+    /// Whether nothing that would wake a deep sleeper with `snap` happened since it was taken.
+    pub(crate) fn unchanged_since(&self, snap: &WakeSnapshot) -> bool {
+        self.rung_generation.load(Ordering::SeqCst) == snap.rung
+            && snap.doorbell.is_none_or(|(i, v)| self.doorbell(i) == v)
+    }
+
+    /// Sleeps until a wake-up newer than generation `seen` or `timeout`.
     pub(crate) fn wait_for_hint(&self, seen: u64, timeout: Duration) {
         self.sleepers.fetch_add(1, Ordering::SeqCst);
         let g = self.wake.lock().unwrap_or_else(|p| p.into_inner());
@@ -270,4 +317,15 @@ impl GpuState {
         }
         self.sleepers.fetch_sub(1, Ordering::SeqCst);
     }
+}
+
+/// What [`GpuState::wake_snapshot`] noted.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WakeSnapshot {
+    /// Wake-ups of any kind so far (light sleeps end on a newer one).
+    pub(crate) generation: u64,
+    /// Wake-ups other than doorbell hints so far.
+    pub(crate) rung: u64,
+    /// The queue's doorbell and its value.
+    pub(crate) doorbell: Option<(u32, u64)>,
 }

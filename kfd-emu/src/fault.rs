@@ -15,6 +15,9 @@ pub struct FaultInjector {
     /// Fast path for processors: whether any queue is stalled at all.
     any_stalled: AtomicBool,
     sdma_exhausted: AtomicBool,
+    /// Bumped by every change to the stalls, so the doorbell watcher wakes processors that
+    /// sleep deeply to re-read them.
+    generation: AtomicU64,
 }
 
 impl FaultInjector {
@@ -32,6 +35,7 @@ impl FaultInjector {
             .clear();
         self.any_stalled.store(false, Ordering::Release);
         self.all_stalled.store(false, Ordering::Release);
+        self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
     pub(crate) fn take_allocation_failure(&self) -> bool {
@@ -66,12 +70,14 @@ impl FaultInjector {
             .unwrap_or_else(|p| p.into_inner())
             .insert(queue_id);
         self.any_stalled.store(true, Ordering::Release);
+        self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
     /// Stops (`true`) or lets run again (`false`) every queue's packet processor, including
     /// queues created later (a runtime's internal ones, whose ids a test does not know).
     pub fn stall_all_queues(&self, stalled: bool) {
         self.all_stalled.store(stalled, Ordering::Release);
+        self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
     /// Lets a stalled queue run again.
@@ -80,6 +86,12 @@ impl FaultInjector {
         stalled.remove(&queue_id);
         self.any_stalled
             .store(!stalled.is_empty(), Ordering::Release);
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Changes to the stall controls so far.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
     }
 
     pub(crate) fn is_stalled(&self, queue_id: u32) -> bool {

@@ -143,6 +143,7 @@ mod queue;
 mod stats;
 mod topology;
 mod vm;
+mod wake;
 
 pub use config::{
     EmuConfig, EmuError, GpuParams, Preset, GPUS_ENV, PRESET_ENV, SPIN_ENV, STRICT_ENV,
@@ -179,6 +180,8 @@ pub struct Emulator {
     pub(crate) epoch: std::time::Instant,
     /// CPU mappings made through the driver seam (leak accounting).
     pub(crate) cpu_maps: live::CpuMaps,
+    /// The doorbell watcher's state (its thread ends when the emulator drops).
+    pub(crate) watch: Arc<engine::watcher::Watch>,
 }
 
 impl std::fmt::Debug for Emulator {
@@ -206,17 +209,23 @@ impl Emulator {
             ));
         }
         let topology = topology::TopologyTree::build(&config, &gpus);
+        let faults = Arc::new(FaultInjector::default());
+        let watch = Arc::new(engine::watcher::Watch::default());
+        engine::watcher::spawn(watch.clone(), faults.clone()).map_err(|e| {
+            EmuError::Host(Errno::from_raw(e.raw_os_error().unwrap_or(libc::EAGAIN)))
+        })?;
         Ok(Arc::new(Emulator {
             gpus,
             memory: memory::MemoryTable::default(),
             events: Arc::new(events::EventTable::default()),
             queues: queue::QueueTable::default(),
             kernels: Arc::new(kernel::KernelRegistry::default()),
-            faults: Arc::new(FaultInjector::default()),
+            faults,
             stats: Arc::new(stats::Counters::default()),
             topology,
             epoch: std::time::Instant::now(),
             cpu_maps: live::CpuMaps::default(),
+            watch,
             config,
         }))
     }
@@ -310,7 +319,7 @@ impl Emulator {
     /// Doorbell hints `gpu_id` has received so far ([`Driver::doorbell_hint`], which a runtime
     /// gives after writing a doorbell), or 0 for an unknown GPU.
     pub fn doorbell_hints(&self, gpu_id: u32) -> u64 {
-        self.gpu(gpu_id).map_or(0, |g| g.wake_generation())
+        self.gpu(gpu_id).map_or(0, |g| g.hints())
     }
 
     /// Bytes mapped to `gpu_id` (`None` for an unknown GPU).
@@ -450,7 +459,7 @@ impl Driver for Emulator {
 
     fn doorbell_hint(&self, gpu_id: u32) {
         if let Some(g) = self.gpu(gpu_id) {
-            g.doorbell_rung();
+            g.doorbell_hinted();
         }
     }
 }
@@ -458,5 +467,6 @@ impl Driver for Emulator {
 impl Drop for Emulator {
     fn drop(&mut self) {
         self.queues.stop_all();
+        self.watch.stop();
     }
 }

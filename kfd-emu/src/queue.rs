@@ -250,7 +250,9 @@ pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Res
         faults: emu.faults.clone(),
         cu_mask: Mutex::new(Vec::new()),
         exception_epoch: gpu.exceptions(),
+        watch: emu.watch.clone(),
     });
+    emu.watch.add(&ctl);
     let thread = engine::spawn(ctl.clone(), &engine_env(emu)).map_err(|_| Errno::ENOMEM)?;
     for &h in &refs {
         crate::memory::queue_ref(emu, h, gpu.index, true);

@@ -19,7 +19,7 @@ use super::control::QueueCtl;
 use super::env::EngineEnv;
 use super::error::QueueErrorCode;
 use super::pm4_interpreter::{Interpreter, Pm4Error};
-use crate::device::GpuState;
+use crate::device::{GpuState, WakeSnapshot};
 use crate::kernel::KernelRegistry;
 use crate::stats::Counters;
 use crate::vm::{GpuFault, GpuVm};
@@ -130,8 +130,14 @@ impl Processor {
     }
 
     /// Backs off while there is nothing to run (see [`idle`]).
-    fn idle(&self, idle_rounds: &mut u32, generation: u64) {
-        idle(self.gpu(), self.spin_poll, idle_rounds, generation);
+    fn idle(&self, idle_rounds: &mut u32, snap: &WakeSnapshot) {
+        idle(
+            self.gpu(),
+            self.spin_poll,
+            idle_rounds,
+            snap,
+            Some(&self.ctl.watch),
+        );
     }
 
     fn run(self) {
@@ -146,15 +152,15 @@ impl Processor {
         let mut in_flight: Vec<std::thread::ScopedJoinHandle<'s, ()>> = Vec::new();
         'ring: while !self.stopped() {
             in_flight.retain(|h| !h.is_finished());
-            let generation = self.gpu().wake_generation();
+            let snap = self.gpu().wake_snapshot(Some(self.ctl.doorbell_index));
             if self.paused() {
-                self.idle(&mut idle_rounds, generation);
+                self.idle(&mut idle_rounds, &snap);
                 continue;
             }
             // The CP looks at a slot only once a producer has reserved it (the write index is
             // past it): a ring nobody wrote stays untouched, whatever its memory holds.
             if !self.reserved(rd) {
-                self.idle(&mut idle_rounds, generation);
+                self.idle(&mut idle_rounds, &snap);
                 continue;
             }
             let slot = self.ctl.ring + (rd % n) * 64;
@@ -170,7 +176,7 @@ impl Processor {
             // Re-check the pause state after seeing a valid header: a stall or disable that was
             // requested before the packet was published must keep it from running.
             if !aql::is_valid_header_word(header) || !doorbell_ok || self.paused() {
-                self.idle(&mut idle_rounds, generation);
+                self.idle(&mut idle_rounds, &snap);
                 continue;
             }
             idle_rounds = 0;

@@ -1,23 +1,48 @@
 //! Waiting without burning a core: every processor loop, and every packet that polls memory,
 //! backs off the same way while nothing changes.
 
-use crate::device::GpuState;
+use super::watcher::{Watch, DEEP_SLEEP};
+use crate::device::{GpuState, WakeSnapshot};
 use std::time::Duration;
 
+/// Idle rounds of 1 ms sleeps before a processor waiting for work sleeps deeply.
+const ROUNDS_BEFORE_DEEP_SLEEP: u32 = 128 + 8 + 8;
+
 /// Waits a little: spins first, then yields, then sleeps with growing intervals (woken early by
-/// doorbell hints newer than `generation`), so an idle queue costs next to no CPU while a busy
-/// one reacts at once. `idle_rounds` counts consecutive idle rounds; the caller resets it to 0
-/// when there was work. `spin_poll` keeps spinning forever (the configuration's low-latency
-/// mode).
-pub(crate) fn idle(gpu: &GpuState, spin_poll: bool, idle_rounds: &mut u32, generation: u64) {
+/// any wake-up after `snap` was taken), so a busy queue reacts at once. `idle_rounds`
+/// counts consecutive idle rounds; the caller resets it to 0 when there was work. `spin_poll`
+/// keeps spinning forever (the configuration's low-latency mode).
+///
+/// `deep`: the caller waits for new work, which a client submits by moving the queue's write
+/// pointer or ringing its doorbell; after about 10 ms of that it sleeps without timed wake-ups
+/// until its doorbell moves (a hint names the GPU; [`crate::wake`] picks the queue), another
+/// wake-up, or the doorbell watcher sees a change (see [`super::watcher`]); `snap` must then
+/// hold the queue's doorbell. Callers polling memory a packet names (a barrier's signal) pass
+/// `None` and keep 1 ms sleeps.
+pub(crate) fn idle(
+    gpu: &GpuState,
+    spin_poll: bool,
+    idle_rounds: &mut u32,
+    snap: &WakeSnapshot,
+    deep: Option<&Watch>,
+) {
     *idle_rounds = idle_rounds.saturating_add(1);
     if spin_poll || *idle_rounds < 64 {
         std::hint::spin_loop();
     } else if *idle_rounds < 128 {
         std::thread::yield_now();
+    } else if let (Some(watch), Some((doorbell, seen)), true) = (
+        deep,
+        snap.doorbell,
+        *idle_rounds >= ROUNDS_BEFORE_DEEP_SLEEP,
+    ) {
+        watch.enter_deep_sleep();
+        gpu.deep
+            .sleep(doorbell, seen, DEEP_SLEEP, || gpu.unchanged_since(snap));
+        watch.leave_deep_sleep();
     } else {
         let us = 10u64 << (*idle_rounds - 128).min(7);
-        gpu.wait_for_hint(generation, Duration::from_micros(us.min(1000)));
+        gpu.wait_for_hint(snap.generation, Duration::from_micros(us.min(1000)));
     }
 }
 
@@ -41,13 +66,13 @@ pub(crate) fn poll_until<E>(
 ) -> Result<Polled, E> {
     let mut rounds = 0u32;
     loop {
-        let generation = gpu.wake_generation();
+        let snap = gpu.wake_snapshot(None);
         if ready()? {
             return Ok(Polled::Ready);
         }
         if stopped() {
             return Ok(Polled::Stopped);
         }
-        idle(gpu, spin_poll, &mut rounds, generation);
+        idle(gpu, spin_poll, &mut rounds, &snap, None);
     }
 }

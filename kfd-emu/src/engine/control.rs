@@ -35,6 +35,8 @@ pub(crate) struct QueueCtl {
     pub(crate) cu_mask: Mutex<Vec<u32>>,
     /// The GPU's exception count when the queue was created: a later exception evicts it.
     pub(crate) exception_epoch: u64,
+    /// The emulator's doorbell watcher, which wakes the processor from a deep sleep.
+    pub(crate) watch: Arc<super::watcher::Watch>,
 }
 
 impl QueueCtl {

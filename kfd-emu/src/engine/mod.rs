@@ -34,6 +34,7 @@ mod pm4;
 mod pm4_interpreter;
 mod scratch;
 mod sdma;
+pub(crate) mod watcher;
 
 pub(crate) use self::aql::mark_free_slots as mark_free_aql_slots;
 pub(crate) use self::clock::Clock;

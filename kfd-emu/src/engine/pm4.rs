@@ -57,13 +57,14 @@ impl Processor {
         let mut rounds = 0u32;
         let stopped = || self.ctl.stopped();
         while !self.ctl.stopped() {
-            let generation = gpu.wake_generation();
+            let snap = gpu.wake_snapshot(Some(self.ctl.doorbell_index));
             let mut wptr = vm.read_u64(self.ctl.wptr).unwrap_or(rd);
             if self.options.requires_doorbell {
                 wptr = wptr.min(gpu.doorbell(self.ctl.doorbell_index));
             }
             if self.ctl.paused() || wptr <= rd {
-                idle(&gpu, self.options.spin_poll, &mut rounds, generation);
+                let watch = Some(&*self.ctl.watch);
+                idle(&gpu, self.options.spin_poll, &mut rounds, &snap, watch);
                 continue;
             }
             rounds = 0;

@@ -67,10 +67,11 @@ impl Engine {
         let mut rounds = 0u32;
         let mut scratch = 0u64;
         while !self.ctl.stopped() {
-            let generation = gpu.wake_generation();
+            let snap = gpu.wake_snapshot(Some(self.ctl.doorbell_index));
             let wptr = vm.read_u64(self.ctl.wptr).unwrap_or(rd);
             if self.ctl.paused() || wptr <= rd {
-                idle(&gpu, self.spin_poll, &mut rounds, generation);
+                let watch = Some(&*self.ctl.watch);
+                idle(&gpu, self.spin_poll, &mut rounds, &snap, watch);
                 continue;
             }
             rounds = 0;
@@ -157,7 +158,7 @@ impl Engine {
                 let mut tries = 0u32;
                 let mut rounds = 0u32;
                 loop {
-                    let generation = self.ctl.gpu.wake_generation();
+                    let snap = self.ctl.gpu.wake_snapshot(None);
                     if func.eval(vm.read_u32(*addr)?, *reference, *mask) {
                         break;
                     }
@@ -169,7 +170,7 @@ impl Engine {
                         // Out of retries: the engine moves on, as the packet defines.
                         break;
                     }
-                    idle(&self.ctl.gpu, false, &mut rounds, generation);
+                    idle(&self.ctl.gpu, false, &mut rounds, &snap, None);
                 }
             }
             SdmaPacket::Atomic { addr, op, src, .. } => match op {

@@ -1,0 +1,115 @@
+//! An idle emulated device sleeps deeply (no timed wake-ups) and still notices work: through
+//! the doorbell hint an in-process runtime gives, and through the doorbell watcher for a
+//! runtime that gives none (ROCr under the preload writes doorbells like hardware, and says
+//! nothing). Figures are in `benches/idle.rs`; these tests check only that nothing is missed.
+
+mod common;
+
+use kfd_sys::{Driver, DriverKind, Errno, IoctlRequest, MapSource, Node};
+use kfdrt::emu::{EmuConfig, Emulator, Preset};
+use kfdrt::{AqlQueueOptions, DebugOptions, Kfd, MemoryKind, Pm4QueueOptions};
+use std::ffi::c_void;
+use std::sync::Arc;
+use std::time::Duration;
+
+const T: Option<Duration> = Some(Duration::from_secs(20));
+/// Longer than it takes every processor to go from busy to a deep sleep (about 10 ms).
+const IDLE: Duration = Duration::from_millis(60);
+
+/// The emulator, minus the doorbell hints: what kfdrt sees of real hardware.
+struct NoHints(Arc<Emulator>);
+
+impl Driver for NoHints {
+    fn kind(&self) -> DriverKind {
+        self.0.kind()
+    }
+    fn describe(&self) -> String {
+        format!("{} without doorbell hints", self.0.describe())
+    }
+    unsafe fn ioctl(
+        &self,
+        node: Node,
+        request: IoctlRequest,
+        arg: *mut c_void,
+    ) -> Result<i32, Errno> {
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { self.0.ioctl(node, request, arg) }
+    }
+    fn open_render_node(&self, minor: u32) -> Result<i32, Errno> {
+        self.0.open_render_node(minor)
+    }
+    unsafe fn mmap(
+        &self,
+        source: MapSource,
+        addr: *mut c_void,
+        len: usize,
+        prot: i32,
+        flags: i32,
+        offset: u64,
+    ) -> Result<*mut c_void, Errno> {
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { self.0.mmap(source, addr, len, prot, flags, offset) }
+    }
+    unsafe fn munmap(&self, addr: *mut c_void, len: usize) -> Result<(), Errno> {
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { self.0.munmap(addr, len) }
+    }
+    fn read_topology(&self, path: &str) -> Result<String, Errno> {
+        self.0.read_topology(path)
+    }
+    fn list_topology(&self, path: &str) -> Result<Vec<String>, Errno> {
+        self.0.list_topology(path)
+    }
+}
+
+/// Every kind of queue gets work after an idle spell, several times over.
+fn work_after_idle(kfd: &Kfd) {
+    let gpu = kfd.gpu(0).unwrap();
+    let aql = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let pm4 = gpu.create_pm4_queue(Pm4QueueOptions::default()).unwrap();
+    let engine = gpu.copy_engine().unwrap();
+    let src = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    let dst = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    for round in 0..4u8 {
+        std::thread::sleep(IDLE);
+        aql.barrier_and(&[]).unwrap().wait(T).unwrap();
+        std::thread::sleep(IDLE);
+        pm4.finish(T.unwrap()).unwrap();
+        std::thread::sleep(IDLE);
+        src.write(0, &[round; 64]).unwrap();
+        engine
+            .copy(&dst, 0, &src, 0, 64, &[])
+            .unwrap()
+            .wait(T)
+            .unwrap();
+        assert_eq!(dst.to_vec().unwrap()[..64], [round; 64]);
+    }
+}
+
+#[test]
+fn hinted_doorbells_wake_idle_processors() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let hints = kfd
+        .emulator()
+        .unwrap()
+        .doorbell_hints(kfd.gpu(0).unwrap().id());
+    work_after_idle(&kfd);
+    assert!(
+        kfd.emulator()
+            .unwrap()
+            .doorbell_hints(kfd.gpu(0).unwrap().id())
+            > hints,
+        "kfdrt gives hints in-process"
+    );
+}
+
+#[test]
+fn doorbells_without_hints_are_noticed_by_the_watcher() {
+    let emu = Emulator::new(EmuConfig::new(Preset::Gfx90a, 1)).unwrap();
+    let driver: Arc<dyn Driver> = Arc::new(NoHints(emu.clone()));
+    let kfd = Kfd::with_driver_and_options(driver, DebugOptions::default()).unwrap();
+    work_after_idle(&kfd);
+    assert_eq!(emu.doorbell_hints(kfd.gpu(0).unwrap().id()), 0);
+    drop(kfd);
+    common::assert_all_released(&emu);
+}
