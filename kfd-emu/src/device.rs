@@ -269,12 +269,7 @@ impl GpuState {
     pub(crate) fn doorbell_hinted(&self) {
         self.hints.fetch_add(1, Ordering::Relaxed);
         self.wake_light_sleepers();
-        if self.deep.wake_moved(|i| self.doorbell(i)) {
-            // The woken processor may be queued on this CPU, behind a runtime that will now
-            // spin waiting for it: let it run first (a GPU runs beside the CPU; an emulated one
-            // needs the CPU this thread holds).
-            std::thread::yield_now();
-        }
+        self.deep.wake_moved(|i| self.doorbell(i));
     }
 
     /// Doorbell hints received so far.
