@@ -1,6 +1,8 @@
 //! Allocator benchmarks on the emulated device:
 //! - alloc+free pairs per second for 64 B .. 1 MiB, suballocated and dedicated (one KFD
 //!   allocation each);
+//! - the same suballocated pairs from 1, 2 and 4 threads at once (aggregate pairs per second,
+//!   printed);
 //! - KFD allocations behind 100 000 small live allocations (printed);
 //! - peak/used ratio after a random workload (printed).
 //!
@@ -35,6 +37,55 @@ fn pairs(c: &mut Criterion) {
         });
     }
     g.finish();
+}
+
+/// Aggregate suballocated alloc+free pairs per second with `threads` threads at once.
+fn threaded(_c: &mut Criterion) {
+    let kfd = device();
+    let gpu = kfd.gpu(0).expect("gpu");
+    let _keep = gpu.alloc(64, MemoryKind::DeviceLocal).expect("alloc");
+    const PAIRS: usize = 2_000_000;
+    for threads in [1usize, 2, 4] {
+        let start = std::time::Instant::now();
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                let gpu = gpu.clone();
+                s.spawn(move || {
+                    // Each thread's allocator shard keeps a block, as a runtime's would.
+                    let _keep = gpu.alloc(64, MemoryKind::DeviceLocal).expect("alloc");
+                    for i in 0..PAIRS / threads {
+                        let size = 64u64 << (i % 7);
+                        drop(gpu.alloc(size, MemoryKind::DeviceLocal).expect("alloc"));
+                    }
+                });
+            }
+        });
+        let secs = start.elapsed().as_secs_f64();
+        println!(
+            "threads: {threads} thread(s), suballocated 64 B .. 4 KiB pairs: {:.2} M pairs/s in all",
+            PAIRS as f64 / secs / 1e6
+        );
+    }
+    // The same with a device per thread: what sharing one device costs (its reference count
+    // and shard locks are then touched by one thread each).
+    let start = std::time::Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(move || {
+                let kfd = device();
+                let gpu = kfd.gpu(0).expect("gpu");
+                let _keep = gpu.alloc(64, MemoryKind::DeviceLocal).expect("alloc");
+                for i in 0..PAIRS / 4 {
+                    let size = 64u64 << (i % 7);
+                    drop(gpu.alloc(size, MemoryKind::DeviceLocal).expect("alloc"));
+                }
+            });
+        }
+    });
+    println!(
+        "threads: 4 threads, a device each: {:.2} M pairs/s in all",
+        PAIRS as f64 / start.elapsed().as_secs_f64() / 1e6
+    );
 }
 
 fn footprint(_c: &mut Criterion) {
@@ -105,6 +156,6 @@ criterion_group! {
     config = Criterion::default()
         .warm_up_time(Duration::from_millis(300))
         .measurement_time(Duration::from_secs(2));
-    targets = pairs, footprint
+    targets = pairs, threaded, footprint
 }
 criterion_main!(benches);

@@ -62,7 +62,10 @@ fn measure(gpus: usize, queues: usize) -> (f64, Duration, Duration) {
     let mut t: Vec<Duration> = (0..2000)
         .map(|_| {
             let start = Instant::now();
-            q.barrier_and(&[]).expect("barrier").wait(WAIT).expect("wait");
+            q.barrier_and(&[])
+                .expect("barrier")
+                .wait(WAIT)
+                .expect("wait");
             start.elapsed()
         })
         .collect();

@@ -15,7 +15,8 @@ use crate::error::{Error, Result};
 use crate::event::EventTable;
 use crate::exception::ExceptionWatch;
 use crate::memory::hdp::HdpFlusher;
-use crate::memory::suballoc::{SubAllocator, BLOCK_SIZE, DISABLE_ENV};
+use crate::memory::shards::ShardedSubAllocator;
+use crate::memory::suballoc::{BLOCK_SIZE, DISABLE_ENV};
 use crate::queue::doorbell::DoorbellTable;
 use crate::queue::WeakAqlQueue;
 use crate::signal::SignalPool;
@@ -66,7 +67,7 @@ pub(crate) struct KfdShared {
     /// The process's memory- and hardware-exception events, which every wait watches.
     pub(crate) exceptions: ExceptionWatch,
     pub(crate) signals: Mutex<SignalPool>,
-    pub(crate) suballoc: Mutex<SubAllocator>,
+    pub(crate) suballoc: ShardedSubAllocator,
     /// Requests below this many bytes are suballocated (0 = never).
     pub(crate) suballoc_threshold: AtomicU64,
     pub(crate) doorbells: DoorbellTable,
@@ -87,7 +88,7 @@ impl KfdShared {
             events,
             exceptions,
             signals: Mutex::new(SignalPool::default()),
-            suballoc: Mutex::new(SubAllocator::default()),
+            suballoc: ShardedSubAllocator::default(),
             suballoc_threshold: AtomicU64::new(default_threshold()),
             doorbells: DoorbellTable::new(gpus),
             hdp: HdpFlusher::new(gpus),
@@ -118,8 +119,7 @@ impl Drop for KfdShared {
         let driver = &*self.dev.driver;
         let signals = std::mem::take(self.signals.get_mut().unwrap_or_else(|p| p.into_inner()));
         signals.release(driver);
-        let mut sub = std::mem::take(self.suballoc.get_mut().unwrap_or_else(|p| p.into_inner()));
-        sub.release_all(&self.dev);
+        self.suballoc.release_all(&self.dev);
         self.hdp.release(driver);
         self.doorbells.release(driver);
         self.exceptions.release(driver);
@@ -363,21 +363,12 @@ impl Kfd {
 
     /// Returns every empty suballocator block to the driver.
     pub fn trim_memory(&self) {
-        let mut sub = self
-            .shared
-            .suballoc
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        sub.trim(&self.shared.dev);
+        self.shared.suballoc.trim(&self.shared.dev);
     }
 
     /// KFD allocations the suballocator holds.
     pub fn suballocator_blocks(&self) -> usize {
-        self.shared
-            .suballoc
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .blocks()
+        self.shared.suballoc.blocks()
     }
 }
 

@@ -1,6 +1,7 @@
 //! [`Buffer`]: an owned GPU allocation with its mappings.
 
 use super::raw::{GpuAccess, RawAllocation};
+use super::shards::DeviceLease;
 use super::suballoc::{PoolKey, SubAllocation};
 use super::MemoryKind;
 use crate::device::{Gpu, Kfd};
@@ -88,7 +89,8 @@ pub struct Buffer {
 
 /// The memory behind a [`Buffer`], shared with the GPU work that uses it.
 pub(crate) struct Allocation {
-    kfd: Kfd,
+    /// Keeps the device open (shared with the other buffers of its allocator shard).
+    lease: Arc<DeviceLease>,
     backing: Option<Backing>,
     size: u64,
     /// Peer GPUs this buffer is also mapped to (the owner is implied; empty costs nothing).
@@ -157,11 +159,9 @@ impl Gpu {
                 kind: options.kind,
                 executable: options.executable,
             };
-            let mut sub = shared.suballoc.lock().unwrap_or_else(|p| p.into_inner());
-            let chunk = sub.alloc(&shared.dev, key, size, a)?;
-            drop(sub);
+            let (chunk, lease) = shared.suballoc.alloc(&self.kfd, key, size, a)?;
             return Ok(Buffer::new(Allocation {
-                kfd: self.kfd.clone(),
+                lease,
                 backing: Some(Backing::Sub(chunk, info.gpu_id)),
                 size,
                 peers: Mutex::new(Vec::new()),
@@ -176,7 +176,7 @@ impl Gpu {
             options.access(),
         )?;
         Ok(Buffer::new(Allocation {
-            kfd: self.kfd.clone(),
+            lease: shared.suballoc.lease_for_this_thread(&self.kfd),
             backing: Some(Backing::Whole(raw)),
             size,
             peers: Mutex::new(Vec::new()),
@@ -196,7 +196,7 @@ impl Buffer {
 
     /// Whether the two buffers belong to the same open KFD.
     pub(crate) fn kfd(&self) -> &Kfd {
-        &self.inner.kfd
+        &self.inner.lease.kfd
     }
 
     fn backing(&self) -> &Backing {
@@ -285,7 +285,11 @@ impl Buffer {
     /// GPU through an HDP flush before it reads the memory.
     fn note_cpu_write(&self) {
         if self.kind() == MemoryKind::HostVisibleVram {
-            self.inner.kfd.shared.cpu_wrote_vram(self.owner_gpu_id());
+            self.inner
+                .lease
+                .kfd
+                .shared
+                .cpu_wrote_vram(self.owner_gpu_id());
         }
     }
 
@@ -354,7 +358,7 @@ impl Buffer {
     }
 
     fn same_kfd(&self, gpu: &Gpu) -> Result<()> {
-        if std::sync::Arc::ptr_eq(&self.inner.kfd.shared, &gpu.kfd.shared) {
+        if std::sync::Arc::ptr_eq(&self.inner.lease.kfd.shared, &gpu.kfd.shared) {
             Ok(())
         } else {
             Err(Error::InvalidArgument("GPU belongs to another Kfd".into()))
@@ -370,11 +374,11 @@ impl Buffer {
         if gpu.id() == self.owner_gpu_id() || mapped.contains(&gpu.id()) {
             return Ok(());
         }
-        let shared = &self.inner.kfd.shared;
+        let shared = &self.inner.lease.kfd.shared;
         match self.backing() {
             Backing::Whole(r) => r.map_to_gpus(shared.dev.driver(), &[gpu.id()])?,
             Backing::Sub(s, _) => {
-                let mut sub = shared.suballoc.lock().unwrap_or_else(|p| p.into_inner());
+                let mut sub = shared.suballoc.of(&s.chunk);
                 sub.map_peer(&shared.dev, &s.chunk, gpu.id())?
             }
         }
@@ -433,11 +437,11 @@ impl Buffer {
     }
 
     fn unmap_peer(&self, gpu_id: u32) -> Result<()> {
-        let shared = &self.inner.kfd.shared;
+        let shared = &self.inner.lease.kfd.shared;
         match self.backing() {
             Backing::Whole(r) => r.unmap_from_gpus(shared.dev.driver(), &[gpu_id]),
             Backing::Sub(s, _) => {
-                let mut sub = shared.suballoc.lock().unwrap_or_else(|p| p.into_inner());
+                let mut sub = shared.suballoc.of(&s.chunk);
                 sub.unmap_peer(&shared.dev, &s.chunk, gpu_id)
             }
         }
@@ -447,12 +451,12 @@ impl Buffer {
     /// sub-allocation this remaps its whole block: only call it while the GPU is idle.
     pub fn remap(&self) -> Result<()> {
         let owner = [self.owner_gpu_id()];
-        let shared = &self.inner.kfd.shared;
+        let shared = &self.inner.lease.kfd.shared;
         let sub;
         let raw = match self.backing() {
             Backing::Whole(r) => r,
             Backing::Sub(s, _) => {
-                sub = shared.suballoc.lock().unwrap_or_else(|p| p.into_inner());
+                sub = shared.suballoc.of(&s.chunk);
                 sub.block_raw(&s.chunk).ok_or_else(|| {
                     Error::Internal("a suballocator block vanished under its buffer".into())
                 })?
@@ -470,11 +474,11 @@ impl Drop for Allocation {
             Some(Backing::Whole(raw)) => {
                 let mut mapped = vec![raw.gpu_id];
                 mapped.extend(peers);
-                raw.release(&**self.kfd.driver(), &mapped)
+                raw.release(&**self.lease.kfd.driver(), &mapped)
             }
             Some(Backing::Sub(SubAllocation { chunk, .. }, _)) => {
-                let shared = &self.kfd.shared;
-                let mut sub = shared.suballoc.lock().unwrap_or_else(|p| p.into_inner());
+                let shared = &self.lease.kfd.shared;
+                let mut sub = shared.suballoc.of(&chunk);
                 for peer in peers {
                     if let Err(e) = sub.unmap_peer(&shared.dev, &chunk, peer) {
                         log::warn!("kfdrt: dropping peer mapping at free: {e}");

@@ -12,6 +12,7 @@ mod buffer;
 pub(crate) mod hdp;
 mod host;
 pub(crate) mod raw;
+pub(crate) mod shards;
 pub mod suballoc;
 pub mod va;
 

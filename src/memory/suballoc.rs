@@ -54,6 +54,8 @@ pub(crate) struct Chunk {
     offset: u32,
     order: u8,
     pub(crate) kind: MemoryKind,
+    /// The shard of the suballocator it came from (see `super::shards`).
+    pub(crate) shard: u8,
 }
 
 impl Chunk {
@@ -201,6 +203,7 @@ impl SubAllocator {
             offset: offset as u32,
             order,
             kind: key.kind,
+            shard: 0,
         };
         b.used += chunk.size();
         let cpu = match b.raw.cpu_ptr() {
