@@ -18,6 +18,10 @@ pub struct FaultInjector {
     /// Bumped by every change to the stalls, so the doorbell watcher wakes processors that
     /// sleep deeply to re-read them.
     generation: AtomicU64,
+    /// Evictions of the process's queues not yet restored (they nest, as KFD counts them).
+    evictions: AtomicU64,
+    /// The system is suspended (a power-management cycle).
+    suspended: AtomicBool,
 }
 
 impl FaultInjector {
@@ -35,6 +39,8 @@ impl FaultInjector {
             .clear();
         self.any_stalled.store(false, Ordering::Release);
         self.all_stalled.store(false, Ordering::Release);
+        self.evictions.store(0, Ordering::Release);
+        self.suspended.store(false, Ordering::Release);
         self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
@@ -94,8 +100,46 @@ impl FaultInjector {
         self.generation.load(Ordering::Acquire)
     }
 
+    /// Evicts the process's queues, as KFD does under memory pressure or for a
+    /// userptr invalidation (`kfd_process_evict_queues`): no queue starts another packet until
+    /// [`FaultInjector::restore_queues`] (a packet already running finishes: the emulated CP
+    /// preempts at packet boundaries). Buffers keep their contents. Evictions nest.
+    pub fn evict_queues(&self) {
+        self.evictions.fetch_add(1, Ordering::AcqRel);
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Ends one eviction; the queues run again once every eviction is restored
+    /// (`kfd_process_restore_queues`). Returns `false` if none was in force.
+    pub fn restore_queues(&self) -> bool {
+        let ok = self
+            .evictions
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+            .is_ok();
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        ok
+    }
+
+    /// Suspends the system (`kgd2kfd_suspend` on every GPU before a power-management cycle):
+    /// every queue stops as in an eviction until [`FaultInjector::resume`].
+    pub fn suspend(&self) {
+        self.suspended.store(true, Ordering::Release);
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Resumes the system after [`FaultInjector::suspend`]: queues run again (unless evicted).
+    pub fn resume(&self) {
+        self.suspended.store(false, Ordering::Release);
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Whether the queues are evicted or the system suspended.
+    pub fn queues_evicted(&self) -> bool {
+        self.evictions.load(Ordering::Acquire) > 0 || self.suspended.load(Ordering::Acquire)
+    }
+
     pub(crate) fn is_stalled(&self, queue_id: u32) -> bool {
-        if self.all_stalled.load(Ordering::Acquire) {
+        if self.all_stalled.load(Ordering::Acquire) || self.queues_evicted() {
             return true;
         }
         if !self.any_stalled.load(Ordering::Acquire) {
