@@ -21,6 +21,12 @@ fn cpu_seconds() -> f64 {
 }
 
 fn main() -> kfdrt::Result<()> {
+    // The program's own logger: kfdrt and kfd-emu log through `log` (KFDRT_LOG or RUST_LOG
+    // pick what is shown, e.g. KFDRT_LOG=debug or KFDRT_LOG=kfdrt=trace).
+    let filter = std::env::var("KFDRT_LOG")
+        .or_else(|_| std::env::var("RUST_LOG"))
+        .unwrap_or_else(|_| "warn".into());
+    env_logger::Builder::new().parse_filters(&filter).init();
     let kfd = Kfd::emulated(EmuConfig::new(Preset::Gfx90a, 1))?;
     let gpu = kfd
         .gpu(0)

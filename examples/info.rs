@@ -32,6 +32,12 @@ fn heap_name(h: HeapType) -> String {
 }
 
 fn main() {
+    // The program's own logger: kfdrt and kfd-emu log through `log` (KFDRT_LOG or RUST_LOG
+    // pick what is shown, e.g. KFDRT_LOG=debug or KFDRT_LOG=kfdrt=trace).
+    let filter = std::env::var("KFDRT_LOG")
+        .or_else(|_| std::env::var("RUST_LOG"))
+        .unwrap_or_else(|_| "warn".into());
+    env_logger::Builder::new().parse_filters(&filter).init();
     let kfd = match Kfd::from_env() {
         Ok(k) => k,
         Err(e) => {

@@ -31,6 +31,12 @@ fn vector_add(wg: &WorkGroup<'_>) -> Result<(), GpuFault> {
 }
 
 fn main() {
+    // The program's own logger: kfdrt and kfd-emu log through `log` (KFDRT_LOG or RUST_LOG
+    // pick what is shown, e.g. KFDRT_LOG=debug or KFDRT_LOG=kfdrt=trace).
+    let filter = std::env::var("KFDRT_LOG")
+        .or_else(|_| std::env::var("RUST_LOG"))
+        .unwrap_or_else(|_| "warn".into());
+    env_logger::Builder::new().parse_filters(&filter).init();
     if let Err(e) = run() {
         eprintln!("vector_add: {e}");
         std::process::exit(1);

@@ -120,6 +120,16 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// A kernel substitution (`KFDRT_SUBSTITUTE`) could not be made.
+    #[error("substituting kernel {kernel} from {}: {reason}", path.display())]
+    Substitution {
+        /// The kernel's name.
+        kernel: String,
+        /// The code object it was to come from.
+        path: std::path::PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
     /// A code object was refused (see [`crate::code_object::CodeObjectError`]).
     #[error("code object: {0}")]
     CodeObject(#[from] crate::code_object::CodeObjectError),

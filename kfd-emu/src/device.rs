@@ -55,6 +55,8 @@ pub(crate) struct GpuState {
     rung_generation: AtomicU64,
     /// Doorbell hints received.
     hints: AtomicU64,
+    /// Recent wave errors of machine-code dispatches, with their code.
+    pub(crate) fault_log: crate::fault_log::FaultLog,
     /// Processors in a deep sleep, woken queue by queue.
     pub(crate) deep: crate::wake::DeepSleepers,
     /// Device exceptions raised so far (page faults, engine exceptions): each evicts the queues
@@ -133,6 +135,7 @@ impl GpuState {
             rung_generation: AtomicU64::new(0),
             hints: AtomicU64::new(0),
             deep: crate::wake::DeepSleepers::default(),
+            fault_log: Default::default(),
             exceptions: AtomicU64::new(0),
             strict,
             icache: Default::default(),

@@ -129,6 +129,7 @@ pub mod drm;
 mod engine;
 mod events;
 mod fault;
+mod fault_log;
 mod gfx_config;
 mod hdp;
 mod icache;
@@ -152,6 +153,7 @@ pub use config::{
 pub use device::FIRST_RENDER_MINOR;
 pub use engine::QueueErrorCode;
 pub use fault::FaultInjector;
+pub use fault_log::MachineFault;
 pub use kernel::{KernelFn, WorkGroup};
 pub use live::LiveObjects;
 pub use pagesize::{classify as classify_pages, PageSizeStats};
@@ -304,6 +306,15 @@ impl Emulator {
             memory_lost: true,
         });
         Some(())
+    }
+
+    /// The recent wave errors of machine-code dispatches on `gpu_id` (faults, illegal
+    /// instructions, traps), oldest first, each with the instructions around its PC
+    /// disassembled: what a runtime's fault report shows on the emulated device.
+    pub fn machine_faults(&self, gpu_id: u32) -> Vec<MachineFault> {
+        self.gpu(gpu_id)
+            .map(|g| g.fault_log.all())
+            .unwrap_or_default()
     }
 
     /// Binds `f` to the kernel descriptor at `kernel_object`: dispatches of that object run it.

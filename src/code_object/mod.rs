@@ -136,8 +136,17 @@ impl CodeObject {
         })
     }
 
-    /// The kernel `name`, ready to dispatch; it keeps the code memory alive.
+    /// The kernel `name`, ready to dispatch; it keeps the code memory alive. With
+    /// `KFDRT_SUBSTITUTE` naming it, the kernel comes from that code object instead (logged).
     pub fn kernel(&self, name: &str) -> Result<Kernel> {
+        if let Some(substitute) = crate::debug::substitute::substitute(self, name) {
+            return substitute;
+        }
+        self.kernel_unsubstituted(name)
+    }
+
+    /// [`CodeObject::kernel`] from this code object whatever the substitutions.
+    pub(crate) fn kernel_unsubstituted(&self, name: &str) -> Result<Kernel> {
         let k = self.find(name)?;
         Ok(Kernel::loaded(
             name,

@@ -18,6 +18,9 @@
 //! | `KFDRT_CAPTURE=dir` | record every submission for `kfdrt-replay` |
 //! | `KFDRT_SUBSTITUTE=name=path.co[;name=path.co]` | dispatch kernel `name` from another code object |
 
+mod log;
+pub(crate) mod substitute;
+
 use crate::error::{Error, Result};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -171,6 +174,22 @@ impl DebugOptions {
     pub fn with_substitution(mut self, name: impl Into<String>, path: impl Into<PathBuf>) -> Self {
         self.substitute.push((name.into(), path.into()));
         self
+    }
+}
+
+impl DebugOptions {
+    /// With `KFDRT_SERIALIZE`, how long a submission waits for its own completion before it
+    /// returns: `Some(None)` waits as long as it takes (or `KFDRT_WAIT_TIMEOUT_MS`).
+    pub(crate) fn serialize_wait(&self) -> Option<Option<std::time::Duration>> {
+        self.serialize.then_some(self.wait_timeout)
+    }
+
+    /// What the switches need when a device opens: the logger.
+    pub(crate) fn apply_at_open(&self) -> Result<()> {
+        if let Some(filter) = &self.log {
+            log::install(filter)?;
+        }
+        Ok(())
     }
 }
 

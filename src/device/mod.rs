@@ -239,6 +239,7 @@ impl Kfd {
         #[cfg(feature = "emu")] emulator: Option<Arc<kfd_emu::Emulator>>,
         debug: DebugOptions,
     ) -> Result<Kfd> {
+        debug.apply_at_open()?;
         #[cfg(feature = "emu")]
         let dev = DeviceContext::open(driver, emulator)?;
         #[cfg(not(feature = "emu"))]

@@ -147,6 +147,12 @@ impl RawAllocation {
             alloc.release(driver, &[]);
             return Err(e);
         }
+        log::debug!(
+            "kfdrt: allocated {len:#x} bytes of {} on GPU {gpu_id:#x} at {:#x} (handle {:#x})",
+            kind.name(),
+            alloc.va.addr,
+            alloc.handle
+        );
         Ok(alloc)
     }
 
@@ -192,6 +198,12 @@ impl RawAllocation {
     /// use) or, worse, mapped where the old buffer was. (Pageable memory keeps its host pages
     /// until the free, since KFD holds them until then.)
     pub(crate) fn release(self, driver: &dyn Driver, mapped_gpus: &[u32]) {
+        log::debug!(
+            "kfdrt: freeing {:#x} bytes at {:#x} (handle {:#x}, mapped on {mapped_gpus:x?})",
+            self.va.len,
+            self.va.addr,
+            self.handle
+        );
         if !mapped_gpus.is_empty() {
             if let Err(e) = self.unmap_from_gpus(driver, mapped_gpus) {
                 log::warn!("kfdrt: unmapping {:#x} at free: {e}", self.va.addr);

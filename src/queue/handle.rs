@@ -45,6 +45,15 @@ impl KfdQueue {
             doorbell_offset: args.doorbell_offset,
             doorbell: std::ptr::null(),
         };
+        log::debug!(
+            "kfdrt: queue {} created on GPU {:#x}: type {}, ring {:#x} ({} bytes), priority {}",
+            args.queue_id,
+            gpu.id(),
+            args.queue_type,
+            args.ring_base_address,
+            args.ring_size,
+            args.queue_priority
+        );
         // On error `q` drops here and destroys the queue.
         let shared = &gpu.kfd().shared;
         q.doorbell = shared
@@ -115,8 +124,13 @@ impl Drop for KfdQueue {
             queue_id: self.id,
             pad: 0,
         };
-        if let Err(e) = self.gpu.kfd().driver().kfd_ioctl(&mut d) {
-            log::warn!("kfdrt: AMDKFD_IOC_DESTROY_QUEUE {}: {e}", self.id);
+        match self.gpu.kfd().driver().kfd_ioctl(&mut d) {
+            Ok(_) => log::debug!(
+                "kfdrt: queue {} on GPU {:#x} destroyed",
+                self.id,
+                self.gpu.id()
+            ),
+            Err(e) => log::warn!("kfdrt: AMDKFD_IOC_DESTROY_QUEUE {}: {e}", self.id),
         }
     }
 }

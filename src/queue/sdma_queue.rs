@@ -282,6 +282,7 @@ impl SdmaQueue {
         let start = Instant::now();
         let mut full_rounds = 0u32;
         for p in packets {
+            log::trace!("kfdrt: SDMA queue {}: {p:?}", self.0.handle().id());
             dwords.clear();
             p.encode(self.0.version, gfx, &mut dwords)
                 .map_err(|e| Error::InvalidArgument(format!("SDMA packet: {e}")))?;
@@ -382,11 +383,15 @@ impl SdmaQueue {
         });
         signal.arm_decrement();
         self.submit_packets(&all, Duration::from_secs(60))?;
-        Ok(CopyCompletion {
+        let done = CopyCompletion {
             signal,
             engine: Some((self.clone(), held)),
             kernel: None,
-        })
+        };
+        if let Some(timeout) = self.0.gpu.kfd().shared.debug.serialize_wait() {
+            done.wait(timeout)?;
+        }
+        Ok(done)
     }
 
     /// Copies `bytes` from `src[src_off..]` to `dst[dst_off..]` after every signal in `deps`

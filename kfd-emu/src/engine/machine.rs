@@ -20,6 +20,8 @@ pub(crate) struct MachineLaunch<'a> {
     pub(crate) threads: usize,
     /// The queue, for the log.
     pub(crate) queue_id: u32,
+    /// Where a wave's error is recorded with the code around it.
+    pub(crate) fault_log: &'a crate::fault_log::FaultLog,
 }
 
 /// Why a launch did not run to the end.
@@ -144,10 +146,78 @@ impl MachineLaunch<'_> {
         kfd_emu_isa::disasm::disassemble(target, &kfd_emu_isa::decode::decode(target, &words))
     }
 
+    /// The instructions around `pc` with their addresses: decoded from the kernel's entry
+    /// (instructions have different lengths, so only a walk from a known start finds their
+    /// boundaries), up to `AFTER` past `pc`; `BEFORE` of them before it.
+    fn disassemble_around(&self, pc: u64) -> Vec<(u64, String)> {
+        const BEFORE: usize = 4;
+        const AFTER: usize = 4;
+        const MAX_BYTES: u64 = 256 << 10;
+        let target = self.setup.target;
+        let entry = self.setup.entry();
+        let walk_from = if pc >= entry && pc - entry < MAX_BYTES {
+            entry
+        } else {
+            pc
+        };
+        let len = (pc - walk_from + 12 * (AFTER as u64 + 1)) as usize;
+        let mut bytes = vec![0u8; len];
+        // Past the end of the code's mapping the read fails: then only the code up to the
+        // instruction after `pc`, or at least the instruction itself.
+        let mut n = len;
+        if self.vm.read(walk_from, &mut bytes).is_err() {
+            n = (pc - walk_from) as usize + 8;
+            if self.vm.read(walk_from, &mut bytes[..n]).is_err() {
+                return vec![(pc, self.disassemble_at(pc))];
+            }
+        }
+        let words: Vec<u32> = bytes[..n - n % 4]
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        let mut out = Vec::new();
+        let mut at = 0usize;
+        let mut after = 0;
+        while at < words.len() {
+            let inst = kfd_emu_isa::decode::decode(target, &words[at..]);
+            let addr = walk_from + 4 * at as u64;
+            out.push((addr, kfd_emu_isa::disasm::disassemble(target, &inst)));
+            if addr > pc {
+                after += 1;
+                if after == AFTER {
+                    break;
+                }
+            }
+            at += usize::from(inst.len.max(1));
+        }
+        let at_pc = out.iter().position(|(a, _)| *a >= pc).unwrap_or(out.len());
+        out.drain(..at_pc.saturating_sub(BEFORE));
+        out
+    }
+
+    /// Records a wave's error with the code around it (see [`crate::fault_log`]).
+    fn record(&self, pc: u64, address: Option<u64>, what: String) {
+        self.fault_log.record(crate::fault_log::MachineFault {
+            queue_id: self.queue_id,
+            kernel_object: self.setup.kernel_object,
+            pc,
+            address,
+            what,
+            around_pc: self.disassemble_around(pc),
+        });
+    }
+
     /// The GPU's answer to a wave's error, logged with what a person debugging it needs.
     fn stop(&self, e: WaveError) -> MachineStop {
         let q = self.queue_id;
         let kernel = self.setup.kernel_object;
+        if let Some(pc) = e.pc() {
+            let address = match &e {
+                WaveError::MemoryFault { va, .. } => Some(*va),
+                _ => None,
+            };
+            self.record(pc, address, e.to_string());
+        }
         match e {
             WaveError::Cancelled { .. } => MachineStop::Stopped,
             WaveError::MemoryFault { va, kind, pc } => {

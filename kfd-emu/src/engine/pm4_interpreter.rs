@@ -404,6 +404,7 @@ impl<'a> Interpreter<'a> {
             cancel: &self.ctl.stop,
             threads: self.wave_threads,
             queue_id: self.ctl.id,
+            fault_log: &self.ctl.gpu.fault_log,
         };
         self.stats
             .machine_dispatches

@@ -267,6 +267,17 @@ impl Batch<'_> {
     }
 
     fn write(mut self, mut r: aql::ring::Reservation<'_>) -> Submission {
+        if log::log_enabled!(log::Level::Trace) {
+            let first = self.queue.write_index();
+            for (i, p) in self.packets.iter().enumerate() {
+                log::trace!(
+                    "kfdrt: AQL queue {} packet {}: {:?}",
+                    self.queue.id(),
+                    first + i as u64,
+                    aql::Packet::decode(p)
+                );
+            }
+        }
         r.write_all_encoded(&self.packets);
         self.submitted = true;
         let last_index = r.submit();
@@ -352,7 +363,7 @@ impl Batch<'_> {
                     q.check().is_ok()
                 })
                 .map_err(|e| ring_error(q, e))?;
-        Ok(self.write(r))
+        self.write(r).serialized()
     }
 
     /// Submits the batch only if the ring has room now: [`Error::QueueFull`] otherwise, with
@@ -378,7 +389,7 @@ impl Batch<'_> {
             q.0.ring
                 .try_reserve(self.packets.len() as u32)
                 .map_err(|e| ring_error(q, e))?;
-        Ok(self.write(r))
+        self.write(r).serialized()
     }
 }
 

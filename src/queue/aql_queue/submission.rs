@@ -71,6 +71,14 @@ impl Submission {
             })
     }
 
+    /// With `KFDRT_SERIALIZE`, waits for the submission before handing it out.
+    pub(crate) fn serialized(self) -> Result<Submission> {
+        if let Some(timeout) = self.queue.gpu().kfd().shared.debug.serialize_wait() {
+            self.wait(timeout)?;
+        }
+        Ok(self)
+    }
+
     /// Start and end timestamps of the last packet (queues created with profiling).
     pub fn timestamps(&self) -> (u64, u64) {
         self.signal.timestamps()

@@ -227,7 +227,12 @@ impl Pm4Queue {
     /// kernels they dispatch, with their arguments): that memory must stay allocated and mapped
     /// to the GPU until the packets have run. kfdrt cannot see addresses inside packets.
     pub unsafe fn submit(&self, packets: &[Pm4Packet], timeout: Duration) -> Result<u64> {
-        self.submit_packets(packets, timeout)
+        let wptr = self.submit_packets(packets, timeout)?;
+        if let Some(wait) = self.gpu.kfd().shared.debug.serialize_wait() {
+            // `finish` submits a fence through `submit_packets`, not through here.
+            self.finish(wait.unwrap_or(Duration::from_secs(u64::from(u32::MAX))))?;
+        }
+        Ok(wptr)
     }
 
     fn submit_packets(&self, packets: &[Pm4Packet], timeout: Duration) -> Result<u64> {
@@ -240,6 +245,7 @@ impl Pm4Queue {
         let start = Instant::now();
         let mut full_rounds = 0u32;
         for p in packets {
+            log::trace!("kfdrt: PM4 queue {}: {p:?}", self.handle().id());
             dwords.clear();
             p.encode(self.family, &mut dwords);
             loop {

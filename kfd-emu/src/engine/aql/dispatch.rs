@@ -118,6 +118,7 @@ impl Processor {
             cancel: &self.ctl.stop,
             threads: self.wave_threads,
             queue_id: self.ctl.id,
+            fault_log: &self.ctl.gpu.fault_log,
         };
         self.stats
             .machine_dispatches
