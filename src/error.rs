@@ -1,5 +1,6 @@
 //! The runtime's error type.
 
+use crate::debug::report::DeviceReport;
 use kfd_sys::Errno;
 
 /// Everything that can go wrong in kfdrt. Errors name the failing operation and carry the errno
@@ -45,12 +46,17 @@ pub enum Error {
         requested: u64,
     },
     /// A wait did not complete in time.
-    #[error("timed out after {after_ms} ms waiting for {what}")]
+    #[error(
+        "timed out after {after_ms} ms waiting for {what}{}",
+        report_text(report)
+    )]
     Timeout {
         /// What was being waited for.
         what: String,
         /// The timeout that expired.
         after_ms: u64,
+        /// What every queue of the device was doing (waits on queue work and signals).
+        report: Option<Box<DeviceReport>>,
     },
     /// A queue's ring has no room and the call was not allowed to wait.
     #[error("queue {queue_id} is full")]
@@ -59,30 +65,37 @@ pub enum Error {
         queue_id: u32,
     },
     /// A queue stopped because of an error the packet processor reported; it runs nothing more.
-    #[error("queue {queue_id} stopped: {fault}")]
+    #[error("queue {queue_id} stopped: {fault}{}", report_text(report))]
     QueueError {
         /// KFD's queue id.
         queue_id: u32,
         /// What the packet processor reported.
         fault: crate::queue::QueueFault,
+        /// What every queue of the device was doing, when a wait ended on the error.
+        report: Option<Box<DeviceReport>>,
     },
     /// A GPU fault (a page fault, or an engine exception) stopped every queue of the process on
     /// that GPU, as KFD reports it through the memory-exception event. Work on other GPUs goes
     /// on.
-    #[error("{fault}{}", stopped(queue_id))]
+    #[error("{fault}{}{}", stopped(queue_id), report_text(report))]
     DeviceFault {
         /// The queue the failed wait was on (every queue of the GPU stopped), if any.
         queue_id: Option<u32>,
         /// The fault as KFD reported it.
         fault: crate::event::MemoryException,
+        /// The fault with the kernel and the code around it where known, and every queue,
+        /// when a wait ended on the fault.
+        report: Option<Box<DeviceReport>>,
     },
     /// The GPU was reset (KFD's hardware-exception event): its queues are gone.
-    #[error("GPU {:#x} was reset{}{}", reset.gpu_id, if reset.memory_lost { ", its memory lost" } else { "" }, stopped(queue_id))]
+    #[error("GPU {:#x} was reset{}{}{}", reset.gpu_id, if reset.memory_lost { ", its memory lost" } else { "" }, stopped(queue_id), report_text(report))]
     DeviceReset {
         /// The queue the failed wait was on, if any.
         queue_id: Option<u32>,
         /// What the event reported.
         reset: crate::exception::DeviceReset,
+        /// What every queue of the device was doing, when a wait ended on the reset.
+        report: Option<Box<DeviceReport>>,
     },
     /// An object of another open device (another [`crate::Kfd`]) was given where this device's
     /// is needed: its addresses mean nothing to this device's GPUs.
@@ -152,6 +165,39 @@ impl Error {
         }
     }
 
+    /// The report this error carries (see [`crate::debug::report`]), if any.
+    pub fn report(&self) -> Option<&DeviceReport> {
+        match self {
+            Error::Timeout { report, .. }
+            | Error::QueueError { report, .. }
+            | Error::DeviceFault { report, .. }
+            | Error::DeviceReset { report, .. } => report.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// The error with a report of `shared`'s device attached, if it is a kind that carries one
+    /// and has none yet.
+    pub(crate) fn with_report(mut self, shared: &crate::device::KfdShared) -> Error {
+        let fault = match &self {
+            Error::DeviceFault { fault, .. } => Some(*fault),
+            _ => None,
+        };
+        if let Error::Timeout { report, .. }
+        | Error::QueueError { report, .. }
+        | Error::DeviceFault { report, .. }
+        | Error::DeviceReset { report, .. } = &mut self
+        {
+            if report.is_none() {
+                *report = Some(Box::new(crate::debug::report::gather(
+                    shared,
+                    fault.as_ref(),
+                )));
+            }
+        }
+        self
+    }
+
     pub(crate) fn driver(op: &'static str) -> impl FnOnce(Errno) -> Error {
         move |errno| Error::Driver { op, errno }
     }
@@ -161,6 +207,12 @@ impl Error {
     pub(crate) fn ioctl<T: kfd_sys::KfdIoctl>(_args: &T) -> impl FnOnce(Errno) -> Error {
         move |errno| Error::Driver { op: T::NAME, errno }
     }
+}
+
+fn report_text(report: &Option<Box<DeviceReport>>) -> String {
+    report
+        .as_ref()
+        .map_or_else(String::new, |r| format!("\n{r}"))
 }
 
 fn stopped(queue_id: &Option<u32>) -> String {

@@ -128,10 +128,12 @@ impl ExceptionWatch {
             Some(Exception::Fault(fault)) => Err(Error::DeviceFault {
                 queue_id,
                 fault: *fault,
+                report: None,
             }),
             Some(Exception::Reset(reset)) => Err(Error::DeviceReset {
                 queue_id,
                 reset: *reset,
+                report: None,
             }),
         }
     }

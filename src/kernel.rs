@@ -243,6 +243,7 @@ impl Gpu {
             metadata: None,
         };
         k.bind_emulation(emu, f);
+        self.kfd().shared.reports.name_kernel(k.object, name);
         Ok(k)
     }
 }

@@ -153,6 +153,24 @@ impl SignalPool {
         Ok(())
     }
 
+    /// The value of the signal at `handle`, if it is one of this pool's (a report reads the
+    /// signals a barrier waits on; any other address is not read).
+    pub(crate) fn value_of(&self, handle: u64) -> Option<i64> {
+        let size = std::mem::size_of::<AmdSignal>() as u64;
+        self.pages.iter().find_map(|p| {
+            let base = p.va.addr;
+            let inside = handle >= base
+                && handle < base + SIGNALS_PER_PAGE as u64 * size
+                && (handle - base) % size == 0;
+            inside.then(|| {
+                // SAFETY: `handle` is the start of a signal slot of a page this pool owns and
+                // keeps mapped; the value is read atomically.
+                let signal = unsafe { &*(handle as *const AmdSignal) };
+                signal.value.load(Ordering::Acquire)
+            })
+        })
+    }
+
     /// Destroys every event and frees every page (at process teardown).
     pub(crate) fn release(self, driver: &dyn Driver) {
         for e in self.events {
@@ -316,11 +334,14 @@ impl Signal {
     /// A GPU fault or reset anywhere in the process ends the wait with [`Error::DeviceFault`] or
     /// [`Error::DeviceReset`]: the signal may belong to work that will never complete.
     pub fn wait(&self, cond: Condition, timeout: Option<Duration>) -> Result<i64> {
-        let ex = &self.0.kfd.shared.exceptions;
+        let shared = &self.0.kfd.shared;
+        let ex = &shared.exceptions;
         let since = ex.epoch();
+        let timeout = timeout.or(shared.debug.wait_timeout);
         self.wait_with(cond, timeout, DEFAULT_SPIN, &[], &|| {
             ex.check(None, since, None)
         })
+        .map_err(|e| e.with_report(shared))
     }
 
     /// [`Signal::wait`] with an explicit spin time, extra events that also wake the waiter (a
@@ -362,6 +383,7 @@ impl Signal {
                         return Err(Error::Timeout {
                             what: format!("signal {:#x} {cond} (value {v})", self.handle()),
                             after_ms: t.as_millis() as u64,
+                            report: None,
                         })
                     }
                 },

@@ -206,7 +206,9 @@ fn invalid_kernel_object_stops_the_queue_with_a_typed_error() {
     let bogus = unsafe { Kernel::from_raw("bogus", 0x10_0000_0000, 0, 0, 0) };
     let s = queue.dispatch(&Dispatch::linear(&bogus, 64, 64)).unwrap();
     match s.wait(LONG) {
-        Err(Error::QueueError { queue_id, fault }) => {
+        Err(Error::QueueError {
+            queue_id, fault, ..
+        }) => {
             assert_eq!(queue_id, queue.id());
             assert_ne!(fault.code & error_bits::INVALID_CODE_OBJECT, 0, "{fault}");
         }
@@ -264,7 +266,9 @@ fn kernel_touching_unmapped_memory_reports_the_address() {
     let s = queue.dispatch(&Dispatch::linear(&kernel, 1, 1)).unwrap();
     // A page fault is a device exception: the wait ends with it (see tests/faults.rs).
     match s.wait(LONG) {
-        Err(Error::DeviceFault { fault, queue_id }) => {
+        Err(Error::DeviceFault {
+            fault, queue_id, ..
+        }) => {
             assert_eq!(fault.va, BAD & !0xFFF);
             assert_eq!(queue_id, Some(queue.id()));
         }

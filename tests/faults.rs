@@ -47,7 +47,9 @@ fn counting_kernel(gpu: &Gpu, runs: Arc<AtomicU64>) -> Kernel {
 
 fn expect_fault(r: kfdrt::Result<()>, gpu: &Gpu, queue: u32, what: &str) -> kfdrt::MemoryException {
     match r {
-        Err(Error::DeviceFault { queue_id, fault }) => {
+        Err(Error::DeviceFault {
+            queue_id, fault, ..
+        }) => {
             assert_eq!(fault.gpu_id, gpu.id(), "{what}: {fault}");
             assert_eq!(queue_id, Some(queue), "{what}");
             fault
@@ -356,7 +358,9 @@ fn an_instruction_the_gpu_cannot_run_stops_the_queue_with_an_illegal_instruction
             .unwrap()
             .wait(T);
         match r {
-            Err(Error::QueueError { queue_id, fault }) => {
+            Err(Error::QueueError {
+                queue_id, fault, ..
+            }) => {
                 assert_eq!(queue_id, q.id(), "{what}");
                 assert_eq!(fault.code, code, "{what}: {fault}");
             }

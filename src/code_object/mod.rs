@@ -148,9 +148,11 @@ impl CodeObject {
     /// [`CodeObject::kernel`] from this code object whatever the substitutions.
     pub(crate) fn kernel_unsubstituted(&self, name: &str) -> Result<Kernel> {
         let k = self.find(name)?;
+        let object = self.memory.gpu_address() + k.descriptor_offset;
+        self.memory.kfd().shared.reports.name_kernel(object, name);
         Ok(Kernel::loaded(
             name,
-            self.memory.gpu_address() + k.descriptor_offset,
+            object,
             k.descriptor,
             self.memory.clone(),
             k.metadata.clone(),

@@ -19,6 +19,7 @@
 //! | `KFDRT_SUBSTITUTE=name=path.co[;name=path.co]` | dispatch kernel `name` from another code object |
 
 mod log;
+pub mod report;
 pub(crate) mod substitute;
 
 use crate::error::{Error, Result};

@@ -77,6 +77,8 @@ pub(crate) struct KfdShared {
     pub(crate) loader_queues: Vec<Mutex<WeakAqlQueue>>,
     /// The debugging switches, fixed at open.
     pub(crate) debug: DebugOptions,
+    /// The live queues and kernel names, for hang and fault reports.
+    pub(crate) reports: crate::debug::report::Registry,
 }
 
 impl KfdShared {
@@ -94,6 +96,7 @@ impl KfdShared {
             hdp: HdpFlusher::new(gpus),
             loader_queues: (0..gpus).map(|_| Mutex::default()).collect(),
             debug,
+            reports: Default::default(),
             dev,
         })
     }

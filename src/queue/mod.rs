@@ -8,6 +8,7 @@ mod handle;
 pub(crate) mod held;
 pub(crate) mod kernarg;
 mod pm4_queue;
+pub(crate) mod ring_probe;
 pub(crate) mod scratch_memory;
 mod sdma_queue;
 

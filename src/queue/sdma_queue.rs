@@ -10,7 +10,9 @@
 use super::cwsr::queue_buffer;
 use super::handle::KfdQueue;
 use super::held::{Held, RetireList};
+use super::ring_probe::RingProbe;
 use super::QueuePriority;
+use crate::debug::report::QueueKind;
 use crate::device::Gpu;
 use crate::error::{Error, Result};
 use crate::memory::{Buffer, MemoryKind};
@@ -37,10 +39,10 @@ struct SdmaQueueShared {
     gpu: Gpu,
     version: SdmaVersion,
     ring: Mutex<SdmaRing>,
-    pointers: Buffer,
+    pointers: Arc<Buffer>,
     /// What copies dropped before completing still hold.
     retired: RetireList,
-    _ring_mem: Buffer,
+    _ring_mem: Arc<Buffer>,
 }
 
 // SAFETY: the ring writer is behind a mutex; its pointers are into buffers the queue owns.
@@ -59,6 +61,9 @@ impl SdmaQueueShared {
 
 impl Drop for SdmaQueueShared {
     fn drop(&mut self) {
+        if let Some(h) = &self.handle {
+            self.gpu.kfd().shared.reports.unregister(h.id());
+        }
         // The engine stops with the queue: then what dropped copies hold can go.
         drop(self.handle.take());
         self.retired.abandon();
@@ -105,9 +110,12 @@ impl CopyCompletion {
                 .as_ref()
                 .map_or(Ok(()), |(q, _)| q.0.handle().check_exceptions())
         };
+        let shared = &self.signal.kfd().shared;
+        let timeout = timeout.or(shared.debug.wait_timeout);
         self.signal
             .wait_with(Condition::Lt(1), timeout, DEFAULT_SPIN, &[], &check)
             .map(drop)
+            .map_err(|e| e.with_report(shared))
     }
 
     /// Whether it has completed.
@@ -191,6 +199,23 @@ impl Gpu {
                 return Err(Error::Internal(format!("SDMA ring: {e}")));
             }
         };
+        let (pointers, ring_mem) = (Arc::new(pointers), Arc::new(ring_mem));
+        self.kfd.shared.reports.register(Arc::new(RingProbe {
+            kind: QueueKind::Sdma,
+            queue_id: handle.id(),
+            gpu_id: self.id(),
+            ring: ring_mem.clone(),
+            pointers: pointers.clone(),
+            rptr_at: RPTR,
+            wptr_at: WPTR,
+            unit: 1,
+            rptr_wraps: false,
+            decode: Box::new(move |d: &[u32]| match SdmaPacket::decode(version, d) {
+                Ok((p, _)) => format!("{p:?}"),
+                Err(e) => format!("undecodable ({e:?}): {:08x?}", &d[..d.len().min(8)]),
+            }),
+            progress: Default::default(),
+        }));
         Ok(SdmaQueue(Arc::new(SdmaQueueShared {
             handle: Some(handle),
             gpu: self.clone(),
@@ -300,6 +325,7 @@ impl SdmaQueue {
                             return Err(Error::Timeout {
                                 what: format!("room in SDMA queue {}", self.0.handle().id()),
                                 after_ms: timeout.as_millis() as u64,
+                                report: None,
                             });
                         }
                         std::thread::yield_now();

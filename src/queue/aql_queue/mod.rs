@@ -9,6 +9,7 @@
 mod batch;
 mod dispatch;
 mod icache;
+mod probe;
 mod scratch;
 mod submission;
 
@@ -162,6 +163,8 @@ pub(crate) struct AqlQueueShared {
     /// What submissions dropped before completing still hold.
     retired: RetireList,
     scratch: scratch::QueueScratch,
+    /// When the read index last moved (for hang reports).
+    progress: Arc<crate::debug::report::Progress>,
     // Memory the packet processor uses; freed after DESTROY_QUEUE (see Drop).
     ring_mem: Buffer,
     _amd_queue_mem: Buffer,
@@ -179,6 +182,9 @@ impl AqlQueueShared {
 
 impl Drop for AqlQueueShared {
     fn drop(&mut self) {
+        if let Some(h) = &self.handle {
+            self.gpu.kfd().shared.reports.unregister(h.id());
+        }
         self.stop_scratch_service();
         // DESTROY_QUEUE first: after it the command processor reads and writes none of the
         // queue's memory, runs none of its packets and writes none of their signals, so what
@@ -323,7 +329,8 @@ impl Gpu {
             "kfdrt: AQL queue {queue_id} on GPU {:#x}, {n} packets",
             info.gpu_id
         );
-        Ok(AqlQueue(Arc::new(AqlQueueShared {
+        let progress = Arc::new(crate::debug::report::Progress::default());
+        let queue = AqlQueue(Arc::new(AqlQueueShared {
             handle: Some(handle),
             gpu: self.clone(),
             ring,
@@ -335,10 +342,17 @@ impl Gpu {
             spare: std::sync::Mutex::new(None),
             retired: RetireList::default(),
             scratch,
+            progress: progress.clone(),
             ring_mem,
             _amd_queue_mem: amd_queue_mem,
             _areas: areas,
-        })))
+        }));
+        self.kfd.shared.reports.register(Arc::new(probe::AqlProbe {
+            queue_id,
+            queue: Arc::downgrade(&queue.0),
+            progress,
+        }));
+        Ok(queue)
     }
 }
 
@@ -396,11 +410,16 @@ impl AqlQueue {
     /// is served first.
     fn check(&self) -> Result<()> {
         let queue_id = self.0.handle().id();
+        self.0.progress.observe(self.0.ring.read_index());
         if aql::queue_error::is_scratch_request(self.0.inactive.value() as u64) {
             self.0.serve_scratch_request()?;
         }
         if let Some(fault) = self.fault() {
-            return Err(Error::QueueError { queue_id, fault });
+            return Err(Error::QueueError {
+                queue_id,
+                fault,
+                report: None,
+            });
         }
         self.0.handle().check_exceptions()
     }

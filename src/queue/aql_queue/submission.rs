@@ -51,8 +51,16 @@ impl Submission {
 
     /// Waits for completion. A queue error is returned as [`Error::QueueError`] even when it
     /// happened before the wait, a fault of the GPU as [`Error::DeviceFault`]; `timeout` of
-    /// `None` waits forever.
+    /// `None` waits forever (or `KFDRT_WAIT_TIMEOUT_MS`). Those errors and a timeout carry a
+    /// report of the device's queues ([`Error::report`]).
     pub fn wait(&self, timeout: Option<Duration>) -> Result<()> {
+        let shared = &self.queue.gpu().kfd().shared;
+        let timeout = timeout.or(shared.debug.wait_timeout);
+        self.wait_unreported(timeout)
+            .map_err(|e| e.with_report(shared))
+    }
+
+    fn wait_unreported(&self, timeout: Option<Duration>) -> Result<()> {
         let q = &self.queue;
         q.check()?;
         self.signal

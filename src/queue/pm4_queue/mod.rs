@@ -9,7 +9,9 @@ mod dispatch;
 
 use super::cwsr::{queue_buffer, ComputeAreas};
 use super::handle::KfdQueue;
+use super::ring_probe::RingProbe;
 use super::QueuePriority;
+use crate::debug::report::QueueKind;
 use crate::device::Gpu;
 use crate::error::{Error, Result};
 use crate::event::Event;
@@ -20,7 +22,7 @@ use kfd_sys::DriverExt;
 use pm4::ring::{Pm4Ring, RingError};
 use pm4::{data_sel, event as ev, int_sel, CompareFunction, GfxFamily, Pm4Packet};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Options of [`Gpu::create_pm4_queue`]: start from `default()` and change what you need.
@@ -64,12 +66,12 @@ pub struct Pm4Queue {
     family: GfxFamily,
     ring: Mutex<Pm4Ring>,
     /// rptr (u32 at 0), wptr (u64 at 8), fence (u32 at 64): apart from any other queue's.
-    pointers: Buffer,
+    pointers: Arc<Buffer>,
     fence_seq: AtomicU32,
     /// Scratch and dispatch-packet images that submitted dispatches may still use: kept until
     /// [`Pm4Queue::finish`] has seen everything before it complete, or the queue goes.
     dispatch_memory: Mutex<dispatch::DispatchMemory>,
-    _ring_mem: Buffer,
+    _ring_mem: Arc<Buffer>,
     _areas: ComputeAreas,
 }
 
@@ -78,6 +80,9 @@ unsafe impl Sync for Pm4Queue {}
 
 impl Drop for Pm4Queue {
     fn drop(&mut self) {
+        if let Some(h) = &self.handle {
+            self.gpu.kfd().shared.reports.unregister(h.id());
+        }
         // DESTROY_QUEUE before the ring, pointers, EOP and CWSR memory are freed.
         drop(self.handle.take());
     }
@@ -160,6 +165,23 @@ impl Gpu {
                 return Err(Error::Internal(format!("PM4 ring: {e}")));
             }
         };
+        let (pointers, ring_mem) = (Arc::new(pointers), Arc::new(ring_mem));
+        self.kfd.shared.reports.register(Arc::new(RingProbe {
+            kind: QueueKind::Pm4,
+            queue_id: handle.id(),
+            gpu_id: self.id(),
+            ring: ring_mem.clone(),
+            pointers: pointers.clone(),
+            rptr_at: RPTR,
+            wptr_at: WPTR,
+            unit: 4,
+            rptr_wraps: true,
+            decode: Box::new(move |d: &[u32]| match Pm4Packet::decode(family, d) {
+                Ok((p, _)) => format!("{p:?}"),
+                Err(e) => format!("undecodable ({e:?}): {:08x?}", &d[..d.len().min(8)]),
+            }),
+            progress: Default::default(),
+        }));
         Ok(Pm4Queue {
             handle: Some(handle),
             gpu: self.clone(),
@@ -267,6 +289,7 @@ impl Pm4Queue {
                                     self.rptr()
                                 ),
                                 after_ms: timeout.as_millis() as u64,
+                                report: None,
                             });
                         }
                         std::thread::yield_now();
@@ -353,7 +376,7 @@ impl Pm4Queue {
             Err(e) => {
                 // Not seen idle: keep it all.
                 mem.retired.extend(retired);
-                Err(e)
+                Err(e.with_report(&self.gpu.kfd().shared))
             }
         }
     }
@@ -390,6 +413,7 @@ impl Pm4Queue {
                         word.load(Ordering::Acquire)
                     ),
                     after_ms: timeout.as_millis() as u64,
+                    report: None,
                 });
             }
             std::thread::yield_now();

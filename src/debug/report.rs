@@ -1,0 +1,310 @@
+//! Hang and fault reports: what every queue of the device is doing when a wait gives up or a
+//! queue dies. A wait that times out (given a timeout, or bounded by `KFDRT_WAIT_TIMEOUT_MS`)
+//! and a wait that ends on a queue error, a GPU fault or a reset carry a [`DeviceReport`] in
+//! their error: for each queue its read and write indices, the packet at the read index
+//! decoded (a dispatch with its kernel's name, a barrier with the current value of each signal
+//! it waits on), how long the read index has not moved; for a fault, the address, the kernel
+//! and, on kfd-emu, the instructions around the faulting PC.
+
+use crate::device::KfdShared;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The kind of a queue in a report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueueKind {
+    /// An AQL (HSA) compute queue.
+    Aql,
+    /// A PM4 compute queue.
+    Pm4,
+    /// An SDMA queue.
+    Sdma,
+}
+
+impl fmt::Display for QueueKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            QueueKind::Aql => "AQL",
+            QueueKind::Pm4 => "PM4",
+            QueueKind::Sdma => "SDMA",
+        })
+    }
+}
+
+/// One queue, as the report found it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct QueueReport {
+    /// Its kind.
+    pub kind: QueueKind,
+    /// KFD's queue id.
+    pub queue_id: u32,
+    /// The GPU it runs on.
+    pub gpu_id: u32,
+    /// Read index (packets for AQL; bytes for SDMA; dwords for PM4).
+    pub read: u64,
+    /// Write index, in the same unit.
+    pub write: u64,
+    /// How long the read index has not moved while work was pending. kfdrt looks at it in
+    /// waits and reports; when it moved between two looks, the move is dated at the first of
+    /// them (a packet processor moves it within microseconds of the work it finishes, which the
+    /// waiting thread was there to see).
+    pub stuck_for: Option<Duration>,
+    /// The queue's error, if it stopped.
+    pub error: Option<String>,
+    /// The packet at the read index, decoded (one line per fact), when work is pending.
+    pub head: Vec<String>,
+}
+
+/// A GPU fault, with what is known of where it happened.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FaultReport {
+    /// The GPU.
+    pub gpu_id: u32,
+    /// The faulting address, when the fault has one.
+    pub address: Option<u64>,
+    /// What the device reported.
+    pub what: String,
+    /// The queue whose dispatch faulted, when known.
+    pub queue_id: Option<u32>,
+    /// The kernel, by name when kfdrt loaded it (else its kernel object).
+    pub kernel: Option<String>,
+    /// The faulting instruction's address, when the device says (kfd-emu does; KFD does not).
+    pub pc: Option<u64>,
+    /// Instructions around `pc`, disassembled, with their addresses.
+    pub around_pc: Vec<(u64, String)>,
+}
+
+/// Every queue of a device and the faults it reported.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DeviceReport {
+    /// The queues, in creation order.
+    pub queues: Vec<QueueReport>,
+    /// The faults behind the error, if it is one.
+    pub faults: Vec<FaultReport>,
+}
+
+impl DeviceReport {
+    /// The report of queue `queue_id`, if it is in the report.
+    pub fn queue(&self, queue_id: u32) -> Option<&QueueReport> {
+        self.queues.iter().find(|q| q.queue_id == queue_id)
+    }
+}
+
+impl fmt::Display for QueueReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let unit = match self.kind {
+            QueueKind::Aql => "",
+            QueueKind::Pm4 => " (dwords)",
+            QueueKind::Sdma => " (bytes)",
+        };
+        write!(
+            f,
+            "queue {} ({}, GPU {:#x})",
+            self.queue_id, self.kind, self.gpu_id
+        )?;
+        if self.read >= self.write {
+            write!(f, " idle at {}{unit}", self.read)?;
+        } else {
+            if let Some(d) = self.stuck_for {
+                write!(f, " stuck for {:.2} s:", d.as_secs_f64())?;
+            }
+            write!(f, " read {}, write {}{unit}", self.read, self.write)?;
+        }
+        if let Some(e) = &self.error {
+            write!(f, ", stopped: {e}")?;
+        }
+        for line in &self.head {
+            write!(f, "\n    {line}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for FaultReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.what)?;
+        if let Some(k) = &self.kernel {
+            write!(f, "\n    kernel {k}")?;
+        }
+        if let Some(q) = self.queue_id {
+            write!(f, " on queue {q}")?;
+        }
+        match self.pc {
+            Some(pc) => {
+                write!(f, "\n    pc {pc:#x}:")?;
+                for (addr, text) in &self.around_pc {
+                    let mark = if *addr == pc { "=>" } else { "  " };
+                    write!(f, "\n    {mark} {addr:#x}: {text}")?;
+                }
+            }
+            None => write!(f, "\n    (the PC is not known on this device)")?,
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for DeviceReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for fault in &self.faults {
+            writeln!(f, "  {fault}")?;
+        }
+        for q in &self.queues {
+            writeln!(f, "  {q}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Something that can describe one queue (registered by each queue while it lives).
+pub(crate) trait QueueProbe: Send + Sync {
+    /// The queue's id.
+    fn queue_id(&self) -> u32;
+    /// The queue as it is now; `names` maps kernel objects to kernel names.
+    fn report(&self, shared: &KfdShared, names: &HashMap<u64, String>) -> QueueReport;
+}
+
+/// When a queue's read index last moved, as kfdrt saw it.
+#[derive(Default)]
+pub(crate) struct Progress(Mutex<Option<Seen>>);
+
+#[derive(Clone, Copy)]
+struct Seen {
+    read: u64,
+    /// When the current value was first seen, or the look before if it changed between two.
+    since: Instant,
+    last_look: Instant,
+}
+
+impl Progress {
+    /// Notes the read index now; returns for how long it has not moved.
+    pub(crate) fn observe(&self, read: u64) -> Duration {
+        let mut p = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        let since = match *p {
+            Some(s) if s.read == read => s.since,
+            Some(s) => s.last_look,
+            None => now,
+        };
+        *p = Some(Seen {
+            read,
+            since,
+            last_look: now,
+        });
+        now - since
+    }
+}
+
+/// The device's live queues and the names of its kernels, for reports.
+#[derive(Default)]
+pub(crate) struct Registry {
+    probes: Mutex<Vec<Arc<dyn QueueProbe>>>,
+    kernel_names: Mutex<HashMap<u64, String>>,
+}
+
+impl Registry {
+    /// Adds a queue (at creation).
+    pub(crate) fn register(&self, probe: Arc<dyn QueueProbe>) {
+        self.probes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(probe);
+    }
+
+    /// Removes a queue (at destruction).
+    pub(crate) fn unregister(&self, queue_id: u32) {
+        self.probes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|p| p.queue_id() != queue_id);
+    }
+
+    /// Remembers that `kernel_object` is kernel `name`.
+    pub(crate) fn name_kernel(&self, kernel_object: u64, name: &str) {
+        self.kernel_names
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(kernel_object, name.to_string());
+    }
+
+    fn probes(&self) -> Vec<Arc<dyn QueueProbe>> {
+        self.probes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
+/// `name (0x...)` for a known kernel object, else the address.
+pub(crate) fn kernel_label(names: &HashMap<u64, String>, kernel_object: u64) -> String {
+    match names.get(&kernel_object) {
+        Some(n) => format!("{n} ({kernel_object:#x})"),
+        None => format!("at kernel object {kernel_object:#x}"),
+    }
+}
+
+/// The report of every queue of `shared`'s device, with `fault` (a GPU fault the error
+/// reports) described as far as the device can.
+pub(crate) fn gather(
+    shared: &KfdShared,
+    fault: Option<&crate::event::MemoryException>,
+) -> DeviceReport {
+    let names = shared
+        .reports
+        .kernel_names
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    let queues = shared
+        .reports
+        .probes()
+        .iter()
+        .map(|p| p.report(shared, &names))
+        .collect();
+    let faults = fault
+        .map(|f| fault_report(shared, f, &names))
+        .into_iter()
+        .collect();
+    DeviceReport { queues, faults }
+}
+
+fn fault_report(
+    shared: &KfdShared,
+    f: &crate::event::MemoryException,
+    names: &HashMap<u64, String>,
+) -> FaultReport {
+    let mut r = FaultReport {
+        gpu_id: f.gpu_id,
+        address: (!f.imprecise).then_some(f.va),
+        what: f.to_string(),
+        queue_id: None,
+        kernel: None,
+        pc: None,
+        around_pc: Vec::new(),
+    };
+    #[cfg(feature = "emu")]
+    if let Some(emu) = &shared.dev.emulator {
+        // The interpreter's record of the wave that faulted: the latest on the GPU at the
+        // reported page (the page is all KFD reports).
+        let page = f.va & !0xFFF;
+        let faults = emu.machine_faults(f.gpu_id);
+        let hit = faults
+            .iter()
+            .rev()
+            .find(|m| m.address.is_some_and(|a| a & !0xFFF == page))
+            .or(faults.last());
+        if let Some(m) = hit {
+            r.queue_id = Some(m.queue_id);
+            r.kernel = Some(kernel_label(names, m.kernel_object));
+            r.pc = Some(m.pc);
+            r.around_pc = m.around_pc.clone();
+        }
+    }
+    #[cfg(not(feature = "emu"))]
+    let _ = (shared, names);
+    r
+}
