@@ -18,9 +18,12 @@
 //! | `KFDRT_CAPTURE=dir` | record every submission for `kfdrt-replay` |
 //! | `KFDRT_SUBSTITUTE=name=path.co[;name=path.co]` | dispatch kernel `name` from another code object |
 
+mod depgraph;
 mod log;
+pub(crate) mod recorder;
 pub mod report;
 pub(crate) mod substitute;
+mod trace;
 
 use crate::error::{Error, Result};
 use std::path::PathBuf;

@@ -223,6 +223,15 @@ impl Registry {
             .retain(|p| p.queue_id() != queue_id);
     }
 
+    /// The name of `kernel_object`, or `kernel 0x...`.
+    pub(crate) fn kernel_name(&self, kernel_object: u64) -> String {
+        let names = self.kernel_names.lock().unwrap_or_else(|p| p.into_inner());
+        match names.get(&kernel_object) {
+            Some(n) => n.clone(),
+            None => format!("kernel {kernel_object:#x}"),
+        }
+    }
+
     /// Remembers that `kernel_object` is kernel `name`.
     pub(crate) fn name_kernel(&self, kernel_object: u64, name: &str) {
         self.kernel_names

@@ -79,6 +79,10 @@ pub(crate) struct KfdShared {
     pub(crate) debug: DebugOptions,
     /// The live queues and kernel names, for hang and fault reports.
     pub(crate) reports: crate::debug::report::Registry,
+    /// The timeline and dependency-graph recorders, when those switches are on.
+    pub(crate) recorder: Option<crate::debug::recorder::Recorder>,
+    /// Each GPU's clock counters at open (to put GPU timestamps on the host clock).
+    pub(crate) clocks_at_open: Vec<(u32, ClockCounters)>,
 }
 
 impl KfdShared {
@@ -95,10 +99,48 @@ impl KfdShared {
             doorbells: DoorbellTable::new(gpus),
             hdp: HdpFlusher::new(gpus),
             loader_queues: (0..gpus).map(|_| Mutex::default()).collect(),
+            recorder: crate::debug::recorder::Recorder::new(&debug),
+            clocks_at_open: Vec::new(),
             debug,
             reports: Default::default(),
             dev,
         })
+    }
+
+    /// Each GPU's clock counters now.
+    fn sample_clocks(&self) -> Vec<(u32, ClockCounters)> {
+        self.dev
+            .gpus
+            .iter()
+            .filter_map(|g| {
+                let mut args = kfd_ioctl_get_clock_counters_args {
+                    gpu_id: g.info.gpu_id,
+                    ..Default::default()
+                };
+                self.dev.driver.kfd_ioctl(&mut args).ok()?;
+                Some((
+                    g.info.gpu_id,
+                    ClockCounters {
+                        gpu: args.gpu_clock_counter,
+                        cpu: args.cpu_clock_counter,
+                        system: args.system_clock_counter,
+                        system_freq_hz: args.system_clock_freq,
+                    },
+                ))
+            })
+            .collect()
+    }
+
+    /// Writes the timeline and dependency graph, if recording.
+    pub(crate) fn flush_recordings(&self) {
+        let Some(r) = &self.recorder else { return };
+        let now = self.sample_clocks();
+        let clocks: Vec<_> = self
+            .clocks_at_open
+            .iter()
+            .filter_map(|(g, a)| now.iter().find(|(h, _)| h == g).map(|(_, b)| (*g, *a, *b)))
+            .collect();
+        r.flush(&clocks);
     }
 
     /// Notes that the CPU may have written VRAM of the GPU with KFD id `gpu_id`.
@@ -117,6 +159,7 @@ impl KfdShared {
 
 impl Drop for KfdShared {
     fn drop(&mut self) {
+        self.flush_recordings();
         // Every buffer, signal and queue is gone (each keeps this alive): give the pools back,
         // then the mappings, then the events and the events page they may point into.
         let driver = &*self.dev.driver;
@@ -247,14 +290,24 @@ impl Kfd {
         let dev = DeviceContext::open(driver, emulator)?;
         #[cfg(not(feature = "emu"))]
         let dev = DeviceContext::open(driver)?;
+        let mut shared = KfdShared::new(dev, debug)?;
+        if shared.recorder.is_some() {
+            shared.clocks_at_open = shared.sample_clocks();
+        }
         Ok(Kfd {
-            shared: Arc::new(KfdShared::new(dev, debug)?),
+            shared: Arc::new(shared),
         })
     }
 
     /// The debugging switches this device was opened with.
     pub fn debug_options(&self) -> &DebugOptions {
         &self.shared.debug
+    }
+
+    /// Writes the `KFDRT_TRACE` timeline and the `KFDRT_DEPGRAPH` graph now (they are also
+    /// written when the device drops; a program that exits without dropping it calls this).
+    pub fn flush_debug_output(&self) {
+        self.shared.flush_recordings();
     }
 
     /// Refuses an object of another device: `Err(ForeignObject { what })` unless `other` is

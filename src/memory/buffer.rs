@@ -135,6 +135,21 @@ impl Gpu {
     /// unless the kind is pageable, the options ask for a dedicated allocation, or
     /// `KFDRT_DISABLE_SUBALLOCATOR=1` was set when the Kfd opened.
     pub fn alloc_with(&self, size: u64, options: AllocOptions) -> Result<Buffer> {
+        match &self.kfd.shared.recorder {
+            None => self.alloc_unrecorded(size, options),
+            Some(rec) => {
+                let started = crate::debug::recorder::host_ns();
+                let r = self.alloc_unrecorded(size, options);
+                rec.host_span(
+                    &format!("alloc {size} B of {}", options.kind.name()),
+                    started,
+                );
+                r
+            }
+        }
+    }
+
+    fn alloc_unrecorded(&self, size: u64, options: AllocOptions) -> Result<Buffer> {
         let a = options.alignment;
         if a != 0 && (!a.is_power_of_two() || a > super::suballoc::BLOCK_SIZE) {
             return Err(Error::InvalidArgument(format!(

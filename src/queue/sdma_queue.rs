@@ -346,6 +346,24 @@ impl SdmaQueue {
         deps: &[&Signal],
         buffers: &[&Buffer],
     ) -> Result<CopyCompletion> {
+        let started = self
+            .0
+            .gpu
+            .kfd()
+            .shared
+            .recorder
+            .as_ref()
+            .map(|_| crate::debug::recorder::host_ns());
+        let labels: Vec<String> = packets
+            .iter()
+            .map(|p| {
+                format!("{p:?}")
+                    .split([' ', '{', '('])
+                    .next()
+                    .unwrap_or("")
+                    .to_string()
+            })
+            .collect();
         let mut held = Held::default();
         for d in deps {
             self.0
@@ -408,7 +426,21 @@ impl SdmaQueue {
             int_context: signal.event_id(),
         });
         signal.arm_decrement();
-        self.submit_packets(&all, Duration::from_secs(60))?;
+        let seq = self.submit_packets(&all, Duration::from_secs(60))?;
+        if let (Some(rec), Some(started)) = (&self.0.gpu.kfd().shared.recorder, started) {
+            rec.submitted(crate::debug::recorder::Submitted {
+                kind: QueueKind::Sdma,
+                queue_id: self.id(),
+                gpu_id: self.0.gpu.id(),
+                first: seq,
+                last: seq,
+                labels,
+                waits_on: deps.iter().map(|d| d.handle()).collect(),
+                completion: signal.handle(),
+                host_start: started,
+                host_end: crate::debug::recorder::host_ns(),
+            });
+        }
         let done = CopyCompletion {
             signal,
             engine: Some((self.clone(), held)),

@@ -46,6 +46,8 @@ pub struct Batch<'q> {
     pub(crate) held: Held,
     /// A dispatch of the batch uses scratch: the queue's scratch service must run.
     pub(crate) uses_scratch: bool,
+    /// When building began (host ns), for the timeline; 0 when not recording.
+    pub(crate) started_ns: u64,
 }
 
 impl Drop for Batch<'_> {
@@ -81,6 +83,10 @@ impl<'q> Batch<'q> {
             kernarg_fixups: b.kernarg_fixups,
             held: b.held,
             uses_scratch: false,
+            started_ns: match queue.0.gpu.kfd().shared.recorder {
+                Some(_) => crate::debug::recorder::host_ns(),
+                None => 0,
+            },
         }
     }
 
@@ -283,6 +289,14 @@ impl Batch<'_> {
         let last_index = r.submit();
         let q = self.queue;
         q.0.gpu.kfd().driver().doorbell_hint(q.0.gpu.id());
+        if let Some(rec) = &q.0.gpu.kfd().shared.recorder {
+            rec.submitted(crate::debug::recorder::aql_submission(
+                q,
+                &self.packets,
+                last_index,
+                self.started_ns,
+            ));
+        }
         // The submission takes what the packets use; the staging list goes back empty.
         let held = self.held.take();
         Submission {

@@ -278,7 +278,8 @@ impl Gpu {
                 ring_mem.gpu_address(),
                 n,
                 inactive.handle(),
-                options.profiling,
+                // A timeline needs the GPU's start and end of every packet.
+                options.profiling || self.kfd.shared.debug.trace.is_some(),
             )
         };
         let scratch = scratch::presize(self, q_ptr, options.scratch_per_work_item)?;

@@ -56,8 +56,24 @@ impl Submission {
     pub fn wait(&self, timeout: Option<Duration>) -> Result<()> {
         let shared = &self.queue.gpu().kfd().shared;
         let timeout = timeout.or(shared.debug.wait_timeout);
-        self.wait_unreported(timeout)
-            .map_err(|e| e.with_report(shared))
+        let started = shared
+            .recorder
+            .as_ref()
+            .map(|_| crate::debug::recorder::host_ns());
+        let r = self
+            .wait_unreported(timeout)
+            .map_err(|e| e.with_report(shared));
+        if let (Some(rec), Some(started)) = (&shared.recorder, started) {
+            rec.host_span(
+                &format!("wait AQL q{} #{}", self.queue.id(), self.last_index),
+                started,
+            );
+            if r.is_ok() {
+                let (start, end) = self.signal.timestamps();
+                rec.completed(self.queue.id(), self.last_index, start, end);
+            }
+        }
+        r
     }
 
     fn wait_unreported(&self, timeout: Option<Duration>) -> Result<()> {

@@ -1,0 +1,154 @@
+//! What the recording switches see: one call when a submission is published, one when its
+//! completion is observed, one per host operation worth a span. The timeline
+//! ([`super::trace`]) and the dependency graph ([`super::depgraph`]) are built from these
+//! records; when neither switch is on the device has no recorder and each hook is one branch.
+
+use super::depgraph::DepGraph;
+use super::report::QueueKind;
+use super::trace::Trace;
+use std::sync::Mutex;
+
+/// One submission as it was published.
+#[derive(Clone, Debug)]
+pub(crate) struct Submitted {
+    pub(crate) kind: QueueKind,
+    pub(crate) queue_id: u32,
+    pub(crate) gpu_id: u32,
+    /// Packet indices (AQL), or a per-queue sequence number (PM4, SDMA).
+    pub(crate) first: u64,
+    pub(crate) last: u64,
+    /// What the packets do, one label each ("vector_add", "barrier-and", "copy 4096 B").
+    pub(crate) labels: Vec<String>,
+    /// Signals the packets wait on (barrier dependencies).
+    pub(crate) waits_on: Vec<u64>,
+    /// The completion signal of the last packet (0: none).
+    pub(crate) completion: u64,
+    /// Host time (ns, CLOCK_MONOTONIC_RAW) when building and publishing began and ended.
+    pub(crate) host_start: u64,
+    pub(crate) host_end: u64,
+}
+
+/// The device's recorders.
+pub(crate) struct Recorder {
+    pub(crate) trace: Option<Mutex<Trace>>,
+    pub(crate) depgraph: Option<Mutex<DepGraph>>,
+}
+
+/// Host clock in ns (CLOCK_MONOTONIC_RAW: what `GET_CLOCK_COUNTERS` pairs GPU time with).
+pub(crate) fn host_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-parameter.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_RAW, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Recorder {
+    /// The recorders the options ask for, or `None`.
+    pub(crate) fn new(options: &super::DebugOptions) -> Option<Recorder> {
+        if options.trace.is_none() && options.depgraph.is_none() {
+            return None;
+        }
+        Some(Recorder {
+            trace: options
+                .trace
+                .as_ref()
+                .map(|p| Mutex::new(Trace::new(p.clone()))),
+            depgraph: options
+                .depgraph
+                .as_ref()
+                .map(|p| Mutex::new(DepGraph::new(p.clone()))),
+        })
+    }
+
+    /// A submission was published.
+    pub(crate) fn submitted(&self, s: Submitted) {
+        if let Some(g) = &self.depgraph {
+            lock(g).submitted(&s);
+        }
+        if let Some(t) = &self.trace {
+            lock(t).submitted(s);
+        }
+    }
+
+    /// The completion of queue `queue_id`'s submission ending at `last` was observed; the GPU
+    /// ran it from `start` to `end` (GPU clock ticks; 0 when the queue records none).
+    pub(crate) fn completed(&self, queue_id: u32, last: u64, start: u64, end: u64) {
+        if let Some(t) = &self.trace {
+            lock(t).completed(queue_id, last, start, end);
+        }
+    }
+
+    /// A host operation (an allocation, a wait) ran from `start` to now (ns, see [`host_ns`]).
+    pub(crate) fn host_span(&self, name: &str, start: u64) {
+        if let Some(t) = &self.trace {
+            lock(t).host_span(name, start, host_ns());
+        }
+    }
+
+    /// Writes the files (when the device drops, or when asked).
+    pub(crate) fn flush(&self, clocks: &[(u32, crate::ClockCounters, crate::ClockCounters)]) {
+        if let Some(t) = &self.trace {
+            if let Err(e) = lock(t).write(clocks) {
+                log::error!("kfdrt: writing the KFDRT_TRACE timeline: {e}");
+            }
+        }
+        if let Some(g) = &self.depgraph {
+            if let Err(e) = lock(g).write() {
+                log::error!("kfdrt: writing the KFDRT_DEPGRAPH graph: {e}");
+            }
+        }
+    }
+}
+
+/// The record of an AQL batch: `packets` (encoded) ending at index `last`.
+pub(crate) fn aql_submission(
+    q: &crate::queue::AqlQueue,
+    packets: &[[u32; 16]],
+    last: u64,
+    started: u64,
+) -> Submitted {
+    let shared = &q.gpu().kfd().shared;
+    let mut labels = Vec::with_capacity(packets.len());
+    let mut waits_on = Vec::new();
+    let mut completion = 0;
+    for p in packets {
+        match aql::Packet::decode(p) {
+            Ok(aql::Packet::KernelDispatch(k)) => {
+                labels.push(shared.reports.kernel_name(k.kernel_object));
+                completion = k.completion_signal;
+            }
+            Ok(aql::Packet::BarrierAnd(b)) | Ok(aql::Packet::BarrierOr(b)) => {
+                labels.push(
+                    if matches!(aql::Packet::decode(p), Ok(aql::Packet::BarrierAnd(_))) {
+                        "barrier-and".into()
+                    } else {
+                        "barrier-or".into()
+                    },
+                );
+                waits_on.extend(b.dep_signal.iter().copied().filter(|&s| s != 0));
+                completion = b.completion_signal;
+            }
+            Ok(other) => labels.push(format!("{other:?}").chars().take(40).collect()),
+            Err(_) => labels.push("undecodable".into()),
+        }
+    }
+    Submitted {
+        kind: QueueKind::Aql,
+        queue_id: q.id(),
+        gpu_id: q.gpu().id(),
+        first: (last + 1).saturating_sub(packets.len() as u64),
+        last,
+        labels,
+        waits_on,
+        completion,
+        host_start: started,
+        host_end: host_ns(),
+    }
+}
