@@ -133,6 +133,19 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// `KFDRT_VALIDATE` refused a packet before it was published: `field` of the packet holds
+    /// `value`, which the hardware would refuse or get wrong.
+    #[error("validation: {packet} {field} = {value}: {reason}")]
+    Validation {
+        /// What kind of packet.
+        packet: &'static str,
+        /// The field at fault (as the packet or the kernel descriptor names it).
+        field: &'static str,
+        /// Its value.
+        value: String,
+        /// Why it is refused.
+        reason: String,
+    },
     /// A kernel substitution (`KFDRT_SUBSTITUTE`) could not be made.
     #[error("substituting kernel {kernel} from {}: {reason}", path.display())]
     Substitution {

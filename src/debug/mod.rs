@@ -24,6 +24,7 @@ pub(crate) mod recorder;
 pub mod report;
 pub(crate) mod substitute;
 mod trace;
+pub(crate) mod validate;
 
 use crate::error::{Error, Result};
 use std::path::PathBuf;

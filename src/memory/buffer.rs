@@ -93,6 +93,8 @@ pub(crate) struct Allocation {
     lease: Arc<DeviceLease>,
     backing: Option<Backing>,
     size: u64,
+    /// Allocated with execute permission.
+    executable: bool,
     /// Peer GPUs this buffer is also mapped to (the owner is implied; empty costs nothing).
     peers: Mutex<Vec<u32>>,
 }
@@ -179,6 +181,7 @@ impl Gpu {
                 lease,
                 backing: Some(Backing::Sub(chunk, info.gpu_id)),
                 size,
+                executable: options.executable,
                 peers: Mutex::new(Vec::new()),
             }));
         }
@@ -194,6 +197,7 @@ impl Gpu {
             lease: shared.suballoc.lease_for_this_thread(&self.kfd),
             backing: Some(Backing::Whole(raw)),
             size,
+            executable: options.executable,
             peers: Mutex::new(Vec::new()),
         }))
     }
@@ -201,7 +205,16 @@ impl Gpu {
 
 impl Buffer {
     fn new(a: Allocation) -> Buffer {
-        Buffer { inner: Arc::new(a) }
+        let b = Buffer { inner: Arc::new(a) };
+        if let Some(map) = &b.inner.lease.kfd.shared.validation {
+            map.insert(
+                b.gpu_address(),
+                b.inner.size,
+                b.inner.executable,
+                Arc::downgrade(&b.inner),
+            );
+        }
+        b
     }
 
     /// A handle that keeps the memory allocated (for GPU work that uses it).
@@ -366,10 +379,7 @@ impl Buffer {
 
     /// GPU ids the buffer is mapped to, owner first.
     pub fn mapped_gpus(&self) -> Vec<u32> {
-        let peers = self.inner.peers.lock().unwrap_or_else(|p| p.into_inner());
-        std::iter::once(self.owner_gpu_id())
-            .chain(peers.iter().copied())
-            .collect()
+        self.inner.mapped_gpus()
     }
 
     fn same_kfd(&self, gpu: &Gpu) -> Result<()> {
@@ -482,8 +492,30 @@ impl Buffer {
     }
 }
 
+impl Allocation {
+    /// GPU ids the memory is mapped to, owner first.
+    pub(crate) fn mapped_gpus(&self) -> Vec<u32> {
+        let owner = match &self.backing {
+            Some(Backing::Whole(r)) => r.gpu_id,
+            Some(Backing::Sub(_, gpu_id)) => *gpu_id,
+            None => return Vec::new(),
+        };
+        let peers = self.peers.lock().unwrap_or_else(|p| p.into_inner());
+        std::iter::once(owner)
+            .chain(peers.iter().copied())
+            .collect()
+    }
+}
+
 impl Drop for Allocation {
     fn drop(&mut self) {
+        if let Some(map) = &self.lease.kfd.shared.validation {
+            match &self.backing {
+                Some(Backing::Whole(r)) => map.remove(r.va.addr),
+                Some(Backing::Sub(s, _)) => map.remove(s.va),
+                None => {}
+            }
+        }
         let peers = std::mem::take(self.peers.get_mut().unwrap_or_else(|p| p.into_inner()));
         match self.backing.take() {
             Some(Backing::Whole(raw)) => {

@@ -8,7 +8,7 @@
 //! [`suballoc`] pools; large ones get their own 2 MiB-aligned allocation ([`va`]).
 
 mod buddy;
-mod buffer;
+pub(crate) mod buffer;
 pub(crate) mod hdp;
 mod host;
 pub(crate) mod raw;

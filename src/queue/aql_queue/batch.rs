@@ -103,15 +103,27 @@ impl Batch<'_> {
     /// [`KernelArgs`]: crate::kernel_args::KernelArgs
     pub fn dispatch(&mut self, d: &Dispatch<'_>) -> Result<&mut Self> {
         let p = d.prepare()?;
+        let validation = self.queue.0.gpu.kfd().shared.validation.as_ref();
+        let validate = |bytes: &[u8]| match validation {
+            Some(map) => crate::debug::validate::dispatch(map, &self.queue.0.gpu, d.kernel, bytes),
+            None => Ok(()),
+        };
         match d.args {
-            DispatchArgs::None => self.stage(&p, &[]),
-            DispatchArgs::Raw(bytes) => self.stage(&p, bytes),
+            DispatchArgs::None => {
+                validate(&[])?;
+                self.stage(&p, &[])
+            }
+            DispatchArgs::Raw(bytes) => {
+                validate(bytes)?;
+                self.stage(&p, bytes)
+            }
             DispatchArgs::Built(args) => {
                 crate::kernel_args::check_kernel(d.kernel, args)?;
                 let bytes = args.encode(
                     &LaunchGeometry::of(d),
                     &LaunchContext::for_queue(self.queue),
                 )?;
+                validate(&bytes)?;
                 self.held.extend(args.held());
                 self.stage(&p, &bytes)
             }

@@ -1,0 +1,228 @@
+//! The debugging switches that act on submissions (issue 15 items 1, 2, 3, 8): validation
+//! catches what the hardware would refuse, naming the field; serialization makes every
+//! submission complete before it returns; substitution dispatches a kernel from another code
+//! object; the log filter installs a logger.
+
+mod common;
+
+use kfdrt::emu::{EmuConfig, Preset};
+use kfdrt::kernel_args::KernelArgs;
+use kfdrt::{
+    AqlQueueOptions, DebugOptions, Dispatch, Error, Kernel, Kfd, MemoryKind, Pm4QueueOptions,
+};
+use std::time::Duration;
+
+const T: Option<Duration> = Some(Duration::from_secs(20));
+const VECTOR_ADD: &[u8] = include_bytes!("fixtures/code_objects/kernels-gfx90a.co");
+const SUBSTITUTE: &str = "tests/fixtures/code_objects/substitute-gfx90a.elf";
+
+fn device(gpus: usize, options: DebugOptions) -> common::Checked {
+    common::Checked::new(Kfd::emulated_with(EmuConfig::new(Preset::Gfx90a, gpus), options).unwrap())
+}
+
+fn refused(r: kfdrt::Result<kfdrt::Submission>, field: &str) -> String {
+    match r {
+        Err(e @ Error::Validation { .. }) => {
+            let Error::Validation { field: f, .. } = &e else {
+                unreachable!()
+            };
+            assert_eq!(*f, field, "{e}");
+            e.to_string()
+        }
+        other => panic!("expected a validation error on {field}, got {other:?}"),
+    }
+}
+
+fn floats(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|f| f.to_le_bytes()).collect()
+}
+
+#[test]
+fn validation_names_the_field_and_value() {
+    for validate in [true, false] {
+        let options = if validate {
+            DebugOptions::default().validated()
+        } else {
+            DebugOptions::default()
+        };
+        let kfd = device(2, options);
+        let (g0, g1) = (kfd.gpu(0).unwrap(), kfd.gpu(1).unwrap());
+        let co = g0.load_code_object(VECTOR_ADD).unwrap();
+        let vadd = co.kernel("vector_add").unwrap();
+        let q = g0.create_aql_queue(AqlQueueOptions::default()).unwrap();
+
+        // A kernel object in no buffer of the device.
+        // SAFETY: the address names no memory; the dispatch is refused or faults.
+        let wild = unsafe { Kernel::from_raw("wild", 0x7e00_0000_0000, 0, 0, 0) };
+        let r = q.dispatch(&Dispatch::linear(&wild, 64, 64));
+        if validate {
+            let m = refused(r, "kernel_object");
+            assert!(m.contains("0x7e0000000000"), "{m}");
+        } else {
+            assert!(
+                r.is_ok(),
+                "without validation the packet reaches the device"
+            );
+            continue;
+        }
+
+        // A descriptor in memory without execute permission.
+        let data = g0.alloc(4096, MemoryKind::HostVisibleVram).unwrap();
+        let mut kd = [0u8; 64];
+        co.memory()
+            .read(vadd.object() - co.memory().gpu_address(), &mut kd)
+            .unwrap();
+        data.write(0, &kd).unwrap();
+        // SAFETY: the descriptor is a copy in `data`, which outlives the refused dispatch.
+        let copied = unsafe { Kernel::from_raw("copied", data.gpu_address(), 0, 0, 0) };
+        let m = refused(
+            q.dispatch(&Dispatch::linear(&copied, 64, 64)),
+            "kernel_object",
+        );
+        assert!(m.contains("execute permission"), "{m}");
+
+        // Arguments shorter than the kernel's kernarg segment.
+        let short = [0u8; 8];
+        // SAFETY: refused before anything is published.
+        let d = unsafe { Dispatch::linear(&vadd, 64, 64).with_raw_args(&short) };
+        let m = refused(q.dispatch(&d), "kernarg_address");
+        assert!(m.contains("8 bytes"), "{m}");
+
+        // A buffer argument not mapped on the GPU that runs the dispatch.
+        let mine = g0.alloc(4096, MemoryKind::GttCoherent).unwrap();
+        let theirs = g1.alloc(4096, MemoryKind::DeviceLocal).unwrap();
+        let mut args = KernelArgs::new(&vadd).unwrap();
+        args.set_buffer(0, &mine).unwrap();
+        args.set_buffer(1, &theirs).unwrap();
+        args.set_buffer(2, &mine).unwrap();
+        args.set_u32(3, 16).unwrap();
+        let m = refused(
+            q.dispatch(&Dispatch::linear(&vadd, 16, 16).with_args(&args)),
+            "argument",
+        );
+        assert!(
+            m.contains(&format!("#1 = {:#x}", theirs.gpu_address())),
+            "{m}"
+        );
+        // Mapped there, the same dispatch passes and runs.
+        theirs.map_to(&g0).unwrap();
+        q.dispatch(&Dispatch::linear(&vadd, 16, 16).with_args(&args))
+            .unwrap()
+            .wait(T)
+            .unwrap();
+        // Nothing refused reached the ring.
+        assert_eq!(q.write_index(), 1);
+    }
+}
+
+#[test]
+fn serialized_submissions_are_complete_when_they_return() {
+    let kfd = device(1, DebugOptions::default().serialized());
+    let emu = kfd.emulator().unwrap().clone();
+    let gpu = kfd.gpu(0).unwrap();
+    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    for _ in 0..20 {
+        assert!(q.barrier_and(&[]).unwrap().is_complete());
+    }
+    let src = gpu.alloc(1 << 16, MemoryKind::GttCoherent).unwrap();
+    let dst = gpu.alloc(1 << 16, MemoryKind::GttCoherent).unwrap();
+    src.write(0, &[5; 1 << 16]).unwrap();
+    let c = gpu
+        .copy_engine()
+        .unwrap()
+        .copy(&dst, 0, &src, 0, 1 << 16, &[])
+        .unwrap();
+    assert!(c.is_complete());
+    assert_eq!(dst.to_vec().unwrap(), vec![5; 1 << 16]);
+    let pm4 = gpu.create_pm4_queue(Pm4QueueOptions::default()).unwrap();
+    let flag = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    let p = pm4.write_data(flag.gpu_address(), &[7]);
+    common::pm4_submit(&pm4, &[p], Duration::from_secs(20)).unwrap();
+    assert_eq!(
+        flag.to_vec().unwrap()[0],
+        7,
+        "the PM4 packet ran before submit returned"
+    );
+
+    // With the queue stalled, a serialized submission cannot complete: it returns the wait's
+    // error (bounded by the wait timeout) instead of a submission.
+    let kfd2 = device(
+        1,
+        DebugOptions::default()
+            .serialized()
+            .with_wait_timeout(Duration::from_millis(200)),
+    );
+    let gpu2 = kfd2.gpu(0).unwrap();
+    let q2 = gpu2.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    kfd2.emulator().unwrap().faults().stall_queue(q2.id());
+    assert!(matches!(q2.barrier_and(&[]), Err(Error::Timeout { .. })));
+    kfd2.emulator().unwrap().faults().resume_queue(q2.id());
+    drop(emu);
+}
+
+#[test]
+fn substitution_dispatches_the_other_code_objects_kernel() {
+    let n = 64usize;
+    let a: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let b: Vec<f32> = (0..n).map(|i| 2.0 + i as f32).collect();
+    let run = |options: DebugOptions| -> Vec<f32> {
+        let kfd = device(1, options);
+        let gpu = kfd.gpu(0).unwrap();
+        let co = gpu.load_code_object(VECTOR_ADD).unwrap();
+        let k = co.kernel("vector_add").unwrap();
+        let bufs: Vec<_> = (0..3)
+            .map(|_| gpu.alloc(4096, MemoryKind::GttCoherent).unwrap())
+            .collect();
+        bufs[0].write(0, &floats(&a)).unwrap();
+        bufs[1].write(0, &floats(&b)).unwrap();
+        let mut args = KernelArgs::new(&k).unwrap();
+        for (i, buf) in bufs.iter().enumerate() {
+            args.set_buffer(i, buf).unwrap();
+        }
+        args.set_u32(3, n as u32).unwrap();
+        let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+        q.dispatch(&Dispatch::linear(&k, n as u32, 64).with_args(&args))
+            .unwrap()
+            .wait(T)
+            .unwrap();
+        bufs[2]
+            .to_vec()
+            .unwrap()
+            .chunks_exact(4)
+            .take(n)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    };
+    let plain = run(DebugOptions::default());
+    assert_eq!(
+        plain,
+        a.iter().zip(&b).map(|(x, y)| x + y).collect::<Vec<_>>()
+    );
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(SUBSTITUTE);
+    let substituted = run(DebugOptions::default().with_substitution("vector_add", &path));
+    assert_eq!(
+        substituted,
+        a.iter().zip(&b).map(|(x, y)| x * y).collect::<Vec<_>>()
+    );
+
+    // A substitute that cannot be read is an error naming the entry.
+    let kfd = device(
+        1,
+        DebugOptions::default().with_substitution("vector_add", "/nonexistent/x.co"),
+    );
+    let co = kfd.gpu(0).unwrap().load_code_object(VECTOR_ADD).unwrap();
+    match co.kernel("vector_add") {
+        Err(e @ Error::Substitution { .. }) => {
+            assert!(e.to_string().contains("/nonexistent/x.co"), "{e}")
+        }
+        other => panic!("{other:?}"),
+    }
+    // Other kernels are not affected.
+    co.kernel("saxpy").unwrap();
+}
+
+#[test]
+fn a_log_filter_installs_a_logger() {
+    let _kfd = device(1, DebugOptions::default().with_log("kfdrt=trace"));
+    assert_eq!(log::max_level(), log::LevelFilter::Trace);
+}
