@@ -243,7 +243,10 @@ impl Gpu {
             metadata: None,
         };
         k.bind_emulation(emu, f);
-        self.kfd().shared.reports.name_kernel(k.object, name);
+        self.kfd()
+            .shared
+            .reports
+            .name_kernel(k.object, name, kernarg_size, Vec::new());
         Ok(k)
     }
 }

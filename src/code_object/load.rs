@@ -338,6 +338,9 @@ impl Gpu {
             elf.span(),
             kernels.len()
         );
+        if let Some(rec) = &self.kfd().shared.recorder {
+            rec.code_object(memory.gpu_address(), memory.size(), bytes);
+        }
         Ok(CodeObject {
             memory: Arc::new(memory),
             version: elf.version,

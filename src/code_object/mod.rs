@@ -149,7 +149,24 @@ impl CodeObject {
     pub(crate) fn kernel_unsubstituted(&self, name: &str) -> Result<Kernel> {
         let k = self.find(name)?;
         let object = self.memory.gpu_address() + k.descriptor_offset;
-        self.memory.kfd().shared.reports.name_kernel(object, name);
+        let pointers = k.metadata.as_deref().map_or_else(Vec::new, |m| {
+            m.args
+                .iter()
+                .filter(|a| a.kind == ArgKind::GlobalBuffer && a.size == 8)
+                .map(|a| a.offset)
+                .collect()
+        });
+        let kernarg_size = k
+            .metadata
+            .as_deref()
+            .map_or(k.descriptor.kernarg_size, |m| {
+                m.kernarg_segment_size.max(k.descriptor.kernarg_size)
+            });
+        self.memory
+            .kfd()
+            .shared
+            .reports
+            .name_kernel(object, name, kernarg_size, pointers);
         Ok(Kernel::loaded(
             name,
             object,

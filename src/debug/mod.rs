@@ -18,9 +18,11 @@
 //! | `KFDRT_CAPTURE=dir` | record every submission for `kfdrt-replay` |
 //! | `KFDRT_SUBSTITUTE=name=path.co[;name=path.co]` | dispatch kernel `name` from another code object |
 
+pub(crate) mod capture;
 mod depgraph;
 mod log;
 pub(crate) mod recorder;
+pub mod replay;
 pub mod report;
 pub(crate) mod substitute;
 mod trace;
@@ -186,7 +188,8 @@ impl DebugOptions {
     /// With `KFDRT_SERIALIZE`, how long a submission waits for its own completion before it
     /// returns: `Some(None)` waits as long as it takes (or `KFDRT_WAIT_TIMEOUT_MS`).
     pub(crate) fn serialize_wait(&self) -> Option<Option<std::time::Duration>> {
-        self.serialize.then_some(self.wait_timeout)
+        // A capture records each dispatch's inputs as it finds them: nothing may run under it.
+        (self.serialize || self.capture.is_some()).then_some(self.wait_timeout)
     }
 
     /// What the switches need when a device opens: the logger.

@@ -3,6 +3,7 @@
 //! ([`super::trace`]) and the dependency graph ([`super::depgraph`]) are built from these
 //! records; when neither switch is on the device has no recorder and each hook is one branch.
 
+use super::capture::Capture;
 use super::depgraph::DepGraph;
 use super::report::QueueKind;
 use super::trace::Trace;
@@ -32,6 +33,7 @@ pub(crate) struct Submitted {
 pub(crate) struct Recorder {
     pub(crate) trace: Option<Mutex<Trace>>,
     pub(crate) depgraph: Option<Mutex<DepGraph>>,
+    pub(crate) capture: Option<Mutex<Capture>>,
 }
 
 /// Host clock in ns (CLOCK_MONOTONIC_RAW: what `GET_CLOCK_COUNTERS` pairs GPU time with).
@@ -52,7 +54,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl Recorder {
     /// The recorders the options ask for, or `None`.
     pub(crate) fn new(options: &super::DebugOptions) -> Option<Recorder> {
-        if options.trace.is_none() && options.depgraph.is_none() {
+        if options.trace.is_none() && options.depgraph.is_none() && options.capture.is_none() {
             return None;
         }
         Some(Recorder {
@@ -64,6 +66,10 @@ impl Recorder {
                 .depgraph
                 .as_ref()
                 .map(|p| Mutex::new(DepGraph::new(p.clone()))),
+            capture: options
+                .capture
+                .as_ref()
+                .map(|p| Mutex::new(Capture::new(p.clone()))),
         })
     }
 
@@ -82,6 +88,38 @@ impl Recorder {
     pub(crate) fn completed(&self, queue_id: u32, last: u64, start: u64, end: u64) {
         if let Some(t) = &self.trace {
             lock(t).completed(queue_id, last, start, end);
+        }
+        if let Some(c) = &self.capture {
+            lock(c).complete_through(queue_id, last);
+        }
+    }
+
+    /// A code object was loaded (the capture keeps its bytes).
+    pub(crate) fn code_object(&self, base: u64, size: u64, elf: &[u8]) {
+        if let Some(c) = &self.capture {
+            lock(c).code_object(base, size, elf);
+        }
+    }
+
+    /// An AQL batch's packets are about to be published, the first at index `first`.
+    pub(crate) fn publishing(&self, q: &crate::queue::AqlQueue, first: u64, packets: &[[u32; 16]]) {
+        let Some(c) = &self.capture else { return };
+        let shared = &q.gpu().kfd().shared;
+        let Some(buffers) = &shared.buffers else {
+            return;
+        };
+        let mut c = lock(c);
+        for (i, p) in packets.iter().enumerate() {
+            if let Ok(aql::Packet::KernelDispatch(k)) = aql::Packet::decode(p) {
+                c.dispatch(
+                    q.id(),
+                    q.gpu().index(),
+                    first + i as u64,
+                    &k,
+                    &shared.reports,
+                    buffers,
+                );
+            }
         }
     }
 
@@ -102,6 +140,11 @@ impl Recorder {
         if let Some(g) = &self.depgraph {
             if let Err(e) = lock(g).write() {
                 log::error!("kfdrt: writing the KFDRT_DEPGRAPH graph: {e}");
+            }
+        }
+        if let Some(c) = &self.capture {
+            if let Err(e) = lock(c).write() {
+                log::error!("kfdrt: writing the KFDRT_CAPTURE manifest: {e}");
             }
         }
     }

@@ -204,6 +204,17 @@ impl Progress {
 pub(crate) struct Registry {
     probes: Mutex<Vec<Arc<dyn QueueProbe>>>,
     kernel_names: Mutex<HashMap<u64, String>>,
+    kernels: Mutex<HashMap<u64, KernelInfo>>,
+}
+
+/// What a capture needs to know of a kernel besides its packet.
+#[derive(Clone, Debug)]
+pub(crate) struct KernelInfo {
+    pub(crate) name: String,
+    /// Bytes of kernel arguments it reads.
+    pub(crate) kernarg_size: u32,
+    /// Offsets of its global-buffer pointer arguments (from its metadata).
+    pub(crate) pointer_args: Vec<u32>,
 }
 
 impl Registry {
@@ -232,12 +243,39 @@ impl Registry {
         }
     }
 
-    /// Remembers that `kernel_object` is kernel `name`.
-    pub(crate) fn name_kernel(&self, kernel_object: u64, name: &str) {
+    /// Remembers that `kernel_object` is kernel `name`, which reads `kernarg_size` bytes of
+    /// arguments with global-buffer pointers at `pointer_args`.
+    pub(crate) fn name_kernel(
+        &self,
+        kernel_object: u64,
+        name: &str,
+        kernarg_size: u32,
+        pointer_args: Vec<u32>,
+    ) {
         self.kernel_names
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(kernel_object, name.to_string());
+        self.kernels
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(
+                kernel_object,
+                KernelInfo {
+                    name: name.to_string(),
+                    kernarg_size,
+                    pointer_args,
+                },
+            );
+    }
+
+    /// What is known of `kernel_object`.
+    pub(crate) fn kernel_info(&self, kernel_object: u64) -> Option<KernelInfo> {
+        self.kernels
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&kernel_object)
+            .cloned()
     }
 
     fn probes(&self) -> Vec<Arc<dyn QueueProbe>> {

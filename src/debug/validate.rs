@@ -56,6 +56,18 @@ impl AddressMap {
         self.ranges.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The live buffer whose range holds `addr`.
+    pub(crate) fn buffer_at(&self, addr: u64) -> Option<crate::memory::Buffer> {
+        let r = self.lock();
+        let (start, e) = r.range(..=addr).next_back()?;
+        if addr >= start + e.len {
+            return None;
+        }
+        e.alloc
+            .upgrade()
+            .map(crate::memory::Buffer::from_allocation)
+    }
+
     /// The buffer holding `[addr, addr + len)`, if one does.
     fn find(&self, addr: u64, len: u64) -> Option<Found> {
         let r = self.lock();

@@ -83,8 +83,8 @@ pub(crate) struct KfdShared {
     pub(crate) recorder: Option<crate::debug::recorder::Recorder>,
     /// Each GPU's clock counters at open (to put GPU timestamps on the host clock).
     pub(crate) clocks_at_open: Vec<(u32, ClockCounters)>,
-    /// With `KFDRT_VALIDATE`, where the device's buffers are.
-    pub(crate) validation: Option<crate::debug::validate::AddressMap>,
+    /// With `KFDRT_VALIDATE` or `KFDRT_CAPTURE`, where the device's buffers are.
+    pub(crate) buffers: Option<crate::debug::validate::AddressMap>,
 }
 
 impl KfdShared {
@@ -103,7 +103,7 @@ impl KfdShared {
             loader_queues: (0..gpus).map(|_| Mutex::default()).collect(),
             recorder: crate::debug::recorder::Recorder::new(&debug),
             clocks_at_open: Vec::new(),
-            validation: debug.validate.then(Default::default),
+            buffers: (debug.validate || debug.capture.is_some()).then(Default::default),
             debug,
             reports: Default::default(),
             dev,

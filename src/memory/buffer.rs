@@ -206,7 +206,7 @@ impl Gpu {
 impl Buffer {
     fn new(a: Allocation) -> Buffer {
         let b = Buffer { inner: Arc::new(a) };
-        if let Some(map) = &b.inner.lease.kfd.shared.validation {
+        if let Some(map) = &b.inner.lease.kfd.shared.buffers {
             map.insert(
                 b.gpu_address(),
                 b.inner.size,
@@ -215,6 +215,11 @@ impl Buffer {
             );
         }
         b
+    }
+
+    /// A handle on an existing allocation (debugging code that found it by address).
+    pub(crate) fn from_allocation(inner: Arc<Allocation>) -> Buffer {
+        Buffer { inner }
     }
 
     /// A handle that keeps the memory allocated (for GPU work that uses it).
@@ -509,7 +514,7 @@ impl Allocation {
 
 impl Drop for Allocation {
     fn drop(&mut self) {
-        if let Some(map) = &self.lease.kfd.shared.validation {
+        if let Some(map) = &self.lease.kfd.shared.buffers {
             match &self.backing {
                 Some(Backing::Whole(r)) => map.remove(r.va.addr),
                 Some(Backing::Sub(s, _)) => map.remove(s.va),

@@ -103,7 +103,8 @@ impl Batch<'_> {
     /// [`KernelArgs`]: crate::kernel_args::KernelArgs
     pub fn dispatch(&mut self, d: &Dispatch<'_>) -> Result<&mut Self> {
         let p = d.prepare()?;
-        let validation = self.queue.0.gpu.kfd().shared.validation.as_ref();
+        let shared = &self.queue.0.gpu.kfd().shared;
+        let validation = shared.buffers.as_ref().filter(|_| shared.debug.validate);
         let validate = |bytes: &[u8]| match validation {
             Some(map) => crate::debug::validate::dispatch(map, &self.queue.0.gpu, d.kernel, bytes),
             None => Ok(()),
@@ -295,6 +296,9 @@ impl Batch<'_> {
                     aql::Packet::decode(p)
                 );
             }
+        }
+        if let Some(rec) = &self.queue.0.gpu.kfd().shared.recorder {
+            rec.publishing(self.queue, r.index(), &self.packets);
         }
         r.write_all_encoded(&self.packets);
         self.submitted = true;
