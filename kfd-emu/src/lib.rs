@@ -43,6 +43,19 @@
 //!   by `Arc`), `stats` and `isa_memory` (the page table as the interpreter's memory). None of
 //!   them imports an engine, `queue` or the crate root.
 //!
+//! # Idle, faults and accounting
+//!
+//! - An idle processor parks (no timed wake-ups) about 10 ms after its last packet; a doorbell
+//!   hint wakes the parked processors whose doorbell moved (`wake`), and one watcher thread
+//!   per emulator (`engine::watcher`, running only while something is parked) notices doorbells
+//!   and write pointers moved without a hint (ROCr under the preload) within 8 ms.
+//! - Tests inject what KFD reports ([`FaultInjector`]): a failed allocation, exhausted SDMA
+//!   engines, stalled queues, evicted and restored queues, a suspended system, and
+//!   ([`Emulator::inject_gpu_reset`]) a GPU reset with its hardware-exception event.
+//! - Machine-code faults are kept per GPU with the code around the PC
+//!   ([`Emulator::machine_faults`]); what a client holds of the device is counted
+//!   ([`Emulator::live_objects`]) so tests can check nothing leaks.
+//!
 //! # What it refuses, as the driver and the GPU do
 //!
 //! Always (these are the driver's and the page table's own rules):

@@ -13,9 +13,9 @@
 //! | `KFDRT_VALIDATE=1` | check every packet against what the hardware would refuse before publishing it |
 //! | `KFDRT_SERIALIZE=1` | every submission waits for its completion before returning |
 //! | `KFDRT_WAIT_TIMEOUT_MS=n` | waits without a timeout give up after `n` ms with a hang report |
-//! | `KFDRT_TRACE=path.json` | Chrome trace-event timeline, written when the device drops |
+//! | `KFDRT_TRACE=path.json` | Chrome trace-event timeline, written when the device drops (AQL queues are created profiled) |
 //! | `KFDRT_DEPGRAPH=path.dot` | submissions, signals and barrier edges as a DOT graph |
-//! | `KFDRT_CAPTURE=dir` | record every submission for `kfdrt-replay` |
+//! | `KFDRT_CAPTURE=dir` | record every kernel dispatch for `kfdrt-replay` (serializes submissions) |
 //! | `KFDRT_SUBSTITUTE=name=path.co[;name=path.co]` | dispatch kernel `name` from another code object |
 
 pub(crate) mod capture;

@@ -1,4 +1,4 @@
-//! Replaying a capture (see [`super::capture`]): each captured dispatch is run again on a
+//! Replaying a capture (`KFDRT_CAPTURE`, see `docs/debugging.md`): each captured dispatch is run again on a
 //! device — its code object loaded, its buffers allocated anew and filled with what they held
 //! before the dispatch, its pointer arguments patched to the new buffers — and every buffer it
 //! wrote is compared byte for byte with the captured result. The first dispatch that differs
