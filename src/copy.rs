@@ -279,6 +279,34 @@ impl CopyEngine {
         bytes: u64,
         deps: &[&Signal],
     ) -> Result<CopyCompletion> {
+        let shared = &self.gpu.kfd().shared;
+        let capture = shared.recorder.as_ref().and_then(|r| r.capture.as_ref());
+        let Some(capture) = capture else {
+            return self.copy_uncaptured(dst, dst_off, src, src_off, bytes, deps);
+        };
+        // Capturing serializes: the copy is complete when it returns.
+        let before = (src.to_vec().ok(), dst.to_vec().ok());
+        let done = self.copy_uncaptured(dst, dst_off, src, src_off, bytes, deps)?;
+        done.wait(shared.debug.wait_timeout)?;
+        capture.lock().unwrap_or_else(|p| p.into_inner()).copy(
+            self.gpu.index(),
+            (dst, dst_off),
+            (src, src_off),
+            bytes,
+            before,
+        );
+        Ok(done)
+    }
+
+    fn copy_uncaptured(
+        &self,
+        dst: &Buffer,
+        dst_off: u64,
+        src: &Buffer,
+        src_off: u64,
+        bytes: u64,
+        deps: &[&Signal],
+    ) -> Result<CopyCompletion> {
         let shader = match &self.path {
             Path::Shader(s) => s,
             Path::Sdma(q) => match self.device_to_device(dst, src, bytes) {

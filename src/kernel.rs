@@ -246,7 +246,7 @@ impl Gpu {
         self.kfd()
             .shared
             .reports
-            .name_kernel(k.object, name, kernarg_size, Vec::new());
+            .name_kernel(k.object, name, kernarg_size, None);
         Ok(k)
     }
 }

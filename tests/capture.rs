@@ -1,6 +1,7 @@
-//! Capture and replay (issue 15 item 7): a capture of vector adds replays byte-identically on
-//! a fresh device, through the library and through `kfdrt-replay`; a tampered capture (a
-//! result or an input changed) is caught, naming the first dispatch that differs.
+//! Capture and replay (issue 15 item 7): a capture of a vector add, a saxpy and two copies (one
+//! on SDMA, one as a kernel) replays byte-identically on a fresh device, through the library
+//! and through `kfdrt-replay`; a tampered capture (a result or an input changed) is caught,
+//! naming the first submission that differs.
 
 mod common;
 
@@ -61,6 +62,20 @@ fn capture(dir: &Path) {
         .unwrap()
         .wait(T)
         .unwrap();
+    // Copies of the result, on the SDMA engine and as kfdrt's copy kernel.
+    let copy = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    gpu.copy_engine()
+        .unwrap()
+        .copy(&copy, 100, &bufs[0], 0, 2000, &[])
+        .unwrap()
+        .wait(T)
+        .unwrap();
+    gpu.copy_engine_preferring(kfdrt::CopyPath::Shader)
+        .unwrap()
+        .copy(&copy, 2200, &bufs[2], 4, 1000, &[])
+        .unwrap()
+        .wait(T)
+        .unwrap();
 }
 
 fn replay_on_fresh_device(dir: &Path) -> kfdrt::debug::replay::ReplayReport {
@@ -74,15 +89,37 @@ fn a_capture_replays_byte_identically_and_a_tampered_one_is_caught() {
     capture(&dir);
     let manifest: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
-    let d = manifest["dispatches"].as_array().unwrap();
-    assert_eq!(d.len(), 2, "{manifest}");
+    let d = manifest["submissions"].as_array().unwrap();
+    assert_eq!(d.len(), 4, "{manifest}");
     assert_eq!(d[0]["kernel"], "vector_add");
     assert_eq!(d[1]["kernel"], "saxpy");
+    assert_eq!(
+        (&d[2]["kind"], &d[3]["kind"]),
+        (&"copy".into(), &"copy".into())
+    );
     assert!(d.iter().all(|x| x["replayable"] == true), "{manifest}");
 
     let report = replay_on_fresh_device(&dir);
-    assert_eq!(report.replayed, 2, "{report}");
+    assert_eq!(report.replayed, 4, "{report}");
     assert!(report.identical(), "{report}");
+
+    // A changed copy result is caught at the copy.
+    let out = dir.join(d[3]["dst"]["output"].as_str().unwrap());
+    let mut bytes = std::fs::read(&out).unwrap();
+    bytes[2300] ^= 0x10;
+    std::fs::write(&out, &bytes).unwrap();
+    let report = replay_on_fresh_device(&dir);
+    let m = report
+        .mismatch
+        .as_ref()
+        .expect("the tampered copy is caught");
+    assert_eq!(
+        (m.submission, m.what.as_str(), m.offset),
+        (3, "copy", 2300),
+        "{report}"
+    );
+    bytes[2300] ^= 0x10;
+    std::fs::write(&out, &bytes).unwrap();
 
     // A changed result: the saxpy's output (its argument at offset 16, `y`) no longer matches.
     let out = dir.join(d[1]["pointer_args"][1]["output"].as_str().unwrap());
@@ -95,14 +132,14 @@ fn a_capture_replays_byte_identically_and_a_tampered_one_is_caught() {
         .as_ref()
         .expect("the tampered result is caught");
     assert_eq!(
-        (m.dispatch, m.kernel.as_str(), m.offset),
+        (m.submission, m.what.as_str(), m.offset),
         (1, "saxpy", 40),
         "{report}"
     );
     assert!(
         report
             .to_string()
-            .contains("FIRST DIFFERENCE: dispatch 1 (saxpy)"),
+            .contains("FIRST DIFFERENCE: submission 1 (saxpy)"),
         "{report}"
     );
     bytes[40] ^= 0x01;
@@ -118,7 +155,7 @@ fn a_capture_replays_byte_identically_and_a_tampered_one_is_caught() {
         .mismatch
         .as_ref()
         .expect("the tampered input is caught");
-    assert_eq!(m.dispatch, 0, "{report}");
+    assert_eq!(m.submission, 0, "{report}");
     assert!((8..12).contains(&m.offset), "{report}");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -143,13 +180,13 @@ fn the_replay_program_exits_by_the_result() {
         String::from_utf8_lossy(&ok.stderr)
     );
     assert!(
-        text.contains("2 dispatches replayed; every result byte-identical"),
+        text.contains("4 submissions replayed; every result byte-identical"),
         "{text}"
     );
     let manifest = std::fs::read_to_string(dir.join("manifest.json")).unwrap();
     let m: serde_json::Value = serde_json::from_str(&manifest).unwrap();
     let out = dir.join(
-        m["dispatches"][0]["pointer_args"][2]["output"]
+        m["submissions"][0]["pointer_args"][2]["output"]
             .as_str()
             .unwrap(),
     );
@@ -158,6 +195,6 @@ fn the_replay_program_exits_by_the_result() {
     std::fs::write(&out, &bytes).unwrap();
     let bad = run();
     assert_eq!(bad.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&bad.stdout).contains("FIRST DIFFERENCE: dispatch 0"));
+    assert!(String::from_utf8_lossy(&bad.stdout).contains("FIRST DIFFERENCE: submission 0"));
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -96,7 +96,25 @@ fn timeline_and_graph_of_a_small_workload() {
         // completion signal's timestamps, converted to host time).
         assert!(d["dur"].as_f64().unwrap() >= 1000.0, "{d}");
     }
-    assert!(device.len() >= 3, "{device:?}");
+    assert!(device.len() >= 4, "{device:?}");
+    // The SDMA copy has a device span from the engine's timestamps, on an SDMA queue's track.
+    let sdma_tracks: Vec<_> = events
+        .iter()
+        .filter(|e| {
+            e["ph"] == "M"
+                && e["args"]["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with("SDMA"))
+        })
+        .collect();
+    assert_eq!(sdma_tracks.len(), 1, "{sdma_tracks:?}");
+    assert!(
+        device
+            .iter()
+            .any(|d| d["tid"] == sdma_tracks[0]["tid"]
+                && d["name"].as_str().unwrap().contains("Copy")),
+        "{device:?}"
+    );
     // Each device span starts after its submission began on the host (1 ms of slack for the
     // clock conversion).
     let start_of = |name: &str| {

@@ -149,7 +149,7 @@ impl CodeObject {
     pub(crate) fn kernel_unsubstituted(&self, name: &str) -> Result<Kernel> {
         let k = self.find(name)?;
         let object = self.memory.gpu_address() + k.descriptor_offset;
-        let pointers = k.metadata.as_deref().map_or_else(Vec::new, |m| {
+        let pointers = k.metadata.as_deref().map(|m| {
             m.args
                 .iter()
                 .filter(|a| a.kind == ArgKind::GlobalBuffer && a.size == 8)

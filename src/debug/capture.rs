@@ -1,5 +1,5 @@
-//! `KFDRT_CAPTURE=dir`: record every kernel dispatch so that `kfdrt-replay` can run it again
-//! elsewhere (on kfd-emu, or on a GPU) and compare what it writes.
+//! `KFDRT_CAPTURE=dir`: record every kernel dispatch and copy so that `kfdrt-replay` can run
+//! them again elsewhere (on kfd-emu, or on a GPU) and compare what they write.
 //!
 //! For each dispatch the capture keeps the code object it came from (each one once, named by
 //! a hash of its bytes), the kernel's name, the launch geometry, the kernel-argument bytes, and
@@ -11,9 +11,11 @@
 //!
 //! Not replayable (each such dispatch says so in the manifest, `"replayable": false`, with
 //! why): kernels bound to host functions (kfd-emu's emulated kernels) and other kernels not
-//! loaded from a code object, pointer arguments outside the device's buffers, and buffers the
-//! CPU cannot read (device-local VRAM). Copies, fills and raw PM4/SDMA packets are not
-//! recorded.
+//! loaded from a code object, kernels with arguments but no metadata naming the pointers,
+//! pointer arguments outside the device's buffers, and buffers the CPU cannot read
+//! (device-local VRAM). Copies are recorded as copies (source, destination before and
+//! after), not as the kernels or packets that run them; fills and raw PM4/SDMA packets are
+//! not recorded.
 
 use super::report::Registry;
 use crate::memory::Buffer;
@@ -91,9 +93,16 @@ impl Capture {
         registry: &Registry,
         buffers: &super::validate::AddressMap,
     ) {
+        let info = registry.kernel_info(k.kernel_object);
+        if info
+            .as_ref()
+            .is_some_and(|i| i.name.starts_with("kfdrt_blit_"))
+        {
+            // kfdrt's own copy kernels: the copy is captured as a copy (see `copy`).
+            return;
+        }
         let n = self.next;
         self.next += 1;
-        let info = registry.kernel_info(k.kernel_object);
         let code_object = self
             .code_objects
             .iter()
@@ -102,6 +111,12 @@ impl Capture {
         let mut why_not = Vec::new();
         if code_object.is_none() {
             why_not.push("the kernel is not from a code object loaded while capturing");
+        }
+        if info
+            .as_ref()
+            .is_some_and(|i| !i.has_metadata && i.kernarg_size > 0)
+        {
+            why_not.push("the kernel has no metadata saying which arguments are pointers");
         }
         let (name, kernarg_size, pointers) = match &info {
             Some(i) => (i.name.clone(), i.kernarg_size, i.pointer_args.clone()),
@@ -171,6 +186,38 @@ impl Capture {
             .insert((queue_id, index), Pending { entry, outputs });
     }
 
+    /// A copy of `bytes` from `src` to `dst` (buffer, offset) completed on GPU index `gpu`;
+    /// `before` holds both buffers' contents before it (`None`: not readable by the CPU).
+    pub(crate) fn copy(
+        &mut self,
+        gpu: usize,
+        dst: (&Buffer, u64),
+        src: (&Buffer, u64),
+        bytes: u64,
+        before: (Option<Vec<u8>>, Option<Vec<u8>>),
+    ) {
+        let n = self.next;
+        self.next += 1;
+        let after = dst.0.to_vec().ok();
+        let entry = match (before, after) {
+            ((Some(src_in), Some(dst_in)), Some(dst_out)) => json!({
+                "index": n,
+                "kind": "copy",
+                "gpu": gpu,
+                "bytes": bytes,
+                "src": {"offset": src.1, "size": src.0.size(), "input": self.blob(&format!("c{n}-src.bin"), &src_in)},
+                "dst": {"offset": dst.1, "size": dst.0.size(), "input": self.blob(&format!("c{n}-dst-in.bin"), &dst_in), "output": self.blob(&format!("c{n}-dst-out.bin"), &dst_out)},
+                "replayable": true,
+                "not_replayable_because": [],
+            }),
+            _ => json!({
+                "index": n, "kind": "copy", "gpu": gpu, "bytes": bytes, "replayable": false,
+                "not_replayable_because": ["a buffer of the copy is not readable by the CPU"],
+            }),
+        };
+        self.done.push(entry);
+    }
+
     /// Records the results of every pending dispatch of `queue_id` up to `last`.
     pub(crate) fn complete_through(&mut self, queue_id: u32, last: u64) {
         let keys: Vec<(u32, u64)> = self
@@ -202,7 +249,7 @@ impl Capture {
         self.done.sort_by_key(|e| e["index"].as_u64());
         let manifest = json!({
             "version": MANIFEST_VERSION,
-            "dispatches": self.done,
+            "submissions": self.done,
             "error": self.error,
         });
         std::fs::write(

@@ -17,12 +17,12 @@ use std::time::Duration;
 /// The first difference a replay found.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Mismatch {
-    /// The dispatch's index in the capture.
-    pub dispatch: u64,
-    /// Its kernel.
-    pub kernel: String,
-    /// The argument (by its offset in the kernel arguments) whose buffer differs.
-    pub argument_offset: u64,
+    /// The submission's index in the capture.
+    pub submission: u64,
+    /// What it was: the kernel's name, or `copy`.
+    pub what: String,
+    /// Which buffer differs: `argument at offset N` of a dispatch, or a copy's `destination`.
+    pub buffer: String,
     /// The first differing byte offset in that buffer.
     pub offset: usize,
     /// What the capture recorded there and what the replay produced (up to 16 bytes each).
@@ -35,11 +35,11 @@ pub struct Mismatch {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ReplayReport {
-    /// Dispatches run and compared.
+    /// Submissions (dispatches and copies) run and compared.
     pub replayed: usize,
-    /// Dispatches the capture marked as not replayable, with why.
+    /// Submissions the capture marked as not replayable, with why.
     pub skipped: Vec<(u64, String)>,
-    /// The first dispatch whose results differ, if any (the replay stops there).
+    /// The first submission whose results differ, if any (the replay stops there).
     pub mismatch: Option<Mismatch>,
 }
 
@@ -52,20 +52,20 @@ impl ReplayReport {
 
 impl fmt::Display for ReplayReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} dispatches replayed", self.replayed)?;
+        write!(f, "{} submissions replayed", self.replayed)?;
         if !self.skipped.is_empty() {
             write!(f, ", {} not replayable", self.skipped.len())?;
             for (i, why) in &self.skipped {
-                write!(f, "\n  dispatch {i}: {why}")?;
+                write!(f, "\n  submission {i}: {why}")?;
             }
         }
         match &self.mismatch {
             None => write!(f, "; every result byte-identical to the capture"),
             Some(m) => write!(
                 f,
-                "\nFIRST DIFFERENCE: dispatch {} ({}), buffer of the argument at offset {}, byte \
-                 {:#x}: captured {:02x?}, replayed {:02x?}",
-                m.dispatch, m.kernel, m.argument_offset, m.offset, m.expected, m.actual
+                "\nFIRST DIFFERENCE: submission {} ({}), {}, byte {:#x}: captured {:02x?}, \
+                 replayed {:02x?}",
+                m.submission, m.what, m.buffer, m.offset, m.expected, m.actual
             ),
         }
     }
@@ -97,13 +97,13 @@ pub fn replay(kfd: &Kfd, dir: &Path) -> Result<ReplayReport> {
     if manifest["version"].as_u64() != Some(MANIFEST_VERSION) {
         return Err(bad(format!("manifest version {}", manifest["version"])));
     }
-    let dispatches = manifest["dispatches"]
+    let submissions = manifest["submissions"]
         .as_array()
-        .ok_or_else(|| bad("no dispatch list"))?;
+        .ok_or_else(|| bad("no submission list"))?;
     let mut report = ReplayReport::default();
     let mut code_objects = HashMap::new();
     let mut queues = HashMap::new();
-    for d in dispatches {
+    for d in submissions {
         let index = d["index"].as_u64().unwrap_or(0);
         if d["replayable"] != Value::Bool(true) {
             report
@@ -116,6 +116,34 @@ pub fn replay(kfd: &Kfd, dir: &Path) -> Result<ReplayReport> {
             .gpu(gpu_index)
             .or_else(|| kfd.gpu(0))
             .ok_or_else(|| bad("no GPU"))?;
+        if d["kind"] == "copy" {
+            let upload = |part: &Value| -> Result<crate::Buffer> {
+                let bytes = read(dir, &part["input"])?;
+                let size = part["size"].as_u64().unwrap_or(bytes.len() as u64).max(1);
+                let b = gpu.alloc(size, MemoryKind::GttCoherent)?;
+                b.write(0, &bytes)?;
+                Ok(b)
+            };
+            let (src, dst) = (upload(&d["src"])?, upload(&d["dst"])?);
+            gpu.copy_engine()?
+                .copy(
+                    &dst,
+                    d["dst"]["offset"].as_u64().unwrap_or(0),
+                    &src,
+                    d["src"]["offset"].as_u64().unwrap_or(0),
+                    d["bytes"].as_u64().unwrap_or(0),
+                    &[],
+                )?
+                .wait(Some(Duration::from_secs(600)))?;
+            report.replayed += 1;
+            let expected = read(dir, &d["dst"]["output"])?;
+            let buffer = "destination".to_string();
+            if let Some(m) = differ(index, "copy", buffer, &dst.to_vec()?, &expected) {
+                report.mismatch = Some(m);
+                return Ok(report);
+            }
+            continue;
+        }
         let co_name = d["code_object"].as_str().unwrap_or_default().to_string();
         let co = match code_objects.entry((gpu_index, co_name)) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
@@ -164,27 +192,38 @@ pub fn replay(kfd: &Kfd, dir: &Path) -> Result<ReplayReport> {
             .wait(Some(Duration::from_secs(600)))?;
         report.replayed += 1;
         for (offset, buf, expected) in outputs {
-            let actual = buf.to_vec()?;
-            if let Some(at) = actual
-                .iter()
-                .zip(&expected)
-                .position(|(a, e)| a != e)
-                .or((actual.len() != expected.len()).then_some(actual.len().min(expected.len())))
-            {
-                let end = |v: &Vec<u8>| (at + 16).min(v.len());
-                report.mismatch = Some(Mismatch {
-                    dispatch: index,
-                    kernel: kernel_name.clone(),
-                    argument_offset: offset,
-                    offset: at,
-                    expected: expected[at.min(expected.len())..end(&expected)].to_vec(),
-                    actual: actual[at.min(actual.len())..end(&actual)].to_vec(),
-                });
+            let buffer = format!("buffer of the argument at offset {offset}");
+            if let Some(m) = differ(index, &kernel_name, buffer, &buf.to_vec()?, &expected) {
+                report.mismatch = Some(m);
                 return Ok(report);
             }
         }
     }
     Ok(report)
+}
+
+/// The first difference between what a replay produced and what the capture recorded.
+fn differ(
+    submission: u64,
+    what: &str,
+    buffer: String,
+    actual: &[u8],
+    expected: &[u8],
+) -> Option<Mismatch> {
+    let at = actual
+        .iter()
+        .zip(expected)
+        .position(|(a, e)| a != e)
+        .or((actual.len() != expected.len()).then_some(actual.len().min(expected.len())))?;
+    let window = |v: &[u8]| v[at.min(v.len())..(at + 16).min(v.len())].to_vec();
+    Some(Mismatch {
+        submission,
+        what: what.to_string(),
+        buffer,
+        offset: at,
+        expected: window(expected),
+        actual: window(actual),
+    })
 }
 
 fn triple(v: &Value) -> [u32; 3] {

@@ -215,6 +215,8 @@ pub(crate) struct KernelInfo {
     pub(crate) kernarg_size: u32,
     /// Offsets of its global-buffer pointer arguments (from its metadata).
     pub(crate) pointer_args: Vec<u32>,
+    /// Whether metadata said which arguments are pointers.
+    pub(crate) has_metadata: bool,
 }
 
 impl Registry {
@@ -250,7 +252,7 @@ impl Registry {
         kernel_object: u64,
         name: &str,
         kernarg_size: u32,
-        pointer_args: Vec<u32>,
+        pointer_args: Option<Vec<u32>>,
     ) {
         self.kernel_names
             .lock()
@@ -264,7 +266,8 @@ impl Registry {
                 KernelInfo {
                     name: name.to_string(),
                     kernarg_size,
-                    pointer_args,
+                    has_metadata: pointer_args.is_some(),
+                    pointer_args: pointer_args.unwrap_or_default(),
                 },
             );
     }

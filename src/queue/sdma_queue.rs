@@ -27,6 +27,9 @@ use std::time::{Duration, Instant};
 const RPTR: u64 = 0;
 /// Away from the engine's scratch words just after the read pointer.
 const WPTR: u64 = 64;
+/// Offsets of `start_ts` and `end_ts` in `amd_signal_t`.
+const START_TS: u64 = 32;
+const END_TS: u64 = 40;
 
 /// An SDMA queue. Cheap to clone; the queue is destroyed when the last clone and the last
 /// [`CopyCompletion`] from it are gone.
@@ -88,6 +91,8 @@ pub struct CopyCompletion {
     /// Set when the copy ran as a kernel: its submission holds what it uses and also reports
     /// queue errors.
     kernel: Option<super::Submission>,
+    /// The SDMA submission's place in its queue (the timeline's key for it).
+    sequence: u64,
 }
 
 impl CopyCompletion {
@@ -96,6 +101,7 @@ impl CopyCompletion {
             signal: s.signal().clone(),
             engine: None,
             kernel: Some(s),
+            sequence: 0,
         }
     }
 
@@ -112,10 +118,16 @@ impl CopyCompletion {
         };
         let shared = &self.signal.kfd().shared;
         let timeout = timeout.or(shared.debug.wait_timeout);
-        self.signal
+        let r = self
+            .signal
             .wait_with(Condition::Lt(1), timeout, DEFAULT_SPIN, &[], &check)
             .map(drop)
-            .map_err(|e| e.with_report(shared))
+            .map_err(|e| e.with_report(shared));
+        if let (Some(rec), Some((q, _)), true) = (&shared.recorder, &self.engine, r.is_ok()) {
+            let (start, end) = self.signal.timestamps();
+            rec.completed(q.id(), self.sequence, start, end);
+        }
+        r
     }
 
     /// Whether it has completed.
@@ -402,7 +414,20 @@ impl SdmaQueue {
                 control: sdma::gcr_control::WRITEBACK_INVALIDATE,
             });
         }
+        // A timeline's device span of the copy: the engine's timestamps around it, in the
+        // completion signal's profiling fields (as a CP writes them for AQL packets).
+        let timed = self.0.gpu.kfd().shared.debug.trace.is_some();
+        if timed {
+            all.push(SdmaPacket::Timestamp {
+                addr: signal.handle() + START_TS,
+            });
+        }
         all.append(&mut packets);
+        if timed {
+            all.push(SdmaPacket::Timestamp {
+                addr: signal.handle() + END_TS,
+            });
+        }
         if gcr {
             all.push(SdmaPacket::Gcr {
                 base: 0,
@@ -445,6 +470,7 @@ impl SdmaQueue {
             signal,
             engine: Some((self.clone(), held)),
             kernel: None,
+            sequence: seq,
         };
         if let Some(timeout) = self.0.gpu.kfd().shared.debug.serialize_wait() {
             done.wait(timeout)?;

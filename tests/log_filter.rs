@@ -1,0 +1,24 @@
+//! `KFDRT_LOG` (issue 15 item 1): a device opened with a log filter installs a stderr logger
+//! in a program that has none, at the level the filter asks for. In its own test binary: the
+//! logger is process-wide.
+
+mod common;
+
+use kfdrt::emu::{EmuConfig, Preset};
+use kfdrt::{DebugOptions, Error, Kfd};
+
+#[test]
+fn a_log_filter_installs_a_logger_and_a_bad_one_is_refused() {
+    assert_eq!(log::max_level(), log::LevelFilter::Off, "no logger before");
+    let options = DebugOptions::default().with_log("error,kfdrt=debug");
+    let kfd = Kfd::emulated_with(EmuConfig::new(Preset::Gfx90a, 1), options).unwrap();
+    assert_eq!(log::max_level(), log::LevelFilter::Debug);
+    drop(kfd);
+    match Kfd::emulated_with(
+        EmuConfig::new(Preset::Gfx90a, 1),
+        DebugOptions::default().with_log("=,"),
+    ) {
+        Err(Error::Environment { var, .. }) => assert_eq!(var, "KFDRT_LOG"),
+        other => panic!("{other:?}"),
+    }
+}
