@@ -14,6 +14,7 @@ mod packet;
 pub mod queue_error;
 pub mod ring;
 pub mod scratch;
+mod sync;
 
 pub use abi::{
     code_properties, queue_offsets, signal_offsets, AmdQueue, AmdSignal, KernelDescriptor,

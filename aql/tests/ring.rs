@@ -1,3 +1,4 @@
+#![cfg(not(loom))]
 //! The ring writer against a consumer thread that behaves like the command processor.
 
 use aql::ring::{init_ring, AqlRing, RingError};
