@@ -381,3 +381,32 @@ impl Gpu {
         Ok((q, true))
     }
 }
+
+/// Everything loading does to a code object's bytes short of touching a device: bundle
+/// selection (for `gpu`), ELF checks, metadata, relocations against a made-up base, and the
+/// kernel descriptors. Returns the number of kernels. For fuzzing the loader (the `fuzz/`
+/// targets and their corpus replay); not part of the API.
+#[doc(hidden)]
+pub fn parse_without_device(bytes: &[u8], gpu: &str) -> Result<usize> {
+    let gpu_target = TargetId::parse(gpu)?;
+    let elf = if is_bundle(bytes) {
+        OffloadBundle::parse(bytes)?.select(&gpu_target)?
+    } else {
+        bytes
+    };
+    let aligned = AlignedBytes::copy(elf);
+    let checked = check(aligned.as_slice(), 64 << 20)?;
+    let elf = &checked.elf;
+    let mut image = elf.image()?;
+    reloc::apply(&mut image, &reloc::resolve(elf, 0x7f00_0000_0000)?)?;
+    for d in &checked.kernels {
+        let offset = d.vaddr.wrapping_sub(elf.image_start);
+        let raw = image
+            .get(offset as usize..(offset as usize).saturating_add(64))
+            .and_then(|b| <&[u8; 64]>::try_from(b).ok())
+            .ok_or_else(|| CodeObjectError::Malformed("descriptor outside the image".into()))?;
+        let descriptor = aql::KernelDescriptor::from_bytes(raw);
+        check_entry(elf, &d.name, d.vaddr, &descriptor)?;
+    }
+    Ok(checked.kernels.len())
+}

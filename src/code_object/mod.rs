@@ -32,7 +32,7 @@ mod target;
 
 pub use bundle::{is_bundle, BundleEntry, OffloadBundle, BUNDLE_MAGIC};
 pub use error::CodeObjectError;
-pub use load::{LoadOptions, DEFAULT_MAX_IMAGE_BYTES};
+pub use load::{parse_without_device, LoadOptions, DEFAULT_MAX_IMAGE_BYTES};
 pub use metadata::{
     AddressSpace, ArgKind, CodeObjectMetadata, CodeObjectVersion, Dim, KernelArg, KernelMetadata,
 };

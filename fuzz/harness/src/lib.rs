@@ -1,0 +1,158 @@
+//! What each fuzz target does with its input. The cargo-fuzz targets in `fuzz/` (nightly) call
+//! these, and `tests/corpus.rs` replays every file of `fuzz/corpus/<target>/` through them on
+//! stable, so CI checks the corpora without a fuzzer. Each function may return an error of
+//! any kind for any input; a panic or a hang is a bug in what it drives.
+
+use kfd_sys::bindings::*;
+use kfd_sys::{Driver, KfdIoctl, Node};
+use std::sync::{Arc, OnceLock};
+
+/// What a target does with one input.
+pub type Target = fn(&[u8]);
+
+/// The targets, by name (the corpus directory of each).
+pub const TARGETS: &[(&str, Target)] = &[
+    ("aql_packet", aql_packet),
+    ("pm4_stream", pm4_stream),
+    ("sdma_stream", sdma_stream),
+    ("code_object", code_object),
+    ("topology_properties", topology_properties),
+    ("emu_ioctls", emu_ioctls),
+];
+
+fn dwords(data: &[u8]) -> Vec<u32> {
+    data.chunks(4)
+        .map(|c| {
+            let mut w = [0u8; 4];
+            w[..c.len()].copy_from_slice(c);
+            u32::from_le_bytes(w)
+        })
+        .collect()
+}
+
+/// An AQL packet: decoding never panics, and what decodes encodes back to a packet that
+/// decodes the same.
+pub fn aql_packet(data: &[u8]) {
+    let mut d = [0u32; 16];
+    for (w, v) in d.iter_mut().zip(dwords(data)) {
+        *w = v;
+    }
+    if let Ok(p) = aql::Packet::decode(&d) {
+        let again = aql::Packet::decode(&p.encode());
+        assert_eq!(
+            again,
+            Ok(p),
+            "AQL packet does not survive encode/decode: {d:08x?}"
+        );
+    }
+}
+
+/// A PM4 stream for the family the first byte picks, decoded packet by packet.
+pub fn pm4_stream(data: &[u8]) {
+    let Some((&pick, rest)) = data.split_first() else {
+        return;
+    };
+    let family = [
+        pm4::GfxFamily::Gfx9,
+        pm4::GfxFamily::Gfx90a,
+        pm4::GfxFamily::Gfx94x,
+        pm4::GfxFamily::Gfx103,
+    ][usize::from(pick) % 4];
+    let d = dwords(rest);
+    let mut at = 0;
+    while at < d.len() {
+        match pm4::Pm4Packet::decode(family, &d[at..]) {
+            Ok((_, n)) => {
+                assert!(n > 0 && n <= d.len() - at, "PM4 packet of {n} dwords");
+                at += n;
+            }
+            Err(_) => break,
+        }
+    }
+}
+
+/// An SDMA stream for the engine version the first byte picks, decoded packet by packet.
+pub fn sdma_stream(data: &[u8]) {
+    let Some((&pick, rest)) = data.split_first() else {
+        return;
+    };
+    let version = [
+        sdma::SdmaVersion::V4,
+        sdma::SdmaVersion::V5,
+        sdma::SdmaVersion::V6,
+    ][usize::from(pick) % 3];
+    let d = dwords(rest);
+    let mut at = 0;
+    while at < d.len() {
+        match sdma::SdmaPacket::decode(version, &d[at..]) {
+            Ok((_, n)) => {
+                assert!(n > 0 && n <= d.len() - at, "SDMA packet of {n} dwords");
+                at += n;
+            }
+            Err(_) => break,
+        }
+    }
+}
+
+/// A code object (an ELF or an offload bundle) through everything loading does without a device.
+pub fn code_object(data: &[u8]) {
+    let _ = kfdrt::code_object::parse_without_device(data, "gfx90a");
+    let _ = kfdrt::code_object::parse_without_device(data, "gfx942:sramecc+:xnack-");
+}
+
+/// A node's `properties` file.
+pub fn topology_properties(data: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(data) {
+        let _ = kfdrt::topology::NodeProperties::parse(text, "nodes/1/properties");
+    }
+}
+
+/// One emulated device shared by every input (making one per input would dominate the run);
+/// inputs change its state, as a client's calls do.
+fn emulator() -> &'static Arc<kfd_emu::Emulator> {
+    static EMU: OnceLock<Arc<kfd_emu::Emulator>> = OnceLock::new();
+    EMU.get_or_init(|| {
+        kfd_emu::Emulator::new(kfd_emu::EmuConfig::new(kfd_emu::Preset::Gfx90a, 2))
+            .unwrap_or_else(|e| panic!("cannot create the emulated device: {e}"))
+    })
+}
+
+/// Issues request `T` with its argument's bytes taken from `bytes` (zero-padded).
+fn issue<T: KfdIoctl + Default>(emu: &kfd_emu::Emulator, bytes: &[u8]) {
+    let mut arg = T::default();
+    let size = std::mem::size_of::<T>();
+    let n = bytes.len().min(size);
+    // SAFETY: `arg` is plain old data of `size` bytes (a bindgen struct of integers); any bytes
+    // are a valid value of it.
+    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), (&mut arg as *mut T).cast(), n) };
+    // SAFETY: `T` is a request whose argument holds no user pointer (the list in
+    // `emu_ioctls`), so the driver touches nothing but `arg`.
+    let _ = unsafe { emu.ioctl(Node::Kfd, T::REQUEST, (&mut arg as *mut T).cast()) };
+}
+
+/// A stream of (request, argument bytes) pairs against a live emulated device: the requests
+/// whose arguments carry no user pointer (the emulator must treat every field as untrusted;
+/// pointers would only test the fuzzer's own memory).
+pub fn emu_ioctls(data: &[u8]) {
+    let emu = emulator();
+    let mut rest = data;
+    while let Some((&pick, tail)) = rest.split_first() {
+        let take = tail.len().min(32);
+        let (arg, next) = tail.split_at(take);
+        rest = next;
+        match pick % 12 {
+            0 => issue::<kfd_ioctl_get_version_args>(emu, arg),
+            1 => issue::<kfd_ioctl_destroy_queue_args>(emu, arg),
+            2 => issue::<kfd_ioctl_set_memory_policy_args>(emu, arg),
+            3 => issue::<kfd_ioctl_get_clock_counters_args>(emu, arg),
+            4 => issue::<kfd_ioctl_create_event_args>(emu, arg),
+            5 => issue::<kfd_ioctl_destroy_event_args>(emu, arg),
+            6 => issue::<kfd_ioctl_set_event_args>(emu, arg),
+            7 => issue::<kfd_ioctl_reset_event_args>(emu, arg),
+            8 => issue::<kfd_ioctl_acquire_vm_args>(emu, arg),
+            9 => issue::<kfd_ioctl_free_memory_of_gpu_args>(emu, arg),
+            10 => issue::<kfd_ioctl_set_xnack_mode_args>(emu, arg),
+            _ => issue::<kfd_ioctl_get_available_memory_args>(emu, arg),
+        }
+    }
+}
