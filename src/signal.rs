@@ -85,32 +85,27 @@ unsafe impl Sync for Slot {}
 pub(crate) struct SignalPool {
     pages: Vec<RawAllocation>,
     mapped: Vec<Vec<u32>>,
-    free: Vec<Slot>,
-    /// Released slots whose armed completion value has not been observed yet.
-    pending: Vec<(Slot, i64)>,
+    /// Free slots, and released ones waiting for their armed completion (the reuse rule,
+    /// model-checked in the aql crate's `tests/loom.rs`).
+    slots: aql::reuse::ReusePool<Slot>,
     events: Vec<u32>,
+}
+
+/// A slot's signal value now.
+fn slot_value(slot: &Slot) -> i64 {
+    // SAFETY: the slot's page is alive (owned by the pool the slot is in).
+    unsafe { &*slot.signal }.value.load(Ordering::Acquire)
 }
 
 impl SignalPool {
     fn take(&mut self, dev: &DeviceContext, events: &EventTable) -> Result<Slot> {
-        // Reclaim released slots whose packets have completed.
-        let mut i = 0;
-        while i < self.pending.len() {
-            let (slot, target) = self.pending[i];
-            // SAFETY: the slot's page is alive (owned by this pool).
-            if unsafe { &*slot.signal }.value.load(Ordering::Acquire) == target {
-                self.free.push(slot);
-                self.pending.swap_remove(i);
-            } else {
-                i += 1;
-            }
-        }
-        if let Some(slot) = self.free.pop() {
+        // Released slots whose packets have completed are reclaimed first.
+        if let Some(slot) = self.slots.take(slot_value) {
             return Ok(slot);
         }
         self.grow(dev, events)?;
-        self.free
-            .pop()
+        self.slots
+            .take(slot_value)
             .ok_or_else(|| Error::Internal("the signal pool grew but has no free slot".into()))
     }
 
@@ -147,7 +142,7 @@ impl SignalPool {
             });
         }
         self.events.extend(new_slots.iter().map(|s| s.event_id));
-        self.free.extend(new_slots);
+        self.slots.add_free(new_slots);
         self.pages.push(page);
         self.mapped.push(mapped);
         Ok(())
@@ -425,13 +420,7 @@ impl Drop for SignalInner {
             .signals
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        match target {
-            // SAFETY: the page is alive (owned by the pool we hold locked).
-            Some(t) if unsafe { &*self.slot.signal }.value.load(Ordering::Acquire) != t => {
-                pool.pending.push((self.slot, t))
-            }
-            _ => pool.free.push(self.slot),
-        }
+        pool.slots.release(self.slot, target, slot_value);
     }
 }
 
@@ -446,7 +435,7 @@ mod tests {
         let mut pool = SignalPool::default();
         let first = pool.take(&dev, &events).expect("a signal");
         assert_eq!(pool.pages.len(), 1);
-        assert_eq!(pool.free.len(), SIGNALS_PER_PAGE - 1);
+        assert_eq!(pool.slots.free_len(), SIGNALS_PER_PAGE - 1);
         assert_eq!(emu.stats().live_events, SIGNALS_PER_PAGE);
         // SAFETY: the slot's page is alive, owned by `pool`.
         let sig = unsafe { &*first.signal };

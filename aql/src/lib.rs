@@ -12,6 +12,7 @@ mod abi;
 mod header;
 mod packet;
 pub mod queue_error;
+pub mod reuse;
 pub mod ring;
 pub mod scratch;
 mod sync;

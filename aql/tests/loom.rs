@@ -145,3 +145,42 @@ fn two_producers_share_a_ring_smaller_than_their_packets() {
 fn three_producers_one_packet_each_on_two_slots() {
     model(2, &[1, 1, 1]);
 }
+
+/// The signal pool's reuse rule (`aql::reuse`): a signal released while the packet that
+/// decrements it may still be in flight is handed out again only after that decrement landed,
+/// so re-arming it cannot be undone by the old packet.
+#[test]
+fn a_signal_is_not_reused_while_its_packet_is_in_flight() {
+    use aql::reuse::ReusePool;
+    use loom::sync::atomic::AtomicI64;
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound.get_or_insert(3);
+    builder.check(|| {
+        let signal = Arc::new(AtomicI64::new(1));
+        // The packet processor completes the packet some time later.
+        let device = {
+            let s = signal.clone();
+            thread::spawn(move || {
+                s.fetch_sub(1, Ordering::Release);
+            })
+        };
+        let value = |s: &Arc<AtomicI64>| s.load(Ordering::Acquire);
+        let mut pool = ReusePool::default();
+        // Released with its completion armed (target 0), maybe before the device ran it.
+        pool.release(signal.clone(), Some(0), value);
+        let reused = loop {
+            if let Some(s) = pool.take(value) {
+                break s;
+            }
+            thread::yield_now();
+        };
+        // Re-armed for a new packet.
+        reused.store(1, Ordering::Relaxed);
+        device.join().unwrap();
+        assert_eq!(
+            signal.load(Ordering::Relaxed),
+            1,
+            "the old packet's decrement landed on the reused signal"
+        );
+    });
+}
