@@ -265,3 +265,23 @@ fn an_allocation_the_driver_refuses() {
     }
     still_works(&gpu);
 }
+
+#[test]
+fn queue_slots_exhausted() {
+    let (kfd, gpu) = device();
+    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    kfd.emulator().unwrap().faults().exhaust_queue_slots(true);
+    for r in [
+        gpu.create_aql_queue(AqlQueueOptions::default()).map(drop),
+        gpu.create_pm4_queue(Pm4QueueOptions::default()).map(drop),
+    ] {
+        match r {
+            Err(e) => assert_eq!(e.errno(), Some(kfdrt::Errno::ENOSPC), "{e}"),
+            Ok(()) => panic!("a queue was created with the slots exhausted"),
+        }
+    }
+    // The queue that exists keeps working; new ones can be made once slots free up.
+    q.barrier_and(&[]).unwrap().wait(T).unwrap();
+    kfd.emulator().unwrap().faults().exhaust_queue_slots(false);
+    still_works(&gpu);
+}

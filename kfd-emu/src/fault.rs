@@ -15,6 +15,7 @@ pub struct FaultInjector {
     /// Fast path for processors: whether any queue is stalled at all.
     any_stalled: AtomicBool,
     sdma_exhausted: AtomicBool,
+    queues_exhausted: AtomicBool,
     /// Bumped by every change to the stalls, so the doorbell watcher wakes processors that
     /// sleep deeply to re-read them.
     generation: AtomicU64,
@@ -67,6 +68,16 @@ impl FaultInjector {
 
     pub(crate) fn sdma_exhausted(&self) -> bool {
         self.sdma_exhausted.load(Ordering::Acquire)
+    }
+
+    /// Makes every further queue creation fail as if the process had used all its queue slots
+    /// (KFD's per-process queue limit: ENOSPC).
+    pub fn exhaust_queue_slots(&self, exhausted: bool) {
+        self.queues_exhausted.store(exhausted, Ordering::Release);
+    }
+
+    pub(crate) fn queues_exhausted(&self) -> bool {
+        self.queues_exhausted.load(Ordering::Acquire)
     }
 
     /// Stops queue `queue_id`'s packet processor from consuming packets until resumed.

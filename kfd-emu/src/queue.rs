@@ -206,7 +206,7 @@ pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Res
             .filter(|e| e.ctl.gpu.index == gpu.index)
             .map(|e| e.ctl.doorbell_index)
             .collect();
-    if used.len() >= MAX_QUEUES_PER_GPU {
+    if used.len() >= MAX_QUEUES_PER_GPU || emu.faults.queues_exhausted() {
         return Err(Errno::ENOSPC);
     }
     // Compute queues fill the first page, then the second (SDMA queues will start there).
