@@ -18,6 +18,8 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("code_object", code_object),
     ("topology_properties", topology_properties),
     ("emu_ioctls", emu_ioctls),
+    ("aql_processor", aql_processor),
+    ("topology_tree", topology_tree),
 ];
 
 fn dwords(data: &[u8]) -> Vec<u32> {
@@ -155,4 +157,158 @@ pub fn emu_ioctls(data: &[u8]) {
             _ => issue::<kfd_ioctl_get_available_memory_args>(emu, arg),
         }
     }
+}
+
+/// An emulated GPU with one AQL queue whose packet processor spins (so each input is noticed at
+/// once), shared by every input of `aql_processor`; a queue the input killed is replaced.
+struct ProcessorRig {
+    kfd: kfdrt::Kfd,
+    queue: std::sync::Mutex<Option<kfdrt::AqlQueue>>,
+}
+
+fn processor_rig() -> &'static ProcessorRig {
+    static RIG: OnceLock<ProcessorRig> = OnceLock::new();
+    RIG.get_or_init(|| {
+        let mut config = kfd_emu::EmuConfig::new(kfd_emu::Preset::Gfx90a, 1);
+        config.spin_poll = true;
+        let kfd = kfdrt::Kfd::emulated_with(config, kfdrt::DebugOptions::default())
+            .unwrap_or_else(|e| panic!("cannot create the emulated device: {e}"));
+        ProcessorRig {
+            kfd,
+            queue: std::sync::Mutex::new(None),
+        }
+    })
+}
+
+/// Arbitrary ring contents for the AQL packet processor: up to four 64-byte packets from the
+/// input are published (body, then header) at the queue's write index; the processor must run
+/// them, stop the queue with an error, or wait (then the queue is destroyed): never panic, and
+/// never touch memory outside the client's mappings (the emulator's page table decides).
+pub fn aql_processor(data: &[u8]) {
+    use std::sync::atomic::Ordering;
+    let rig = processor_rig();
+    let mut slot = rig.queue.lock().unwrap_or_else(|p| p.into_inner());
+    let gpu = rig
+        .kfd
+        .gpu(0)
+        .unwrap_or_else(|| unreachable!("the rig has a GPU"));
+    let queue = match slot.take() {
+        Some(q) if q.fault().is_none() => q,
+        _ => match gpu.create_aql_queue(kfdrt::AqlQueueOptions::default().with_size_packets(64)) {
+            Ok(q) => q,
+            Err(_) => return,
+        },
+    };
+    // SAFETY: the queue's amd_queue_t lives as long as `queue`; its indices are atomics.
+    let amd = unsafe { &*(queue.amd_queue_address() as *const aql::AmdQueue) };
+    let packets: Vec<[u32; 16]> = data
+        .chunks(64)
+        .take(4)
+        .map(|c| {
+            let mut d = [0u32; 16];
+            for (w, v) in d.iter_mut().zip(dwords(c)) {
+                *w = v;
+            }
+            d
+        })
+        .collect();
+    let w = amd.write_dispatch_id.load(Ordering::Acquire);
+    let size = u64::from(queue.size());
+    if packets.is_empty()
+        || w + packets.len() as u64 > amd.read_dispatch_id.load(Ordering::Acquire) + size
+    {
+        *slot = Some(queue);
+        return;
+    }
+    for (i, p) in packets.iter().enumerate() {
+        let at = queue.ring_address() + ((w + i as u64) % size) * 64;
+        let words = at as *const std::sync::atomic::AtomicU32;
+        for (k, v) in p.iter().enumerate().skip(1) {
+            // SAFETY: slot `w + i` of the queue's ring (host-mapped GTT it owns), free because
+            // the read index is within a ring's length of it.
+            unsafe { &*words.add(k) }.store(*v, Ordering::Relaxed);
+        }
+        // SAFETY: as above; the header word last, with release.
+        unsafe { &*words }.store(p[0], Ordering::Release);
+    }
+    amd.write_dispatch_id
+        .store(w + packets.len() as u64, Ordering::Release);
+    rig.kfd.driver().doorbell_hint(gpu.id());
+    let end = w + packets.len() as u64;
+    let start = std::time::Instant::now();
+    while amd.read_dispatch_id.load(Ordering::Acquire) < end {
+        if queue.fault().is_some() || start.elapsed() > std::time::Duration::from_millis(50) {
+            // Stopped, or waiting on something that will not come: a new queue next time.
+            return;
+        }
+        std::thread::yield_now();
+    }
+    *slot = Some(queue);
+}
+
+/// A file tree as the topology reader sees it, built from the input: `path\0contents\0...`.
+struct FakeTopology(std::collections::BTreeMap<String, String>);
+
+impl kfd_sys::Driver for FakeTopology {
+    fn kind(&self) -> kfd_sys::DriverKind {
+        kfd_sys::DriverKind::Emulated
+    }
+    fn describe(&self) -> String {
+        "fuzzed topology".into()
+    }
+    unsafe fn ioctl(
+        &self,
+        _: Node,
+        _: kfd_sys::IoctlRequest,
+        _: *mut std::ffi::c_void,
+    ) -> Result<i32, kfd_sys::Errno> {
+        Err(kfd_sys::Errno::EINVAL)
+    }
+    fn open_render_node(&self, _: u32) -> Result<i32, kfd_sys::Errno> {
+        Err(kfd_sys::Errno::ENOENT)
+    }
+    unsafe fn mmap(
+        &self,
+        _: kfd_sys::MapSource,
+        _: *mut std::ffi::c_void,
+        _: usize,
+        _: i32,
+        _: i32,
+        _: u64,
+    ) -> Result<*mut std::ffi::c_void, kfd_sys::Errno> {
+        Err(kfd_sys::Errno::EINVAL)
+    }
+    unsafe fn munmap(&self, _: *mut std::ffi::c_void, _: usize) -> Result<(), kfd_sys::Errno> {
+        Err(kfd_sys::Errno::EINVAL)
+    }
+    fn read_topology(&self, path: &str) -> Result<String, kfd_sys::Errno> {
+        self.0.get(path).cloned().ok_or(kfd_sys::Errno::ENOENT)
+    }
+    fn list_topology(&self, path: &str) -> Result<Vec<String>, kfd_sys::Errno> {
+        let prefix = format!("{path}/");
+        let mut names: Vec<String> = self
+            .0
+            .keys()
+            .filter_map(|k| k.strip_prefix(&prefix))
+            .map(|rest| rest.split('/').next().unwrap_or(rest).to_string())
+            .collect();
+        names.dedup();
+        if names.is_empty() {
+            return Err(kfd_sys::Errno::ENOENT);
+        }
+        kfd_sys::sort_topology_entries(&mut names);
+        Ok(names)
+    }
+}
+
+/// A whole topology tree generated from the input (file paths and contents), read as kfdrt
+/// reads the real one at open.
+pub fn topology_tree(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let mut parts = text.split('\0');
+    let mut files = std::collections::BTreeMap::new();
+    while let (Some(path), Some(contents)) = (parts.next(), parts.next()) {
+        files.insert(path.to_string(), contents.to_string());
+    }
+    let _ = kfdrt::Topology::read(&FakeTopology(files));
 }
