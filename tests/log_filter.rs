@@ -11,7 +11,9 @@ use kfdrt::{DebugOptions, Error, Kfd};
 fn a_log_filter_installs_a_logger_and_a_bad_one_is_refused() {
     assert_eq!(log::max_level(), log::LevelFilter::Off, "no logger before");
     let options = DebugOptions::default().with_log("error,kfdrt=debug");
-    let kfd = Kfd::emulated_with(EmuConfig::new(Preset::Gfx90a, 1), options).unwrap();
+    let kfd = common::Checked::new(
+        Kfd::emulated_with(EmuConfig::new(Preset::Gfx90a, 1), options).unwrap(),
+    );
     assert_eq!(log::max_level(), log::LevelFilter::Debug);
     drop(kfd);
     match Kfd::emulated_with(
