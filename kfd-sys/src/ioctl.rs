@@ -111,7 +111,7 @@ pub unsafe trait PlainKfdIoctl: KfdIoctl {}
 
 macro_rules! kfd_ioctls {
     ($($name:ident = $dir:ident($nr:literal, $ty:ty) $($plain:ident)?;)*) => {
-        /// Every KFD request kfdrt issues or kfd-emu answers, by name.
+        /// Every request of KFD 1.11 (`linux/kfd_ioctl.h` of the bindings), by name.
         pub mod request {
             use super::*;
             $(
@@ -148,12 +148,17 @@ kfd_ioctls! {
     DESTROY_QUEUE = iowr(0x03, kfd_ioctl_destroy_queue_args) plain;
     SET_MEMORY_POLICY = iow(0x04, kfd_ioctl_set_memory_policy_args) plain;
     GET_CLOCK_COUNTERS = iowr(0x05, kfd_ioctl_get_clock_counters_args) plain;
+    GET_PROCESS_APERTURES = ior(0x06, kfd_ioctl_get_process_apertures_args) plain;
     UPDATE_QUEUE = iow(0x07, kfd_ioctl_update_queue_args);
     CREATE_EVENT = iowr(0x08, kfd_ioctl_create_event_args) plain;
     DESTROY_EVENT = iow(0x09, kfd_ioctl_destroy_event_args) plain;
     SET_EVENT = iow(0x0A, kfd_ioctl_set_event_args) plain;
     RESET_EVENT = iow(0x0B, kfd_ioctl_reset_event_args) plain;
     WAIT_EVENTS = iowr(0x0C, kfd_ioctl_wait_events_args);
+    DBG_REGISTER_DEPRECATED = iow(0x0D, kfd_ioctl_dbg_register_args) plain;
+    DBG_UNREGISTER_DEPRECATED = iow(0x0E, kfd_ioctl_dbg_unregister_args) plain;
+    DBG_ADDRESS_WATCH_DEPRECATED = iow(0x0F, kfd_ioctl_dbg_address_watch_args);
+    DBG_WAVE_CONTROL_DEPRECATED = iow(0x10, kfd_ioctl_dbg_wave_control_args);
     SET_SCRATCH_BACKING_VA = iowr(0x11, kfd_ioctl_set_scratch_backing_va_args);
     GET_TILE_CONFIG = iowr(0x12, kfd_ioctl_get_tile_config_args);
     SET_TRAP_HANDLER = iow(0x13, kfd_ioctl_set_trap_handler_args);
@@ -164,8 +169,14 @@ kfd_ioctls! {
     MAP_MEMORY_TO_GPU = iowr(0x18, kfd_ioctl_map_memory_to_gpu_args);
     UNMAP_MEMORY_FROM_GPU = iowr(0x19, kfd_ioctl_unmap_memory_from_gpu_args);
     SET_CU_MASK = iow(0x1A, kfd_ioctl_set_cu_mask_args);
+    GET_QUEUE_WAVE_STATE = iowr(0x1B, kfd_ioctl_get_queue_wave_state_args);
+    GET_DMABUF_INFO = iowr(0x1C, kfd_ioctl_get_dmabuf_info_args);
+    IMPORT_DMABUF = iowr(0x1D, kfd_ioctl_import_dmabuf_args);
+    ALLOC_QUEUE_GWS = iowr(0x1E, kfd_ioctl_alloc_queue_gws_args) plain;
+    SMI_EVENTS = iowr(0x1F, kfd_ioctl_smi_events_args) plain;
     SVM = iowr(0x20, kfd_ioctl_svm_args);
     SET_XNACK_MODE = iowr(0x21, kfd_ioctl_set_xnack_mode_args) plain;
+    CRIU_OP = iowr(0x22, kfd_ioctl_criu_args);
     AVAILABLE_MEMORY = iowr(0x23, kfd_ioctl_get_available_memory_args) plain;
 }
 
@@ -186,6 +197,19 @@ mod tests {
         assert_eq!(r.dir(), Direction::ReadWrite);
         assert_eq!(r.size(), size_of::<kfd_ioctl_alloc_memory_of_gpu_args>());
         assert_eq!(kfd_request_name(0x0C), Some("AMDKFD_IOC_WAIT_EVENTS"));
+        // Every KFD 1.11 request has a name (kfd-emu logs unknown ones by it).
+        assert_eq!(kfd_request_name(0x1E), Some("AMDKFD_IOC_ALLOC_QUEUE_GWS"));
+        assert_eq!(
+            kfd_request_name(0x06),
+            Some("AMDKFD_IOC_GET_PROCESS_APERTURES")
+        );
+        assert_eq!(kfd_request_name(0x22), Some("AMDKFD_IOC_CRIU_OP"));
+        for nr in 0x01..=0x23u8 {
+            assert!(
+                kfd_request_name(nr).is_some(),
+                "request {nr:#x} has no name"
+            );
+        }
         assert_eq!(kfd_request_name(0xEE), None);
     }
 }
