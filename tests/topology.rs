@@ -166,3 +166,16 @@ fn host_visible_vram_of_a_small_bar_part_comes_from_the_render_node() {
     let info = kfd.gpu(0).unwrap().info().clone();
     assert_eq!(info.host_visible_vram_bytes, info.vram_bytes);
 }
+
+#[test]
+fn node_names_are_amdgpus_asic_names() {
+    // amdkfd names a node after amdgpu's ASIC, lowercased: scripts select the platform by it.
+    for (preset, name) in [
+        (Preset::Gfx90a, "aldebaran"),
+        (Preset::Gfx942, "ip discovery"),
+        (Preset::Gfx1100, "ip discovery"),
+    ] {
+        let kfd = common::emulated(preset, 1);
+        assert_eq!(kfd.gpu(0).unwrap().info().name, name, "{preset:?}");
+    }
+}
