@@ -95,6 +95,10 @@
 //!
 //! # What it still forgives
 //!
+//! - Injected faults are gentler than the real ones: a GPU reset (`inject_gpu_reset`) keeps
+//!   VRAM's contents (KFD reports them lost, and a runtime must not trust them), and an
+//!   eviction or suspend stops queues at packet boundaries (a GPU preempts running waves
+//!   through CWSR and resumes them).
 //! - Caches: data a kernel writes is visible to everything at once; release and acquire fence
 //!   scopes, and GPU-side cache maintenance (GCR requests, `ACQUIRE_MEM` other than the
 //!   instruction-cache action), change nothing. Only their presence is observable

@@ -167,14 +167,13 @@ pub(crate) fn aql_submission(
                 labels.push(shared.reports.kernel_name(k.kernel_object));
                 completion = k.completion_signal;
             }
-            Ok(aql::Packet::BarrierAnd(b)) | Ok(aql::Packet::BarrierOr(b)) => {
-                labels.push(
-                    if matches!(aql::Packet::decode(p), Ok(aql::Packet::BarrierAnd(_))) {
-                        "barrier-and".into()
-                    } else {
-                        "barrier-or".into()
-                    },
-                );
+            Ok(aql::Packet::BarrierAnd(b)) => {
+                labels.push("barrier-and".into());
+                waits_on.extend(b.dep_signal.iter().copied().filter(|&s| s != 0));
+                completion = b.completion_signal;
+            }
+            Ok(aql::Packet::BarrierOr(b)) => {
+                labels.push("barrier-or".into());
                 waits_on.extend(b.dep_signal.iter().copied().filter(|&s| s != 0));
                 completion = b.completion_signal;
             }

@@ -165,7 +165,7 @@ pub(crate) trait QueueProbe: Send + Sync {
     /// The queue's id.
     fn queue_id(&self) -> u32;
     /// The queue as it is now; `names` maps kernel objects to kernel names.
-    fn report(&self, shared: &KfdShared, names: &HashMap<u64, String>) -> QueueReport;
+    fn report(&self, shared: &KfdShared, kernels: &Kernels) -> QueueReport;
 }
 
 /// When a queue's read index last moved, as kfdrt saw it.
@@ -203,9 +203,11 @@ impl Progress {
 #[derive(Default)]
 pub(crate) struct Registry {
     probes: Mutex<Vec<Arc<dyn QueueProbe>>>,
-    kernel_names: Mutex<HashMap<u64, String>>,
-    kernels: Mutex<HashMap<u64, KernelInfo>>,
+    kernels: Mutex<Kernels>,
 }
+
+/// What is known of each kernel object kfdrt handed out.
+pub(crate) type Kernels = HashMap<u64, KernelInfo>;
 
 /// What a capture needs to know of a kernel besides its packet.
 #[derive(Clone, Debug)]
@@ -238,11 +240,14 @@ impl Registry {
 
     /// The name of `kernel_object`, or `kernel 0x...`.
     pub(crate) fn kernel_name(&self, kernel_object: u64) -> String {
-        let names = self.kernel_names.lock().unwrap_or_else(|p| p.into_inner());
-        match names.get(&kernel_object) {
-            Some(n) => n.clone(),
+        match self.lock_kernels().get(&kernel_object) {
+            Some(k) => k.name.clone(),
             None => format!("kernel {kernel_object:#x}"),
         }
+    }
+
+    fn lock_kernels(&self) -> std::sync::MutexGuard<'_, Kernels> {
+        self.kernels.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Remembers that `kernel_object` is kernel `name`, which reads `kernarg_size` bytes of
@@ -254,31 +259,20 @@ impl Registry {
         kernarg_size: u32,
         pointer_args: Option<Vec<u32>>,
     ) {
-        self.kernel_names
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(kernel_object, name.to_string());
-        self.kernels
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(
-                kernel_object,
-                KernelInfo {
-                    name: name.to_string(),
-                    kernarg_size,
-                    has_metadata: pointer_args.is_some(),
-                    pointer_args: pointer_args.unwrap_or_default(),
-                },
-            );
+        self.lock_kernels().insert(
+            kernel_object,
+            KernelInfo {
+                name: name.to_string(),
+                kernarg_size,
+                has_metadata: pointer_args.is_some(),
+                pointer_args: pointer_args.unwrap_or_default(),
+            },
+        );
     }
 
     /// What is known of `kernel_object`.
     pub(crate) fn kernel_info(&self, kernel_object: u64) -> Option<KernelInfo> {
-        self.kernels
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&kernel_object)
-            .cloned()
+        self.lock_kernels().get(&kernel_object).cloned()
     }
 
     fn probes(&self) -> Vec<Arc<dyn QueueProbe>> {
@@ -290,9 +284,9 @@ impl Registry {
 }
 
 /// `name (0x...)` for a known kernel object, else the address.
-pub(crate) fn kernel_label(names: &HashMap<u64, String>, kernel_object: u64) -> String {
-    match names.get(&kernel_object) {
-        Some(n) => format!("{n} ({kernel_object:#x})"),
+pub(crate) fn kernel_label(kernels: &Kernels, kernel_object: u64) -> String {
+    match kernels.get(&kernel_object) {
+        Some(k) => format!("{} ({kernel_object:#x})", k.name),
         None => format!("at kernel object {kernel_object:#x}"),
     }
 }
@@ -303,12 +297,7 @@ pub(crate) fn gather(
     shared: &KfdShared,
     fault: Option<&crate::event::MemoryException>,
 ) -> DeviceReport {
-    let names = shared
-        .reports
-        .kernel_names
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .clone();
+    let names = shared.reports.lock_kernels();
     let queues = shared
         .reports
         .probes()
@@ -325,7 +314,7 @@ pub(crate) fn gather(
 fn fault_report(
     shared: &KfdShared,
     f: &crate::event::MemoryException,
-    names: &HashMap<u64, String>,
+    names: &Kernels,
 ) -> FaultReport {
     let mut r = FaultReport {
         gpu_id: f.gpu_id,

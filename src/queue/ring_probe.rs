@@ -1,32 +1,56 @@
 //! What a PM4 or SDMA queue tells a hang or fault report (see [`crate::debug::report`]): its
 //! read and write pointers from the pointer page, and the packet at the read pointer decoded.
 
-use crate::debug::report::{Progress, QueueKind, QueueProbe, QueueReport};
-use crate::device::KfdShared;
+use crate::debug::report::{Kernels, Progress, QueueKind, QueueProbe, QueueReport};
+use crate::device::{Gpu, KfdShared};
 use crate::memory::Buffer;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Decodes the dwords at the read pointer into one line.
-pub(crate) type Decoder = Box<dyn Fn(&[u32]) -> String + Send + Sync>;
+type Decoder = Box<dyn Fn(&[u32]) -> String + Send + Sync>;
 
 /// A ring queue as a report sees it. It holds the ring and the pointer page (the queue
 /// unregisters it before they are freed).
-pub(crate) struct RingProbe {
-    pub(crate) kind: QueueKind,
-    pub(crate) queue_id: u32,
-    pub(crate) gpu_id: u32,
-    pub(crate) ring: Arc<Buffer>,
-    pub(crate) pointers: Arc<Buffer>,
+struct RingProbe {
+    kind: QueueKind,
+    queue_id: u32,
+    gpu_id: u32,
+    ring: Arc<Buffer>,
+    pointers: Arc<Buffer>,
     /// Offsets of the read and write pointers in the pointer page.
-    pub(crate) rptr_at: u64,
-    pub(crate) wptr_at: u64,
-    /// Bytes per unit of the pointers (4: dwords, PM4; 1: bytes, SDMA).
-    pub(crate) unit: u64,
-    /// Whether the read pointer is an offset in the ring (PM4) rather than monotonic (SDMA).
-    pub(crate) rptr_wraps: bool,
-    pub(crate) decode: Decoder,
-    pub(crate) progress: Progress,
+    rptr_at: u64,
+    wptr_at: u64,
+    decode: Decoder,
+    progress: Progress,
+}
+
+/// Registers PM4 or SDMA queue `queue_id` of `gpu` for hang reports: its ring, its pointer page
+/// with the read and write pointers at `rptr_at` and `wptr_at`, and how to decode a packet.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn register<P: std::fmt::Debug, E: std::fmt::Debug>(
+    gpu: &Gpu,
+    kind: QueueKind,
+    queue_id: u32,
+    ring: &Arc<Buffer>,
+    pointers: &Arc<Buffer>,
+    rptr_at: u64,
+    wptr_at: u64,
+    decode: impl Fn(&[u32]) -> Result<(P, usize), E> + Send + Sync + 'static,
+) {
+    gpu.kfd().shared.reports.register(Arc::new(RingProbe {
+        kind,
+        queue_id,
+        gpu_id: gpu.id(),
+        ring: ring.clone(),
+        pointers: pointers.clone(),
+        rptr_at,
+        wptr_at,
+        decode: Box::new(move |d: &[u32]| match decode(d) {
+            Ok((p, _)) => format!("{p:?}"),
+            Err(e) => format!("undecodable ({e:?}): {:08x?}", &d[..d.len().min(8)]),
+        }),
+        progress: Progress::default(),
+    }));
 }
 
 impl RingProbe {
@@ -36,6 +60,14 @@ impl RingProbe {
         let _ = self.pointers.read(at, &mut v);
         u64::from_le_bytes(v)
     }
+
+    /// Bytes per unit of the pointers: PM4 counts dwords, SDMA bytes.
+    fn unit(&self) -> u64 {
+        match self.kind {
+            QueueKind::Pm4 => 4,
+            _ => 1,
+        }
+    }
 }
 
 impl QueueProbe for RingProbe {
@@ -43,11 +75,12 @@ impl QueueProbe for RingProbe {
         self.queue_id
     }
 
-    fn report(&self, _shared: &KfdShared, _names: &HashMap<u64, String>) -> QueueReport {
-        let ring_units = self.ring.size() / self.unit;
+    fn report(&self, _shared: &KfdShared, _kernels: &Kernels) -> QueueReport {
+        let unit = self.unit();
+        let ring_units = self.ring.size() / unit;
         let mut read = self.word(self.rptr_at);
         let mut write = self.word(self.wptr_at);
-        if self.rptr_wraps {
+        if self.kind == QueueKind::Pm4 {
             // PM4: a 32-bit offset in the ring against a monotonic write pointer.
             read &= 0xFFFF_FFFF;
             write %= ring_units.max(1);
@@ -69,7 +102,7 @@ impl QueueProbe for RingProbe {
                 // Wrapped (PM4): report as pending, write past read.
                 r.write = read + (write + ring_units - read) % ring_units.max(1);
             }
-            let at = (read % ring_units.max(1)) * self.unit;
+            let at = (read % ring_units.max(1)) * unit;
             let n = ((self.ring.size() - at) / 4).min(64) as usize;
             let mut bytes = vec![0u8; n * 4];
             r.head = match self.ring.read(at, &mut bytes) {

@@ -10,7 +10,7 @@
 use super::cwsr::queue_buffer;
 use super::handle::KfdQueue;
 use super::held::{Held, RetireList};
-use super::ring_probe::RingProbe;
+use super::ring_probe;
 use super::QueuePriority;
 use crate::debug::report::QueueKind;
 use crate::device::Gpu;
@@ -212,22 +212,18 @@ impl Gpu {
             }
         };
         let (pointers, ring_mem) = (Arc::new(pointers), Arc::new(ring_mem));
-        self.kfd.shared.reports.register(Arc::new(RingProbe {
-            kind: QueueKind::Sdma,
-            queue_id: handle.id(),
-            gpu_id: self.id(),
-            ring: ring_mem.clone(),
-            pointers: pointers.clone(),
-            rptr_at: RPTR,
-            wptr_at: WPTR,
-            unit: 1,
-            rptr_wraps: false,
-            decode: Box::new(move |d: &[u32]| match SdmaPacket::decode(version, d) {
-                Ok((p, _)) => format!("{p:?}"),
-                Err(e) => format!("undecodable ({e:?}): {:08x?}", &d[..d.len().min(8)]),
-            }),
-            progress: Default::default(),
-        }));
+        let decode = move |d: &[u32]| SdmaPacket::decode(version, d);
+        ring_probe::register(
+            self,
+            QueueKind::Sdma,
+            handle.id(),
+            &ring_mem,
+            &pointers,
+            RPTR,
+            WPTR,
+            decode,
+        );
+
         Ok(SdmaQueue(Arc::new(SdmaQueueShared {
             handle: Some(handle),
             gpu: self.clone(),
@@ -358,24 +354,20 @@ impl SdmaQueue {
         deps: &[&Signal],
         buffers: &[&Buffer],
     ) -> Result<CopyCompletion> {
-        let started = self
-            .0
-            .gpu
-            .kfd()
-            .shared
-            .recorder
-            .as_ref()
-            .map(|_| crate::debug::recorder::host_ns());
-        let labels: Vec<String> = packets
-            .iter()
-            .map(|p| {
-                format!("{p:?}")
-                    .split([' ', '{', '('])
-                    .next()
-                    .unwrap_or("")
-                    .to_string()
-            })
-            .collect();
+        // What the timeline and the graph record, only when they are on.
+        let recording = self.0.gpu.kfd().shared.recorder.as_ref().map(|_| {
+            let labels: Vec<String> = packets
+                .iter()
+                .map(|p| {
+                    format!("{p:?}")
+                        .split([' ', '{', '('])
+                        .next()
+                        .unwrap_or("")
+                        .to_string()
+                })
+                .collect();
+            (crate::debug::recorder::host_ns(), labels)
+        });
         let mut held = Held::default();
         for d in deps {
             self.0
@@ -452,7 +444,8 @@ impl SdmaQueue {
         });
         signal.arm_decrement();
         let seq = self.submit_packets(&all, Duration::from_secs(60))?;
-        if let (Some(rec), Some(started)) = (&self.0.gpu.kfd().shared.recorder, started) {
+        if let (Some(rec), Some((started, labels))) = (&self.0.gpu.kfd().shared.recorder, recording)
+        {
             rec.submitted(crate::debug::recorder::Submitted {
                 kind: QueueKind::Sdma,
                 queue_id: self.id(),

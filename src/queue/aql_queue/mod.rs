@@ -411,7 +411,6 @@ impl AqlQueue {
     /// is served first.
     fn check(&self) -> Result<()> {
         let queue_id = self.0.handle().id();
-        self.0.progress.observe(self.0.ring.read_index());
         if aql::queue_error::is_scratch_request(self.0.inactive.value() as u64) {
             self.0.serve_scratch_request()?;
         }

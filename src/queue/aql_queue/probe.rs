@@ -1,9 +1,8 @@
 //! What an AQL queue tells a hang or fault report (see [`crate::debug::report`]).
 
 use super::AqlQueueShared;
-use crate::debug::report::{kernel_label, Progress, QueueKind, QueueProbe, QueueReport};
+use crate::debug::report::{kernel_label, Kernels, Progress, QueueKind, QueueProbe, QueueReport};
 use crate::device::KfdShared;
-use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 
 /// An AQL queue as a report sees it.
@@ -18,7 +17,7 @@ impl QueueProbe for AqlProbe {
         self.queue_id
     }
 
-    fn report(&self, shared: &KfdShared, names: &HashMap<u64, String>) -> QueueReport {
+    fn report(&self, shared: &KfdShared, names: &Kernels) -> QueueReport {
         let mut r = QueueReport {
             kind: QueueKind::Aql,
             queue_id: self.queue_id,
@@ -50,12 +49,7 @@ impl QueueProbe for AqlProbe {
 }
 
 /// The packet at index `index`, decoded, one line per fact.
-fn head(
-    q: &AqlQueueShared,
-    index: u64,
-    shared: &KfdShared,
-    names: &HashMap<u64, String>,
-) -> Vec<String> {
+fn head(q: &AqlQueueShared, index: u64, shared: &KfdShared, names: &Kernels) -> Vec<String> {
     let slot = (index % u64::from(q.size_packets)) * 64;
     let mut bytes = [0u8; 64];
     if let Err(e) = q.ring_mem.read(slot, &mut bytes) {
@@ -91,8 +85,8 @@ fn head(
             k.completion_signal,
             value(k.completion_signal)
         )],
-        Ok(aql::Packet::BarrierAnd(b)) | Ok(aql::Packet::BarrierOr(b)) => {
-            let kind = if matches!(aql::Packet::decode(&d), Ok(aql::Packet::BarrierAnd(_))) {
+        Ok(packet @ (aql::Packet::BarrierAnd(b) | aql::Packet::BarrierOr(b))) => {
+            let kind = if matches!(packet, aql::Packet::BarrierAnd(_)) {
                 "barrier-and (all must reach 0)"
             } else {
                 "barrier-or (one must reach 0)"

@@ -78,6 +78,8 @@ impl Submission {
 
     fn wait_unreported(&self, timeout: Option<Duration>) -> Result<()> {
         let q = &self.queue;
+        // Where the queue stands as the wait begins: a hang report dates the stall from here.
+        q.0.progress.observe(q.read_index());
         q.check()?;
         self.signal
             .wait_with(

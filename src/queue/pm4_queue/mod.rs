@@ -9,7 +9,7 @@ mod dispatch;
 
 use super::cwsr::{queue_buffer, ComputeAreas};
 use super::handle::KfdQueue;
-use super::ring_probe::RingProbe;
+use super::ring_probe;
 use super::QueuePriority;
 use crate::debug::report::QueueKind;
 use crate::device::Gpu;
@@ -166,22 +166,18 @@ impl Gpu {
             }
         };
         let (pointers, ring_mem) = (Arc::new(pointers), Arc::new(ring_mem));
-        self.kfd.shared.reports.register(Arc::new(RingProbe {
-            kind: QueueKind::Pm4,
-            queue_id: handle.id(),
-            gpu_id: self.id(),
-            ring: ring_mem.clone(),
-            pointers: pointers.clone(),
-            rptr_at: RPTR,
-            wptr_at: WPTR,
-            unit: 4,
-            rptr_wraps: true,
-            decode: Box::new(move |d: &[u32]| match Pm4Packet::decode(family, d) {
-                Ok((p, _)) => format!("{p:?}"),
-                Err(e) => format!("undecodable ({e:?}): {:08x?}", &d[..d.len().min(8)]),
-            }),
-            progress: Default::default(),
-        }));
+        let decode = move |d: &[u32]| Pm4Packet::decode(family, d);
+        ring_probe::register(
+            self,
+            QueueKind::Pm4,
+            handle.id(),
+            &ring_mem,
+            &pointers,
+            RPTR,
+            WPTR,
+            decode,
+        );
+
         Ok(Pm4Queue {
             handle: Some(handle),
             gpu: self.clone(),
