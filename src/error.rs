@@ -29,6 +29,15 @@ pub enum Error {
         /// Oldest minor version kfdrt accepts.
         min_minor: u32,
     },
+    /// The driver's KFD ABI is older than a feature needs (the README lists which kernels have
+    /// which version).
+    #[error("{feature} needs KFD {} or newer; the driver speaks KFD {have}", feature.since())]
+    NeedsKfd {
+        /// What was asked for.
+        feature: kfd_sys::Feature,
+        /// The version the driver reported.
+        have: kfd_sys::KfdVersion,
+    },
     /// The topology tree is missing something or holds a value that does not parse.
     #[error("topology: {0}")]
     Topology(String),

@@ -105,7 +105,7 @@ pub use event::{Event, EventKind, EventReset, MemoryException, WaitMode};
 pub use exception::DeviceReset;
 pub use kernel::Kernel;
 pub use kernel_args::{KernelArgs, LaunchGeometry};
-pub use kfd_sys::{DriverKind, Errno};
+pub use kfd_sys::{DriverKind, Errno, Feature, KfdVersion};
 pub use memory::{AllocOptions, Buffer, HostRegistration, MemoryKind};
 pub use queue::{
     AqlQueue, AqlQueueOptions, CopyCompletion, Dispatch, Pm4Queue, Pm4QueueOptions,

@@ -231,6 +231,10 @@ pub struct EmuConfig {
     /// Host threads one dispatch of machine code spreads its work-groups over (0, the default:
     /// as many as the host has cores).
     pub wave_threads: usize,
+    /// The KFD ABI version the emulated driver reports and answers: requests newer than it
+    /// fail with ENOTTY, as on an older kernel. From [`crate::OLDEST_KFD_VERSION`] (1.11,
+    /// Linux 6.1) to [`kfd_sys::KFD_ABI`], the default.
+    pub kfd_version: kfd_sys::KfdVersion,
 }
 
 /// Environment variable naming the preset for [`EmuConfig::from_env`].
@@ -245,6 +249,17 @@ pub const SPIN_ENV: &str = "KFDRT_EMU_SPIN";
 pub const STRICT_ENV: &str = "KFDRT_EMU_STRICT";
 /// Environment variable giving [`EmuConfig::wave_threads`] for [`EmuConfig::from_env`].
 pub const WAVE_THREADS_ENV: &str = "KFDRT_EMU_WAVE_THREADS";
+/// Environment variable giving [`EmuConfig::kfd_version`] (`1.11`) for [`EmuConfig::from_env`].
+pub const KFD_VERSION_ENV: &str = "KFDRT_EMU_KFD_VERSION";
+
+/// Parses `major.minor`.
+pub(crate) fn parse_kfd_version(v: &str) -> Option<kfd_sys::KfdVersion> {
+    let (major, minor) = v.trim().split_once('.')?;
+    Some(kfd_sys::KfdVersion::new(
+        major.parse().ok()?,
+        minor.parse().ok()?,
+    ))
+}
 
 fn env_flag(var: &str, default: bool) -> Result<bool, EmuError> {
     match std::env::var(var) {
@@ -268,12 +283,14 @@ impl EmuConfig {
             torn_check_window: std::time::Duration::ZERO,
             strict: true,
             wave_threads: 0,
+            kfd_version: kfd_sys::KFD_ABI,
         }
     }
 
     /// From `KFDRT_EMU_PRESET` (default gfx90a), `KFDRT_EMU_GPUS` (default 1),
     /// `KFDRT_EMU_SPIN` (`1`: spin-poll; default off), `KFDRT_EMU_STRICT` (`0`: lenient;
-    /// default strict) and `KFDRT_EMU_WAVE_THREADS` (default: every core).
+    /// default strict), `KFDRT_EMU_WAVE_THREADS` (default: every core) and
+    /// `KFDRT_EMU_KFD_VERSION` (default: the newest modelled).
     pub fn from_env() -> Result<EmuConfig, EmuError> {
         let preset = match std::env::var(PRESET_ENV) {
             Ok(v) if !v.trim().is_empty() => v.parse()?,
@@ -295,6 +312,13 @@ impl EmuConfig {
             })?,
             _ => 0,
         };
+        if let Ok(v) = std::env::var(KFD_VERSION_ENV) {
+            if !v.trim().is_empty() {
+                config.kfd_version = parse_kfd_version(&v).ok_or_else(|| {
+                    EmuError::Config(format!("{KFD_VERSION_ENV}={v:?} (expected e.g. 1.11)"))
+                })?;
+            }
+        }
         Ok(config)
     }
 }

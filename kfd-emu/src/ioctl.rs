@@ -1,18 +1,21 @@
-//! ioctl dispatch: checks the request against the KFD requests the emulator implements, casts
-//! the argument and calls the handler. Unknown KFD requests get EINVAL (what `kfd_ioctl` returns
-//! for a command number outside its table) and ENOTTY for other files, and are logged.
+//! ioctl dispatch, as `kfd_ioctl` does it: the request is looked up by its command number in
+//! the table of the KFD version the emulator reports (ENOTTY for a number outside it, as
+//! current kernels answer), whatever argument size the caller's header gave. An argument
+//! shorter than the driver's struct is zero-extended and only the caller's bytes are copied
+//! back, so programs built against an older header (ROCm 5.2.3's, KFD 1.11) and newer ones both
+//! work. Requests the emulator does not model get EINVAL and a log line.
 
 use crate::memory;
 use crate::queue;
 use crate::Emulator;
 use kfd_sys::bindings::*;
-use kfd_sys::ioctl::{kfd_request_name, request as rq, KfdIoctl};
-use kfd_sys::{Errno, IoctlRequest, Node};
+use kfd_sys::ioctl::{kfd_request_by_nr, kfd_request_name, request as rq, Direction, KfdIoctl};
+use kfd_sys::{Errno, IoctlRequest, KfdVersion, Node};
 use std::ffi::c_void;
 use std::sync::atomic::Ordering;
 
-/// The KFD ABI version the emulator implements.
-pub(crate) const VERSION: (u32, u32) = (1, 11);
+/// The oldest KFD ABI version the emulator can report ([`crate::EmuConfig::kfd_version`]).
+pub const OLDEST_VERSION: KfdVersion = KfdVersion::new(1, 11);
 
 /// Casts `arg` for `T` after checking that `request` is `T`'s.
 ///
@@ -46,6 +49,62 @@ pub(crate) unsafe fn dispatch(
         }
         .map(|()| 0);
     }
+    let version = emu.config.kfd_version;
+    let known = if request.ty() == b'K' {
+        kfd_request_by_nr(request.nr())
+    } else {
+        None
+    };
+    let canonical = match known {
+        Some((canonical, since)) if since <= version => canonical,
+        Some((_, since)) => {
+            log::warn!(
+                "kfd-emu: {} needs KFD {since}; the emulator reports {version}",
+                kfd_request_name(request.nr()).unwrap_or("request"),
+            );
+            return Err(Errno::ENOTTY);
+        }
+        None => {
+            log::warn!(
+                "kfd-emu: request {:#x} is not a KFD {version} request",
+                request.raw()
+            );
+            return Err(Errno::ENOTTY);
+        }
+    };
+    if request.size() == canonical.size() {
+        // SAFETY: forwarded from the caller's contract on `a`.
+        return unsafe { handle(emu, canonical, a) };
+    }
+    // The caller's struct is another size than the driver's: copy it into one of the driver's
+    // size, zero-extended, and back as far as the caller's reaches.
+    if a.is_null() {
+        return Err(Errno::EFAULT);
+    }
+    let user = request.size();
+    let mut kdata = vec![0u64; user.max(canonical.size()).div_ceil(8)];
+    let dir = canonical.dir();
+    if matches!(dir, Direction::Write | Direction::ReadWrite) {
+        // SAFETY: the caller's contract makes `a` valid for the request's size, `user` bytes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(a as *const u8, kdata.as_mut_ptr() as *mut u8, user)
+        };
+    }
+    // SAFETY: `kdata` is an aligned, zeroed buffer at least the driver's struct size.
+    let result = unsafe { handle(emu, canonical, kdata.as_mut_ptr() as *mut c_void) };
+    if matches!(dir, Direction::Read | Direction::ReadWrite) {
+        // SAFETY: as above, `a` is valid for `user` bytes.
+        unsafe { std::ptr::copy_nonoverlapping(kdata.as_ptr() as *const u8, a as *mut u8, user) };
+    }
+    result
+}
+
+/// Runs `request` (a request of the emulator's table, at the driver's size) on `a`.
+///
+/// # Safety
+/// `a` must be valid for `request`'s argument struct, and what it points to as the request
+/// describes (the [`kfd_sys::Driver::ioctl`] contract).
+unsafe fn handle(emu: &Emulator, request: IoctlRequest, a: *mut c_void) -> Result<i32, Errno> {
     macro_rules! with {
         ($t:ty, |$v:ident| $body:expr) => {{
             // SAFETY: the request was matched to `$t` just before.
@@ -55,8 +114,8 @@ pub(crate) unsafe fn dispatch(
     }
     match request {
         r if r == rq::GET_VERSION => with!(kfd_ioctl_get_version_args, |v| {
-            v.major_version = VERSION.0;
-            v.minor_version = VERSION.1;
+            v.major_version = emu.config.kfd_version.major;
+            v.minor_version = emu.config.kfd_version.minor;
             Ok(())
         }),
         r if r == rq::GET_PROCESS_APERTURES_NEW => {
@@ -194,21 +253,11 @@ pub(crate) unsafe fn dispatch(
         }
         r if r == rq::UPDATE_QUEUE => with!(kfd_ioctl_update_queue_args, |v| queue::update(emu, v)),
         other => {
-            let name = if other.ty() == b'K' {
-                kfd_request_name(other.nr())
-            } else {
-                None
-            };
             log::warn!(
-                "kfd-emu: unsupported request {:#x} ({})",
-                other.raw(),
-                name.unwrap_or("not a KFD 1.11 request")
+                "kfd-emu: {} is not modelled",
+                kfd_request_name(other.nr()).unwrap_or("request")
             );
-            Err(if other.ty() == b'K' {
-                Errno::EINVAL
-            } else {
-                Errno::ENOTTY
-            })
+            Err(Errno::EINVAL)
         }
     }
     .map(|()| 0)
@@ -270,6 +319,66 @@ mod tests {
     use crate::{EmuConfig, Emulator, Preset};
     use kfd_sys::bindings::kfd_ioctl_svm_args;
     use kfd_sys::{DriverExt, Errno};
+
+    /// `kfd_ioctl` matches a request by number: a caller whose header gives the struct
+    /// another size (CREATE_QUEUE is 8 bytes longer since 1.17) is answered, its struct
+    /// zero-extended and only its own bytes copied back.
+    #[test]
+    fn arguments_of_another_size_are_matched_by_number() {
+        use kfd_sys::ioctl::IoctlRequest;
+        use kfd_sys::{Driver, Node};
+        let emu = Emulator::new(EmuConfig::new(Preset::Gfx90a, 1)).unwrap();
+        const GUARD: u32 = 0xDEAD_BEEF;
+        // GET_VERSION's struct is 8 bytes: a 4-byte caller gets the major version only.
+        let mut v = [0u32, GUARD];
+        // SAFETY: `v` is larger than the 4 bytes the request claims.
+        let r = unsafe {
+            emu.ioctl(
+                Node::Kfd,
+                IoctlRequest::ior(b'K', 0x01, 4),
+                v.as_mut_ptr().cast(),
+            )
+        };
+        assert_eq!(r, Ok(0));
+        assert_eq!(
+            v,
+            [1, GUARD],
+            "nothing past the caller's 4 bytes is written"
+        );
+        // A 16-byte caller gets both, and zeros past the driver's struct.
+        let mut v = [GUARD; 4];
+        // SAFETY: `v` is the 16 bytes the request claims.
+        let r = unsafe {
+            emu.ioctl(
+                Node::Kfd,
+                IoctlRequest::ior(b'K', 0x01, 16),
+                v.as_mut_ptr().cast(),
+            )
+        };
+        assert_eq!(r, Ok(0));
+        assert_eq!(v, [1, kfd_sys::KFD_ABI.minor, 0, 0]);
+    }
+
+    #[test]
+    fn requests_newer_than_the_configured_version_are_unknown() {
+        use kfd_sys::bindings::{kfd_ioctl_get_version_args, kfd_ioctl_runtime_enable_args};
+        let mut config = EmuConfig::new(Preset::Gfx90a, 1);
+        config.kfd_version = kfd_sys::KfdVersion::new(1, 11);
+        let emu = Emulator::new(config).unwrap();
+        let mut v = kfd_ioctl_get_version_args::default();
+        emu.kfd_ioctl(&mut v).unwrap();
+        assert_eq!((v.major_version, v.minor_version), (1, 11));
+        let mut rt = kfd_ioctl_runtime_enable_args::default();
+        // SAFETY: r_debug 0 points nowhere the driver would read.
+        let r = unsafe { emu.kfd_ioctl_unchecked(&mut rt) };
+        assert_eq!(r, Err(Errno::ENOTTY));
+        // The emulator models nothing older than 1.11, nor newer than the bindings.
+        for minor in [10, kfd_sys::KFD_ABI.minor + 1] {
+            let mut config = EmuConfig::new(Preset::Gfx90a, 1);
+            config.kfd_version = kfd_sys::KfdVersion::new(1, minor);
+            assert!(Emulator::new(config).is_err());
+        }
+    }
 
     #[test]
     fn svm_is_refused_as_by_a_kernel_without_it() {

@@ -135,8 +135,9 @@
 //! - `GET_TILE_CONFIG` and the `GB_ADDR_CONFIG` register read report an MI210's value
 //!   (0x2a114042) for every preset; amdgpu reads the gfx942 and gfx1100 values from the hardware.
 //! - Requests that exist only in ROCm's out-of-tree driver (`IPC_IMPORT_HANDLE`/`EXPORT_HANDLE`,
-//!   `DBG_TRAP`, numbers 0x80 and up) get EINVAL, as from an upstream kernel, so ROCm 5.2.3's
-//!   IPC (`hipIpcGetMemHandle`, which asks `IPC_EXPORT_HANDLE`) fails as it does there.
+//!   numbers 0x80 and up) get ENOTTY, as from a current upstream kernel (older ones said
+//!   EINVAL), so ROCm 5.2.3's IPC (`hipIpcGetMemHandle`, which asks `IPC_EXPORT_HANDLE`) fails
+//!   as it does there.
 #![warn(missing_docs)]
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
@@ -164,13 +165,14 @@ mod vm;
 mod wake;
 
 pub use config::{
-    EmuConfig, EmuError, GpuParams, Preset, GPUS_ENV, PRESET_ENV, SPIN_ENV, STRICT_ENV,
-    WAVE_THREADS_ENV,
+    EmuConfig, EmuError, GpuParams, Preset, GPUS_ENV, KFD_VERSION_ENV, PRESET_ENV, SPIN_ENV,
+    STRICT_ENV, WAVE_THREADS_ENV,
 };
 pub use device::FIRST_RENDER_MINOR;
 pub use engine::QueueErrorCode;
 pub use fault::FaultInjector;
 pub use fault_log::MachineFault;
+pub use ioctl::OLDEST_VERSION as OLDEST_KFD_VERSION;
 pub use kernel::{KernelFn, WorkGroup};
 pub use live::LiveObjects;
 pub use pagesize::{classify as classify_pages, PageSizeStats};
@@ -218,6 +220,13 @@ impl Emulator {
             return Err(EmuError::Config(format!(
                 "{} GPUs (1 to 8 supported)",
                 config.gpus.len()
+            )));
+        }
+        let v = config.kfd_version;
+        if v < OLDEST_KFD_VERSION || v > kfd_sys::KFD_ABI {
+            return Err(EmuError::Config(format!(
+                "KFD version {v} (the emulator models {OLDEST_KFD_VERSION} to {})",
+                kfd_sys::KFD_ABI
             )));
         }
         let id = hdp::next_emulator_id();

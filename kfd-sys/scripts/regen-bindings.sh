@@ -2,7 +2,13 @@
 # Regenerates kfd-sys/src/bindings.rs from linux/kfd_ioctl.h with bindgen.
 #
 # Only maintainers run this; the build never does (a fresh machine has no libclang).
-# Needs: bindgen-cli (`cargo install bindgen-cli`) and libclang (`apt-get install libclang-dev`).
+# Needs: bindgen-cli (`cargo install bindgen-cli`) and libclang (`apt-get install libclang-dev`,
+# or LIBCLANG_PATH=/usr/lib/llvm-16/lib with Debian's llvm-16).
+#
+# Give it the header of the newest kernel (include/uapi/linux/kfd_ioctl.h). A copy from ROCm's
+# libhsakmt works too: the requests and structs that exist only in ROCm's out-of-tree driver
+# (IPC handles, cross-memory copy, SPM, PC sampling; numbers 0x80 and up) are left out, so both
+# give the bindings of the upstream ABI.
 # Usage: kfd-sys/scripts/regen-bindings.sh [path/to/kfd_ioctl.h]   (default: /usr/include/linux/kfd_ioctl.h)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -17,11 +23,15 @@ shim=$(mktemp -d)
 trap 'rm -rf "$tmp" "$shim"' EXIT
 # kfd_ioctl.h includes <drm/drm.h> only for the __u32-style types and _IOC macros; Debian ships
 # that header in libdrm-dev under another path, so a two-line shim stands in for it.
-mkdir -p "$shim/drm"
+# libhsakmt's copy includes it as <libdrm/drm.h>.
+mkdir -p "$shim/drm" "$shim/libdrm"
 printf '#include <linux/types.h>\n#include <linux/ioctl.h>\n' > "$shim/drm/drm.h"
+cp "$shim/drm/drm.h" "$shim/libdrm/drm.h"
 bindgen "$header" \
   --allowlist-type 'kfd_.*' \
   --allowlist-var 'KFD_.*' \
+  --blocklist-type 'kfd_ioctl_(ipc|cross_memory_copy|spm|pc_sample)_.*|kfd_memory_range|kfd_pc_sample_.*|kfd_ioctl_(spm|pc_sample)_.*' \
+  --blocklist-item 'KFD_IOCTL_(SPM|PCS)_.*|KFD_IOC_ALLOC_MEM_FLAGS_DKMS_.*' \
   --no-doc-comments \
   --no-prepend-enum-name \
   --with-derive-default \

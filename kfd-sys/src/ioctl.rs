@@ -5,6 +5,7 @@
 //! so that a typed call can never pass a struct of the wrong size.
 
 use crate::bindings::*;
+use crate::KfdVersion;
 use core::mem::size_of;
 
 const NRBITS: u32 = 8;
@@ -100,6 +101,9 @@ pub unsafe trait KfdIoctl: Sized {
     const REQUEST: IoctlRequest;
     /// The request's name, for error messages (`"AMDKFD_IOC_ALLOC_MEMORY_OF_GPU"`).
     const NAME: &'static str;
+    /// The first KFD version that answers the request (older ones fail it with ENOTTY or
+    /// EINVAL).
+    const SINCE: KfdVersion;
 }
 
 /// A KFD ioctl argument with no user pointer or GPU-visible address inside, which the kernel can
@@ -110,12 +114,12 @@ pub unsafe trait KfdIoctl: Sized {
 pub unsafe trait PlainKfdIoctl: KfdIoctl {}
 
 macro_rules! kfd_ioctls {
-    ($($name:ident = $dir:ident($nr:literal, $ty:ty) $($plain:ident)?;)*) => {
-        /// Every request of KFD 1.11 (`linux/kfd_ioctl.h` of the bindings), by name.
+    ($($name:ident = $dir:ident($nr:literal, $ty:ty) since $minor:literal $($plain:ident)?;)*) => {
+        /// Every KFD request of the bindings' ABI (see [`crate::KFD_ABI`]), by name.
         pub mod request {
             use super::*;
             $(
-                #[doc = concat!("`AMDKFD_IOC_", stringify!($name), "`.")]
+                #[doc = concat!("`AMDKFD_IOC_", stringify!($name), "` (KFD 1.", stringify!($minor), ").")]
                 pub const $name: IoctlRequest =
                     IoctlRequest::$dir(AMDKFD_IOCTL_BASE, $nr, size_of::<$ty>());
             )*
@@ -125,6 +129,7 @@ macro_rules! kfd_ioctls {
             unsafe impl KfdIoctl for $ty {
                 const REQUEST: IoctlRequest = request::$name;
                 const NAME: &'static str = concat!("AMDKFD_IOC_", stringify!($name));
+                const SINCE: KfdVersion = KfdVersion::new(1, $minor);
             }
             $(kfd_ioctls!(@$plain $ty);)?
         )*
@@ -135,6 +140,15 @@ macro_rules! kfd_ioctls {
                 _ => None,
             }
         }
+        /// The request a KFD of the bindings' ABI defines for command number `nr` (its
+        /// direction and argument size), and the first KFD version that has it. `kfd_ioctl`
+        /// looks requests up this way: by number, whatever size the caller's header gave.
+        pub fn kfd_request_by_nr(nr: u8) -> Option<(IoctlRequest, KfdVersion)> {
+            match nr {
+                $($nr => Some((request::$name, KfdVersion::new(1, $minor))),)*
+                _ => None,
+            }
+        }
     };
     (@plain $ty:ty) => {
         // SAFETY: marked `plain` below only for requests whose struct holds ids, sizes and flags.
@@ -142,42 +156,47 @@ macro_rules! kfd_ioctls {
     };
 }
 
+// `since`: the first KFD minor version with the request, from the header's version history
+// (requests older than 1.3 are listed as 1.1, where the history starts).
 kfd_ioctls! {
-    GET_VERSION = ior(0x01, kfd_ioctl_get_version_args) plain;
-    CREATE_QUEUE = iowr(0x02, kfd_ioctl_create_queue_args);
-    DESTROY_QUEUE = iowr(0x03, kfd_ioctl_destroy_queue_args) plain;
-    SET_MEMORY_POLICY = iow(0x04, kfd_ioctl_set_memory_policy_args) plain;
-    GET_CLOCK_COUNTERS = iowr(0x05, kfd_ioctl_get_clock_counters_args) plain;
-    GET_PROCESS_APERTURES = ior(0x06, kfd_ioctl_get_process_apertures_args) plain;
-    UPDATE_QUEUE = iow(0x07, kfd_ioctl_update_queue_args);
-    CREATE_EVENT = iowr(0x08, kfd_ioctl_create_event_args) plain;
-    DESTROY_EVENT = iow(0x09, kfd_ioctl_destroy_event_args) plain;
-    SET_EVENT = iow(0x0A, kfd_ioctl_set_event_args) plain;
-    RESET_EVENT = iow(0x0B, kfd_ioctl_reset_event_args) plain;
-    WAIT_EVENTS = iowr(0x0C, kfd_ioctl_wait_events_args);
-    DBG_REGISTER_DEPRECATED = iow(0x0D, kfd_ioctl_dbg_register_args) plain;
-    DBG_UNREGISTER_DEPRECATED = iow(0x0E, kfd_ioctl_dbg_unregister_args) plain;
-    DBG_ADDRESS_WATCH_DEPRECATED = iow(0x0F, kfd_ioctl_dbg_address_watch_args);
-    DBG_WAVE_CONTROL_DEPRECATED = iow(0x10, kfd_ioctl_dbg_wave_control_args);
-    SET_SCRATCH_BACKING_VA = iowr(0x11, kfd_ioctl_set_scratch_backing_va_args);
-    GET_TILE_CONFIG = iowr(0x12, kfd_ioctl_get_tile_config_args);
-    SET_TRAP_HANDLER = iow(0x13, kfd_ioctl_set_trap_handler_args);
-    GET_PROCESS_APERTURES_NEW = iowr(0x14, kfd_ioctl_get_process_apertures_new_args);
-    ACQUIRE_VM = iow(0x15, kfd_ioctl_acquire_vm_args) plain;
-    ALLOC_MEMORY_OF_GPU = iowr(0x16, kfd_ioctl_alloc_memory_of_gpu_args);
-    FREE_MEMORY_OF_GPU = iow(0x17, kfd_ioctl_free_memory_of_gpu_args) plain;
-    MAP_MEMORY_TO_GPU = iowr(0x18, kfd_ioctl_map_memory_to_gpu_args);
-    UNMAP_MEMORY_FROM_GPU = iowr(0x19, kfd_ioctl_unmap_memory_from_gpu_args);
-    SET_CU_MASK = iow(0x1A, kfd_ioctl_set_cu_mask_args);
-    GET_QUEUE_WAVE_STATE = iowr(0x1B, kfd_ioctl_get_queue_wave_state_args);
-    GET_DMABUF_INFO = iowr(0x1C, kfd_ioctl_get_dmabuf_info_args);
-    IMPORT_DMABUF = iowr(0x1D, kfd_ioctl_import_dmabuf_args);
-    ALLOC_QUEUE_GWS = iowr(0x1E, kfd_ioctl_alloc_queue_gws_args) plain;
-    SMI_EVENTS = iowr(0x1F, kfd_ioctl_smi_events_args) plain;
-    SVM = iowr(0x20, kfd_ioctl_svm_args);
-    SET_XNACK_MODE = iowr(0x21, kfd_ioctl_set_xnack_mode_args) plain;
-    CRIU_OP = iowr(0x22, kfd_ioctl_criu_args);
-    AVAILABLE_MEMORY = iowr(0x23, kfd_ioctl_get_available_memory_args) plain;
+    GET_VERSION = ior(0x01, kfd_ioctl_get_version_args) since 1 plain;
+    CREATE_QUEUE = iowr(0x02, kfd_ioctl_create_queue_args) since 1;
+    DESTROY_QUEUE = iowr(0x03, kfd_ioctl_destroy_queue_args) since 1 plain;
+    SET_MEMORY_POLICY = iow(0x04, kfd_ioctl_set_memory_policy_args) since 1 plain;
+    GET_CLOCK_COUNTERS = iowr(0x05, kfd_ioctl_get_clock_counters_args) since 1 plain;
+    GET_PROCESS_APERTURES = ior(0x06, kfd_ioctl_get_process_apertures_args) since 1 plain;
+    UPDATE_QUEUE = iow(0x07, kfd_ioctl_update_queue_args) since 1;
+    CREATE_EVENT = iowr(0x08, kfd_ioctl_create_event_args) since 1 plain;
+    DESTROY_EVENT = iow(0x09, kfd_ioctl_destroy_event_args) since 1 plain;
+    SET_EVENT = iow(0x0A, kfd_ioctl_set_event_args) since 1 plain;
+    RESET_EVENT = iow(0x0B, kfd_ioctl_reset_event_args) since 1 plain;
+    WAIT_EVENTS = iowr(0x0C, kfd_ioctl_wait_events_args) since 1;
+    DBG_REGISTER_DEPRECATED = iow(0x0D, kfd_ioctl_dbg_register_args) since 1 plain;
+    DBG_UNREGISTER_DEPRECATED = iow(0x0E, kfd_ioctl_dbg_unregister_args) since 1 plain;
+    DBG_ADDRESS_WATCH_DEPRECATED = iow(0x0F, kfd_ioctl_dbg_address_watch_args) since 1;
+    DBG_WAVE_CONTROL_DEPRECATED = iow(0x10, kfd_ioctl_dbg_wave_control_args) since 1;
+    SET_SCRATCH_BACKING_VA = iowr(0x11, kfd_ioctl_set_scratch_backing_va_args) since 1;
+    GET_TILE_CONFIG = iowr(0x12, kfd_ioctl_get_tile_config_args) since 1;
+    SET_TRAP_HANDLER = iow(0x13, kfd_ioctl_set_trap_handler_args) since 1;
+    GET_PROCESS_APERTURES_NEW = iowr(0x14, kfd_ioctl_get_process_apertures_new_args) since 1;
+    ACQUIRE_VM = iow(0x15, kfd_ioctl_acquire_vm_args) since 1 plain;
+    ALLOC_MEMORY_OF_GPU = iowr(0x16, kfd_ioctl_alloc_memory_of_gpu_args) since 1;
+    FREE_MEMORY_OF_GPU = iow(0x17, kfd_ioctl_free_memory_of_gpu_args) since 1 plain;
+    MAP_MEMORY_TO_GPU = iowr(0x18, kfd_ioctl_map_memory_to_gpu_args) since 1;
+    UNMAP_MEMORY_FROM_GPU = iowr(0x19, kfd_ioctl_unmap_memory_from_gpu_args) since 1;
+    SET_CU_MASK = iow(0x1A, kfd_ioctl_set_cu_mask_args) since 1;
+    GET_QUEUE_WAVE_STATE = iowr(0x1B, kfd_ioctl_get_queue_wave_state_args) since 1;
+    GET_DMABUF_INFO = iowr(0x1C, kfd_ioctl_get_dmabuf_info_args) since 1;
+    IMPORT_DMABUF = iowr(0x1D, kfd_ioctl_import_dmabuf_args) since 1;
+    ALLOC_QUEUE_GWS = iowr(0x1E, kfd_ioctl_alloc_queue_gws_args) since 1 plain;
+    SMI_EVENTS = iowr(0x1F, kfd_ioctl_smi_events_args) since 3 plain;
+    SVM = iowr(0x20, kfd_ioctl_svm_args) since 5;
+    SET_XNACK_MODE = iowr(0x21, kfd_ioctl_set_xnack_mode_args) since 5 plain;
+    CRIU_OP = iowr(0x22, kfd_ioctl_criu_args) since 7;
+    AVAILABLE_MEMORY = iowr(0x23, kfd_ioctl_get_available_memory_args) since 9 plain;
+    EXPORT_DMABUF = iowr(0x24, kfd_ioctl_export_dmabuf_args) since 12 plain;
+    RUNTIME_ENABLE = iowr(0x25, kfd_ioctl_runtime_enable_args) since 13;
+    DBG_TRAP = iowr(0x26, kfd_ioctl_dbg_trap_args) since 13;
 }
 
 #[cfg(test)]
@@ -197,14 +216,19 @@ mod tests {
         assert_eq!(r.dir(), Direction::ReadWrite);
         assert_eq!(r.size(), size_of::<kfd_ioctl_alloc_memory_of_gpu_args>());
         assert_eq!(kfd_request_name(0x0C), Some("AMDKFD_IOC_WAIT_EVENTS"));
-        // Every KFD 1.11 request has a name (kfd-emu logs unknown ones by it).
+        // Every request has a name (kfd-emu logs unknown ones by it).
         assert_eq!(kfd_request_name(0x1E), Some("AMDKFD_IOC_ALLOC_QUEUE_GWS"));
         assert_eq!(
             kfd_request_name(0x06),
             Some("AMDKFD_IOC_GET_PROCESS_APERTURES")
         );
         assert_eq!(kfd_request_name(0x22), Some("AMDKFD_IOC_CRIU_OP"));
-        for nr in 0x01..=0x23u8 {
+        assert_eq!(kfd_request_name(0x26), Some("AMDKFD_IOC_DBG_TRAP"));
+        assert_eq!(
+            kfd_request_by_nr(0x25).map(|(r, v)| (r.nr(), v)),
+            Some((0x25, KfdVersion::new(1, 13)))
+        );
+        for nr in 0x01..=0x26u8 {
             assert!(
                 kfd_request_name(nr).is_some(),
                 "request {nr:#x} has no name"

@@ -18,6 +18,7 @@ pub mod drm;
 mod errno;
 pub mod ioctl;
 pub mod queue_sizes;
+mod version;
 
 pub use devkfd::{DevKfd, DEV_KFD_PATH};
 pub use driver::{
@@ -25,6 +26,10 @@ pub use driver::{
 };
 pub use errno::Errno;
 pub use ioctl::{IoctlRequest, KfdIoctl, PlainKfdIoctl};
+pub use version::{Feature, KfdVersion};
+
+/// The KFD ABI of the bindings: the newest version kfd-sys knows requests and fields of.
+pub const KFD_ABI: KfdVersion = KfdVersion::BINDINGS;
 
 /// The KFD ABI major version kfdrt speaks (`GET_VERSION` must report it).
 pub const SUPPORTED_MAJOR_VERSION: u32 = 1;

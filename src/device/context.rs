@@ -8,7 +8,7 @@ use crate::memory::raw::{GpuAccess, RawAllocation};
 use crate::memory::MemoryKind;
 use crate::topology::{GpuInfo, Topology};
 use kfd_sys::bindings::*;
-use kfd_sys::{Driver, DriverExt, MIN_MINOR_VERSION, SUPPORTED_MAJOR_VERSION};
+use kfd_sys::{Driver, DriverExt, Feature, KfdVersion, MIN_MINOR_VERSION, SUPPORTED_MAJOR_VERSION};
 use std::sync::Arc;
 
 /// One GPU of an open KFD, as bring-up found it.
@@ -24,7 +24,7 @@ pub(crate) struct DeviceContext {
     pub(crate) driver: Arc<dyn Driver>,
     #[cfg(feature = "emu")]
     pub(crate) emulator: Option<Arc<kfd_emu::Emulator>>,
-    pub(crate) version: (u32, u32),
+    pub(crate) version: KfdVersion,
     pub(crate) topology: Topology,
     pub(crate) gpus: Vec<GpuContext>,
 }
@@ -97,10 +97,22 @@ impl DeviceContext {
             driver,
             #[cfg(feature = "emu")]
             emulator,
-            version: (version.major_version, version.minor_version),
+            version: KfdVersion::new(version.major_version, version.minor_version),
             topology,
             gpus,
         })
+    }
+
+    /// `Ok` when the driver has `feature`, else [`Error::NeedsKfd`] naming the version it needs.
+    pub(crate) fn require(&self, feature: Feature) -> Result<()> {
+        if self.version.supports(feature) {
+            Ok(())
+        } else {
+            Err(Error::NeedsKfd {
+                feature,
+                have: self.version,
+            })
+        }
     }
 
     /// Position of the GPU with KFD id `gpu_id`.

@@ -22,7 +22,7 @@ use crate::queue::WeakAqlQueue;
 use crate::signal::SignalPool;
 use crate::topology::{GpuInfo, Topology};
 use kfd_sys::bindings::*;
-use kfd_sys::{DevKfd, Driver, DriverExt, DriverKind};
+use kfd_sys::{DevKfd, Driver, DriverExt, DriverKind, Feature, KfdVersion};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -335,7 +335,20 @@ impl Kfd {
 
     /// The KFD ABI version `(major, minor)` the driver reported.
     pub fn version(&self) -> (u32, u32) {
+        let v = self.shared.dev.version;
+        (v.major, v.minor)
+    }
+
+    /// The KFD ABI version the driver reported, which says what it can do
+    /// ([`KfdVersion::supports`]). kfdrt checks it before a newer request and fails with
+    /// [`Error::NeedsKfd`] rather than pass on the driver's errno.
+    pub fn kfd_version(&self) -> KfdVersion {
         self.shared.dev.version
+    }
+
+    /// Whether the driver has `feature`.
+    pub fn supports(&self, feature: Feature) -> bool {
+        self.shared.dev.version.supports(feature)
     }
 
     /// The topology read at open.
@@ -507,8 +520,9 @@ impl Gpu {
         (a.gpuvm_base, a.gpuvm_limit)
     }
 
-    /// Free VRAM the driver reports for this process (`AVAILABLE_MEMORY`).
+    /// Free VRAM the driver reports for this process (`AVAILABLE_MEMORY`, KFD 1.9).
     pub fn available_memory(&self) -> Result<u64> {
+        self.kfd.shared.dev.require(Feature::AvailableMemory)?;
         let mut args = kfd_ioctl_get_available_memory_args {
             gpu_id: self.id(),
             ..Default::default()
