@@ -31,7 +31,7 @@ pub enum Error {
     },
     /// The driver's KFD ABI is older than a feature needs (the README lists which kernels have
     /// which version).
-    #[error("{feature} needs KFD {} or newer; the driver speaks KFD {have}", feature.since())]
+    #[error("{} needs KFD {} or newer; the driver speaks KFD {have}", feature.name(), feature.since())]
     NeedsKfd {
         /// What was asked for.
         feature: kfd_sys::Feature,

@@ -23,6 +23,8 @@ pub struct FaultInjector {
     evictions: AtomicU64,
     /// The system is suspended (a power-management cycle).
     suspended: AtomicBool,
+    /// Queues a debugger suspended (`DBG_TRAP_SUSPEND_QUEUES`), apart from injected stalls.
+    debug_suspended: Mutex<HashSet<u32>>,
 }
 
 impl FaultInjector {
@@ -38,7 +40,12 @@ impl FaultInjector {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clear();
-        self.any_stalled.store(false, Ordering::Release);
+        let debug = !self
+            .debug_suspended
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty();
+        self.any_stalled.store(debug, Ordering::Release);
         self.all_stalled.store(false, Ordering::Release);
         self.evictions.store(0, Ordering::Release);
         self.suspended.store(false, Ordering::Release);
@@ -101,8 +108,13 @@ impl FaultInjector {
     pub fn resume_queue(&self, queue_id: u32) {
         let mut stalled = self.stalled.lock().unwrap_or_else(|p| p.into_inner());
         stalled.remove(&queue_id);
+        let debug = !self
+            .debug_suspended
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty();
         self.any_stalled
-            .store(!stalled.is_empty(), Ordering::Release);
+            .store(!stalled.is_empty() || debug, Ordering::Release);
         self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
@@ -156,9 +168,51 @@ impl FaultInjector {
         if !self.any_stalled.load(Ordering::Acquire) {
             return false;
         }
-        self.stalled
+        let stalled = self
+            .stalled
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .contains(&queue_id)
+            .contains(&queue_id);
+        stalled
+            || self
+                .debug_suspended
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(&queue_id)
+    }
+
+    /// A debugger suspends (`true`) or resumes queue `queue_id`; `false` when it already was.
+    pub(crate) fn debug_suspend(&self, queue_id: u32, suspend: bool) -> bool {
+        let changed = {
+            let mut set = self
+                .debug_suspended
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            if suspend {
+                set.insert(queue_id)
+            } else {
+                set.remove(&queue_id)
+            }
+        };
+        if suspend {
+            // Only ever set here: a stale `true` costs the slow path, never a missed stall.
+            self.any_stalled.store(true, Ordering::Release);
+        }
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        changed
+    }
+
+    /// The debugger detached: queues it left suspended run again.
+    pub(crate) fn resume_debug_suspended(&self) {
+        let ids: Vec<u32> = self
+            .debug_suspended
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .copied()
+            .collect();
+        for id in ids {
+            self.debug_suspend(id, false);
+        }
     }
 }

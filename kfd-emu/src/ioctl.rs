@@ -251,6 +251,15 @@ unsafe fn handle(emu: &Emulator, request: IoctlRequest, a: *mut c_void) -> Resul
         r if r == rq::SET_CU_MASK => {
             with!(kfd_ioctl_set_cu_mask_args, |v| queue::set_cu_mask(emu, v))
         }
+        r if r == rq::RUNTIME_ENABLE => with!(kfd_ioctl_runtime_enable_args, |v| {
+            crate::debugger::runtime_enable(emu, v)
+        }),
+        r if r == rq::DBG_TRAP => {
+            return with!(kfd_ioctl_dbg_trap_args, |v| {
+                // SAFETY: forwarded from the caller's contract on the pointers inside.
+                unsafe { crate::debugger::dbg_trap(emu, v) }
+            });
+        }
         r if r == rq::UPDATE_QUEUE => with!(kfd_ioctl_update_queue_args, |v| queue::update(emu, v)),
         other => {
             log::warn!(

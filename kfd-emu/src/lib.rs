@@ -142,6 +142,7 @@
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
 mod config;
+mod debugger;
 mod device;
 pub mod drm;
 mod engine;
@@ -193,6 +194,7 @@ pub struct Emulator {
     pub(crate) memory: memory::MemoryTable,
     pub(crate) events: Arc<events::EventTable>,
     pub(crate) queues: queue::QueueTable,
+    pub(crate) debug: debugger::DebugState,
     pub(crate) kernels: Arc<kernel::KernelRegistry>,
     /// Shared with every queue's processor thread (its stall controls).
     pub(crate) faults: Arc<FaultInjector>,
@@ -247,6 +249,7 @@ impl Emulator {
             memory: memory::MemoryTable::default(),
             events: Arc::new(events::EventTable::default()),
             queues: queue::QueueTable::default(),
+            debug: debugger::DebugState::default(),
             kernels: Arc::new(kernel::KernelRegistry::default()),
             faults,
             stats: Arc::new(stats::Counters::default()),

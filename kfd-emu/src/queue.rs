@@ -28,6 +28,8 @@ struct Entry {
     thread: Option<JoinHandle<()>>,
     /// Buffers the queue holds a reference on (ring, pointers, EOP, CWSR).
     buffers: Vec<u64>,
+    /// What a debugger's queue snapshot shows of it.
+    snapshot: kfd_queue_snapshot_entry,
 }
 
 #[derive(Default)]
@@ -263,8 +265,22 @@ pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Res
             ctl,
             thread: Some(thread),
             buffers: refs,
+            snapshot: kfd_queue_snapshot_entry {
+                ring_base_address: a.ring_base_address,
+                write_pointer_address: a.write_pointer_address,
+                read_pointer_address: a.read_pointer_address,
+                ctx_save_restore_address: a.ctx_save_restore_address,
+                queue_id: id,
+                gpu_id: gpu.gpu_id,
+                ring_size,
+                queue_type: a.queue_type,
+                ctx_save_restore_area_size: a.ctx_save_restore_size,
+                ..Default::default()
+            },
         },
     );
+    drop(g);
+    emu.debug.queue_created(gpu.gpu_id, id);
     log::debug!(
         "kfd-emu: queue {id} created: type {} on GPU {:#x}, ring {:#x} ({ring_size} bytes), doorbell {doorbell_index}, EOP {:#x}, CWSR {:#x} ({} + {} bytes)",
         a.queue_type,
@@ -278,6 +294,20 @@ pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Res
     a.queue_id = id;
     a.doorbell_offset = gpu.doorbell_mmap_offset() | (u64::from(doorbell_index) * 8);
     Ok(())
+}
+
+/// Whether queue `id` exists.
+pub(crate) fn exists(emu: &Emulator, id: u32) -> bool {
+    let g = emu.queues.inner.lock().unwrap_or_else(|p| p.into_inner());
+    g.0.contains_key(&id)
+}
+
+/// A debugger's view of every queue, by id.
+pub(crate) fn snapshots(emu: &Emulator) -> Vec<kfd_queue_snapshot_entry> {
+    let g = emu.queues.inner.lock().unwrap_or_else(|p| p.into_inner());
+    let mut v: Vec<_> = g.0.values().map(|e| e.snapshot).collect();
+    v.sort_by_key(|e| e.queue_id);
+    v
 }
 
 pub(crate) fn destroy(emu: &Emulator, id: u32) -> Result<(), Errno> {

@@ -263,6 +263,15 @@ impl TopologyTree {
             .collect()
     }
 
+    /// A value of node `node`'s `properties` file.
+    pub(crate) fn node_property(&self, node: usize, key: &str) -> Option<u64> {
+        let text = self.files.get(&format!("nodes/{node}/properties"))?;
+        text.lines().find_map(|l| {
+            let (k, v) = l.split_once(' ')?;
+            (k == key).then(|| v.trim().parse().ok()).flatten()
+        })
+    }
+
     pub(crate) fn read(&self, path: &str) -> Result<String, Errno> {
         self.files
             .get(path.trim_matches('/'))

@@ -11,6 +11,8 @@ impl Errno {
     pub const EPERM: Errno = Errno(libc::EPERM);
     /// No such file or directory.
     pub const ENOENT: Errno = Errno(libc::ENOENT);
+    /// No such process.
+    pub const ESRCH: Errno = Errno(libc::ESRCH);
     /// Interrupted system call.
     pub const EINTR: Errno = Errno(libc::EINTR);
     /// I/O error.

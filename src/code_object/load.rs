@@ -350,6 +350,10 @@ impl Gpu {
             symbols,
             segments,
             _icache_queue: owned.then_some(queue),
+            _debugger_entry: crate::debug::r_debug::register(
+                aligned.as_slice(),
+                base.wrapping_sub(elf.image_start),
+            ),
         })
     }
 

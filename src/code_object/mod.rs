@@ -107,6 +107,8 @@ pub struct CodeObject {
     segments: Vec<LoadedSegment>,
     /// Keeps the GPU's loader queue alive while code objects use it.
     _icache_queue: Option<AqlQueue>,
+    /// Its entry in the debugger's list of loaded code objects.
+    _debugger_entry: crate::debug::r_debug::Registration,
 }
 
 impl std::fmt::Debug for CodeObject {

@@ -21,6 +21,7 @@
 pub(crate) mod capture;
 mod depgraph;
 mod log;
+pub mod r_debug;
 pub(crate) mod recorder;
 pub mod replay;
 pub mod report;

@@ -27,6 +27,8 @@ pub(crate) struct DeviceContext {
     pub(crate) version: KfdVersion,
     pub(crate) topology: Topology,
     pub(crate) gpus: Vec<GpuContext>,
+    /// `RUNTIME_ENABLE` succeeded at open: a debugger can attach, and drop disables it.
+    pub(crate) runtime_enabled: bool,
 }
 
 impl DeviceContext {
@@ -93,14 +95,28 @@ impl DeviceContext {
             version.minor_version,
             gpus.len()
         );
+        let version = KfdVersion::new(version.major_version, version.minor_version);
+        let runtime_enabled = version.supports(Feature::Debugger) && runtime_enable(&*driver);
         Ok(DeviceContext {
             driver,
             #[cfg(feature = "emu")]
             emulator,
-            version: KfdVersion::new(version.major_version, version.minor_version),
+            version,
             topology,
             gpus,
+            runtime_enabled,
         })
+    }
+
+    /// Ends what [`runtime_enable`] began (the device is closing).
+    pub(crate) fn runtime_disable(&self) {
+        if self.runtime_enabled {
+            let mut args = kfd_ioctl_runtime_enable_args::default();
+            // SAFETY: with the enable bit clear the driver reads no pointer.
+            if let Err(e) = unsafe { self.driver.kfd_ioctl_unchecked(&mut args) } {
+                log::debug!("kfdrt: AMDKFD_IOC_RUNTIME_ENABLE (disable): {e}");
+            }
+        }
     }
 
     /// `Ok` when the driver has `feature`, else [`Error::NeedsKfd`] naming the version it needs.
@@ -242,5 +258,26 @@ mod tests {
         assert_eq!(emu.stats().live_allocations, before + 1);
         alloc.release(dev.driver(), &mapped);
         assert_eq!(emu.stats().live_allocations, before);
+    }
+}
+
+/// Tells KFD that the runtime is up (`AMDKFD_IOC_RUNTIME_ENABLE`), as ROCr does before its
+/// first queue, and where the list of loaded code objects is, so that a debugger attaching later
+/// finds it ([`crate::debug::r_debug`]). Returns whether it succeeded. It fails with EBUSY when
+/// another runtime of the process (another open device) already did it, and EEXIST when that
+/// one has queues; neither stops kfdrt, which then only cannot be debugged through this device.
+fn runtime_enable(driver: &dyn Driver) -> bool {
+    let mut args = kfd_ioctl_runtime_enable_args {
+        r_debug: crate::debug::r_debug::address(),
+        mode_mask: KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK,
+        capabilities_mask: 0,
+    };
+    // SAFETY: `r_debug` is the process's list, which lives as long as the process.
+    match unsafe { driver.kfd_ioctl_unchecked(&mut args) } {
+        Ok(_) => true,
+        Err(e) => {
+            log::debug!("kfdrt: AMDKFD_IOC_RUNTIME_ENABLE: {e} (a debugger cannot attach)");
+            false
+        }
     }
 }

@@ -173,6 +173,7 @@ impl Drop for KfdShared {
         self.doorbells.release(driver);
         self.exceptions.release(driver);
         self.events.release(driver);
+        self.dev.runtime_disable();
     }
 }
 

@@ -1,0 +1,343 @@
+//! The debugger's ABI (KFD 1.13), tested as a debugger uses it: kfdrt enables the runtime at
+//! open with the address of its list of loaded code objects; a debugger attaches with
+//! `DBG_TRAP_ENABLE`, reads that list through the `r_debug` the driver hands back, takes queue
+//! and device snapshots, hears of new queues through its descriptor, suspends and resumes a
+//! queue, and detaches. rocgdb is not packaged for Debian 12, so the test speaks the ABI
+//! itself. On a KFD older than 1.13 none of this exists, and kfdrt neither asks nor fails.
+
+mod common;
+
+use kfd_sys::bindings::*;
+use kfd_sys::{DriverExt, Errno};
+use kfdrt::debug::r_debug;
+use kfdrt::emu::{EmuConfig, GpuFault, Preset, WorkGroup};
+use kfdrt::{AqlQueueOptions, Dispatch, Error, Feature, Kernel, KfdVersion, MemoryKind};
+use std::sync::Arc;
+use std::time::Duration;
+
+const T: Option<Duration> = Some(Duration::from_secs(20));
+const SHORT: Option<Duration> = Some(Duration::from_millis(100));
+
+fn dbg_trap(
+    kfd: &kfdrt::Kfd,
+    op: u32,
+    fill: impl FnOnce(&mut kfd_ioctl_dbg_trap_args),
+) -> Result<i32, Errno> {
+    dbg_trap_out(kfd, op, fill).0
+}
+
+/// [`dbg_trap`], also returning the arguments as the driver left them.
+fn dbg_trap_out(
+    kfd: &kfdrt::Kfd,
+    op: u32,
+    fill: impl FnOnce(&mut kfd_ioctl_dbg_trap_args),
+) -> (Result<i32, Errno>, kfd_ioctl_dbg_trap_args) {
+    let mut a = kfd_ioctl_dbg_trap_args {
+        pid: std::process::id(),
+        op,
+        ..Default::default()
+    };
+    fill(&mut a);
+    // SAFETY: every pointer the operations below pass points into a live local of the caller.
+    let r = unsafe { kfd.driver().kfd_ioctl_unchecked(&mut a) };
+    (r, a)
+}
+
+fn pipe() -> (std::fs::File, i32) {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` is a valid out-array of two descriptors.
+    let r = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) };
+    assert_eq!(r, 0);
+    use std::os::fd::FromRawFd;
+    // SAFETY: the read end was just created and is owned by nobody else.
+    (unsafe { std::fs::File::from_raw_fd(fds[0]) }, fds[1])
+}
+
+fn pending_bytes(reader: &mut std::fs::File) -> usize {
+    use std::io::Read;
+    let mut buf = [0u8; 64];
+    reader.read(&mut buf).unwrap_or(0)
+}
+
+fn increment(gpu: &kfdrt::Gpu) -> Kernel {
+    gpu.emulated_kernel(
+        "increment",
+        8,
+        Arc::new(|wg: &WorkGroup<'_>| -> Result<(), GpuFault> {
+            let p = wg.kernarg_u64(0)?;
+            wg.mem.atomic_add_u64(p, 1)?;
+            Ok(())
+        }),
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_debugger_attaches_lists_code_objects_and_queues_suspends_and_detaches() {
+    let kfd = common::emulated(Preset::Gfx90a, 2);
+    assert!(kfd.supports(Feature::Debugger));
+    let gpu = kfd.gpu(0).unwrap();
+    let elf = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/code_objects/args-gfx90a.elf"
+    ))
+    .unwrap();
+    let co = gpu.load_code_object(&elf).unwrap();
+    let q0 = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+
+    // Attach: the driver hands back what the runtime enabled with.
+    let (mut notify, write_end) = pipe();
+    let mut info = kfd_runtime_info::default();
+    dbg_trap(&kfd, KFD_IOC_DBG_TRAP_ENABLE, |a| {
+        a.__bindgen_anon_1.enable = kfd_ioctl_dbg_trap_enable_args {
+            exception_mask: u64::MAX,
+            rinfo_ptr: &mut info as *mut _ as u64,
+            rinfo_size: std::mem::size_of::<kfd_runtime_info>() as u32,
+            dbg_fd: write_end as u32,
+        }
+    })
+    .unwrap();
+    // SAFETY: closes the caller's copy; the driver holds its own reference.
+    unsafe { libc::close(write_end) };
+    assert_eq!(info.runtime_state, DEBUG_RUNTIME_STATE_ENABLED);
+    assert_eq!(info.r_debug, r_debug::address());
+    // Attaching twice is refused.
+    assert_eq!(
+        dbg_trap(&kfd, KFD_IOC_DBG_TRAP_ENABLE, |_| {}),
+        Err(Errno::EINVAL)
+    );
+
+    // The code-object list, walked from the driver's r_debug as a debugger does.
+    // SAFETY: the address is kfdrt's list (checked just above).
+    let listed = unsafe { r_debug::walk(info.r_debug) };
+    let ours = listed
+        .iter()
+        .find(|e| e.load_delta == co.base_address())
+        .expect("the loaded code object is listed");
+    let (offset, size) = parse_memory_uri(&ours.uri);
+    // SAFETY: the URI names bytes kfdrt keeps while the code object is loaded.
+    let bytes = unsafe { std::slice::from_raw_parts(offset as *const u8, size) };
+    assert_eq!(bytes, &elf[..], "the URI names the code object's ELF");
+
+    // Queue and device snapshots.
+    let q1 = kfd
+        .gpu(1)
+        .unwrap()
+        .create_aql_queue(AqlQueueOptions::default())
+        .unwrap();
+    let mut entries = vec![kfd_queue_snapshot_entry::default(); 8];
+    let (r, out) = dbg_trap_out(&kfd, KFD_IOC_DBG_TRAP_GET_QUEUE_SNAPSHOT, |a| {
+        a.__bindgen_anon_1.queue_snapshot = kfd_ioctl_dbg_trap_queue_snapshot_args {
+            snapshot_buf_ptr: entries.as_mut_ptr() as u64,
+            num_queues: entries.len() as u32,
+            entry_size: std::mem::size_of::<kfd_queue_snapshot_entry>() as u32,
+            ..Default::default()
+        }
+    });
+    r.unwrap();
+    // SAFETY: the member the operation fills.
+    let count = unsafe { out.__bindgen_anon_1.queue_snapshot.num_queues } as usize;
+    // kfdrt's own queues (the loader's) are listed too.
+    assert!(count >= 2, "{count} queues");
+    let listed = &entries[..count];
+    for q in [&q0, &q1] {
+        let e = listed
+            .iter()
+            .find(|e| e.queue_id == q.id())
+            .unwrap_or_else(|| panic!("queue {} missing from {listed:?}", q.id()));
+        assert_eq!(e.ring_base_address, q.ring_address());
+        assert_eq!(e.gpu_id, q.gpu().id());
+        assert_eq!(e.queue_type, KFD_IOC_QUEUE_TYPE_COMPUTE_AQL);
+    }
+    let mut devices = vec![kfd_dbg_device_info_entry::default(); 4];
+    dbg_trap(&kfd, KFD_IOC_DBG_TRAP_GET_DEVICE_SNAPSHOT, |a| {
+        a.__bindgen_anon_1.device_snapshot = kfd_ioctl_dbg_trap_device_snapshot_args {
+            snapshot_buf_ptr: devices.as_mut_ptr() as u64,
+            num_devices: devices.len() as u32,
+            entry_size: std::mem::size_of::<kfd_dbg_device_info_entry>() as u32,
+            ..Default::default()
+        }
+    })
+    .unwrap();
+    for (d, g) in devices.iter().zip(kfd.gpus()) {
+        assert_eq!(d.gpu_id, g.id());
+        assert_eq!(d.gfx_target_version, 90010);
+        assert_eq!(d.vendor_id, 0x1002);
+    }
+    assert_eq!(devices[2].gpu_id, 0, "only two GPUs");
+
+    // A queue created while attached raises EC_QUEUE_NEW: a byte on the descriptor, then the
+    // event by query (cleared as it is read).
+    assert!(
+        pending_bytes(&mut notify) >= 1,
+        "q1's creation was notified"
+    );
+    let mut seen = Vec::new();
+    loop {
+        let (r, out) = dbg_trap_out(&kfd, KFD_IOC_DBG_TRAP_QUERY_DEBUG_EVENT, |a| {
+            a.__bindgen_anon_1.query_debug_event.exception_mask = u64::MAX;
+        });
+        match r {
+            Ok(_) => {}
+            Err(e) => {
+                assert_eq!(e, Errno::EAGAIN);
+                break;
+            }
+        }
+        // SAFETY: the member the operation fills.
+        let ev = unsafe { out.__bindgen_anon_1.query_debug_event };
+        seen.push((ev.exception_mask, ev.gpu_id, ev.queue_id));
+        assert!(seen.len() < 16, "events are cleared when read");
+    }
+    let queue_new = 1u64 << (EC_QUEUE_NEW - 1);
+    assert!(
+        seen.contains(&(queue_new, q1.gpu().id(), q1.id())),
+        "q1's EC_QUEUE_NEW was raised: {seen:x?}"
+    );
+
+    // Suspend q0: its work waits; resume: it runs.
+    let k = increment(&gpu);
+    let c = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    c.write(0, &[0; 8]).unwrap();
+    let mut ids = [q0.id(), 0xFFFF];
+    let n = dbg_trap(&kfd, KFD_IOC_DBG_TRAP_SUSPEND_QUEUES, |a| {
+        a.__bindgen_anon_1.suspend_queues = kfd_ioctl_dbg_trap_suspend_queues_args {
+            queue_array_ptr: ids.as_mut_ptr() as u64,
+            num_queues: 2,
+            ..Default::default()
+        }
+    })
+    .unwrap();
+    assert_eq!(n, 1);
+    assert_eq!(
+        ids[1],
+        0xFFFF | KFD_DBG_QUEUE_INVALID_MASK,
+        "an unknown id is marked"
+    );
+    let args = c.gpu_address().to_le_bytes();
+    // SAFETY: the argument is `c`, which outlives every wait below.
+    let d = unsafe { Dispatch::linear(&k, 1, 1).with_raw_args(&args) };
+    let pending = q0.dispatch(&d).unwrap();
+    assert!(matches!(pending.wait(SHORT), Err(Error::Timeout { .. })));
+    let mut ids = [q0.id()];
+    let n = dbg_trap(&kfd, KFD_IOC_DBG_TRAP_RESUME_QUEUES, |a| {
+        a.__bindgen_anon_1.resume_queues = kfd_ioctl_dbg_trap_resume_queues_args {
+            queue_array_ptr: ids.as_mut_ptr() as u64,
+            num_queues: 1,
+            ..Default::default()
+        }
+    })
+    .unwrap();
+    assert_eq!(n, 1);
+    pending.wait(T).unwrap();
+
+    // Hardware operations the emulator does not model say so as a GPU without them would.
+    assert_eq!(
+        dbg_trap(&kfd, KFD_IOC_DBG_TRAP_SET_WAVE_LAUNCH_MODE, |_| {}),
+        Err(Errno::ENODEV)
+    );
+    // Another process's pid is not ours to debug here.
+    let mut other = kfd_ioctl_dbg_trap_args {
+        pid: u32::MAX - 1,
+        op: KFD_IOC_DBG_TRAP_DISABLE,
+        ..Default::default()
+    };
+    // SAFETY: DISABLE reads no pointer.
+    let r = unsafe { kfd.driver().kfd_ioctl_unchecked(&mut other) };
+    assert_eq!(r, Err(Errno::ESRCH));
+    dbg_trap(&kfd, KFD_IOC_DBG_TRAP_DISABLE, |_| {}).unwrap();
+    assert_eq!(
+        dbg_trap(&kfd, KFD_IOC_DBG_TRAP_DISABLE, |_| {}),
+        Err(Errno::EINVAL),
+        "detached"
+    );
+    drop(co);
+    // SAFETY: kfdrt's own list.
+    let after = unsafe { r_debug::walk(r_debug::address()) };
+    assert!(
+        !after.iter().any(|e| e.uri == ours.uri),
+        "an unloaded code object leaves the list"
+    );
+}
+
+fn parse_memory_uri(uri: &str) -> (usize, usize) {
+    let rest = uri
+        .strip_prefix(&format!("memory://{}#offset=0x", std::process::id()))
+        .unwrap_or_else(|| panic!("not a memory URI of this process: {uri}"));
+    let (offset, size) = rest.split_once("&size=").unwrap();
+    (
+        usize::from_str_radix(offset, 16).unwrap(),
+        size.parse().unwrap(),
+    )
+}
+
+/// The runtime enables once per process: a second enable is EBUSY, and with queues alive
+/// EEXIST, as amdkfd answers.
+#[test]
+fn runtime_enable_follows_amdkfds_rules() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let mut a = kfd_ioctl_runtime_enable_args {
+        r_debug: r_debug::address(),
+        mode_mask: KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK,
+        capabilities_mask: 0,
+    };
+    // SAFETY: `r_debug` is kfdrt's list.
+    let r = unsafe { kfd.driver().kfd_ioctl_unchecked(&mut a) };
+    assert_eq!(r, Err(Errno::EBUSY), "kfdrt enabled it at open");
+    let mut off = kfd_ioctl_runtime_enable_args::default();
+    // SAFETY: disabling reads no pointer.
+    unsafe { kfd.driver().kfd_ioctl_unchecked(&mut off) }.unwrap();
+    let _q = kfd
+        .gpu(0)
+        .unwrap()
+        .create_aql_queue(AqlQueueOptions::default())
+        .unwrap();
+    // SAFETY: as above.
+    let r = unsafe { kfd.driver().kfd_ioctl_unchecked(&mut a) };
+    assert_eq!(r, Err(Errno::EEXIST), "queues exist");
+    // Debug operations on hardware need the runtime enabled.
+    let (_r, w) = pipe();
+    dbg_trap(&kfd, KFD_IOC_DBG_TRAP_ENABLE, |a| {
+        a.__bindgen_anon_1.enable.dbg_fd = w as u32;
+    })
+    .unwrap();
+    let mut ids = [0u32];
+    assert_eq!(
+        dbg_trap(&kfd, KFD_IOC_DBG_TRAP_SUSPEND_QUEUES, |a| {
+            a.__bindgen_anon_1.suspend_queues.queue_array_ptr = ids.as_mut_ptr() as u64;
+            a.__bindgen_anon_1.suspend_queues.num_queues = 1;
+        }),
+        Err(Errno::EACCES)
+    );
+    dbg_trap(&kfd, KFD_IOC_DBG_TRAP_DISABLE, |_| {}).unwrap();
+    // SAFETY: closes the test's write end.
+    unsafe { libc::close(w) };
+}
+
+/// On KFD 1.11 (Linux 6.1) there is no debugger ABI: kfdrt does not ask for it, works all the
+/// same, and says which version a newer feature needs.
+#[test]
+fn an_older_kfd_has_no_debugger_abi_and_kfdrt_works_without_it() {
+    let mut config = EmuConfig::new(Preset::Gfx90a, 1);
+    config.kfd_version = KfdVersion::new(1, 11);
+    let kfd = common::emulated_with(config);
+    assert_eq!(kfd.kfd_version(), KfdVersion::new(1, 11));
+    assert!(!kfd.supports(Feature::Debugger));
+    assert!(kfd.supports(Feature::AvailableMemory));
+    assert_eq!(
+        dbg_trap(&kfd, KFD_IOC_DBG_TRAP_ENABLE, |_| {}),
+        Err(Errno::ENOTTY)
+    );
+    let gpu = kfd.gpu(0).unwrap();
+    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    q.barrier_and(&[]).unwrap().wait(T).unwrap();
+    let e = Error::NeedsKfd {
+        feature: Feature::Debugger,
+        have: kfd.kfd_version(),
+    };
+    assert_eq!(
+        e.to_string(),
+        "debugger ABI (runtime enable, debug trap) needs KFD 1.13 or newer; the driver speaks \
+         KFD 1.11"
+    );
+}
