@@ -172,6 +172,9 @@ pub struct GpuInfo {
     pub sdma_xgmi_engines: u32,
     /// Queue slots per SDMA engine.
     pub sdma_queues_per_engine: u32,
+    /// Hardware compute queues KFD maps user queues to (`num_cp_queues`). A process may have
+    /// more: the hardware scheduler maps them in turn.
+    pub cp_queues: u32,
     /// DRM render node minor (`/dev/dri/renderD<minor>`).
     pub drm_render_minor: u32,
     /// PCI device id.
@@ -326,6 +329,7 @@ impl Topology {
                 sdma_engines: props.u32("num_sdma_engines"),
                 sdma_xgmi_engines: props.u32("num_sdma_xgmi_engines"),
                 sdma_queues_per_engine: props.u32("num_sdma_queues_per_engine"),
+                cp_queues: props.u32("num_cp_queues"),
                 drm_render_minor: props.u32("drm_render_minor"),
                 device_id: props.u32("device_id"),
                 location_id: props.u32("location_id"),

@@ -403,3 +403,40 @@ fn a_doorbell_mmap_must_cover_the_whole_slice() {
     // SAFETY: the mapping made just above.
     unsafe { kfd.driver().munmap(p, 8192) }.unwrap();
 }
+
+/// An AQL ring that is zero-filled and never written stays untouched: zeros are valid headers
+/// (vendor-specific packets), so a packet processor that looked past the write index would run
+/// one and stop the queue. The processor may read a slot only once a producer published a
+/// write index past it. Three rounds, since a processor that looks early does so by chance.
+#[test]
+fn a_zero_filled_ring_nobody_writes_stays_untouched() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let emu = kfd.emulator().unwrap().clone();
+    let gpu = kfd.gpu(0).unwrap();
+    for round in 0..3 {
+        let p = Parts::new(&gpu);
+        assert!(p.ring.to_vec().unwrap().iter().all(|&b| b == 0));
+        let mut a = p.args(&gpu);
+        create(&kfd, &mut a).unwrap();
+        // The processor polls for a while; a doorbell without a write index must not help.
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(emu.queue_error(a.queue_id), None, "round {round}");
+        let read_index = u64::from_le_bytes(p.ptrs.to_vec().unwrap()[128..136].try_into().unwrap());
+        assert_eq!(read_index, 0, "round {round}: nothing was consumed");
+        assert!(p.ring.to_vec().unwrap().iter().all(|&b| b == 0));
+        if round == 2 {
+            // Publishing slot 0 (a zero header: a vendor packet the CP does not support) is
+            // what makes it run: the queue stops with an error.
+            p.ptrs.write(56, &1u64.to_le_bytes()).unwrap();
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while emu.queue_error(a.queue_id).is_none() && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            assert!(
+                emu.queue_error(a.queue_id).is_some(),
+                "a published vendor packet stops the queue"
+            );
+        }
+        destroy(&kfd, a.queue_id).unwrap();
+    }
+}
