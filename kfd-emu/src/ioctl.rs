@@ -251,6 +251,21 @@ unsafe fn handle(emu: &Emulator, request: IoctlRequest, a: *mut c_void) -> Resul
         r if r == rq::SET_CU_MASK => {
             with!(kfd_ioctl_set_cu_mask_args, |v| queue::set_cu_mask(emu, v))
         }
+        r if r == rq::EXPORT_DMABUF => {
+            with!(kfd_ioctl_export_dmabuf_args, |v| crate::dmabuf::export(
+                emu, v
+            ))
+        }
+        r if r == rq::GET_DMABUF_INFO => {
+            with!(kfd_ioctl_get_dmabuf_info_args, |v| crate::dmabuf::info(
+                emu, v
+            ))
+        }
+        r if r == rq::IMPORT_DMABUF => {
+            with!(kfd_ioctl_import_dmabuf_args, |v| crate::dmabuf::import(
+                emu, v
+            ))
+        }
         r if r == rq::RUNTIME_ENABLE => with!(kfd_ioctl_runtime_enable_args, |v| {
             crate::debugger::runtime_enable(emu, v)
         }),

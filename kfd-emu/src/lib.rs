@@ -144,6 +144,7 @@
 mod config;
 mod debugger;
 mod device;
+mod dmabuf;
 pub mod drm;
 mod engine;
 mod events;
@@ -195,6 +196,7 @@ pub struct Emulator {
     pub(crate) events: Arc<events::EventTable>,
     pub(crate) queues: queue::QueueTable,
     pub(crate) debug: debugger::DebugState,
+    pub(crate) dmabufs: dmabuf::DmabufTable,
     pub(crate) kernels: Arc<kernel::KernelRegistry>,
     /// Shared with every queue's processor thread (its stall controls).
     pub(crate) faults: Arc<FaultInjector>,
@@ -250,6 +252,7 @@ impl Emulator {
             events: Arc::new(events::EventTable::default()),
             queues: queue::QueueTable::default(),
             debug: debugger::DebugState::default(),
+            dmabufs: dmabuf::DmabufTable::default(),
             kernels: Arc::new(kernel::KernelRegistry::default()),
             faults,
             stats: Arc::new(stats::Counters::default()),

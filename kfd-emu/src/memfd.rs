@@ -53,6 +53,22 @@ impl SharedMem {
         self.host as *mut u8
     }
 
+    /// A new descriptor of the same memory (what a dma-buf export hands out).
+    pub(crate) fn dup(&self, cloexec: bool) -> Result<OwnedFd, Errno> {
+        let cmd = if cloexec {
+            libc::F_DUPFD_CLOEXEC
+        } else {
+            libc::F_DUPFD
+        };
+        // SAFETY: duplicating our own open descriptor.
+        let fd = unsafe { libc::fcntl(self.fd.as_raw_fd(), cmd, 0) };
+        if fd < 0 {
+            return Err(Errno::last());
+        }
+        // SAFETY: `fd` was just created and is owned by nobody else.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+
     /// Length in bytes.
     pub(crate) fn len(&self) -> usize {
         self.len

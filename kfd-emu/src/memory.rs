@@ -47,6 +47,9 @@ pub(crate) struct Bo {
     pub(crate) queue_refs: Vec<(usize, u32)>,
     /// CPU mappings of host-visible VRAM whose writes the HDP model tracks (strict mode).
     pub(crate) hdp_slots: Vec<usize>,
+    /// Imported from a dma-buf: the memory is the exporter's, and counts against no limit
+    /// again.
+    pub(crate) imported: bool,
 }
 
 impl Bo {
@@ -81,7 +84,9 @@ impl Bo {
 
     /// (system bytes, TTM bytes) the buffer holds against amdgpu's limits.
     fn system_accounting(&self) -> (u64, u64) {
-        if self.flags & KFD_IOC_ALLOC_MEM_FLAGS_GTT != 0 {
+        if self.imported {
+            (0, 0)
+        } else if self.flags & KFD_IOC_ALLOC_MEM_FLAGS_GTT != 0 {
             (self.size, self.size)
         } else if self.flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR != 0 {
             (self.size, 0)
@@ -91,7 +96,7 @@ impl Bo {
     }
 
     fn vram_accounting(&self) -> Option<(u64, bool)> {
-        (self.flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM != 0)
+        (self.flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM != 0 && !self.imported)
             .then_some((self.size, self.flags & KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC != 0))
     }
 }
@@ -255,6 +260,7 @@ pub(crate) fn alloc(
             mapped: Vec::new(),
             queue_refs: Vec::new(),
             hdp_slots: Vec::new(),
+            imported: false,
         },
     );
     log::trace!(
@@ -286,6 +292,60 @@ fn user_range_mapped(addr: u64, len: u64) -> bool {
     // SAFETY: MS_ASYNC on a page-aligned range only queries and schedules writeback; it never
     // touches the contents.
     unsafe { libc::msync(addr as *mut libc::c_void, len as usize, libc::MS_ASYNC) == 0 }
+}
+
+/// What an export needs of buffer `handle`: its memory, size, GPU and flags. Only VRAM and GTT
+/// buffers are exportable (amdgpu refuses userptr, doorbell and MMIO buffers).
+pub(crate) fn exportable(
+    emu: &Emulator,
+    handle: u64,
+) -> Result<(Arc<SharedMem>, u64, u32, u32), Errno> {
+    let m = emu.memory.lock();
+    let bo = m.bos.get(&handle).ok_or(Errno::EINVAL)?;
+    match &bo.backing {
+        Backing::Shared(mem) => Ok((mem.clone(), bo.size, bo.gpu.gpu_id, bo.flags)),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+/// Adds a buffer for imported memory `mem` at `va` on `gpu` (not yet mapped to any GPU).
+pub(crate) fn insert_import(
+    emu: &Emulator,
+    gpu: Arc<GpuState>,
+    va: u64,
+    mem: Arc<SharedMem>,
+    flags: u32,
+) -> Result<u64, Errno> {
+    let size = mem.len() as u64;
+    if va % PAGE != 0 || va == 0 {
+        return Err(Errno::EINVAL);
+    }
+    let end = va.checked_add(size).ok_or(Errno::EINVAL)?;
+    let mut m = emu.memory.lock();
+    if overlaps(&m.ranges, va, end) {
+        return Err(Errno::EINVAL);
+    }
+    m.next += 1;
+    let handle = u64::from(gpu.gpu_id) << 32 | m.next;
+    let mmap_offset = 0x100_0000_0000 + m.next * PAGE;
+    m.offsets.insert(mmap_offset, handle);
+    m.ranges.insert(va, end);
+    m.bos.insert(
+        handle,
+        Bo {
+            gpu,
+            va,
+            size,
+            flags,
+            backing: Backing::Shared(mem),
+            mmap_offset,
+            mapped: Vec::new(),
+            queue_refs: Vec::new(),
+            hdp_slots: Vec::new(),
+            imported: true,
+        },
+    );
+    Ok(handle)
 }
 
 pub(crate) fn free(emu: &Emulator, handle: u64) -> Result<(), Errno> {

@@ -90,17 +90,17 @@ pub struct Buffer {
 /// The memory behind a [`Buffer`], shared with the GPU work that uses it.
 pub(crate) struct Allocation {
     /// Keeps the device open (shared with the other buffers of its allocator shard).
-    lease: Arc<DeviceLease>,
-    backing: Option<Backing>,
-    size: u64,
+    pub(super) lease: Arc<DeviceLease>,
+    pub(super) backing: Option<Backing>,
+    pub(super) size: u64,
     /// Allocated with execute permission.
-    executable: bool,
+    pub(super) executable: bool,
     /// Peer GPUs this buffer is also mapped to (the owner is implied; empty costs nothing).
-    peers: Mutex<Vec<u32>>,
+    pub(super) peers: Mutex<Vec<u32>>,
 }
 
 /// What memory a buffer owns.
-enum Backing {
+pub(super) enum Backing {
     /// A KFD allocation of its own.
     Whole(RawAllocation),
     /// A chunk of a suballocator block, owned by the GPU with this id.
@@ -204,7 +204,7 @@ impl Gpu {
 }
 
 impl Buffer {
-    fn new(a: Allocation) -> Buffer {
+    pub(super) fn new(a: Allocation) -> Buffer {
         let b = Buffer { inner: Arc::new(a) };
         if let Some(map) = &b.inner.lease.kfd.shared.buffers {
             map.insert(
@@ -232,7 +232,7 @@ impl Buffer {
         &self.inner.lease.kfd
     }
 
-    fn backing(&self) -> &Backing {
+    pub(super) fn backing(&self) -> &Backing {
         // `backing` is only taken in Drop.
         self.inner
             .backing

@@ -9,6 +9,7 @@
 
 mod buddy;
 pub(crate) mod buffer;
+mod dmabuf;
 pub(crate) mod hdp;
 mod host;
 pub(crate) mod raw;

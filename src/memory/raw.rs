@@ -156,6 +156,43 @@ impl RawAllocation {
         Ok(alloc)
     }
 
+    /// Imports dma-buf `fd` (`size` bytes, already queried) on GPU `gpu_id` at a new address
+    /// range and maps it for that GPU. The CPU gets no mapping: KFD gives an imported buffer no
+    /// render-node offset (map the descriptor itself to reach it from the CPU).
+    pub(crate) fn import_dmabuf(
+        driver: &dyn Driver,
+        gpu_id: u32,
+        fd: i32,
+        size: u64,
+        kind: MemoryKind,
+    ) -> Result<RawAllocation> {
+        let va = VaRange::reserve(driver, size, va_alignment(size))?;
+        let mut args = kfd_ioctl_import_dmabuf_args {
+            va_addr: va.addr,
+            handle: 0,
+            gpu_id,
+            dmabuf_fd: u32::try_from(fd)
+                .map_err(|_| Error::InvalidArgument(format!("descriptor {fd}")))?,
+        };
+        // SAFETY: the VA range is reserved by us for this buffer.
+        if let Err(e) = unsafe { driver.kfd_ioctl_unchecked(&mut args) } {
+            va.release(driver);
+            return Err(Error::ioctl(&args)(e));
+        }
+        let alloc = RawAllocation {
+            handle: args.handle,
+            va,
+            gpu_id,
+            kind,
+            cpu_mapped: false,
+        };
+        if let Err(e) = alloc.map_to_gpus(driver, &[gpu_id]) {
+            alloc.release(driver, &[]);
+            return Err(e);
+        }
+        Ok(alloc)
+    }
+
     /// The CPU pointer, when the CPU can access the memory.
     pub(crate) fn cpu_ptr(&self) -> Option<*mut u8> {
         self.cpu_mapped.then_some(self.va.addr as *mut u8)

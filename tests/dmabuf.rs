@@ -1,0 +1,165 @@
+//! dma-buf export and import (KFD 1.12's EXPORT_DMABUF, GET_DMABUF_INFO, IMPORT_DMABUF): a
+//! buffer exported on one GPU and imported on another is the same memory, in both directions;
+//! what cannot be exported is refused with a reason; descriptors that are not dma-bufs are
+//! refused as the driver refuses them; an older KFD gets a typed error naming the version.
+
+mod common;
+
+use kfdrt::emu::{EmuConfig, Preset};
+use kfdrt::{AllocOptions, Errno, Error, Feature, KfdVersion, MemoryKind};
+use std::os::fd::{AsFd, AsRawFd};
+use std::time::Duration;
+
+const T: Option<Duration> = Some(Duration::from_secs(20));
+const LEN: u64 = 1 << 20;
+
+#[test]
+fn an_exported_buffer_is_the_same_memory_on_the_importing_gpu() {
+    let kfd = common::emulated(Preset::Gfx90a, 2);
+    let (g0, g1) = (kfd.gpu(0).unwrap(), kfd.gpu(1).unwrap());
+    for kind in [MemoryKind::GttCoherent, MemoryKind::DeviceLocal] {
+        let original = g0
+            .alloc_with(LEN, AllocOptions::new(kind).dedicated())
+            .unwrap();
+        let pattern: Vec<u8> = (0..LEN).map(|i| (i * 7 % 253) as u8).collect();
+        let staging0 = g0.alloc(LEN, MemoryKind::GttCoherent).unwrap();
+        staging0.write(0, &pattern).unwrap();
+        let e0 = g0.copy_engine().unwrap();
+        e0.copy(&original, 0, &staging0, 0, LEN, &[])
+            .unwrap()
+            .wait(T)
+            .unwrap();
+
+        let fd = original.export_dmabuf().unwrap();
+        let imported = g1.import_dmabuf(fd.as_fd()).unwrap();
+        assert_eq!(imported.size(), LEN);
+        assert_eq!(imported.kind(), kind);
+        assert!(
+            imported.as_ptr().is_none(),
+            "no CPU mapping of an imported buffer"
+        );
+        assert_ne!(imported.gpu_address(), original.gpu_address());
+        // GPU 1 reads what GPU 0 wrote...
+        let e1 = g1.copy_engine().unwrap();
+        let staging1 = g1.alloc(LEN, MemoryKind::GttCoherent).unwrap();
+        e1.copy(&staging1, 0, &imported, 0, LEN, &[])
+            .unwrap()
+            .wait(T)
+            .unwrap();
+        assert!(
+            staging1.to_vec().unwrap() == pattern,
+            "{kind:?}: GPU 1 read other bytes"
+        );
+        // ...and what it writes is in the exporter's buffer.
+        e1.fill(&imported, 4096, 0x5A5A_5A5A, 8192, &[])
+            .unwrap()
+            .wait(T)
+            .unwrap();
+        e0.copy(&staging0, 0, &original, 0, LEN, &[])
+            .unwrap()
+            .wait(T)
+            .unwrap();
+        let back = staging0.to_vec().unwrap();
+        assert!(back[4096..12288].iter().all(|&b| b == 0x5A));
+        assert_eq!(&back[..4096], &pattern[..4096]);
+        assert_eq!(&back[12288..], &pattern[12288..]);
+        // The descriptor maps for the CPU too, as a dma-buf does.
+        if kind == MemoryKind::GttCoherent {
+            // SAFETY: a fresh shared read-only mapping of the descriptor, unmapped below.
+            let p = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    LEN as usize,
+                    libc::PROT_READ,
+                    libc::MAP_SHARED,
+                    fd.as_raw_fd(),
+                    0,
+                )
+            };
+            assert_ne!(p, libc::MAP_FAILED);
+            // SAFETY: `p` maps LEN readable bytes.
+            let seen = unsafe { std::slice::from_raw_parts(p as *const u8, LEN as usize) };
+            assert_eq!(seen[4096], 0x5A);
+            assert_eq!(seen[0], pattern[0]);
+            // SAFETY: unmapping what was mapped above.
+            unsafe { libc::munmap(p, LEN as usize) };
+        }
+        // The exporter can go first: the importer keeps the memory.
+        drop(original);
+        e1.copy(&staging1, 0, &imported, 0, LEN, &[])
+            .unwrap()
+            .wait(T)
+            .unwrap();
+        assert_eq!(staging1.to_vec().unwrap()[4096], 0x5A);
+    }
+}
+
+#[test]
+fn what_cannot_be_shared_is_refused() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let small = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    assert!(small.is_suballocated());
+    assert!(matches!(
+        small.export_dmabuf(),
+        Err(Error::InvalidArgument(_))
+    ));
+    let pageable = gpu.alloc(LEN, MemoryKind::Pageable).unwrap();
+    assert!(matches!(
+        pageable.export_dmabuf(),
+        Err(Error::InvalidArgument(_))
+    ));
+    // A descriptor that is not a dma-buf (a pipe), and one that is not open.
+    let mut fds = [0; 2];
+    // SAFETY: `fds` is a valid out-array of two descriptors.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+    // SAFETY: the read end is open until closed below.
+    let pipe = unsafe { std::os::fd::BorrowedFd::borrow_raw(fds[0]) };
+    let e = gpu.import_dmabuf(pipe).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Driver {
+                errno: Errno::EINVAL,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    // SAFETY: closing the pipe made above.
+    unsafe {
+        libc::close(fds[0]);
+        libc::close(fds[1]);
+    }
+    // SAFETY: borrowing a number nothing has open (the read end was just closed).
+    let closed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fds[0]) };
+    let e = gpu.import_dmabuf(closed).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Driver {
+                errno: Errno::EBADF,
+                ..
+            }
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn export_needs_kfd_1_12() {
+    let mut config = EmuConfig::new(Preset::Gfx90a, 1);
+    config.kfd_version = KfdVersion::new(1, 11);
+    let kfd = common::emulated_with(config);
+    let gpu = kfd.gpu(0).unwrap();
+    let b = gpu
+        .alloc_with(LEN, AllocOptions::new(MemoryKind::GttCoherent).dedicated())
+        .unwrap();
+    match b.export_dmabuf() {
+        Err(Error::NeedsKfd { feature, have }) => {
+            assert_eq!(feature, Feature::DmabufExport);
+            assert_eq!(have, KfdVersion::new(1, 11));
+        }
+        other => panic!("export on KFD 1.11: {other:?}"),
+    }
+}
