@@ -175,6 +175,9 @@ pub struct GpuInfo {
     /// Hardware compute queues KFD maps user queues to (`num_cp_queues`). A process may have
     /// more: the hardware scheduler maps them in turn.
     pub cp_queues: u32,
+    /// Global wave sync resources (`num_gws`): one queue of the process may hold them, for
+    /// cooperative (grid-wide synchronising) dispatches.
+    pub gws: u32,
     /// DRM render node minor (`/dev/dri/renderD<minor>`).
     pub drm_render_minor: u32,
     /// PCI device id.
@@ -330,6 +333,7 @@ impl Topology {
                 sdma_xgmi_engines: props.u32("num_sdma_xgmi_engines"),
                 sdma_queues_per_engine: props.u32("num_sdma_queues_per_engine"),
                 cp_queues: props.u32("num_cp_queues"),
+                gws: props.u32("num_gws"),
                 drm_render_minor: props.u32("drm_render_minor"),
                 device_id: props.u32("device_id"),
                 location_id: props.u32("location_id"),

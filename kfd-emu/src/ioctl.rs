@@ -251,6 +251,9 @@ unsafe fn handle(emu: &Emulator, request: IoctlRequest, a: *mut c_void) -> Resul
         r if r == rq::SET_CU_MASK => {
             with!(kfd_ioctl_set_cu_mask_args, |v| queue::set_cu_mask(emu, v))
         }
+        r if r == rq::ALLOC_QUEUE_GWS => {
+            with!(kfd_ioctl_alloc_queue_gws_args, |v| queue::alloc_gws(emu, v))
+        }
         r if r == rq::EXPORT_DMABUF => {
             with!(kfd_ioctl_export_dmabuf_args, |v| crate::dmabuf::export(
                 emu, v

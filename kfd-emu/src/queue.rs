@@ -30,6 +30,8 @@ struct Entry {
     buffers: Vec<u64>,
     /// What a debugger's queue snapshot shows of it.
     snapshot: kfd_queue_snapshot_entry,
+    /// The queue holds the GPU's global wave sync resources (`ALLOC_QUEUE_GWS`).
+    gws: bool,
 }
 
 #[derive(Default)]
@@ -277,6 +279,7 @@ pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Res
                 ctx_save_restore_area_size: a.ctx_save_restore_size,
                 ..Default::default()
             },
+            gws: false,
         },
     );
     drop(g);
@@ -293,6 +296,43 @@ pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Res
     );
     a.queue_id = id;
     a.doorbell_offset = gpu.doorbell_mmap_offset() | (u64::from(doorbell_index) * 8);
+    Ok(())
+}
+
+/// The GPU's global wave sync resources, as the topology's `num_gws` reports them.
+pub(crate) const GWS_PER_GPU: u32 = 64;
+
+/// `AMDKFD_IOC_ALLOC_QUEUE_GWS`, as `kfd_ioctl_alloc_queue_gws` and `pqm_set_gws` do it: the
+/// queue must exist (EINVAL) and be a compute queue; one queue per GPU of the process holds
+/// the GWS (EBUSY for a second); `num_gws` 0 gives them back (EINVAL if none were held).
+pub(crate) fn alloc_gws(
+    emu: &Emulator,
+    a: &mut kfd_ioctl_alloc_queue_gws_args,
+) -> Result<(), Errno> {
+    let mut g = emu.queues.inner.lock().unwrap_or_else(|p| p.into_inner());
+    let (gpu_index, compute) = {
+        let e = g.0.get(&a.queue_id).ok_or(Errno::EINVAL)?;
+        let t = e.snapshot.queue_type;
+        (
+            e.ctl.gpu.index,
+            t == KFD_IOC_QUEUE_TYPE_COMPUTE || t == KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
+        )
+    };
+    if !compute {
+        return Err(Errno::EINVAL);
+    }
+    let held = g.0.values().any(|e| e.ctl.gpu.index == gpu_index && e.gws);
+    let want = a.num_gws != 0;
+    if want && held {
+        return Err(Errno::EBUSY);
+    }
+    if !want && !held {
+        return Err(Errno::EINVAL);
+    }
+    for e in g.0.values_mut().filter(|e| e.ctl.gpu.index == gpu_index) {
+        e.gws = want && e.snapshot.queue_id == a.queue_id;
+    }
+    a.first_gws = 0;
     Ok(())
 }
 
@@ -371,6 +411,12 @@ impl Emulator {
             .unwrap_or_else(|p| p.into_inner())
             .clone();
         Some(mask)
+    }
+
+    /// Whether queue `queue_id` holds its GPU's global wave sync resources.
+    pub fn queue_holds_gws(&self, queue_id: u32) -> bool {
+        let g = self.queues.inner.lock().unwrap_or_else(|p| p.into_inner());
+        g.0.get(&queue_id).is_some_and(|e| e.gws)
     }
 
     /// The error queue `queue_id` stopped with, if any.

@@ -164,7 +164,7 @@ impl TopologyTree {
                     ("max_waves_per_simd", u64::from(p.max_waves_per_simd)),
                     ("lds_size_in_kb", u64::from(p.lds_size_kb)),
                     ("gds_size_in_kb", 0),
-                    ("num_gws", 64),
+                    ("num_gws", u64::from(crate::queue::GWS_PER_GPU)),
                     ("wave_front_size", u64::from(p.wave_size)),
                     ("array_count", u64::from(p.array_count)),
                     (

@@ -8,6 +8,7 @@
 
 mod batch;
 mod dispatch;
+mod gws;
 mod icache;
 mod probe;
 mod scratch;
