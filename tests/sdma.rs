@@ -437,3 +437,36 @@ fn copies_on_sdma_5_and_later_write_back_and_invalidate_the_caches() {
         );
     }
 }
+
+/// A COPY_LINEAR with the broadcast bit (kfdtest's P2P scenario): one packet copies the source
+/// to a local and a peer destination.
+#[test]
+fn a_broadcast_copy_writes_both_destinations() {
+    let kfd = common::emulated(Preset::Gfx90a, 2);
+    let (g0, g1) = (kfd.gpu(0).unwrap(), kfd.gpu(1).unwrap());
+    let n = 1u64 << 20;
+    let src = g0.alloc(n, MemoryKind::GttCoherent).unwrap();
+    let local = g0.alloc(n, MemoryKind::HostVisibleVram).unwrap();
+    let remote = g1.alloc(n, MemoryKind::HostVisibleVram).unwrap();
+    remote.map_to(&g0).unwrap();
+    let data = pattern(n as usize, 11);
+    src.write(0, &data).unwrap();
+    let q = g0.create_sdma_queue().unwrap();
+    let copy = SdmaPacket::CopyLinearBroadcast {
+        src: src.gpu_address(),
+        dst1: local.gpu_address(),
+        dst2: remote.gpu_address(),
+        bytes: n,
+    };
+    let mut dwords = Vec::new();
+    copy.encode(q.version(), g0.info().gfx_target_version, &mut dwords)
+        .unwrap();
+    assert_eq!(dwords.len(), 9);
+    assert_ne!(dwords[0] & (1 << 27), 0, "the broadcast bit");
+    common::sdma_submit(&q, &[copy], LONG).unwrap();
+    // The engine runs packets in order: a fill after it completing means the copy ran.
+    let mark = g0.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    q.fill(&mark, 0, 1, 4, &[]).unwrap().wait(T).unwrap();
+    assert!(local.to_vec().unwrap() == data, "first destination");
+    assert!(remote.to_vec().unwrap() == data, "second destination");
+}

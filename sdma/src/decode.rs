@@ -3,7 +3,7 @@
 //! allocation is bounded by the input (a WRITE is checked for length before its data is copied).
 //!
 //! Bits the packet type does not model are ignored where they do not change what the packet
-//! does to memory (endian swap, TMZ, cache policy, VMID); where they would (a broadcast copy, a
+//! does to memory (endian swap, TMZ, cache policy, VMID); where they would (a
 //! register poll, a looping atomic, a byte-sized fill), the packet is refused with
 //! [`DecodeError::BadField`] rather than executed wrongly.
 
@@ -39,9 +39,10 @@ impl SdmaPacket {
         let (p, n) = Self::decode(ver, dwords)?;
         // The raw "bytes - 1" field and the widest value the part's field holds.
         let (op, field, width) = match (&p, dwords) {
-            (SdmaPacket::CopyLinear { .. }, [_, count, ..]) => {
-                (op::COPY, *count, ver.max_copy_bytes(gfx_target_version))
-            }
+            (
+                SdmaPacket::CopyLinear { .. } | SdmaPacket::CopyLinearBroadcast { .. },
+                [_, count, ..],
+            ) => (op::COPY, *count, ver.max_copy_bytes(gfx_target_version)),
             (SdmaPacket::ConstantFill { .. }, [_, _, _, _, count, ..]) => {
                 let bits = if ver == SdmaVersion::V6 { 30 } else { 22 };
                 (op::CONSTANT_FILL, *count, (1u64 << bits) - 1)
@@ -80,10 +81,17 @@ impl SdmaPacket {
                     n,
                 ))
             }
+            (op::COPY, sub_op::COPY_LINEAR) if h & COPY_BROADCAST != 0 => {
+                let d = take(dwords, 9)?;
+                let p = SdmaPacket::CopyLinearBroadcast {
+                    bytes: u64::from(d[1] & BYTE_COUNT_MASK) + 1,
+                    src: join(d[3], d[4]),
+                    dst1: join(d[5], d[6]),
+                    dst2: join(d[7], d[8]),
+                };
+                Ok((p, 9))
+            }
             (op::COPY, sub_op::COPY_LINEAR) => {
-                if h & COPY_BROADCAST != 0 {
-                    return Err(bad(op, "broadcast", 1));
-                }
                 let d = take(dwords, 7)?;
                 let p = SdmaPacket::CopyLinear {
                     bytes: u64::from(d[1] & BYTE_COUNT_MASK) + 1,

@@ -68,6 +68,7 @@ impl SdmaPacket {
         match self {
             SdmaPacket::Nop { .. } => "NOP",
             SdmaPacket::CopyLinear { .. } => "COPY_LINEAR",
+            SdmaPacket::CopyLinearBroadcast { .. } => "COPY_LINEAR (broadcast)",
             SdmaPacket::CopyLinearSubWindow(_) => crate::sub_window::NAME,
             SdmaPacket::ConstantFill { .. } => "CONSTANT_FILL",
             SdmaPacket::Write { .. } => "WRITE_LINEAR",
@@ -95,6 +96,17 @@ impl SdmaPacket {
                 length(name, *bytes, ver.max_copy_bytes(gfx_target_version))?;
                 no_wrap(name, *src, *bytes)?;
                 no_wrap(name, *dst, *bytes)
+            }
+            SdmaPacket::CopyLinearBroadcast {
+                src,
+                dst1,
+                dst2,
+                bytes,
+            } => {
+                length(name, *bytes, ver.max_copy_bytes(gfx_target_version))?;
+                no_wrap(name, *src, *bytes)?;
+                no_wrap(name, *dst1, *bytes)?;
+                no_wrap(name, *dst2, *bytes)
             }
             SdmaPacket::CopyLinearSubWindow(c) => crate::sub_window::validate(c, ver),
             SdmaPacket::ConstantFill { dst, bytes, .. } => {
@@ -213,6 +225,22 @@ impl SdmaPacket {
                 hi(*src),
                 lo(*dst),
                 hi(*dst),
+            ]),
+            SdmaPacket::CopyLinearBroadcast {
+                src,
+                dst1,
+                dst2,
+                bytes,
+            } => out.extend_from_slice(&[
+                header(op::COPY, sub_op::COPY_LINEAR, COPY_BROADCAST),
+                (bytes - 1) as u32,
+                0, // DW2: no endian swap.
+                lo(*src),
+                hi(*src),
+                lo(*dst1),
+                hi(*dst1),
+                lo(*dst2),
+                hi(*dst2),
             ]),
             SdmaPacket::CopyLinearSubWindow(c) => crate::sub_window::encode(c, out),
             SdmaPacket::ConstantFill { dst, data, bytes } => out.extend_from_slice(&[

@@ -106,7 +106,7 @@ pub mod gcr_control {
 /// Header: opcode bits 0-7, sub-opcode bits 8-15.
 pub(crate) const SUB_OP_SHIFT: u32 = 8;
 
-/// COPY_LINEAR header: BROADCAST (two destinations, a 9-dword packet kfdrt does not use).
+/// COPY_LINEAR header: BROADCAST (two destinations, a 9-dword packet).
 pub(crate) const COPY_BROADCAST: u32 = 1 << 27;
 /// COPY_LINEAR DW1 and CONSTANT_FILL DW4: the widest "bytes - 1" field of any SDMA 4-6 part
 /// (30 bits; parts with 22 bits keep bits 22-29 zero).

@@ -165,6 +165,18 @@ pub enum SdmaPacket {
         /// Bytes.
         bytes: u64,
     },
+    /// COPY_LINEAR with the broadcast bit: the same `bytes` from `src` to two destinations
+    /// (9 dwords; peer-to-peer tests write a local and a remote copy at once).
+    CopyLinearBroadcast {
+        /// Source.
+        src: u64,
+        /// First destination.
+        dst1: u64,
+        /// Second destination.
+        dst2: u64,
+        /// Bytes.
+        bytes: u64,
+    },
     /// COPY LINEAR_SUB_WINDOW: a box of elements between two linear surfaces (ROCr's
     /// `hsa_amd_memory_async_copy_rect`, HIP's `hipMemcpy2D`/`3D`).
     CopyLinearSubWindow(SubWindowCopy),
@@ -253,6 +265,7 @@ impl SdmaPacket {
         match self {
             SdmaPacket::Nop { extra_dwords } => 1 + *extra_dwords as usize,
             SdmaPacket::CopyLinear { .. } => 7,
+            SdmaPacket::CopyLinearBroadcast { .. } => 9,
             SdmaPacket::CopyLinearSubWindow(_) => crate::fields::SUB_WINDOW_DWORDS,
             SdmaPacket::ConstantFill { .. } => 5,
             SdmaPacket::Write { data, .. } => 4 + data.len(),

@@ -347,7 +347,11 @@ fn decode_errors() {
         d[0] = h;
         d
     };
-    assert_eq!(bad(&with(0x1 | 1 << 27)), ("broadcast", 1));
+    // The broadcast bit makes a 9-dword copy to two destinations (decoded, not refused).
+    assert!(matches!(
+        SdmaPacket::decode(v, &with(0x1 | 1 << 27)),
+        Err(DecodeError::Truncated { needed: 9, .. })
+    ));
     assert_eq!(bad(&with(0xB)), ("fill size", 0)); // byte fill
     assert_eq!(bad(&with(0xB | 1 << 30)), ("fill size", 1)); // 16-bit fill
                                                              // ROCr's HDP flush packet: POLL_REGMEM without MEM_POLL (a register poll).

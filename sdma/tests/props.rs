@@ -99,6 +99,14 @@ fn packet(ver: SdmaVersion, gfx: u32) -> BoxedStrategy<SdmaPacket> {
                 bytes,
             })
             .boxed(),
+        (any::<u64>(), any::<u64>(), any::<u64>(), 1..=max_copy)
+            .prop_map(|(s, d1, d2, bytes)| SdmaPacket::CopyLinearBroadcast {
+                src: s.min(u64::MAX - (bytes - 1)),
+                dst1: d1.min(u64::MAX - (bytes - 1)),
+                dst2: d2.min(u64::MAX - (bytes - 1)),
+                bytes,
+            })
+            .boxed(),
         (any::<u64>(), any::<u32>(), 1..=max_fill_dwords)
             .prop_map(|(d, data, n)| SdmaPacket::ConstantFill {
                 dst: d.min(u64::MAX - (n * 4 - 1)) & !3,

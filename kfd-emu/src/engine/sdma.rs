@@ -138,6 +138,15 @@ impl Engine {
                     .fetch_add(1, Ordering::Relaxed);
             }
             SdmaPacket::CopyLinear { src, dst, bytes } => vm.copy(*dst, *src, *bytes)?,
+            SdmaPacket::CopyLinearBroadcast {
+                src,
+                dst1,
+                dst2,
+                bytes,
+            } => {
+                vm.copy(*dst1, *src, *bytes)?;
+                vm.copy(*dst2, *src, *bytes)?;
+            }
             SdmaPacket::CopyLinearSubWindow(c) => sub_window::run(vm, c)?,
             SdmaPacket::ConstantFill { dst, data, bytes } => vm.fill_u32(*dst, *data, *bytes)?,
             SdmaPacket::Write { dst, data } => {
