@@ -272,6 +272,9 @@ impl System {
             self.root.join("sys/class/kfd/kfd"),
         )?;
         put("/sys/module/amdgpu/initstate", "live\n")?;
+        for (name, value) in self.emu.module_parameters() {
+            put(&format!("/sys/module/amdgpu/parameters/{name}"), &value)?;
+        }
         std::fs::create_dir_all(self.root.join("sys/bus/pci/drivers/amdgpu"))?;
         let config = self.emu.config();
         for (i, &minor) in self.minors.iter().enumerate() {

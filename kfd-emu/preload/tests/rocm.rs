@@ -91,6 +91,23 @@ fn plain_libc_calls_see_the_emulated_driver() {
     }
 }
 
+/// amdgpu's module parameters are where test suites look for them (kfdtest skips its CWSR
+/// tests when `cwsr_enable` is missing or 0).
+#[test]
+fn amdgpu_module_parameters_are_readable() {
+    let run = run_preloaded(
+        Path::new("/bin/cat"),
+        &[
+            "/sys/module/amdgpu/parameters/cwsr_enable",
+            "/sys/module/amdgpu/parameters/sched_policy",
+            "/sys/module/amdgpu/parameters/noretry",
+        ],
+        1,
+    );
+    assert_success("cat", &run);
+    assert_eq!(run.stdout, "1\n0\n1\n");
+}
+
 #[test]
 fn programs_that_never_touch_the_gpu_are_unaffected() {
     // A private TMPDIR: the emulator's sysfs tree would be written there if one were started.
