@@ -45,8 +45,16 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let (major, minor) = kfd.version();
-    println!("device: {} — KFD ABI {major}.{minor}", kfd.describe());
+    let v = kfd.kfd_version();
+    println!(
+        "device: {} — KFD ABI {v} (kfdrt knows up to {})",
+        kfd.describe(),
+        kfdrt::KfdVersion::BINDINGS
+    );
+    for f in kfdrt::Feature::ALL {
+        let state = if kfd.supports(*f) { "yes" } else { "no, needs" };
+        println!("    {:<44} {state} KFD {}", f.name(), f.since());
+    }
     let topo = kfd.topology();
     for cpu in &topo.cpus {
         let mem: u64 = cpu.mem_banks.iter().map(|b| b.size_bytes).sum();

@@ -200,6 +200,17 @@ pub struct GpuInfo {
     pub properties: NodeProperties,
 }
 
+/// `HSA_CAP_SVMAPI_SUPPORTED` in a node's `capability`.
+const HSA_CAP_SVMAPI_SUPPORTED: u64 = 0x0800_0000;
+
+impl GpuInfo {
+    /// Whether the node takes shared virtual memory (`AMDKFD_IOC_SVM`; the kernel was built with
+    /// `CONFIG_HSA_AMD_SVM` and the GPU supports it).
+    pub fn supports_svm(&self) -> bool {
+        self.properties.get_or_zero("capability") & HSA_CAP_SVMAPI_SUPPORTED != 0
+    }
+}
+
 /// Formats a `gfx_target_version` as the LLVM target name (`90010` -> `"gfx90a"`).
 pub fn gfx_target_name(gfx_target_version: u32) -> String {
     let major = gfx_target_version / 10000;

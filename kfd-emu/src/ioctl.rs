@@ -74,7 +74,7 @@ pub(crate) unsafe fn dispatch(
     };
     if request.size() == canonical.size() {
         // SAFETY: forwarded from the caller's contract on `a`.
-        return unsafe { handle(emu, canonical, a) };
+        return unsafe { handle(emu, canonical, a, request.size()) };
     }
     // The caller's struct is another size than the driver's: copy it into one of the driver's
     // size, zero-extended, and back as far as the caller's reaches.
@@ -91,7 +91,7 @@ pub(crate) unsafe fn dispatch(
         };
     }
     // SAFETY: `kdata` is an aligned, zeroed buffer at least the driver's struct size.
-    let result = unsafe { handle(emu, canonical, kdata.as_mut_ptr() as *mut c_void) };
+    let result = unsafe { handle(emu, canonical, kdata.as_mut_ptr() as *mut c_void, user) };
     if matches!(dir, Direction::Read | Direction::ReadWrite) {
         // SAFETY: as above, `a` is valid for `user` bytes.
         unsafe { std::ptr::copy_nonoverlapping(kdata.as_ptr() as *const u8, a as *mut u8, user) };
@@ -99,12 +99,18 @@ pub(crate) unsafe fn dispatch(
     result
 }
 
-/// Runs `request` (a request of the emulator's table, at the driver's size) on `a`.
+/// Runs `request` (a request of the emulator's table, at the driver's size) on `a`, which holds
+/// `user_size` bytes of the caller's argument (more than the struct for `SVM`'s attributes).
 ///
 /// # Safety
-/// `a` must be valid for `request`'s argument struct, and what it points to as the request
-/// describes (the [`kfd_sys::Driver::ioctl`] contract).
-unsafe fn handle(emu: &Emulator, request: IoctlRequest, a: *mut c_void) -> Result<i32, Errno> {
+/// `a` must be valid for `request`'s argument struct and `user_size` bytes, and what it points
+/// to as the request describes (the [`kfd_sys::Driver::ioctl`] contract).
+unsafe fn handle(
+    emu: &Emulator,
+    request: IoctlRequest,
+    a: *mut c_void,
+    user_size: usize,
+) -> Result<i32, Errno> {
     macro_rules! with {
         ($t:ty, |$v:ident| $body:expr) => {{
             // SAFETY: the request was matched to `$t` just before.
@@ -134,13 +140,18 @@ unsafe fn handle(emu: &Emulator, request: IoctlRequest, a: *mut c_void) -> Resul
             }
             Ok(())
         }),
-        r if r == rq::SVM => {
-            // Shared virtual memory is not modelled, and the topology does not advertise it
-            // (no HSA_CAP_SVMAPI_SUPPORTED), so runtimes do not ask; the answer is that of a
-            // kernel built without CONFIG_HSA_AMD_SVM.
-            log::warn!("kfd-emu: AMDKFD_IOC_SVM: shared virtual memory is not modelled");
-            Err(Errno::EPERM)
-        }
+        r if r == rq::SVM => with!(kfd_ioctl_svm_args, |v| {
+            // The attributes follow the struct, inside the request's size (libhsakmt adds
+            // them to it); more than the size covers would be read from past the argument.
+            let attr = std::mem::size_of::<kfd_ioctl_svm_attribute>();
+            let covered =
+                user_size.saturating_sub(std::mem::size_of::<kfd_ioctl_svm_args>()) / attr;
+            if v.nattr as usize > covered {
+                return Err(Errno::EINVAL);
+            }
+            // SAFETY: `nattr` attributes follow the struct, within the argument (checked).
+            unsafe { crate::svm::ioctl(emu, v) }
+        }),
         r if r == rq::SET_XNACK_MODE => with!(kfd_ioctl_set_xnack_mode_args, |v| {
             // Query (-1) reports XNACK off; the emulated parts run without retry faults.
             match v.xnack_enabled {
@@ -407,16 +418,19 @@ mod tests {
         }
     }
 
+    /// SVM attributes follow the struct inside the request's size; more than it covers is
+    /// refused rather than read from past the argument.
     #[test]
-    fn svm_is_refused_as_by_a_kernel_without_it() {
+    fn svm_attributes_must_lie_inside_the_request() {
         let emu = Emulator::new(EmuConfig::new(Preset::Gfx90a, 1)).unwrap();
         let mut a = kfd_ioctl_svm_args {
             start_addr: 0x1000_0000,
             size: 0x1000,
+            nattr: 4,
             ..Default::default()
         };
-        // SAFETY: no attributes follow the struct (nattr 0).
+        // SAFETY: the emulator refuses before reading any attribute.
         let r = unsafe { emu.kfd_ioctl_unchecked(&mut a) };
-        assert_eq!(r, Err(Errno::EPERM));
+        assert_eq!(r, Err(Errno::EINVAL));
     }
 }

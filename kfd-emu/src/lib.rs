@@ -127,11 +127,11 @@
 //! - The wave interpreter runs GFX9 (gfx90a, gfx942) code only: on the gfx1100 preset machine
 //!   code stops its queue with an illegal-instruction error (bind a host function to run
 //!   something there).
-//! - Shared virtual memory is not modelled: the topology does not advertise
-//!   `HSA_CAP_SVMAPI_SUPPORTED` and `AMDKFD_IOC_SVM` fails with EPERM, as on a kernel built
-//!   without `CONFIG_HSA_AMD_SVM` (HIP then backs managed memory with pinned host memory). Such a
-//!   kernel would refuse `SET_XNACK_MODE` too; the emulator answers it (XNACK off), as ROCr
-//!   asks it at start-up.
+//! - Shared virtual memory (`AMDKFD_IOC_SVM`) keeps the bytes in host memory: a prefetch or a
+//!   preferred location records the location and counts the bytes, but moves nothing; freeing
+//!   host memory under a range a GPU maps does not remove the range, and a GPU access there
+//!   then faults the emulator's process instead of the GPU. XNACK is off on every part
+//!   (`SET_XNACK_MODE` to on is EPERM), so a GPU reaches only ranges it was given access to.
 //! - `GET_TILE_CONFIG` and the `GB_ADDR_CONFIG` register read report an MI210's value
 //!   (0x2a114042) for every preset; amdgpu reads the gfx942 and gfx1100 values from the hardware.
 //! - Requests that exist only in ROCm's out-of-tree driver (`IPC_IMPORT_HANDLE`/`EXPORT_HANDLE`,
@@ -162,6 +162,7 @@ mod memory;
 mod pagesize;
 mod queue;
 mod stats;
+mod svm;
 mod topology;
 mod vm;
 mod wake;
@@ -197,6 +198,7 @@ pub struct Emulator {
     pub(crate) queues: queue::QueueTable,
     pub(crate) debug: debugger::DebugState,
     pub(crate) dmabufs: dmabuf::DmabufTable,
+    pub(crate) svm: svm::SvmTable,
     pub(crate) kernels: Arc<kernel::KernelRegistry>,
     /// Shared with every queue's processor thread (its stall controls).
     pub(crate) faults: Arc<FaultInjector>,
@@ -253,6 +255,7 @@ impl Emulator {
             queues: queue::QueueTable::default(),
             debug: debugger::DebugState::default(),
             dmabufs: dmabuf::DmabufTable::default(),
+            svm: svm::SvmTable::default(),
             kernels: Arc::new(kernel::KernelRegistry::default()),
             faults,
             stats: Arc::new(stats::Counters::default()),
@@ -447,6 +450,12 @@ impl Emulator {
         .into_iter()
         .map(|(k, v)| (k, format!("{v}\n")))
         .collect()
+    }
+
+    /// Bytes of shared virtual memory prefetched to a GPU so far (migrations the emulator
+    /// records; the bytes stay in host memory).
+    pub fn svm_migrated_bytes(&self) -> u64 {
+        self.svm.migrated()
     }
 
     /// Fault injection controls.

@@ -192,6 +192,10 @@ pub(crate) fn alloc(
     if emu.faults.take_allocation_failure() {
         return Err(Errno::ENOMEM);
     }
+    if emu.svm.overlaps(a.va_addr, end) {
+        // kfd_ioctl_alloc_memory_of_gpu: "already allocated by SVM".
+        return Err(Errno::EADDRINUSE);
+    }
     let mut m = emu.memory.lock();
     if overlaps(&m.ranges, a.va_addr, end) {
         return Err(Errno::EINVAL);
@@ -288,10 +292,15 @@ fn system_limits(total: u64) -> (u64, u64) {
 
 /// Whether `addr..addr+len` (page aligned) is mapped in this process: `msync` fails with
 /// ENOMEM on any hole.
-fn user_range_mapped(addr: u64, len: u64) -> bool {
+pub(crate) fn user_range_mapped(addr: u64, len: u64) -> bool {
     // SAFETY: MS_ASYNC on a page-aligned range only queries and schedules writeback; it never
     // touches the contents.
     unsafe { libc::msync(addr as *mut libc::c_void, len as usize, libc::MS_ASYNC) == 0 }
+}
+
+/// Whether `start..end` overlaps a buffer's VA range.
+pub(crate) fn overlaps_buffer(emu: &Emulator, start: u64, end: u64) -> bool {
+    overlaps(&emu.memory.lock().ranges, start, end)
 }
 
 /// What an export needs of buffer `handle`: its memory, size, GPU and flags. Only VRAM and GTT

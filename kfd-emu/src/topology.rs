@@ -24,7 +24,9 @@ const CPU_CACHES: [(u64, u64, u64, bool); 4] = [
 /// HSA capability bits the emulator reports for every GPU. Bit 19 is the old place of SRAM ECC
 /// (`HSA_CAP_RESERVED_WAS_SRAM_EDCSUPPORTED`, which current KFD leaves clear); kfdrt still reads
 /// it there, so it stays set until kfdrt reads bit 26.
-const CAPABILITY: u64 = 0x0028_4200;
+const CAPABILITY: u64 = 0x0028_4200 | CAP_SVMAPI;
+/// `HSA_CAP_SVMAPI_SUPPORTED`: the node takes `AMDKFD_IOC_SVM`.
+const CAP_SVMAPI: u64 = 0x0800_0000;
 /// `HSA_CAP_SRAM_EDCSUPPORTED`: KFD sets it when the GFX RAS block is enabled, as on the
 /// data-centre parts (ROCr then reports their ISA as `sramecc+`).
 const CAP_SRAM_EDC: u64 = 0x0400_0000;

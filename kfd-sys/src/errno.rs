@@ -13,6 +13,8 @@ impl Errno {
     pub const ENOENT: Errno = Errno(libc::ENOENT);
     /// No such process.
     pub const ESRCH: Errno = Errno(libc::ESRCH);
+    /// Address already in use.
+    pub const EADDRINUSE: Errno = Errno(libc::EADDRINUSE);
     /// Interrupted system call.
     pub const EINTR: Errno = Errno(libc::EINTR);
     /// I/O error.

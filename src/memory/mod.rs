@@ -15,6 +15,7 @@ mod host;
 pub(crate) mod raw;
 pub(crate) mod shards;
 pub mod suballoc;
+pub mod svm;
 pub mod va;
 
 pub use buffer::{AllocOptions, Buffer};

@@ -311,3 +311,29 @@ fn rocr_bring_up_uses_the_kfd_requests_it_needs_and_they_succeed() {
         "no render-node ioctl succeeded"
     );
 }
+
+/// ROCr 5.2.3's SVM API (libhsakmt's `AMDKFD_IOC_SVM`, attributes carried in the request's
+/// size) on the emulated driver: the system reports SVM, a GPU gets access to host memory with
+/// a preferred location, the attributes read back, a prefetch completes.
+#[test]
+fn rocr_sets_and_reads_shared_virtual_memory_attributes() {
+    let Some(program) = rocr_program("hsa_svm.c") else {
+        return;
+    };
+    let run = run_preloaded(&program, &[], 1);
+    assert_success("hsa_svm", &run);
+    let out = &run.stdout;
+    for line in [
+        "svm supported 1",
+        "attributes set",
+        "preferred is the gpu 1",
+        "access 0x200",
+        "prefetched",
+        "done",
+    ] {
+        assert!(
+            out.lines().any(|l| l == line),
+            "missing {line:?} in:\n{out}"
+        );
+    }
+}

@@ -1,0 +1,213 @@
+//! Shared virtual memory (AMDKFD_IOC_SVM) through kfdrt: the process's own memory becomes
+//! reachable by the GPUs given access, at its own address, in both directions; a GPU without
+//! access faults; attributes read back merged over ranges as the driver reports them; prefetch
+//! records a migration; bad ranges are refused with the driver's errnos.
+
+mod common;
+
+use kfdrt::emu::Preset;
+use kfdrt::memory::svm::{SvmAccess, SvmAttribute, SvmLocation};
+use kfdrt::{Errno, Error, MemoryKind};
+use sdma::SdmaPacket;
+use std::time::Duration;
+
+const LEN: usize = 2 << 20;
+const LONG: Duration = Duration::from_secs(30);
+
+/// Anonymous host memory, page aligned, unmapped on drop.
+struct HostPages(*mut u8, usize);
+
+impl HostPages {
+    fn new(len: usize) -> HostPages {
+        // SAFETY: a fresh private anonymous mapping.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(p, libc::MAP_FAILED);
+        HostPages(p.cast(), len)
+    }
+    fn addr(&self) -> u64 {
+        self.0 as u64
+    }
+    fn bytes(&self) -> Vec<u8> {
+        // SAFETY: reading the mapping, which nothing writes concurrently at this point.
+        unsafe { std::slice::from_raw_parts(self.0, self.1) }.to_vec()
+    }
+}
+
+impl Drop for HostPages {
+    fn drop(&mut self) {
+        // SAFETY: unmapping what `new` mapped.
+        unsafe { libc::munmap(self.0.cast(), self.1) };
+    }
+}
+
+fn errno(e: Error) -> Errno {
+    match e {
+        Error::Driver { errno, .. } => errno,
+        other => panic!("expected a driver error, got {other}"),
+    }
+}
+
+#[test]
+fn gpus_with_access_read_and_write_process_memory_in_place() {
+    let kfd = common::emulated(Preset::Gfx90a, 2);
+    let emu = kfd.emulator().unwrap().clone();
+    let (g0, g1) = (kfd.gpu(0).unwrap(), kfd.gpu(1).unwrap());
+    assert!(g0.info().supports_svm());
+    let host = HostPages::new(LEN);
+    let pattern: Vec<u8> = (0..LEN).map(|i| (i % 241) as u8).collect();
+    // SAFETY: writing the fresh mapping before any GPU has access.
+    unsafe { std::ptr::copy_nonoverlapping(pattern.as_ptr(), host.0, LEN) };
+    // SAFETY: the mapping outlives the GPU's access (taken away before it is dropped).
+    unsafe {
+        kfd.svm_set_attributes(
+            host.addr(),
+            LEN as u64,
+            &[
+                SvmAttribute::Access(g0.id()),
+                SvmAttribute::PreferredLocation(SvmLocation::System),
+            ],
+        )
+    }
+    .unwrap();
+    // GPU 0's copy engine reads the process memory at its own address...
+    let q = g0.create_sdma_queue().unwrap();
+    let out = g0.alloc(LEN as u64, MemoryKind::GttCoherent).unwrap();
+    common::sdma_submit(
+        &q,
+        &[
+            SdmaPacket::CopyLinear {
+                src: host.addr(),
+                dst: out.gpu_address(),
+                bytes: LEN as u64,
+            },
+            // ...and writes it.
+            SdmaPacket::ConstantFill {
+                dst: host.addr() + 4096,
+                data: 0xC3C3_C3C3,
+                bytes: 4096,
+            },
+        ],
+        LONG,
+    )
+    .unwrap();
+    let mark = g0.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    q.fill(&mark, 0, 1, 4, &[])
+        .unwrap()
+        .wait(Some(LONG))
+        .unwrap();
+    assert!(
+        out.to_vec().unwrap() == pattern,
+        "GPU 0 read the process memory"
+    );
+    let now = host.bytes();
+    assert!(
+        now[4096..8192].iter().all(|&b| b == 0xC3),
+        "the CPU sees GPU 0's write"
+    );
+    assert_eq!(now[..4096], pattern[..4096]);
+
+    // Attributes read back; GPU 1 has none.
+    let a = kfd
+        .svm_attributes(host.addr(), LEN as u64, &[&g0, &g1])
+        .unwrap();
+    assert_eq!(a.preferred, SvmLocation::System);
+    assert_eq!(a.prefetch, SvmLocation::Undefined);
+    assert_eq!(
+        a.access,
+        vec![(g0.id(), SvmAccess::Access), (g1.id(), SvmAccess::None)]
+    );
+    // Prefetching half the range to GPU 0 records a migration; the span then disagrees.
+    let before = emu.svm_migrated_bytes();
+    // SAFETY: as above.
+    unsafe {
+        kfd.svm_set_attributes(
+            host.addr(),
+            (LEN / 2) as u64,
+            &[SvmAttribute::PrefetchLocation(SvmLocation::Gpu(g0.id()))],
+        )
+    }
+    .unwrap();
+    assert_eq!(emu.svm_migrated_bytes() - before, (LEN / 2) as u64);
+    let half = kfd
+        .svm_attributes(host.addr(), (LEN / 2) as u64, &[])
+        .unwrap();
+    assert_eq!(half.prefetch, SvmLocation::Gpu(g0.id()));
+    let all = kfd.svm_attributes(host.addr(), LEN as u64, &[]).unwrap();
+    assert_eq!(all.prefetch, SvmLocation::Undefined, "ranges that disagree");
+    assert_eq!(
+        all.preferred,
+        SvmLocation::System,
+        "split ranges keep what they had"
+    );
+
+    // GPU 1 has no access: its copy engine faults on the address.
+    let q1 = g1.create_sdma_queue().unwrap();
+    let out1 = g1.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    common::sdma_submit(
+        &q1,
+        &[SdmaPacket::CopyLinear {
+            src: host.addr(),
+            dst: out1.gpu_address(),
+            bytes: 4096,
+        }],
+        LONG,
+    )
+    .unwrap();
+    let mark1 = g1.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    match q1.fill(&mark1, 0, 1, 4, &[]).unwrap().wait(Some(LONG)) {
+        Err(Error::DeviceFault { fault, .. }) => assert_eq!(fault.va, host.addr()),
+        other => panic!("GPU 1 reached memory it has no access to: {other:?}"),
+    }
+    // Taking access away unmaps it from GPU 0 too.
+    // SAFETY: removing access only.
+    unsafe { kfd.svm_set_attributes(host.addr(), LEN as u64, &[SvmAttribute::NoAccess(g0.id())]) }
+        .unwrap();
+    let a = kfd.svm_attributes(host.addr(), LEN as u64, &[&g0]).unwrap();
+    assert_eq!(a.access, vec![(g0.id(), SvmAccess::None)]);
+}
+
+#[test]
+fn bad_ranges_get_the_drivers_errnos() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let g = kfd.gpu(0).unwrap();
+    let host = HostPages::new(1 << 20);
+    let access = [SvmAttribute::Access(g.id())];
+    // SAFETY: the driver refuses this and each call below; nothing is given access.
+    let r = unsafe { kfd.svm_set_attributes(host.addr() + 1, 4096, &access) };
+    assert_eq!(errno(r.unwrap_err()), Errno::EINVAL, "unaligned start");
+    // SAFETY: as above.
+    let r = unsafe { kfd.svm_set_attributes(host.addr(), 100, &access) };
+    assert_eq!(errno(r.unwrap_err()), Errno::EINVAL, "unaligned size");
+    // Memory that is not mapped (a hole made for the purpose).
+    // SAFETY: unmapping the second half of our own mapping.
+    unsafe { libc::munmap(host.0.add(1 << 19).cast(), 1 << 19) };
+    // SAFETY: as above.
+    let r = unsafe { kfd.svm_set_attributes(host.addr(), 1 << 20, &access) };
+    assert_eq!(errno(r.unwrap_err()), Errno::EFAULT, "a hole in the range");
+    // A KFD buffer's addresses.
+    let b = g.alloc(1 << 20, MemoryKind::GttCoherent).unwrap();
+    // SAFETY: as above.
+    let r = unsafe { kfd.svm_set_attributes(b.gpu_address() & !4095, 4096, &access) };
+    assert_eq!(errno(r.unwrap_err()), Errno::EADDRINUSE, "a buffer's range");
+    // An unknown GPU id is refused before the driver sees it.
+    // SAFETY: as above.
+    let r = unsafe { kfd.svm_set_attributes(host.addr(), 4096, &[SvmAttribute::Access(0xDEAD)]) };
+    assert!(matches!(r, Err(Error::InvalidArgument(_))));
+    // Unregistered memory reads as the defaults: no access, host-access and coherent flags.
+    let d = kfd.svm_attributes(host.addr(), 4096, &[&g]).unwrap();
+    assert_eq!(d.access, vec![(g.id(), SvmAccess::None)]);
+    assert_eq!(d.preferred, SvmLocation::Undefined);
+    assert_eq!(d.flags & 3, 3);
+    assert_eq!(d.granularity, 9);
+    // Keep the first half mapped until here; `host`'s drop unmaps the whole span again.
+    drop(host);
+}
