@@ -93,6 +93,7 @@ pub mod kernel_args;
 pub mod memory;
 pub mod queue;
 pub mod signal;
+pub mod smi;
 pub mod topology;
 
 pub use aql::FenceScope;

@@ -25,6 +25,8 @@ pub struct FaultInjector {
     suspended: AtomicBool,
     /// Queues a debugger suspended (`DBG_TRAP_SUSPEND_QUEUES`), apart from injected stalls.
     debug_suspended: Mutex<HashSet<u32>>,
+    /// Who hears of evictions, resets and faults (`SMI_EVENTS` clients).
+    pub(crate) smi: crate::smi::SmiHub,
 }
 
 impl FaultInjector {
@@ -128,7 +130,9 @@ impl FaultInjector {
     /// [`FaultInjector::restore_queues`] (a packet already running finishes: the emulated CP
     /// preempts at packet boundaries). Buffers keep their contents. Evictions nest.
     pub fn evict_queues(&self) {
-        self.evictions.fetch_add(1, Ordering::AcqRel);
+        if self.evictions.fetch_add(1, Ordering::AcqRel) == 0 && !self.suspended() {
+            self.smi.queue_eviction(crate::smi::EVICTION_TTM);
+        }
         self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
@@ -139,6 +143,9 @@ impl FaultInjector {
             .evictions
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
             .is_ok();
+        if ok && !self.queues_evicted() {
+            self.smi.queue_restore();
+        }
         self.generation.fetch_add(1, Ordering::AcqRel);
         ok
     }
@@ -146,14 +153,24 @@ impl FaultInjector {
     /// Suspends the system (`kgd2kfd_suspend` on every GPU before a power-management cycle):
     /// every queue stops as in an eviction until [`FaultInjector::resume`].
     pub fn suspend(&self) {
-        self.suspended.store(true, Ordering::Release);
+        if !self.suspended.swap(true, Ordering::AcqRel)
+            && self.evictions.load(Ordering::Acquire) == 0
+        {
+            self.smi.queue_eviction(crate::smi::EVICTION_SUSPEND);
+        }
         self.generation.fetch_add(1, Ordering::AcqRel);
     }
 
     /// Resumes the system after [`FaultInjector::suspend`]: queues run again (unless evicted).
     pub fn resume(&self) {
-        self.suspended.store(false, Ordering::Release);
+        if self.suspended.swap(false, Ordering::AcqRel) && !self.queues_evicted() {
+            self.smi.queue_restore();
+        }
         self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    fn suspended(&self) -> bool {
+        self.suspended.load(Ordering::Acquire)
     }
 
     /// Whether the queues are evicted or the system suspended.

@@ -262,6 +262,11 @@ unsafe fn handle(
         r if r == rq::SET_CU_MASK => {
             with!(kfd_ioctl_set_cu_mask_args, |v| queue::set_cu_mask(emu, v))
         }
+        r if r == rq::SMI_EVENTS => with!(kfd_ioctl_smi_events_args, |v| {
+            emu.gpu(v.gpuid).ok_or(Errno::EINVAL)?;
+            v.anon_fd = emu.faults.smi.open(v.gpuid)? as u32;
+            Ok(())
+        }),
         r if r == rq::ALLOC_QUEUE_GWS => {
             with!(kfd_ioctl_alloc_queue_gws_args, |v| queue::alloc_gws(emu, v))
         }

@@ -161,6 +161,7 @@ mod memfd;
 mod memory;
 mod pagesize;
 mod queue;
+mod smi;
 mod stats;
 mod svm;
 mod topology;
@@ -331,6 +332,9 @@ impl Emulator {
             if ecc { ", ECC" } else { "" }
         );
         gpu.raise_exception();
+        self.faults
+            .smi
+            .gpu_reset(gpu_id, if ecc { "RAS error" } else { "GPU hang" });
         self.events.signal_reset(events::ResetReport {
             gpu_id,
             cause: if ecc {

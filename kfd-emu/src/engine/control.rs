@@ -91,5 +91,8 @@ impl QueueCtl {
             error_type: 0,
         };
         self.events.signal_kind(KFD_IOC_EVENT_MEMORY, Some(data));
+        if fault.is_some() {
+            self.faults.smi.vm_fault(self.gpu.gpu_id);
+        }
     }
 }
