@@ -163,3 +163,106 @@ fn export_needs_kfd_1_12() {
         other => panic!("export on KFD 1.11: {other:?}"),
     }
 }
+
+/// A graphics buffer (a GEM object of the render node, exported by PRIME) registered with KFD,
+/// as `hsaKmtRegisterGraphicsHandleToNodes` does it: compute writes land in the graphics
+/// buffer, which the dma-buf's CPU mapping shows.
+#[test]
+fn a_graphics_buffer_registers_for_compute() {
+    use kfd_sys::Node;
+    use kfdrt::emu::drm_gem::*;
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let minor = gpu.info().drm_render_minor;
+    let drm = |req, arg: *mut std::ffi::c_void| {
+        // SAFETY: each call below passes the request's own argument struct.
+        unsafe { kfd.driver().ioctl(Node::Render(minor), req, arg) }
+    };
+    let mut ctx = DrmAmdgpuCtx {
+        op: AMDGPU_CTX_OP_ALLOC_CTX,
+        ..Default::default()
+    };
+    drm(DRM_IOCTL_AMDGPU_CTX, (&mut ctx as *mut DrmAmdgpuCtx).cast()).unwrap();
+    let ctx_id = ctx.op;
+    let mut create = DrmAmdgpuGemCreate {
+        bo_size: LEN,
+        alignment: 4096,
+        domains: AMDGPU_GEM_DOMAIN_GTT,
+        domain_flags: 0,
+    };
+    drm(
+        DRM_IOCTL_AMDGPU_GEM_CREATE,
+        (&mut create as *mut DrmAmdgpuGemCreate).cast(),
+    )
+    .unwrap();
+    let handle = create.bo_size as u32;
+    let mut prime = DrmPrimeHandle {
+        handle,
+        flags: libc::O_CLOEXEC as u32 | libc::O_RDWR as u32,
+        fd: -1,
+    };
+    drm(
+        DRM_IOCTL_PRIME_HANDLE_TO_FD,
+        (&mut prime as *mut DrmPrimeHandle).cast(),
+    )
+    .unwrap();
+    // SAFETY: the driver created the descriptor for us.
+    let fd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(prime.fd) };
+    let buf = gpu.import_dmabuf(fd.as_fd()).unwrap();
+    assert_eq!(buf.kind(), MemoryKind::GttCoherent);
+    let engine = gpu.copy_engine().unwrap();
+    engine
+        .fill(&buf, 0, 0x1234_5678, LEN, &[])
+        .unwrap()
+        .wait(T)
+        .unwrap();
+    // SAFETY: a fresh shared read-only mapping of the descriptor, unmapped below.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            LEN as usize,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            fd.as_raw_fd(),
+            0,
+        )
+    };
+    assert_ne!(p, libc::MAP_FAILED);
+    // SAFETY: `p` maps LEN readable bytes.
+    let seen = unsafe { std::slice::from_raw_parts(p as *const u32, LEN as usize / 4) };
+    assert!(seen.iter().all(|&w| w == 0x1234_5678));
+    // SAFETY: unmapping what was mapped above.
+    unsafe { libc::munmap(p, LEN as usize) };
+    // Unknown handles and contexts are refused.
+    let mut bad = DrmPrimeHandle {
+        handle: 9999,
+        flags: 0,
+        fd: -1,
+    };
+    assert_eq!(
+        drm(
+            DRM_IOCTL_PRIME_HANDLE_TO_FD,
+            (&mut bad as *mut DrmPrimeHandle).cast()
+        ),
+        Err(Errno::ENOENT)
+    );
+    let mut close = DrmGemClose { handle, pad: 0 };
+    drm(DRM_IOCTL_GEM_CLOSE, (&mut close as *mut DrmGemClose).cast()).unwrap();
+    let mut free = DrmAmdgpuCtx {
+        op: AMDGPU_CTX_OP_FREE_CTX,
+        ctx_id,
+        ..Default::default()
+    };
+    drm(
+        DRM_IOCTL_AMDGPU_CTX,
+        (&mut free as *mut DrmAmdgpuCtx).cast(),
+    )
+    .unwrap();
+    assert_eq!(
+        drm(
+            DRM_IOCTL_AMDGPU_CTX,
+            (&mut free as *mut DrmAmdgpuCtx).cast()
+        ),
+        Err(Errno::EINVAL)
+    );
+}

@@ -63,15 +63,34 @@ impl DmabufTable {
 /// `AMDKFD_IOC_EXPORT_DMABUF`.
 pub(crate) fn export(emu: &Emulator, a: &mut kfd_ioctl_export_dmabuf_args) -> Result<(), Errno> {
     let (mem, _size, gpu_id, flags) = crate::memory::exportable(emu, a.handle)?;
-    let fd = mem.dup(a.flags & libc::O_CLOEXEC as u32 != 0)?;
+    let fd = export_memory(
+        emu,
+        mem,
+        gpu_id,
+        flags,
+        a.flags & libc::O_CLOEXEC as u32 != 0,
+    )?;
+    a.dmabuf_fd = fd as u32;
+    Ok(())
+}
+
+/// A new dma-buf descriptor of `mem` (a KFD buffer's or a render node's GEM object's),
+/// registered so that `IMPORT_DMABUF` and `GET_DMABUF_INFO` find it.
+pub(crate) fn export_memory(
+    emu: &Emulator,
+    mem: Arc<SharedMem>,
+    gpu_id: u32,
+    flags: u32,
+    cloexec: bool,
+) -> Result<i32, Errno> {
+    let fd = mem.dup(cloexec)?;
     let key = identity(fd.as_raw_fd())?;
     emu.dmabufs
         .exports
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .insert(key, Export { mem, gpu_id, flags });
-    a.dmabuf_fd = fd.into_raw_fd() as u32;
-    Ok(())
+    Ok(fd.into_raw_fd())
 }
 
 /// `AMDKFD_IOC_GET_DMABUF_INFO`.

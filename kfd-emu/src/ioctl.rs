@@ -44,6 +44,10 @@ pub(crate) unsafe fn dispatch(
             .find(|g| g.render_minor == minor)
             .ok_or(Errno::ENODEV)?;
         // SAFETY: forwarded from the caller's contract on `a`.
+        if let Some(r) = unsafe { crate::drm_gem::dispatch(emu, minor, gpu.gpu_id, request, a) } {
+            return r.map(|()| 0);
+        }
+        // SAFETY: forwarded from the caller's contract on `a`.
         return unsafe {
             crate::drm::dispatch(gpu, emu.config.system_memory_bytes / 2, request, a)
         }

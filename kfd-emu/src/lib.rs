@@ -146,6 +146,7 @@ mod debugger;
 mod device;
 mod dmabuf;
 pub mod drm;
+pub mod drm_gem;
 mod engine;
 mod events;
 mod fault;
@@ -200,6 +201,7 @@ pub struct Emulator {
     pub(crate) debug: debugger::DebugState,
     pub(crate) dmabufs: dmabuf::DmabufTable,
     pub(crate) svm: svm::SvmTable,
+    pub(crate) gem: drm_gem::GemTable,
     pub(crate) kernels: Arc<kernel::KernelRegistry>,
     /// Shared with every queue's processor thread (its stall controls).
     pub(crate) faults: Arc<FaultInjector>,
@@ -257,6 +259,7 @@ impl Emulator {
             debug: debugger::DebugState::default(),
             dmabufs: dmabuf::DmabufTable::default(),
             svm: svm::SvmTable::default(),
+            gem: drm_gem::GemTable::default(),
             kernels: Arc::new(kernel::KernelRegistry::default()),
             faults,
             stats: Arc::new(stats::Counters::default()),

@@ -1,0 +1,214 @@
+//! Graphics buffers on the render node, for sharing with KFD: `DRM_IOCTL_AMDGPU_GEM_CREATE`,
+//! `DRM_IOCTL_GEM_CLOSE`, `DRM_IOCTL_PRIME_HANDLE_TO_FD` (a dma-buf of the buffer, which KFD's
+//! `IMPORT_DMABUF` then maps for compute: what `hsaKmtRegisterGraphicsHandleToNodes` does) and
+//! `DRM_IOCTL_AMDGPU_CTX` (contexts, which graphics clients create first). Layouts are those of
+//! uapi `drm.h` and `amdgpu_drm.h`; the emulator runs no graphics work, so a context only
+//! exists and reports no reset.
+
+use crate::memfd::SharedMem;
+use crate::Emulator;
+use kfd_sys::bindings::{KFD_IOC_ALLOC_MEM_FLAGS_GTT, KFD_IOC_ALLOC_MEM_FLAGS_VRAM};
+use kfd_sys::{Errno, IoctlRequest};
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex};
+
+const DRM_COMMAND_BASE: u8 = 0x40;
+
+/// `union drm_amdgpu_gem_create` (in: size, alignment, domains, domain flags; out: handle).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DrmAmdgpuGemCreate {
+    /// In: bytes; out: the handle in the low 32 bits.
+    pub bo_size: u64,
+    /// In: alignment.
+    pub alignment: u64,
+    /// In: `AMDGPU_GEM_DOMAIN_*`.
+    pub domains: u64,
+    /// In: `AMDGPU_GEM_CREATE_*`.
+    pub domain_flags: u64,
+}
+
+/// `struct drm_gem_close`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DrmGemClose {
+    /// The handle.
+    pub handle: u32,
+    /// Padding.
+    pub pad: u32,
+}
+
+/// `struct drm_prime_handle`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DrmPrimeHandle {
+    /// The handle.
+    pub handle: u32,
+    /// `DRM_CLOEXEC` / `DRM_RDWR`.
+    pub flags: u32,
+    /// Out: the dma-buf descriptor.
+    pub fd: i32,
+}
+
+/// `union drm_amdgpu_ctx` (in: op, flags, ctx_id, priority; out: ctx_id, or flags, hangs,
+/// reset status).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DrmAmdgpuCtx {
+    /// In: `AMDGPU_CTX_OP_*`; out (query): flags.
+    pub op: u32,
+    /// In: flags; out (alloc): the context id; out (query): hangs.
+    pub flags: u32,
+    /// In: the context; out (query): reset status.
+    pub ctx_id: u32,
+    /// In: priority.
+    pub priority: i32,
+}
+
+/// `DRM_IOCTL_AMDGPU_GEM_CREATE`.
+pub const DRM_IOCTL_AMDGPU_GEM_CREATE: IoctlRequest = IoctlRequest::iowr(
+    b'd',
+    DRM_COMMAND_BASE,
+    std::mem::size_of::<DrmAmdgpuGemCreate>(),
+);
+/// `DRM_IOCTL_AMDGPU_CTX`.
+pub const DRM_IOCTL_AMDGPU_CTX: IoctlRequest = IoctlRequest::iowr(
+    b'd',
+    DRM_COMMAND_BASE + 2,
+    std::mem::size_of::<DrmAmdgpuCtx>(),
+);
+/// `DRM_IOCTL_GEM_CLOSE`.
+pub const DRM_IOCTL_GEM_CLOSE: IoctlRequest =
+    IoctlRequest::iow(b'd', 0x09, std::mem::size_of::<DrmGemClose>());
+/// `DRM_IOCTL_PRIME_HANDLE_TO_FD`.
+pub const DRM_IOCTL_PRIME_HANDLE_TO_FD: IoctlRequest =
+    IoctlRequest::iowr(b'd', 0x2d, std::mem::size_of::<DrmPrimeHandle>());
+
+/// `AMDGPU_GEM_DOMAIN_CPU`, `_GTT`, `_VRAM`.
+pub const AMDGPU_GEM_DOMAIN_CPU: u64 = 0x1;
+/// GTT.
+pub const AMDGPU_GEM_DOMAIN_GTT: u64 = 0x2;
+/// VRAM.
+pub const AMDGPU_GEM_DOMAIN_VRAM: u64 = 0x4;
+/// `AMDGPU_CTX_OP_ALLOC_CTX`.
+pub const AMDGPU_CTX_OP_ALLOC_CTX: u32 = 1;
+/// `AMDGPU_CTX_OP_FREE_CTX`.
+pub const AMDGPU_CTX_OP_FREE_CTX: u32 = 2;
+/// `AMDGPU_CTX_OP_QUERY_STATE`.
+pub const AMDGPU_CTX_OP_QUERY_STATE: u32 = 3;
+/// `AMDGPU_CTX_OP_QUERY_STATE2`.
+pub const AMDGPU_CTX_OP_QUERY_STATE2: u32 = 4;
+
+#[derive(Default)]
+struct Tables {
+    /// (render minor, handle) -> memory and whether it is VRAM.
+    bos: HashMap<(u32, u32), (Arc<SharedMem>, bool)>,
+    ctxs: HashMap<(u32, u32), ()>,
+    next: u32,
+}
+
+/// The render nodes' GEM objects and contexts.
+#[derive(Default)]
+pub(crate) struct GemTable {
+    t: Mutex<Tables>,
+}
+
+/// Handles `request` on render node `minor` if it is one of this module's; `None` otherwise.
+///
+/// # Safety
+/// `a` must be valid for the request's argument (the `Driver::ioctl` contract).
+pub(crate) unsafe fn dispatch(
+    emu: &Emulator,
+    minor: u32,
+    gpu_id: u32,
+    request: IoctlRequest,
+    a: *mut c_void,
+) -> Option<Result<(), Errno>> {
+    if a.is_null() {
+        return Some(Err(Errno::EFAULT));
+    }
+    let mut t = emu.gem.t.lock().unwrap_or_else(|p| p.into_inner());
+    Some(if request == DRM_IOCTL_AMDGPU_GEM_CREATE {
+        // SAFETY: the request was matched to this argument type just above.
+        let g = unsafe { &mut *(a as *mut DrmAmdgpuGemCreate) };
+        let domains = g.domains;
+        let known = AMDGPU_GEM_DOMAIN_CPU | AMDGPU_GEM_DOMAIN_GTT | AMDGPU_GEM_DOMAIN_VRAM;
+        if g.bo_size == 0 || domains & !known != 0 || domains == 0 {
+            return Some(Err(Errno::EINVAL));
+        }
+        let size = g.bo_size.div_ceil(4096) * 4096;
+        let mem = match SharedMem::new(size) {
+            Ok(m) => Arc::new(m),
+            Err(e) => return Some(Err(e)),
+        };
+        t.next += 1;
+        let handle = t.next;
+        t.bos.insert(
+            (minor, handle),
+            (mem, domains & AMDGPU_GEM_DOMAIN_VRAM != 0),
+        );
+        *g = DrmAmdgpuGemCreate {
+            bo_size: u64::from(handle),
+            ..Default::default()
+        };
+        Ok(())
+    } else if request == DRM_IOCTL_GEM_CLOSE {
+        // SAFETY: matched just above.
+        let c = unsafe { &*(a as *const DrmGemClose) };
+        t.bos
+            .remove(&(minor, c.handle))
+            .map(drop)
+            .ok_or(Errno::EINVAL)
+    } else if request == DRM_IOCTL_PRIME_HANDLE_TO_FD {
+        // SAFETY: matched just above.
+        let p = unsafe { &mut *(a as *mut DrmPrimeHandle) };
+        if p.flags & !(libc::O_CLOEXEC as u32 | libc::O_RDWR as u32) != 0 {
+            return Some(Err(Errno::EINVAL));
+        }
+        let Some((mem, vram)) = t.bos.get(&(minor, p.handle)).cloned() else {
+            return Some(Err(Errno::ENOENT));
+        };
+        drop(t);
+        let flags = if vram {
+            KFD_IOC_ALLOC_MEM_FLAGS_VRAM
+        } else {
+            KFD_IOC_ALLOC_MEM_FLAGS_GTT
+        };
+        crate::dmabuf::export_memory(
+            emu,
+            mem,
+            gpu_id,
+            flags,
+            p.flags & libc::O_CLOEXEC as u32 != 0,
+        )
+        .map(|fd| p.fd = fd)
+    } else if request == DRM_IOCTL_AMDGPU_CTX {
+        // SAFETY: matched just above.
+        let c = unsafe { &mut *(a as *mut DrmAmdgpuCtx) };
+        match c.op {
+            AMDGPU_CTX_OP_ALLOC_CTX => {
+                t.next += 1;
+                let id = t.next;
+                t.ctxs.insert((minor, id), ());
+                *c = DrmAmdgpuCtx {
+                    op: id,
+                    ..Default::default()
+                };
+                Ok(())
+            }
+            AMDGPU_CTX_OP_FREE_CTX => t.ctxs.remove(&(minor, c.ctx_id)).ok_or(Errno::EINVAL),
+            AMDGPU_CTX_OP_QUERY_STATE | AMDGPU_CTX_OP_QUERY_STATE2 => {
+                if !t.ctxs.contains_key(&(minor, c.ctx_id)) {
+                    return Some(Err(Errno::EINVAL));
+                }
+                // No reset, no hang: AMDGPU_CTX_NO_RESET (0) throughout.
+                *c = DrmAmdgpuCtx::default();
+                Ok(())
+            }
+            _ => Err(Errno::EINVAL),
+        }
+    } else {
+        return None;
+    })
+}
