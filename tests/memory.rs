@@ -141,6 +141,27 @@ fn vram_over_capacity_is_out_of_memory() {
     assert_eq!(kfd.emulator().unwrap().stats().live_allocations, 0);
 }
 
+/// One allocation as large as the VRAM the topology reports (kfdtest's big-buffer tests):
+/// it succeeds, and then not one more page fits.
+#[test]
+fn an_allocation_of_all_reported_vram_succeeds() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let all = gpu.available_memory().unwrap();
+    assert_eq!(all, gpu.info().vram_bytes, "nothing allocated yet");
+    let whole = gpu.alloc(all, MemoryKind::DeviceLocal).unwrap();
+    assert_eq!(gpu.available_memory().unwrap(), 0);
+    assert!(matches!(
+        gpu.alloc_with(
+            4096,
+            kfdrt::AllocOptions::new(MemoryKind::DeviceLocal).dedicated()
+        ),
+        Err(Error::OutOfMemory { .. })
+    ));
+    drop(whole);
+    assert_eq!(gpu.available_memory().unwrap(), all);
+}
+
 #[test]
 fn ten_thousand_alloc_free_cycles_leave_nothing_behind() {
     let kfd = common::emulated(Preset::Gfx90a, 1);
