@@ -17,6 +17,20 @@
 //! programs, their own kernels and ROCr's and HIP's blit kernels, run on the emulator through
 //! the `kfd-emu-preload` interposer.
 //!
+//! # The newer KFD
+//!
+//! It reports a configurable KFD ABI version ([`EmuConfig::kfd_version`], 1.11 to the
+//! bindings' 1.18, default the newest) and answers each request from the version that brought
+//! it, looking requests up by number and zero-extending shorter arguments as `kfd_ioctl` does.
+//! Besides memory, events and queues it models: the debugger's ABI (`debugger`: runtime
+//! enable, debug-trap attach and detach, exception reporting, queue and device snapshots,
+//! queue suspend and resume; not the wave-level operations), shared virtual memory (`svm`),
+//! dma-buf export and import, also of render-node GEM objects (`dmabuf`, `drm_gem`), global wave
+//! sync for one queue per GPU, SMI event streams (`smi`), and amdgpu's module parameters
+//! ([`Emulator::module_parameters`]). A process may have more queues than the GPU has hardware
+//! queue slots; every queue has a processor of its own, so all of them progress at once (the
+//! hardware scheduler would time-slice them: only the cost differs).
+//!
 //! # Shape
 //!
 //! Imports run one way, from the driver's interface down to the GPU's state:
