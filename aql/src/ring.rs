@@ -212,10 +212,8 @@ impl AqlRing {
     /// Writes one packet into slot `id`: body first, then the header word with a release store.
     fn publish(&self, id: u64, dwords: &[u32; 16]) {
         let slot = self.slot(id);
-        for (i, d) in dwords.iter().enumerate().skip(1) {
-            // SAFETY: dword `i` < 16 of a slot inside the ring.
-            unsafe { &*slot.add(i) }.store(*d, Ordering::Relaxed);
-        }
+        // SAFETY: a slot inside the ring, 64-byte aligned (`new` checks the base).
+        unsafe { crate::sync::store_body(slot, dwords) };
         // SAFETY: dword 0 of the slot.
         crate::sync::publish_u32(unsafe { &*slot }, dwords[0]);
     }

@@ -65,7 +65,12 @@ impl Held {
     pub(crate) fn take(&mut self) -> Held {
         Held {
             first: self.first.take(),
-            rest: self.rest.drain(..).collect(),
+            // The common case (one kernel's code, inline) moves no vector at all.
+            rest: if self.rest.is_empty() {
+                Vec::new()
+            } else {
+                self.rest.drain(..).collect()
+            },
         }
     }
 }
