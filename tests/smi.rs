@@ -96,3 +96,21 @@ fn evictions_resets_and_faults_reach_their_gpus_watchers() {
     assert!(!task.is_empty());
     assert!(w0.next(QUIET).unwrap().is_none(), "the fault was on GPU 1");
 }
+
+/// Streams opened and closed leave nothing behind in the driver (KFD frees a client when its
+/// file is released): thousands of them do not run out of descriptors.
+#[test]
+fn closed_streams_are_forgotten() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let g = kfd.gpu(0).unwrap();
+    for _ in 0..3000 {
+        drop(g.smi_events(&[smi::QUEUE_EVICTION]).unwrap());
+    }
+    let mut w = g.smi_events(&[smi::QUEUE_EVICTION]).unwrap();
+    kfd.emulator().unwrap().faults().evict_queues();
+    kfd.emulator().unwrap().faults().restore_queues();
+    assert_eq!(w.next(WAIT).unwrap().unwrap().event, smi::QUEUE_EVICTION);
+    // The process's descriptors did not pile up: one more stream and a pipe still open.
+    let n = std::fs::read_dir("/proc/self/fd").map(|d| d.count()).unwrap_or(0);
+    assert!(n < 1000, "{n} descriptors open");
+}

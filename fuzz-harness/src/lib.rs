@@ -4,7 +4,7 @@
 //! any kind for any input; a panic or a hang is a bug in what it drives.
 
 use kfd_sys::bindings::*;
-use kfd_sys::{Driver, KfdIoctl, Node};
+use kfd_sys::{Driver, DriverExt, KfdIoctl, Node};
 use std::sync::{Arc, OnceLock};
 
 /// What a target does with one input.
@@ -132,6 +132,55 @@ fn issue<T: KfdIoctl + Default>(emu: &kfd_emu::Emulator, bytes: &[u8]) {
     let _ = unsafe { emu.ioctl(Node::Kfd, T::REQUEST, (&mut arg as *mut T).cast()) };
 }
 
+/// `AMDKFD_IOC_SVM` with the input's range, op and up to three attributes, carried after the
+/// struct inside the request's size as libhsakmt passes them. Ranges are confined to a mapping
+/// of this harness's own (addresses elsewhere would only probe the fuzzer's memory).
+fn svm(emu: &kfd_emu::Emulator, arg: &[u8]) {
+    static AREA: OnceLock<usize> = OnceLock::new();
+    const AREA_LEN: usize = 64 << 12;
+    let area = *AREA.get_or_init(|| {
+        // SAFETY: a fresh private anonymous mapping, kept for the process's life.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                AREA_LEN,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        p as usize
+    });
+    let word = |i: usize| {
+        arg.get(i * 4..i * 4 + 4)
+            .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let nattr = (word(2) % 4) as usize;
+    let mut buf = [0u64; 3 + 3];
+    let head = kfd_ioctl_svm_args {
+        // Page-aligned inside the area most of the time; any value otherwise.
+        start_addr: if word(0) & 0x8000_0000 == 0 {
+            (area + (word(0) as usize % 64) * 4096) as u64
+        } else {
+            u64::from(word(0))
+        },
+        size: u64::from(word(1) % 0x10_0000),
+        op: word(2) >> 30,
+        nattr: nattr as u32,
+        ..Default::default()
+    };
+    // SAFETY: `buf` is 48 bytes, 8-aligned: the 24-byte struct and three 8-byte attributes.
+    unsafe { std::ptr::write(buf.as_mut_ptr().cast::<kfd_ioctl_svm_args>(), head) };
+    for i in 0..nattr {
+        buf[3 + i] = u64::from(word(3 + 2 * i) % 9) | u64::from(word(4 + 2 * i)) << 32;
+    }
+    let request = kfd_sys::IoctlRequest::iowr(b'K', 0x20, 24 + 8 * nattr);
+    // SAFETY: the argument is the request's size; its range is the harness's own mapping (or
+    // refused before any access).
+    let _ = unsafe { emu.ioctl(Node::Kfd, request, buf.as_mut_ptr().cast()) };
+}
+
 /// A stream of (request, argument bytes) pairs against a live emulated device: the requests
 /// whose arguments carry no user pointer (the emulator must treat every field as untrusted;
 /// pointers would only test the fuzzer's own memory).
@@ -142,7 +191,7 @@ pub fn emu_ioctls(data: &[u8]) {
         let take = tail.len().min(32);
         let (arg, next) = tail.split_at(take);
         rest = next;
-        match pick % 12 {
+        match pick % 17 {
             0 => issue::<kfd_ioctl_get_version_args>(emu, arg),
             1 => issue::<kfd_ioctl_destroy_queue_args>(emu, arg),
             2 => issue::<kfd_ioctl_set_memory_policy_args>(emu, arg),
@@ -154,7 +203,46 @@ pub fn emu_ioctls(data: &[u8]) {
             8 => issue::<kfd_ioctl_acquire_vm_args>(emu, arg),
             9 => issue::<kfd_ioctl_free_memory_of_gpu_args>(emu, arg),
             10 => issue::<kfd_ioctl_set_xnack_mode_args>(emu, arg),
-            _ => issue::<kfd_ioctl_get_available_memory_args>(emu, arg),
+            11 => issue::<kfd_ioctl_get_available_memory_args>(emu, arg),
+            12 => issue::<kfd_ioctl_alloc_queue_gws_args>(emu, arg),
+            // The runtime-enable address is only recorded, never followed, by KFD and the
+            // emulator alike.
+            13 => issue::<kfd_ioctl_runtime_enable_args>(emu, arg),
+            14 => {
+                // A new event stream: close the descriptor it returns.
+                let mut a = kfd_ioctl_smi_events_args::default();
+                if let Some(b) = arg.get(..4) {
+                    a.gpuid = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                }
+                if emu.kfd_ioctl(&mut a).is_ok() {
+                    // SAFETY: the driver just created this descriptor for us.
+                    unsafe { libc::close(a.anon_fd as i32) };
+                }
+            }
+            15 => svm(emu, arg),
+            _ => {
+                // Debug-trap operations that follow no pointer, on this process or another.
+                let mut a = kfd_ioctl_dbg_trap_args::default();
+                let word = |i: usize| {
+                    arg.get(i * 4..i * 4 + 4)
+                        .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                };
+                a.pid = if word(0) & 1 == 0 {
+                    std::process::id()
+                } else {
+                    word(0)
+                };
+                a.op = [
+                    KFD_IOC_DBG_TRAP_DISABLE,
+                    KFD_IOC_DBG_TRAP_SEND_RUNTIME_EVENT,
+                    KFD_IOC_DBG_TRAP_SET_EXCEPTIONS_ENABLED,
+                    KFD_IOC_DBG_TRAP_SET_WAVE_LAUNCH_MODE,
+                    KFD_IOC_DBG_TRAP_SET_FLAGS,
+                    KFD_IOC_DBG_TRAP_QUERY_DEBUG_EVENT,
+                ][word(1) as usize % 6];
+                // SAFETY: these operations read and write the argument struct only.
+                let _ = unsafe { emu.kfd_ioctl_unchecked(&mut a) };
+            }
         }
     }
 }

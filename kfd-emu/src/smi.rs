@@ -49,6 +49,18 @@ fn boottime_ns() -> i64 {
     ts.tv_sec * 1_000_000_000 + ts.tv_nsec
 }
 
+/// Whether the client closed its end of the socket.
+fn peer_closed(end: &OwnedFd) -> bool {
+    let mut p = libc::pollfd {
+        fd: end.as_raw_fd(),
+        events: libc::POLLRDHUP,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, no waiting.
+    let ready = unsafe { libc::poll(&mut p, 1, 0) };
+    ready > 0 && p.revents & (libc::POLLRDHUP | libc::POLLHUP) != 0
+}
+
 fn task_name() -> String {
     std::fs::read_to_string("/proc/self/comm")
         .map(|s| s.trim_end().to_owned())
@@ -77,14 +89,15 @@ impl SmiHub {
             unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
         // SAFETY: a flag change on our own descriptor.
         unsafe { libc::fcntl(ours.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
-        self.clients
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(Client {
-                gpu_id,
-                end: ours,
-                mask: 0,
-            });
+        let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
+        // Clients that closed their end go now (KFD frees a client when its file is released),
+        // so opening and closing streams does not pile up descriptors.
+        clients.retain(|c| !peer_closed(&c.end));
+        clients.push(Client {
+            gpu_id,
+            end: ours,
+            mask: 0,
+        });
         Ok(theirs.into_raw_fd())
     }
 
