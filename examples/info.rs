@@ -51,9 +51,21 @@ fn main() {
         kfd.describe(),
         kfdrt::KfdVersion::BINDINGS
     );
+    println!("  what the driver's ABI has (a GPU may still lack it, e.g. SVM):");
     for f in kfdrt::Feature::ALL {
         let state = if kfd.supports(*f) { "yes" } else { "no, needs" };
         println!("    {:<44} {state} KFD {}", f.name(), f.since());
+    }
+    for gpu in kfd.gpus() {
+        println!(
+            "    GPU {:#06x}: shared virtual memory {}",
+            gpu.id(),
+            if gpu.info().supports_svm() {
+                "supported"
+            } else {
+                "not supported (no HSA_CAP_SVMAPI_SUPPORTED)"
+            }
+        );
     }
     let topo = kfd.topology();
     for cpu in &topo.cpus {

@@ -111,6 +111,8 @@ fn closed_streams_are_forgotten() {
     kfd.emulator().unwrap().faults().restore_queues();
     assert_eq!(w.next(WAIT).unwrap().unwrap().event, smi::QUEUE_EVICTION);
     // The process's descriptors did not pile up: one more stream and a pipe still open.
-    let n = std::fs::read_dir("/proc/self/fd").map(|d| d.count()).unwrap_or(0);
+    let n = std::fs::read_dir("/proc/self/fd")
+        .map(|d| d.count())
+        .unwrap_or(0);
     assert!(n < 1000, "{n} descriptors open");
 }
