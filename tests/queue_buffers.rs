@@ -440,3 +440,41 @@ fn a_zero_filled_ring_nobody_writes_stays_untouched() {
         destroy(&kfd, a.queue_id).unwrap();
     }
 }
+
+/// `KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID` is a queue type from KFD 1.17 on: a 1.16 driver refuses
+/// it as an unknown type.
+#[test]
+fn sdma_by_engine_id_is_unknown_before_kfd_1_17() {
+    let mut config = kfdrt::emu::EmuConfig::new(Preset::Gfx90a, 1);
+    config.kfd_version = kfdrt::KfdVersion::new(1, 16);
+    let kfd = common::emulated_with(config);
+    let gpu = kfd.gpu(0).unwrap();
+    let p = Parts::new(&gpu);
+    let mut a = kfd_ioctl_create_queue_args {
+        queue_type: KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID,
+        ..p.args(&gpu)
+    };
+    assert_eq!(create(&kfd, &mut a), Err(Errno::EINVAL));
+    // The same arguments on a 1.18 driver make a queue: the refusal above is the version's.
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let p = Parts::new(&gpu);
+    let mut a = kfd_ioctl_create_queue_args {
+        queue_type: KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID,
+        ..p.args(&gpu)
+    };
+    create(&kfd, &mut a).unwrap();
+    // An engine the GPU lacks is refused (allocate_sdma_queue); the last one is fine.
+    let engines = gpu.info().sdma_engines + gpu.info().sdma_xgmi_engines;
+    let p2 = Parts::new(&gpu);
+    let mut b = kfd_ioctl_create_queue_args {
+        queue_type: KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID,
+        sdma_engine_id: engines,
+        ..p2.args(&gpu)
+    };
+    assert_eq!(create(&kfd, &mut b), Err(Errno::EINVAL));
+    b.sdma_engine_id = engines - 1;
+    create(&kfd, &mut b).unwrap();
+    destroy(&kfd, b.queue_id).unwrap();
+    destroy(&kfd, a.queue_id).unwrap();
+}

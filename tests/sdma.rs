@@ -470,3 +470,45 @@ fn a_broadcast_copy_writes_both_destinations() {
     assert!(local.to_vec().unwrap() == data, "first destination");
     assert!(remote.to_vec().unwrap() == data, "second destination");
 }
+
+/// SDMA queues on a chosen engine (KFD 1.17's SDMA_BY_ENG_ID): each engine has its own slots,
+/// an engine the GPU lacks is refused, and an older KFD says which version is needed.
+#[test]
+fn sdma_queues_on_a_chosen_engine() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let info = gpu.info().clone();
+    let engines = info.sdma_engines + info.sdma_xgmi_engines;
+    let last = engines - 1;
+    let per_engine = info.sdma_queues_per_engine as usize;
+    let on_last: Vec<_> = (0..per_engine)
+        .map(|_| gpu.create_sdma_queue_on_engine(last).unwrap())
+        .collect();
+    match gpu.create_sdma_queue_on_engine(last) {
+        Err(Error::Driver { errno, .. }) => assert_eq!(errno, kfdrt::Errno::ENOMEM),
+        other => panic!("a full engine: {other:?}"),
+    }
+    // Engine 0 still has room, and a queue on it copies.
+    let q = gpu.create_sdma_queue_on_engine(0).unwrap();
+    let src = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    let dst = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    src.write(0, &pattern(4096, 3)).unwrap();
+    q.copy(&dst, 0, &src, 0, 4096, &[])
+        .unwrap()
+        .wait(T)
+        .unwrap();
+    assert_eq!(dst.to_vec().unwrap(), pattern(4096, 3));
+    assert!(matches!(
+        gpu.create_sdma_queue_on_engine(engines),
+        Err(Error::InvalidArgument(_))
+    ));
+    drop(on_last);
+    // KFD 1.16 has no such queue type.
+    let mut config = kfdrt::emu::EmuConfig::new(Preset::Gfx90a, 1);
+    config.kfd_version = kfdrt::KfdVersion::new(1, 16);
+    let old = common::emulated_with(config);
+    assert!(matches!(
+        old.gpu(0).unwrap().create_sdma_queue_on_engine(0),
+        Err(Error::NeedsKfd { .. })
+    ));
+}

@@ -32,6 +32,8 @@ struct Entry {
     snapshot: kfd_queue_snapshot_entry,
     /// The queue holds the GPU's global wave sync resources (`ALLOC_QUEUE_GWS`).
     gws: bool,
+    /// The engine an SDMA queue was created on by id (`KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID`).
+    sdma_engine: Option<u32>,
 }
 
 #[derive(Default)]
@@ -186,10 +188,17 @@ pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Res
         return Err(Errno::EINVAL);
     }
     let ring_size = a.ring_size.max(MIN_RING_SIZE);
-    let is_sdma = matches!(
-        a.queue_type,
-        KFD_IOC_QUEUE_TYPE_SDMA | KFD_IOC_QUEUE_TYPE_SDMA_XGMI
-    );
+    // An SDMA queue on a chosen engine exists from KFD 1.17 on; older drivers refuse the type.
+    let by_engine = a.queue_type == KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID
+        && emu
+            .config
+            .kfd_version
+            .supports(kfd_sys::Feature::SdmaEngineId);
+    let is_sdma = by_engine
+        || matches!(
+            a.queue_type,
+            KFD_IOC_QUEUE_TYPE_SDMA | KFD_IOC_QUEUE_TYPE_SDMA_XGMI
+        );
     if !is_sdma
         && a.queue_type != KFD_IOC_QUEUE_TYPE_COMPUTE_AQL
         && a.queue_type != KFD_IOC_QUEUE_TYPE_COMPUTE
@@ -217,14 +226,21 @@ pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Res
     if is_sdma {
         let xgmi = a.queue_type == KFD_IOC_QUEUE_TYPE_SDMA_XGMI;
         let p = &gpu.params;
-        let slots = if xgmi {
-            p.sdma_xgmi_engines
+        // allocate_sdma_queue: a chosen engine must exist (EINVAL) and have a free slot.
+        if by_engine && a.sdma_engine_id >= p.sdma_engines + p.sdma_xgmi_engines {
+            return Err(Errno::EINVAL);
+        }
+        let slots = if by_engine {
+            p.sdma_queues_per_engine
+        } else if xgmi {
+            p.sdma_xgmi_engines * p.sdma_queues_per_engine
         } else {
-            p.sdma_engines
-        } * p.sdma_queues_per_engine;
+            p.sdma_engines * p.sdma_queues_per_engine
+        };
         let live =
             g.0.values()
                 .filter(|e| e.ctl.gpu.index == gpu.index && e.ctl.queue_type == a.queue_type)
+                .filter(|e| !by_engine || e.sdma_engine == Some(a.sdma_engine_id))
                 .count();
         if emu.faults.sdma_exhausted() || live >= slots as usize {
             // kfd's allocate_sdma_queue: "No more SDMA queue to allocate".
@@ -280,6 +296,7 @@ pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Res
                 ..Default::default()
             },
             gws: false,
+            sdma_engine: by_engine.then_some(a.sdma_engine_id),
         },
     );
     drop(g);

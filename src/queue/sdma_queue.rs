@@ -165,6 +165,30 @@ impl Gpu {
     /// `ENOMEM` when every engine queue slot is taken (see [`crate::copy::CopyEngine`], which then
     /// falls back to copy kernels).
     pub fn create_sdma_queue(&self) -> Result<SdmaQueue> {
+        self.sdma_queue_of_type(KFD_IOC_QUEUE_TYPE_SDMA, 0)
+    }
+
+    /// Creates an SDMA queue on engine `engine` (0 to the GPU's PCIe plus XGMI engines, less
+    /// one), as peer-to-peer copies want a particular link's engine. Needs KFD 1.17
+    /// ([`Error::NeedsKfd`] before); fails with the driver's `ENOMEM` when that engine's queue
+    /// slots are taken.
+    pub fn create_sdma_queue_on_engine(&self, engine: u32) -> Result<SdmaQueue> {
+        self.kfd()
+            .shared
+            .dev
+            .require(kfd_sys::Feature::SdmaEngineId)?;
+        let info = self.info();
+        let engines = info.sdma_engines + info.sdma_xgmi_engines;
+        if engine >= engines {
+            return Err(Error::InvalidArgument(format!(
+                "SDMA engine {engine}: GPU {:#x} has {engines}",
+                info.gpu_id
+            )));
+        }
+        self.sdma_queue_of_type(KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID, engine)
+    }
+
+    fn sdma_queue_of_type(&self, queue_type: u32, sdma_engine_id: u32) -> Result<SdmaQueue> {
         let info = self.info().clone();
         let version =
             SdmaVersion::from_gfx_target_version(info.gfx_target_version).ok_or_else(|| {
@@ -181,9 +205,10 @@ impl Gpu {
             read_pointer_address: pointers.gpu_address() + RPTR,
             write_pointer_address: pointers.gpu_address() + WPTR,
             gpu_id: info.gpu_id,
-            queue_type: KFD_IOC_QUEUE_TYPE_SDMA,
+            queue_type,
             queue_percentage: KFD_MAX_QUEUE_PERCENTAGE,
             queue_priority: QueuePriority::Normal.kfd(),
+            sdma_engine_id,
             ..Default::default()
         };
         // SAFETY: every address in `args` is memory owned by the queue being built, whose Drop

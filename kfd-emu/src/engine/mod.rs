@@ -43,17 +43,20 @@ pub(crate) use self::env::{EngineEnv, EngineOptions};
 pub use self::error::QueueErrorCode;
 
 use kfd_sys::bindings::{
-    KFD_IOC_QUEUE_TYPE_COMPUTE, KFD_IOC_QUEUE_TYPE_SDMA, KFD_IOC_QUEUE_TYPE_SDMA_XGMI,
+    KFD_IOC_QUEUE_TYPE_COMPUTE, KFD_IOC_QUEUE_TYPE_SDMA, KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID,
+    KFD_IOC_QUEUE_TYPE_SDMA_XGMI,
 };
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-/// Starts the packet processor of the queue `ctl`, chosen by its KFD queue type: SDMA (and
-/// SDMA over XGMI) queues get an SDMA engine, COMPUTE queues the PM4 processor, and AQL queues
+/// Starts the packet processor of the queue `ctl`, chosen by its KFD queue type: SDMA queues
+/// (also over XGMI and on a chosen engine) get an SDMA engine, COMPUTE queues the PM4 processor, and AQL queues
 /// the AQL processor. The queue type was checked by `CREATE_QUEUE`.
 pub(crate) fn spawn(ctl: Arc<QueueCtl>, env: &EngineEnv) -> std::io::Result<JoinHandle<()>> {
     match ctl.queue_type {
-        KFD_IOC_QUEUE_TYPE_SDMA | KFD_IOC_QUEUE_TYPE_SDMA_XGMI => sdma::spawn(ctl, env),
+        KFD_IOC_QUEUE_TYPE_SDMA
+        | KFD_IOC_QUEUE_TYPE_SDMA_XGMI
+        | KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID => sdma::spawn(ctl, env),
         KFD_IOC_QUEUE_TYPE_COMPUTE => pm4::spawn(ctl, env),
         _ => aql::spawn(ctl, env),
     }
