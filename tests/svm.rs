@@ -202,6 +202,16 @@ fn bad_ranges_get_the_drivers_errnos() {
     // SAFETY: as above.
     let r = unsafe { kfd.svm_set_attributes(host.addr(), 4096, &[SvmAttribute::Access(0xDEAD)]) };
     assert!(matches!(r, Err(Error::InvalidArgument(_))));
+    // A prefetch needs a place to go: system memory or a GPU, not "undefined".
+    // SAFETY: as above.
+    let r = unsafe {
+        kfd.svm_set_attributes(
+            host.addr(),
+            4096,
+            &[SvmAttribute::PrefetchLocation(SvmLocation::Undefined)],
+        )
+    };
+    assert_eq!(errno(r.unwrap_err()), Errno::EINVAL, "prefetch to nowhere");
     // Unregistered memory reads as the defaults: no access, host-access and coherent flags.
     let d = kfd.svm_attributes(host.addr(), 4096, &[&g]).unwrap();
     assert_eq!(d.access, vec![(g.id(), SvmAccess::None)]);

@@ -89,12 +89,6 @@ impl SvmTable {
     }
 }
 
-fn valid_location(emu: &Emulator, loc: u32) -> bool {
-    loc == KFD_IOCTL_SVM_LOCATION_SYSMEM
-        || loc == KFD_IOCTL_SVM_LOCATION_UNDEFINED
-        || emu.gpu(loc).is_some()
-}
-
 /// `AMDKFD_IOC_SVM`.
 ///
 /// # Safety
@@ -107,25 +101,32 @@ pub(crate) unsafe fn ioctl(emu: &Emulator, a: &mut kfd_ioctl_svm_args) -> Result
     let end = start.checked_add(a.size).ok_or(Errno::EINVAL)?;
     // SAFETY: the caller's contract: `nattr` attributes follow the struct.
     let attrs = unsafe { a.attrs.as_mut_slice(a.nattr as usize) };
-    for at in attrs.iter() {
-        let ok = match at.type_ {
-            KFD_IOCTL_SVM_ATTR_PREFERRED_LOC | KFD_IOCTL_SVM_ATTR_PREFETCH_LOC => {
-                valid_location(emu, at.value)
-            }
-            KFD_IOCTL_SVM_ATTR_ACCESS
-            | KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE
-            | KFD_IOCTL_SVM_ATTR_NO_ACCESS => emu.gpu(at.value).is_some(),
-            KFD_IOCTL_SVM_ATTR_SET_FLAGS
-            | KFD_IOCTL_SVM_ATTR_CLR_FLAGS
-            | KFD_IOCTL_SVM_ATTR_GRANULARITY => true,
-            _ => false,
-        };
-        if !ok {
-            return Err(Errno::EINVAL);
-        }
-    }
     match a.op {
         KFD_IOCTL_SVM_OP_SET_ATTR => {
+            // svm_range_check_attr: locations are system memory, a GPU (or, preferred only,
+            // undefined); access attributes name a GPU.
+            for at in attrs.iter() {
+                let v = at.value;
+                let gpu = emu.gpu(v).is_some();
+                let ok = match at.type_ {
+                    KFD_IOCTL_SVM_ATTR_PREFERRED_LOC => {
+                        v == KFD_IOCTL_SVM_LOCATION_SYSMEM
+                            || v == KFD_IOCTL_SVM_LOCATION_UNDEFINED
+                            || gpu
+                    }
+                    KFD_IOCTL_SVM_ATTR_PREFETCH_LOC => v == KFD_IOCTL_SVM_LOCATION_SYSMEM || gpu,
+                    KFD_IOCTL_SVM_ATTR_ACCESS
+                    | KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE
+                    | KFD_IOCTL_SVM_ATTR_NO_ACCESS => gpu,
+                    KFD_IOCTL_SVM_ATTR_SET_FLAGS
+                    | KFD_IOCTL_SVM_ATTR_CLR_FLAGS
+                    | KFD_IOCTL_SVM_ATTR_GRANULARITY => true,
+                    _ => false,
+                };
+                if !ok {
+                    return Err(Errno::EINVAL);
+                }
+            }
             if !crate::memory::user_range_mapped(start, end - start) {
                 return Err(Errno::EFAULT);
             }
@@ -264,13 +265,24 @@ fn get(
             KFD_IOCTL_SVM_LOCATION_UNDEFINED
         }
     };
+    // svm_range_get_attr: access is queried with ACCESS and the GPU's id; IN_PLACE, NO_ACCESS
+    // and CLR_FLAGS are not queries.
+    let queries_ok = attrs.iter().all(|at| match at.type_ {
+        KFD_IOCTL_SVM_ATTR_ACCESS => emu.gpu(at.value).is_some(),
+        KFD_IOCTL_SVM_ATTR_PREFERRED_LOC
+        | KFD_IOCTL_SVM_ATTR_PREFETCH_LOC
+        | KFD_IOCTL_SVM_ATTR_SET_FLAGS
+        | KFD_IOCTL_SVM_ATTR_GRANULARITY => true,
+        _ => false,
+    });
+    if !queries_ok {
+        return Err(Errno::EINVAL);
+    }
     for at in attrs.iter_mut() {
         match at.type_ {
             KFD_IOCTL_SVM_ATTR_PREFERRED_LOC => at.value = same(|r| r.preferred),
             KFD_IOCTL_SVM_ATTR_PREFETCH_LOC => at.value = same(|r| r.prefetch),
-            KFD_IOCTL_SVM_ATTR_ACCESS
-            | KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE
-            | KFD_IOCTL_SVM_ATTR_NO_ACCESS => {
+            KFD_IOCTL_SVM_ATTR_ACCESS => {
                 let id = at.value;
                 at.type_ = if inside.iter().all(|r| r.access.contains(&id)) {
                     KFD_IOCTL_SVM_ATTR_ACCESS
@@ -286,8 +298,7 @@ fn get(
             KFD_IOCTL_SVM_ATTR_GRANULARITY => {
                 at.value = inside.iter().map(|r| r.granularity).min().unwrap_or(0);
             }
-            // CLR_FLAGS is not a query.
-            _ => return Err(Errno::EINVAL),
+            _ => {}
         }
     }
     Ok(())
