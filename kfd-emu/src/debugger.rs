@@ -104,8 +104,13 @@ pub(crate) fn runtime_enable(
             ttmp_setup: u32::from(a.mode_mask & KFD_RUNTIME_ENABLE_MODE_TTMP_SAVE_MASK != 0),
         };
     } else {
+        let was_enabled = g.runtime.runtime_state == DEBUG_RUNTIME_STATE_ENABLED;
         g.runtime.runtime_state = DEBUG_RUNTIME_STATE_DISABLED;
         g.runtime.ttmp_setup = 0;
+        if !was_enabled {
+            // runtime_disable: nothing changed, nothing to tell a debugger.
+            return Ok(());
+        }
     }
     if let Some(s) = &mut g.session {
         s.raise(ec_mask(EC_PROCESS_RUNTIME), None);
