@@ -240,6 +240,31 @@ impl Signal {
         self.0.clone()
     }
 
+    /// If this is the signal's only handle and the completion armed on it (if any) has
+    /// happened, forgets that completion and returns `true`: no packet will write the signal
+    /// again, so it may be handed out anew. Otherwise returns `false` and changes nothing.
+    pub(crate) fn clear_if_done(&mut self) -> bool {
+        let Some(inner) = Arc::get_mut(&mut self.0) else {
+            return false;
+        };
+        // SAFETY: as in `raw`: the slot's page lives as long as the pool.
+        let value = unsafe { &*inner.slot.signal }.value.load(Ordering::Acquire);
+        let target = inner
+            .armed_target
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner());
+        if target.is_some_and(|t| value > t) {
+            return false;
+        }
+        *target = None;
+        true
+    }
+
+    /// How many handles share the signal (kernel-argument memory in flight holds one).
+    pub(crate) fn handles(&self) -> usize {
+        Arc::strong_count(&self.0)
+    }
+
     /// Forgets the completion armed on the signal: the engine that would have written it is
     /// gone (its queue destroyed), so the slot may be reused once every handle is dropped.
     pub(crate) fn disarm(&self) {

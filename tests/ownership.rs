@@ -248,3 +248,86 @@ fn objects_of_another_device_are_refused() {
         ));
     }
 }
+
+#[test]
+fn a_completion_signal_is_reused_only_once_its_work_is_done_and_nobody_else_holds_it() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let emu = kfd.emulator().unwrap();
+    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+
+    // Waited for and dropped: the queue keeps the signal and gives it to the next submission,
+    // which starts it at 1 again (a signal left at 0 would look complete at once).
+    let first = q.barrier_and(&[]).unwrap();
+    first.wait(T).unwrap();
+    let handle = first.signal().handle();
+    drop(first);
+    emu.faults().stall_queue(q.id());
+    let second = q.barrier_and(&[]).unwrap();
+    assert_eq!(second.signal().handle(), handle, "a done signal was not reused");
+    assert_eq!(second.signal().value(), 1);
+    assert!(!second.is_complete());
+
+    // Dropped before it ran: its signal is still to be written and must not be handed out.
+    let pending = second.signal().handle();
+    drop(second);
+    let third = q.barrier_and(&[]).unwrap();
+    assert_ne!(third.signal().handle(), pending, "an armed signal was reused");
+    emu.faults().resume_queue(q.id());
+    third.wait(T).unwrap();
+
+    // A clone kept by the caller keeps it out of reuse too: the caller may still wait on it.
+    let kept = third.signal().clone();
+    drop(third);
+    let fourth = q.barrier_and(&[]).unwrap();
+    assert_ne!(fourth.signal().handle(), kept.handle());
+    fourth.wait(T).unwrap();
+    assert_eq!(kept.value(), 0, "the caller's signal was restarted under it");
+}
+
+#[test]
+fn a_direct_dispatch_gets_its_raw_arguments_with_the_rest_zeroed() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let kernel = gpu
+        .emulated_kernel(
+            "args",
+            64,
+            Arc::new(move |wg: &WorkGroup<'_>| {
+                let mut bytes = Vec::with_capacity(64);
+                for i in 0..16 {
+                    bytes.extend_from_slice(&wg.kernarg_u32(4 * i)?.to_le_bytes());
+                }
+                *s.lock().unwrap() = bytes;
+                Ok(())
+            }),
+        )
+        .unwrap();
+    // One page of kernel-argument memory (the least, for the smallest ring): 64 regions of 64
+    // bytes, reused in turn.
+    let q = gpu
+        .create_aql_queue(
+            AqlQueueOptions::default()
+                .with_size_packets(64)
+                .with_kernarg_bytes(4096),
+        )
+        .unwrap();
+    for fill in [0xaa_u8, 0x55] {
+        // Dirty every region, then pass fewer bytes than the kernel declares.
+        let full = [fill; 64];
+        for _ in 0..64 {
+            // SAFETY: the bytes hold no address.
+            let d = unsafe { Dispatch::linear(&kernel, 1, 1).with_raw_args(&full) };
+            q.dispatch(&d).unwrap().wait(T).unwrap();
+        }
+        let short = [7_u8; 12];
+        // SAFETY: as above.
+        let d = unsafe { Dispatch::linear(&kernel, 1, 1).with_raw_args(&short) };
+        q.dispatch(&d).unwrap().wait(T).unwrap();
+        let got = seen.lock().unwrap().clone();
+        assert_eq!(&got[..12], &short[..]);
+        assert!(got[12..].iter().all(|&b| b == 0), "stale bytes: {got:?}");
+    }
+}

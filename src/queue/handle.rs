@@ -70,16 +70,13 @@ impl KfdQueue {
     /// The error a wait on this queue ends with if its GPU faulted or was reset since the queue
     /// was created (no system call; see [`KfdQueue::poll_exceptions`]).
     pub(crate) fn check_exceptions(&self) -> Result<()> {
-        self.exception_scope().check()
-    }
-
-    /// What a completion of this queue's work needs to tell whether the queue died.
-    pub(crate) fn exception_scope(&self) -> ExceptionScope {
-        ExceptionScope {
-            gpu: self.gpu.clone(),
-            epoch: self.exception_epoch,
-            queue_id: self.id,
-        }
+        // Runs on every submission: no clone of the GPU handle (two atomic read-modify-writes
+        // on a count every thread shares).
+        self.gpu.kfd().shared.exceptions.check(
+            Some(self.gpu.id()),
+            self.exception_epoch,
+            Some(self.id),
+        )
     }
 
     /// [`KfdQueue::check_exceptions`] after looking at the exception events (a system call),
@@ -96,25 +93,6 @@ impl KfdQueue {
     /// The queue's doorbell.
     pub(crate) fn doorbell(&self) -> *const AtomicU64 {
         self.doorbell
-    }
-}
-
-/// A queue's place in the exception record: its GPU, and how many exceptions came before it.
-#[derive(Clone, Debug)]
-pub(crate) struct ExceptionScope {
-    gpu: Gpu,
-    epoch: usize,
-    queue_id: u32,
-}
-
-impl ExceptionScope {
-    /// The error the queue's waits end with, if its GPU faulted or was reset after its creation.
-    pub(crate) fn check(&self) -> Result<()> {
-        self.gpu
-            .kfd()
-            .shared
-            .exceptions
-            .check(Some(self.gpu.id()), self.epoch, Some(self.queue_id))
     }
 }
 

@@ -13,6 +13,7 @@
 use crate::signal::Signal;
 use std::collections::VecDeque;
 use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Resources GPU work keeps alive (type-erased handles: buffer memory, kernel code, signals).
@@ -86,6 +87,8 @@ struct Retired {
 #[derive(Default)]
 pub(crate) struct RetireList {
     entries: Mutex<VecDeque<Retired>>,
+    /// `entries.len()`, written under the lock, read without it.
+    len: AtomicUsize,
 }
 
 impl RetireList {
@@ -95,26 +98,31 @@ impl RetireList {
 
     /// Keeps `held` until `signal` (which the work decrements to 0) shows completion.
     pub(crate) fn retire(&self, signal: Signal, held: Held) {
-        self.lock().push_back(Retired {
+        let mut e = self.lock();
+        e.push_back(Retired {
             signal,
             _held: held,
         });
+        self.len.store(e.len(), Ordering::Release);
     }
 
     /// Lets go of what completed work held. Cheap when nothing is retired.
     pub(crate) fn prune(&self) {
-        let mut e = self.lock();
-        if e.is_empty() {
+        // Every submission calls this; most find nothing retired, and need not lock to see it.
+        if self.len.load(Ordering::Acquire) == 0 {
             return;
         }
+        let mut e = self.lock();
         // Completions come mostly in order; a full sweep keeps out-of-order ones from piling up.
         e.retain(|r| r.signal.value() > 0);
+        self.len.store(e.len(), Ordering::Release);
     }
 
     /// Lets go of everything after the queue was destroyed: its engine will neither run the
     /// work nor write the signals, which may therefore be reused at once.
     pub(crate) fn abandon(&self) {
         let entries = std::mem::take(&mut *self.lock());
+        self.len.store(0, Ordering::Release);
         for r in entries {
             r.signal.disarm();
         }

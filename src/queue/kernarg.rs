@@ -43,7 +43,8 @@ impl KernargRing {
         })
     }
 
-    fn retire(&mut self) {
+    /// Releases the regions of completed submissions.
+    pub(crate) fn retire(&mut self) {
         while let Some((end, sig, target)) = self.in_flight.front() {
             if sig.value() > *target {
                 break;

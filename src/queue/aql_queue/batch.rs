@@ -181,14 +181,7 @@ impl Batch<'_> {
             ));
         }
         for s in deps {
-            // A signal of another device would be another process's memory here.
-            self.queue
-                .0
-                .gpu
-                .kfd()
-                .same_device(s.kfd(), "a barrier's dependency signal")?;
-            // The slot must not be reused (and so satisfy the barrier) while it waits.
-            self.held.push(s.retain());
+            self.queue.hold_dependency(&mut self.held, s)?;
         }
         // One packet per five dependencies, and one (with none) for an empty list.
         let empty: [&[&Signal]; 1] = [&[]];
@@ -196,22 +189,7 @@ impl Batch<'_> {
             .chunks(5)
             .chain(empty.into_iter().filter(|_| deps.is_empty()));
         for chunk in chunks {
-            let mut dep_signal = [0u64; 5];
-            for (slot, s) in dep_signal.iter_mut().zip(chunk) {
-                *slot = s.handle();
-            }
-            let p = BarrierPacket {
-                barrier: true,
-                acquire: FenceScope::System,
-                release: FenceScope::System,
-                dep_signal,
-                completion_signal: 0,
-            };
-            self.packets.push(encode(if or {
-                Packet::BarrierOr(p)
-            } else {
-                Packet::BarrierAnd(p)
-            }));
+            self.packets.push(barrier_packet(chunk, or));
         }
         Ok(self)
     }
@@ -244,14 +222,7 @@ impl Batch<'_> {
         if self.uses_scratch {
             self.queue.ensure_scratch_service()?;
         }
-        let lds = self.queue.0.gpu.info().lds_bytes;
-        if self.max_group_segment > lds {
-            return Err(Error::InvalidArgument(format!(
-                "a dispatch asks for {} bytes of LDS per work-group; {} has {lds}",
-                self.max_group_segment,
-                self.queue.0.gpu.info().gfx_target
-            )));
-        }
+        self.queue.check_group_segment(self.max_group_segment)?;
         let unordered_tail = self
             .packets
             .last()
@@ -376,23 +347,7 @@ impl Batch<'_> {
         // What the CPU wrote to VRAM reaches the GPU before the packets can run.
         self.queue.0.gpu.kfd().shared.flush_hdp_if_written();
         self.place_kernargs(true)?;
-        let q = self.queue;
-        let n = self.packets.len() as u32;
-        let r =
-            q.0.ring
-                .reserve(n, |spins| {
-                    if spins < 64 {
-                        std::hint::spin_loop();
-                    } else {
-                        std::thread::yield_now();
-                    }
-                    // A full ring whose queue died never drains: give up on its error.
-                    if spins % crate::exception::POLL_ROUNDS == 0 {
-                        let _ = q.0.handle().poll_exceptions();
-                    }
-                    q.check().is_ok()
-                })
-                .map_err(|e| ring_error(q, e))?;
+        let r = self.queue.reserve_waiting(self.packets.len() as u32)?;
         self.write(r).serialized()
     }
 
@@ -420,6 +375,72 @@ impl Batch<'_> {
                 .try_reserve(self.packets.len() as u32)
                 .map_err(|e| ring_error(q, e))?;
         self.write(r).serialized()
+    }
+}
+
+/// A barrier-AND (or -OR) packet with the barrier bit on up to five dependencies, encoded.
+pub(super) fn barrier_packet(deps: &[&Signal], or: bool) -> [u32; 16] {
+    let mut dep_signal = [0u64; 5];
+    for (slot, s) in dep_signal.iter_mut().zip(deps) {
+        *slot = s.handle();
+    }
+    let p = BarrierPacket {
+        barrier: true,
+        acquire: FenceScope::System,
+        release: FenceScope::System,
+        dep_signal,
+        completion_signal: 0,
+    };
+    encode(if or {
+        Packet::BarrierOr(p)
+    } else {
+        Packet::BarrierAnd(p)
+    })
+}
+
+impl AqlQueue {
+    /// Checks that a barrier's dependency `s` is this device's and keeps its slot in `held`.
+    pub(super) fn hold_dependency(&self, held: &mut Held, s: &Signal) -> Result<()> {
+        // A signal of another device would be another process's memory here.
+        self.0
+            .gpu
+            .kfd()
+            .same_device(s.kfd(), "a barrier's dependency signal")?;
+        // The slot must not be reused (and so satisfy the barrier) while it waits.
+        held.push(s.retain());
+        Ok(())
+    }
+
+    /// Reserves `n` slots, waiting while the ring is full (and giving up with the queue's
+    /// error if it stops meanwhile).
+    pub(super) fn reserve_waiting(&self, n: u32) -> Result<aql::ring::Reservation<'_>> {
+        self.0
+            .ring
+            .reserve(n, |spins| {
+                if spins < 64 {
+                    std::hint::spin_loop();
+                } else {
+                    std::thread::yield_now();
+                }
+                // A full ring whose queue died never drains: give up on its error.
+                if spins % crate::exception::POLL_ROUNDS == 0 {
+                    let _ = self.0.handle().poll_exceptions();
+                }
+                self.check().is_ok()
+            })
+            .map_err(|e| ring_error(self, e))
+    }
+
+    /// Refuses a dispatch asking for more LDS per work-group than the GPU has.
+    pub(super) fn check_group_segment(&self, bytes: u32) -> Result<()> {
+        let lds = self.0.gpu.info().lds_bytes;
+        if bytes > lds {
+            return Err(Error::InvalidArgument(format!(
+                "a dispatch asks for {bytes} bytes of LDS per work-group; {} has {lds}",
+                self.0.gpu.info().gfx_target
+            )));
+        }
+        Ok(())
     }
 }
 

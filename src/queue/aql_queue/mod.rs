@@ -7,11 +7,13 @@
 //! index (or reports [`Error::QueueFull`] with the non-blocking calls).
 
 mod batch;
+mod completion;
 mod dispatch;
 mod gws;
 mod icache;
 mod probe;
 mod scratch;
+mod single;
 mod submission;
 
 pub use self::batch::Batch;
@@ -163,6 +165,8 @@ pub(crate) struct AqlQueueShared {
     spare: std::sync::Mutex<Option<BatchBuffers>>,
     /// What submissions dropped before completing still hold.
     retired: RetireList,
+    /// Completion signals of finished submissions, for the next ones.
+    completions: completion::CompletionSignals,
     scratch: scratch::QueueScratch,
     /// When the read index last moved (for hang reports).
     progress: Arc<crate::debug::report::Progress>,
@@ -343,6 +347,7 @@ impl Gpu {
             kernargs: std::sync::Mutex::new(KernargRing::new(kernarg_mem)?),
             spare: std::sync::Mutex::new(None),
             retired: RetireList::default(),
+            completions: completion::CompletionSignals::default(),
             scratch,
             progress: progress.clone(),
             ring_mem,
@@ -452,7 +457,7 @@ impl AqlQueue {
     /// batch completes only when everything in it has.
     pub fn batch(&self) -> Result<Batch<'_>> {
         self.check()?;
-        let signal = self.0.gpu.kfd().create_signal(1)?;
+        let signal = self.completion_signal()?;
         let b = self
             .0
             .spare
@@ -463,29 +468,12 @@ impl AqlQueue {
         Ok(Batch::new(self, signal, b))
     }
 
-    /// Dispatches one kernel and returns its completion.
-    pub fn dispatch(&self, d: &Dispatch<'_>) -> Result<Submission> {
-        let mut b = self.batch()?;
-        b.dispatch(d)?;
-        b.submit()
+    /// A completion signal at 1 for a new submission.
+    fn completion_signal(&self) -> Result<Signal> {
+        self.0.completions.take(self.0.gpu.kfd(), 1)
     }
 
-    /// Submits a barrier-AND: completes when every signal in `deps` is 0 (any number: packets are
-    /// chained five dependencies at a time).
-    pub fn barrier_and(&self, deps: &[&Signal]) -> Result<Submission> {
-        let mut b = self.batch()?;
-        b.barrier_and(deps)?;
-        b.submit()
-    }
-
-    /// Submits a barrier-OR: completes when any signal in `deps` (at most 5) is 0.
-    pub fn barrier_or(&self, deps: &[&Signal]) -> Result<Submission> {
-        let mut b = self.batch()?;
-        b.barrier_or(deps)?;
-        b.submit()
-    }
-
-    fn kernarg_region(&self, len: u64, signal: &Signal) -> Result<(u64, *mut u8)> {
+    pub(super) fn kernarg_region(&self, len: u64, signal: &Signal) -> Result<(u64, *mut u8)> {
         loop {
             let oldest = {
                 let mut k = self.0.kernargs.lock().unwrap_or_else(|p| p.into_inner());

@@ -116,6 +116,13 @@ impl Drop for Submission {
         // Retired even with nothing held: the signal slot is reclaimed with the queue if the
         // queue is destroyed before the work completes.
         if self.is_complete() {
+            let q = &self.queue.0;
+            if self.signal.handles() == 2 {
+                // The other handle may be the kernel-argument region's, which is released now
+                // that the work is done.
+                q.kernargs.lock().unwrap_or_else(|p| p.into_inner()).retire();
+            }
+            q.completions.give_back(&mut self.signal);
             return;
         }
         let held = std::mem::take(&mut self.held);
