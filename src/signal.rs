@@ -19,7 +19,7 @@ use kfd_sys::bindings::*;
 use kfd_sys::{Driver, DriverExt};
 use std::fmt;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Signals per pool page (one 4 KiB page of 64-byte signals).
@@ -189,11 +189,16 @@ fn create_signal_event(dev: &DeviceContext, events: &EventTable) -> Result<(u32,
     Ok((id, mailbox))
 }
 
+/// `armed_target` when no completion is armed.
+const NOT_ARMED: i64 = i64::MIN;
+
 struct SignalInner {
     kfd: Kfd,
     slot: Slot,
     /// The value the last armed completion will leave (`None`: not armed).
-    armed_target: Mutex<Option<i64>>,
+    /// Written only by the submission that owns the signal, before the packet carrying it
+    /// is published ([`Signal::arm_decrement`]), and by `disarm` once no engine can write it.
+    armed_target: AtomicI64,
 }
 
 /// An `amd_signal_t` handle. Clones share the signal.
@@ -217,7 +222,7 @@ impl Kfd {
         let s = Signal(Arc::new(SignalInner {
             kfd: self.clone(),
             slot,
-            armed_target: Mutex::new(None),
+            armed_target: AtomicI64::new(NOT_ARMED),
         }));
         s.raw().value.store(initial, Ordering::Release);
         Ok(s)
@@ -249,14 +254,11 @@ impl Signal {
         };
         // SAFETY: as in `raw`: the slot's page lives as long as the pool.
         let value = unsafe { &*inner.slot.signal }.value.load(Ordering::Acquire);
-        let target = inner
-            .armed_target
-            .get_mut()
-            .unwrap_or_else(|p| p.into_inner());
-        if target.is_some_and(|t| value > t) {
+        let target = inner.armed_target.get_mut();
+        if *target != NOT_ARMED && value > *target {
             return false;
         }
-        *target = None;
+        *target = NOT_ARMED;
         true
     }
 
@@ -268,11 +270,7 @@ impl Signal {
     /// Forgets the completion armed on the signal: the engine that would have written it is
     /// gone (its queue destroyed), so the slot may be reused once every handle is dropped.
     pub(crate) fn disarm(&self) {
-        *self
-            .0
-            .armed_target
-            .lock()
-            .unwrap_or_else(|p| p.into_inner()) = None;
+        self.0.armed_target.store(NOT_ARMED, Ordering::Release);
     }
 
     /// The signal handle as packets carry it (the address of the `amd_signal_t`).
@@ -337,15 +335,16 @@ impl Signal {
     }
 
     /// Records that a packet will decrement this signal once: the slot cannot be reused before
-    /// the value reaches the result. Called by queues when they attach the signal to a packet.
+    /// the value reaches the result. Called by the queue whose submission owns the signal
+    /// (nobody else arms it), before it publishes the packet carrying it; so a plain load and
+    /// store suffice, with no read-modify-write.
     pub(crate) fn arm_decrement(&self) {
-        let mut t = self
-            .0
-            .armed_target
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        let base = t.unwrap_or_else(|| self.value());
-        *t = Some(base - 1);
+        let t = &self.0.armed_target;
+        let base = match t.load(Ordering::Acquire) {
+            NOT_ARMED => self.value(),
+            armed => armed,
+        };
+        t.store(base - 1, Ordering::Release);
     }
 
     /// Waits until `cond` holds, spinning for `spin` and then sleeping on the event. Returns the
@@ -376,9 +375,10 @@ impl Signal {
         wake_events: &[u32],
         check: &dyn Fn() -> Result<()>,
     ) -> Result<i64> {
-        let start = Instant::now();
         // Reading the clock costs about as much as polling the signal a few times, so the spin
-        // looks at it only every 32 polls: the change is seen sooner.
+        // looks at it only every 32 polls, and first after 32: a completion that comes within
+        // them (a short round trip) is seen without reading the clock at all.
+        let mut start = None;
         let mut polls = 0u32;
         loop {
             let v = self.value();
@@ -386,11 +386,12 @@ impl Signal {
                 return Ok(v);
             }
             polls = polls.wrapping_add(1);
-            if polls % 32 == 0 && start.elapsed() >= spin {
+            if polls % 32 == 0 && start.get_or_insert_with(Instant::now).elapsed() >= spin {
                 break;
             }
             std::hint::spin_loop();
         }
+        let start = start.unwrap_or_else(Instant::now);
         loop {
             let v = self.value();
             if cond.holds(v) {
@@ -435,10 +436,10 @@ impl Signal {
 
 impl Drop for SignalInner {
     fn drop(&mut self) {
-        let target = *self
-            .armed_target
-            .get_mut()
-            .unwrap_or_else(|p| p.into_inner());
+        let target = match *self.armed_target.get_mut() {
+            NOT_ARMED => None,
+            t => Some(t),
+        };
         let mut pool = self
             .kfd
             .shared

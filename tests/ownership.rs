@@ -264,7 +264,11 @@ fn a_completion_signal_is_reused_only_once_its_work_is_done_and_nobody_else_hold
     drop(first);
     emu.faults().stall_queue(q.id());
     let second = q.barrier_and(&[]).unwrap();
-    assert_eq!(second.signal().handle(), handle, "a done signal was not reused");
+    assert_eq!(
+        second.signal().handle(),
+        handle,
+        "a done signal was not reused"
+    );
     assert_eq!(second.signal().value(), 1);
     assert!(!second.is_complete());
 
@@ -272,7 +276,11 @@ fn a_completion_signal_is_reused_only_once_its_work_is_done_and_nobody_else_hold
     let pending = second.signal().handle();
     drop(second);
     let third = q.barrier_and(&[]).unwrap();
-    assert_ne!(third.signal().handle(), pending, "an armed signal was reused");
+    assert_ne!(
+        third.signal().handle(),
+        pending,
+        "an armed signal was reused"
+    );
     emu.faults().resume_queue(q.id());
     third.wait(T).unwrap();
 
@@ -282,7 +290,11 @@ fn a_completion_signal_is_reused_only_once_its_work_is_done_and_nobody_else_hold
     let fourth = q.barrier_and(&[]).unwrap();
     assert_ne!(fourth.signal().handle(), kept.handle());
     fourth.wait(T).unwrap();
-    assert_eq!(kept.value(), 0, "the caller's signal was restarted under it");
+    assert_eq!(
+        kept.value(),
+        0,
+        "the caller's signal was restarted under it"
+    );
 }
 
 #[test]

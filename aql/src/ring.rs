@@ -60,6 +60,11 @@ pub struct AqlRing {
     write_index: *const AtomicU64,
     read_index: *const AtomicU64,
     doorbell: *const AtomicU64,
+    /// The highest read index a producer has seen. The processor writes the real one as it
+    /// consumes packets, so reading it costs a cache-line transfer from the processor's core;
+    /// it only grows, so an older value understates the room and is safe to check against
+    /// first. The real index is read only when this one says the ring may be full.
+    seen_read: AtomicU64,
 }
 
 // SAFETY: every access through the pointers is atomic; `new`'s contract keeps them valid.
@@ -106,7 +111,21 @@ impl AqlRing {
             write_index,
             read_index,
             doorbell,
+            // SAFETY: valid per the caller's contract.
+            seen_read: AtomicU64::new(unsafe { &*read_index }.load(Ordering::Acquire)),
         })
+    }
+
+    /// The read index, as fresh as needed to tell whether ids up to `end` fit: the last one
+    /// seen when that suffices, else the processor's (which is then remembered).
+    fn read_index_for(&self, end: u64) -> u64 {
+        let seen = self.seen_read.load(Ordering::Acquire);
+        if end <= seen + u64::from(self.size) {
+            return seen;
+        }
+        let read = self.r().load(Ordering::Acquire);
+        self.seen_read.fetch_max(read, Ordering::AcqRel);
+        read
     }
 
     fn w(&self) -> &AtomicU64 {
@@ -144,7 +163,7 @@ impl AqlRing {
         }
         let mut w = self.w().load(Ordering::Acquire);
         loop {
-            let read = self.r().load(Ordering::Acquire);
+            let read = self.read_index_for(w + u64::from(n));
             if !has_room(w, read, n, self.size) {
                 // Full by this (possibly stale) write index; the exchange below would fail on a
                 // stale one anyway, so only a current index may report Full.
@@ -190,7 +209,9 @@ impl AqlRing {
         }
         let start = self.w().fetch_add(u64::from(n), Ordering::AcqRel);
         let mut spins = 0u32;
-        while start + u64::from(n) - self.r().load(Ordering::Acquire) > u64::from(self.size) {
+        while start + u64::from(n) - self.read_index_for(start + u64::from(n))
+            > u64::from(self.size)
+        {
             if !wait(spins) {
                 return Err(RingError::Abandoned);
             }

@@ -14,6 +14,7 @@ use crate::memfd::SharedMem;
 use kfd_sys::bindings::*;
 use kfd_sys::Errno;
 use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::sync::{Condvar, Mutex, MutexGuard};
@@ -80,9 +81,31 @@ impl Event {
     }
 }
 
+/// Hashes an event id with one multiplication: ids are small integers the driver hands out,
+/// not attacker-chosen keys, and every completion with an event looks one up.
+#[derive(Default)]
+struct EventIdHasher(u64);
+
+impl Hasher for EventIdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8 | u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_u32(&mut self, id: u32) {
+        // The high bits pick the table's control group: a Fibonacci product spreads them.
+        self.0 = u64::from(id).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
 #[derive(Default)]
 struct Inner {
-    events: HashMap<u32, Event>,
+    events: HashMap<u32, Event, BuildHasherDefault<EventIdHasher>>,
     page_handle: Option<u64>,
     /// The registered events page: one u64 mailbox slot per signal event.
     page: Option<Arc<SharedMem>>,
@@ -216,35 +239,47 @@ impl EventTable {
     /// memory-exception event, and never an event whose mailbox nobody wrote.
     pub(crate) fn signal_from_device(&self, id: u32) {
         let mut g = self.lock();
-        let g = &mut *g;
-        let Some(page) = g.page.clone() else {
+        let Inner {
+            events,
+            page,
+            activated,
+            ..
+        } = &mut *g;
+        let Some(page) = page.as_deref() else {
             return;
         };
         let written = |id: u32| {
-            slot(&page, id).is_some_and(|s| s.load(Ordering::Acquire) != UNSIGNALED_EVENT_SLOT)
+            slot(page, id).is_some_and(|s| s.load(Ordering::Acquire) != UNSIGNALED_EVENT_SLOT)
         };
-        let ids: Vec<u32> = if g.events.contains_key(&id) && written(id) {
-            vec![id]
+        // This runs on every completion with an event: the common case (the named event, its
+        // slot written) allocates nothing.
+        let named = [id];
+        let scanned: Vec<u32>;
+        let ids = if events.contains_key(&id) && written(id) {
+            &named[..]
         } else {
-            (0..SIGNAL_EVENT_LIMIT)
-                .filter(|&i| g.events.contains_key(&i) && written(i))
-                .collect()
+            scanned = (0..SIGNAL_EVENT_LIMIT)
+                .filter(|&i| events.contains_key(&i) && written(i))
+                .collect();
+            &scanned[..]
         };
-        let mut any = false;
-        for id in ids {
-            let Some(ev) = g.events.get_mut(&id) else {
+        let mut woke = false;
+        for &id in ids {
+            let Some(ev) = events.get_mut(&id) else {
                 continue;
             };
             if ev.kind != KFD_IOC_EVENT_SIGNAL && ev.kind != KFD_IOC_EVENT_DEBUG_EVENT {
                 continue;
             }
-            if let Some(s) = slot(&page, id) {
+            if let Some(s) = slot(page, id) {
                 s.store(UNSIGNALED_EVENT_SLOT, Ordering::Release);
             }
-            ev.set(&mut g.activated, id);
-            any = true;
+            ev.set(activated, id);
+            woke |= !ev.waiters.is_empty();
         }
-        if any {
+        // Only a sleeping waiter needs the wake-up (a futex system call): an event nobody
+        // waits on is left signaled for the next wait to find.
+        if woke {
             self.cv.notify_all();
         }
     }

@@ -221,8 +221,21 @@ fn drain(d: &mut Dirty) {
     DIRTY_COUNT.store(d.pages.len(), Ordering::Release);
 }
 
+/// Whether no page is dirty and no write is waiting in the ring to be recorded. A CPU write
+/// that raced this check is concurrent with the caller's flush or read, as on hardware; one
+/// that happened before (by a release the caller acquired) has its ring entry visible.
+fn nothing_written() -> bool {
+    DIRTY_COUNT.load(Ordering::Acquire) == 0
+        && RING_TAIL.load(Ordering::Acquire) == HEAD.load(Ordering::Acquire)
+}
+
 /// An HDP flush of `owner`'s GPU: its dirty pages become visible and are protected again.
 pub(crate) fn flush(owner: u64) {
+    // Every packet with a system-scope acquire flushes: with no write recorded, that is three
+    // loads, not the process-wide lock.
+    if nothing_written() && !OVERFLOW.load(Ordering::Acquire) {
+        return;
+    }
     let mut d = lock();
     drain(&mut d);
     let mine: Vec<u64> = d
@@ -245,9 +258,7 @@ pub(crate) fn flush(owner: u64) {
 /// Whether a GPU read of `[va, va + len)` would see CPU writes not yet flushed: the first such
 /// page, if any.
 pub(crate) fn unflushed(va: u64, len: u64) -> Option<u64> {
-    if DIRTY_COUNT.load(Ordering::Acquire) == 0
-        && RING_TAIL.load(Ordering::Acquire) == HEAD.load(Ordering::Acquire)
-    {
+    if nothing_written() {
         return None;
     }
     let mut d = lock();

@@ -346,7 +346,16 @@ impl Processor {
 
     fn execute(&self, p: &Packet, at: &PacketAt) -> Outcome {
         log::trace!("kfd-emu: queue {}: {p:?}", self.ctl.id);
-        let start = self.clock.gpu_ticks();
+        // Reading the clock costs about as much as an empty packet: only for a profiled queue
+        // (the runtime sets the property; read once per packet, as the CP looks at it).
+        let profiled = match p.completion_signal() {
+            0 => false,
+            _ => match self.profiling() {
+                Ok(on) => on,
+                Err(f) => return Outcome::Error(QueueErrorCode::MemoryViolation, Some(f)),
+            },
+        };
+        let start = profiled.then(|| self.clock.gpu_ticks());
         let r = match p {
             Packet::KernelDispatch(d) => self.dispatch(d, at),
             Packet::BarrierAnd(b) => self.barrier(b, true),
@@ -387,17 +396,23 @@ impl Processor {
         self.complete(p.completion_signal(), start)
     }
 
-    fn complete(&self, signal: u64, start: u64) -> Outcome {
+    /// Whether the queue's properties ask for timestamps in completion signals.
+    fn profiling(&self) -> Result<bool, GpuFault> {
+        let properties = self.vm().read_u32(
+            self.ctl.rptr - queue_offsets::READ_DISPATCH_ID + queue_offsets::QUEUE_PROPERTIES,
+        )?;
+        Ok(properties & aql::QUEUE_PROPERTY_ENABLE_PROFILING != 0)
+    }
+
+    /// Completes a packet: timestamps (when `start` is given: a profiled queue), the signal's
+    /// decrement and its event.
+    fn complete(&self, signal: u64, start: Option<u64>) -> Outcome {
         if signal == 0 {
             return Outcome::Done;
         }
         let vm = self.vm();
         let r = (|| -> Result<(), GpuFault> {
-            let profiling = vm.read_u32(
-                self.ctl.rptr - queue_offsets::READ_DISPATCH_ID + queue_offsets::QUEUE_PROPERTIES,
-            )? & aql::QUEUE_PROPERTY_ENABLE_PROFILING
-                != 0;
-            if profiling {
+            if let Some(start) = start {
                 vm.write_u64(signal + signal_offsets::START_TS, start)?;
                 vm.write_u64(
                     signal + signal_offsets::END_TS,

@@ -250,7 +250,7 @@ impl Batch<'_> {
         self.signal.value_atomic().store(0, Ordering::Release);
         Submission {
             queue: self.queue.clone(),
-            signal: self.signal.clone(),
+            signal: std::mem::ManuallyDrop::new(self.signal.clone()),
             last_index: self.queue.write_index().saturating_sub(1),
             held: Held::default(),
         }
@@ -288,7 +288,7 @@ impl Batch<'_> {
         let held = self.held.take();
         Submission {
             queue: q.clone(),
-            signal: self.signal.clone(),
+            signal: std::mem::ManuallyDrop::new(self.signal.clone()),
             last_index,
             held,
         }

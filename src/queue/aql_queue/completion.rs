@@ -32,15 +32,14 @@ impl CompletionSignals {
     }
 
     /// Keeps `signal` for reuse if nothing else can see it or write it any more: this is its
-    /// only handle and the completion armed on it has happened. Otherwise does nothing.
-    pub(crate) fn give_back(&self, signal: &mut Signal) {
+    /// only handle and the completion armed on it has happened. Otherwise drops it.
+    pub(crate) fn give_back(&self, mut signal: Signal) {
         if !signal.clear_if_done() {
             return;
         }
         let mut spare = self.spare.lock().unwrap_or_else(|p| p.into_inner());
         if spare.len() < KEPT {
-            // The clone is the kept handle; the caller's goes with its owner.
-            spare.push(signal.clone());
+            spare.push(signal);
         }
     }
 }

@@ -415,7 +415,17 @@ impl AqlQueue {
     /// The queue's error, if it stopped: its own (the inactive signal), or its GPU's (a fault
     /// or reset stops every queue of the GPU). A scratch request waiting in the inactive signal
     /// is served first.
+    #[inline]
     fn check(&self) -> Result<()> {
+        // Every submission and wait asks: the healthy case is two loads.
+        if self.0.inactive.value() == 0 && !self.0.gpu.kfd().shared.exceptions.any() {
+            return Ok(());
+        }
+        self.check_slow()
+    }
+
+    #[cold]
+    fn check_slow(&self) -> Result<()> {
         let queue_id = self.0.handle().id();
         if aql::queue_error::is_scratch_request(self.0.inactive.value() as u64) {
             self.0.serve_scratch_request()?;

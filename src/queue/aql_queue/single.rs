@@ -130,7 +130,7 @@ impl AqlQueue {
         self.0.gpu.kfd().driver().doorbell_hint(self.0.gpu.id());
         Submission {
             queue: self.clone(),
-            signal,
+            signal: std::mem::ManuallyDrop::new(signal),
             last_index,
             held,
         }

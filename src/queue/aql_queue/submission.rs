@@ -5,6 +5,7 @@ use crate::error::{Error, Result};
 use crate::queue::held::Held;
 use crate::signal::{Condition, Signal, DEFAULT_SPIN};
 use std::fmt;
+use std::mem::ManuallyDrop;
 use std::time::Duration;
 
 /// A completion to wait for. It owns the signal its last packet decrements, and the kernel code,
@@ -13,7 +14,8 @@ use std::time::Duration;
 #[must_use = "a submission's completion should be waited for"]
 pub struct Submission {
     pub(crate) queue: AqlQueue,
-    pub(crate) signal: Signal,
+    /// Dropped only in `Drop`, which hands it back to the queue for reuse when it can.
+    pub(crate) signal: ManuallyDrop<Signal>,
     pub(crate) last_index: u64,
     pub(crate) held: Held,
 }
@@ -78,8 +80,6 @@ impl Submission {
 
     fn wait_unreported(&self, timeout: Option<Duration>) -> Result<()> {
         let q = &self.queue;
-        // Where the queue stands as the wait begins: a hang report dates the stall from here.
-        q.0.progress.observe(q.read_index());
         q.check()?;
         self.signal
             .wait_with(
@@ -87,7 +87,14 @@ impl Submission {
                 timeout,
                 DEFAULT_SPIN,
                 &[q.0.inactive.event_id()],
-                &|| q.check(),
+                &|| {
+                    // Where the queue stands each time the wait goes to sleep: a hang report
+                    // dates the stall from the first look that saw this read index. (Not
+                    // before the spin: most waits end within it, and the read index is a
+                    // cache line the packet processor is about to write.)
+                    q.0.progress.observe(q.read_index());
+                    q.check()
+                },
             )
             .map(drop)
             .or_else(|e| match e {
@@ -113,19 +120,24 @@ impl Submission {
 
 impl Drop for Submission {
     fn drop(&mut self) {
-        // Retired even with nothing held: the signal slot is reclaimed with the queue if the
-        // queue is destroyed before the work completes.
-        if self.is_complete() {
-            let q = &self.queue.0;
-            if self.signal.handles() == 2 {
+        // SAFETY: the signal is taken once, here, and the field is not used after.
+        let signal = unsafe { ManuallyDrop::take(&mut self.signal) };
+        let q = &self.queue.0;
+        if signal.value() <= 0 {
+            if signal.handles() == 2 {
                 // The other handle may be the kernel-argument region's, which is released now
                 // that the work is done.
-                q.kernargs.lock().unwrap_or_else(|p| p.into_inner()).retire();
+                q.kernargs
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .retire();
             }
-            q.completions.give_back(&mut self.signal);
+            q.completions.give_back(signal);
             return;
         }
+        // Retired even with nothing held: the signal slot is reclaimed with the queue if the
+        // queue is destroyed before the work completes.
         let held = std::mem::take(&mut self.held);
-        self.queue.0.retired.retire(self.signal.clone(), held);
+        q.retired.retire(signal, held);
     }
 }
