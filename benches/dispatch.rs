@@ -2,7 +2,8 @@
 //! - host cost per packet (build + publish, excluding the wait), single and batches of 64;
 //! - empty round trip (submit a barrier packet, wait for its completion signal) with the packet
 //!   processor spin-polling, with p50/p99 printed from 20 000 samples, beside the round trip of
-//!   a cache line between two threads measured in the same run (the floor for any handshake);
+//!   a cache line between two threads and the AQL handshake alone between two threads, both
+//!   measured in the same run (the floors under any handshake and under this protocol);
 //! - throughput of two producer threads submitting batches to one queue.
 //!
 //! `cargo bench --bench dispatch`
@@ -12,6 +13,9 @@ use kfdrt::emu::{EmuConfig, Preset, WorkGroup};
 use kfdrt::{AqlQueue, AqlQueueOptions, Dispatch, Kernel, Kfd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+#[path = "common/floors.rs"]
+mod floors;
 
 fn device(spin: bool) -> Kfd {
     let mut c = EmuConfig::new(Preset::Gfx90a, 1);
@@ -79,47 +83,24 @@ fn host_cost(c: &mut Criterion) {
     g.finish();
 }
 
-/// The floor under any round trip between two threads: one thread stores to a cache line, the
-/// other sees it and stores to a second line, the first sees that. Samples of `n` round trips,
-/// measured before the emulated device (whose spinning processor would share the two cores)
-/// exists.
-fn cache_line_round_trips(n: usize) -> Vec<Duration> {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    #[repr(align(128))]
-    struct Line(AtomicU64);
-    let ping = Arc::new(Line(AtomicU64::new(0)));
-    let pong = Arc::new(Line(AtomicU64::new(0)));
-    let (p2, q2) = (ping.clone(), pong.clone());
-    let echo = std::thread::spawn(move || {
-        for i in 1..=n as u64 {
-            while p2.0.load(Ordering::Acquire) != i {
-                std::hint::spin_loop();
-            }
-            q2.0.store(i, Ordering::Release);
-        }
-    });
-    let mut samples = Vec::with_capacity(n);
-    for i in 1..=n as u64 {
-        let t = Instant::now();
-        ping.0.store(i, Ordering::Release);
-        while pong.0.load(Ordering::Acquire) != i {
-            std::hint::spin_loop();
-        }
-        samples.push(t.elapsed());
-    }
-    echo.join().expect("echo thread");
-    samples.sort_unstable();
-    samples
-}
-
 fn round_trip(c: &mut Criterion) {
-    let lines = cache_line_round_trips(200_000);
-    let line_p50 = lines[lines.len() / 2];
+    // The limits, measured before the emulated device (whose spinning processor would share the
+    // two cores) exists.
+    let lines = floors::cache_line_round_trips(200_000);
+    let line_p50 = floors::quantile(&lines, 0.5);
     println!(
         "round_trip/cache_line (two threads, two cache lines) over {} samples: p50 {:?}  p99 {:?}",
         lines.len(),
         line_p50,
-        lines[lines.len() * 99 / 100]
+        floors::quantile(&lines, 0.99)
+    );
+    let protocol = floors::aql_protocol_round_trips(200_000);
+    let protocol_p50 = floors::quantile(&protocol, 0.5);
+    println!(
+        "round_trip/aql_protocol (the AQL handshake alone, two threads) over {} samples: p50 {:?}  p99 {:?}",
+        protocol.len(),
+        protocol_p50,
+        floors::quantile(&protocol, 0.99)
     );
     let kfd = device(true);
     let (queue, _kernel) = setup(&kfd);
@@ -156,8 +137,10 @@ fn round_trip(c: &mut Criterion) {
         p(1.0)
     );
     println!(
-        "round_trip: empty barrier p50 / cache-line round trip p50 = {:.2} (target <= 2)",
-        p(0.50).as_secs_f64() / line_p50.as_secs_f64()
+        "round_trip: empty barrier p50 / cache-line round trip p50 = {:.2} (target <= 2); \
+         / AQL protocol alone p50 = {:.2}",
+        p(0.50).as_secs_f64() / line_p50.as_secs_f64(),
+        p(0.50).as_secs_f64() / protocol_p50.as_secs_f64()
     );
 }
 

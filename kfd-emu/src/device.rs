@@ -300,6 +300,24 @@ impl GpuState {
         }
     }
 
+    /// [`GpuState::wake_snapshot`] for a processor about to look for work, which it passes to
+    /// [`crate::engine::backoff::idle`]: nothing when it spin-polls, since it then never
+    /// sleeps (and reading the lines every doorbell hint writes would only slow it down).
+    pub(crate) fn idle_snapshot(
+        &self,
+        spin_poll: bool,
+        doorbell_index: Option<u32>,
+    ) -> WakeSnapshot {
+        if spin_poll {
+            return WakeSnapshot {
+                generation: 0,
+                rung: 0,
+                doorbell: None,
+            };
+        }
+        self.wake_snapshot(doorbell_index)
+    }
+
     /// Whether nothing that would wake a deep sleeper with `snap` happened since it was taken.
     pub(crate) fn unchanged_since(&self, snap: &WakeSnapshot) -> bool {
         self.rung_generation.load(Ordering::SeqCst) == snap.rung

@@ -152,7 +152,9 @@ impl Processor {
         let mut in_flight: Vec<std::thread::ScopedJoinHandle<'s, ()>> = Vec::new();
         'ring: while !self.stopped() {
             in_flight.retain(|h| !h.is_finished());
-            let snap = self.gpu().wake_snapshot(Some(self.ctl.doorbell_index));
+            let snap = self
+                .gpu()
+                .idle_snapshot(self.spin_poll, Some(self.ctl.doorbell_index));
             if self.paused() {
                 self.idle(&mut idle_rounds, &snap);
                 continue;

@@ -66,7 +66,7 @@ pub(crate) fn poll_until<E>(
 ) -> Result<Polled, E> {
     let mut rounds = 0u32;
     loop {
-        let snap = gpu.wake_snapshot(None);
+        let snap = gpu.idle_snapshot(spin_poll, None);
         if ready()? {
             return Ok(Polled::Ready);
         }

@@ -57,7 +57,7 @@ impl Processor {
         let mut rounds = 0u32;
         let stopped = || self.ctl.stopped();
         while !self.ctl.stopped() {
-            let snap = gpu.wake_snapshot(Some(self.ctl.doorbell_index));
+            let snap = gpu.idle_snapshot(self.options.spin_poll, Some(self.ctl.doorbell_index));
             let mut wptr = vm.read_u64(self.ctl.wptr).unwrap_or(rd);
             if self.options.requires_doorbell {
                 wptr = wptr.min(gpu.doorbell(self.ctl.doorbell_index));

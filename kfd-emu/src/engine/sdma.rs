@@ -67,7 +67,7 @@ impl Engine {
         let mut rounds = 0u32;
         let mut scratch = 0u64;
         while !self.ctl.stopped() {
-            let snap = gpu.wake_snapshot(Some(self.ctl.doorbell_index));
+            let snap = gpu.idle_snapshot(self.spin_poll, Some(self.ctl.doorbell_index));
             let wptr = vm.read_u64(self.ctl.wptr).unwrap_or(rd);
             if self.ctl.paused() || wptr <= rd {
                 let watch = Some(&*self.ctl.watch);
@@ -167,7 +167,7 @@ impl Engine {
                 let mut tries = 0u32;
                 let mut rounds = 0u32;
                 loop {
-                    let snap = self.ctl.gpu.wake_snapshot(None);
+                    let snap = self.ctl.gpu.idle_snapshot(self.spin_poll, None);
                     if func.eval(vm.read_u32(*addr)?, *reference, *mask) {
                         break;
                     }

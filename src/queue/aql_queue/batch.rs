@@ -380,6 +380,17 @@ impl Batch<'_> {
 
 /// A barrier-AND (or -OR) packet with the barrier bit on up to five dependencies, encoded.
 pub(super) fn barrier_packet(deps: &[&Signal], or: bool) -> [u32; 16] {
+    // An empty barrier (the ordering point and completion of a batch, a round trip) is the
+    // same packet every time: encoded once.
+    static EMPTY: std::sync::LazyLock<[[u32; 16]; 2]> =
+        std::sync::LazyLock::new(|| [encode_barrier(&[], false), encode_barrier(&[], true)]);
+    if deps.is_empty() {
+        return EMPTY[usize::from(or)];
+    }
+    encode_barrier(deps, or)
+}
+
+fn encode_barrier(deps: &[&Signal], or: bool) -> [u32; 16] {
     let mut dep_signal = [0u64; 5];
     for (slot, s) in dep_signal.iter_mut().zip(deps) {
         *slot = s.handle();
