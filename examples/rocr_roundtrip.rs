@@ -5,7 +5,9 @@
 //! hand with the header stored last, the doorbell signal, `hsa_signal_wait_scacquire`.
 //! kfdrt side: `AqlQueue::barrier_and(&[])` and a wait on its completion, in this process.
 //! Both emulators spin-poll (`KFDRT_EMU_SPIN=1`), so the figures compare the runtimes' host paths
-//! (packet writing, doorbell, signal wait), not the emulator's idle back-off.
+//! (packet writing, doorbell, signal wait), not the emulator's idle back-off. Printed beside
+//! them, measured in the same run: the round trip of a cache line between two threads, and the
+//! AQL handshake alone (`benches/common/floors.rs`), which bound what any runtime can reach.
 //!
 //! ```sh
 //! sudo apt-get install libhsa-runtime-dev          # ROCr 5.2.3 and its headers (Debian 12)
@@ -19,6 +21,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 type Error = Box<dyn std::error::Error>;
+
+#[path = "../benches/common/floors.rs"]
+mod floors;
 
 /// Latency percentiles of one runtime, in nanoseconds.
 struct Figures {
@@ -44,6 +49,9 @@ fn main() -> Result<(), Error> {
         return Err("rounds must be at least 1".into());
     }
     let preload = find_preload()?;
+    // The floors first, while nothing else spins on the two cores.
+    let line = floors::quantile(&floors::cache_line_round_trips(rounds * 10), 0.5);
+    let protocol = floors::quantile(&floors::aql_protocol_round_trips(rounds * 10), 0.5);
     let rocr = rocr_round_trip(&preload, rounds)?;
     let kfdrt = kfdrt_round_trip(rounds)?;
     println!(
@@ -63,6 +71,16 @@ fn main() -> Result<(), Error> {
         "ROCr / kfdrt: p50 {:.2}x, mean {:.2}x",
         rocr.p50 as f64 / kfdrt.p50.max(1) as f64,
         rocr.mean as f64 / kfdrt.mean.max(1) as f64
+    );
+    let protocol_ns = protocol.as_nanos().max(1) as f64;
+    println!(
+        "floors, same run: cache-line round trip p50 {} ns, AQL handshake alone p50 {} ns; \
+         ROCr p50 / handshake = {:.2}x (the most any runtime could beat ROCr by on this \
+         machine if it and the packet processor cost nothing), kfdrt p50 / handshake = {:.2}x",
+        line.as_nanos(),
+        protocol.as_nanos(),
+        rocr.p50 as f64 / protocol_ns,
+        kfdrt.p50 as f64 / protocol_ns
     );
     Ok(())
 }

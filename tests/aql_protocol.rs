@@ -192,3 +192,58 @@ fn strict_mode_waits_for_the_doorbell() {
         "strict mode ran a packet before its doorbell"
     );
 }
+
+#[test]
+fn a_work_group_whose_size_wraps_32_bits_stops_the_queue() {
+    // 32768 x 32768 x 4 = 2^32 work-items: a 32-bit product is 0. The processor must refuse it
+    // (INCOMPATIBLE_ARGUMENTS, as for any group over 1024), not run it or panic.
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let kernel = gpu
+        .emulated_kernel(
+            "never",
+            0,
+            std::sync::Arc::new(|_: &kfdrt::emu::WorkGroup<'_>| Ok(())),
+        )
+        .unwrap();
+    let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let sig = kfd.create_signal(1).unwrap();
+    // SAFETY: the amd_queue_t and ring are live GTT owned by `queue`.
+    let q = unsafe { &*(queue.amd_queue_address() as *const aql::AmdQueue) };
+    let id = q.write_dispatch_id.fetch_add(1, Ordering::AcqRel);
+    let slot = (queue.ring_address() + (id % u64::from(queue.size())) * 64) as *const AtomicU32;
+    let words = aql::KernelDispatchPacket {
+        barrier: true,
+        dimensions: 3,
+        workgroup_size: [32768, 32768, 4],
+        grid_size: [32768, 32768, 4],
+        kernel_object: kernel.object(),
+        completion_signal: sig.handle(),
+        ..Default::default()
+    }
+    .encode();
+    for (i, w) in words.iter().enumerate().skip(1) {
+        // SAFETY: dwords of the reserved slot.
+        unsafe { &*slot.add(i) }.store(*w, Ordering::Relaxed);
+    }
+    // SAFETY: dword 0 of the slot.
+    unsafe { &*slot }.store(words[0], Ordering::Release);
+    let t0 = std::time::Instant::now();
+    let fault = loop {
+        if let Some(f) = queue.fault() {
+            break f;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the queue did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    assert_eq!(
+        fault.code,
+        aql::queue_error::INCOMPATIBLE_ARGUMENTS,
+        "{}",
+        fault.describe()
+    );
+    assert_eq!(sig.value(), 1, "the packet completed");
+}

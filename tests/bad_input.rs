@@ -104,6 +104,27 @@ fn grid_or_work_group_zero_and_work_group_over_1024() {
         "work-group 2048",
     );
     assert!(m.contains("exceeds 1024"), "{m}");
+    // 32768 x 32768 x 4 work-items is 2^32: a 32-bit product wraps to 0 (and panics in a
+    // debug build); it must be refused like any other.
+    for wg in [[32768, 32768, 4], [65535, 65535, 65535]] {
+        let m = invalid(
+            q.dispatch(&Dispatch::new(&k, [1 << 20, 1 << 20, 8], wg)),
+            "a work-group whose size overflows 32 bits",
+        );
+        assert!(m.contains("exceeds 1024"), "{m}");
+        // SAFETY: no argument bytes at all.
+        let d = unsafe { Dispatch::new(&k, [1, 1, 1], wg).with_raw_args(&[]) };
+        invalid(d.prepare().map(drop), "the same, prepared");
+    }
+    // PM4 dispatches take 32-bit sizes: 65536 x 65536 wraps a 32-bit product to 0.
+    let pm4 = gpu.create_pm4_queue(Pm4QueueOptions::default()).unwrap();
+    for wg in [[65536, 65536, 1], [0, 1, 1], [1024, 2, 1]] {
+        let m = invalid(
+            pm4.dispatch_packets(&k, [1, 1, 1], wg, 0, 0),
+            "a PM4 work-group over 1024 work-items",
+        );
+        assert!(m.contains("work-group"), "{m}");
+    }
     // The refused dispatches wrote nothing into the ring.
     assert_eq!(q.write_index(), 0);
     still_works(&gpu);

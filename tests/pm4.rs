@@ -306,3 +306,44 @@ fn linux_style_nop_fillers_are_one_dword() {
     assert_eq!(read_u32s(&buf, 1), vec![42]);
     assert!(kfd.emulator().unwrap().queue_error(q.id()).is_none());
 }
+
+#[test]
+fn a_dispatch_whose_work_group_wraps_32_bits_stops_the_queue() {
+    // COMPUTE_NUM_THREAD_X/Y/Z hold 16 bits each: 32768 x 32768 x 4 work-items is 2^32, which
+    // a 32-bit product wraps to 0.
+    // The CP refuses a group over 1024; the emulator must too, not run it or panic.
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let ran = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let r = ran.clone();
+    let kernel = gpu
+        .emulated_kernel(
+            "never",
+            0,
+            Arc::new(move |_: &WorkGroup<'_>| {
+                r.store(true, std::sync::atomic::Ordering::Relaxed);
+                Ok(())
+            }),
+        )
+        .unwrap();
+    let q = gpu.create_pm4_queue(Pm4QueueOptions::default()).unwrap();
+    let mut packets = q
+        .dispatch_packets(&kernel, [1, 1, 1], [1, 1, 1], 0, 0)
+        .unwrap();
+    let mut patched = false;
+    for p in &mut packets {
+        if let Pm4Packet::SetShReg { reg, values } = p {
+            if *reg == pm4::regs::COMPUTE_NUM_THREAD_X {
+                values[..3].copy_from_slice(&[0x8000, 0x8000, 4]);
+                patched = true;
+            }
+        }
+    }
+    assert!(
+        patched,
+        "no COMPUTE_NUM_THREAD_X write to patch: {packets:?}"
+    );
+    common::pm4_submit(&q, &packets, T).unwrap();
+    assert!(q.finish(T).is_err(), "the queue ran past the bad dispatch");
+    assert!(!ran.load(std::sync::atomic::Ordering::Relaxed));
+}

@@ -33,6 +33,17 @@ pub use packet::{
 /// Size of every AQL packet in bytes.
 pub const PACKET_SIZE: usize = 64;
 
+/// The most work-items a work-group may have (every AMD GPU's limit, which ROCr and the CP
+/// enforce).
+pub const MAX_WORK_GROUP_ITEMS: u64 = 1024;
+
+/// Work-items in a work-group of `size` (per dimension), computed in 64 bits: a 32-bit
+/// product of three sizes can wrap to a small number and slip past [`MAX_WORK_GROUP_ITEMS`].
+#[inline]
+pub fn work_group_items(size: [u32; 3]) -> u64 {
+    size.iter().map(|&s| u64::from(s)).product()
+}
+
 /// Why 16 dwords are not a packet kfdrt understands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum DecodeError {

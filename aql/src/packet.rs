@@ -41,6 +41,33 @@ pub struct KernelDispatchPacket {
     pub completion_signal: u64,
 }
 
+impl KernelDispatchPacket {
+    /// Encodes the packet as 16 dwords ([`Packet::encode`] of a kernel dispatch, without the
+    /// match over packet kinds: this runs once per dispatch).
+    #[inline]
+    pub fn encode(&self) -> [u32; 16] {
+        let header = Header {
+            packet_type: PacketType::KernelDispatch,
+            barrier: self.barrier,
+            acquire: self.acquire,
+            release: self.release,
+        };
+        let mut d = [0u32; 16];
+        d[0] = u32::from(header.to_bits()) | u32::from(self.dimensions) << 16;
+        d[1] = u32::from(self.workgroup_size[0]) | u32::from(self.workgroup_size[1]) << 16;
+        d[2] = u32::from(self.workgroup_size[2]); // high half: reserved
+        d[3] = self.grid_size[0];
+        d[4] = self.grid_size[1];
+        d[5] = self.grid_size[2];
+        d[6] = self.private_segment_size;
+        d[7] = self.group_segment_size;
+        put(&mut d, 8, self.kernel_object);
+        put(&mut d, 10, self.kernarg_address);
+        put(&mut d, 14, self.completion_signal);
+        d
+    }
+}
+
 /// A barrier-AND or barrier-OR packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct BarrierPacket {
@@ -231,18 +258,7 @@ impl Packet {
         let mut d = [0u32; 16];
         d[0] = self.header_word();
         match self {
-            Packet::KernelDispatch(p) => {
-                d[1] = u32::from(p.workgroup_size[0]) | u32::from(p.workgroup_size[1]) << 16;
-                d[2] = u32::from(p.workgroup_size[2]); // high half: reserved
-                d[3] = p.grid_size[0];
-                d[4] = p.grid_size[1];
-                d[5] = p.grid_size[2];
-                d[6] = p.private_segment_size;
-                d[7] = p.group_segment_size;
-                put(&mut d, 8, p.kernel_object);
-                put(&mut d, 10, p.kernarg_address);
-                put(&mut d, 14, p.completion_signal);
-            }
+            Packet::KernelDispatch(p) => return p.encode(),
             Packet::BarrierAnd(p) | Packet::BarrierOr(p) => {
                 for (i, s) in p.dep_signal.iter().enumerate() {
                     put(&mut d, 2 + 2 * i, *s);

@@ -40,18 +40,6 @@ impl Held {
         }
     }
 
-    fn last(&self) -> Option<&Arc<dyn Send + Sync>> {
-        self.rest.last().or(self.first.as_ref())
-    }
-
-    /// Adds `r` unless it is the resource added last (a batch of the same kernel holds its code
-    /// once).
-    pub(crate) fn push_unless_last(&mut self, r: &Arc<dyn Send + Sync>) {
-        if self.last().is_none_or(|l| !Arc::ptr_eq(l, r)) {
-            self.push(r.clone());
-        }
-    }
-
     pub(crate) fn extend(&mut self, other: &Held) {
         for r in other.first.iter().chain(&other.rest) {
             self.push(r.clone());

@@ -265,7 +265,10 @@ impl<'a> Interpreter<'a> {
         self.gpu.fetch_code(entry);
         let wg: [u32; 3] =
             std::array::from_fn(|i| self.reg(regs::COMPUTE_NUM_THREAD_X + i as u32) & 0xFFFF);
-        if wg.contains(&0) || wg.iter().product::<u32>() > 1024 || dims.contains(&0) {
+        if wg.contains(&0)
+            || aql::work_group_items(wg) > aql::MAX_WORK_GROUP_ITEMS
+            || dims.contains(&0)
+        {
             return Err(Pm4Error::BadDispatch);
         }
         let (groups, grid) = if init & initiator::USE_THREAD_DIMENSIONS != 0 {

@@ -10,6 +10,7 @@ use crate::signal::Signal;
 use aql::ring::RingError;
 use aql::{BarrierPacket, FenceScope, Packet};
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 /// Encodes a packet for staging in a batch.
 #[inline]
@@ -44,6 +45,9 @@ pub struct Batch<'q> {
     pub(crate) kernarg_bytes: Vec<u8>,
     pub(crate) kernarg_fixups: Vec<usize>,
     pub(crate) held: Held,
+    /// The kernel code `held` got last (its address), so a batch of one kernel's dispatches
+    /// holds it once for the price of a comparison.
+    last_code: usize,
     /// A dispatch of the batch uses scratch: the queue's scratch service must run.
     pub(crate) uses_scratch: bool,
     /// When building began (host ns), for the timeline; 0 when not recording.
@@ -82,6 +86,7 @@ impl<'q> Batch<'q> {
             kernarg_bytes: b.kernarg_bytes,
             kernarg_fixups: b.kernarg_fixups,
             held: b.held,
+            last_code: 0,
             uses_scratch: false,
             started_ns: match queue.0.gpu.kfd().shared.recorder {
                 Some(_) => crate::debug::recorder::host_ns(),
@@ -153,7 +158,11 @@ impl Batch<'_> {
     #[inline]
     fn stage(&mut self, p: &PreparedDispatch<'_>, kernargs: &[u8]) {
         if let Some(code) = p.kernel.code() {
-            self.held.push_unless_last(code);
+            let at = Arc::as_ptr(code).cast::<()>() as usize;
+            if at != self.last_code {
+                self.held.push(code.clone());
+                self.last_code = at;
+            }
         }
         let mut packet = p.packet;
         self.max_group_segment = self.max_group_segment.max(p.group_segment);

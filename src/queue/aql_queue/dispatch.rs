@@ -1,11 +1,10 @@
 //! [`Dispatch`]: one kernel launch, and [`PreparedDispatch`]: a launch validated and encoded
 //! once for the hot loop.
 
-use super::batch::encode;
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
 use crate::kernel_args::KernelArgs;
-use aql::{FenceScope, KernelDispatchPacket, Packet};
+use aql::{FenceScope, KernelDispatchPacket};
 
 /// What a dispatch passes the kernel.
 #[derive(Clone, Copy, Debug)]
@@ -191,7 +190,7 @@ impl<'a> Dispatch<'a> {
         Ok(PreparedDispatch {
             kernel: self.kernel,
             group_segment,
-            packet: encode(Packet::KernelDispatch(KernelDispatchPacket {
+            packet: KernelDispatchPacket {
                 barrier: self.barrier,
                 acquire: self.acquire,
                 release: self.release,
@@ -203,7 +202,8 @@ impl<'a> Dispatch<'a> {
                 kernel_object: self.kernel.object(),
                 kernarg_address: 0,
                 completion_signal: 0,
-            })),
+            }
+            .encode(),
         })
     }
 
@@ -218,15 +218,18 @@ impl<'a> Dispatch<'a> {
         }
     }
 
+    #[inline]
     fn validate(&self) -> Result<()> {
-        if self.grid.contains(&0) || self.workgroup.contains(&0) {
+        let [gx, gy, gz] = self.grid;
+        let [wx, wy, wz] = self.workgroup;
+        if gx == 0 || gy == 0 || gz == 0 || wx == 0 || wy == 0 || wz == 0 {
             return Err(Error::InvalidArgument(format!(
                 "grid {:?} / work-group {:?} has a zero dimension",
                 self.grid, self.workgroup
             )));
         }
-        let wi: u32 = self.workgroup.iter().map(|&w| u32::from(w)).product();
-        if wi > 1024 {
+        let wi = aql::work_group_items(self.workgroup.map(u32::from));
+        if wi > aql::MAX_WORK_GROUP_ITEMS {
             return Err(Error::InvalidArgument(format!(
                 "work-group of {wi} work-items exceeds 1024"
             )));

@@ -122,7 +122,9 @@ impl Pm4Queue {
                 "kernel entry {entry:#x} is not 256-byte aligned"
             )));
         }
-        if groups.contains(&0) || workgroup.contains(&0) || workgroup.iter().product::<u32>() > 1024
+        if groups.contains(&0)
+            || workgroup.contains(&0)
+            || aql::work_group_items(workgroup) > aql::MAX_WORK_GROUP_ITEMS
         {
             return Err(Error::InvalidArgument(format!(
                 "groups {groups:?} / work-group {workgroup:?}"
@@ -152,8 +154,12 @@ impl Pm4Queue {
                     self.gpu.info().gfx_target
                 )));
             }
-            let waves = groups.iter().map(|&g| u64::from(g)).product::<u64>()
-                * u64::from(workgroup.iter().product::<u32>().div_ceil(64));
+            // Saturating: three 32-bit group counts can overflow 64 bits (scratch is sized for
+            // at most the GPU's wave slots anyway).
+            let waves = groups
+                .iter()
+                .fold(1u64, |n, &g| n.saturating_mul(u64::from(g)))
+                .saturating_mul(aql::work_group_items(workgroup).div_ceil(64));
             Some(self.scratch_for(private, waves)?)
         } else {
             None

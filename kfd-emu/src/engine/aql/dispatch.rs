@@ -23,7 +23,7 @@ impl Processor {
             return Outcome::Error(InvalidArgument, None);
         }
         let wg: [u32; 3] = d.workgroup_size.map(u32::from);
-        if wg.contains(&0) || wg.iter().product::<u32>() > 1024 {
+        if wg.contains(&0) || aql::work_group_items(wg) > aql::MAX_WORK_GROUP_ITEMS {
             return Outcome::Error(IncompatibleArguments, None);
         }
         if u64::from(d.group_segment_size) > u64::from(self.gpu().params.lds_size_kb) * 1024 {
