@@ -29,6 +29,10 @@ const SIGNALS_PER_PAGE: usize = 64;
 const POST_EXCEPTION_POLL: Duration = Duration::from_millis(10);
 /// How long a waiter spins on the value before sleeping in `WAIT_EVENTS`.
 pub const DEFAULT_SPIN: Duration = Duration::from_micros(50);
+
+/// How long a wait spins before it starts yielding its CPU between polls.
+const YIELD_AFTER: Duration = Duration::from_micros(4);
+
 /// The `kind` of a user-mode signal (`AMD_SIGNAL_KIND_USER`).
 const SIGNAL_KIND_USER: i64 = 1;
 
@@ -378,6 +382,11 @@ impl Signal {
         // Reading the clock costs about as much as polling the signal a few times, so the spin
         // looks at it only every 32 polls, and first after 32: a completion that comes within
         // them (a short round trip) is seen without reading the clock at all.
+        //
+        // Past the first few microseconds the spin also yields at each clock check: the thread
+        // that completes the work (an emulated packet processor, which a doorbell just woke)
+        // may have been put on this CPU's run queue, behind this spin; yielding lets it run,
+        // and costs nothing when no other thread is runnable here.
         let mut start = None;
         let mut polls = 0u32;
         loop {
@@ -386,8 +395,14 @@ impl Signal {
                 return Ok(v);
             }
             polls = polls.wrapping_add(1);
-            if polls % 32 == 0 && start.get_or_insert_with(Instant::now).elapsed() >= spin {
-                break;
+            if polls % 32 == 0 {
+                let spun = start.get_or_insert_with(Instant::now).elapsed();
+                if spun >= spin {
+                    break;
+                }
+                if spun >= YIELD_AFTER {
+                    std::thread::yield_now();
+                }
             }
             std::hint::spin_loop();
         }
