@@ -12,6 +12,7 @@
 //! ```sh
 //! sudo apt-get install libhsa-runtime-dev          # ROCr 5.2.3 and its headers (Debian 12)
 //! cargo run --release --example rocr_roundtrip [-- rounds]
+//! cargo run --release --example rocr_roundtrip -- --idle [rounds]   # after 20 ms idle each
 //! ```
 
 use kfdrt::emu::{EmuConfig, Preset};
@@ -39,21 +40,30 @@ fn main() -> Result<(), Error> {
         .or_else(|_| std::env::var("RUST_LOG"))
         .unwrap_or_else(|_| "warn".into());
     env_logger::Builder::new().parse_filters(&filter).init();
-    let rounds: usize = match std::env::args().nth(1) {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let idle = args.first().is_some_and(|a| a == "--idle");
+    if idle {
+        args.remove(0);
+    }
+    let rounds: usize = match args.first() {
         Some(a) => a
             .parse()
             .map_err(|_| format!("rounds: {a:?} is not a number"))?,
+        None if idle => 200,
         None => 20_000,
     };
     if rounds == 0 {
         return Err("rounds must be at least 1".into());
     }
+    if idle {
+        return after_idle(&find_preload()?, rounds);
+    }
     let preload = find_preload()?;
     // The floors first, while nothing else spins on the two cores.
     let line = floors::quantile(&floors::cache_line_round_trips(rounds * 10), 0.5);
     let protocol = floors::quantile(&floors::aql_protocol_round_trips(rounds * 10), 0.5);
-    let rocr = rocr_round_trip(&preload, rounds)?;
-    let kfdrt = kfdrt_round_trip(rounds)?;
+    let rocr = rocr_round_trip(&preload, rounds, Duration::ZERO)?;
+    let kfdrt = kfdrt_round_trip(rounds, Duration::ZERO)?;
     println!(
         "empty barrier-AND round trip on kfd-emu (gfx90a, spin-polling), {rounds} rounds each"
     );
@@ -107,7 +117,34 @@ fn find_preload() -> Result<PathBuf, Error> {
         })
 }
 
-fn rocr_round_trip(preload: &Path, rounds: usize) -> Result<Figures, Error> {
+/// Each round trip after `IDLE_PAUSE` of idleness, without spin-polling: every processor is
+/// asleep when the doorbell rings. ROCr rings it without telling the emulator (the preload's
+/// doorbell traps notice the store); kfdrt also passes a hint.
+fn after_idle(preload: &Path, rounds: usize) -> Result<(), Error> {
+    let rocr = rocr_round_trip(preload, rounds, IDLE_PAUSE)?;
+    let kfdrt = kfdrt_round_trip(rounds, IDLE_PAUSE)?;
+    println!(
+        "empty barrier-AND round trip after {IDLE_PAUSE:?} idle on kfd-emu (gfx90a, processors \
+         asleep), {rounds} rounds each"
+    );
+    println!("{:<28} {:>11} {:>11}", "", "p50", "p99");
+    for (name, f) in [
+        ("ROCr 5.2.3 (doorbell trap)", &rocr),
+        ("kfdrt (doorbell hint)", &kfdrt),
+    ] {
+        println!(
+            "{name:<28} {:>8.1} us {:>8.1} us",
+            f.p50 as f64 / 1e3,
+            f.p99 as f64 / 1e3
+        );
+    }
+    Ok(())
+}
+
+/// How long the device idles before each round trip of `--idle`.
+const IDLE_PAUSE: Duration = Duration::from_millis(20);
+
+fn rocr_round_trip(preload: &Path, rounds: usize, pause: Duration) -> Result<Figures, Error> {
     if !Path::new("/usr/include/hsa/hsa.h").exists() {
         return Err("ROCr's headers are missing: install libhsa-runtime-dev".into());
     }
@@ -123,12 +160,17 @@ fn rocr_round_trip(preload: &Path, rounds: usize) -> Result<Figures, Error> {
     if !status.success() {
         return Err(format!("cc failed on {}", src.display()).into());
     }
+    let spin = if pause.is_zero() { "1" } else { "0" };
     let out = Command::new(&bin)
-        .args([&rounds.to_string(), "--timing"])
+        .args([
+            &rounds.to_string(),
+            "--timing",
+            &pause.as_micros().to_string(),
+        ])
         .env("LD_PRELOAD", preload)
         .env("KFDRT_EMU_PRESET", "gfx90a")
         .env("KFDRT_EMU_GPUS", "1")
-        .env("KFDRT_EMU_SPIN", "1")
+        .env("KFDRT_EMU_SPIN", spin)
         .env("KFDRT_EMU_LOG", "error")
         .output()?;
     let _ = std::fs::remove_file(&bin);
@@ -161,15 +203,18 @@ fn rocr_round_trip(preload: &Path, rounds: usize) -> Result<Figures, Error> {
     })
 }
 
-fn kfdrt_round_trip(rounds: usize) -> Result<Figures, Error> {
+fn kfdrt_round_trip(rounds: usize, pause: Duration) -> Result<Figures, Error> {
     let mut config = EmuConfig::new(Preset::Gfx90a, 1);
-    config.spin_poll = true;
+    config.spin_poll = pause.is_zero();
     let kfd = Kfd::emulated(config)?;
     let gpu = kfd.gpu(0).ok_or("no GPU")?;
     let queue = gpu.create_aql_queue(Default::default())?;
     let wait = Some(Duration::from_secs(30));
     let mut ns = Vec::with_capacity(rounds);
     for _ in 0..rounds {
+        if !pause.is_zero() {
+            std::thread::sleep(pause);
+        }
         let t = Instant::now();
         queue.barrier_and(&[])?.wait(wait)?;
         ns.push(t.elapsed().as_nanos() as u64);

@@ -1,7 +1,9 @@
 //! An idle emulated device sleeps deeply (no timed wake-ups) and still notices work: through
 //! the doorbell hint an in-process runtime gives, and through the doorbell watcher for a
 //! runtime that gives none (ROCr under the preload writes doorbells like hardware, and says
-//! nothing). Figures are in `benches/idle.rs`; these tests check only that nothing is missed.
+//! nothing), by the doorbell watcher's polling or, with doorbell traps, by the first doorbell
+//! store faulting. Figures are in `benches/idle.rs` and `examples/rocr_roundtrip.rs --idle`;
+//! these tests check only that nothing is missed.
 
 mod common;
 
@@ -110,6 +112,41 @@ fn doorbells_without_hints_are_noticed_by_the_watcher() {
     let kfd = Kfd::with_driver_and_options(driver, DebugOptions::default()).unwrap();
     work_after_idle(&kfd);
     assert_eq!(emu.doorbell_hints(kfd.gpu(0).unwrap().id()), 0);
+    drop(kfd);
+    common::assert_all_released(&emu);
+}
+
+#[test]
+fn doorbells_without_hints_spring_the_trap_and_still_land() {
+    let mut config = EmuConfig::new(Preset::Gfx90a, 1);
+    config.trap_doorbell_writes = true;
+    let emu = Emulator::new(config).unwrap();
+    let driver: Arc<dyn Driver> = Arc::new(NoHints(emu.clone()));
+    let kfd = Kfd::with_driver_and_options(driver, DebugOptions::default()).unwrap();
+    let gpu = kfd.gpu(0).unwrap().id();
+    // Each doorbell after an idle spell faults (its GPU's processors sleep deeply), wakes them
+    // and completes: the packets run and the rings move on.
+    work_after_idle(&kfd);
+    let sprung = emu.doorbell_traps(gpu);
+    assert!(
+        sprung >= 4,
+        "only {sprung} doorbell stores trapped after idle spells"
+    );
+    // A busy queue's doorbells do not fault: a trap lifts the protection until a processor of
+    // the GPU sleeps deeply again (the idle copy engine's may, every 10 ms or so).
+    let q = kfd
+        .gpu(0)
+        .unwrap()
+        .create_aql_queue(AqlQueueOptions::default())
+        .unwrap();
+    let before = emu.doorbell_traps(gpu);
+    for _ in 0..200 {
+        q.barrier_and(&[]).unwrap().wait(T).unwrap();
+    }
+    let busy = emu.doorbell_traps(gpu) - before;
+    assert!(busy < 20, "{busy} of 200 doorbells of a busy queue faulted");
+    assert_eq!(emu.doorbell_hints(gpu), 0);
+    drop(q);
     drop(kfd);
     common::assert_all_released(&emu);
 }

@@ -235,6 +235,11 @@ pub struct EmuConfig {
     /// fail with ENOTTY, as on an older kernel. From [`crate::OLDEST_KFD_VERSION`] (1.11,
     /// Linux 6.1) to [`kfd_sys::KFD_ABI`], the default.
     pub kfd_version: kfd_sys::KfdVersion,
+    /// Write-protect the client's doorbell mappings while their GPU's processors sleep, so the
+    /// first doorbell store after an idle spell faults and wakes them at once (see the
+    /// `doorbell_trap` module). Off by default: an in-process runtime (kfdrt) gives a hint with
+    /// every doorbell instead; the preload turns it on for runtimes that do not (ROCr).
+    pub trap_doorbell_writes: bool,
 }
 
 /// Environment variable naming the preset for [`EmuConfig::from_env`].
@@ -249,6 +254,9 @@ pub const SPIN_ENV: &str = "KFDRT_EMU_SPIN";
 pub const STRICT_ENV: &str = "KFDRT_EMU_STRICT";
 /// Environment variable giving [`EmuConfig::wave_threads`] for [`EmuConfig::from_env`].
 pub const WAVE_THREADS_ENV: &str = "KFDRT_EMU_WAVE_THREADS";
+/// Environment variable that, set to `0`, keeps the preload from trapping doorbell stores (see
+/// [`EmuConfig::trap_doorbell_writes`]; the preload's default is on).
+pub const TRAP_DOORBELLS_ENV: &str = "KFDRT_EMU_TRAP_DOORBELLS";
 /// Environment variable giving [`EmuConfig::kfd_version`] (`1.11`) for [`EmuConfig::from_env`].
 pub const KFD_VERSION_ENV: &str = "KFDRT_EMU_KFD_VERSION";
 
@@ -284,6 +292,7 @@ impl EmuConfig {
             strict: true,
             wave_threads: 0,
             kfd_version: kfd_sys::KFD_ABI,
+            trap_doorbell_writes: false,
         }
     }
 

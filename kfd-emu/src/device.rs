@@ -66,6 +66,9 @@ pub(crate) struct GpuState {
     pub(crate) strict: bool,
     /// This GPU in the HDP model (emulator instance and GPU index).
     pub(crate) hdp_owner: u64,
+    /// Slots of the client's doorbell mappings trapped while this GPU sleeps
+    /// ([`crate::doorbell_trap`]).
+    pub(crate) doorbell_traps: Mutex<Vec<usize>>,
     /// What the instruction cache holds (strict mode's stale-fetch detector).
     pub(crate) icache: crate::icache::InstructionCache,
     /// Machine code decoded for the wave interpreter, shared by every dispatch on this GPU;
@@ -138,6 +141,7 @@ impl GpuState {
             fault_log: Default::default(),
             exceptions: AtomicU64::new(0),
             strict,
+            doorbell_traps: Mutex::new(Vec::new()),
             icache: Default::default(),
             code,
             stale_code_fetches: AtomicU64::new(0),
@@ -316,6 +320,35 @@ impl GpuState {
             };
         }
         self.wake_snapshot(doorbell_index)
+    }
+
+    /// A processor of this GPU goes to sleep deeply: the client's next doorbell store faults
+    /// and wakes it ([`crate::doorbell_trap`]).
+    /// Returns whether it has trapped mappings (the sleeper then waits on the trap futex).
+    pub(crate) fn arm_doorbell_traps(&self) -> bool {
+        let slots = self
+            .doorbell_traps
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        crate::doorbell_trap::arm(&slots);
+        !slots.is_empty()
+    }
+
+    /// Wakes this GPU's processors if a doorbell store trapped since the last look; returns
+    /// whether one did.
+    pub(crate) fn wake_if_trapped(&self) -> bool {
+        let fired = {
+            let slots = self
+                .doorbell_traps
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            crate::doorbell_trap::take_fired(&slots)
+        };
+        if fired {
+            log::debug!("kfd-emu: GPU {:#x}: a doorbell store trapped", self.gpu_id);
+            self.doorbell_rung();
+        }
+        fired
     }
 
     /// Whether nothing that would wake a deep sleeper with `snap` happened since it was taken.

@@ -9,7 +9,7 @@
 //! ROCr's and Linux's HDP flush packet) clears the GPU's dirty pages and protects them again.
 //! GPU accesses to host-visible VRAM look the page up.
 //!
-//! The handler is async-signal-safe: it scans a fixed table of tracked ranges, appends the page
+//! The same handler serves [`crate::doorbell_trap`]. It is async-signal-safe: it scans a fixed table of tracked ranges, appends the page
 //! to a fixed ring and calls `mprotect`; anything else is passed to the handler installed
 //! before (Rust's stack-overflow detection, a debugger's). Leniency: a system call that writes
 //! into a tracked page (`read(2)` into VRAM) fails with EFAULT instead of faulting, and more
@@ -82,6 +82,10 @@ extern "C" fn on_segv(sig: i32, info: *mut libc::siginfo_t, ctx: *mut libc::c_vo
     // SAFETY: the kernel passes a valid siginfo for a SA_SIGINFO handler.
     let (code, addr) = unsafe { ((*info).si_code, (*info).si_addr() as usize) };
     if code == SEGV_ACCERR {
+        // A doorbell store while its GPU sleeps (see `doorbell_trap`).
+        if crate::doorbell_trap::on_fault(addr) {
+            return;
+        }
         for (i, slot) in SLOT_TABLE.iter().enumerate() {
             let start = slot.start.load(Ordering::Acquire);
             if start <= addr && addr < slot.end.load(Ordering::Acquire) && start > 1 {
@@ -140,7 +144,8 @@ fn lock_free_head() -> u64 {
     HEAD.load(Ordering::Acquire)
 }
 
-fn install() {
+/// Installs the `SIGSEGV` handler that HDP tracking and doorbell traps share (once).
+pub(crate) fn install_fault_handler() {
     INSTALL.call_once(|| {
         // SAFETY: sigaction with a zeroed struct is the documented way to build one; the handler
         // has the SA_SIGINFO signature. PREVIOUS is written before the new handler can run.
@@ -163,7 +168,7 @@ fn install() {
 /// `owner`: write-protects it. Returns the slot to pass to [`untrack`], or `None` when the table
 /// is full (the mapping then goes untracked).
 pub(crate) fn track(start: usize, len: usize, owner: u64) -> Option<usize> {
-    install();
+    install_fault_handler();
     for (i, slot) in SLOT_TABLE.iter().enumerate() {
         // 1 marks a slot being filled: the handler ignores it (it needs start > 1).
         if slot

@@ -159,6 +159,7 @@ mod config;
 mod debugger;
 mod device;
 mod dmabuf;
+mod doorbell_trap;
 pub mod drm;
 pub mod drm_gem;
 mod engine;
@@ -186,7 +187,7 @@ mod wake;
 
 pub use config::{
     EmuConfig, EmuError, GpuParams, Preset, GPUS_ENV, KFD_VERSION_ENV, PRESET_ENV, SPIN_ENV,
-    STRICT_ENV, WAVE_THREADS_ENV,
+    STRICT_ENV, TRAP_DOORBELLS_ENV, WAVE_THREADS_ENV,
 };
 pub use device::FIRST_RENDER_MINOR;
 pub use engine::QueueErrorCode;
@@ -390,6 +391,15 @@ impl Emulator {
         self.gpu(gpu_id).map_or(0, |g| g.hints())
     }
 
+    /// Doorbell stores to `gpu_id`'s pages that faulted because its processors slept
+    /// ([`EmuConfig::trap_doorbell_writes`]), or 0 for an unknown GPU.
+    pub fn doorbell_traps(&self, gpu_id: u32) -> u64 {
+        self.gpu(gpu_id).map_or(0, |g| {
+            let slots = g.doorbell_traps.lock().unwrap_or_else(|p| p.into_inner());
+            doorbell_trap::sprung(&slots)
+        })
+    }
+
     /// Bytes mapped to `gpu_id` (`None` for an unknown GPU).
     pub fn mapped_bytes(&self, gpu_id: u32) -> Option<u64> {
         self.gpu(gpu_id).map(|g| g.vm.mapped_bytes())
@@ -519,8 +529,10 @@ impl Driver for Emulator {
     }
 
     unsafe fn munmap(&self, addr: *mut c_void, len: usize) -> Result<(), Errno> {
-        // A tracked CPU view of VRAM is going away: stop watching its pages first.
+        // A tracked CPU view of VRAM or a trapped doorbell mapping is going away: stop
+        // watching it first.
         hdp::untrack_range(addr as usize, len);
+        doorbell_trap::unregister_range(addr as usize, len);
         // SAFETY: the caller owns the range (see the trait).
         if unsafe { libc::munmap(addr, len) } != 0 {
             Err(Errno::last())
@@ -549,5 +561,8 @@ impl Drop for Emulator {
     fn drop(&mut self) {
         self.queues.stop_all();
         self.watch.stop();
+        if let Some(g) = self.gpus.first() {
+            doorbell_trap::unregister_emulator(g.hdp_owner >> 8);
+        }
     }
 }

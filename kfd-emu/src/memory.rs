@@ -508,7 +508,21 @@ pub(crate) unsafe fn mmap(
                 return Err(Errno::EINVAL);
             }
             // SAFETY: forwarded from the caller.
-            unsafe { mem.map_for_caller(addr, len, prot, flags, 0) }.map(|p| (p, kind))
+            let p = unsafe { mem.map_for_caller(addr, len, prot, flags, 0) }?;
+            if kind == CpuMapKind::Doorbell
+                && emu.config.trap_doorbell_writes
+                && prot & libc::PROT_WRITE != 0
+            {
+                let slot = crate::doorbell_trap::register(p as usize, len, gpu.hdp_owner);
+                log::debug!("kfd-emu: doorbell mapping {p:p}+{len:#x} trapped in slot {slot:?}");
+                if let Some(slot) = slot {
+                    gpu.doorbell_traps
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push(slot);
+                }
+            }
+            Ok((p, kind))
         }
     }
 }

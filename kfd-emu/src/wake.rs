@@ -17,14 +17,19 @@ struct Sleeper {
     doorbell_index: u32,
     /// The doorbell's value before the processor last looked for work.
     seen: u64,
-    thread: Thread,
+    /// `None`: it sleeps on the doorbell-trap futex (see [`crate::doorbell_trap`]), which the
+    /// trap handler can wake directly.
+    thread: Option<Thread>,
     woken: Arc<AtomicBool>,
 }
 
 impl Sleeper {
     fn wake(&self) {
         self.woken.store(true, Ordering::SeqCst);
-        self.thread.unpark();
+        match &self.thread {
+            Some(t) => t.unpark(),
+            None => crate::doorbell_trap::kick(),
+        }
     }
 }
 
@@ -43,21 +48,29 @@ impl DeepSleepers {
 
     /// Parks the calling thread until it is woken or `timeout` passes. `still_idle` is asked
     /// once the thread is registered (so a wake-up between the caller's last look and the
-    /// registration is not lost): `false` returns at once.
+    /// registration is not lost): `false` returns at once. Returns whether it was woken (by a
+    /// wake-up or a trapped doorbell store) rather than timed out or not idle.
+    ///
+    /// `trapped`: the GPU's doorbell mappings are trapped; the thread then sleeps on the trap
+    /// futex, so the first doorbell store wakes it from the fault handler itself, and any
+    /// trapped store (of any GPU) ends the sleep.
     pub(crate) fn sleep(
         &self,
         doorbell_index: u32,
         seen: u64,
         timeout: Duration,
+        trapped: bool,
         still_idle: impl Fn() -> bool,
-    ) {
+    ) -> bool {
         let woken = Arc::new(AtomicBool::new(false));
+        // Read before registering: a trap or wake-up after this is not slept through.
+        let traps_seen = crate::doorbell_trap::fired_count();
         {
             let mut s = self.lock();
             s.push(Sleeper {
                 doorbell_index,
                 seen,
-                thread: std::thread::current(),
+                thread: (!trapped).then(std::thread::current),
                 woken: woken.clone(),
             });
             self.count.store(s.len(), Ordering::SeqCst);
@@ -69,12 +82,21 @@ impl DeepSleepers {
                 if now >= deadline {
                     break;
                 }
-                std::thread::park_timeout(deadline - now);
+                if trapped {
+                    if crate::doorbell_trap::fired_count() != traps_seen {
+                        break;
+                    }
+                    crate::doorbell_trap::wait(traps_seen, deadline - now);
+                } else {
+                    std::thread::park_timeout(deadline - now);
+                }
             }
         }
         let mut s = self.lock();
         s.retain(|x| !Arc::ptr_eq(&x.woken, &woken));
         self.count.store(s.len(), Ordering::SeqCst);
+        woken.load(Ordering::SeqCst)
+            || (trapped && crate::doorbell_trap::fired_count() != traps_seen)
     }
 
     /// Wakes the sleepers whose doorbell (read with `doorbell`) moved since they looked;
@@ -118,7 +140,7 @@ mod tests {
             .map(|i| {
                 let (d, woke) = (d.clone(), woke.clone());
                 std::thread::spawn(move || {
-                    d.sleep(i, 0, Duration::from_secs(30), || true);
+                    assert!(d.sleep(i, 0, Duration::from_secs(30), false, || true));
                     woke[i as usize].store(true, Ordering::SeqCst);
                 })
             })
@@ -147,7 +169,7 @@ mod tests {
     fn a_wake_before_the_sleep_is_not_lost() {
         let d = DeepSleepers::default();
         let start = Instant::now();
-        d.sleep(0, 0, Duration::from_secs(30), || false);
+        assert!(!d.sleep(0, 0, Duration::from_secs(30), false, || false));
         assert!(start.elapsed() < Duration::from_secs(10));
     }
 }

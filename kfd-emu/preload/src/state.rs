@@ -187,6 +187,10 @@ impl System {
     fn create() -> Result<System, String> {
         crate::logger::init();
         let mut config = EmuConfig::from_env().map_err(|e| e.to_string())?;
+        // The runtimes the preload serves ring doorbells without telling the emulator: trap
+        // the first store after an idle spell (KFDRT_EMU_TRAP_DOORBELLS=0: poll only).
+        config.trap_doorbell_writes =
+            std::env::var(kfd_emu::TRAP_DOORBELLS_ENV).map_or(true, |v| v.trim() != "0");
         if let Some(n) = cpuinfo_processors() {
             config.cpu_cores = n;
         }

@@ -5,8 +5,11 @@ use super::watcher::{Watch, DEEP_SLEEP};
 use crate::device::{GpuState, WakeSnapshot};
 use std::time::Duration;
 
-/// Idle rounds of 1 ms sleeps before a processor waiting for work sleeps deeply.
-const ROUNDS_BEFORE_DEEP_SLEEP: u32 = 128 + 8 + 8;
+/// Idle rounds after which a processor waiting for work stops spinning and yielding and sleeps
+/// (10 us, doubling up to 1 ms).
+const LIGHT_SLEEP_FROM: u32 = 128;
+/// Idle rounds before a processor waiting for work sleeps deeply (about 10 ms of sleeps).
+const ROUNDS_BEFORE_DEEP_SLEEP: u32 = LIGHT_SLEEP_FROM + 8 + 8;
 
 /// Waits a little: spins first, then yields, then sleeps with growing intervals (woken early by
 /// any wake-up after `snap` was taken), so a busy queue reacts at once. `idle_rounds`
@@ -29,7 +32,7 @@ pub(crate) fn idle(
     *idle_rounds = idle_rounds.saturating_add(1);
     if spin_poll || *idle_rounds < 64 {
         std::hint::spin_loop();
-    } else if *idle_rounds < 128 {
+    } else if *idle_rounds < LIGHT_SLEEP_FROM {
         std::thread::yield_now();
     } else if let (Some(watch), Some((doorbell, seen)), true) = (
         deep,
@@ -37,11 +40,19 @@ pub(crate) fn idle(
         *idle_rounds >= ROUNDS_BEFORE_DEEP_SLEEP,
     ) {
         watch.enter_deep_sleep();
-        gpu.deep
-            .sleep(doorbell, seen, DEEP_SLEEP, || gpu.unchanged_since(snap));
+        let trapped = gpu.arm_doorbell_traps();
+        let woken = gpu.deep.sleep(doorbell, seen, DEEP_SLEEP, trapped, || {
+            gpu.unchanged_since(snap)
+        });
+        if woken {
+            // Something happened: stay out of the deep sleep for a while (short sleeps first),
+            // so a doorbell trap is not armed again at once, before the store that sprang it
+            // has been retried (which would make it fault again).
+            *idle_rounds = LIGHT_SLEEP_FROM;
+        }
         watch.leave_deep_sleep();
     } else {
-        let us = 10u64 << (*idle_rounds - 128).min(7);
+        let us = 10u64 << (*idle_rounds - LIGHT_SLEEP_FROM).min(7);
         gpu.wait_for_hint(snap.generation, Duration::from_micros(us.min(1000)));
     }
 }

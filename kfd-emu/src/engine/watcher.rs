@@ -9,7 +9,8 @@
 //! at a period that grows from [`MIN_PERIOD`] to [`MAX_PERIOD`] while nothing changes. So a
 //! client that rings doorbells without hints (ROCr under the preload) is noticed within
 //! `MAX_PERIOD` of an idle spell, and an idle device with any number of queues wakes
-//! `1 / MAX_PERIOD` times a second.
+//! `1 / MAX_PERIOD` times a second. With doorbell traps ([`crate::doorbell_trap`]) such a
+//! client's first doorbell store faults and wakes the watcher at once instead.
 
 use super::control::QueueCtl;
 use crate::fault::FaultInjector;
@@ -97,6 +98,17 @@ impl Watch {
         moved
     }
 
+    /// Wakes the GPUs whose trapped doorbell mappings a client wrote; returns whether any.
+    fn wake_trapped(&self) -> bool {
+        let mut woke = false;
+        for w in self.lock_queues().iter() {
+            if let Some(ctl) = w.ctl.upgrade() {
+                woke |= ctl.gpu.wake_if_trapped();
+            }
+        }
+        woke
+    }
+
     fn wake_all(&self) {
         for w in self.lock_queues().iter() {
             if let Some(ctl) = w.ctl.upgrade() {
@@ -136,7 +148,8 @@ fn run(watch: &Watch, faults: &FaultInjector) {
             period = MIN_PERIOD;
             continue;
         }
-        let mut moved = watch.scan();
+        let trapped = crate::doorbell_trap::fired_count();
+        let mut moved = watch.wake_trapped() | watch.scan();
         let now = faults.generation();
         if now != controls {
             // A stall lifted, a queue resumed: every processor re-reads its state.
@@ -149,6 +162,7 @@ fn run(watch: &Watch, faults: &FaultInjector) {
         } else {
             (period * 2).min(MAX_PERIOD)
         };
-        std::thread::sleep(period);
+        // Sleeps the period, or until a client's doorbell store traps.
+        crate::doorbell_trap::wait(trapped, period);
     }
 }
