@@ -88,6 +88,8 @@ static void print_timing(uint64_t *ns, int n)
 static void barrier_round_trip(hsa_agent_t agent, int rounds, int timing, long pause_us)
 {
 	uint64_t *ns = timing ? calloc(rounds, sizeof(*ns)) : NULL;
+	/* After idle: how long the doorbell store itself takes (a trapped store faults). */
+	uint64_t *bell = timing && pause_us > 0 ? calloc(rounds, sizeof(*bell)) : NULL;
 	if (timing && !ns) {
 		fprintf(stderr, "FAIL out of memory\n");
 		exit(1);
@@ -128,7 +130,10 @@ static void barrier_round_trip(hsa_agent_t agent, int rounds, int timing, long p
 				  (HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCACQUIRE_FENCE_SCOPE) |
 				  (HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE);
 		__atomic_store_n((uint32_t *)slot, (uint32_t)header, __ATOMIC_RELEASE);
+		uint64_t rung = now_ns();
 		hsa_signal_store_screlease(queue->doorbell_signal, (hsa_signal_value_t)index);
+		if (bell)
+			bell[r] = now_ns() - rung;
 		hsa_signal_value_t v;
 		if (pause_us > 0) {
 			/* After an idle spell the figure is the device's: how soon the doorbell is
@@ -150,6 +155,12 @@ static void barrier_round_trip(hsa_agent_t agent, int rounds, int timing, long p
 	if (ns) {
 		print_timing(ns, rounds);
 		free(ns);
+	}
+	if (bell) {
+		qsort(bell, rounds, sizeof(*bell), cmp_u64);
+		printf("doorbell_store_ns p50 %llu p99 %llu\n", (unsigned long long)bell[(rounds - 1) / 2],
+		       (unsigned long long)bell[(rounds - 1) * 99 / 100]);
+		free(bell);
 	}
 	printf("barrier-AND completed %d time(s)\n", rounds);
 	CHECK(hsa_signal_destroy(done));
