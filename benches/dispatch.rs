@@ -1,5 +1,6 @@
 //! Dispatch benchmarks on the emulated device:
-//! - host cost per packet (build + publish, excluding the wait), single and batches of 64;
+//! - host cost per packet (build + publish, excluding the wait): a single dispatch (direct, and
+//!   as a one-packet batch), batches of 64, batches of 64 prepared dispatches;
 //! - empty round trip (submit a barrier packet, wait for its completion signal) with the packet
 //!   processor spin-polling, with p50/p99 printed from 20 000 samples, beside the round trip of
 //!   a cache line between two threads and the AQL handshake alone between two threads, both
@@ -60,6 +61,23 @@ fn host_cost(c: &mut Criterion) {
             })
         });
     }
+    // A single dispatch the direct way (`AqlQueue::dispatch`: no batch, packet straight into
+    // its slot), beside the one-packet batch above.
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("dispatch_single", |b| {
+        b.iter_custom(|iters| {
+            let mut spent = Duration::ZERO;
+            for _ in 0..iters {
+                let t = Instant::now();
+                let s = queue
+                    .dispatch(&Dispatch::linear(&kernel, 1, 1))
+                    .expect("dispatch");
+                spent += t.elapsed();
+                s.wait(WAIT).expect("wait");
+            }
+            spent
+        })
+    });
     // The same batches with the dispatch prepared once (validated and encoded).
     let prepared = Dispatch::linear(&kernel, 1, 1).prepare().expect("prepare");
     g.throughput(Throughput::Elements(64));
