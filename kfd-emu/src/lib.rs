@@ -62,7 +62,11 @@
 //! - An idle processor parks (no timed wake-ups) about 10 ms after its last packet; a doorbell
 //!   hint wakes the parked processors whose doorbell moved (`wake`), and one watcher thread
 //!   per emulator (`engine::watcher`, running only while something is parked) notices doorbells
-//!   and write pointers moved without a hint (ROCr under the preload) within 8 ms.
+//!   and write pointers moved without a hint (ROCr under the preload) within 8 ms. With
+//!   [`EmuConfig::trap_doorbell_writes`] (the preload's default) a parked GPU's doorbell
+//!   mappings are also write-protected, and the client's first store wakes it from the
+//!   `SIGSEGV` handler (`doorbell_trap`). That handler is shared with the HDP model. It lifts
+//!   the protection, so the store completes, and it passes other faults on.
 //! - Tests inject what KFD reports ([`FaultInjector`]): a failed allocation, exhausted SDMA
 //!   engines, stalled queues, evicted and restored queues, a suspended system, and
 //!   ([`Emulator::inject_gpu_reset`]) a GPU reset with its hardware-exception event.
