@@ -193,6 +193,9 @@ fn create_signal_event(dev: &DeviceContext, events: &EventTable) -> Result<(u32,
     Ok((id, mailbox))
 }
 
+/// What a raw signal pointer ([`Signal::into_raw`]) points to; opaque outside this module.
+pub(crate) enum RawSignal {}
+
 /// `armed_target` when no completion is armed.
 const NOT_ARMED: i64 = i64::MIN;
 
@@ -264,6 +267,22 @@ impl Signal {
         }
         *target = NOT_ARMED;
         true
+    }
+
+    /// Gives up this handle as a raw pointer, to be turned back with [`Signal::from_raw`]
+    /// exactly once (a lock-free slot holds it meanwhile).
+    pub(crate) fn into_raw(self) -> *mut RawSignal {
+        Arc::into_raw(self.0).cast_mut().cast()
+    }
+
+    /// The handle [`Signal::into_raw`] gave up.
+    ///
+    /// # Safety
+    /// `p` must come from [`Signal::into_raw`] and not have been turned back already.
+    pub(crate) unsafe fn from_raw(p: *mut RawSignal) -> Signal {
+        // SAFETY: per the caller, `p` is an `Arc<SignalInner>` given up by `into_raw`, owned by
+        // nobody else.
+        Signal(unsafe { Arc::from_raw(p.cast_const().cast::<SignalInner>()) })
     }
 
     /// How many handles share the signal (kernel-argument memory in flight holds one).

@@ -343,3 +343,32 @@ fn a_direct_dispatch_gets_its_raw_arguments_with_the_rest_zeroed() {
         assert!(got[12..].iter().all(|&b| b == 0), "stale bytes: {got:?}");
     }
 }
+
+#[test]
+fn completion_signals_kept_for_reuse_neither_leak_nor_double_up() {
+    // Pipelines of submissions return more signals at once than a queue keeps: the first
+    // goes to the queue's slot, the next ones to its list, the rest to the device's pool.
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let emu = kfd.emulator().unwrap();
+    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let round = |n: usize| {
+        emu.faults().stall_queue(q.id());
+        let subs: Vec<_> = (0..n).map(|_| q.barrier_and(&[]).unwrap()).collect();
+        // Every submission in flight has a signal of its own.
+        let mut handles: Vec<u64> = subs.iter().map(|s| s.signal().handle()).collect();
+        handles.sort_unstable();
+        handles.dedup();
+        assert_eq!(handles.len(), n, "two submissions in flight share a signal");
+        emu.faults().resume_queue(q.id());
+        for s in &subs {
+            s.wait(T).unwrap();
+        }
+    };
+    round(40);
+    let events = emu.stats().live_events;
+    for n in [1, 2, 17, 40, 3].into_iter().cycle().take(200) {
+        round(n);
+    }
+    assert_eq!(emu.stats().live_events, events, "signals leaked");
+}

@@ -274,7 +274,10 @@ impl GpuState {
     /// A runtime rang a doorbell and said so ([`kfd_sys::Driver::doorbell_hint`]): wakes the
     /// processors sleeping lightly, and of those sleeping deeply the ones whose doorbell moved.
     pub(crate) fn doorbell_hinted(&self) {
-        self.hints.fetch_add(1, Ordering::Relaxed);
+        // A statistic: a plain load and store, not a read-modify-write on a line every
+        // submission writes (concurrent hints may count once).
+        self.hints
+            .store(self.hints.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         self.wake_light_sleepers();
         self.deep.wake_moved(|i| self.doorbell(i));
     }

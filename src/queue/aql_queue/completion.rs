@@ -1,27 +1,39 @@
 //! Completion signals a queue keeps for reuse: a signal whose submission was observed complete
 //! and dropped goes back to its queue instead of the device's pool, so the next submission takes
-//! it with one uncontended lock rather than a pool lock, an allocation and a new reference to
-//! the device (and returning it skips the same on the way back).
+//! it without the pool's lock, an allocation or a new reference to the device (and returning it
+//! skips the same on the way back).
+//!
+//! The most recent one sits in a single atomic slot, so the common pattern, submit, wait, drop,
+//! submit again, costs one atomic exchange each way; more go to a short locked list.
 
 use crate::device::Kfd;
 use crate::error::Result;
-use crate::signal::Signal;
-use std::sync::atomic::Ordering;
+use crate::signal::{RawSignal, Signal};
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Mutex;
 
-/// How many spare signals a queue keeps: enough for a pipeline of submissions in flight; more
-/// go back to the device's pool.
+/// How many spare signals a queue keeps beside the slot: enough for a pipeline of submissions
+/// in flight; more go back to the device's pool.
 const KEPT: usize = 16;
 
 #[derive(Default)]
 pub(crate) struct CompletionSignals {
+    /// A spare signal's handle turned into a raw pointer ([`Signal::into_raw`]), or null.
+    one: AtomicPtr<RawSignal>,
     spare: Mutex<Vec<Signal>>,
 }
 
 impl CompletionSignals {
     /// A signal with value `initial`, not armed: a kept one if there is one, else from the pool.
     pub(crate) fn take(&self, kfd: &Kfd, initial: i64) -> Result<Signal> {
-        let kept = self.spare.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let p = self.one.swap(std::ptr::null_mut(), Ordering::Acquire);
+        let kept = if p.is_null() {
+            self.spare.lock().unwrap_or_else(|p| p.into_inner()).pop()
+        } else {
+            // SAFETY: a non-null `one` holds a pointer from `Signal::into_raw`, which the swap
+            // just took out: this is its only owner.
+            Some(unsafe { Signal::from_raw(p) })
+        };
         match kept {
             Some(s) => {
                 s.value_atomic().store(initial, Ordering::Release);
@@ -37,9 +49,34 @@ impl CompletionSignals {
         if !signal.clear_if_done() {
             return;
         }
-        let mut spare = self.spare.lock().unwrap_or_else(|p| p.into_inner());
-        if spare.len() < KEPT {
-            spare.push(signal);
+        let p = signal.into_raw();
+        let stored = self
+            .one
+            .compare_exchange(
+                std::ptr::null_mut(),
+                p,
+                Ordering::Release,
+                Ordering::Relaxed,
+            )
+            .is_ok();
+        if !stored {
+            // The slot is taken. (`compare_exchange` reports the pointer in it, not ours.)
+            // SAFETY: `p` came from `into_raw` above and was not stored: we still own it.
+            let signal = unsafe { Signal::from_raw(p) };
+            let mut spare = self.spare.lock().unwrap_or_else(|p| p.into_inner());
+            if spare.len() < KEPT {
+                spare.push(signal);
+            }
+        }
+    }
+}
+
+impl Drop for CompletionSignals {
+    fn drop(&mut self) {
+        let p = *self.one.get_mut();
+        if !p.is_null() {
+            // SAFETY: as in `take`: the slot owns the pointer, and nothing else can reach it now.
+            drop(unsafe { Signal::from_raw(p) });
         }
     }
 }

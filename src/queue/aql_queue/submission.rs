@@ -105,6 +105,7 @@ impl Submission {
     }
 
     /// With `KFDRT_SERIALIZE`, waits for the submission before handing it out.
+    #[inline]
     pub(crate) fn serialized(self) -> Result<Submission> {
         if let Some(timeout) = self.queue.gpu().kfd().shared.debug.serialize_wait() {
             self.wait(timeout)?;
