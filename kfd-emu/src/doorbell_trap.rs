@@ -15,6 +15,7 @@
 //! `futex`, and touches only atomics.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// Trapped mappings at most (a process maps each GPU's doorbells once per open).
@@ -44,6 +45,14 @@ static TABLE: [Trap; TRAPS] = [FREE; TRAPS];
 
 /// Bumped by every trapped store; watchers sleep on it.
 static FIRED: AtomicU32 = AtomicU32::new(0);
+
+/// Held by [`arm`] and [`release`] (never by the handler), so a mapping is not write-protected
+/// after it was released: the client may unmap it then, and the address serve another mapping.
+static PROTECTING: Mutex<()> = Mutex::new(());
+
+fn protecting() -> std::sync::MutexGuard<'static, ()> {
+    PROTECTING.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// Starts trapping the client mapping `[start, start + len)` of doorbells owned by `owner`
 /// (mapped read-write). Returns its slot, or `None` when the table is full (the mapping is then
@@ -89,6 +98,7 @@ pub(crate) fn unregister_emulator(emulator: u64) {
 }
 
 fn release(t: &Trap, start: usize) {
+    let _g = protecting();
     if t.start
         .compare_exchange(start, 1, Ordering::AcqRel, Ordering::Relaxed)
         .is_ok()
@@ -109,6 +119,10 @@ fn release(t: &Trap, start: usize) {
 /// Write-protects the trapped mappings in `slots` (a processor of their GPU is going to sleep
 /// deeply): the client's next doorbell store will fault and wake it.
 pub(crate) fn arm(slots: &[usize]) {
+    if slots.is_empty() {
+        return;
+    }
+    let _g = protecting();
     for &i in slots {
         let Some(t) = TABLE.get(i) else { continue };
         let start = t.start.load(Ordering::Acquire);
