@@ -51,7 +51,7 @@ impl FaultInjector {
         self.all_stalled.store(false, Ordering::Release);
         self.evictions.store(0, Ordering::Release);
         self.suspended.store(false, Ordering::Release);
-        self.generation.fetch_add(1, Ordering::AcqRel);
+        self.changed();
     }
 
     pub(crate) fn take_allocation_failure(&self) -> bool {
@@ -96,14 +96,14 @@ impl FaultInjector {
             .unwrap_or_else(|p| p.into_inner())
             .insert(queue_id);
         self.any_stalled.store(true, Ordering::Release);
-        self.generation.fetch_add(1, Ordering::AcqRel);
+        self.changed();
     }
 
     /// Stops (`true`) or lets run again (`false`) every queue's packet processor, including
     /// queues created later (a runtime's internal ones, whose ids a test does not know).
     pub fn stall_all_queues(&self, stalled: bool) {
         self.all_stalled.store(stalled, Ordering::Release);
-        self.generation.fetch_add(1, Ordering::AcqRel);
+        self.changed();
     }
 
     /// Lets a stalled queue run again.
@@ -117,7 +117,14 @@ impl FaultInjector {
             .is_empty();
         self.any_stalled
             .store(!stalled.is_empty() || debug, Ordering::Release);
+        self.changed();
+    }
+
+    /// A control changed: processors re-read them. The doorbell watcher, which wakes the
+    /// sleeping ones, is woken at once rather than at its next look.
+    fn changed(&self) {
         self.generation.fetch_add(1, Ordering::AcqRel);
+        crate::doorbell_trap::kick();
     }
 
     /// Changes to the stall controls so far.
@@ -133,7 +140,7 @@ impl FaultInjector {
         if self.evictions.fetch_add(1, Ordering::AcqRel) == 0 && !self.suspended() {
             self.smi.queue_eviction(crate::smi::EVICTION_TTM);
         }
-        self.generation.fetch_add(1, Ordering::AcqRel);
+        self.changed();
     }
 
     /// Ends one eviction; the queues run again once every eviction is restored
@@ -146,7 +153,7 @@ impl FaultInjector {
         if ok && !self.queues_evicted() {
             self.smi.queue_restore();
         }
-        self.generation.fetch_add(1, Ordering::AcqRel);
+        self.changed();
         ok
     }
 
@@ -158,7 +165,7 @@ impl FaultInjector {
         {
             self.smi.queue_eviction(crate::smi::EVICTION_SUSPEND);
         }
-        self.generation.fetch_add(1, Ordering::AcqRel);
+        self.changed();
     }
 
     /// Resumes the system after [`FaultInjector::suspend`]: queues run again (unless evicted).
@@ -166,7 +173,7 @@ impl FaultInjector {
         if self.suspended.swap(false, Ordering::AcqRel) && !self.queues_evicted() {
             self.smi.queue_restore();
         }
-        self.generation.fetch_add(1, Ordering::AcqRel);
+        self.changed();
     }
 
     fn suspended(&self) -> bool {
@@ -215,7 +222,7 @@ impl FaultInjector {
             // Only ever set here: a stale `true` costs the slow path, never a missed stall.
             self.any_stalled.store(true, Ordering::Release);
         }
-        self.generation.fetch_add(1, Ordering::AcqRel);
+        self.changed();
         changed
     }
 

@@ -20,8 +20,9 @@ use std::time::Duration;
 
 /// The watcher's period right after it saw a change.
 pub(crate) const MIN_PERIOD: Duration = Duration::from_micros(250);
-/// The longest period: the worst-case delay before a hint-less doorbell on an idle device is
-/// noticed.
+/// The longest period: the worst-case delay before a doorbell rung on an idle device without
+/// a hint or a trap is noticed. (The fault injector's controls and trapped doorbell stores wake
+/// the watcher at once.)
 pub(crate) const MAX_PERIOD: Duration = Duration::from_millis(8);
 /// How long a deep sleep lasts with no wake-up at all (a safety net, not a mechanism).
 pub(crate) const DEEP_SLEEP: Duration = Duration::from_secs(1);
