@@ -34,7 +34,8 @@
 //! # Shape
 //!
 //! Imports run one way, from the driver's interface down to the GPU's state:
-//! `ioctl` → `queue` → `engine` → `device`, `vm`, `events`, `kernel`, `icache`, `hdp`.
+//! `ioctl` → `queue` → `engine` → `device`, `vm`, `events`, `kernel`, `icache`, `hdp`,
+//! `doorbell_trap`, `wake`.
 //!
 //! - `ioctl` decodes each request and answers with KFD's errno; `memory` (allocations and
 //!   mappings) and `drm` (render-node queries) sit beside `queue` under it.
@@ -53,9 +54,11 @@
 //!   imports `queue`.
 //! - Below the engines: `device` (per-GPU state: doorbells, exceptions, the instruction-cache
 //!   model `icache`), `vm` (the page table every engine access goes through), `events`,
-//!   `kernel` (bound kernels), `hdp`, `fault` (injection controls, shared with the processors
-//!   by `Arc`), `stats` and `isa_memory` (the page table as the interpreter's memory). None of
-//!   them imports an engine, `queue` or the crate root.
+//!   `kernel` (bound kernels), `hdp` and `doorbell_trap` (CPU writes seen through write
+//!   protection, one `SIGSEGV` handler for both), `wake` (processors in a deep sleep), `fault`
+//!   (injection controls, shared with the processors by `Arc`), `stats` and `isa_memory` (the
+//!   page table as the interpreter's memory). None of them imports an engine, `queue` or the
+//!   crate root.
 //!
 //! # Idle, faults and accounting
 //!
