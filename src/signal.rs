@@ -202,8 +202,7 @@ const NOT_ARMED: i64 = i64::MIN;
 struct SignalInner {
     kfd: Kfd,
     slot: Slot,
-    /// The value the last armed completion will leave (`None`: not armed).
-    /// Written only by the submission that owns the signal, before the packet carrying it
+    /// The value the last armed completion will leave, or [`NOT_ARMED`]. Written only by the submission that owns the signal, before the packet carrying it
     /// is published ([`Signal::arm_decrement`]), and by `disarm` once no engine can write it.
     armed_target: AtomicI64,
 }
@@ -256,11 +255,11 @@ impl Signal {
     /// happened, forgets that completion and returns `true`: no packet will write the signal
     /// again, so it may be handed out anew. Otherwise returns `false` and changes nothing.
     pub(crate) fn clear_if_done(&mut self) -> bool {
+        // Read first: the value only falls, so a completion seen here has happened.
+        let value = self.value();
         let Some(inner) = Arc::get_mut(&mut self.0) else {
             return false;
         };
-        // SAFETY: as in `raw`: the slot's page lives as long as the pool.
-        let value = unsafe { &*inner.slot.signal }.value.load(Ordering::Acquire);
         let target = inner.armed_target.get_mut();
         if *target != NOT_ARMED && value > *target {
             return false;
@@ -404,8 +403,9 @@ impl Signal {
         //
         // Past the first few microseconds the spin also yields at each clock check: the thread
         // that completes the work (an emulated packet processor, which a doorbell just woke)
-        // may have been put on this CPU's run queue, behind this spin; yielding lets it run,
-        // and costs nothing when no other thread is runnable here.
+        // may have been put on this CPU's run queue, behind this spin; yielding lets it run.
+        // It costs a system call when no other thread is runnable here, and when one is, this
+        // wait may see the completion up to that thread's time slice later.
         let mut start = None;
         let mut polls = 0u32;
         loop {

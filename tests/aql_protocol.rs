@@ -32,6 +32,21 @@ fn header_first_write(queue: &kfdrt::AqlQueue, completion: u64) {
     unsafe { &*sig }.store(completion, Ordering::Relaxed);
 }
 
+/// Publishes `words` at the queue's next slot as the protocol says (body, then the header with
+/// a release store), bypassing kfdrt: no checks, no doorbell, no hint.
+fn publish_without_doorbell(queue: &kfdrt::AqlQueue, words: &[u32; 16]) {
+    // SAFETY: the amd_queue_t and ring are live GTT owned by `queue`.
+    let q = unsafe { &*(queue.amd_queue_address() as *const aql::AmdQueue) };
+    let id = q.write_dispatch_id.fetch_add(1, Ordering::AcqRel);
+    let slot = (queue.ring_address() + (id % u64::from(queue.size())) * 64) as *const AtomicU32;
+    for (i, w) in words.iter().enumerate().skip(1) {
+        // SAFETY: dwords of the reserved slot.
+        unsafe { &*slot.add(i) }.store(*w, Ordering::Relaxed);
+    }
+    // SAFETY: dword 0 of the slot.
+    unsafe { &*slot }.store(words[0], Ordering::Release);
+}
+
 #[test]
 fn header_first_writer_is_detected_as_torn() {
     let kfd = with_torn_window();
@@ -170,21 +185,11 @@ fn strict_mode_waits_for_the_doorbell() {
         .unwrap();
     // A packet published without a doorbell does not run in strict mode.
     let sig = kfd.create_signal(1).unwrap();
-    // SAFETY: the amd_queue_t and ring are live GTT owned by `queue`.
-    let q = unsafe { &*(queue.amd_queue_address() as *const aql::AmdQueue) };
-    let id = q.write_dispatch_id.fetch_add(1, Ordering::AcqRel);
-    let slot = (queue.ring_address() + (id % u64::from(queue.size())) * 64) as *const AtomicU32;
     let packet = aql::Packet::BarrierAnd(aql::BarrierPacket {
         completion_signal: sig.handle(),
         ..Default::default()
     });
-    let words = packet.encode();
-    for (i, w) in words.iter().enumerate().skip(1) {
-        // SAFETY: dwords of the reserved slot.
-        unsafe { &*slot.add(i) }.store(*w, Ordering::Relaxed);
-    }
-    // SAFETY: dword 0 of the slot.
-    unsafe { &*slot }.store(words[0], Ordering::Release);
+    publish_without_doorbell(&queue, &packet.encode());
     std::thread::sleep(Duration::from_millis(50));
     assert_eq!(
         sig.value(),
@@ -208,10 +213,6 @@ fn a_work_group_whose_size_wraps_32_bits_stops_the_queue() {
         .unwrap();
     let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     let sig = kfd.create_signal(1).unwrap();
-    // SAFETY: the amd_queue_t and ring are live GTT owned by `queue`.
-    let q = unsafe { &*(queue.amd_queue_address() as *const aql::AmdQueue) };
-    let id = q.write_dispatch_id.fetch_add(1, Ordering::AcqRel);
-    let slot = (queue.ring_address() + (id % u64::from(queue.size())) * 64) as *const AtomicU32;
     let words = aql::KernelDispatchPacket {
         barrier: true,
         dimensions: 3,
@@ -222,12 +223,7 @@ fn a_work_group_whose_size_wraps_32_bits_stops_the_queue() {
         ..Default::default()
     }
     .encode();
-    for (i, w) in words.iter().enumerate().skip(1) {
-        // SAFETY: dwords of the reserved slot.
-        unsafe { &*slot.add(i) }.store(*w, Ordering::Relaxed);
-    }
-    // SAFETY: dword 0 of the slot.
-    unsafe { &*slot }.store(words[0], Ordering::Release);
+    publish_without_doorbell(&queue, &words);
     let t0 = std::time::Instant::now();
     let fault = loop {
         if let Some(f) = queue.fault() {

@@ -274,10 +274,7 @@ impl GpuState {
     /// A runtime rang a doorbell and said so ([`kfd_sys::Driver::doorbell_hint`]): wakes the
     /// processors sleeping lightly, and of those sleeping deeply the ones whose doorbell moved.
     pub(crate) fn doorbell_hinted(&self) {
-        // A statistic: a plain load and store, not a read-modify-write on a line every
-        // submission writes (concurrent hints may count once).
-        self.hints
-            .store(self.hints.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        self.hints.fetch_add(1, Ordering::Relaxed);
         self.wake_light_sleepers();
         self.deep.wake_moved(|i| self.doorbell(i));
     }
@@ -326,8 +323,8 @@ impl GpuState {
     }
 
     /// A processor of this GPU goes to sleep deeply: the client's next doorbell store faults
-    /// and wakes it ([`crate::doorbell_trap`]).
-    /// Returns whether it has trapped mappings (the sleeper then waits on the trap futex).
+    /// and wakes it ([`crate::doorbell_trap`]). Returns whether the GPU has trapped mappings
+    /// (the sleeper then waits on the trap futex).
     pub(crate) fn arm_doorbell_traps(&self) -> bool {
         let slots = self
             .doorbell_traps
@@ -335,23 +332,6 @@ impl GpuState {
             .unwrap_or_else(|p| p.into_inner());
         crate::doorbell_trap::arm(&slots);
         !slots.is_empty()
-    }
-
-    /// Wakes this GPU's processors if a doorbell store trapped since the last look; returns
-    /// whether one did.
-    pub(crate) fn wake_if_trapped(&self) -> bool {
-        let fired = {
-            let slots = self
-                .doorbell_traps
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            crate::doorbell_trap::take_fired(&slots)
-        };
-        if fired {
-            log::debug!("kfd-emu: GPU {:#x}: a doorbell store trapped", self.gpu_id);
-            self.doorbell_rung();
-        }
-        fired
     }
 
     /// Whether nothing that would wake a deep sleeper with `snap` happened since it was taken.

@@ -3,10 +3,10 @@
 //!
 //! While a processor of a GPU sleeps deeply, the client's mappings of that GPU's doorbell pages
 //! are write-protected ([`arm`]). The client's next doorbell store faults; the `SIGSEGV` handler
-//! (shared with [`crate::hdp`]) lifts the protection, marks the mapping fired and wakes, through
-//! one futex ([`wait`]), the processors sleeping on it and the doorbell watcher, then yields
-//! its CPU to them; the store then completes as if nothing happened. A GPU whose processors are awake has unprotected pages,
-//! so a busy queue pays nothing; a client pays one fault per idle spell of the GPU.
+//! (shared with [`crate::hdp`]) lifts the protection and wakes, through one futex ([`wait`]), the
+//! processors sleeping on it and the doorbell watcher, then yields its CPU to them; the store
+//! then completes as if nothing happened. A GPU whose processors are awake has unprotected
+//! pages, so a busy queue pays nothing; a client pays one fault per idle spell of the GPU.
 //!
 //! Only mappings made while [`crate::EmuConfig::trap_doorbell_writes`] is on are trapped (the
 //! preload turns it on); an in-process runtime such as kfdrt passes hints instead.
@@ -14,7 +14,7 @@
 //! The handler's part is async-signal-safe: it scans a fixed table, calls `mprotect` and
 //! `futex`, and touches only atomics.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -27,8 +27,6 @@ struct Trap {
     start: AtomicUsize,
     end: AtomicUsize,
     owner: AtomicU64,
-    /// A store faulted since the watcher last looked.
-    fired: AtomicBool,
     /// Stores that faulted since the mapping was registered.
     sprung: AtomicU64,
 }
@@ -38,7 +36,6 @@ const FREE: Trap = Trap {
     start: AtomicUsize::new(0),
     end: AtomicUsize::new(0),
     owner: AtomicU64::new(0),
-    fired: AtomicBool::new(false),
     sprung: AtomicU64::new(0),
 };
 static TABLE: [Trap; TRAPS] = [FREE; TRAPS];
@@ -66,7 +63,6 @@ pub(crate) fn register(start: usize, len: usize, owner: u64) -> Option<usize> {
         {
             t.end.store(start + len, Ordering::Release);
             t.owner.store(owner, Ordering::Release);
-            t.fired.store(false, Ordering::Release);
             t.sprung.store(0, Ordering::Release);
             t.start.store(start, Ordering::Release);
             return Some(i);
@@ -136,16 +132,6 @@ pub(crate) fn arm(slots: &[usize]) {
     }
 }
 
-/// Whether a store to a mapping in `slots` faulted since the last call (and forgets it).
-pub(crate) fn take_fired(slots: &[usize]) -> bool {
-    slots.iter().fold(false, |fired, &i| {
-        TABLE
-            .get(i)
-            .is_some_and(|t| t.fired.swap(false, Ordering::AcqRel))
-            | fired
-    })
-}
-
 /// Doorbell stores that faulted into the mappings in `slots`.
 pub(crate) fn sprung(slots: &[usize]) -> u64 {
     slots
@@ -156,7 +142,7 @@ pub(crate) fn sprung(slots: &[usize]) -> u64 {
 }
 
 /// The `SIGSEGV` handler's part: a protection fault at `addr` inside a trapped mapping lifts
-/// its protection, marks it fired and wakes the watchers; returns whether it was one.
+/// its protection, counts it and wakes the threads in [`wait`]; returns whether it was one.
 /// Async-signal-safe.
 pub(crate) fn on_fault(addr: usize) -> bool {
     for t in &TABLE {
@@ -172,7 +158,6 @@ pub(crate) fn on_fault(addr: usize) -> bool {
                     libc::PROT_READ | libc::PROT_WRITE,
                 )
             };
-            t.fired.store(true, Ordering::Release);
             t.sprung.fetch_add(1, Ordering::Relaxed);
             // Wakes the GPU's sleeping processors (and the watcher) directly.
             kick();
@@ -187,13 +172,10 @@ pub(crate) fn on_fault(addr: usize) -> bool {
     false
 }
 
-/// Wakes every thread in [`wait`] (a processor sleeping on the trap futex has other work).
+/// Wakes every thread in [`wait`]: the processors sleeping on the trap futex and the doorbell
+/// watchers (a store trapped, or something else changed that they must look at).
 pub(crate) fn kick() {
     FIRED.fetch_add(1, Ordering::AcqRel);
-    futex_wake();
-}
-
-fn futex_wake() {
     // SAFETY: FUTEX_WAKE on a static word; no memory is written.
     unsafe {
         libc::syscall(
@@ -205,12 +187,12 @@ fn futex_wake() {
     };
 }
 
-/// The trapped-store count, to pass to [`wait`].
+/// The count of trapped stores and other kicks, to pass to [`wait`].
 pub(crate) fn fired_count() -> u32 {
     FIRED.load(Ordering::Acquire)
 }
 
-/// Sleeps up to `timeout`, or until a trapped store after `seen` ([`fired_count`]).
+/// Sleeps up to `timeout`, or until a trapped store or a kick after `seen` ([`fired_count`]).
 pub(crate) fn wait(seen: u32, timeout: Duration) {
     let ts = libc::timespec {
         tv_sec: timeout.as_secs() as libc::time_t,

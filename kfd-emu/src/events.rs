@@ -14,7 +14,6 @@ use crate::memfd::SharedMem;
 use kfd_sys::bindings::*;
 use kfd_sys::Errno;
 use std::collections::{HashMap, HashSet};
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::sync::{Condvar, Mutex, MutexGuard};
@@ -81,31 +80,9 @@ impl Event {
     }
 }
 
-/// Hashes an event id with one multiplication: ids are small integers the driver hands out,
-/// not attacker-chosen keys, and every completion with an event looks one up.
-#[derive(Default)]
-struct EventIdHasher(u64);
-
-impl Hasher for EventIdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 << 8 | u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-
-    fn write_u32(&mut self, id: u32) {
-        // The high bits pick the table's control group: a Fibonacci product spreads them.
-        self.0 = u64::from(id).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
 #[derive(Default)]
 struct Inner {
-    events: HashMap<u32, Event, BuildHasherDefault<EventIdHasher>>,
+    events: HashMap<u32, Event>,
     page_handle: Option<u64>,
     /// The registered events page: one u64 mailbox slot per signal event.
     page: Option<Arc<SharedMem>>,

@@ -9,9 +9,9 @@
 //! ROCr's and Linux's HDP flush packet) clears the GPU's dirty pages and protects them again.
 //! GPU accesses to host-visible VRAM look the page up.
 //!
-//! The same handler serves [`crate::doorbell_trap`]. It is async-signal-safe: it scans a fixed table of tracked ranges, appends the page
-//! to a fixed ring and calls `mprotect`; anything else is passed to the handler installed
-//! before (Rust's stack-overflow detection, a debugger's). Leniency: a system call that writes
+//! The same handler serves [`crate::doorbell_trap`]. It is async-signal-safe: it scans a fixed
+//! table of tracked ranges, appends the page to a fixed ring and calls `mprotect`; anything else
+//! is passed to the handler installed before (Rust's stack-overflow detection, a debugger's). Leniency: a system call that writes
 //! into a tracked page (`read(2)` into VRAM) fails with EFAULT instead of faulting, and more
 //! than [`RING`] pages dirtied between two GPU packets stop the reports until the next flush.
 

@@ -99,17 +99,6 @@ impl Watch {
         moved
     }
 
-    /// Wakes the GPUs whose trapped doorbell mappings a client wrote; returns whether any.
-    fn wake_trapped(&self) -> bool {
-        let mut woke = false;
-        for w in self.lock_queues().iter() {
-            if let Some(ctl) = w.ctl.upgrade() {
-                woke |= ctl.gpu.wake_if_trapped();
-            }
-        }
-        woke
-    }
-
     fn wake_all(&self) {
         for w in self.lock_queues().iter() {
             if let Some(ctl) = w.ctl.upgrade() {
@@ -136,6 +125,7 @@ pub(crate) fn spawn(watch: Arc<Watch>, faults: Arc<FaultInjector>) -> std::io::R
 
 fn run(watch: &Watch, faults: &FaultInjector) {
     let mut period = MIN_PERIOD;
+    let mut last_kicks = crate::doorbell_trap::fired_count();
     let mut controls = faults.generation();
     while !watch.stop.load(Ordering::SeqCst) {
         if watch.deep_sleepers.load(Ordering::SeqCst) == 0 {
@@ -149,8 +139,11 @@ fn run(watch: &Watch, faults: &FaultInjector) {
             period = MIN_PERIOD;
             continue;
         }
-        let trapped = crate::doorbell_trap::fired_count();
-        let mut moved = watch.wake_trapped() | watch.scan();
+        // A trapped doorbell store (or another kick) woke the watcher: look again soon, as the
+        // store may not have landed at the first look. (The trap woke the GPU's processors.)
+        let kicks = crate::doorbell_trap::fired_count();
+        let mut moved = std::mem::replace(&mut last_kicks, kicks) != kicks;
+        moved |= watch.scan();
         let now = faults.generation();
         if now != controls {
             // A stall lifted, a queue resumed: every processor re-reads its state.
@@ -164,6 +157,6 @@ fn run(watch: &Watch, faults: &FaultInjector) {
             (period * 2).min(MAX_PERIOD)
         };
         // Sleeps the period, or until a client's doorbell store traps.
-        crate::doorbell_trap::wait(trapped, period);
+        crate::doorbell_trap::wait(kicks, period);
     }
 }
