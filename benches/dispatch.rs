@@ -12,6 +12,7 @@
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use kfdrt::emu::{EmuConfig, Preset, WorkGroup};
 use kfdrt::{AqlQueue, AqlQueueOptions, Dispatch, Kernel, Kfd};
+use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -49,9 +50,11 @@ fn host_cost(c: &mut Criterion) {
                 for _ in 0..iters {
                     let t = Instant::now();
                     let mut bt = queue.batch().expect("batch");
+                    let d = Dispatch::linear(&kernel, 1, 1);
                     for _ in 0..batch {
-                        bt.dispatch(&Dispatch::linear(&kernel, 1, 1))
-                            .expect("dispatch");
+                        // Opaque, as a launch whose shape is known only at run time: the
+                        // compiler must not fold its validation and encoding away.
+                        bt.dispatch(black_box(&d)).expect("dispatch");
                     }
                     let s = bt.submit().expect("submit");
                     spent += t.elapsed();
@@ -70,7 +73,7 @@ fn host_cost(c: &mut Criterion) {
             for _ in 0..iters {
                 let t = Instant::now();
                 let s = queue
-                    .dispatch(&Dispatch::linear(&kernel, 1, 1))
+                    .dispatch(black_box(&Dispatch::linear(&kernel, 1, 1)))
                     .expect("dispatch");
                 spent += t.elapsed();
                 s.wait(WAIT).expect("wait");

@@ -14,6 +14,7 @@
 
 use kfdrt::emu::{EmuConfig, Preset, WorkGroup};
 use kfdrt::{AqlQueue, AqlQueueOptions, Dispatch, Kernel, Kfd, PreparedDispatch, Submission};
+use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,8 +24,11 @@ const SINGLES: usize = 8;
 #[inline(never)]
 fn measured_batch(q: &AqlQueue, k: &Kernel) -> Submission {
     let mut b = q.batch().expect("batch");
+    let d = Dispatch::linear(k, 1, 1);
     for _ in 0..64 {
-        b.dispatch(&Dispatch::linear(k, 1, 1)).expect("dispatch");
+        // Opaque, as a launch whose shape is known only at run time: the compiler must not
+        // fold its validation and encoding away.
+        b.dispatch(black_box(&d)).expect("dispatch");
     }
     b.submit().expect("submit")
 }
@@ -41,14 +45,16 @@ fn measured_prepared(q: &AqlQueue, p: &PreparedDispatch) -> Submission {
 
 #[inline(never)]
 fn measured_single(q: &AqlQueue, k: &Kernel) -> Submission {
-    q.dispatch(&Dispatch::linear(k, 1, 1)).expect("dispatch")
+    q.dispatch(black_box(&Dispatch::linear(k, 1, 1)))
+        .expect("dispatch")
 }
 
 /// The same launch through a one-packet [`kfdrt::Batch`], for comparison with the direct path.
 #[inline(never)]
 fn measured_single_batch(q: &AqlQueue, k: &Kernel) -> Submission {
     let mut b = q.batch().expect("batch");
-    b.dispatch(&Dispatch::linear(k, 1, 1)).expect("dispatch");
+    b.dispatch(black_box(&Dispatch::linear(k, 1, 1)))
+        .expect("dispatch");
     b.submit().expect("submit")
 }
 

@@ -372,3 +372,51 @@ fn completion_signals_kept_for_reuse_neither_leak_nor_double_up() {
     }
     assert_eq!(emu.stats().live_events, events, "signals leaked");
 }
+
+/// An emulated kernel that adds `add` to the u32 at `at`.
+fn adder(gpu: &Gpu, name: &str, at: u64, add: u32) -> kfdrt::Kernel {
+    gpu.emulated_kernel(
+        name,
+        0,
+        Arc::new(move |wg: &WorkGroup<'_>| -> Result<(), GpuFault> {
+            let v = wg.mem.read_u32(at)?;
+            wg.mem.write_u32(at, v + add)
+        }),
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_batch_holds_the_code_of_every_kernel_it_runs() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    kfd.set_suballocation_threshold(0);
+    warm(&kfd);
+    let gpu = kfd.gpu(0).unwrap();
+    let emu = kfd.emulator().unwrap();
+    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let out = whole(&gpu, 4096);
+    let before = live_buffers(&kfd);
+    let a = adder(&gpu, "add_1", out.gpu_address(), 1);
+    let b = adder(&gpu, "add_100", out.gpu_address(), 100);
+    // The same descriptor as `b`, with nothing to hold: it must not excuse `b`'s own dispatch
+    // from holding `b`'s code.
+    // SAFETY: `b`'s descriptor, which the batch keeps (through `b`'s dispatch) until it ran.
+    let b_raw = unsafe { kfdrt::Kernel::from_raw("add_100 (raw)", b.object(), 0, 0, 0) };
+    emu.faults().stall_queue(q.id());
+    let mut batch = q.batch().unwrap();
+    for k in [&a, &b_raw, &b, &a] {
+        batch.dispatch(&Dispatch::linear(k, 1, 1)).unwrap();
+    }
+    let s = batch.submit().unwrap();
+    drop((a, b, b_raw));
+    assert_eq!(
+        live_buffers(&kfd),
+        before + 2,
+        "both kernels' code is still allocated"
+    );
+    emu.faults().resume_queue(q.id());
+    s.wait(T).unwrap();
+    assert_eq!(out.to_vec().unwrap()[..4], 202u32.to_le_bytes());
+    drop(s);
+    assert_eq!(live_buffers(&kfd), before, "freed once the batch completed");
+}

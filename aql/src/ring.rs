@@ -233,7 +233,9 @@ impl AqlRing {
     /// Writes one packet into slot `id`: body first, then the header word with a release store.
     fn publish(&self, id: u64, dwords: &[u32; 16]) {
         let slot = self.slot(id);
-        // SAFETY: a slot inside the ring, 64-byte aligned (`new` checks the base).
+        // SAFETY: a slot inside the ring, 64-byte aligned (`new` checks the base), reserved by
+        // this producer, whose previous lap the processor has consumed (the reservation
+        // checked the read index): nobody reads it before its header is published below.
         unsafe { crate::sync::store_body(slot, dwords) };
         // SAFETY: dword 0 of the slot.
         crate::sync::publish_u32(unsafe { &*slot }, dwords[0]);

@@ -4,13 +4,13 @@ use super::dispatch::{Dispatch, DispatchArgs, PreparedDispatch};
 use super::submission::Submission;
 use super::AqlQueue;
 use crate::error::{Error, Result};
-use crate::kernel_args::{LaunchContext, LaunchGeometry};
+use crate::kernel::Kernel;
+use crate::kernel_args::{KernelArgs, LaunchContext, LaunchGeometry};
 use crate::queue::held::Held;
 use crate::signal::Signal;
 use aql::ring::RingError;
 use aql::{BarrierPacket, FenceScope, Packet};
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
 /// Encodes a packet for staging in a batch.
 #[inline]
@@ -45,13 +45,15 @@ pub struct Batch<'q> {
     pub(crate) kernarg_bytes: Vec<u8>,
     pub(crate) kernarg_fixups: Vec<usize>,
     pub(crate) held: Held,
-    /// The kernel code `held` got last (its address), so a batch of one kernel's dispatches
-    /// holds it once for the price of a comparison.
-    last_code: usize,
+    /// The descriptor address of the kernel whose code `held` got last, so a batch of one
+    /// kernel's dispatches holds it once for the price of a comparison.
+    last_object: u64,
     /// A dispatch of the batch uses scratch: the queue's scratch service must run.
     pub(crate) uses_scratch: bool,
     /// When building began (host ns), for the timeline; 0 when not recording.
     pub(crate) started_ns: u64,
+    /// The buffer-validation debug switch is on: dispatches' arguments are checked.
+    validating: bool,
 }
 
 impl Drop for Batch<'_> {
@@ -77,6 +79,7 @@ impl Drop for Batch<'_> {
 impl<'q> Batch<'q> {
     /// A batch for `queue` with the staging vectors `b`.
     pub(crate) fn new(queue: &'q AqlQueue, signal: Signal, b: BatchBuffers) -> Batch<'q> {
+        let shared = &queue.0.gpu.kfd().shared;
         Batch {
             queue,
             signal,
@@ -86,12 +89,13 @@ impl<'q> Batch<'q> {
             kernarg_bytes: b.kernarg_bytes,
             kernarg_fixups: b.kernarg_fixups,
             held: b.held,
-            last_code: 0,
+            last_object: 0,
             uses_scratch: false,
-            started_ns: match queue.0.gpu.kfd().shared.recorder {
+            started_ns: match shared.recorder {
                 Some(_) => crate::debug::recorder::host_ns(),
                 None => 0,
             },
+            validating: shared.buffers.is_some() && shared.debug.validate,
         }
     }
 
@@ -106,35 +110,49 @@ impl Batch<'_> {
     /// allocated until the batch completes.
     ///
     /// [`KernelArgs`]: crate::kernel_args::KernelArgs
+    // Always inlined: in a loop of launches the call, and its result returned through memory,
+    // cost as much as the rest.
+    #[inline(always)]
     pub fn dispatch(&mut self, d: &Dispatch<'_>) -> Result<&mut Self> {
-        let p = d.prepare()?;
-        let shared = &self.queue.0.gpu.kfd().shared;
-        let validation = shared.buffers.as_ref().filter(|_| shared.debug.validate);
-        let validate = |bytes: &[u8]| match validation {
+        let bytes = match d.args {
+            DispatchArgs::None => &[][..],
+            DispatchArgs::Raw(bytes) => bytes,
+            DispatchArgs::Built(args) => return self.dispatch_built(d, args),
+        };
+        let p = d.encode()?;
+        if self.validating {
+            self.validate(d, bytes)?;
+        }
+        self.stage(&p, bytes);
+        Ok(self)
+    }
+
+    /// [`Batch::dispatch`] with metadata-checked arguments: encoded for this launch, and the
+    /// buffers they name held.
+    #[inline(never)]
+    fn dispatch_built(&mut self, d: &Dispatch<'_>, args: &KernelArgs) -> Result<&mut Self> {
+        let p = d.encode()?;
+        crate::kernel_args::check_kernel(d.kernel, args)?;
+        let bytes = args.encode(
+            &LaunchGeometry::of(d),
+            &LaunchContext::for_queue(self.queue),
+        )?;
+        if self.validating {
+            self.validate(d, &bytes)?;
+        }
+        self.held.extend(args.held());
+        self.stage(&p, &bytes);
+        Ok(self)
+    }
+
+    /// The buffer-validation debug switch: checks the addresses in a dispatch's arguments.
+    #[cold]
+    #[inline(never)]
+    fn validate(&self, d: &Dispatch<'_>, bytes: &[u8]) -> Result<()> {
+        match &self.queue.0.gpu.kfd().shared.buffers {
             Some(map) => crate::debug::validate::dispatch(map, &self.queue.0.gpu, d.kernel, bytes),
             None => Ok(()),
-        };
-        match d.args {
-            DispatchArgs::None => {
-                validate(&[])?;
-                self.stage(&p, &[])
-            }
-            DispatchArgs::Raw(bytes) => {
-                validate(bytes)?;
-                self.stage(&p, bytes)
-            }
-            DispatchArgs::Built(args) => {
-                crate::kernel_args::check_kernel(d.kernel, args)?;
-                let bytes = args.encode(
-                    &LaunchGeometry::of(d),
-                    &LaunchContext::for_queue(self.queue),
-                )?;
-                validate(&bytes)?;
-                self.held.extend(args.held());
-                self.stage(&p, &bytes)
-            }
         }
-        Ok(self)
     }
 
     /// Adds a dispatch prepared with [`Dispatch::prepare`], with `kernargs` as its arguments.
@@ -155,31 +173,49 @@ impl Batch<'_> {
         self
     }
 
-    #[inline]
+    // Always inlined: a batch's loop is mostly this, and a call costs as much again.
+    #[inline(always)]
     fn stage(&mut self, p: &PreparedDispatch<'_>, kernargs: &[u8]) {
-        if let Some(code) = p.kernel.code() {
-            let at = Arc::as_ptr(code).cast::<()>() as usize;
-            if at != self.last_code {
-                self.held.push(code.clone());
-                self.last_code = at;
-            }
+        // A kernel's code is held once per run of its dispatches. Its descriptor's address
+        // tells kernels apart: while the batch holds one kernel's code, no other memory can be
+        // at that address (and the emulator binds one function per address).
+        let object = p.kernel.object();
+        if object != self.last_object {
+            self.hold_code(p.kernel);
         }
-        let mut packet = p.packet;
         self.max_group_segment = self.max_group_segment.max(p.group_segment);
         self.uses_scratch |= p.kernel.private_segment_size() > 0;
         let size = kernargs.len().max(p.kernel.kernarg_size() as usize);
         // A kernel that takes no arguments gets no kernarg segment (address 0), as its
         // descriptor declares none to load.
         if size != 0 {
-            let align = crate::queue::kernarg::KERNARG_ALIGN as usize;
-            let len = size.div_ceil(align) * align;
-            let offset = self.kernarg_bytes.len().div_ceil(align) * align;
-            self.kernarg_bytes.resize(offset + len, 0);
-            self.kernarg_bytes[offset..offset + kernargs.len()].copy_from_slice(kernargs);
-            self.kernarg_fixups.push(self.packets.len());
-            // An offset into the staged bytes until `place_kernargs` adds the region's address.
-            aql::add_encoded_kernarg_base(&mut packet, offset as u64);
+            self.stage_with_kernargs(p, kernargs, size);
+        } else {
+            self.packets.push(p.packet);
         }
+    }
+
+    /// Holds `kernel`'s code for the batch. Only a kernel with code is remembered: a raw
+    /// kernel at the same address must not excuse a later loaded one from being held.
+    #[inline(never)]
+    fn hold_code(&mut self, kernel: &Kernel) {
+        if let Some(code) = kernel.code() {
+            self.held.push(code.clone());
+            self.last_object = kernel.object();
+        }
+    }
+
+    #[inline(never)]
+    fn stage_with_kernargs(&mut self, p: &PreparedDispatch<'_>, kernargs: &[u8], size: usize) {
+        let align = crate::queue::kernarg::KERNARG_ALIGN as usize;
+        let len = size.div_ceil(align) * align;
+        let offset = self.kernarg_bytes.len().div_ceil(align) * align;
+        self.kernarg_bytes.resize(offset + len, 0);
+        self.kernarg_bytes[offset..offset + kernargs.len()].copy_from_slice(kernargs);
+        self.kernarg_fixups.push(self.packets.len());
+        let mut packet = p.packet;
+        // An offset into the staged bytes until `place_kernargs` adds the region's address.
+        aql::add_encoded_kernarg_base(&mut packet, offset as u64);
         self.packets.push(packet);
     }
 

@@ -173,20 +173,19 @@ impl<'a> Dispatch<'a> {
     /// Validates and encodes this dispatch once, for submitting it many times with different
     /// kernel arguments ([`crate::queue::Batch::dispatch_prepared`]); its own arguments are not
     /// part of it.
-    #[inline]
     pub fn prepare(&self) -> Result<PreparedDispatch<'a>> {
+        self.encode()
+    }
+
+    /// [`Dispatch::prepare`], always inlined: the submission paths encode once per launch,
+    /// and a call returning the 80-byte result through memory costs as much as the encoding.
+    #[inline(always)]
+    pub(crate) fn encode(&self) -> Result<PreparedDispatch<'a>> {
         self.validate()?;
-        let group_segment = self
-            .kernel
-            .group_segment_size()
-            .checked_add(self.dynamic_lds)
-            .ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "LDS of {} static + {} dynamic bytes overflows",
-                    self.kernel.group_segment_size(),
-                    self.dynamic_lds
-                ))
-            })?;
+        let static_lds = self.kernel.group_segment_size();
+        let Some(group_segment) = static_lds.checked_add(self.dynamic_lds) else {
+            return Err(lds_overflow(static_lds, self.dynamic_lds));
+        };
         Ok(PreparedDispatch {
             kernel: self.kernel,
             group_segment,
@@ -208,10 +207,13 @@ impl<'a> Dispatch<'a> {
     }
 
     /// 1, 2 or 3: the highest dimension with more than one work-item or group member.
+    #[inline]
     pub fn dimensions(&self) -> u16 {
-        if self.grid[2] > 1 || self.workgroup[2] > 1 {
+        // Sizes are at least 1 once validated; a dimension counts when either is above 1.
+        let used = |i: usize| self.grid[i].max(u32::from(self.workgroup[i])) > 1;
+        if used(2) {
             3
-        } else if self.grid[1] > 1 || self.workgroup[1] > 1 {
+        } else if used(1) {
             2
         } else {
             1
@@ -220,20 +222,37 @@ impl<'a> Dispatch<'a> {
 
     #[inline]
     fn validate(&self) -> Result<()> {
-        let [gx, gy, gz] = self.grid;
-        let [wx, wy, wz] = self.workgroup;
-        if gx == 0 || gy == 0 || gz == 0 || wx == 0 || wy == 0 || wz == 0 {
-            return Err(Error::InvalidArgument(format!(
-                "grid {:?} / work-group {:?} has a zero dimension",
-                self.grid, self.workgroup
-            )));
-        }
-        let wi = aql::work_group_items(self.workgroup.map(u32::from));
-        if wi > aql::MAX_WORK_GROUP_ITEMS {
-            return Err(Error::InvalidArgument(format!(
-                "work-group of {wi} work-items exceeds 1024"
-            )));
+        // The product of three u16 is exact in a u64, and 0 exactly when a size is 0: one
+        // comparison checks both bounds.
+        let items = aql::work_group_items(self.workgroup.map(u32::from));
+        let grid_has_zero = self.grid.iter().min() == Some(&0);
+        if grid_has_zero || items.wrapping_sub(1) >= aql::MAX_WORK_GROUP_ITEMS {
+            return Err(self.shape_error(items));
         }
         Ok(())
     }
+
+    #[cold]
+    #[inline(never)]
+    fn shape_error(&self, items: u64) -> Error {
+        if items == 0 || self.grid.contains(&0) {
+            Error::InvalidArgument(format!(
+                "grid {:?} / work-group {:?} has a zero dimension",
+                self.grid, self.workgroup
+            ))
+        } else {
+            Error::InvalidArgument(format!(
+                "work-group of {items} work-items exceeds {}",
+                aql::MAX_WORK_GROUP_ITEMS
+            ))
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn lds_overflow(static_lds: u32, dynamic: u32) -> Error {
+    Error::InvalidArgument(format!(
+        "LDS of {static_lds} static + {dynamic} dynamic bytes overflows"
+    ))
 }

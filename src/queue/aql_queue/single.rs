@@ -37,7 +37,7 @@ impl AqlQueue {
         if !d.barrier || !self.plain_submission() {
             return self.dispatch_batched(d);
         }
-        let p = d.prepare()?;
+        let p = d.encode()?;
         self.before_submission()?;
         self.check_group_segment(p.group_segment)?;
         if p.kernel.private_segment_size() > 0 {
