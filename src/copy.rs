@@ -228,7 +228,7 @@ impl CopyEngine {
             b.barrier_and(deps)?;
         }
         for buf in buffers {
-            b.held.push(buf.retain());
+            b.staged.held.push(buf.retain());
         }
         // The kernels index elements and bytes with 32-bit registers: a launch covers less than
         // 4 GiB, so larger copies take several (independent, so they may overlap; the batch

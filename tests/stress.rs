@@ -144,6 +144,13 @@ fn sixty_four_queues_on_each_of_eight_gpus_with_copies_interleaved() {
                 src.write(0, &pattern).unwrap();
                 let mut pending = Vec::new();
                 for round in 0..rounds {
+                    // The previous round's submissions are waited for first: every one held
+                    // holds a signal, and a process has 4096 signal events, which eight GPUs'
+                    // rounds held all at once (plus every queue's own signal) would exceed.
+                    for p in pending.drain(..) {
+                        let p: kfdrt::Submission = p;
+                        p.wait(LONG).unwrap();
+                    }
                     for (i, q) in queues.iter().enumerate() {
                         let a = (counters.gpu_address() + i as u64 * 8).to_le_bytes();
                         pending.push(q.dispatch(&raw_dispatch(&kernel, 1, 1, &a)).unwrap());

@@ -10,7 +10,8 @@ use crate::queue::held::Held;
 use crate::signal::Signal;
 use aql::ring::RingError;
 use aql::{BarrierPacket, FenceScope, Packet};
-use std::sync::atomic::Ordering;
+use std::mem::ManuallyDrop;
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 /// Encodes a packet for staging in a batch.
 #[inline]
@@ -23,7 +24,7 @@ pub(crate) fn encode(p: Packet) -> [u32; 16] {
 pub(crate) struct BatchBuffers {
     /// Packets already encoded: the last one's barrier bit and completion signal, and the
     /// dispatches' kernarg addresses, are patched in place at submission.
-    packets: Vec<[u32; 16]>,
+    pub(crate) packets: Vec<[u32; 16]>,
     /// Kernel arguments of the batch's dispatches, staged here and copied into the queue's
     /// kernarg memory at submission: taking that memory only when the batch is complete means
     /// no half-built batch can pin it while others wait for it.
@@ -31,20 +32,63 @@ pub(crate) struct BatchBuffers {
     /// Packets whose `kernarg_address` is an offset into `kernarg_bytes` until submission.
     kernarg_fixups: Vec<usize>,
     /// What the packets use (kernel code, buffers, dependency signals), kept until completion.
-    held: Held,
+    pub(crate) held: Held,
+}
+
+/// The staging vectors a queue keeps between batches: one set in an atomic slot, so taking and
+/// returning them is one exchange each (a queue mostly builds one batch at a time; a second
+/// concurrent batch starts with empty vectors).
+#[derive(Default)]
+pub(crate) struct SpareBuffers(AtomicPtr<BatchBuffers>);
+
+impl SpareBuffers {
+    fn take(&self) -> Box<BatchBuffers> {
+        let p = self.0.swap(std::ptr::null_mut(), Ordering::Acquire);
+        if p.is_null() {
+            return Box::default();
+        }
+        // SAFETY: a non-null slot holds a pointer from `Box::into_raw` in `give`, which the
+        // swap just took out: this is its only owner.
+        unsafe { Box::from_raw(p) }
+    }
+
+    fn give(&self, b: Box<BatchBuffers>) {
+        let old = self.0.swap(Box::into_raw(b), Ordering::AcqRel);
+        if !old.is_null() {
+            // SAFETY: as in `take`: the swap took the slot's pointer out, so we own it.
+            drop(unsafe { Box::from_raw(old) });
+        }
+    }
+}
+
+impl Drop for SpareBuffers {
+    fn drop(&mut self) {
+        let p = *self.0.get_mut();
+        if !p.is_null() {
+            // SAFETY: as in `take`; nothing else can reach the slot any more.
+            drop(unsafe { Box::from_raw(p) });
+        }
+    }
 }
 
 /// Packets built for one submission, written to the ring together with one doorbell.
 pub struct Batch<'q> {
     pub(crate) queue: &'q AqlQueue,
-    pub(crate) signal: Signal,
+    /// The completion signal: moved into the submission, so dropped here only when the batch
+    /// is dropped unsubmitted. Its value is set (to 1) only when the batch is submitted.
+    signal: ManuallyDrop<Signal>,
+    /// The signal's value is set: it went into the submission, or the batch's kernel arguments
+    /// were placed (their memory is tied to the signal).
+    signal_set: bool,
     pub(crate) submitted: bool,
     /// The most LDS any dispatch of the batch asks for (checked against the GPU's at submission).
     pub(crate) max_group_segment: u32,
+    /// The staged packets: `staged.packets`, moved out while the batch is built, so the hot
+    /// loop's pushes go through the batch itself rather than a pointer to the heap.
     pub(crate) packets: Vec<[u32; 16]>,
-    pub(crate) kernarg_bytes: Vec<u8>,
-    pub(crate) kernarg_fixups: Vec<usize>,
-    pub(crate) held: Held,
+    /// The other staging vectors (boxed: a batch moves by value, and stays small to move).
+    /// Given back to the queue by `Drop`, the only place it is taken out.
+    pub(crate) staged: ManuallyDrop<Box<BatchBuffers>>,
     /// The descriptor address of the kernel whose code `held` got last, so a batch of one
     /// kernel's dispatches holds it once for the price of a comparison.
     last_object: u64,
@@ -61,34 +105,34 @@ impl Drop for Batch<'_> {
         if !self.submitted {
             // Nothing of this batch reached the ring: release its kernel-argument regions.
             self.signal.value_atomic().store(0, Ordering::Release);
+            // SAFETY: unsubmitted, so the signal was not moved out; dropped once, here.
+            unsafe { ManuallyDrop::drop(&mut self.signal) };
         }
-        let mut buffers = BatchBuffers {
-            packets: std::mem::take(&mut self.packets),
-            kernarg_bytes: std::mem::take(&mut self.kernarg_bytes),
-            kernarg_fixups: std::mem::take(&mut self.kernarg_fixups),
-            held: std::mem::take(&mut self.held),
-        };
-        buffers.packets.clear();
-        buffers.kernarg_bytes.clear();
-        buffers.kernarg_fixups.clear();
-        drop(buffers.held.take());
-        *self.queue.0.spare.lock().unwrap_or_else(|p| p.into_inner()) = Some(buffers);
+        // SAFETY: taken once, here, and not used after.
+        let mut staged = unsafe { ManuallyDrop::take(&mut self.staged) };
+        staged.packets = std::mem::take(&mut self.packets);
+        staged.packets.clear();
+        staged.kernarg_bytes.clear();
+        staged.kernarg_fixups.clear();
+        drop(staged.held.take());
+        self.queue.0.spare.give(staged);
     }
 }
 
 impl<'q> Batch<'q> {
     /// A batch for `queue` with the staging vectors `b`.
-    pub(crate) fn new(queue: &'q AqlQueue, signal: Signal, b: BatchBuffers) -> Batch<'q> {
+    /// A batch for `queue` completing on `signal`, whose value [`Batch::set_signal`] sets.
+    pub(crate) fn new(queue: &'q AqlQueue, signal: Signal) -> Batch<'q> {
         let shared = &queue.0.gpu.kfd().shared;
+        let mut staged = queue.0.spare.take();
         Batch {
             queue,
-            signal,
+            signal: ManuallyDrop::new(signal),
+            signal_set: false,
             submitted: false,
             max_group_segment: 0,
-            packets: b.packets,
-            kernarg_bytes: b.kernarg_bytes,
-            kernarg_fixups: b.kernarg_fixups,
-            held: b.held,
+            packets: std::mem::take(&mut staged.packets),
+            staged: ManuallyDrop::new(staged),
             last_object: 0,
             uses_scratch: false,
             started_ns: match shared.recorder {
@@ -140,7 +184,7 @@ impl Batch<'_> {
         if self.validating {
             self.validate(d, &bytes)?;
         }
-        self.held.extend(args.held());
+        self.staged.held.extend(args.held());
         self.stage(&p, &bytes);
         Ok(self)
     }
@@ -200,7 +244,7 @@ impl Batch<'_> {
     #[inline(never)]
     fn hold_code(&mut self, kernel: &Kernel) {
         if let Some(code) = kernel.code() {
-            self.held.push(code.clone());
+            self.staged.held.push(code.clone());
             self.last_object = kernel.object();
         }
     }
@@ -209,10 +253,11 @@ impl Batch<'_> {
     fn stage_with_kernargs(&mut self, p: &PreparedDispatch<'_>, kernargs: &[u8], size: usize) {
         let align = crate::queue::kernarg::KERNARG_ALIGN as usize;
         let len = size.div_ceil(align) * align;
-        let offset = self.kernarg_bytes.len().div_ceil(align) * align;
-        self.kernarg_bytes.resize(offset + len, 0);
-        self.kernarg_bytes[offset..offset + kernargs.len()].copy_from_slice(kernargs);
-        self.kernarg_fixups.push(self.packets.len());
+        let staged = &mut **self.staged;
+        let offset = staged.kernarg_bytes.len().div_ceil(align) * align;
+        staged.kernarg_bytes.resize(offset + len, 0);
+        staged.kernarg_bytes[offset..offset + kernargs.len()].copy_from_slice(kernargs);
+        staged.kernarg_fixups.push(self.packets.len());
         let mut packet = p.packet;
         // An offset into the staged bytes until `place_kernargs` adds the region's address.
         aql::add_encoded_kernarg_base(&mut packet, offset as u64);
@@ -226,7 +271,7 @@ impl Batch<'_> {
             ));
         }
         for s in deps {
-            self.queue.hold_dependency(&mut self.held, s)?;
+            self.queue.hold_dependency(&mut self.staged.held, s)?;
         }
         // One packet per five dependencies, and one (with none) for an empty list.
         let empty: [&[&Signal]; 1] = [&[]];
@@ -262,7 +307,7 @@ impl Batch<'_> {
     /// Attaches the completion signal. The packet carrying it must start after everything
     /// before it has completed: the last packet when it has the barrier bit, else an empty
     /// barrier-AND appended for it, so an unordered last dispatch still overlaps its
-    /// predecessors.
+    /// predecessors. The signal is armed later, by [`Batch::set_signal`].
     fn finish(&mut self) -> Result<()> {
         if self.uses_scratch {
             self.queue.ensure_scratch_service()?;
@@ -285,17 +330,35 @@ impl Batch<'_> {
         let handle = self.signal.handle();
         if let Some(last) = self.packets.last_mut() {
             aql::set_encoded_completion_signal(last, handle);
-            self.signal.arm_decrement();
         }
         Ok(())
     }
 
+    /// Sets the completion signal's value to 1, once. Done as late as it can be, after the
+    /// batch's read-modify-writes: the device wrote the signal's line last, and a
+    /// read-modify-write would wait for a store to it to complete.
+    fn set_signal(&mut self) {
+        if !self.signal_set {
+            self.signal.value_atomic().store(1, Ordering::Release);
+            self.signal_set = true;
+        }
+    }
+
+    /// Moves the completion signal out into a submission; the batch counts as submitted.
+    fn take_signal(&mut self) -> Signal {
+        debug_assert!(!self.submitted);
+        self.submitted = true;
+        // SAFETY: taken once (`submitted` is now set), and `Drop` drops it only when unset.
+        unsafe { ManuallyDrop::take(&mut self.signal) }
+    }
+
     /// A submission of nothing: no packet, no doorbell, complete at once.
-    fn empty_submission(self) -> Submission {
+    fn empty_submission(mut self) -> Submission {
         self.signal.value_atomic().store(0, Ordering::Release);
+        let signal = self.take_signal();
         Submission {
             queue: self.queue.clone(),
-            signal: std::mem::ManuallyDrop::new(self.signal.clone()),
+            signal: ManuallyDrop::new(signal),
             last_index: self.queue.write_index().saturating_sub(1),
             held: Held::default(),
         }
@@ -316,8 +379,10 @@ impl Batch<'_> {
         if let Some(rec) = &self.queue.0.gpu.kfd().shared.recorder {
             rec.publishing(self.queue, r.index(), &self.packets);
         }
+        self.set_signal();
+        self.signal.arm_decrement();
         r.write_all_encoded(&self.packets);
-        self.submitted = true;
+        let signal = self.take_signal();
         let last_index = r.submit();
         let q = self.queue;
         q.0.gpu.kfd().driver().doorbell_hint(q.0.gpu.id());
@@ -330,10 +395,10 @@ impl Batch<'_> {
             ));
         }
         // The submission takes what the packets use; the staging list goes back empty.
-        let held = self.held.take();
+        let held = self.staged.held.take();
         Submission {
             queue: q.clone(),
-            signal: std::mem::ManuallyDrop::new(self.signal.clone()),
+            signal: ManuallyDrop::new(signal),
             last_index,
             held,
         }
@@ -342,10 +407,12 @@ impl Batch<'_> {
     /// Copies the staged kernel arguments into the queue's kernarg memory and points the
     /// dispatches at them. `wait` says whether to wait for memory held by running submissions.
     fn place_kernargs(&mut self, wait: bool) -> Result<()> {
-        if self.kernarg_bytes.is_empty() {
+        if self.staged.kernarg_bytes.is_empty() {
             return Ok(());
         }
-        let len = self.kernarg_bytes.len() as u64;
+        // The region is free again when the signal reaches 0: it must be 1 from now on.
+        self.set_signal();
+        let len = self.staged.kernarg_bytes.len() as u64;
         let (gpu, cpu) = if wait {
             self.queue.kernarg_region(len, &self.signal)?
         } else {
@@ -368,12 +435,12 @@ impl Batch<'_> {
         // batch; the staging vector is a separate allocation.
         unsafe {
             std::ptr::copy_nonoverlapping(
-                self.kernarg_bytes.as_ptr(),
+                self.staged.kernarg_bytes.as_ptr(),
                 cpu,
-                self.kernarg_bytes.len(),
+                self.staged.kernarg_bytes.len(),
             )
         };
-        for &i in &self.kernarg_fixups {
+        for &i in &self.staged.kernarg_fixups {
             if let Some(p) = self.packets.get_mut(i) {
                 aql::add_encoded_kernarg_base(p, gpu);
             }

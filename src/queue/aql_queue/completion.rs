@@ -26,6 +26,17 @@ pub(crate) struct CompletionSignals {
 impl CompletionSignals {
     /// A signal with value `initial`, not armed: a kept one if there is one, else from the pool.
     pub(crate) fn take(&self, kfd: &Kfd, initial: i64) -> Result<Signal> {
+        let s = self.take_unset(kfd, initial)?;
+        s.value_atomic().store(initial, Ordering::Release);
+        Ok(s)
+    }
+
+    /// A signal not armed, whose value the caller sets before anything can see it: a kept one
+    /// (its value left as its last completion made it), else a new one at `initial`. Setting
+    /// the value later lets a submission store to the signal's line, which the device wrote
+    /// last, after its own read-modify-writes rather than before them: a read-modify-write
+    /// waits for every store before it to reach the cache.
+    pub(crate) fn take_unset(&self, kfd: &Kfd, initial: i64) -> Result<Signal> {
         let p = self.one.swap(std::ptr::null_mut(), Ordering::Acquire);
         let kept = if p.is_null() {
             self.spare.lock().unwrap_or_else(|p| p.into_inner()).pop()
@@ -35,10 +46,7 @@ impl CompletionSignals {
             Some(unsafe { Signal::from_raw(p) })
         };
         match kept {
-            Some(s) => {
-                s.value_atomic().store(initial, Ordering::Release);
-                Ok(s)
-            }
+            Some(s) => Ok(s),
             None => kfd.create_signal(initial),
         }
     }

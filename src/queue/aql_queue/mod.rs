@@ -20,7 +20,6 @@ pub use self::batch::Batch;
 pub use self::dispatch::{Dispatch, PreparedDispatch};
 pub use self::submission::Submission;
 
-use self::batch::BatchBuffers;
 use super::cwsr::{queue_buffer, ComputeAreas};
 use super::handle::KfdQueue;
 use super::held::RetireList;
@@ -162,7 +161,7 @@ pub(crate) struct AqlQueueShared {
     kernargs: std::sync::Mutex<KernargRing>,
     /// Staging vectors of a finished batch, kept for the next one so that building a batch
     /// allocates nothing once the queue is warm.
-    spare: std::sync::Mutex<Option<BatchBuffers>>,
+    spare: batch::SpareBuffers,
     /// What submissions dropped before completing still hold.
     retired: RetireList,
     /// Completion signals of finished submissions, for the next ones.
@@ -345,7 +344,7 @@ impl Gpu {
             inactive,
             icache_ib: std::sync::OnceLock::new(),
             kernargs: std::sync::Mutex::new(KernargRing::new(kernarg_mem)?),
-            spare: std::sync::Mutex::new(None),
+            spare: batch::SpareBuffers::default(),
             retired: RetireList::default(),
             completions: completion::CompletionSignals::default(),
             scratch,
@@ -467,15 +466,8 @@ impl AqlQueue {
     /// batch completes only when everything in it has.
     pub fn batch(&self) -> Result<Batch<'_>> {
         self.check()?;
-        let signal = self.completion_signal()?;
-        let b = self
-            .0
-            .spare
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-            .unwrap_or_default();
-        Ok(Batch::new(self, signal, b))
+        let signal = self.0.completions.take_unset(self.0.gpu.kfd(), 1)?;
+        Ok(Batch::new(self, signal))
     }
 
     /// A completion signal at 1 for a new submission.

@@ -43,26 +43,30 @@ impl AqlQueue {
         if p.kernel.private_segment_size() > 0 {
             self.ensure_scratch_service()?;
         }
-        let signal = self.completion_signal()?;
-        let mut packet = p.packet;
-        let size = kernargs.len().max(p.kernel.kernarg_size() as usize);
-        if size != 0 {
-            let len = (size as u64).div_ceil(KERNARG_ALIGN) * KERNARG_ALIGN;
-            // Released when the signal reaches 0: at completion, or below if nothing is written.
-            let (gpu, cpu) = self.kernarg_region(len, &signal)?;
-            // SAFETY: the region is `len` >= `kernargs.len()` bytes of host-visible kernarg
-            // memory reserved for this dispatch alone; `kernargs` is the caller's memory.
-            unsafe {
-                std::ptr::copy_nonoverlapping(kernargs.as_ptr(), cpu, kernargs.len());
-                std::ptr::write_bytes(cpu.add(kernargs.len()), 0, len as usize - kernargs.len());
-            }
-            aql::add_encoded_kernarg_base(&mut packet, gpu);
-        }
+        // Taken first: cloning it is a read-modify-write, which would wait for the stores
+        // below to reach lines the device last wrote.
         let mut held = Held::default();
         if let Some(code) = p.kernel.code() {
             held.push(code.clone());
         }
-        self.publish_one(packet, signal, held)
+        let mut packet = p.packet;
+        let size = kernargs.len().max(p.kernel.kernarg_size() as usize);
+        if size == 0 {
+            let signal = self.0.completions.take_unset(self.0.gpu.kfd(), 1)?;
+            return self.publish_one(packet, signal, held, true);
+        }
+        let signal = self.completion_signal()?;
+        let len = (size as u64).div_ceil(KERNARG_ALIGN) * KERNARG_ALIGN;
+        // Released when the signal reaches 0: at completion, or below if nothing is written.
+        let (gpu, cpu) = self.kernarg_region(len, &signal)?;
+        // SAFETY: the region is `len` >= `kernargs.len()` bytes of host-visible kernarg memory
+        // reserved for this dispatch alone; `kernargs` is the caller's memory.
+        unsafe {
+            std::ptr::copy_nonoverlapping(kernargs.as_ptr(), cpu, kernargs.len());
+            std::ptr::write_bytes(cpu.add(kernargs.len()), 0, len as usize - kernargs.len());
+        }
+        aql::add_encoded_kernarg_base(&mut packet, gpu);
+        self.publish_one(packet, signal, held, false)
     }
 
     fn dispatch_batched(&self, d: &Dispatch<'_>) -> Result<Submission> {
@@ -98,8 +102,8 @@ impl AqlQueue {
             self.hold_dependency(&mut held, s)?;
         }
         let packet = barrier_packet(deps, or);
-        let signal = self.completion_signal()?;
-        self.publish_one(packet, signal, held)
+        let signal = self.0.completions.take_unset(self.0.gpu.kfd(), 1)?;
+        self.publish_one(packet, signal, held, true)
     }
 
     /// What every submission does first: let go of what finished work held, and refuse a
@@ -110,8 +114,16 @@ impl AqlQueue {
     }
 
     /// Publishes `packet` (encoded, barrier bit set) with `signal` as its completion, rings the
-    /// doorbell, and returns the submission owning `held`.
-    fn publish_one(&self, mut packet: [u32; 16], signal: Signal, held: Held) -> Result<Submission> {
+    /// doorbell, and returns the submission owning `held`. `set_value`: the signal's value is
+    /// not set yet (set to 1 here, after the ring's reservation, so that read-modify-write does
+    /// not wait for the store to the signal's line).
+    fn publish_one(
+        &self,
+        mut packet: [u32; 16],
+        signal: Signal,
+        held: Held,
+        set_value: bool,
+    ) -> Result<Submission> {
         debug_assert!(aql::encoded_barrier(&packet));
         aql::set_encoded_completion_signal(&mut packet, signal.handle());
         // What the CPU wrote to VRAM reaches the GPU before the packet can run.
@@ -124,6 +136,9 @@ impl AqlQueue {
                 return Err(e);
             }
         };
+        if set_value {
+            signal.value_atomic().store(1, Ordering::Release);
+        }
         signal.arm_decrement();
         r.write_encoded(0, &packet);
         let last_index = r.submit();
