@@ -24,11 +24,27 @@ const SINGLES: usize = 8;
 #[inline(never)]
 fn measured_batch(q: &AqlQueue, k: &Kernel) -> Submission {
     let mut b = q.batch().expect("batch");
-    let d = Dispatch::linear(k, 1, 1);
     for _ in 0..64 {
-        // Opaque, as a launch whose shape is known only at run time: the compiler must not
-        // fold its validation and encoding away.
-        b.dispatch(black_box(&d)).expect("dispatch");
+        // Sizes known only at run time: the compiler must not fold the launch's validation
+        // and encoding away.
+        b.dispatch(&Dispatch::linear(k, black_box(1), black_box(1)))
+            .expect("dispatch");
+    }
+    b.submit().expect("submit")
+}
+
+/// The same with a 3-D launch whose every size is known only at run time (nothing about its
+/// shape folds away).
+#[inline(never)]
+fn measured_batch_3d(q: &AqlQueue, k: &Kernel) -> Submission {
+    let mut b = q.batch().expect("batch");
+    for _ in 0..64 {
+        b.dispatch(&Dispatch::new(
+            k,
+            black_box([1, 1, 1]),
+            black_box([1, 1, 1]),
+        ))
+        .expect("dispatch");
     }
     b.submit().expect("submit")
 }
@@ -45,7 +61,7 @@ fn measured_prepared(q: &AqlQueue, p: &PreparedDispatch) -> Submission {
 
 #[inline(never)]
 fn measured_single(q: &AqlQueue, k: &Kernel) -> Submission {
-    q.dispatch(black_box(&Dispatch::linear(k, 1, 1)))
+    q.dispatch(&Dispatch::linear(k, black_box(1), black_box(1)))
         .expect("dispatch")
 }
 
@@ -53,7 +69,7 @@ fn measured_single(q: &AqlQueue, k: &Kernel) -> Submission {
 #[inline(never)]
 fn measured_single_batch(q: &AqlQueue, k: &Kernel) -> Submission {
     let mut b = q.batch().expect("batch");
-    b.dispatch(black_box(&Dispatch::linear(k, 1, 1)))
+    b.dispatch(&Dispatch::linear(k, black_box(1), black_box(1)))
         .expect("dispatch");
     b.submit().expect("submit")
 }
@@ -106,9 +122,14 @@ fn main() {
         }
     };
     run(&mut [
-        ("batch of 64 dispatches", 64, &mut |s| {
+        ("batch of 64 dispatches (1-D)", 64, &mut |s| {
             s.push(measured_batch(&queue, &kernel))
         }),
+        (
+            "batch of 64 dispatches (3-D, every size opaque)",
+            64,
+            &mut |s| s.push(measured_batch_3d(&queue, &kernel)),
+        ),
         ("batch of 64 prepared dispatches", 64, &mut |s| {
             s.push(measured_prepared(&queue, &prepared))
         }),
@@ -132,7 +153,8 @@ fn main() {
         ),
     ]);
     println!(
-        "packets per measured function: measured_batch {}, measured_prepared {}, measured_single {}, measured_single_batch {}",
+        "packets per measured function: measured_batch {}, measured_batch_3d {}, measured_prepared {}, measured_single {}, measured_single_batch {}",
+        64 * rounds,
         64 * rounds,
         64 * rounds,
         SINGLES * rounds,

@@ -37,6 +37,21 @@ pub struct Dispatch<'a> {
     pub(crate) barrier: bool,
     pub(crate) acquire: FenceScope,
     pub(crate) release: FenceScope,
+    /// The packet's 16 header bits, from the three fields above: computed where they are set,
+    /// which is usually from constants the compiler folds, not once per launch.
+    header: u16,
+}
+
+/// A kernel-dispatch packet's header bits.
+#[inline]
+fn header_bits(barrier: bool, acquire: FenceScope, release: FenceScope) -> u16 {
+    aql::Header {
+        packet_type: aql::PacketType::KernelDispatch,
+        barrier,
+        acquire,
+        release,
+    }
+    .to_bits()
 }
 
 /// A [`Dispatch`] validated and encoded once ([`Dispatch::prepare`]): the hot loop of a runtime
@@ -73,6 +88,7 @@ impl<'a> Dispatch<'a> {
             barrier: true,
             acquire: FenceScope::System,
             release: FenceScope::System,
+            header: header_bits(true, FenceScope::System, FenceScope::System),
         }
     }
 
@@ -130,6 +146,7 @@ impl<'a> Dispatch<'a> {
     pub fn unordered(self) -> Self {
         Dispatch {
             barrier: false,
+            header: header_bits(false, self.acquire, self.release),
             ..self
         }
     }
@@ -141,6 +158,7 @@ impl<'a> Dispatch<'a> {
         Dispatch {
             acquire,
             release,
+            header: header_bits(self.barrier, acquire, release),
             ..self
         }
     }
@@ -186,23 +204,28 @@ impl<'a> Dispatch<'a> {
         let Some(group_segment) = static_lds.checked_add(self.dynamic_lds) else {
             return Err(lds_overflow(static_lds, self.dynamic_lds));
         };
+        let dimensions = self.dimensions();
+        let mut packet = KernelDispatchPacket {
+            barrier: self.barrier,
+            acquire: self.acquire,
+            release: self.release,
+            dimensions,
+            workgroup_size: self.workgroup,
+            grid_size: self.grid,
+            private_segment_size: self.kernel.private_segment_size(),
+            group_segment_size: group_segment,
+            kernel_object: self.kernel.object(),
+            kernarg_address: 0,
+            completion_signal: 0,
+        }
+        .encode();
+        // The same header word, from the bits computed with the fields (the compiler drops the
+        // encoder's own computation of it).
+        packet[0] = u32::from(self.header) | u32::from(dimensions) << 16;
         Ok(PreparedDispatch {
             kernel: self.kernel,
             group_segment,
-            packet: KernelDispatchPacket {
-                barrier: self.barrier,
-                acquire: self.acquire,
-                release: self.release,
-                dimensions: self.dimensions(),
-                workgroup_size: self.workgroup,
-                grid_size: self.grid,
-                private_segment_size: self.kernel.private_segment_size(),
-                group_segment_size: group_segment,
-                kernel_object: self.kernel.object(),
-                kernarg_address: 0,
-                completion_signal: 0,
-            }
-            .encode(),
+            packet,
         })
     }
 
