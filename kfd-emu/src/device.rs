@@ -53,7 +53,10 @@ pub(crate) struct GpuState {
     /// Bumped by every wake-up that is not a doorbell hint (a queue enabled or destroyed, an
     /// exception, the watcher seeing a change).
     rung_generation: AtomicU64,
-    /// Doorbell hints received.
+    /// Doorbell hints received: counted with a load and a store, not a read-modify-write, so
+    /// two hints at the same instant may count once. A read-modify-write here would make
+    /// every submission wait for its packet's stores to reach the cache (about 7 ns of a
+    /// 120 ns dispatch); the count only tells whether hints arrive.
     hints: AtomicU64,
     /// Recent wave errors of machine-code dispatches, with their code.
     pub(crate) fault_log: crate::fault_log::FaultLog,
@@ -274,7 +277,8 @@ impl GpuState {
     /// A runtime rang a doorbell and said so ([`kfd_sys::Driver::doorbell_hint`]): wakes the
     /// processors sleeping lightly, and of those sleeping deeply the ones whose doorbell moved.
     pub(crate) fn doorbell_hinted(&self) {
-        self.hints.fetch_add(1, Ordering::Relaxed);
+        let hints = self.hints.load(Ordering::Relaxed);
+        self.hints.store(hints.wrapping_add(1), Ordering::Relaxed);
         self.wake_light_sleepers();
         self.deep.wake_moved(|i| self.doorbell(i));
     }

@@ -393,7 +393,9 @@ impl Emulator {
     }
 
     /// Doorbell hints `gpu_id` has received so far ([`Driver::doorbell_hint`], which a runtime
-    /// gives after writing a doorbell), or 0 for an unknown GPU.
+    /// gives after writing a doorbell), or 0 for an unknown GPU. Hints from several threads
+    /// at the same instant may count once: the figure says whether hints arrive, not exactly
+    /// how many.
     pub fn doorbell_hints(&self, gpu_id: u32) -> u64 {
         self.gpu(gpu_id).map_or(0, |g| g.hints())
     }
