@@ -118,6 +118,7 @@ impl AqlRing {
 
     /// The read index, as fresh as needed to tell whether ids up to `end` fit: the last one
     /// seen when that suffices, else the processor's (which is then remembered).
+    #[inline]
     fn read_index_for(&self, end: u64) -> u64 {
         let seen = self.seen_read.load(Ordering::Acquire);
         if end <= seen + u64::from(self.size) {
@@ -128,11 +129,13 @@ impl AqlRing {
         read
     }
 
+    #[inline]
     fn w(&self) -> &AtomicU64 {
         // SAFETY: valid for the ring's life per `new`.
         unsafe { &*self.write_index }
     }
 
+    #[inline]
     fn r(&self) -> &AtomicU64 {
         // SAFETY: valid for the ring's life per `new`.
         unsafe { &*self.read_index }
@@ -225,12 +228,14 @@ impl AqlRing {
         })
     }
 
+    #[inline]
     fn slot(&self, id: u64) -> *const AtomicU32 {
         // SAFETY: `id & mask` < size, so the slot is inside the ring.
         unsafe { self.base.add(((id & self.mask) * 16) as usize) }
     }
 
     /// Writes one packet into slot `id`: body first, then the header word with a release store.
+    #[inline]
     fn publish(&self, id: u64, dwords: &[u32; 16]) {
         let slot = self.slot(id);
         // SAFETY: a slot inside the ring, 64-byte aligned (`new` checks the base), reserved by
@@ -241,6 +246,7 @@ impl AqlRing {
         crate::sync::publish_u32(unsafe { &*slot }, dwords[0]);
     }
 
+    #[inline]
     fn ring_doorbell(&self, id: u64) {
         // SAFETY: valid for the ring's life per `new`.
         crate::sync::ring_doorbell(unsafe { &*self.doorbell }, id);
@@ -257,6 +263,7 @@ pub struct Reservation<'r> {
 
 impl Reservation<'_> {
     /// The id of the first reserved packet.
+    #[inline]
     pub fn index(&self) -> u64 {
         self.start
     }
@@ -288,6 +295,7 @@ impl Reservation<'_> {
 
     /// Writes an already encoded packet ([`Packet::encode`]) into reserved slot `i`, with the
     /// same rules as [`Reservation::write`].
+    #[inline]
     pub fn write_encoded(&mut self, i: u32, dwords: &[u32; 16]) {
         assert!(
             i == self.written && i < self.len,
@@ -299,6 +307,7 @@ impl Reservation<'_> {
 
     /// Writes already encoded packets into the next reserved slots, in order (one bounds check
     /// for all of them; each packet still body first, header last with release).
+    #[inline]
     pub fn write_all_encoded(&mut self, packets: &[[u32; 16]]) {
         let n = u32::try_from(packets.len()).unwrap_or(u32::MAX);
         assert!(
@@ -312,7 +321,15 @@ impl Reservation<'_> {
         self.written += n;
     }
 
+    #[inline]
     fn fill_rest(&mut self) {
+        if self.written < self.len {
+            self.fill_rest_slow();
+        }
+    }
+
+    #[cold]
+    fn fill_rest_slow(&mut self) {
         let noop = Packet::BarrierAnd(BarrierPacket::default());
         while self.written < self.len {
             let i = self.written;
@@ -322,6 +339,7 @@ impl Reservation<'_> {
 
     /// Rings the doorbell once for the batch and returns the last packet's id. Unwritten slots
     /// are filled with no-op barrier packets first.
+    #[inline]
     pub fn submit(mut self) -> u64 {
         self.fill_rest();
         let last = self.start + u64::from(self.len.max(1)) - 1;

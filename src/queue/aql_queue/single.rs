@@ -43,8 +43,8 @@ impl AqlQueue {
         if p.kernel.private_segment_size() > 0 {
             self.ensure_scratch_service()?;
         }
-        // Taken first: cloning it is a read-modify-write, which would wait for the stores
-        // below to reach lines the device last wrote.
+        // The kernel's code is held first: cloning its handle is a read-modify-write, which
+        // after the stores below would wait for them to reach lines the device wrote last.
         let mut held = Held::default();
         if let Some(code) = p.kernel.code() {
             held.push(code.clone());
