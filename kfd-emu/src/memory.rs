@@ -528,12 +528,12 @@ pub(crate) unsafe fn mmap(
 }
 
 /// Takes (`take = true`) or drops a queue's reference on buffer `handle` as mapped to GPU
-/// `gpu_index` (`kfd_queue_buffer_get` / `kfd_queue_unref_bo_va`). Unknown handles are ignored:
-/// a reference is only taken on a buffer the page table just named.
-pub(crate) fn queue_ref(emu: &Emulator, handle: u64, gpu_index: usize, take: bool) {
+/// `gpu_index` (`kfd_queue_buffer_get` / `kfd_queue_unref_bo_va`). Returns whether the buffer
+/// exists: one freed since the page table named it takes no reference.
+pub(crate) fn queue_ref(emu: &Emulator, handle: u64, gpu_index: usize, take: bool) -> bool {
     let mut m = emu.memory.lock();
     let Some(bo) = m.bos.get_mut(&handle) else {
-        return;
+        return false;
     };
     match bo.queue_refs.iter_mut().find(|(g, _)| *g == gpu_index) {
         Some((_, n)) if take => *n += 1,
@@ -542,6 +542,7 @@ pub(crate) fn queue_ref(emu: &Emulator, handle: u64, gpu_index: usize, take: boo
         None => {}
     }
     bo.queue_refs.retain(|&(_, n)| n > 0);
+    true
 }
 
 /// The memory of `handle` if it names a GTT buffer large enough to be the events page.

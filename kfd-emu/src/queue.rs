@@ -272,11 +272,28 @@ pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Res
         exception_epoch: gpu.exceptions(),
         watch: emu.watch.clone(),
     });
-    emu.watch.add(&ctl);
-    let thread = engine::spawn(ctl.clone(), &engine_env(emu)).map_err(|_| Errno::ENOMEM)?;
-    for &h in &refs {
-        crate::memory::queue_ref(emu, h, gpu.index, true);
+    // The references come before the processor starts: it resolves the ring's and the
+    // pointers' host addresses once, which only the references keep valid. A buffer freed
+    // since `acquire_buffers` found it fails the call, as its mapping would have.
+    let release = |taken: &[u64]| {
+        for &h in taken {
+            crate::memory::queue_ref(emu, h, gpu.index, false);
+        }
+    };
+    for (i, &h) in refs.iter().enumerate() {
+        if !crate::memory::queue_ref(emu, h, gpu.index, true) {
+            release(&refs[..i]);
+            return Err(Errno::EINVAL);
+        }
     }
+    emu.watch.add(&ctl);
+    let thread = match engine::spawn(ctl.clone(), &engine_env(emu)) {
+        Ok(t) => t,
+        Err(_) => {
+            release(&refs);
+            return Err(Errno::ENOMEM);
+        }
+    };
     g.0.insert(
         id,
         Entry {
@@ -375,7 +392,7 @@ pub(crate) fn destroy(emu: &Emulator, id: u32) -> Result<(), Errno> {
     let (gpu_index, buffers) = (e.ctl.gpu.index, e.buffers.clone());
     stop(e);
     for h in buffers {
-        crate::memory::queue_ref(emu, h, gpu_index, false);
+        let _ = crate::memory::queue_ref(emu, h, gpu_index, false);
     }
     Ok(())
 }

@@ -491,6 +491,21 @@ impl GpuVm {
         })
     }
 
+    /// The host address of `va..va+len`, for a caller that holds the mapping so that it cannot
+    /// be unmapped (a queue holds its ring and pointers: `kfd_queue_acquire_buffers`) and may
+    /// then access it directly. `None` when the range is not mapped within one mapping, is not
+    /// writable and `write` asks for it, or is host-visible VRAM in strict mode (whose reads the
+    /// page table checks against unflushed CPU writes, which a direct access would skip).
+    pub(crate) fn held_host(&self, va: u64, len: u64, write: bool) -> Option<usize> {
+        let t = self.table.read().unwrap_or_else(|p| p.into_inner());
+        let &(start, m) = t.entry_at(va)?;
+        let end = va.checked_add(len)?;
+        let usable = end <= start + m.len
+            && (!write || m.perms.write)
+            && !(self.hdp_checks && m.visible_vram);
+        usable.then(|| m.host + (va - start) as usize)
+    }
+
     /// Checks that the GPU may fetch instructions from `va..va+len`: mapped, and executable.
     pub fn check_exec(&self, va: u64, len: u64) -> Result<(), GpuFault> {
         if self.pinned(va, len.max(1), |m| m.perms.exec).is_some() {

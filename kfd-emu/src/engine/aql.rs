@@ -11,6 +11,7 @@
 //! on a GPU. A runtime that leaves the bit off between dependent kernels sees the race here.
 
 mod dispatch;
+mod queue_memory;
 mod scratch_request;
 
 use super::backoff::{idle, poll_until, Polled};
@@ -24,6 +25,7 @@ use crate::kernel::KernelRegistry;
 use crate::stats::Counters;
 use crate::vm::{GpuFault, GpuVm};
 use aql::{queue_offsets, signal_offsets, BarrierPacket, BarrierValuePacket, Packet};
+use queue_memory::QueueMemory;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -62,6 +64,8 @@ struct Processor {
     clock: Clock,
     /// Host threads a dispatch of machine code may use.
     wave_threads: usize,
+    /// The ring and pointers, accessed without the page table where the queue holds them.
+    mem: QueueMemory,
 }
 
 /// Where a packet was found: its slot, its index in the queue and its 16 dwords as read.
@@ -106,6 +110,8 @@ pub(crate) fn spawn(
         strict: env.options.strict,
         clock: Clock::new(env.epoch, ctl.gpu.params.gpu_clock_hz),
         wave_threads: env.options.wave_threads,
+        // The queue holds these buffers until its processor has been joined (`queue::stop`).
+        mem: QueueMemory::resolve(&ctl.gpu.vm, ctl.ring, ctl.ring_size, ctl.rptr, ctl.wptr),
     };
     std::thread::Builder::new()
         .name(format!("kfd-emu-aql-{}", ctl.id))
@@ -166,7 +172,7 @@ impl Processor {
                 continue;
             }
             let slot = self.ctl.ring + (rd % n) * 64;
-            let header = match self.vm().read_u32(slot) {
+            let header = match self.mem.read_header(self.vm(), slot) {
                 Ok(h) => h,
                 Err(f) => {
                     self.fail(QueueErrorCode::MemoryViolation, Some(f));
@@ -185,11 +191,13 @@ impl Processor {
             // A flush the CPU asked for before publishing the packet applies before it runs.
             self.ctl.before_packet();
             let mut raw = [0u32; 16];
-            let mut bytes = [0u8; 64];
-            if let Err(f) = self.vm().read(slot, &mut bytes) {
-                self.fail(QueueErrorCode::MemoryViolation, Some(f));
-                continue;
-            }
+            let bytes = match self.mem.read_slot(self.vm(), slot) {
+                Ok(b) => b,
+                Err(f) => {
+                    self.fail(QueueErrorCode::MemoryViolation, Some(f));
+                    continue;
+                }
+            };
             for (i, d) in raw.iter_mut().enumerate() {
                 *d = u32::from_le_bytes([
                     bytes[4 * i],
@@ -298,11 +306,15 @@ impl Processor {
             // slot free never sees a stale valid header; in strict mode the body is marked
             // unpublished first, so a header stored before its body is caught.
             if self.strict {
-                let _ = self.vm().write_u64(slot + 56, UNPUBLISHED_PAIR);
+                let _ = self
+                    .mem
+                    .write_ring_u64(self.vm(), slot + 56, UNPUBLISHED_PAIR);
             }
-            let _ = self.vm().write_u32(slot, aql::INVALID_HEADER_WORD);
+            let _ = self
+                .mem
+                .write_header(self.vm(), slot, aql::INVALID_HEADER_WORD);
             rd += 1;
-            let _ = self.vm().write_u64(self.ctl.rptr, rd);
+            let _ = self.mem.write_rptr(self.vm(), self.ctl.rptr, rd);
             if reclaim_scratch {
                 // Scratch lent for that dispatch goes back before the next packet.
                 match self.ask_runtime(aql::queue_error::SCRATCH_RECLAIM) {
@@ -316,7 +328,9 @@ impl Processor {
 
     /// Whether a producer has reserved packet `index` (the queue's write index is past it).
     fn reserved(&self, index: u64) -> bool {
-        self.vm().read_u64(self.ctl.wptr).is_ok_and(|w| w > index)
+        self.mem
+            .read_wptr(self.vm(), self.ctl.wptr)
+            .is_ok_and(|w| w > index)
     }
 
     /// Whether the packet after `rd` is already published without the barrier bit: then the
@@ -326,8 +340,8 @@ impl Processor {
         let next = self.ctl.ring + ((rd + 1) % n) * 64;
         self.reserved(rd + 1)
             && self
-                .vm()
-                .read_u32(next)
+                .mem
+                .read_header(self.vm(), next)
                 .is_ok_and(|h| aql::is_valid_header_word(h) && h & (1 << 8) == 0)
     }
 

@@ -1,0 +1,131 @@
+//! The memory an AQL processor touches on every packet: the ring and the read and write
+//! pointers.
+//!
+//! The queue holds these buffers for as long as it lives (`CREATE_QUEUE` takes a reference on
+//! each, and unmapping one is refused meanwhile, as `kfd_queue_acquire_buffers` does), so their
+//! host addresses are resolved once, when the processor starts, instead of through the page
+//! table on every access. The page table's fast path costs about 150 instructions and a full
+//! barrier per access (it pins the thread against a concurrent unmap), and a round trip made
+//! six such accesses on its critical path: the write pointer, the header, the packet, then
+//! the INVALID header and the read pointer before the next poll.
+//!
+//! What cannot be resolved (a range outside one mapping, a read-only ring, host-visible VRAM
+//! whose reads strict mode checks for unflushed CPU writes) goes through the page table as
+//! before, with its faults.
+
+use crate::vm::{GpuFault, GpuVm};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+/// Host addresses of a queue's ring and pointers, where they could be resolved.
+pub(super) struct QueueMemory {
+    ring: Option<Range>,
+    rptr: Option<Range>,
+    wptr: Option<Range>,
+}
+
+/// `len` bytes at GPU address `va`, at host address `host`.
+#[derive(Clone, Copy)]
+struct Range {
+    va: u64,
+    len: u64,
+    host: usize,
+}
+
+impl Range {
+    fn resolve(vm: &GpuVm, va: u64, len: u64, write: bool) -> Option<Range> {
+        let host = vm.held_host(va, len, write)?;
+        Some(Range { va, len, host })
+    }
+
+    /// The host address of `va..va+len` when it lies inside this range and is aligned for
+    /// an access of `len` bytes (1, 4, 8 or a whole 64-byte slot).
+    fn host(&self, va: u64, len: u64) -> Option<usize> {
+        let inside = va >= self.va && va - self.va + len <= self.len;
+        let aligned = va % len.min(8) == 0;
+        (inside && aligned).then(|| self.host + (va - self.va) as usize)
+    }
+}
+
+impl QueueMemory {
+    /// Resolves the ring (`ring_size` bytes at `ring`) and the pointers at `rptr` and `wptr`.
+    /// Only call it for a queue whose buffers are held for the caller's whole life.
+    pub(super) fn resolve(vm: &GpuVm, ring: u64, ring_size: u64, rptr: u64, wptr: u64) -> Self {
+        QueueMemory {
+            ring: Range::resolve(vm, ring, ring_size, true),
+            rptr: Range::resolve(vm, rptr, 8, true),
+            wptr: Range::resolve(vm, wptr, 8, false),
+        }
+    }
+
+    fn ring_host(&self, va: u64, len: u64) -> Option<usize> {
+        self.ring.and_then(|r| r.host(va, len))
+    }
+
+    /// Reads the write pointer.
+    pub(super) fn read_wptr(&self, vm: &GpuVm, va: u64) -> Result<u64, GpuFault> {
+        match self.wptr.and_then(|r| r.host(va, 8)) {
+            // SAFETY: 8 aligned bytes of the held write-pointer mapping.
+            Some(h) => Ok(unsafe { &*(h as *const AtomicU64) }.load(Ordering::Acquire)),
+            None => vm.read_u64(va),
+        }
+    }
+
+    /// Writes the read pointer.
+    pub(super) fn write_rptr(&self, vm: &GpuVm, va: u64, v: u64) -> Result<(), GpuFault> {
+        match self.rptr.and_then(|r| r.host(va, 8)) {
+            Some(h) => {
+                // SAFETY: 8 aligned bytes of the held, writable read-pointer mapping.
+                unsafe { &*(h as *const AtomicU64) }.store(v, Ordering::Release);
+                Ok(())
+            }
+            None => vm.write_u64(va, v),
+        }
+    }
+
+    /// Reads a slot's header word (acquire: the body is read after it).
+    pub(super) fn read_header(&self, vm: &GpuVm, slot: u64) -> Result<u32, GpuFault> {
+        match self.ring_host(slot, 4) {
+            // SAFETY: 4 aligned bytes of the held ring mapping.
+            Some(h) => Ok(unsafe { &*(h as *const AtomicU32) }.load(Ordering::Acquire)),
+            None => vm.read_u32(slot),
+        }
+    }
+
+    /// Writes a slot's header word.
+    pub(super) fn write_header(&self, vm: &GpuVm, slot: u64, v: u32) -> Result<(), GpuFault> {
+        match self.ring_host(slot, 4) {
+            Some(h) => {
+                // SAFETY: 4 aligned bytes of the held, writable ring mapping.
+                unsafe { &*(h as *const AtomicU32) }.store(v, Ordering::Release);
+                Ok(())
+            }
+            None => vm.write_u32(slot, v),
+        }
+    }
+
+    /// Writes a u64 inside the ring (strict mode's UNPUBLISHED marks).
+    pub(super) fn write_ring_u64(&self, vm: &GpuVm, va: u64, v: u64) -> Result<(), GpuFault> {
+        match self.ring_host(va, 8) {
+            Some(h) => {
+                // SAFETY: 8 aligned bytes of the held, writable ring mapping.
+                unsafe { &*(h as *const AtomicU64) }.store(v, Ordering::Release);
+                Ok(())
+            }
+            None => vm.write_u64(va, v),
+        }
+    }
+
+    /// Reads a whole 64-byte slot. Like the page table's read, a producer still writing the
+    /// slot (which the AQL protocol forbids once the header is valid) may be seen torn.
+    pub(super) fn read_slot(&self, vm: &GpuVm, slot: u64) -> Result<[u8; 64], GpuFault> {
+        let mut bytes = [0u8; 64];
+        match self.ring_host(slot, 64) {
+            // SAFETY: 64 bytes of the held ring mapping; `bytes` is a separate buffer.
+            Some(h) => unsafe {
+                std::ptr::copy_nonoverlapping(h as *const u8, bytes.as_mut_ptr(), 64)
+            },
+            None => vm.read(slot, &mut bytes)?,
+        }
+        Ok(bytes)
+    }
+}
