@@ -447,13 +447,17 @@ impl Processor {
     /// Writes the signal's event id to its mailbox and raises the interrupt, if it has one.
     fn raise_signal_event(&self, signal: u64) -> Result<(), GpuFault> {
         let vm = self.vm();
-        let mailbox = vm.read_u64(signal + signal_offsets::EVENT_MAILBOX_PTR)?;
+        // The mailbox pointer and the event id are adjacent: one access reads both.
+        const _: () = assert!(signal_offsets::EVENT_ID == signal_offsets::EVENT_MAILBOX_PTR + 8);
+        let mut words = [0u8; 12];
+        vm.read(signal + signal_offsets::EVENT_MAILBOX_PTR, &mut words)?;
+        let mailbox = u64::from_le_bytes(words[..8].try_into().unwrap_or_default());
         log::trace!(
             "kfd-emu: queue {}: signal {signal:#x} mailbox {mailbox:#x}",
             self.ctl.id
         );
         if mailbox != 0 {
-            let id = vm.read_u32(signal + signal_offsets::EVENT_ID)?;
+            let id = u32::from_le_bytes(words[8..].try_into().unwrap_or_default());
             vm.write_u64(mailbox, u64::from(id))?;
             self.ctl.events.signal_from_device(id);
         }
