@@ -414,7 +414,8 @@ impl Processor {
 
     /// Whether the queue's properties ask for timestamps in completion signals.
     fn profiling(&self) -> Result<bool, GpuFault> {
-        let properties = self.vm().read_u32(
+        let properties = self.mem.read_queue_u32(
+            self.vm(),
             self.ctl.rptr - queue_offsets::READ_DISPATCH_ID + queue_offsets::QUEUE_PROPERTIES,
         )?;
         Ok(properties & aql::QUEUE_PROPERTY_ENABLE_PROFILING != 0)

@@ -16,12 +16,17 @@
 use crate::vm::{GpuFault, GpuVm};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-/// Host addresses of a queue's ring and pointers, where they could be resolved.
+/// Host addresses of a queue's ring and of the pages holding its pointers (the read pointer's
+/// page also holds the rest of the runtime's `amd_queue_t`, whose properties the processor
+/// reads per packet), where they could be resolved.
 pub(super) struct QueueMemory {
     ring: Option<Range>,
     rptr: Option<Range>,
     wptr: Option<Range>,
 }
+
+/// The GPU page size: the queue holds each pointer's whole page.
+const PAGE: u64 = 4096;
 
 /// `len` bytes at GPU address `va`, at host address `host`.
 #[derive(Clone, Copy)]
@@ -47,13 +52,23 @@ impl Range {
 }
 
 impl QueueMemory {
-    /// Resolves the ring (`ring_size` bytes at `ring`) and the pointers at `rptr` and `wptr`.
-    /// Only call it for a queue whose buffers are held for the caller's whole life.
+    /// Resolves the ring (`ring_size` bytes at `ring`) and the pages of the pointers at `rptr`
+    /// and `wptr`. Only call it for a queue whose buffers are held for the caller's whole life.
     pub(super) fn resolve(vm: &GpuVm, ring: u64, ring_size: u64, rptr: u64, wptr: u64) -> Self {
+        let page = |va: u64| va & !(PAGE - 1);
         QueueMemory {
             ring: Range::resolve(vm, ring, ring_size, true),
-            rptr: Range::resolve(vm, rptr, 8, true),
-            wptr: Range::resolve(vm, wptr, 8, false),
+            rptr: Range::resolve(vm, page(rptr), PAGE, true),
+            wptr: Range::resolve(vm, page(wptr), PAGE, false),
+        }
+    }
+
+    /// Reads a u32 of the read pointer's page (the queue's properties).
+    pub(super) fn read_queue_u32(&self, vm: &GpuVm, va: u64) -> Result<u32, GpuFault> {
+        match self.rptr.and_then(|r| r.host(va, 4)) {
+            // SAFETY: 4 aligned bytes of the held read-pointer page.
+            Some(h) => Ok(unsafe { &*(h as *const AtomicU32) }.load(Ordering::Acquire)),
+            None => vm.read_u32(va),
         }
     }
 
