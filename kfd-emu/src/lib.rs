@@ -53,7 +53,8 @@
 //!   PM4-IB packets both use. The three never import each other, and no engine module
 //!   imports `queue`.
 //! - Below the engines: `device` (per-GPU state: doorbells, exceptions, the instruction-cache
-//!   model `icache`), `vm` (the page table every engine access goes through), `events`,
+//!   model `icache`), `vm` (the page table every engine access goes through, but an AQL
+//!   processor's ring and pointer pages: its queue holds them, so it resolves them once), `events`,
 //!   `kernel` (bound kernels), `hdp` and `doorbell_trap` (CPU writes seen through write
 //!   protection, one `SIGSEGV` handler for both), `wake` (processors in a deep sleep), `fault`
 //!   (injection controls, shared with the processors by `Arc`), `stats` and `isa_memory` (the
