@@ -163,11 +163,17 @@ impl Batch<'_> {
             DispatchArgs::Raw(bytes) => bytes,
             DispatchArgs::Built(args) => return self.dispatch_built(d, args),
         };
-        let p = d.encode()?;
+        let group_segment = d.check()?;
         if self.validating {
             self.validate(d, bytes)?;
         }
-        self.stage(&p, bytes);
+        // Encoded in its staging slot, not copied there (see `Dispatch::encode_into`).
+        self.packets.push([0; 16]);
+        if let Some(slot) = self.packets.last_mut() {
+            d.encode_into(group_segment, slot);
+        }
+        let index = self.packets.len() - 1;
+        self.account(d.kernel, group_segment, bytes, index);
         Ok(self)
     }
 
@@ -220,22 +226,28 @@ impl Batch<'_> {
     // Always inlined: a batch's loop is mostly this, and a call costs as much again.
     #[inline(always)]
     fn stage(&mut self, p: &PreparedDispatch<'_>, kernargs: &[u8]) {
+        self.packets.push(p.packet);
+        let index = self.packets.len() - 1;
+        self.account(p.kernel, p.group_segment, kernargs, index);
+    }
+
+    /// What a staged dispatch (packet `index`) adds to the batch: its kernel's code held, its
+    /// LDS and scratch needs, and its arguments staged.
+    #[inline(always)]
+    fn account(&mut self, kernel: &Kernel, group_segment: u32, kernargs: &[u8], index: usize) {
         // A kernel's code is held once per run of its dispatches. Its descriptor's address
         // tells kernels apart: while the batch holds one kernel's code, no other memory can be
         // at that address (and the emulator binds one function per address).
-        let object = p.kernel.object();
-        if object != self.last_object {
-            self.hold_code(p.kernel);
+        if kernel.object() != self.last_object {
+            self.hold_code(kernel);
         }
-        self.max_group_segment = self.max_group_segment.max(p.group_segment);
-        self.uses_scratch |= p.kernel.private_segment_size() > 0;
-        let size = kernargs.len().max(p.kernel.kernarg_size() as usize);
+        self.max_group_segment = self.max_group_segment.max(group_segment);
+        self.uses_scratch |= kernel.private_segment_size() > 0;
+        let size = kernargs.len().max(kernel.kernarg_size() as usize);
         // A kernel that takes no arguments gets no kernarg segment (address 0), as its
         // descriptor declares none to load.
         if size != 0 {
-            self.stage_with_kernargs(p, kernargs, size);
-        } else {
-            self.packets.push(p.packet);
+            self.stage_kernargs(kernargs, size, index);
         }
     }
 
@@ -249,19 +261,20 @@ impl Batch<'_> {
         }
     }
 
+    /// Stages `kernargs` (padded to `size`) and points packet `index` at them (as an offset
+    /// into the staged bytes until `place_kernargs` adds the region's address).
     #[inline(never)]
-    fn stage_with_kernargs(&mut self, p: &PreparedDispatch<'_>, kernargs: &[u8], size: usize) {
+    fn stage_kernargs(&mut self, kernargs: &[u8], size: usize, index: usize) {
         let align = crate::queue::kernarg::KERNARG_ALIGN as usize;
         let len = size.div_ceil(align) * align;
         let staged = &mut **self.staged;
         let offset = staged.kernarg_bytes.len().div_ceil(align) * align;
         staged.kernarg_bytes.resize(offset + len, 0);
         staged.kernarg_bytes[offset..offset + kernargs.len()].copy_from_slice(kernargs);
-        staged.kernarg_fixups.push(self.packets.len());
-        let mut packet = p.packet;
-        // An offset into the staged bytes until `place_kernargs` adds the region's address.
-        aql::add_encoded_kernarg_base(&mut packet, offset as u64);
-        self.packets.push(packet);
+        staged.kernarg_fixups.push(index);
+        if let Some(p) = self.packets.get_mut(index) {
+            aql::add_encoded_kernarg_base(p, offset as u64);
+        }
     }
 
     fn barrier(&mut self, deps: &[&Signal], or: bool) -> Result<&mut Self> {

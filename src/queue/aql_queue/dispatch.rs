@@ -199,13 +199,35 @@ impl<'a> Dispatch<'a> {
     /// and a call returning the 80-byte result through memory costs as much as the encoding.
     #[inline(always)]
     pub(crate) fn encode(&self) -> Result<PreparedDispatch<'a>> {
+        let group_segment = self.check()?;
+        let mut packet = [0u32; 16];
+        self.encode_into(group_segment, &mut packet);
+        Ok(PreparedDispatch {
+            kernel: self.kernel,
+            group_segment,
+            packet,
+        })
+    }
+
+    /// Validates the launch; returns its LDS bytes per work-group (static plus dynamic).
+    #[inline(always)]
+    pub(crate) fn check(&self) -> Result<u32> {
         self.validate()?;
         let static_lds = self.kernel.group_segment_size();
-        let Some(group_segment) = static_lds.checked_add(self.dynamic_lds) else {
-            return Err(lds_overflow(static_lds, self.dynamic_lds));
-        };
+        match static_lds.checked_add(self.dynamic_lds) {
+            Some(group_segment) => Ok(group_segment),
+            None => Err(lds_overflow(static_lds, self.dynamic_lds)),
+        }
+    }
+
+    /// Encodes the checked launch ([`Dispatch::check`] gave `group_segment`) into `out`, with
+    /// kernarg address 0 and no completion signal. Writing straight into the packet's final
+    /// place matters: a packet built in a temporary, in narrow stores, and copied on in wide
+    /// loads makes each load wait for the stores to retire.
+    #[inline(always)]
+    pub(crate) fn encode_into(&self, group_segment: u32, out: &mut [u32; 16]) {
         let dimensions = self.dimensions();
-        let mut packet = KernelDispatchPacket {
+        *out = KernelDispatchPacket {
             barrier: self.barrier,
             acquire: self.acquire,
             release: self.release,
@@ -221,12 +243,7 @@ impl<'a> Dispatch<'a> {
         .encode();
         // The same header word, from the bits computed with the fields (the compiler drops the
         // encoder's own computation of it).
-        packet[0] = u32::from(self.header) | u32::from(dimensions) << 16;
-        Ok(PreparedDispatch {
-            kernel: self.kernel,
-            group_segment,
-            packet,
-        })
+        out[0] = u32::from(self.header) | u32::from(dimensions) << 16;
     }
 
     /// 1, 2 or 3: the highest dimension with more than one work-item or group member.
