@@ -478,3 +478,46 @@ fn sdma_by_engine_id_is_unknown_before_kfd_1_17() {
     destroy(&kfd, b.queue_id).unwrap();
     destroy(&kfd, a.queue_id).unwrap();
 }
+
+/// A ring the GPU may only read: the processor cannot set the headers of the packets it
+/// consumes back to INVALID, which on hardware is a write fault. The queue stops at its first
+/// packet with a memory violation (the emulator reaches held queue memory directly only where
+/// the page table would allow the access, and a refused write is not ignored).
+#[test]
+fn a_read_only_ring_stops_the_queue_at_its_first_packet() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let mut p = Parts::new(&gpu);
+    p.ring = gpu
+        .alloc_with(
+            64 * 1024,
+            AllocOptions::new(MemoryKind::GttCoherent)
+                .dedicated()
+                .read_only(),
+        )
+        .unwrap();
+    // Every slot INVALID (packet type 1), as a runtime leaves a new ring.
+    let mut slots = vec![0u8; 64 * 1024];
+    for slot in slots.chunks_mut(64) {
+        slot[0] = 1;
+    }
+    p.ring.write(0, &slots).unwrap();
+    let mut a = p.args(&gpu);
+    create(&kfd, &mut a).unwrap();
+    // One barrier-AND with the barrier bit and no signals: body, then header, then the write
+    // pointer (x86 keeps the CPU's stores in order).
+    let mut packet = [0u8; 64];
+    packet[..2].copy_from_slice(&(3u16 | 1 << 8).to_le_bytes());
+    p.ring.write(0, &packet).unwrap();
+    p.ptrs.write(56, &1u64.to_le_bytes()).unwrap();
+    let emu = kfd.emulator().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while emu.queue_error(a.queue_id).is_none() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(
+        emu.queue_error(a.queue_id),
+        Some(kfdrt::emu::QueueErrorCode::MemoryViolation)
+    );
+    destroy(&kfd, a.queue_id).unwrap();
+}

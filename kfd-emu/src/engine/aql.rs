@@ -305,16 +305,21 @@ impl Processor {
             // Header back to INVALID before the read index moves, so a producer that sees the
             // slot free never sees a stale valid header; in strict mode the body is marked
             // unpublished first, so a header stored before its body is caught.
-            if self.strict {
-                let _ = self
-                    .mem
-                    .write_ring_u64(self.vm(), slot + 56, UNPUBLISHED_PAIR);
+            // A refused write (a read-only ring or pointer page) is the CP's write fault.
+            let freed = (|| {
+                if self.strict {
+                    self.mem
+                        .write_ring_u64(self.vm(), slot + 56, UNPUBLISHED_PAIR)?;
+                }
+                self.mem
+                    .write_header(self.vm(), slot, aql::INVALID_HEADER_WORD)?;
+                self.mem.write_rptr(self.vm(), self.ctl.rptr, rd + 1)
+            })();
+            if let Err(f) = freed {
+                self.fail(QueueErrorCode::MemoryViolation, Some(f));
+                continue;
             }
-            let _ = self
-                .mem
-                .write_header(self.vm(), slot, aql::INVALID_HEADER_WORD);
             rd += 1;
-            let _ = self.mem.write_rptr(self.vm(), self.ctl.rptr, rd);
             if reclaim_scratch {
                 // Scratch lent for that dispatch goes back before the next packet.
                 match self.ask_runtime(aql::queue_error::SCRATCH_RECLAIM) {
