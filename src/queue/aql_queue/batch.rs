@@ -77,8 +77,8 @@ pub struct Batch<'q> {
     /// The completion signal: moved into the submission, so dropped here only when the batch
     /// is dropped unsubmitted. Its value is set (to 1) only when the batch is submitted.
     signal: ManuallyDrop<Signal>,
-    /// The signal's value is set: it went into the submission, or the batch's kernel arguments
-    /// were placed (their memory is tied to the signal).
+    /// The signal's value has been set to 1: at submission, or earlier when the batch's kernel
+    /// arguments were placed (their memory is released when the signal reaches 0).
     signal_set: bool,
     pub(crate) submitted: bool,
     /// The most LDS any dispatch of the batch asks for (checked against the GPU's at submission).
@@ -120,7 +120,6 @@ impl Drop for Batch<'_> {
 }
 
 impl<'q> Batch<'q> {
-    /// A batch for `queue` with the staging vectors `b`.
     /// A batch for `queue` completing on `signal`, whose value [`Batch::set_signal`] sets.
     pub(crate) fn new(queue: &'q AqlQueue, signal: Signal) -> Batch<'q> {
         let shared = &queue.0.gpu.kfd().shared;
