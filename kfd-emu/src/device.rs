@@ -259,11 +259,13 @@ impl GpuState {
         MMAP_TYPE_MMIO | u64::from(self.gpu_id) << MMAP_GPU_ID_SHIFT
     }
 
-    /// Reads doorbell `index` (8-byte doorbells).
+    /// Reads doorbell `index` (8-byte doorbells). SeqCst: a sleeper reads it after registering
+    /// (see [`GpuState::doorbell_hinted`]), which the memory model orders only for a SeqCst load
+    /// (on x86-64 it is the same instruction as an acquire load).
     pub(crate) fn doorbell(&self, index: u32) -> u64 {
         let p = self.doorbells.host() as *const AtomicU64;
         // SAFETY: `index` < 1024 (queue creation hands out no more), inside the 8 KiB mapping.
-        unsafe { (*p.add(index as usize % 1024)).load(Ordering::Acquire) }
+        unsafe { (*p.add(index as usize % 1024)).load(Ordering::SeqCst) }
     }
 
     /// Wakes every processor of the GPU: something other than a doorbell may have given any of
@@ -279,7 +281,15 @@ impl GpuState {
     pub(crate) fn doorbell_hinted(&self) {
         let hints = self.hints.load(Ordering::Relaxed);
         self.hints.store(hints.wrapping_add(1), Ordering::Relaxed);
-        self.wake_light_sleepers();
+        // The runtime's doorbell store comes before this fence and the loads of who sleeps after
+        // it; a sleeper registers (a SeqCst read-modify-write) before it looks at its doorbell
+        // again (`wait_for_hint`, `DeepSleepers::sleep`). So either a sleeper is seen here, or
+        // it sees the doorbell move and does not sleep. With nobody asleep, a hint is this fence
+        // and two loads: no read-modify-write on a line every idle processor reads.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self.sleepers.load(Ordering::Relaxed) > 0 {
+            self.wake_light_sleepers();
+        }
         self.deep.wake_moved(|i| self.doorbell(i));
     }
 
@@ -344,11 +354,15 @@ impl GpuState {
             && snap.doorbell.is_none_or(|(i, v)| self.doorbell(i) == v)
     }
 
-    /// Sleeps until a wake-up newer than generation `seen` or `timeout`.
-    pub(crate) fn wait_for_hint(&self, seen: u64, timeout: Duration) {
+    /// Sleeps until a wake-up newer than `snap` or `timeout`. A sleeper with a doorbell
+    /// (`snap.doorbell`) does not sleep if it moved: a doorbell hint that found nobody asleep
+    /// wakes nobody (see [`GpuState::doorbell_hinted`]), so the doorbell is looked at again
+    /// once this thread counts as asleep.
+    pub(crate) fn wait_for_hint(&self, snap: &WakeSnapshot, timeout: Duration) {
         self.sleepers.fetch_add(1, Ordering::SeqCst);
         let g = self.wake.lock().unwrap_or_else(|p| p.into_inner());
-        if self.wake_generation.load(Ordering::SeqCst) == seen {
+        let doorbell_still = snap.doorbell.is_none_or(|(i, v)| self.doorbell(i) == v);
+        if self.wake_generation.load(Ordering::SeqCst) == snap.generation && doorbell_still {
             let _ = self.wake_cv.wait_timeout(g, timeout);
         }
         self.sleepers.fetch_sub(1, Ordering::SeqCst);

@@ -53,7 +53,7 @@ pub(crate) fn idle(
         watch.leave_deep_sleep();
     } else {
         let us = 10u64 << (*idle_rounds - LIGHT_SLEEP_FROM).min(7);
-        gpu.wait_for_hint(snap.generation, Duration::from_micros(us.min(1000)));
+        gpu.wait_for_hint(snap, Duration::from_micros(us.min(1000)));
     }
 }
 
