@@ -379,3 +379,67 @@ pub(crate) struct WakeSnapshot {
     /// The queue's doorbell and its value.
     pub(crate) doorbell: Option<(u32, u64)>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Preset;
+    use std::sync::Arc;
+
+    fn gpu() -> Arc<GpuState> {
+        Arc::new(GpuState::new(0, Preset::Gfx90a.params(), false, 1).expect("GPU state"))
+    }
+
+    fn ring_doorbell(gpu: &GpuState, index: u32, value: u64) {
+        let p = gpu.doorbells.host() as *const AtomicU64;
+        // SAFETY: doorbell `index` < 1024 inside the GPU's 8 KiB doorbell page.
+        unsafe { &*p.add(index as usize) }.store(value, Ordering::SeqCst);
+    }
+
+    /// Runs `wait_for_hint` on another thread and says whether it returned within `within`.
+    fn returns_within(gpu: &Arc<GpuState>, snap: WakeSnapshot, within: Duration) -> bool {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let g = gpu.clone();
+        std::thread::spawn(move || {
+            g.wait_for_hint(&snap, Duration::from_secs(60));
+            let _ = tx.send(());
+        });
+        rx.recv_timeout(within).is_ok()
+    }
+
+    /// A hint that finds nobody asleep wakes nobody; a processor that looked for work before
+    /// the doorbell moved, and goes to sleep after the hint, must see the doorbell itself.
+    #[test]
+    fn a_sleeper_late_for_a_hint_sees_its_doorbell_move() {
+        let gpu = gpu();
+        let snap = gpu.wake_snapshot(Some(3));
+        ring_doorbell(&gpu, 3, 1);
+        gpu.doorbell_hinted();
+        assert!(
+            returns_within(&gpu, snap, Duration::from_secs(20)),
+            "slept through a doorbell rung before it went to sleep"
+        );
+    }
+
+    /// A hint for a sleeper already asleep wakes it, whichever doorbell moved.
+    #[test]
+    fn a_hint_wakes_a_light_sleeper() {
+        let gpu = gpu();
+        let snap = gpu.wake_snapshot(None);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let g = gpu.clone();
+        std::thread::spawn(move || {
+            g.wait_for_hint(&snap, Duration::from_secs(60));
+            let _ = tx.send(());
+        });
+        while gpu.sleepers.load(Ordering::SeqCst) == 0 {
+            std::thread::yield_now();
+        }
+        ring_doorbell(&gpu, 5, 1);
+        gpu.doorbell_hinted();
+        assert!(
+            rx.recv_timeout(Duration::from_secs(20)).is_ok(),
+            "a light sleeper slept through a hint"
+        );
+    }
+}
