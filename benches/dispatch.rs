@@ -81,6 +81,26 @@ fn host_cost(c: &mut Criterion) {
             spent
         })
     });
+    // The same, with the queue's processor stalled while the dispatch is timed, as in
+    // `enqueue_cost`: the difference from `dispatch_single` is what a processor polling the
+    // same queue (its write index, its slots) adds to the producer's stores.
+    let emu = kfd.emulator().expect("emulator").clone();
+    g.bench_function("dispatch_single_processor_stalled", |b| {
+        b.iter_custom(|iters| {
+            let mut spent = Duration::ZERO;
+            for _ in 0..iters {
+                emu.faults().stall_queue(queue.id());
+                let t = Instant::now();
+                let s = queue
+                    .dispatch(&Dispatch::linear(&kernel, black_box(1), black_box(1)))
+                    .expect("dispatch");
+                spent += t.elapsed();
+                emu.faults().resume_queue(queue.id());
+                s.wait(WAIT).expect("wait");
+            }
+            spent
+        })
+    });
     // The same batches with the dispatch prepared once (validated and encoded).
     let prepared = Dispatch::linear(&kernel, 1, 1).prepare().expect("prepare");
     g.throughput(Throughput::Elements(64));
