@@ -202,8 +202,9 @@ const NOT_ARMED: i64 = i64::MIN;
 struct SignalInner {
     kfd: Kfd,
     slot: Slot,
-    /// The value the last armed completion will leave, or [`NOT_ARMED`]. Written only by the submission that owns the signal, before the packet carrying it
-    /// is published ([`Signal::arm_decrement`]), and by `disarm` once no engine can write it.
+    /// The value the last armed completion will leave, or [`NOT_ARMED`]. Written only by the
+    /// submission that owns the signal, before the packet carrying it is published
+    /// ([`Signal::arm_decrement`]), and by `disarm` once no engine can write it.
     armed_target: AtomicI64,
 }
 

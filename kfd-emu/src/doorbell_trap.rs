@@ -99,17 +99,22 @@ fn release(t: &Trap, start: usize) {
         .compare_exchange(start, 1, Ordering::AcqRel, Ordering::Relaxed)
         .is_ok()
     {
-        let end = t.end.load(Ordering::Acquire);
-        // SAFETY: a client mapping of doorbells the emulator made read-write; restoring that.
-        unsafe {
-            libc::mprotect(
-                start as *mut libc::c_void,
-                end - start,
-                libc::PROT_READ | libc::PROT_WRITE,
-            )
-        };
+        allow_writes(start, t.end.load(Ordering::Acquire));
         t.start.store(0, Ordering::Release);
     }
+}
+
+/// Makes a trapped mapping (`start..end`) writable again. Async-signal-safe (one `mprotect`).
+fn allow_writes(start: usize, end: usize) {
+    // SAFETY: `start..end` is a registered client mapping of doorbells, which the emulator
+    // mapped read-write; this restores that, whether or not `arm` had protected it.
+    unsafe {
+        libc::mprotect(
+            start as *mut libc::c_void,
+            end - start,
+            libc::PROT_READ | libc::PROT_WRITE,
+        )
+    };
 }
 
 /// Write-protects the trapped mappings in `slots` (a processor of their GPU is going to sleep
@@ -149,15 +154,8 @@ pub(crate) fn on_fault(addr: usize) -> bool {
         let start = t.start.load(Ordering::Acquire);
         let end = t.end.load(Ordering::Acquire);
         if start > 1 && start <= addr && addr < end {
-            // SAFETY: the mapping is a registered read-write doorbell mapping that `arm`
-            // protected; lifting that is what lets the faulting store complete.
-            unsafe {
-                libc::mprotect(
-                    start as *mut libc::c_void,
-                    end - start,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                )
-            };
+            // Lifting the protection is what lets the faulting store complete.
+            allow_writes(start, end);
             t.sprung.fetch_add(1, Ordering::Relaxed);
             // Wakes the GPU's sleeping processors (and the watcher) directly.
             kick();

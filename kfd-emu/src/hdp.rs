@@ -11,9 +11,10 @@
 //!
 //! The same handler serves [`crate::doorbell_trap`]. It is async-signal-safe: it scans a fixed
 //! table of tracked ranges, appends the page to a fixed ring and calls `mprotect`; anything else
-//! is passed to the handler installed before (Rust's stack-overflow detection, a debugger's). Leniency: a system call that writes
-//! into a tracked page (`read(2)` into VRAM) fails with EFAULT instead of faulting, and more
-//! than [`RING`] pages dirtied between two GPU packets stop the reports until the next flush.
+//! is passed to the handler installed before (Rust's stack-overflow detection, a debugger's).
+//! Leniency: a system call that writes into a tracked page (`read(2)` into VRAM) fails with
+//! EFAULT instead of faulting, and more than [`RING`] pages dirtied between two GPU packets stop
+//! the reports until the next flush.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};

@@ -172,7 +172,7 @@ impl Processor {
                 continue;
             }
             let slot = self.ctl.ring + (rd % n) * 64;
-            let header = match self.mem.read_header(self.vm(), slot) {
+            let header = match self.mem.read_u32(self.vm(), slot) {
                 Ok(h) => h,
                 Err(f) => {
                     self.fail(QueueErrorCode::MemoryViolation, Some(f));
@@ -308,12 +308,11 @@ impl Processor {
             // A refused write (a read-only ring or pointer page) is the CP's write fault.
             let freed = (|| {
                 if self.strict {
-                    self.mem
-                        .write_ring_u64(self.vm(), slot + 56, UNPUBLISHED_PAIR)?;
+                    self.mem.write_u64(self.vm(), slot + 56, UNPUBLISHED_PAIR)?;
                 }
                 self.mem
-                    .write_header(self.vm(), slot, aql::INVALID_HEADER_WORD)?;
-                self.mem.write_rptr(self.vm(), self.ctl.rptr, rd + 1)
+                    .write_u32(self.vm(), slot, aql::INVALID_HEADER_WORD)?;
+                self.mem.write_u64(self.vm(), self.ctl.rptr, rd + 1)
             })();
             if let Err(f) = freed {
                 self.fail(QueueErrorCode::MemoryViolation, Some(f));
@@ -334,7 +333,7 @@ impl Processor {
     /// Whether a producer has reserved packet `index` (the queue's write index is past it).
     fn reserved(&self, index: u64) -> bool {
         self.mem
-            .read_wptr(self.vm(), self.ctl.wptr)
+            .read_u64(self.vm(), self.ctl.wptr)
             .is_ok_and(|w| w > index)
     }
 
@@ -346,7 +345,7 @@ impl Processor {
         self.reserved(rd + 1)
             && self
                 .mem
-                .read_header(self.vm(), next)
+                .read_u32(self.vm(), next)
                 .is_ok_and(|h| aql::is_valid_header_word(h) && h & (1 << 8) == 0)
     }
 
@@ -419,7 +418,7 @@ impl Processor {
 
     /// Whether the queue's properties ask for timestamps in completion signals.
     fn profiling(&self) -> Result<bool, GpuFault> {
-        let properties = self.mem.read_queue_u32(
+        let properties = self.mem.read_u32(
             self.vm(),
             self.ctl.rptr - queue_offsets::READ_DISPATCH_ID + queue_offsets::QUEUE_PROPERTIES,
         )?;

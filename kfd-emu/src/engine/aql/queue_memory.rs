@@ -20,9 +20,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 /// page also holds the rest of the runtime's `amd_queue_t`, whose properties the processor
 /// reads per packet), where they could be resolved.
 pub(super) struct QueueMemory {
-    ring: Option<Range>,
-    rptr: Option<Range>,
-    wptr: Option<Range>,
+    ranges: [Option<Range>; 3],
 }
 
 /// The GPU page size: the queue holds each pointer's whole page.
@@ -34,16 +32,23 @@ struct Range {
     va: u64,
     len: u64,
     host: usize,
+    /// The page table would allow the GPU to write it.
+    writable: bool,
 }
 
 impl Range {
-    fn resolve(vm: &GpuVm, va: u64, len: u64, write: bool) -> Option<Range> {
-        let host = vm.held_host(va, len, write)?;
-        Some(Range { va, len, host })
+    fn resolve(vm: &GpuVm, va: u64, len: u64, writable: bool) -> Option<Range> {
+        let host = vm.held_host(va, len, writable)?;
+        Some(Range {
+            va,
+            len,
+            host,
+            writable,
+        })
     }
 
     /// The host address of `va..va+len` when it lies inside this range and is aligned for
-    /// an access of `len` bytes (1, 4, 8 or a whole 64-byte slot).
+    /// an access of `len` bytes (4, 8 or a whole 64-byte slot).
     fn host(&self, va: u64, len: u64) -> Option<usize> {
         let inside = va >= self.va && va - self.va + len <= self.len;
         let aligned = va % len.min(8) == 0;
@@ -53,89 +58,72 @@ impl Range {
 
 impl QueueMemory {
     /// Resolves the ring (`ring_size` bytes at `ring`) and the pages of the pointers at `rptr`
-    /// and `wptr`. Only call it for a queue whose buffers are held for the caller's whole life.
+    /// (which the processor writes) and `wptr` (which it only reads). Only call it for a queue
+    /// whose buffers are held for the caller's whole life.
     pub(super) fn resolve(vm: &GpuVm, ring: u64, ring_size: u64, rptr: u64, wptr: u64) -> Self {
         let page = |va: u64| va & !(PAGE - 1);
         QueueMemory {
-            ring: Range::resolve(vm, ring, ring_size, true),
-            rptr: Range::resolve(vm, page(rptr), PAGE, true),
-            wptr: Range::resolve(vm, page(wptr), PAGE, false),
+            ranges: [
+                Range::resolve(vm, ring, ring_size, true),
+                Range::resolve(vm, page(rptr), PAGE, true),
+                Range::resolve(vm, page(wptr), PAGE, false),
+            ],
         }
     }
 
-    /// Reads a u32 of the read pointer's page (the queue's properties).
-    pub(super) fn read_queue_u32(&self, vm: &GpuVm, va: u64) -> Result<u32, GpuFault> {
-        match self.rptr.and_then(|r| r.host(va, 4)) {
-            // SAFETY: 4 aligned bytes of the held read-pointer page.
+    /// The host address of `va..va+len` for a read (or a `write`), if a resolved range holds it.
+    fn host(&self, va: u64, len: u64, write: bool) -> Option<usize> {
+        self.ranges
+            .iter()
+            .flatten()
+            .filter(|r| r.writable || !write)
+            .find_map(|r| r.host(va, len))
+    }
+
+    /// Reads a u32 (acquire: a header is read before its body).
+    pub(super) fn read_u32(&self, vm: &GpuVm, va: u64) -> Result<u32, GpuFault> {
+        match self.host(va, 4, false) {
+            // SAFETY: 4 aligned bytes of held queue memory.
             Some(h) => Ok(unsafe { &*(h as *const AtomicU32) }.load(Ordering::Acquire)),
             None => vm.read_u32(va),
         }
     }
 
-    fn ring_host(&self, va: u64, len: u64) -> Option<usize> {
-        self.ring.and_then(|r| r.host(va, len))
-    }
-
-    /// Reads the write pointer.
-    pub(super) fn read_wptr(&self, vm: &GpuVm, va: u64) -> Result<u64, GpuFault> {
-        match self.wptr.and_then(|r| r.host(va, 8)) {
-            // SAFETY: 8 aligned bytes of the held write-pointer mapping.
+    /// Reads a u64.
+    pub(super) fn read_u64(&self, vm: &GpuVm, va: u64) -> Result<u64, GpuFault> {
+        match self.host(va, 8, false) {
+            // SAFETY: 8 aligned bytes of held queue memory.
             Some(h) => Ok(unsafe { &*(h as *const AtomicU64) }.load(Ordering::Acquire)),
             None => vm.read_u64(va),
         }
     }
 
-    /// Writes the read pointer.
-    pub(super) fn write_rptr(&self, vm: &GpuVm, va: u64, v: u64) -> Result<(), GpuFault> {
-        match self.rptr.and_then(|r| r.host(va, 8)) {
-            Some(h) => {
-                // SAFETY: 8 aligned bytes of the held, writable read-pointer mapping.
-                unsafe { &*(h as *const AtomicU64) }.store(v, Ordering::Release);
-                Ok(())
-            }
-            None => vm.write_u64(va, v),
-        }
+    /// Writes a u32.
+    pub(super) fn write_u32(&self, vm: &GpuVm, va: u64, v: u32) -> Result<(), GpuFault> {
+        let Some(h) = self.host(va, 4, true) else {
+            return vm.write_u32(va, v);
+        };
+        // SAFETY: 4 aligned bytes of held queue memory the GPU may write.
+        unsafe { &*(h as *const AtomicU32) }.store(v, Ordering::Release);
+        Ok(())
     }
 
-    /// Reads a slot's header word (acquire: the body is read after it).
-    pub(super) fn read_header(&self, vm: &GpuVm, slot: u64) -> Result<u32, GpuFault> {
-        match self.ring_host(slot, 4) {
-            // SAFETY: 4 aligned bytes of the held ring mapping.
-            Some(h) => Ok(unsafe { &*(h as *const AtomicU32) }.load(Ordering::Acquire)),
-            None => vm.read_u32(slot),
-        }
-    }
-
-    /// Writes a slot's header word.
-    pub(super) fn write_header(&self, vm: &GpuVm, slot: u64, v: u32) -> Result<(), GpuFault> {
-        match self.ring_host(slot, 4) {
-            Some(h) => {
-                // SAFETY: 4 aligned bytes of the held, writable ring mapping.
-                unsafe { &*(h as *const AtomicU32) }.store(v, Ordering::Release);
-                Ok(())
-            }
-            None => vm.write_u32(slot, v),
-        }
-    }
-
-    /// Writes a u64 inside the ring (strict mode's UNPUBLISHED marks).
-    pub(super) fn write_ring_u64(&self, vm: &GpuVm, va: u64, v: u64) -> Result<(), GpuFault> {
-        match self.ring_host(va, 8) {
-            Some(h) => {
-                // SAFETY: 8 aligned bytes of the held, writable ring mapping.
-                unsafe { &*(h as *const AtomicU64) }.store(v, Ordering::Release);
-                Ok(())
-            }
-            None => vm.write_u64(va, v),
-        }
+    /// Writes a u64.
+    pub(super) fn write_u64(&self, vm: &GpuVm, va: u64, v: u64) -> Result<(), GpuFault> {
+        let Some(h) = self.host(va, 8, true) else {
+            return vm.write_u64(va, v);
+        };
+        // SAFETY: 8 aligned bytes of held queue memory the GPU may write.
+        unsafe { &*(h as *const AtomicU64) }.store(v, Ordering::Release);
+        Ok(())
     }
 
     /// Reads a whole 64-byte slot. Like the page table's read, a producer still writing the
     /// slot (which the AQL protocol forbids once the header is valid) may be seen torn.
     pub(super) fn read_slot(&self, vm: &GpuVm, slot: u64) -> Result<[u8; 64], GpuFault> {
         let mut bytes = [0u8; 64];
-        match self.ring_host(slot, 64) {
-            // SAFETY: 64 bytes of the held ring mapping; `bytes` is a separate buffer.
+        match self.host(slot, 64, false) {
+            // SAFETY: 64 bytes of held queue memory; `bytes` is a separate buffer.
             Some(h) => unsafe {
                 std::ptr::copy_nonoverlapping(h as *const u8, bytes.as_mut_ptr(), 64)
             },
