@@ -198,12 +198,10 @@ fn strict_mode_waits_for_the_doorbell() {
     );
 }
 
-#[test]
-fn a_work_group_whose_size_wraps_32_bits_stops_the_queue() {
-    // 32768 x 32768 x 4 = 2^32 work-items: a 32-bit product is 0. The processor must refuse it
-    // (INCOMPATIBLE_ARGUMENTS, as for any group over 1024), not run it or panic.
-    let kfd = common::emulated(Preset::Gfx90a, 1);
-    let gpu = kfd.gpu(0).unwrap();
+/// Publishes `packet` (its kernel object defaulting to a bound host function's) on a new queue
+/// of `gpu` and returns the error the processor stopped the queue with; the packet's
+/// completion signal must be untouched.
+fn queue_error_of(gpu: &kfdrt::Gpu, what: &str, mut packet: aql::KernelDispatchPacket) -> u64 {
     let kernel = gpu
         .emulated_kernel(
             "never",
@@ -211,19 +209,13 @@ fn a_work_group_whose_size_wraps_32_bits_stops_the_queue() {
             std::sync::Arc::new(|_: &kfdrt::emu::WorkGroup<'_>| Ok(())),
         )
         .unwrap();
-    let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
-    let sig = kfd.create_signal(1).unwrap();
-    let words = aql::KernelDispatchPacket {
-        barrier: true,
-        dimensions: 3,
-        workgroup_size: [32768, 32768, 4],
-        grid_size: [32768, 32768, 4],
-        kernel_object: kernel.object(),
-        completion_signal: sig.handle(),
-        ..Default::default()
+    if packet.kernel_object == u64::MAX {
+        packet.kernel_object = kernel.object();
     }
-    .encode();
-    publish_without_doorbell(&queue, &words);
+    let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let sig = gpu.kfd().create_signal(1).unwrap();
+    packet.completion_signal = sig.handle();
+    publish_without_doorbell(&queue, &packet.encode());
     let t0 = std::time::Instant::now();
     let fault = loop {
         if let Some(f) = queue.fault() {
@@ -231,15 +223,182 @@ fn a_work_group_whose_size_wraps_32_bits_stops_the_queue() {
         }
         assert!(
             t0.elapsed() < Duration::from_secs(10),
-            "the queue did not stop"
+            "{what}: the queue did not stop"
         );
         std::thread::sleep(Duration::from_millis(1));
     };
-    assert_eq!(
-        fault.code,
-        aql::queue_error::INCOMPATIBLE_ARGUMENTS,
-        "{}",
-        fault.describe()
+    assert_eq!(sig.value(), 1, "{what}: the packet completed");
+    fault.code
+}
+
+/// A valid 1-D dispatch of the bound kernel (`u64::MAX` stands for its object).
+fn good_packet() -> aql::KernelDispatchPacket {
+    aql::KernelDispatchPacket {
+        barrier: true,
+        dimensions: 1,
+        workgroup_size: [64, 1, 1],
+        grid_size: [64, 1, 1],
+        kernel_object: u64::MAX,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_work_group_whose_size_wraps_32_bits_stops_the_queue() {
+    // 32768 x 32768 x 4 = 2^32 work-items: a 32-bit product is 0. The processor must refuse it
+    // (INVALID_ARGUMENT, ROCr's "group is too large", as for any group over 1024), not run it
+    // or panic.
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let code = queue_error_of(
+        &gpu,
+        "a wrapping work-group",
+        aql::KernelDispatchPacket {
+            dimensions: 3,
+            workgroup_size: [32768, 32768, 4],
+            grid_size: [32768, 32768, 4],
+            ..good_packet()
+        },
     );
-    assert_eq!(sig.value(), 1, "the packet completed");
+    assert_eq!(
+        code,
+        aql::queue_error::INVALID_ARGUMENT,
+        "{}",
+        aql::queue_error::describe(code)
+    );
+}
+
+/// Each invalid dispatch packet stops its queue with the bit ROCr decodes for it
+/// (`amd_aql_queue.cpp`: 2 invalid dim, 4 invalid group memory, 8 invalid code, 64 group too
+/// large), and the packet's own fields are checked before the CP acts on it: a bad packet that
+/// also asks for an absurd amount of scratch is reported as the bad packet it is, not as a
+/// scratch request the runtime then fails to serve (out of resources).
+#[test]
+fn invalid_dispatch_packets_stop_the_queue_with_rocr_codes() {
+    use aql::queue_error::*;
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let garbage_scratch = 0xdead_0000;
+    let unmapped = 0x7fff_0000_0000;
+    let cases: Vec<(&str, aql::KernelDispatchPacket, u64)> = vec![
+        (
+            "no dimensions",
+            aql::KernelDispatchPacket {
+                dimensions: 0,
+                ..good_packet()
+            },
+            INCOMPATIBLE_ARGUMENTS,
+        ),
+        (
+            "four dimensions",
+            aql::KernelDispatchPacket {
+                dimensions: 4,
+                ..good_packet()
+            },
+            INCOMPATIBLE_ARGUMENTS,
+        ),
+        (
+            "an empty grid",
+            aql::KernelDispatchPacket {
+                grid_size: [64, 0, 1],
+                ..good_packet()
+            },
+            INCOMPATIBLE_ARGUMENTS,
+        ),
+        (
+            "an empty work-group",
+            aql::KernelDispatchPacket {
+                workgroup_size: [0, 1, 1],
+                ..good_packet()
+            },
+            INVALID_ARGUMENT,
+        ),
+        (
+            "a work-group of 2048",
+            aql::KernelDispatchPacket {
+                workgroup_size: [2048, 1, 1],
+                grid_size: [2048, 1, 1],
+                ..good_packet()
+            },
+            INVALID_ARGUMENT,
+        ),
+        (
+            "128 KiB of group memory",
+            aql::KernelDispatchPacket {
+                group_segment_size: 128 << 10,
+                ..good_packet()
+            },
+            INVALID_ALLOCATION,
+        ),
+        (
+            "a null kernel object",
+            aql::KernelDispatchPacket {
+                kernel_object: 0,
+                ..good_packet()
+            },
+            INVALID_CODE_OBJECT,
+        ),
+        (
+            "a misaligned kernel object",
+            aql::KernelDispatchPacket {
+                kernel_object: unmapped + 8,
+                ..good_packet()
+            },
+            INVALID_CODE_OBJECT,
+        ),
+        (
+            "an unmapped kernel object",
+            aql::KernelDispatchPacket {
+                kernel_object: unmapped,
+                ..good_packet()
+            },
+            INVALID_CODE_OBJECT,
+        ),
+        (
+            "bad dimensions and garbage scratch",
+            aql::KernelDispatchPacket {
+                dimensions: 0,
+                private_segment_size: garbage_scratch,
+                ..good_packet()
+            },
+            INCOMPATIBLE_ARGUMENTS,
+        ),
+        (
+            "a big work-group and garbage scratch",
+            aql::KernelDispatchPacket {
+                workgroup_size: [64, 64, 1],
+                private_segment_size: garbage_scratch,
+                ..good_packet()
+            },
+            INVALID_ARGUMENT,
+        ),
+        (
+            "big group memory and garbage scratch",
+            aql::KernelDispatchPacket {
+                group_segment_size: u32::MAX,
+                private_segment_size: garbage_scratch,
+                ..good_packet()
+            },
+            INVALID_ALLOCATION,
+        ),
+        (
+            "an unmapped kernel and garbage scratch",
+            aql::KernelDispatchPacket {
+                kernel_object: unmapped,
+                private_segment_size: garbage_scratch,
+                ..good_packet()
+            },
+            INVALID_CODE_OBJECT,
+        ),
+    ];
+    for (what, packet, want) in cases {
+        let code = queue_error_of(&gpu, what, packet);
+        assert_eq!(
+            code,
+            want,
+            "{what}: {} (want {})",
+            describe(code),
+            describe(want)
+        );
+    }
 }

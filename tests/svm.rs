@@ -221,3 +221,29 @@ fn bad_ranges_get_the_drivers_errnos() {
     // Keep the first half mapped until here; `host`'s drop unmaps the whole span again.
     drop(host);
 }
+
+/// `kfd_ioctl_set_xnack_mode`: a query works at any time, but a change (even to the mode the
+/// process already has) is EBUSY while the process has a user queue; with none, turning XNACK
+/// off is accepted and turning it on is EPERM on a part without retry faults.
+#[test]
+fn xnack_mode_cannot_change_while_queues_exist() {
+    use kfd_sys::bindings::kfd_ioctl_set_xnack_mode_args as Args;
+    use kfd_sys::DriverExt;
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let set = |mode: i32| {
+        let mut a = Args {
+            xnack_enabled: mode,
+        };
+        kfd.driver().kfd_ioctl(&mut a).map(|_| a.xnack_enabled)
+    };
+    assert_eq!(set(-1), Ok(0));
+    assert_eq!(set(0), Ok(0));
+    assert_eq!(set(1), Err(Errno::EPERM));
+    let q = gpu.create_sdma_queue().unwrap();
+    assert_eq!(set(-1), Ok(0), "a query is always answered");
+    assert_eq!(set(0), Err(Errno::EBUSY));
+    assert_eq!(set(1), Err(Errno::EBUSY));
+    drop(q);
+    assert_eq!(set(0), Ok(0));
+}

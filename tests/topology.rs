@@ -179,3 +179,29 @@ fn node_names_are_amdgpus_asic_names() {
         assert_eq!(kfd.gpu(0).unwrap().info().name, name, "{preset:?}");
     }
 }
+
+/// The CPU node's memory bank reports the host's memory, as `kfd_fill_mem_info_for_cpu` adds
+/// up the node's managed pages (what `/proc/meminfo` calls MemTotal), not a made-up figure.
+#[test]
+fn the_cpu_node_reports_the_hosts_memory() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let emu = kfd.emulator().unwrap();
+    let files = emu.topology_files();
+    let props = &files
+        .iter()
+        .find(|(p, _)| p == "nodes/0/mem_banks/0/properties")
+        .expect("the CPU node has a memory bank")
+        .1;
+    let reported: u64 = props
+        .lines()
+        .find_map(|l| l.strip_prefix("size_in_bytes "))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("size_in_bytes");
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+    let total_kb: u64 = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("MemTotal");
+    assert_eq!(reported, total_kb * 1024);
+}

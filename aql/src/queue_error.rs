@@ -5,15 +5,20 @@
 //! Defined here, next to the `amd_queue_t` and `amd_signal_t` layouts, because both sides of the
 //! ABI use them: the emulated command processor writes them and the runtime decodes them.
 
-/// A dispatch's arguments are incompatible (work-group size, dimensions).
+/// Invalid dispatch dimensions: outside 1..=3, or an empty grid (ROCr: "invalid dim",
+/// `HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS`; KFD's `EC_QUEUE_PACKET_DISPATCH_DIM_INVALID`).
 pub const INCOMPATIBLE_ARGUMENTS: u64 = 2;
-/// A resource could not be allocated (LDS, scratch).
+/// Invalid group memory: more than a CU's LDS (ROCr: "invalid group memory",
+/// `HSA_STATUS_ERROR_INVALID_ALLOCATION`; `EC_QUEUE_PACKET_DISPATCH_GROUP_SEGMENT_SIZE_INVALID`).
 pub const INVALID_ALLOCATION: u64 = 4;
-/// The kernel object is not a valid kernel (not mapped, not a descriptor).
+/// The kernel object is not a valid kernel: null, misaligned, not mapped (ROCr: "invalid
+/// code", `HSA_STATUS_ERROR_INVALID_CODE_OBJECT`; `EC_QUEUE_PACKET_DISPATCH_CODE_INVALID`).
 pub const INVALID_CODE_OBJECT: u64 = 8;
 /// The packet's format is invalid (unknown type, bad header).
 pub const INVALID_PACKET_FORMAT: u64 = 32;
-/// A packet argument is invalid (zero grid, bad segment size).
+/// The work-group is empty or too large (ROCr: "group is too large",
+/// `HSA_STATUS_ERROR_INVALID_ARGUMENT`; `EC_QUEUE_PACKET_DISPATCH_WORK_GROUP_SIZE_INVALID`).
+/// The emulator also reports a kernarg segment it refuses with it.
 pub const INVALID_ARGUMENT: u64 = 64;
 /// The kernel needs more registers than the hardware has.
 pub const OUT_OF_REGISTERS: u64 = 128;

@@ -208,7 +208,8 @@ impl Preset {
 pub struct EmuConfig {
     /// The GPUs, 1 to 8.
     pub gpus: Vec<GpuParams>,
-    /// System memory reported for the CPU node.
+    /// System memory reported for the CPU node, and what amdgpu's GTT and pinning limits are
+    /// computed from. [`EmuConfig::new`] takes the host's (see [`host_memory_bytes`]).
     pub system_memory_bytes: u64,
     /// CPU cores reported for the CPU node.
     pub cpu_cores: u32,
@@ -260,6 +261,20 @@ pub const TRAP_DOORBELLS_ENV: &str = "KFDRT_EMU_TRAP_DOORBELLS";
 /// Environment variable giving [`EmuConfig::kfd_version`] (`1.11`) for [`EmuConfig::from_env`].
 pub const KFD_VERSION_ENV: &str = "KFDRT_EMU_KFD_VERSION";
 
+/// The host's memory as the CPU node's memory bank reports it: `kfd_fill_mem_info_for_cpu`
+/// adds up the node's managed pages, which is what `sysinfo`'s total RAM counts (the kernel's
+/// `totalram_pages`). 64 GiB if the host will not say.
+pub fn host_memory_bytes() -> u64 {
+    // SAFETY: an all-zero `sysinfo` is a valid value of the plain C struct, and the call only
+    // writes it.
+    let mut info: libc::sysinfo = unsafe { std::mem::zeroed() };
+    // SAFETY: `info` is a valid out-parameter.
+    if unsafe { libc::sysinfo(&mut info) } != 0 || info.totalram == 0 {
+        return 64 * GIB;
+    }
+    (info.totalram as u64).saturating_mul(u64::from(info.mem_unit.max(1)))
+}
+
 /// Parses `major.minor`.
 pub(crate) fn parse_kfd_version(v: &str) -> Option<kfd_sys::KfdVersion> {
     let (major, minor) = v.trim().split_once('.')?;
@@ -284,7 +299,7 @@ impl EmuConfig {
     pub fn new(preset: Preset, gpus: usize) -> EmuConfig {
         EmuConfig {
             gpus: (0..gpus).map(|_| preset.params()).collect(),
-            system_memory_bytes: 64 * GIB,
+            system_memory_bytes: host_memory_bytes(),
             cpu_cores: std::thread::available_parallelism().map_or(2, |n| n.get() as u32),
             aql_requires_doorbell: false,
             spin_poll: false,

@@ -67,6 +67,9 @@ struct Event {
     reset: Option<ResetReport>,
     /// Waits (by waiter id) currently sleeping on this event.
     waiters: Vec<u64>,
+    /// `event_age`: 1 when created, one more each time it is set (KFD 1.14+ reports it to
+    /// waiters that pass the age they last saw, so a set between two waits is never lost).
+    age: u64,
 }
 
 impl Event {
@@ -74,6 +77,11 @@ impl Event {
     /// consumed by them.
     fn set(&mut self, activated: &mut HashSet<(u64, u32), IdBuild>, id: u32) {
         self.signaled = !self.auto_reset || self.waiters.is_empty();
+        // "event_age wrap back!": 0 means "no age" to a waiter, 1 is a new event's.
+        self.age = match self.age.wrapping_add(1) {
+            0 => 2,
+            a => a,
+        };
         for &w in &self.waiters {
             activated.insert((w, id));
         }
@@ -183,6 +191,7 @@ impl EventTable {
                 fault: None,
                 reset: None,
                 waiters: Vec::new(),
+                age: 1,
             },
         );
         a.event_id = id;
@@ -330,12 +339,16 @@ impl EventTable {
         self.cv.notify_all();
     }
 
-    /// `WAIT_EVENTS`: `Ok(result)` with KFD's wait_result; fills memory-fault payloads.
+    /// `WAIT_EVENTS`: `Ok(result)` with KFD's wait_result; on completion fills the payloads of
+    /// the events that woke the waiter (`copy_signaled_event_data`). With `ages` (KFD 1.14+),
+    /// a signal event given a non-zero `last_event_age` counts as signaled at once if its age
+    /// moved on since, and its age is copied back (`init_event_waiter`); 0 keeps the old rule.
     pub(crate) fn wait(
         &self,
         data: &mut [kfd_event_data],
         all: bool,
         timeout_ms: u32,
+        ages: bool,
     ) -> Result<u32, Errno> {
         let deadline = (timeout_ms != u32::MAX)
             .then(|| Instant::now() + Duration::from_millis(u64::from(timeout_ms)));
@@ -354,17 +367,26 @@ impl EventTable {
         // init_event_waiter: an event already signaled activates the waiter at once and, if
         // auto-reset, is consumed by it.
         let mut activated = Vec::with_capacity(data.len());
+        let mut age_enabled = Vec::with_capacity(data.len());
         for d in data.iter() {
             let Some(ev) = g.events.get_mut(&d.event_id) else {
                 return Err(Errno::EINVAL);
             };
-            activated.push(ev.signaled);
-            if !ev.signaled {
+            let mut a = ev.signaled;
+            ev.signaled = ev.signaled && !ev.auto_reset;
+            // SAFETY: every variant of the union is plain integers; the age is the first 8
+            // bytes, whatever the caller meant.
+            let last_age = unsafe { d.__bindgen_anon_1.signal_event_data.last_event_age };
+            let aged = ages && ev.kind == KFD_IOC_EVENT_SIGNAL && last_age != 0;
+            if aged && ev.age != last_age {
+                a = true;
+            }
+            if !a {
                 // Only a waiter that is not already activated joins the event's wait queue.
                 ev.waiters.push(me);
-            } else if ev.auto_reset {
-                ev.signaled = false;
             }
+            activated.push(a);
+            age_enabled.push(aged);
         }
         let result = loop {
             for (d, a) in data.iter().zip(activated.iter_mut()) {
@@ -404,13 +426,21 @@ impl EventTable {
         };
         let g = &mut *guard;
         g.orphaned.remove(&me);
-        for (d, &a) in data.iter_mut().zip(activated.iter()) {
+        for ((d, &a), &aged) in data
+            .iter_mut()
+            .zip(activated.iter())
+            .zip(age_enabled.iter())
+        {
             g.activated.remove(&(me, d.event_id));
             // The event may have been destroyed while we slept.
             let Some(ev) = g.events.get_mut(&d.event_id) else {
                 continue;
             };
             ev.waiters.retain(|&w| w != me);
+            let a = a && result == KFD_IOC_WAIT_RESULT_COMPLETE;
+            if a && aged {
+                d.__bindgen_anon_1.signal_event_data.last_event_age = ev.age;
+            }
             if let (true, Some(f)) = (a, ev.fault) {
                 use crate::vm::FaultKind;
                 let flag = |k: FaultKind| u32::from(f.kind == Some(k));

@@ -157,14 +157,19 @@ unsafe fn handle(
             unsafe { crate::svm::ioctl(emu, v) }
         }),
         r if r == rq::SET_XNACK_MODE => with!(kfd_ioctl_set_xnack_mode_args, |v| {
-            // Query (-1) reports XNACK off; the emulated parts run without retry faults.
-            match v.xnack_enabled {
-                -1 => {
-                    v.xnack_enabled = 0;
-                    Ok(())
-                }
-                0 => Ok(()),
-                _ => Err(Errno::EPERM),
+            // kfd_ioctl_set_xnack_mode: a query (negative) reports the mode, XNACK off here (the
+            // emulated parts run without retry faults); a change is refused with EBUSY while
+            // the process has any user queue ("Process has user queues running"), before the
+            // mode is even compared; turning XNACK on is EPERM on parts that cannot.
+            if v.xnack_enabled < 0 {
+                v.xnack_enabled = 0;
+                Ok(())
+            } else if emu.queues.live() > 0 {
+                Err(Errno::EBUSY)
+            } else if v.xnack_enabled == 0 {
+                Ok(())
+            } else {
+                Err(Errno::EPERM)
             }
         }),
         r if r == rq::GET_CLOCK_COUNTERS => with!(kfd_ioctl_get_clock_counters_args, |v| {
@@ -256,7 +261,13 @@ unsafe fn handle(
                     v.num_events as usize,
                 )
             };
-            v.wait_result = emu.events.wait(data, v.wait_for_all != 0, v.timeout)?;
+            let ages = emu
+                .config
+                .kfd_version
+                .supports(kfd_sys::Feature::SignalEventAge);
+            v.wait_result = emu
+                .events
+                .wait(data, v.wait_for_all != 0, v.timeout, ages)?;
             Ok(())
         }),
         r if r == rq::CREATE_QUEUE => with!(kfd_ioctl_create_queue_args, |v| queue::create(emu, v)),

@@ -194,8 +194,8 @@ mod vm;
 mod wake;
 
 pub use config::{
-    EmuConfig, EmuError, GpuParams, Preset, GPUS_ENV, KFD_VERSION_ENV, PRESET_ENV, SPIN_ENV,
-    STRICT_ENV, TRAP_DOORBELLS_ENV, WAVE_THREADS_ENV,
+    host_memory_bytes, EmuConfig, EmuError, GpuParams, Preset, GPUS_ENV, KFD_VERSION_ENV,
+    PRESET_ENV, SPIN_ENV, STRICT_ENV, TRAP_DOORBELLS_ENV, WAVE_THREADS_ENV,
 };
 pub use device::FIRST_RENDER_MINOR;
 pub use engine::QueueErrorCode;

@@ -27,7 +27,7 @@ struct Entry {
     ctl: Arc<QueueCtl>,
     thread: Option<JoinHandle<()>>,
     /// Buffers the queue holds a reference on (ring, pointers, EOP, CWSR).
-    buffers: Vec<u64>,
+    buffers: QueueBuffers,
     /// What a debugger's queue snapshot shows of it.
     snapshot: kfd_queue_snapshot_entry,
     /// The queue holds the GPU's global wave sync resources (`ALLOC_QUEUE_GWS`).
@@ -74,97 +74,143 @@ fn is_cp_doorbell(i: u32) -> bool {
     i % 512 < FIRST_NON_CP_DOORBELL
 }
 
+/// Logs why `CREATE_QUEUE` is refused and gives its errno: every refusal says why, as the
+/// driver's `pr_debug` lines do.
+fn refuse(why: std::fmt::Arguments<'_>, errno: Errno) -> Errno {
+    log::warn!("kfd-emu: CREATE_QUEUE refused ({errno}): {why}");
+    errno
+}
+
 /// `kfd_queue_buffer_get`: the page holding `addr` must be the first page of a GPU mapping and,
 /// when `expected` is a page or more, that mapping must end exactly `expected` bytes' worth of
 /// pages later (a shorter `expected`, such as a small SDMA ring, only checks the start). Returns
-/// the buffer's handle, which the queue then holds a reference on.
-fn buffer_get(gpu: &GpuState, what: &str, addr: u64, expected: u64) -> Result<u64, Errno> {
+/// the buffer's handle, which the queue then holds a reference on, or why there is none.
+fn buffer_get(gpu: &GpuState, addr: u64, expected: u64) -> Result<u64, String> {
     let page = addr >> 12;
     let pages = expected >> 12;
-    let refuse = |why: String| {
-        log::warn!("kfd-emu: CREATE_QUEUE refused: {what} at {addr:#x}: {why}");
-        Errno::EINVAL
-    };
     let m = gpu
         .vm
         .mapping_at(addr)
-        .ok_or_else(|| refuse("not mapped to the GPU".into()))?;
+        .ok_or_else(|| "not mapped to the GPU".to_string())?;
     let (first, last) = (m.start >> 12, (m.start + m.len - 1) >> 12);
     if page != first || (pages != 0 && page + pages - 1 != last) {
-        return Err(refuse(format!(
-            "must be a whole buffer of {expected:#x} bytes, but lies in the mapping \
-             {:#x}..{:#x}",
+        return Err(format!(
+            "must be a whole buffer of {expected:#x} bytes, but lies in the mapping {:#x}..{:#x}",
             m.start,
             m.start + m.len
-        )));
+        ));
+    }
+    if m.handle == crate::svm::SVM_HANDLE {
+        return Err("lies in an SVM range, not a KFD buffer".into());
     }
     Ok(m.handle)
 }
 
+/// [`buffer_get`] for a buffer a queue cannot do without: a refusal is logged and is EINVAL.
+fn required_buffer(gpu: &GpuState, what: &str, addr: u64, expected: u64) -> Result<u64, Errno> {
+    buffer_get(gpu, addr, expected)
+        .map_err(|why| refuse(format_args!("{what} at {addr:#x}: {why}"), Errno::EINVAL))
+}
+
+/// What a queue holds while it lives: references on KFD buffers and, for a context-save area
+/// in shared virtual memory, one on the SVM ranges under it.
+#[derive(Default)]
+struct QueueBuffers {
+    handles: Vec<u64>,
+    /// `(address, bytes)` of a context-save area held through SVM ranges.
+    svm_cwsr: Option<(u64, u64)>,
+}
+
 /// `kfd_queue_acquire_buffers` (Linux 6.12+): every buffer a queue names is a whole GPU mapping
-/// of the size KFD expects, and compute queues pass the node's EOP and CWSR sizes. Returns the
-/// handles the queue references. The emulator also asks for an EOP buffer on every compute
-/// queue but gfx94x AQL ones: the ioctl would take none, but the command processor writes
-/// end-of-pipe events there, so on hardware the queue would fault on its first dispatch.
+/// of the size KFD expects, and compute queues pass the node's EOP and CWSR sizes; the CWSR
+/// area alone may instead lie in SVM ranges (`kfd_queue_buffer_svm_get`, tried when no buffer
+/// fits, as the driver does). Returns what the queue holds. The emulator also asks for an EOP
+/// buffer on every compute queue but gfx94x AQL ones: the ioctl would take none, but the
+/// command processor writes end-of-pipe events there, so on hardware the queue would fault on
+/// its first dispatch.
 fn acquire_buffers(
+    emu: &Emulator,
     gpu: &GpuState,
     a: &kfd_ioctl_create_queue_args,
     ring_size: u32,
     is_sdma: bool,
-) -> Result<Vec<u64>, Errno> {
+) -> Result<QueueBuffers, Errno> {
     let p = &gpu.params;
     let aql = a.queue_type == KFD_IOC_QUEUE_TYPE_COMPUTE_AQL;
-    let mut refs = vec![
-        buffer_get(gpu, "write pointer", a.write_pointer_address, GPU_PAGE_SIZE)?,
-        buffer_get(gpu, "read pointer", a.read_pointer_address, GPU_PAGE_SIZE)?,
-        buffer_get(
-            gpu,
-            "ring",
-            a.ring_base_address,
-            expected_ring_bytes(p.gfx_target_version, a.queue_type, u64::from(ring_size)),
-        )?,
-    ];
+    let mut held = QueueBuffers {
+        handles: vec![
+            required_buffer(gpu, "write pointer", a.write_pointer_address, GPU_PAGE_SIZE)?,
+            required_buffer(gpu, "read pointer", a.read_pointer_address, GPU_PAGE_SIZE)?,
+            required_buffer(
+                gpu,
+                "ring",
+                a.ring_base_address,
+                expected_ring_bytes(p.gfx_target_version, a.queue_type, u64::from(ring_size)),
+            )?,
+        ],
+        svm_cwsr: None,
+    };
     if is_sdma {
-        return Ok(refs);
+        return Ok(held);
     }
-    let sizes = p.queue_area_sizes().ok_or(Errno::EINVAL)?;
+    let sizes = p.queue_area_sizes().ok_or_else(|| {
+        refuse(
+            format_args!("the node has no context-save sizes"),
+            Errno::EINVAL,
+        )
+    })?;
     let gfx94x = (90400..90500).contains(&p.gfx_target_version);
     if a.eop_buffer_address != 0 {
         if a.eop_buffer_size != u64::from(sizes.eop_buffer_size) {
-            log::warn!(
-                "kfd-emu: CREATE_QUEUE refused: EOP buffer of {:#x} bytes, the node's is {:#x}",
-                a.eop_buffer_size,
-                sizes.eop_buffer_size
-            );
-            return Err(Errno::EINVAL);
+            return Err(refuse(
+                format_args!(
+                    "EOP buffer of {:#x} bytes, the node's is {:#x}",
+                    a.eop_buffer_size, sizes.eop_buffer_size
+                ),
+                Errno::EINVAL,
+            ));
         }
-        refs.push(buffer_get(
+        held.handles.push(required_buffer(
             gpu,
             "EOP buffer",
             a.eop_buffer_address,
             a.eop_buffer_size,
         )?);
     } else if !(gfx94x && aql) {
-        log::warn!("kfd-emu: CREATE_QUEUE refused: a compute queue without an EOP buffer");
-        return Err(Errno::EINVAL);
+        return Err(refuse(
+            format_args!("a compute queue without an EOP buffer"),
+            Errno::EINVAL,
+        ));
     }
     if a.ctl_stack_size != sizes.ctl_stack_size || a.ctx_save_restore_size < sizes.cwsr_size {
-        log::warn!(
-            "kfd-emu: CREATE_QUEUE refused: CWSR sizes {:#x}/{:#x}, the node's are {:#x}/{:#x}",
-            a.ctx_save_restore_size,
-            a.ctl_stack_size,
-            sizes.cwsr_size,
-            sizes.ctl_stack_size
-        );
-        return Err(Errno::EINVAL);
+        return Err(refuse(
+            format_args!(
+                "CWSR sizes {:#x}/{:#x}, the node's are {:#x}/{:#x}",
+                a.ctx_save_restore_size, a.ctl_stack_size, sizes.cwsr_size, sizes.ctl_stack_size
+            ),
+            Errno::EINVAL,
+        ));
     }
-    refs.push(buffer_get(
-        gpu,
-        "CWSR area",
+    let (cwsr, cwsr_bytes) = (
         a.ctx_save_restore_address,
         sizes.cwsr_mapping_bytes(a.ctx_save_restore_size),
-    )?);
-    Ok(refs)
+    );
+    match buffer_get(gpu, cwsr, cwsr_bytes) {
+        Ok(h) => held.handles.push(h),
+        Err(no_buffer) => match emu.svm.queue_get(gpu.gpu_id, cwsr, cwsr_bytes) {
+            Ok(()) => held.svm_cwsr = Some((cwsr, cwsr_bytes)),
+            Err(no_svm) => {
+                return Err(refuse(
+                    format_args!(
+                        "CWSR area of {cwsr_bytes:#x} bytes at {cwsr:#x}: as a buffer, it \
+                         {no_buffer}; as SVM, {no_svm}"
+                    ),
+                    Errno::EINVAL,
+                ))
+            }
+        },
+    }
+    Ok(held)
 }
 
 /// What the processors of `emu`'s queues take from it.
@@ -178,14 +224,27 @@ fn engine_env(emu: &Emulator) -> EngineEnv {
 }
 
 pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Result<(), Errno> {
-    let gpu = emu.gpu(a.gpu_id).ok_or(Errno::EINVAL)?.clone();
+    let gpu = emu
+        .gpu(a.gpu_id)
+        .ok_or_else(|| refuse(format_args!("no GPU {:#x}", a.gpu_id), Errno::EINVAL))?
+        .clone();
     if a.queue_percentage & 0xFF > KFD_MAX_QUEUE_PERCENTAGE
         || a.queue_priority > KFD_MAX_QUEUE_PRIORITY
     {
-        return Err(Errno::EINVAL);
+        return Err(refuse(
+            format_args!(
+                "queue percentage {} or priority {} out of range",
+                a.queue_percentage & 0xFF,
+                a.queue_priority
+            ),
+            Errno::EINVAL,
+        ));
     }
     if a.ring_size != 0 && !a.ring_size.is_power_of_two() {
-        return Err(Errno::EINVAL);
+        return Err(refuse(
+            format_args!("ring size {:#x} is not a power of two", a.ring_size),
+            Errno::EINVAL,
+        ));
     }
     let ring_size = a.ring_size.max(MIN_RING_SIZE);
     // An SDMA queue on a chosen engine exists from KFD 1.17 on; older drivers refuse the type.
@@ -203,13 +262,40 @@ pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Res
         && a.queue_type != KFD_IOC_QUEUE_TYPE_COMPUTE_AQL
         && a.queue_type != KFD_IOC_QUEUE_TYPE_COMPUTE
     {
-        return Err(Errno::EINVAL);
+        return Err(refuse(
+            format_args!("unknown queue type {}", a.queue_type),
+            Errno::EINVAL,
+        ));
     }
     // The command processor takes the ring base in 256-byte units.
     if a.ring_base_address % 256 != 0 {
-        return Err(Errno::EINVAL);
+        return Err(refuse(
+            format_args!("ring {:#x} is not 256-byte aligned", a.ring_base_address),
+            Errno::EINVAL,
+        ));
     }
-    let refs = acquire_buffers(&gpu, a, ring_size, is_sdma)?;
+    let held = acquire_buffers(emu, &gpu, a, ring_size, is_sdma)?;
+    let svm_cwsr = held.svm_cwsr;
+    let r = install(emu, &gpu, a, ring_size, is_sdma, by_engine, held);
+    if let (Err(_), Some((addr, bytes))) = (&r, svm_cwsr) {
+        emu.svm.queue_put(addr, bytes);
+    }
+    r
+}
+
+/// The rest of `CREATE_QUEUE` once the queue's buffers are found: a doorbell, the references
+/// and the processor. On failure the caller drops the SVM reference; BO references taken here
+/// are given back here.
+fn install(
+    emu: &Emulator,
+    gpu: &Arc<GpuState>,
+    a: &mut kfd_ioctl_create_queue_args,
+    ring_size: u32,
+    is_sdma: bool,
+    by_engine: bool,
+    held: QueueBuffers,
+) -> Result<(), Errno> {
+    let refs = held.handles.clone();
     if emu.config.strict && a.queue_type == KFD_IOC_QUEUE_TYPE_COMPUTE_AQL {
         engine::mark_free_aql_slots(&gpu.vm, a.ring_base_address, u64::from(ring_size));
     }
@@ -228,7 +314,10 @@ pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Res
         let p = &gpu.params;
         // allocate_sdma_queue: a chosen engine must exist (EINVAL) and have a free slot.
         if by_engine && a.sdma_engine_id >= p.sdma_engines + p.sdma_xgmi_engines {
-            return Err(Errno::EINVAL);
+            return Err(refuse(
+                format_args!("no SDMA engine {}", a.sdma_engine_id),
+                Errno::EINVAL,
+            ));
         }
         let slots = if by_engine {
             p.sdma_queues_per_engine
@@ -283,7 +372,10 @@ pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Res
     for (i, &h) in refs.iter().enumerate() {
         if !crate::memory::queue_ref(emu, h, gpu.index, true) {
             release(&refs[..i]);
-            return Err(Errno::EINVAL);
+            return Err(refuse(
+                format_args!("a buffer was freed while the queue was being created"),
+                Errno::EINVAL,
+            ));
         }
     }
     emu.watch.add(&ctl);
@@ -299,7 +391,7 @@ pub(crate) fn create(emu: &Emulator, a: &mut kfd_ioctl_create_queue_args) -> Res
         Entry {
             ctl,
             thread: Some(thread),
-            buffers: refs,
+            buffers: held,
             snapshot: kfd_queue_snapshot_entry {
                 ring_base_address: a.ring_base_address,
                 write_pointer_address: a.write_pointer_address,
@@ -385,14 +477,18 @@ pub(crate) fn snapshots(emu: &Emulator) -> Vec<kfd_queue_snapshot_entry> {
 }
 
 pub(crate) fn destroy(emu: &Emulator, id: u32) -> Result<(), Errno> {
-    let e = {
+    let mut e = {
         let mut g = emu.queues.inner.lock().unwrap_or_else(|p| p.into_inner());
         g.0.remove(&id).ok_or(Errno::EINVAL)?
     };
-    let (gpu_index, buffers) = (e.ctl.gpu.index, e.buffers.clone());
+    let gpu_index = e.ctl.gpu.index;
+    let buffers = std::mem::take(&mut e.buffers);
     stop(e);
-    for h in buffers {
+    for h in buffers.handles {
         let _ = crate::memory::queue_ref(emu, h, gpu_index, false);
+    }
+    if let Some((addr, bytes)) = buffers.svm_cwsr {
+        emu.svm.queue_put(addr, bytes);
     }
     Ok(())
 }

@@ -5,9 +5,12 @@
 //! format.
 //!
 //! Modelled events: VM faults (`1 pid:task`), GPU resets before and after (`3`/`4`, sequence
-//! number and cause), queue eviction and restore (`9`/`a`, boot-time ns, `-pid`, node, trigger;
-//! the restore line ends in the NUL the kernel's `%c` of 0 writes). Not modelled: thermal
-//! throttling, SVM migration and page-fault events, `KFD_SMI_EVENT_ALL_PROCESS`.
+//! number and cause), SVM migrations by prefetch (`5`/`6`, boot-time ns, `-pid`, start and
+//! size in pages, from and to, the prefetch and preferred locations or the result, trigger),
+//! queue eviction and restore (`9`/`a`, boot-time ns, `-pid`, node, trigger; the restore line
+//! ends in the NUL the kernel's `%c` of 0 writes). A read of an empty stream is EAGAIN, with
+//! or without `O_NONBLOCK`, as `kfd_smi_ev_read` answers. Not modelled: thermal throttling,
+//! page-fault events, `KFD_SMI_EVENT_ALL_PROCESS`.
 
 use kfd_sys::bindings::*;
 use kfd_sys::Errno;
@@ -87,8 +90,13 @@ impl SmiHub {
         // SAFETY: both descriptors were just created and are owned by nobody else.
         let (ours, theirs) =
             unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-        // SAFETY: a flag change on our own descriptor.
-        unsafe { libc::fcntl(ours.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
+        // SAFETY: flag changes on our own descriptors. The client's end never blocks either:
+        // `kfd_smi_ev_read` answers EAGAIN on an empty stream whatever the file's flags (a
+        // client waits with poll).
+        unsafe {
+            libc::fcntl(ours.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK);
+            libc::fcntl(theirs.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK);
+        }
         let mut clients = self.clients.lock().unwrap_or_else(|p| p.into_inner());
         // Clients that closed their end go now (KFD frees a client when its file is released),
         // so opening and closing streams does not pile up descriptors.
@@ -140,6 +148,33 @@ impl SmiHub {
                 )
             };
             n >= 0 || Errno::last() == Errno::EAGAIN
+        });
+    }
+
+    /// A migration of SVM memory (`svm_migrate_vma_to_vram` / `_to_ram`): a start line and an
+    /// end line (result 0) to the clients of the GPU that moves the bytes (the destination,
+    /// or the source when they go to system memory), start and size in pages.
+    pub(crate) fn migration(&self, m: &crate::svm::Migration) {
+        /// `KFD_MIGRATE_TRIGGER_PREFETCH`.
+        const PREFETCH: u32 = 0;
+        let pid = std::process::id();
+        let (start, pages) = (m.start >> 12, (m.end - m.start) >> 12);
+        let gpu = if m.to != 0 { m.to } else { m.from };
+        let (from, to, prefetch, preferred) = (m.from, m.to, m.prefetch, m.preferred);
+        self.post(Some(gpu), KFD_SMI_EVENT_MIGRATE_START, |_| {
+            format!(
+                "{} -{pid} @{start:x}({pages:x}) {from:x}->{to:x} {prefetch:x}:{preferred:x} \
+                 {PREFETCH}\n",
+                boottime_ns()
+            )
+            .into_bytes()
+        });
+        self.post(Some(gpu), KFD_SMI_EVENT_MIGRATE_END, |_| {
+            format!(
+                "{} -{pid} @{start:x}({pages:x}) {from:x}->{to:x} {PREFETCH} 0\n",
+                boottime_ns()
+            )
+            .into_bytes()
         });
     }
 

@@ -40,6 +40,11 @@ struct Range {
     /// GPU ids with access, and with access in place.
     access: BTreeSet<u32>,
     in_place: BTreeSet<u32>,
+    /// Queues whose context-save area lies in this range (`prange->queue_refcount`).
+    queue_refs: u32,
+    /// Where the bytes are said to be (`prange->actual_loc`): 0 for system memory, else a
+    /// GPU id. Only prefetches move it; the bytes themselves stay in host memory.
+    actual: u32,
 }
 
 impl Range {
@@ -53,6 +58,8 @@ impl Range {
             granularity: DEFAULT_GRANULARITY,
             access: BTreeSet::new(),
             in_place: BTreeSet::new(),
+            queue_refs: 0,
+            actual: 0,
         }
     }
 
@@ -81,6 +88,60 @@ impl SvmTable {
     pub(crate) fn overlaps(&self, start: u64, end: u64) -> bool {
         let g = self.state.lock().unwrap_or_else(|p| p.into_inner());
         g.ranges.iter().any(|r| r.start < end && start < r.end)
+    }
+
+    /// `kfd_queue_buffer_svm_get`: a queue's context-save area may lie in SVM ranges instead of
+    /// a KFD buffer (libhsakmt puts it there when the node supports SVM). Every page of
+    /// `addr..addr + size` must be in a range that is mapped to GPU `gpu_id` (access or access
+    /// in place) and flagged `GPU_ALWAYS_MAPPED`; then each such range counts one more queue
+    /// reference. The error says which page broke the rule (the driver's "not registered").
+    pub(crate) fn queue_get(&self, gpu_id: u32, addr: u64, size: u64) -> Result<(), String> {
+        let mut g = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        // In pages, as the driver walks it. Like the driver, each range found advances the walk
+        // by its whole length, wherever in it the walk stood.
+        let (mut at, mut left) = (addr / PAGE, size / PAGE);
+        let mut taken = Vec::new();
+        while left > 0 {
+            let va = at * PAGE;
+            let Some(i) = g.ranges.iter().position(|r| r.start <= va && va < r.end) else {
+                return Err(format!("{va:#x} is in no SVM range"));
+            };
+            let r = &g.ranges[i];
+            if !r.mapped_on(gpu_id) {
+                return Err(format!(
+                    "the SVM range {:#x}..{:#x} is not mapped to GPU {gpu_id:#x}",
+                    r.start, r.end
+                ));
+            }
+            if r.flags & KFD_IOCTL_SVM_FLAG_GPU_ALWAYS_MAPPED == 0 {
+                return Err(format!(
+                    "the SVM range {:#x}..{:#x} is not GPU_ALWAYS_MAPPED",
+                    r.start, r.end
+                ));
+            }
+            taken.push(i);
+            let pages = (r.end - r.start) / PAGE;
+            left = left.saturating_sub(pages);
+            at += pages;
+        }
+        for i in taken {
+            g.ranges[i].queue_refs += 1;
+        }
+        Ok(())
+    }
+
+    /// `kfd_queue_buffer_svm_put`: every range overlapping `addr..addr + size` loses one queue
+    /// reference (never below zero), whatever the ranges were split into since.
+    pub(crate) fn queue_put(&self, addr: u64, size: u64) {
+        let mut g = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let end = addr.saturating_add(size);
+        for r in g
+            .ranges
+            .iter_mut()
+            .filter(|r| r.start < end && addr < r.end)
+        {
+            r.queue_refs = r.queue_refs.saturating_sub(1);
+        }
     }
 
     /// Bytes prefetched to a GPU so far.
@@ -174,7 +235,7 @@ fn set(emu: &Emulator, start: u64, end: u64, attrs: &[kfd_ioctl_svm_attribute]) 
         pieces.push(Range::new(at, end));
     }
     pieces.sort_by_key(|r| r.start);
-    let mut migrated = 0;
+    let mut migrations = Vec::new();
     for r in pieces
         .iter_mut()
         .filter(|r| r.start >= start && r.end <= end)
@@ -183,12 +244,7 @@ fn set(emu: &Emulator, start: u64, end: u64, attrs: &[kfd_ioctl_svm_attribute]) 
             let v = at.value;
             match at.type_ {
                 KFD_IOCTL_SVM_ATTR_PREFERRED_LOC => r.preferred = v,
-                KFD_IOCTL_SVM_ATTR_PREFETCH_LOC => {
-                    if v != r.prefetch && v != KFD_IOCTL_SVM_LOCATION_UNDEFINED {
-                        migrated += r.end - r.start;
-                    }
-                    r.prefetch = v;
-                }
+                KFD_IOCTL_SVM_ATTR_PREFETCH_LOC => r.prefetch = v,
                 KFD_IOCTL_SVM_ATTR_ACCESS => {
                     r.in_place.remove(&v);
                     r.access.insert(v);
@@ -207,10 +263,56 @@ fn set(emu: &Emulator, start: u64, end: u64, attrs: &[kfd_ioctl_svm_attribute]) 
                 _ => {}
             }
         }
+        migrations.extend(trigger_migration(r));
     }
     g.ranges = pieces;
+    let migrated: u64 = migrations.iter().map(|m| m.end - m.start).sum();
     emu.svm.migrated.fetch_add(migrated, Ordering::Relaxed);
     remap(emu, &mut g);
+    drop(g);
+    for m in migrations {
+        emu.faults.smi.migration(&m);
+    }
+}
+
+/// One move of a range's bytes between system memory (0) and a GPU, as the SMI stream
+/// reports it (`kfd_smi_event_migration_start` / `_end`).
+pub(crate) struct Migration {
+    pub(crate) start: u64,
+    pub(crate) end: u64,
+    pub(crate) from: u32,
+    pub(crate) to: u32,
+    pub(crate) prefetch: u32,
+    pub(crate) preferred: u32,
+}
+
+/// `svm_range_trigger_migration`, run on every range a `SET_ATTR` touched once all its
+/// attributes are applied: a prefetch location that is defined and is not where the range
+/// is moves it there. To system memory is one migration from the GPU; to a GPU from system
+/// memory is one; from one GPU to another goes through system memory
+/// (`svm_migrate_vram_to_vram`), two.
+fn trigger_migration(r: &mut Range) -> Vec<Migration> {
+    let best = r.prefetch;
+    if best == KFD_IOCTL_SVM_LOCATION_UNDEFINED || best == r.actual {
+        return Vec::new();
+    }
+    let step = |from: u32, to: u32| Migration {
+        start: r.start,
+        end: r.end,
+        from,
+        to,
+        prefetch: r.prefetch,
+        preferred: r.preferred,
+    };
+    let mut moves = Vec::new();
+    if r.actual != 0 {
+        moves.push(step(r.actual, 0));
+    }
+    if best != 0 {
+        moves.push(step(0, best));
+    }
+    r.actual = best;
+    moves
 }
 
 /// Rebuilds every GPU's SVM mappings from the ranges.

@@ -251,6 +251,11 @@ impl Processor {
                     }
                     let mut uses_scratch = false;
                     if let Packet::KernelDispatch(d) = &p {
+                        // The packet's own fields come first: a bad packet is reported as
+                        // such, never as a scratch request sized from its garbage.
+                        if let Err(code) = self.check_dispatch(d) {
+                            break 'packet Outcome::Error(code, None);
+                        }
                         if d.private_segment_size > 0 && self.runs_machine_code(d) {
                             // The CP changes scratch only with nothing running on it (the
                             // runtime frees the old backing when it grows it).

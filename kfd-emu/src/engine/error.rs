@@ -5,13 +5,14 @@ use aql::queue_error;
 /// Error bits a processor writes into an AQL queue's inactive signal (ROCr's decoding).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum QueueErrorCode {
-    /// Work-group size or dimensions incompatible with the dispatch.
+    /// Invalid dispatch dimensions or an empty grid (ROCr's "invalid dim").
     IncompatibleArguments,
     /// Invalid kernel object.
     InvalidCodeObject,
     /// Unknown packet type or malformed packet.
     InvalidPacketFormat,
-    /// Invalid packet argument (zero grid, unmapped kernarg).
+    /// An empty or oversized work-group (ROCr's "group is too large"), or a kernarg segment
+    /// the emulator refuses (unmapped, misaligned in strict mode).
     InvalidArgument,
     /// GPU page fault.
     MemoryViolation,

@@ -15,22 +15,44 @@ use std::sync::atomic::Ordering;
 const KERNARG_ALIGN: u64 = 16;
 
 impl Processor {
-    /// Runs a kernel-dispatch packet: an invalid one stops the queue with the error the CP
-    /// reports for it, a fault in the kernel is a device exception.
-    pub(super) fn dispatch(&self, d: &KernelDispatchPacket, at: &PacketAt) -> Outcome {
+    /// The checks the CP makes of a dispatch packet's own fields before it acts on the packet
+    /// (asks for scratch, fetches the kernel), each failure with the code ROCr decodes
+    /// (`amd_aql_queue.cpp`'s queue-error bits, KFD's `EC_QUEUE_PACKET_*`): dimensions outside
+    /// 1..=3 or an empty grid are an invalid dimension (2, `DISPATCH_DIM_INVALID`); an empty or
+    /// oversized work-group is a work-group size error (64, `WORK_GROUP_SIZE_INVALID`); more
+    /// group memory than the CU has is an invalid group segment (4,
+    /// `GROUP_SEGMENT_SIZE_INVALID`); a null or misaligned kernel object, or (when the packet
+    /// asks for scratch, which would otherwise be requested first) an unmapped one, is an
+    /// invalid code object (8, `CODE_INVALID`).
+    pub(super) fn check_dispatch(&self, d: &KernelDispatchPacket) -> Result<(), QueueErrorCode> {
         use QueueErrorCode::*;
         if !(1..=3).contains(&d.dimensions) || d.grid_size.contains(&0) {
-            return Outcome::Error(InvalidArgument, None);
+            return Err(IncompatibleArguments);
         }
         let wg: [u32; 3] = d.workgroup_size.map(u32::from);
         if wg.contains(&0) || aql::work_group_items(wg) > aql::MAX_WORK_GROUP_ITEMS {
-            return Outcome::Error(IncompatibleArguments, None);
+            return Err(InvalidArgument);
         }
         if u64::from(d.group_segment_size) > u64::from(self.gpu().params.lds_size_kb) * 1024 {
-            return Outcome::Error(IncompatibleArguments, None);
+            return Err(InvalidAllocation);
         }
+        if d.kernel_object == 0 || d.kernel_object % 64 != 0 {
+            return Err(InvalidCodeObject);
+        }
+        if d.private_segment_size > 0 && !self.vm().is_mapped(d.kernel_object, 64) {
+            return Err(InvalidCodeObject);
+        }
+        Ok(())
+    }
+
+    /// Runs a kernel-dispatch packet the processor checked ([`Processor::check_dispatch`]): a
+    /// kernel object it cannot read stops the queue with the error the CP reports for it, a
+    /// fault in the kernel is a device exception.
+    pub(super) fn dispatch(&self, d: &KernelDispatchPacket, at: &PacketAt) -> Outcome {
+        use QueueErrorCode::*;
+        let wg: [u32; 3] = d.workgroup_size.map(u32::from);
         let mut kd_raw = [0u8; 64];
-        if d.kernel_object % 64 != 0 || self.vm().read(d.kernel_object, &mut kd_raw).is_err() {
+        if self.vm().read(d.kernel_object, &mut kd_raw).is_err() {
             return Outcome::Error(InvalidCodeObject, None);
         }
         // Only the fields the CP reads (entry offset, rsrc registers, code properties), which
