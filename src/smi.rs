@@ -15,6 +15,12 @@ pub const VM_FAULT: u32 = 1;
 pub const GPU_PRE_RESET: u32 = 3;
 /// `KFD_SMI_EVENT_GPU_POST_RESET`.
 pub const GPU_POST_RESET: u32 = 4;
+/// `KFD_SMI_EVENT_MIGRATE_START`: SVM memory starts moving (start and size in pages, from and
+/// to, the prefetch and preferred locations, the trigger).
+pub const MIGRATE_START: u32 = 5;
+/// `KFD_SMI_EVENT_MIGRATE_END`: the move is over (as the start, then the trigger and the
+/// result).
+pub const MIGRATE_END: u32 = 6;
 /// `KFD_SMI_EVENT_QUEUE_EVICTION`.
 pub const QUEUE_EVICTION: u32 = 9;
 /// `KFD_SMI_EVENT_QUEUE_RESTORE`.
@@ -124,7 +130,19 @@ impl SmiEvents {
             let mut buf = [0u8; 512];
             // SAFETY: reading into a live local buffer from our own descriptor.
             let n = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-            if n <= 0 {
+            if n < 0 {
+                // The driver answers EAGAIN on an empty stream (a wake-up with nothing left to
+                // read): look again until the deadline.
+                let errno = kfd_sys::Errno::last();
+                if errno == kfd_sys::Errno::EAGAIN || errno == kfd_sys::Errno::EINTR {
+                    continue;
+                }
+                return Err(Error::Driver {
+                    op: "read (SMI events)",
+                    errno,
+                });
+            }
+            if n == 0 {
                 return Ok(None);
             }
             self.pending.extend_from_slice(&buf[..n as usize]);

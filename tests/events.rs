@@ -410,3 +410,70 @@ mod interrupts {
         assert!(!new.wait(SHORT).unwrap(), "a stale slot set the new event");
     }
 }
+
+/// Signal event ages (KFD 1.14+, `init_event_waiter`): a waiter passing the age it last saw is
+/// woken at once if the event was set since, even when another waiter consumed the set
+/// (auto-reset), and reads the new age back; passing 0 keeps the old rule. Before 1.14 the
+/// field is not looked at, so a set consumed by another wait is lost to this one.
+#[test]
+fn a_signal_event_age_catches_a_set_another_waiter_consumed() {
+    use kfd_sys::bindings::*;
+    use kfd_sys::DriverExt;
+    fn aged_wait(kfd: &kfdrt::Kfd, id: u32, age: u64, timeout_ms: u32) -> (u32, u64) {
+        let mut d = kfd_event_data {
+            event_id: id,
+            ..Default::default()
+        };
+        d.__bindgen_anon_1.signal_event_data.last_event_age = age;
+        let mut a = kfd_ioctl_wait_events_args {
+            events_ptr: &mut d as *mut kfd_event_data as u64,
+            num_events: 1,
+            wait_for_all: 1,
+            timeout: timeout_ms,
+            wait_result: 0,
+        };
+        // SAFETY: the event data lives across the call.
+        unsafe { kfd.driver().kfd_ioctl_unchecked(&mut a) }.expect("WAIT_EVENTS");
+        // SAFETY: plain integers, written back by the driver.
+        (a.wait_result, unsafe {
+            d.__bindgen_anon_1.signal_event_data.last_event_age
+        })
+    }
+    for (version, ages) in [
+        (kfd_sys::KFD_ABI, true),
+        (kfd_sys::KfdVersion::new(1, 13), false),
+    ] {
+        let mut c = kfdrt::emu::EmuConfig::new(kfdrt::emu::Preset::Gfx90a, 1);
+        c.kfd_version = version;
+        let kfd = common::emulated_with(c);
+        let e = kfd
+            .create_event(EventKind::Signal, EventReset::Auto)
+            .unwrap();
+        e.set().unwrap();
+        // Another waiter consumes the set (age 1 -> 2).
+        assert_eq!(
+            raw_wait(&kfd, &[e.id()], true, 0),
+            KFD_IOC_WAIT_RESULT_COMPLETE
+        );
+        let (r, age) = aged_wait(&kfd, e.id(), 1, 100);
+        if ages {
+            assert_eq!((r, age), (KFD_IOC_WAIT_RESULT_COMPLETE, 2), "KFD {version}");
+            // Nothing since age 2: the wait times out, and 0 asks for no age at all.
+            assert_eq!(
+                aged_wait(&kfd, e.id(), 2, 50).0,
+                KFD_IOC_WAIT_RESULT_TIMEOUT
+            );
+            assert_eq!(
+                aged_wait(&kfd, e.id(), 0, 50),
+                (KFD_IOC_WAIT_RESULT_TIMEOUT, 0)
+            );
+            e.set().unwrap();
+            assert_eq!(
+                aged_wait(&kfd, e.id(), 2, 50),
+                (KFD_IOC_WAIT_RESULT_COMPLETE, 3)
+            );
+        } else {
+            assert_eq!(r, KFD_IOC_WAIT_RESULT_TIMEOUT, "KFD {version} has no ages");
+        }
+    }
+}

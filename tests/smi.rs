@@ -116,3 +116,109 @@ fn closed_streams_are_forgotten() {
         .unwrap_or(0);
     assert!(n < 1000, "{n} descriptors open");
 }
+
+/// `kfd_smi_ev_read` answers EAGAIN on an empty stream whatever the file's flags: a reader
+/// that calls `read` without polling first must not block (kfdtest's HMMProfilingEvent
+/// reader does exactly that).
+#[test]
+fn reading_an_empty_stream_is_eagain_not_a_block() {
+    use kfd_sys::bindings::kfd_ioctl_smi_events_args;
+    use kfd_sys::DriverExt;
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let mut a = kfd_ioctl_smi_events_args {
+        gpuid: gpu.id(),
+        anon_fd: 0,
+    };
+    kfd.driver().kfd_ioctl(&mut a).unwrap();
+    let fd = a.anon_fd as i32;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 96];
+        // SAFETY: reading into a live local buffer.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        let _ = tx.send((n, kfdrt::Errno::last()));
+    });
+    let (n, errno) = rx
+        .recv_timeout(WAIT)
+        .expect("read() of an empty SMI stream blocked");
+    assert_eq!((n, errno), (-1, kfdrt::Errno::EAGAIN));
+    // SAFETY: closing the descriptor the driver gave this test.
+    unsafe { libc::close(fd) };
+}
+
+/// A prefetch of SVM memory to a GPU is a migration the GPU's watchers see
+/// (`svm_migrate_vma_to_vram`): a start line and an end line, start and size in pages, from
+/// system memory (0) to the GPU, the prefetch and preferred locations, the prefetch trigger
+/// (0), and the result (0). A second prefetch to the same place moves nothing; one back to
+/// system memory is reported by the GPU the bytes leave.
+#[test]
+fn svm_prefetches_are_reported_as_migrations() {
+    use kfdrt::memory::svm::{SvmAttribute as A, SvmLocation};
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let mut w = gpu
+        .smi_events(&[smi::MIGRATE_START, smi::MIGRATE_END])
+        .unwrap();
+    let len = 16 << 10;
+    // SAFETY: a fresh private anonymous mapping.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert_ne!(p, libc::MAP_FAILED);
+    let addr = p as u64;
+    let prefetch = |loc: SvmLocation| {
+        // SAFETY: the mapping outlives every GPU access (no queue runs here).
+        unsafe {
+            kfd.svm_set_attributes(
+                addr,
+                len as u64,
+                &[A::Access(gpu.id()), A::PrefetchLocation(loc)],
+            )
+        }
+        .unwrap()
+    };
+    prefetch(SvmLocation::Gpu(gpu.id()));
+    let pid = std::process::id();
+    let id = format!("{:x}", gpu.id());
+    let start = w.next(WAIT).unwrap().expect("a migration start");
+    assert_eq!(start.event, smi::MIGRATE_START);
+    let f = fields(&start);
+    assert!(f[0].parse::<i64>().unwrap() > 0, "a boot-time timestamp");
+    assert_eq!(
+        f[1..],
+        [
+            format!("-{pid}"),
+            format!("@{:x}(4)", addr >> 12),
+            format!("0->{id}"),
+            format!("{id}:ffffffff"),
+            "0".into()
+        ]
+    );
+    let end = w.next(WAIT).unwrap().expect("a migration end");
+    assert_eq!(end.event, smi::MIGRATE_END);
+    assert_eq!(
+        fields(&end)[1..],
+        [
+            format!("-{pid}"),
+            format!("@{:x}(4)", addr >> 12),
+            format!("0->{id}"),
+            "0".into(),
+            "0".into()
+        ]
+    );
+    prefetch(SvmLocation::Gpu(gpu.id()));
+    assert!(w.next(QUIET).unwrap().is_none(), "nothing moved");
+    prefetch(SvmLocation::System);
+    let back = w.next(WAIT).unwrap().expect("a migration back");
+    assert_eq!(fields(&back)[3], format!("{id}->0"));
+    // SAFETY: unmapping what was mapped above.
+    unsafe { libc::munmap(p, len) };
+}
