@@ -247,3 +247,167 @@ fn xnack_mode_cannot_change_while_queues_exist() {
     drop(q);
     assert_eq!(set(0), Ok(0));
 }
+
+/// Writes `pattern` over one page at `va` with `gpu`'s copy engine and waits: `Ok` if the write
+/// landed, else the fault the GPU reported.
+fn sdma_write(gpu: &kfdrt::Gpu, va: u64) -> Result<(), kfdrt::MemoryException> {
+    let q = gpu.create_sdma_queue().unwrap();
+    common::sdma_submit(
+        &q,
+        &[SdmaPacket::ConstantFill {
+            dst: va,
+            data: 0x5A5A_5A5A,
+            bytes: 4096,
+        }],
+        LONG,
+    )
+    .unwrap();
+    let mark = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    match q.fill(&mark, 0, 1, 4, &[]).unwrap().wait(Some(LONG)) {
+        Ok(_) => Ok(()),
+        Err(Error::DeviceFault { fault, .. }) => Err(fault),
+        Err(other) => panic!("neither a write nor a GPU fault: {other}"),
+    }
+}
+
+/// `svm_range_validate_and_map` maps a page read-only for the GPU when the process may not
+/// write it: a GPU write there is a GPU page fault reported as KFD reports it (a memory
+/// exception with the address, read-only), never a crash of the emulator's process. Both when
+/// the page was read-only before it was registered and when the process made it read-only
+/// later (the MMU notifier's path, which the preload drives from `mprotect`), and a page the
+/// process makes writable again takes GPU writes again.
+#[test]
+fn a_gpu_write_to_a_read_only_host_page_is_a_gpu_fault() {
+    for later in [false, true] {
+        let kfd = common::emulated(Preset::Gfx90a, 1);
+        let emu = kfd.emulator().unwrap().clone();
+        let gpu = kfd.gpu(0).unwrap();
+        let host = HostPages::new(2 * 4096);
+        let ro = host.addr() + 4096;
+        let protect = |prot: i32| {
+            emu.host_protection_changing(ro, 4096, prot);
+            // SAFETY: a page of the test's own mapping.
+            assert_eq!(
+                unsafe { libc::mprotect(ro as *mut libc::c_void, 4096, prot) },
+                0
+            );
+            emu.host_protection_changed(ro, 4096);
+        };
+        if !later {
+            protect(libc::PROT_READ);
+        }
+        // SAFETY: the mapping outlives the GPU's access (no queue survives this iteration).
+        unsafe { kfd.svm_set_attributes(host.addr(), 2 * 4096, &[SvmAttribute::Access(gpu.id())]) }
+            .unwrap();
+        if later {
+            assert_eq!(sdma_write(&gpu, ro), Ok(()), "writable before the mprotect");
+            protect(libc::PROT_READ);
+        }
+        assert_eq!(
+            sdma_write(&gpu, host.addr()),
+            Ok(()),
+            "the writable page takes writes"
+        );
+        let fault = sdma_write(&gpu, ro).expect_err("a GPU write to a read-only page");
+        assert_eq!(
+            (fault.va, fault.read_only, fault.gpu_id),
+            (ro, true, gpu.id())
+        );
+        assert_eq!(
+            host.bytes()[4096],
+            if later { 0x5A } else { 0 },
+            "later: the first write landed"
+        );
+    }
+}
+
+/// The MMU notifier's unmap path (`svm_range_unmap_from_cpu`): unmapping part of a range removes
+/// that part from the GPUs and the range table and keeps the rest; the attributes of the freed
+/// span can no longer be read (EFAULT, no VMA); memory mapped again at the same address can be
+/// registered again and allocated as a userptr buffer (no EADDRINUSE from the old range); an
+/// unmapping nobody reported is noticed the next time the span is looked at.
+#[test]
+fn svm_ranges_follow_the_process_unmapping_its_memory() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let emu = kfd.emulator().unwrap().clone();
+    let gpu = kfd.gpu(0).unwrap();
+    let len = 16 * 4096u64;
+    let host = HostPages::new(len as usize);
+    let base = host.addr();
+    // SAFETY: the mapping outlives the GPU's access.
+    unsafe { kfd.svm_set_attributes(base, len, &[SvmAttribute::Access(gpu.id())]) }.unwrap();
+    assert!(emu.is_mapped(gpu.id(), base, len));
+    // Unmap pages 4..8, as the preload's munmap hook does it.
+    let hole = base + 4 * 4096;
+    emu.host_unmapping(hole, 4 * 4096);
+    // SAFETY: four pages of the test's own mapping (the drop unmaps the rest, and the hole again).
+    assert_eq!(
+        unsafe { libc::munmap(hole as *mut libc::c_void, 4 * 4096) },
+        0
+    );
+    assert!(
+        !emu.is_mapped(gpu.id(), hole, 4096),
+        "the hole left the GPU"
+    );
+    assert!(emu.is_mapped(gpu.id(), base, 4 * 4096), "the head stays");
+    assert!(
+        emu.is_mapped(gpu.id(), hole + 4 * 4096, 8 * 4096),
+        "the tail stays"
+    );
+    assert!(matches!(
+        kfd.svm_attributes(hole, 4096, &[&gpu]).map_err(errno),
+        Err(Errno::EFAULT)
+    ));
+    let tail = kfd
+        .svm_attributes(base + 8 * 4096, 8 * 4096, &[&gpu])
+        .unwrap();
+    assert_eq!(tail.access, vec![(gpu.id(), SvmAccess::Access)]);
+    // New memory at the same address: a userptr buffer there is not refused as SVM's.
+    // SAFETY: maps only the hole (MAP_FIXED_NOREPLACE fails if anything is there).
+    let again = unsafe {
+        libc::mmap(
+            hole as *mut libc::c_void,
+            4 * 4096,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE,
+            -1,
+            0,
+        )
+    };
+    assert_eq!(again as u64, hole);
+    // SAFETY: the pages live until the end of the test (the drop of `host` unmaps them), and
+    // nothing else reaches them meanwhile.
+    let pages = unsafe { std::slice::from_raw_parts_mut(hole as *mut u8, 4 * 4096) };
+    let user = gpu
+        .register_host_memory(pages)
+        .expect("memory mapped again is free of the old range");
+    drop(user);
+    // An unmapping nobody reported: the head goes, and the next look at it notices.
+    // SAFETY: the first four pages of the test's own mapping.
+    assert_eq!(
+        unsafe { libc::munmap(base as *mut libc::c_void, 4 * 4096) },
+        0
+    );
+    assert!(matches!(
+        kfd.svm_attributes(base, 4096, &[&gpu]).map_err(errno),
+        Err(Errno::EFAULT)
+    ));
+    // SAFETY: as above, for the same pages.
+    let fresh = unsafe {
+        libc::mmap(
+            base as *mut libc::c_void,
+            4 * 4096,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE,
+            -1,
+            0,
+        )
+    };
+    assert_eq!(fresh as u64, base);
+    let head = kfd.svm_attributes(base, 4 * 4096, &[&gpu]).unwrap();
+    assert_eq!(
+        head.access,
+        vec![(gpu.id(), SvmAccess::None)],
+        "the old range is gone"
+    );
+}

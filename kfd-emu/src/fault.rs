@@ -137,8 +137,14 @@ impl FaultInjector {
     /// [`FaultInjector::restore_queues`] (a packet already running finishes: the emulated CP
     /// preempts at packet boundaries). Buffers keep their contents. Evictions nest.
     pub fn evict_queues(&self) {
+        self.evict_queues_for(crate::smi::EVICTION_TTM);
+    }
+
+    /// [`FaultInjector::evict_queues`] for `trigger` (`KFD_QUEUE_EVICTION_TRIGGER_*`, which the
+    /// SMI eviction line reports).
+    pub(crate) fn evict_queues_for(&self, trigger: u32) {
         if self.evictions.fetch_add(1, Ordering::AcqRel) == 0 && !self.suspended() {
-            self.smi.queue_eviction(crate::smi::EVICTION_TTM);
+            self.smi.queue_eviction(trigger);
         }
         self.changed();
     }

@@ -149,11 +149,16 @@
 //! - The wave interpreter runs GFX9 (gfx90a, gfx942) code only: on the gfx1100 preset machine
 //!   code stops its queue with an illegal-instruction error (bind a host function to run
 //!   something there).
-//! - Shared virtual memory (`AMDKFD_IOC_SVM`) keeps the bytes in host memory: a prefetch or a
-//!   preferred location records the location and counts the bytes, but moves nothing; freeing
-//!   host memory under a range a GPU maps does not remove the range, and a GPU access there
-//!   then faults the emulator's process instead of the GPU. XNACK is off on every part
-//!   (`SET_XNACK_MODE` to on is EPERM), so a GPU reaches only ranges it was given access to.
+//! - Shared virtual memory (`AMDKFD_IOC_SVM`) keeps the bytes in host memory: a prefetch
+//!   records the location, counts the bytes and reports the migration, but moves nothing.
+//!   GPU mappings of a range follow the process's VMAs (read-only where it may not write, as
+//!   `svm_range_validate_and_map` maps them), and the MMU notifier's work on `munmap` and
+//!   `mprotect` is done when someone tells the emulator ([`Emulator::host_unmapping`]; the
+//!   preload does, for the calls it sees). An unmapping nobody reported (the C library's own,
+//!   inside `free`) is noticed only when an SVM request or allocation next looks at the span:
+//!   until then the GPU mapping stays, and a GPU access to it faults the emulator's process.
+//!   XNACK is off on every part (`SET_XNACK_MODE` to on is EPERM), so a GPU reaches only
+//!   ranges it was given access to.
 //! - `GET_TILE_CONFIG` and the `GB_ADDR_CONFIG` register read report an MI210's value
 //!   (0x2a114042) for every preset; amdgpu reads the gfx942 and gfx1100 values from the hardware.
 //! - Requests that exist only in ROCm's out-of-tree driver (`IPC_IMPORT_HANDLE`/`EXPORT_HANDLE`,
@@ -176,6 +181,7 @@ mod fault;
 mod fault_log;
 mod gfx_config;
 mod hdp;
+mod host_vma;
 mod icache;
 mod ioctl;
 mod isa_memory;

@@ -156,9 +156,12 @@ pub(crate) fn alloc(
     }
     let f = a.flags;
     let size = a.size.checked_add(PAGE - 1).ok_or(Errno::EINVAL)? & !(PAGE - 1);
-    if a.va_addr % PAGE != 0 || a.va_addr == 0 {
+    // A VA of 0 is a buffer without an address (libhsakmt's NoAddress allocations): the
+    // driver takes it, and it can never be mapped to a GPU here.
+    if a.va_addr % PAGE != 0 {
         return Err(Errno::EINVAL);
     }
+    let no_va = a.va_addr == 0;
     let end = a.va_addr.checked_add(size).ok_or(Errno::EINVAL)?;
     // amdgpu picks the first domain flag in this order; none is an error.
     let backing = if f & KFD_IOC_ALLOC_MEM_FLAGS_VRAM != 0 || f & KFD_IOC_ALLOC_MEM_FLAGS_GTT != 0 {
@@ -192,12 +195,20 @@ pub(crate) fn alloc(
     if emu.faults.take_allocation_failure() {
         return Err(Errno::ENOMEM);
     }
-    if emu.svm.overlaps(a.va_addr, end) {
-        // kfd_ioctl_alloc_memory_of_gpu: "already allocated by SVM".
+    // kfd_ioctl_alloc_memory_of_gpu: "already allocated by SVM", for the VA (except VRAM
+    // without one, since Linux 6.12's "fix vram allocation failure for a special case") and
+    // for a userptr's CPU pages.
+    let skip_svm = no_va && f & KFD_IOC_ALLOC_MEM_FLAGS_VRAM != 0;
+    if !skip_svm && emu.svm.overlaps(emu, a.va_addr, end) {
         return Err(Errno::EADDRINUSE);
     }
+    if let Some(Backing::User { host }) = backing {
+        if emu.svm.overlaps(emu, host, host + size) {
+            return Err(Errno::EADDRINUSE);
+        }
+    }
     let mut m = emu.memory.lock();
-    if overlaps(&m.ranges, a.va_addr, end) {
+    if !no_va && overlaps(&m.ranges, a.va_addr, end) {
         return Err(Errno::EINVAL);
     }
     let is_vram = f & KFD_IOC_ALLOC_MEM_FLAGS_VRAM != 0;
@@ -251,7 +262,9 @@ pub(crate) fn alloc(
     if matches!(backing, Backing::Shared(_)) {
         m.offsets.insert(mmap_offset, handle);
     }
-    m.ranges.insert(a.va_addr, end);
+    if !no_va {
+        m.ranges.insert(a.va_addr, end);
+    }
     m.bos.insert(
         handle,
         Bo {
@@ -425,6 +438,11 @@ pub(crate) fn map(
             return Err(Errno::EBUSY);
         }
         gpus.push(g.clone());
+    }
+    if map && bo.va == 0 {
+        // A buffer allocated without a VA has nowhere to be mapped.
+        log::warn!("kfd-emu: MAP_MEMORY_TO_GPU refused: buffer {handle:#x} has no VA");
+        return Err(Errno::EINVAL);
     }
     for g in gpus {
         if map {

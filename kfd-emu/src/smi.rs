@@ -17,6 +17,8 @@ use kfd_sys::Errno;
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::sync::Mutex;
 
+/// `KFD_QUEUE_EVICTION_TRIGGER_SVM`: SVM memory a queue needs changed under it.
+pub(crate) const EVICTION_SVM: u32 = 0;
 /// `KFD_QUEUE_EVICTION_TRIGGER_TTM`: memory pressure.
 pub(crate) const EVICTION_TTM: u32 = 2;
 /// `KFD_QUEUE_EVICTION_TRIGGER_SUSPEND`: a power-management cycle.

@@ -17,10 +17,14 @@
 //!   `fscanf` and friends work unchanged on real directory streams and files);
 //! - `popen("lsmod ...")` reports the amdgpu module loaded.
 //!
-//! glibc's internal opens (inside `fopen`, `opendir`) are not interposable, which is why those
-//! functions are overridden themselves. Nothing else in the process changes: every other call is
-//! forwarded to the C library (`dlsym(RTLD_NEXT)`), and `munmap` is not overridden at all since
-//! unmapping an emulated buffer is an ordinary unmap.
+//! - `munmap` and `mprotect` tell the emulator first, as the kernel's MMU notifier tells the
+//!   driver: SVM ranges follow the process's memory (unmapped ranges leave the GPUs, read-only
+//!   pages map read-only), and device mappings stop being watched.
+//!
+//! glibc's internal opens (inside `fopen`, `opendir`) and its internal `munmap` (inside `free`)
+//! are not interposable, which is why those functions are overridden themselves (the emulator
+//! notices the unmappings later, see its docs). Nothing else in the process changes: every
+//! other call is forwarded to the C library (`dlsym(RTLD_NEXT)`).
 //!
 //! Configuration is by environment: `KFDRT_EMU_PRESET` (default `gfx90a`, the one ROCr 5.2.3
 //! knows), `KFDRT_EMU_GPUS` (default 1) and `KFDRT_EMU_LOG` (default `warn`; unsupported ioctls are

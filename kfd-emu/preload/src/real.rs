@@ -97,6 +97,8 @@ next_fns! {
     ioctl: fn(fd: c_int, request: c_ulong, arg: *mut c_void) -> c_int;
     mmap: fn(addr: *mut c_void, len: size_t, prot: c_int, flags: c_int, fd: c_int, off: off_t) -> *mut c_void;
     mmap64: fn(addr: *mut c_void, len: size_t, prot: c_int, flags: c_int, fd: c_int, off: off_t) -> *mut c_void;
+    munmap: fn(addr: *mut c_void, len: size_t) -> c_int;
+    mprotect: fn(addr: *mut c_void, len: size_t, prot: c_int) -> c_int;
     fcntl: fn(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int;
     fcntl64: fn(fd: c_int, cmd: c_int, arg: c_ulong) -> c_int;
     dup: fn(fd: c_int) -> c_int;

@@ -40,9 +40,11 @@ macro_rules! forwarding_hooks {
 }
 
 mod descriptors;
+mod memory;
 mod paths;
 mod stat;
 
 pub use descriptors::*;
+pub use memory::*;
 pub use paths::*;
 pub use stat::*;

@@ -15,7 +15,12 @@
 //! in host memory, where the CPU and every mapping GPU see them. Unmapping the host memory
 //! under a range does not remove it (the kernel's MMU notifier does).
 
+mod gpu_map;
+mod notifier;
+
+use crate::host_vma::HostMap;
 use crate::Emulator;
+use gpu_map::GpuMappings;
 use kfd_sys::bindings::*;
 use kfd_sys::Errno;
 use std::collections::BTreeSet;
@@ -63,7 +68,7 @@ impl Range {
         }
     }
 
-    fn mapped_on(&self, gpu_id: u32) -> bool {
+    pub(super) fn mapped_on(&self, gpu_id: u32) -> bool {
         self.access.contains(&gpu_id) || self.in_place.contains(&gpu_id)
     }
 }
@@ -72,8 +77,36 @@ impl Range {
 struct State {
     /// Disjoint, sorted by start.
     ranges: Vec<Range>,
-    /// (GPU index, start) of every SVM mapping installed in a GPU's page table.
-    mapped: Vec<(usize, u64)>,
+    /// What the GPUs' page tables hold of the ranges.
+    mapped: GpuMappings,
+}
+
+impl State {
+    /// Drops the parts of the ranges in `start..end` that lie in no VMA any more: the process
+    /// unmapped them behind the emulator's back (the C library's own `munmap`, which no
+    /// interposer sees), and the driver's MMU notifier would have removed them then
+    /// (`svm_range_unmap_from_cpu`). Returns whether anything went.
+    fn prune(&mut self, host: &HostMap, start: u64, end: u64) -> bool {
+        let stale = |r: &Range| r.start < end && start < r.end && !host.covers(r.start, r.end);
+        if !self.ranges.iter().any(stale) {
+            return false;
+        }
+        let mut kept = Vec::with_capacity(self.ranges.len());
+        for r in std::mem::take(&mut self.ranges) {
+            if !stale(&r) {
+                kept.push(r);
+                continue;
+            }
+            // Keep the pieces still backed by memory (one per VMA).
+            kept.extend(host.pieces(r.start, r.end).map(|v| Range {
+                start: v.start,
+                end: v.end,
+                ..r.clone()
+            }));
+        }
+        self.ranges = kept;
+        true
+    }
 }
 
 /// The process's SVM ranges.
@@ -84,10 +117,20 @@ pub(crate) struct SvmTable {
 }
 
 impl SvmTable {
-    /// Whether `start..end` overlaps a registered range (KFD refuses buffers there).
-    pub(crate) fn overlaps(&self, start: u64, end: u64) -> bool {
-        let g = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        g.ranges.iter().any(|r| r.start < end && start < r.end)
+    /// Whether `start..end` overlaps a registered range (KFD refuses buffers there). Ranges
+    /// whose memory the process has since unmapped do not count (see `State::prune`).
+    pub(crate) fn overlaps(&self, emu: &Emulator, start: u64, end: u64) -> bool {
+        let mut g = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let any = |g: &State| g.ranges.iter().any(|r| r.start < end && start < r.end);
+        if !any(&g) {
+            return false;
+        }
+        let host = HostMap::read();
+        if g.prune(&host, start, end) {
+            let st = &mut *g;
+            st.mapped.update(emu, &st.ranges, &host);
+        }
+        any(&g)
     }
 
     /// `kfd_queue_buffer_svm_get`: a queue's context-save area may lie in SVM ranges instead of
@@ -188,21 +231,41 @@ pub(crate) unsafe fn ioctl(emu: &Emulator, a: &mut kfd_ioctl_svm_args) -> Result
                     return Err(Errno::EINVAL);
                 }
             }
-            if !crate::memory::user_range_mapped(start, end - start) {
-                return Err(Errno::EFAULT);
-            }
-            if crate::memory::overlaps_buffer(emu, start, end) {
-                return Err(Errno::EADDRINUSE);
-            }
-            set(emu, start, end, attrs);
+            let host = is_valid(emu, start, end)?;
+            set(emu, &host, start, end, attrs);
             Ok(())
         }
-        KFD_IOCTL_SVM_OP_GET_ATTR => get(emu, start, end, attrs),
+        KFD_IOCTL_SVM_OP_GET_ATTR => {
+            is_valid(emu, start, end)?;
+            get(emu, start, end, attrs)
+        }
         _ => Err(Errno::EINVAL),
     }
 }
 
-fn set(emu: &Emulator, start: u64, end: u64, attrs: &[kfd_ioctl_svm_attribute]) {
+/// `svm_range_is_valid`, which both operations run first: every page of the span is in a VMA
+/// (EFAULT otherwise) and no GPU VM maps a KFD buffer there (`svm_range_check_vm`:
+/// EADDRINUSE). Returns the memory map it read.
+/// Unmapped memory's stale ranges in the span go first (`State::prune`), whatever the answer.
+fn is_valid(emu: &Emulator, start: u64, end: u64) -> Result<HostMap, Errno> {
+    let host = HostMap::read();
+    {
+        let mut g = emu.svm.state.lock().unwrap_or_else(|p| p.into_inner());
+        if g.prune(&host, start, end) {
+            let st = &mut *g;
+            st.mapped.update(emu, &st.ranges, &host);
+        }
+    }
+    if !host.covers(start, end) {
+        return Err(Errno::EFAULT);
+    }
+    if crate::memory::overlaps_buffer(emu, start, end) {
+        return Err(Errno::EADDRINUSE);
+    }
+    Ok(host)
+}
+
+fn set(emu: &Emulator, host: &HostMap, start: u64, end: u64, attrs: &[kfd_ioctl_svm_attribute]) {
     let mut g = emu.svm.state.lock().unwrap_or_else(|p| p.into_inner());
     // Split at the boundaries, fill the holes, then apply to every piece inside.
     let mut pieces: Vec<Range> = Vec::new();
@@ -268,7 +331,8 @@ fn set(emu: &Emulator, start: u64, end: u64, attrs: &[kfd_ioctl_svm_attribute]) 
     g.ranges = pieces;
     let migrated: u64 = migrations.iter().map(|m| m.end - m.start).sum();
     emu.svm.migrated.fetch_add(migrated, Ordering::Relaxed);
-    remap(emu, &mut g);
+    let st = &mut *g;
+    st.mapped.update(emu, &st.ranges, host);
     drop(g);
     for m in migrations {
         emu.faults.smi.migration(&m);
@@ -313,32 +377,6 @@ fn trigger_migration(r: &mut Range) -> Vec<Migration> {
     }
     r.actual = best;
     moves
-}
-
-/// Rebuilds every GPU's SVM mappings from the ranges.
-fn remap(emu: &Emulator, g: &mut State) {
-    for (gpu, va) in std::mem::take(&mut g.mapped) {
-        emu.gpus[gpu].vm.unmap(va);
-    }
-    for r in &g.ranges {
-        for (i, gpu) in emu.gpus.iter().enumerate() {
-            if r.mapped_on(gpu.gpu_id) {
-                let perms = crate::vm::Perms {
-                    write: r.flags & KFD_IOCTL_SVM_FLAG_GPU_RO == 0,
-                    exec: r.flags & KFD_IOCTL_SVM_FLAG_GPU_EXEC != 0,
-                };
-                gpu.vm.map_memory(
-                    r.start,
-                    r.end - r.start,
-                    r.start as *mut u8,
-                    SVM_HANDLE,
-                    perms,
-                    false,
-                );
-                g.mapped.push((i, r.start));
-            }
-        }
-    }
 }
 
 fn get(
