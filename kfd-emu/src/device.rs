@@ -60,6 +60,8 @@ pub(crate) struct GpuState {
     hints: AtomicU64,
     /// Recent wave errors of machine-code dispatches, with their code.
     pub(crate) fault_log: crate::fault_log::FaultLog,
+    /// The GPU's global wave sync resources, which waves of the queue holding them reach.
+    pub(crate) gws: std::sync::Arc<kfd_emu_isa::gws::Gws>,
     /// Processors in a deep sleep, woken queue by queue.
     pub(crate) deep: crate::wake::DeepSleepers,
     /// Device exceptions raised so far (page faults, engine exceptions): each evicts the queues
@@ -142,6 +144,7 @@ impl GpuState {
             hints: AtomicU64::new(0),
             deep: crate::wake::DeepSleepers::default(),
             fault_log: Default::default(),
+            gws: Default::default(),
             exceptions: AtomicU64::new(0),
             strict,
             doorbell_traps: Mutex::new(Vec::new()),

@@ -360,6 +360,7 @@ fn install(
         cu_mask: Mutex::new(Vec::new()),
         exception_epoch: gpu.exceptions(),
         watch: emu.watch.clone(),
+        holds_gws: AtomicBool::new(false),
     });
     // The references come before the processor starts: it resolves the ring's and the
     // pointers' host addresses once, which only the references keep valid. A buffer freed
@@ -457,6 +458,7 @@ pub(crate) fn alloc_gws(
     }
     for e in g.0.values_mut().filter(|e| e.ctl.gpu.index == gpu_index) {
         e.gws = want && e.snapshot.queue_id == a.queue_id;
+        e.ctl.holds_gws.store(e.gws, Ordering::Release);
     }
     a.first_gws = 0;
     Ok(())

@@ -87,6 +87,9 @@ pub struct DispatchSetup {
     /// first `USER_SGPR_COUNT` are loaded), instead of the values the descriptor's enable bits
     /// call for. The system SGPRs and VGPRs still follow `compute_pgm_rsrc2`.
     pub user_sgprs_override: Option<Vec<u32>>,
+    /// The GPU's global wave sync resources, when the queue holds them (`ds_gws_*` stop the
+    /// wave otherwise).
+    pub gws: Option<Arc<crate::gws::Gws>>,
 }
 
 /// Most work-items in one work-group.
@@ -140,6 +143,7 @@ impl DispatchSetup {
             code,
             entry_override: None,
             user_sgprs_override: None,
+            gws: None,
         }
     }
 

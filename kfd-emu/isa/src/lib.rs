@@ -131,6 +131,7 @@ pub mod disasm;
 pub mod dispatch;
 pub mod error;
 mod exec;
+pub mod gws;
 pub mod memory;
 pub mod paged;
 pub mod program;

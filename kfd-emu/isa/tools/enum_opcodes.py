@@ -131,6 +131,8 @@ def ds(op):
                 out.append([base, 2 | (d0 << 8) | (d1 << 16) | (vdst << 24)])
     out.append([base | (1 << 16), 2 | (4 << 8)])
     out.append([0xD8000000 | (op << 17), 0])
+    # GWS operations exist only with the gds bit, and take no address or offset.
+    out.append([0xD8000000 | (op << 17) | (1 << 16), 0])
     return out
 
 

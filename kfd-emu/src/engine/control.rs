@@ -37,6 +37,17 @@ pub(crate) struct QueueCtl {
     pub(crate) exception_epoch: u64,
     /// The emulator's doorbell watcher, which wakes the processor from a deep sleep.
     pub(crate) watch: Arc<super::watcher::Watch>,
+    /// The queue holds its GPU's global wave sync resources (`ALLOC_QUEUE_GWS`).
+    pub(crate) holds_gws: AtomicBool,
+}
+
+impl QueueCtl {
+    /// The GPU's GWS resources if this queue holds them, for a dispatch's waves.
+    pub(crate) fn gws(&self) -> Option<Arc<kfd_emu_isa::gws::Gws>> {
+        self.holds_gws
+            .load(Ordering::Acquire)
+            .then(|| self.gpu.gws.clone())
+    }
 }
 
 impl QueueCtl {

@@ -397,6 +397,7 @@ impl<'a> Interpreter<'a> {
                 resource: None,
             }),
             apertures: kfd_emu_isa::Apertures::default(),
+            gws: self.ctl.gws(),
             code,
             entry_override: Some(entry),
             user_sgprs_override: Some(user),

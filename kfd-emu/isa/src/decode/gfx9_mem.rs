@@ -95,10 +95,15 @@ pub(super) fn ds(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     } else {
         &w[..]
     };
+    if e.name.starts_with("ds_gws") {
+        // The one data register of a GWS operation sits in the address field (llvm-mc:
+        // `ds_gws_init v5 offset:3 gds` is 0xd9330003 0x00000005).
+        i.src[0] = reg(bits(w1, 0, 8), w[0]);
+        return Some(i);
+    }
     let no_addr = e.name.contains("addtid")
         || e.name.starts_with("ds_append")
         || e.name.starts_with("ds_consume")
-        || e.name.starts_with("ds_gws")
         || (ds_returns(e.name) && regs == 1);
     let mut it = rest.iter().copied();
     if !no_addr {

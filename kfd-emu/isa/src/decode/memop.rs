@@ -167,8 +167,27 @@ pub enum DsClass {
     Xchg2,
     /// `ds_append` / `ds_consume` (true): a wave-wide counter in LDS at M0 + offset.
     Append(bool),
+    /// A global wave sync operation (`ds_gws_*`, with the `gds` bit).
+    Gws(GwsOp),
     /// Anything else (swizzles, permutes, GDS/GWS, append/consume).
     Other,
+}
+
+/// A global wave sync operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GwsOp {
+    /// `ds_gws_init`: set a resource's count.
+    Init,
+    /// `ds_gws_sema_v`: add one.
+    SemaV,
+    /// `ds_gws_sema_br`: add the data.
+    SemaBr,
+    /// `ds_gws_sema_p`: wait for a positive count, take one.
+    SemaP,
+    /// `ds_gws_barrier`.
+    Barrier,
+    /// `ds_gws_sema_release_all`.
+    SemaReleaseAll,
 }
 
 /// The summary of a DS instruction.
@@ -210,6 +229,15 @@ pub fn ds_kind(name: &str) -> DsOp {
         DsClass::Xchg2
     } else if name == "ds_append" || name == "ds_consume" {
         DsClass::Append(name == "ds_consume")
+    } else if let Some(op) = name.strip_prefix("ds_gws_") {
+        DsClass::Gws(match op {
+            "init" => GwsOp::Init,
+            "sema_v" => GwsOp::SemaV,
+            "sema_br" => GwsOp::SemaBr,
+            "sema_p" => GwsOp::SemaP,
+            "barrier" => GwsOp::Barrier,
+            _ => GwsOp::SemaReleaseAll,
+        })
     } else {
         match ds_atomic(name) {
             Some((op, _)) => DsClass::Atomic(op),

@@ -216,6 +216,18 @@ pub enum Op {
     DsDecU32,
     /// `ds_dec_u64`
     DsDecU64,
+    /// `ds_gws_barrier`
+    DsGwsBarrier,
+    /// `ds_gws_init`
+    DsGwsInit,
+    /// `ds_gws_sema_br`
+    DsGwsSemaBr,
+    /// `ds_gws_sema_p`
+    DsGwsSemaP,
+    /// `ds_gws_sema_release_all`
+    DsGwsSemaReleaseAll,
+    /// `ds_gws_sema_v`
+    DsGwsSemaV,
     /// `ds_inc_rtn_u32`
     DsIncRtnU32,
     /// `ds_inc_rtn_u64`

@@ -7,8 +7,8 @@
 
 use super::lanes::swizzle_source;
 use super::wave::{Lanes, Wave, LANES};
-use super::Ctx;
-use crate::decode::memop::{DsClass, DsOp};
+use super::{Ctx, Flow};
+use crate::decode::memop::{DsClass, DsOp, GwsOp};
 use crate::decode::{Inst, Op, Operand};
 use crate::error::WaveError;
 use crate::memory::{AtomicOp, Memory};
@@ -216,8 +216,41 @@ pub(super) fn exec<M: Memory + ?Sized>(
             }
             Ok(())
         }
-        DsClass::Other => Err(w.unimplemented(inst)),
+        DsClass::Other | DsClass::Gws(_) => Err(w.unimplemented(inst)),
     }
+}
+
+/// A global wave sync instruction (see [`crate::gws`]): the resource is `offset0 + M0[21:16]`;
+/// data comes from the first active lane. A queue without the GPU's GWS cannot run one.
+pub(super) fn gws<M: Memory + ?Sized>(
+    w: &mut Wave,
+    inst: &Inst,
+    ctx: &mut Ctx<'_, M>,
+    op: GwsOp,
+) -> Result<Flow, WaveError> {
+    let Some(gws) = ctx.setup.gws.as_deref() else {
+        return Err(w.unimplemented(inst));
+    };
+    let exec = w.exec();
+    if exec == 0 {
+        return Ok(Flow::Next);
+    }
+    let id = (inst.offset as usize & 0x3F) + ((w.s[124] >> 16) & 0x3F) as usize;
+    let data = |w: &Wave| -> Result<u32, WaveError> {
+        Ok(w.vreg(inst, inst.src[0], 0)?[exec.trailing_zeros() as usize])
+    };
+    match op {
+        GwsOp::Init => gws.init(id, data(w)?),
+        GwsOp::SemaV => gws.release(id, 1),
+        GwsOp::SemaBr => gws.release(id, data(w)?),
+        GwsOp::SemaP => {
+            if !gws.try_acquire(id) {
+                return Ok(Flow::Retry);
+            }
+        }
+        GwsOp::Barrier | GwsOp::SemaReleaseAll => return Err(w.unimplemented(inst)),
+    }
+    Ok(Flow::Next)
 }
 
 /// `ds_read2*` / `ds_write2*`: two elements at offset0 and offset1 (in elements, or 64

@@ -56,6 +56,9 @@ pub(crate) enum Flow {
     Jump(u64),
     /// The next instruction, after the work-group's barrier.
     Barrier,
+    /// The same instruction again, later: the wave stalls on it (a GWS semaphore it waits
+    /// for) and lets other waves run meanwhile.
+    Retry,
     /// The wave ends.
     End,
 }
@@ -274,8 +277,15 @@ fn run_slice<M: Memory + ?Sized>(
             continue;
         };
         let flow = step(w, inst, ctx)?;
+        // A stalled wave counts its tries, so the dispatch's instruction budget bounds a wait
+        // that never ends.
         w.executed += 1;
         match flow {
+            Flow::Retry => {
+                w.region = Some((region, idx));
+                std::thread::yield_now();
+                return Ok(());
+            }
             Flow::Next | Flow::Barrier => {
                 w.pc = w.pc.wrapping_add(inst.size());
                 idx += 1;
@@ -322,7 +332,10 @@ fn step<M: Memory + ?Sized>(
         Format::Vop1 | Format::Vop2 | Format::Vopc | Format::Vop3 | Format::Vop3p => {
             valu::exec(w, inst, ctx.apertures).map(|()| Flow::Next)
         }
-        Format::Ds => lds::exec(w, inst, ctx).map(|()| Flow::Next),
+        Format::Ds => match inst.ds.map(|d| d.class) {
+            Some(crate::decode::memop::DsClass::Gws(op)) => lds::gws(w, inst, ctx, op),
+            _ => lds::exec(w, inst, ctx).map(|()| Flow::Next),
+        },
         Format::Flat | Format::Global | Format::Scratch | Format::Mubuf => {
             vmem::exec(w, inst, ctx).map(|()| Flow::Next)
         }

@@ -176,6 +176,8 @@ impl Gpu {
             self.code.clone(),
         );
         s.queue_address = queue;
+        // The test GPU's queue holds global wave sync, fresh (every count 0) per dispatch.
+        s.gws = Some(Default::default());
         s.scratch = l.scratch.map(|size| ScratchBacking {
             base: self.alloc(size),
             size,

@@ -127,6 +127,7 @@ impl Processor {
             DispatchSetup::from_aql_packet(code.target(), &at.bytes(), at.slot, descriptor, code);
         setup.queue_address = self.amd_queue();
         setup.dispatch_id = at.index;
+        setup.gws = self.ctl.gws();
         if d.private_segment_size > 0 {
             // `ensure_scratch` made sure the queue serves it before the packet got here.
             match QueueScratch::read(self.vm(), self.amd_queue()) {
