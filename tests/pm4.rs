@@ -347,3 +347,25 @@ fn a_dispatch_whose_work_group_wraps_32_bits_stops_the_queue() {
     assert!(q.finish(T).is_err(), "the queue ran past the bad dispatch");
     assert!(!ran.load(std::sync::atomic::Ordering::Relaxed));
 }
+
+/// The CP reports a packet consumed when it has fetched it, before it runs it: while a
+/// WAIT_REG_MEM waits, the read pointer is already past it, so a runtime woken by a later
+/// packet's interrupt never sees a read pointer behind that packet (kfdtest's QueueLatency
+/// computes free ring space from it and overran when it lagged).
+#[test]
+fn the_read_pointer_passes_a_packet_before_it_runs() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let q = gpu.create_pm4_queue(Pm4QueueOptions::default()).unwrap();
+    let flag = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    let wait = q.wait_mem(flag.gpu_address(), CompareFunction::Equal, 1, u32::MAX);
+    let w = common::pm4_submit(&q, &[wait], T).unwrap();
+    // The packet waits (the flag is 0), and the read pointer is already at its end.
+    wait_until("the read pointer to pass the waiting packet", || {
+        u64::from(q.rptr()) == w % u64::from(q.size_dwords())
+    });
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(u64::from(q.rptr()), w % u64::from(q.size_dwords()));
+    flag.write(0, &1u32.to_le_bytes()).unwrap();
+    q.finish(T).unwrap();
+}

@@ -24,8 +24,26 @@ pub(crate) fn defaults() -> Vec<(&'static str, String)> {
         ("ras_enable", "-1"),
         ("vm_fragment_size", "-1"),
         ("vm_update_mode", "-1"),
+        // amdgpu's "Emulation mode" switch, which AMD's pre-silicon emulation platforms load
+        // the driver with (amdgpu.emu_mode=1) because they run GPU code orders of magnitude
+        // slower than silicon. kfd-emu is such a platform, so it reports 1: test suites that
+        // read it (kfdtest's `g_IsEmuMode`) shrink work sized for silicon.
+        ("emu_mode", "1"),
     ]
     .into_iter()
     .map(|(k, v)| (k, format!("{v}\n")))
     .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_emulator_says_it_is_an_emulation_platform() {
+        let p = super::defaults();
+        let emu_mode = p
+            .iter()
+            .find(|(k, _)| *k == "emu_mode")
+            .map(|(_, v)| v.as_str());
+        assert_eq!(emu_mode, Some("1\n"));
+    }
 }

@@ -72,13 +72,18 @@ impl Processor {
             let pos = rd % size;
             // A packet never crosses the end of the ring.
             let available = (wptr - rd).min(size - pos);
+            // The CP reports the packet consumed once it has fetched it, before running it:
+            // a packet's end-of-pipe interrupt always comes after the read pointer passed
+            // the packet (a runtime woken by it computes free ring space from that pointer).
             let r = interp
                 .fetch(self.ctl.ring + pos * 4, available)
-                .and_then(|(p, n)| interp.execute(&p, 0, &stopped).map(|()| n));
+                .and_then(|(p, n)| {
+                    let _ = vm.write_u32(self.ctl.rptr, ((rd + n) % size) as u32);
+                    interp.execute(&p, 0, &stopped).map(|()| n)
+                });
             match r {
                 Ok(n) => {
                     rd += n;
-                    let _ = vm.write_u32(self.ctl.rptr, (rd % size) as u32);
                     self.stats.packets_run.fetch_add(1, Ordering::Relaxed);
                 }
                 Err(Pm4Error::Stopped) => return,
