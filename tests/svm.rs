@@ -223,29 +223,114 @@ fn bad_ranges_get_the_drivers_errnos() {
 }
 
 /// `kfd_ioctl_set_xnack_mode`: a query works at any time, but a change (even to the mode the
-/// process already has) is EBUSY while the process has a user queue; with none, turning XNACK
-/// off is accepted and turning it on is EPERM on a part without retry faults.
+/// process already has) is EBUSY while the process has a user queue; with none, gfx90a lets the
+/// process choose (`KFD_SUPPORT_XNACK_PER_PROCESS`) and gfx1100 refuses XNACK on with EPERM.
 #[test]
 fn xnack_mode_cannot_change_while_queues_exist() {
     use kfd_sys::bindings::kfd_ioctl_set_xnack_mode_args as Args;
     use kfd_sys::DriverExt;
-    let kfd = common::emulated(Preset::Gfx90a, 1);
-    let gpu = kfd.gpu(0).unwrap();
-    let set = |mode: i32| {
+    let set = |kfd: &kfdrt::Kfd, mode: i32| {
         let mut a = Args {
             xnack_enabled: mode,
         };
         kfd.driver().kfd_ioctl(&mut a).map(|_| a.xnack_enabled)
     };
-    assert_eq!(set(-1), Ok(0));
-    assert_eq!(set(0), Ok(0));
-    assert_eq!(set(1), Err(Errno::EPERM));
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    assert_eq!(set(&kfd, -1), Ok(0));
+    assert_eq!(set(&kfd, 0), Ok(0));
     let q = gpu.create_sdma_queue().unwrap();
-    assert_eq!(set(-1), Ok(0), "a query is always answered");
-    assert_eq!(set(0), Err(Errno::EBUSY));
-    assert_eq!(set(1), Err(Errno::EBUSY));
+    assert_eq!(set(&kfd, -1), Ok(0), "a query is always answered");
+    assert_eq!(set(&kfd, 0), Err(Errno::EBUSY));
+    assert_eq!(set(&kfd, 1), Err(Errno::EBUSY));
     drop(q);
-    assert_eq!(set(0), Ok(0));
+    assert_eq!(set(&kfd, 1), Ok(1));
+    assert_eq!(set(&kfd, -1), Ok(1));
+    assert_eq!(set(&kfd, 0), Ok(0));
+    let navi = common::emulated(Preset::Gfx1100, 1);
+    assert_eq!(set(&navi, 1), Err(Errno::EPERM));
+    assert_eq!(set(&navi, -1), Ok(0));
+}
+
+/// XNACK on (`svm_range_restore_pages`): a GPU reaches the process's memory it was never given,
+/// at its own address, through retry faults: the page is mapped where it is, in a new range
+/// every GPU may access, with the VMA's permissions; a write to a read-only page and an access
+/// to no memory at all are still faults. With XNACK off, the same read is a fault.
+#[test]
+fn with_xnack_on_a_gpu_reaches_unregistered_process_memory() {
+    use kfd_sys::bindings::kfd_ioctl_set_xnack_mode_args as Args;
+    use kfd_sys::DriverExt;
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let host = HostPages::new(4 * 4096);
+    let pattern: Vec<u8> = (0..4096).map(|i| (i % 251) as u8).collect();
+    // SAFETY: writing the test's own fresh mapping.
+    unsafe { std::ptr::copy_nonoverlapping(pattern.as_ptr(), host.0, 4096) };
+    let out = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    let copy = |src: u64| {
+        let q = gpu.create_sdma_queue().unwrap();
+        common::sdma_submit(
+            &q,
+            &[SdmaPacket::CopyLinear {
+                src,
+                dst: out.gpu_address(),
+                bytes: 4096,
+            }],
+            LONG,
+        )
+        .unwrap();
+        let mark = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+        q.fill(&mark, 0, 1, 4, &[])
+            .unwrap()
+            .wait(Some(LONG))
+            .map(|_| ())
+    };
+    // XNACK off: unregistered memory is a fault (a fresh device: the fault evicts its queues).
+    {
+        let off = common::emulated(Preset::Gfx90a, 1);
+        let g = off.gpu(0).unwrap();
+        let q = g.create_sdma_queue().unwrap();
+        let o = g.alloc(4096, MemoryKind::GttCoherent).unwrap();
+        common::sdma_submit(
+            &q,
+            &[SdmaPacket::CopyLinear {
+                src: host.addr(),
+                dst: o.gpu_address(),
+                bytes: 4096,
+            }],
+            LONG,
+        )
+        .unwrap();
+        let mark = g.alloc(4096, MemoryKind::GttCoherent).unwrap();
+        assert!(matches!(
+            q.fill(&mark, 0, 1, 4, &[]).unwrap().wait(Some(LONG)),
+            Err(Error::DeviceFault { .. })
+        ));
+    }
+    let mut a = Args { xnack_enabled: 1 };
+    kfd.driver().kfd_ioctl(&mut a).unwrap();
+    copy(host.addr()).expect("XNACK maps the page on the fault");
+    assert!(
+        out.to_vec().unwrap() == pattern,
+        "the copy read the process memory"
+    );
+    let attrs = kfd.svm_attributes(host.addr(), 4096, &[&gpu]).unwrap();
+    assert_eq!(attrs.access, vec![(gpu.id(), SvmAccess::Access)]);
+    // A read-only page takes no GPU write, even with XNACK on.
+    // (The range made on the fault covers the whole mapping, so the mprotect goes through the
+    // MMU notifier as the preload's hook sends it.)
+    let ro = host.addr() + 3 * 4096;
+    let emu = kfd.emulator().unwrap();
+    emu.host_protection_changing(ro, 4096, libc::PROT_READ);
+    // SAFETY: a page of the test's own mapping.
+    let r = unsafe { libc::mprotect(ro as *mut libc::c_void, 4096, libc::PROT_READ) };
+    assert_eq!(r, 0);
+    emu.host_protection_changed(ro, 4096);
+    let fault = sdma_write(&gpu, ro).expect_err("a GPU write to a read-only page");
+    assert!(
+        fault.va == ro && (fault.read_only || fault.not_present),
+        "{fault:?}"
+    );
 }
 
 /// Writes `pattern` over one page at `va` with `gpu`'s copy engine and waits: `Ok` if the write

@@ -95,6 +95,11 @@ impl HostMap {
             })
     }
 
+    /// The VMA holding `va`, whole.
+    pub(crate) fn vma_at(&self, va: u64) -> Option<Vma> {
+        self.0.iter().find(|m| m.start <= va && va < m.end).copied()
+    }
+
     /// Whether every page of `start..end` lies in a VMA (`svm_range_is_valid`).
     pub(crate) fn covers(&self, start: u64, end: u64) -> bool {
         let mut at = start;

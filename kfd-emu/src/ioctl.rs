@@ -157,19 +157,23 @@ unsafe fn handle(
             unsafe { crate::svm::ioctl(emu, v) }
         }),
         r if r == rq::SET_XNACK_MODE => with!(kfd_ioctl_set_xnack_mode_args, |v| {
-            // kfd_ioctl_set_xnack_mode: a query (negative) reports the mode, XNACK off here (the
-            // emulated parts run without retry faults); a change is refused with EBUSY while
-            // the process has any user queue ("Process has user queues running"), before the
-            // mode is even compared; turning XNACK on is EPERM on parts that cannot.
+            // kfd_ioctl_set_xnack_mode: a query (negative) reports the mode; a change is refused
+            // with EBUSY while the process has any user queue ("Process has user queues
+            // running"), before the mode is even compared; turning XNACK on is EPERM unless
+            // every GPU allows it per process (kfd_process_xnack_mode).
+            let on = emu.svm.xnack();
             if v.xnack_enabled < 0 {
-                v.xnack_enabled = 0;
+                v.xnack_enabled = i32::from(on);
                 Ok(())
             } else if emu.queues.live() > 0 {
                 Err(Errno::EBUSY)
-            } else if v.xnack_enabled == 0 {
+            } else if (v.xnack_enabled != 0) == on {
                 Ok(())
-            } else {
+            } else if v.xnack_enabled != 0 && !emu.xnack_supported() {
                 Err(Errno::EPERM)
+            } else {
+                emu.set_xnack(v.xnack_enabled != 0);
+                Ok(())
             }
         }),
         r if r == rq::GET_CLOCK_COUNTERS => with!(kfd_ioctl_get_clock_counters_args, |v| {

@@ -157,8 +157,10 @@
 //!   preload does, for the calls it sees). An unmapping nobody reported (the C library's own,
 //!   inside `free`) is noticed only when an SVM request or allocation next looks at the span:
 //!   until then the GPU mapping stays, and a GPU access to it faults the emulator's process.
-//!   XNACK is off on every part (`SET_XNACK_MODE` to on is EPERM), so a GPU reaches only
-//!   ranges it was given access to.
+//!   XNACK is off until the process turns it on (`SET_XNACK_MODE`, on the parts whose
+//!   driver allows it per process: gfx90a and gfx942); then a GPU's miss on the process's
+//!   memory is a retry fault resolved as `svm_range_restore_pages` does (see the `svm`
+//!   module's `xnack`).
 //! - `GET_TILE_CONFIG` and the `GB_ADDR_CONFIG` register read report an MI210's value
 //!   (0x2a114042) for every preset; amdgpu reads the gfx942 and gfx1100 values from the hardware.
 //! - Requests that exist only in ROCm's out-of-tree driver (`IPC_IMPORT_HANDLE`/`EXPORT_HANDLE`,
@@ -242,6 +244,9 @@ pub struct Emulator {
     pub(crate) cpu_maps: live::CpuMaps,
     /// The doorbell watcher's state (its thread ends when the emulator drops).
     pub(crate) watch: Arc<engine::watcher::Watch>,
+    /// This emulator, for what it hands out that must not keep it alive (the GPUs' retry-fault
+    /// handlers).
+    pub(crate) me: std::sync::Weak<Emulator>,
 }
 
 impl std::fmt::Debug for Emulator {
@@ -281,7 +286,8 @@ impl Emulator {
         engine::watcher::spawn(watch.clone(), faults.clone()).map_err(|e| {
             EmuError::Host(Errno::from_raw(e.raw_os_error().unwrap_or(libc::EAGAIN)))
         })?;
-        Ok(Arc::new(Emulator {
+        Ok(Arc::new_cyclic(|me| Emulator {
+            me: me.clone(),
             gpus,
             memory: memory::MemoryTable::default(),
             events: Arc::new(events::EventTable::default()),

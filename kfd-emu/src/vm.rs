@@ -259,6 +259,11 @@ impl Drop for Pin {
     }
 }
 
+/// What a GPU's retry faults go to with XNACK on: asked about a miss at `va..va+len` (a
+/// write if `write`), it maps what the process's memory allows and says whether the access
+/// may be tried again (`svm_range_restore_pages`).
+pub(crate) type RetryFaultHandler = dyn Fn(u64, u64, bool) -> bool + Send + Sync;
+
 /// One GPU's page table and memory accessors.
 #[derive(Debug)]
 pub struct GpuVm {
@@ -271,6 +276,19 @@ pub struct GpuVm {
     hdp_checks: bool,
     /// Reads that saw VRAM the CPU wrote and no HDP flush made visible yet.
     pub(crate) unflushed_reads: std::sync::atomic::AtomicU64,
+    /// The retry-fault handler while the process runs with XNACK on (`None`: every miss is a
+    /// fault, as with XNACK off).
+    retry: RwLock<Option<RetryHandler>>,
+}
+
+/// [`RetryFaultHandler`], shareable and printable.
+#[derive(Clone)]
+struct RetryHandler(std::sync::Arc<RetryFaultHandler>);
+
+impl std::fmt::Debug for RetryHandler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RetryHandler")
+    }
 }
 
 impl Default for GpuVm {
@@ -288,7 +306,44 @@ impl GpuVm {
             generation: AtomicU64::new(0),
             hdp_checks,
             unflushed_reads: AtomicU64::new(0),
+            retry: RwLock::new(None),
         }
+    }
+
+    /// Sets (XNACK on) or clears (off) the handler of retry faults.
+    pub(crate) fn set_retry_handler(&self, h: Option<std::sync::Arc<RetryFaultHandler>>) {
+        *self.retry.write().unwrap_or_else(|p| p.into_inner()) = h.map(RetryHandler);
+    }
+
+    /// A miss that XNACK may resolve: a not-present `fault` goes to the retry handler, if any,
+    /// with no lock of the table held (it maps). `true`: try the access again.
+    fn retried(&self, fault: GpuFault, va: u64, len: u64) -> bool {
+        if fault.kind != FaultKind::NotPresent {
+            return false;
+        }
+        let h = self.retry.read().unwrap_or_else(|p| p.into_inner()).clone();
+        h.is_some_and(|h| (h.0)(va, len, fault.write))
+    }
+
+    /// Runs `f` with the table held for reading, once more if it fails with a miss XNACK
+    /// resolves (the handler runs between the two, with the table free).
+    fn held_retrying<R>(
+        &self,
+        len: u64,
+        mut f: impl FnMut(&Table) -> Result<R, GpuFault>,
+    ) -> Result<R, GpuFault> {
+        let fault = {
+            let t = self.table.read().unwrap_or_else(|p| p.into_inner());
+            match f(&t) {
+                Err(fault) => fault,
+                ok => return ok,
+            }
+        };
+        if !self.retried(fault, fault.va, len) {
+            return Err(fault);
+        }
+        let t = self.table.read().unwrap_or_else(|p| p.into_inner());
+        f(&t)
     }
 
     /// Changes the table: `f` runs under the write lock, then the generation moves on and the
@@ -511,16 +566,17 @@ impl GpuVm {
         if self.pinned(va, len.max(1), |m| m.perms.exec).is_some() {
             return Ok(());
         }
-        let t = self.table.read().unwrap_or_else(|p| p.into_inner());
-        self.find(&t, va, len.max(1), false)?;
-        match t.entry_at(va) {
-            Some((_, m)) if m.perms.exec => Ok(()),
-            _ => Err(GpuFault {
-                va,
-                write: false,
-                kind: FaultKind::NoExecute,
-            }),
-        }
+        self.held_retrying(len.max(1), |t| {
+            self.find(t, va, len.max(1), false)?;
+            match t.entry_at(va) {
+                Some((_, m)) if m.perms.exec => Ok(()),
+                _ => Err(GpuFault {
+                    va,
+                    write: false,
+                    kind: FaultKind::NoExecute,
+                }),
+            }
+        })
     }
 
     /// Runs `f` with a host pointer to `va..va+len`, holding the table so the range stays mapped.
@@ -534,9 +590,12 @@ impl GpuVm {
         if let Some((_pin, host)) = self.pinned_access(va, len.max(1), write) {
             return Ok(f(host as *mut u8));
         }
-        let t = self.table.read().unwrap_or_else(|p| p.into_inner());
-        let host = self.find(&t, va, len.max(1), write)?;
-        Ok(f(host as *mut u8))
+        let mut f = Some(f);
+        self.held_retrying(len.max(1), |t| {
+            let host = self.find(t, va, len.max(1), write)?;
+            Ok(f.take().map(|f| f(host as *mut u8)))
+        })
+        .map(|r| r.expect("the access runs once"))
     }
 
     /// Runs `f` with host pointers to a destination range (written) and a source range (read),
@@ -557,10 +616,22 @@ impl GpuVm {
                 return Ok(f(d as *mut u8, s as *const u8));
             }
         }
-        let t = self.table.read().unwrap_or_else(|p| p.into_inner());
-        let s = self.find(&t, src, len.max(1), false)?;
-        let d = self.find(&t, dst, len.max(1), true)?;
-        Ok(f(d as *mut u8, s as *const u8))
+        let mut f = Some(f);
+        // Each range may miss once (XNACK resolves one miss per try).
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let r = self.held_retrying(len.max(1), |t| {
+                let s = self.find(t, src, len.max(1), false)?;
+                let d = self.find(t, dst, len.max(1), true)?;
+                Ok(f.take().map(|f| f(d as *mut u8, s as *const u8)))
+            });
+            match r {
+                Ok(r) => return Ok(r.expect("the copy runs once")),
+                Err(fault) if tries < 2 && self.retried(fault, fault.va, len.max(1)) => {}
+                Err(fault) => return Err(fault),
+            }
+        }
     }
 
     fn aligned<T>(va: u64, write: bool) -> Result<(), GpuFault> {

@@ -17,6 +17,7 @@
 
 mod gpu_map;
 mod notifier;
+mod xnack;
 
 use crate::host_vma::HostMap;
 use crate::Emulator;
@@ -68,6 +69,16 @@ impl Range {
         }
     }
 
+    /// A range with the default attributes as `svm_range_new` makes it: with XNACK on, every
+    /// GPU may access it (`bitmap_supported`), since retry faults map it where it is used.
+    fn fresh(emu: &Emulator, start: u64, end: u64) -> Range {
+        let mut r = Range::new(start, end);
+        if emu.svm.xnack() {
+            r.access = emu.gpus.iter().map(|g| g.gpu_id).collect();
+        }
+        r
+    }
+
     pub(super) fn mapped_on(&self, gpu_id: u32) -> bool {
         self.access.contains(&gpu_id) || self.in_place.contains(&gpu_id)
     }
@@ -114,9 +125,16 @@ impl State {
 pub(crate) struct SvmTable {
     state: Mutex<State>,
     migrated: AtomicU64,
+    /// The process runs with XNACK on (`SET_XNACK_MODE`).
+    xnack: std::sync::atomic::AtomicBool,
 }
 
 impl SvmTable {
+    /// Whether the process runs with XNACK on.
+    pub(crate) fn xnack(&self) -> bool {
+        self.xnack.load(Ordering::Acquire)
+    }
+
     /// Whether `start..end` overlaps a registered range (KFD refuses buffers there). Ranges
     /// whose memory the process has since unmapped do not count (see `State::prune`).
     pub(crate) fn overlaps(&self, emu: &Emulator, start: u64, end: u64) -> bool {
@@ -282,7 +300,7 @@ fn set(emu: &Emulator, host: &HostMap, start: u64, end: u64, attrs: &[kfd_ioctl_
             });
         }
         if at < r.start.max(start) {
-            pieces.push(Range::new(at, r.start.max(start)));
+            pieces.push(Range::fresh(emu, at, r.start.max(start)));
         }
         pieces.push(Range {
             start: r.start.max(start),
@@ -295,7 +313,7 @@ fn set(emu: &Emulator, host: &HostMap, start: u64, end: u64, attrs: &[kfd_ioctl_
         }
     }
     if at < end {
-        pieces.push(Range::new(at, end));
+        pieces.push(Range::fresh(emu, at, end));
     }
     pieces.sort_by_key(|r| r.start);
     let mut migrations = Vec::new();
@@ -391,7 +409,7 @@ fn get(
         .iter()
         .filter(|r| r.start < end && start < r.end)
         .collect();
-    let default = Range::new(start, end);
+    let default = Range::fresh(emu, start, end);
     let inside = if inside.is_empty() {
         vec![&default]
     } else {
