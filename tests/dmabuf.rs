@@ -266,3 +266,130 @@ fn a_graphics_buffer_registers_for_compute() {
         Err(Errno::EINVAL)
     );
 }
+
+/// What `hsaKmtRegisterGraphicsHandleToNodes` needs of a graphics buffer: the render node maps
+/// it for the CPU at the offset `GEM_MMAP` gives, the user-mode driver's metadata set with
+/// `GEM_METADATA` reads back and travels with the dma-buf (`GET_DMABUF_INFO` copies it out,
+/// and refuses a buffer too small for it), and what the CPU wrote there is what compute sees.
+#[test]
+fn a_graphics_buffer_maps_for_the_cpu_and_carries_its_metadata() {
+    use kfd_sys::bindings::kfd_ioctl_get_dmabuf_info_args;
+    use kfd_sys::{DriverExt, MapSource, Node};
+    use kfdrt::emu::drm_gem::*;
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let minor = gpu.info().drm_render_minor;
+    let drm = |req, arg: *mut std::ffi::c_void| {
+        // SAFETY: each call below passes the request's own argument struct.
+        unsafe { kfd.driver().ioctl(Node::Render(minor), req, arg) }
+    };
+    let mut create = DrmAmdgpuGemCreate {
+        bo_size: 4096,
+        alignment: 4096,
+        domains: AMDGPU_GEM_DOMAIN_VRAM,
+        domain_flags: 0,
+    };
+    drm(
+        DRM_IOCTL_AMDGPU_GEM_CREATE,
+        (&mut create as *mut DrmAmdgpuGemCreate).cast(),
+    )
+    .unwrap();
+    let handle = create.bo_size as u32;
+    let mut mm = DrmAmdgpuGemMmap {
+        handle_or_offset: u64::from(handle),
+    };
+    drm(
+        DRM_IOCTL_AMDGPU_GEM_MMAP,
+        (&mut mm as *mut DrmAmdgpuGemMmap).cast(),
+    )
+    .unwrap();
+    // SAFETY: a new shared mapping of the buffer through the render node, unmapped below.
+    let p = unsafe {
+        kfd.driver().mmap(
+            MapSource::File(Node::Render(minor)),
+            std::ptr::null_mut(),
+            4096,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            mm.handle_or_offset,
+        )
+    }
+    .unwrap();
+    // SAFETY: `p` maps 4096 writable bytes.
+    unsafe { std::ptr::write_bytes(p as *mut u8, 0xAA, 4096) };
+    let text = b"graphics metadata\0";
+    let mut meta = DrmAmdgpuGemMetadata {
+        handle,
+        op: 1,
+        data_size_bytes: text.len() as u32,
+        ..Default::default()
+    };
+    for (i, c) in text.chunks(4).enumerate() {
+        let mut w = [0u8; 4];
+        w[..c.len()].copy_from_slice(c);
+        meta.data[i] = u32::from_le_bytes(w);
+    }
+    drm(
+        DRM_IOCTL_AMDGPU_GEM_METADATA,
+        (&mut meta as *mut DrmAmdgpuGemMetadata).cast(),
+    )
+    .unwrap();
+    let mut back = DrmAmdgpuGemMetadata {
+        handle,
+        op: 2,
+        ..Default::default()
+    };
+    drm(
+        DRM_IOCTL_AMDGPU_GEM_METADATA,
+        (&mut back as *mut DrmAmdgpuGemMetadata).cast(),
+    )
+    .unwrap();
+    assert_eq!(
+        (back.data_size_bytes, back.data[..5].to_vec()),
+        (meta.data_size_bytes, meta.data[..5].to_vec())
+    );
+    let mut prime = DrmPrimeHandle {
+        handle,
+        flags: libc::O_CLOEXEC as u32 | libc::O_RDWR as u32,
+        fd: -1,
+    };
+    drm(
+        DRM_IOCTL_PRIME_HANDLE_TO_FD,
+        (&mut prime as *mut DrmPrimeHandle).cast(),
+    )
+    .unwrap();
+    // SAFETY: the driver created the descriptor for us.
+    let fd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(prime.fd) };
+    let mut out = [0u8; 64];
+    let mut info = kfd_ioctl_get_dmabuf_info_args {
+        metadata_ptr: out.as_mut_ptr() as u64,
+        metadata_size: 4,
+        dmabuf_fd: prime.fd as u32,
+        ..Default::default()
+    };
+    // SAFETY: `out` is writable for `metadata_size` bytes.
+    let small = unsafe { kfd.driver().kfd_ioctl_unchecked(&mut info) };
+    assert_eq!(
+        small,
+        Err(Errno::EINVAL),
+        "4 bytes cannot hold the metadata"
+    );
+    info.metadata_size = out.len() as u32;
+    // SAFETY: as above, 64 bytes.
+    unsafe { kfd.driver().kfd_ioctl_unchecked(&mut info) }.unwrap();
+    assert_eq!(info.metadata_size as usize, text.len());
+    assert_eq!(&out[..text.len()], text);
+    assert_eq!(info.size, 4096);
+    // Compute reads what the CPU wrote through the render node's mapping.
+    let buf = gpu.import_dmabuf(fd.as_fd()).unwrap();
+    let copy = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    gpu.copy_engine()
+        .unwrap()
+        .copy(&copy, 0, &buf, 0, 4096, &[])
+        .unwrap()
+        .wait(T)
+        .unwrap();
+    assert!(copy.to_vec().unwrap().iter().all(|&b| b == 0xAA));
+    // SAFETY: unmapping what was mapped above.
+    unsafe { kfd.driver().munmap(p, 4096) }.unwrap();
+}

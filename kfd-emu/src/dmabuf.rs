@@ -8,8 +8,9 @@
 //! counts against no memory limit again, and gets the exporter's domain with write and execute
 //! permission.
 //!
-//! Not modelled: the memory stays with the emulator (not only with the open descriptors) until
-//! the emulator drops; graphics metadata (`metadata_size` is always 0).
+//! A render node's GEM object carries the metadata its user-mode driver set, which
+//! `GET_DMABUF_INFO` hands on (`amdgpu_amdkfd_get_dmabuf_info`). Not modelled: the memory stays
+//! with the emulator (not only with the open descriptors) until the emulator drops.
 
 use crate::memfd::SharedMem;
 use crate::Emulator;
@@ -23,6 +24,8 @@ struct Export {
     mem: Arc<SharedMem>,
     gpu_id: u32,
     flags: u32,
+    /// Graphics metadata (GEM objects'; none for KFD buffers).
+    metadata: Vec<u8>,
 }
 
 /// Exported buffers, by the identity (device, inode) of their file.
@@ -83,25 +86,72 @@ pub(crate) fn export_memory(
     flags: u32,
     cloexec: bool,
 ) -> Result<i32, Errno> {
+    export_memory_with_metadata(emu, mem, gpu_id, flags, Vec::new(), cloexec)
+}
+
+/// [`export_memory`] of a GEM object, with the metadata its user-mode driver set.
+pub(crate) fn export_memory_with_metadata(
+    emu: &Emulator,
+    mem: Arc<SharedMem>,
+    gpu_id: u32,
+    flags: u32,
+    metadata: Vec<u8>,
+    cloexec: bool,
+) -> Result<i32, Errno> {
     let fd = mem.dup(cloexec)?;
     let key = identity(fd.as_raw_fd())?;
     emu.dmabufs
         .exports
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .insert(key, Export { mem, gpu_id, flags });
+        .insert(
+            key,
+            Export {
+                mem,
+                gpu_id,
+                flags,
+                metadata,
+            },
+        );
     Ok(fd.into_raw_fd())
 }
 
-/// `AMDKFD_IOC_GET_DMABUF_INFO`.
-pub(crate) fn info(emu: &Emulator, a: &mut kfd_ioctl_get_dmabuf_info_args) -> Result<(), Errno> {
-    let (size, gpu_id, flags) = emu.dmabufs.find(a.dmabuf_fd, |e| {
-        (e.mem.len() as u64, e.gpu_id, info_flags(e.flags))
+/// `AMDKFD_IOC_GET_DMABUF_INFO`: size, GPU and domain, and the graphics metadata copied to
+/// `metadata_ptr` when one is given (EINVAL if `metadata_size` cannot hold it, as
+/// `amdgpu_bo_get_metadata` refuses); `metadata_size` answers the metadata's size.
+///
+/// # Safety
+/// A non-null `metadata_ptr` must be writable for `metadata_size` bytes (copy_to_user's
+/// contract, which the `Driver::ioctl` caller gives).
+pub(crate) unsafe fn info(
+    emu: &Emulator,
+    a: &mut kfd_ioctl_get_dmabuf_info_args,
+) -> Result<(), Errno> {
+    let (size, gpu_id, flags, metadata) = emu.dmabufs.find(a.dmabuf_fd, |e| {
+        (
+            e.mem.len() as u64,
+            e.gpu_id,
+            info_flags(e.flags),
+            e.metadata.clone(),
+        )
     })?;
+    if a.metadata_ptr != 0 {
+        if (a.metadata_size as usize) < metadata.len() {
+            return Err(Errno::EINVAL);
+        }
+        // SAFETY: the caller's contract: `metadata_size` (>= the length) bytes are writable.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                metadata.as_ptr(),
+                a.metadata_ptr as *mut u8,
+                metadata.len(),
+            )
+        };
+    }
     a.size = size;
     a.gpu_id = gpu_id;
     a.flags = flags;
-    a.metadata_size = 0;
+    a.metadata_size = metadata.len() as u32;
     Ok(())
 }
 

@@ -1,9 +1,11 @@
 //! Graphics buffers on the render node, for sharing with KFD: `DRM_IOCTL_AMDGPU_GEM_CREATE`,
-//! `DRM_IOCTL_GEM_CLOSE`, `DRM_IOCTL_PRIME_HANDLE_TO_FD` (a dma-buf of the buffer, which KFD's
-//! `IMPORT_DMABUF` then maps for compute: what `hsaKmtRegisterGraphicsHandleToNodes` does) and
-//! `DRM_IOCTL_AMDGPU_CTX` (contexts, which graphics clients create first). Layouts are those of
-//! uapi `drm.h` and `amdgpu_drm.h`; the emulator runs no graphics work, so a context only
-//! exists and reports no reset.
+//! `DRM_IOCTL_GEM_CLOSE`, `DRM_IOCTL_AMDGPU_GEM_MMAP` (the offset at which the render node
+//! maps the buffer for the CPU), `DRM_IOCTL_AMDGPU_GEM_METADATA` (the user-mode driver's
+//! metadata, which KFD's `GET_DMABUF_INFO` hands on), `DRM_IOCTL_PRIME_HANDLE_TO_FD` (a dma-buf
+//! of the buffer, which KFD's `IMPORT_DMABUF` then maps for compute: what
+//! `hsaKmtRegisterGraphicsHandleToNodes` does) and `DRM_IOCTL_AMDGPU_CTX` (contexts, which
+//! graphics clients create first). Layouts are those of uapi `drm.h` and `amdgpu_drm.h`; the
+//! emulator runs no graphics work, so a context only exists and reports no reset.
 
 use crate::memfd::SharedMem;
 use crate::Emulator;
@@ -66,6 +68,60 @@ pub struct DrmAmdgpuCtx {
     pub priority: i32,
 }
 
+/// `union drm_amdgpu_gem_mmap` (in: handle; out: the fake mmap offset).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DrmAmdgpuGemMmap {
+    /// In: the handle (low 32 bits); out: the offset to mmap the render node at.
+    pub handle_or_offset: u64,
+}
+
+/// `struct drm_amdgpu_gem_metadata`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DrmAmdgpuGemMetadata {
+    /// The handle.
+    pub handle: u32,
+    /// `AMDGPU_GEM_METADATA_OP_SET_METADATA` (1) or `_GET_METADATA` (2).
+    pub op: u32,
+    /// `AMDGPU_TILING_*` flags.
+    pub flags: u64,
+    /// Tiling.
+    pub tiling_info: u64,
+    /// Bytes of `data` in use.
+    pub data_size_bytes: u32,
+    /// The user-mode driver's metadata.
+    pub data: [u32; 64],
+}
+
+impl Default for DrmAmdgpuGemMetadata {
+    fn default() -> Self {
+        DrmAmdgpuGemMetadata {
+            handle: 0,
+            op: 0,
+            flags: 0,
+            tiling_info: 0,
+            data_size_bytes: 0,
+            data: [0; 64],
+        }
+    }
+}
+
+/// `DRM_IOCTL_AMDGPU_GEM_MMAP`.
+pub const DRM_IOCTL_AMDGPU_GEM_MMAP: IoctlRequest = IoctlRequest::iowr(
+    b'd',
+    DRM_COMMAND_BASE + 1,
+    std::mem::size_of::<DrmAmdgpuGemMmap>(),
+);
+/// `DRM_IOCTL_AMDGPU_GEM_METADATA`.
+pub const DRM_IOCTL_AMDGPU_GEM_METADATA: IoctlRequest = IoctlRequest::iowr(
+    b'd',
+    DRM_COMMAND_BASE + 6,
+    std::mem::size_of::<DrmAmdgpuGemMetadata>(),
+);
+/// First fake mmap offset of GEM objects (page `handle` above it), apart from KFD's buffers'.
+const GEM_MMAP_BASE: u64 = 0x200_0000_0000;
+
 /// `DRM_IOCTL_AMDGPU_GEM_CREATE`.
 pub const DRM_IOCTL_AMDGPU_GEM_CREATE: IoctlRequest = IoctlRequest::iowr(
     b'd',
@@ -100,10 +156,19 @@ pub const AMDGPU_CTX_OP_QUERY_STATE: u32 = 3;
 /// `AMDGPU_CTX_OP_QUERY_STATE2`.
 pub const AMDGPU_CTX_OP_QUERY_STATE2: u32 = 4;
 
+/// One GEM object.
+#[derive(Clone)]
+struct Gem {
+    mem: Arc<SharedMem>,
+    vram: bool,
+    /// The metadata `GEM_METADATA` set (`amdgpu_bo_set_metadata`'s buffer).
+    metadata: Vec<u8>,
+}
+
 #[derive(Default)]
 struct Tables {
-    /// (render minor, handle) -> memory and whether it is VRAM.
-    bos: HashMap<(u32, u32), (Arc<SharedMem>, bool)>,
+    /// (render minor, handle) -> the object.
+    bos: HashMap<(u32, u32), Gem>,
     ctxs: HashMap<(u32, u32), ()>,
     next: u32,
 }
@@ -146,7 +211,11 @@ pub(crate) unsafe fn dispatch(
         let handle = t.next;
         t.bos.insert(
             (minor, handle),
-            (mem, domains & AMDGPU_GEM_DOMAIN_VRAM != 0),
+            Gem {
+                mem,
+                vram: domains & AMDGPU_GEM_DOMAIN_VRAM != 0,
+                metadata: Vec::new(),
+            },
         );
         *g = DrmAmdgpuGemCreate {
             bo_size: u64::from(handle),
@@ -166,23 +235,68 @@ pub(crate) unsafe fn dispatch(
         if p.flags & !(libc::O_CLOEXEC as u32 | libc::O_RDWR as u32) != 0 {
             return Some(Err(Errno::EINVAL));
         }
-        let Some((mem, vram)) = t.bos.get(&(minor, p.handle)).cloned() else {
+        let Some(gem) = t.bos.get(&(minor, p.handle)).cloned() else {
             return Some(Err(Errno::ENOENT));
         };
         drop(t);
-        let flags = if vram {
+        let flags = if gem.vram {
             KFD_IOC_ALLOC_MEM_FLAGS_VRAM
         } else {
             KFD_IOC_ALLOC_MEM_FLAGS_GTT
         };
-        crate::dmabuf::export_memory(
+        crate::dmabuf::export_memory_with_metadata(
             emu,
-            mem,
+            gem.mem,
             gpu_id,
             flags,
+            gem.metadata,
             p.flags & libc::O_CLOEXEC as u32 != 0,
         )
         .map(|fd| p.fd = fd)
+    } else if request == DRM_IOCTL_AMDGPU_GEM_MMAP {
+        // SAFETY: matched just above.
+        let m = unsafe { &mut *(a as *mut DrmAmdgpuGemMmap) };
+        let handle = m.handle_or_offset as u32;
+        if !t.bos.contains_key(&(minor, handle)) {
+            return Some(Err(Errno::ENOENT));
+        }
+        m.handle_or_offset = GEM_MMAP_BASE + u64::from(handle) * 4096;
+        Ok(())
+    } else if request == DRM_IOCTL_AMDGPU_GEM_METADATA {
+        // SAFETY: matched just above.
+        let m = unsafe { &mut *(a as *mut DrmAmdgpuGemMetadata) };
+        let Some(gem) = t.bos.get_mut(&(minor, m.handle)) else {
+            return Some(Err(Errno::ENOENT));
+        };
+        match m.op {
+            // amdgpu_bo_set_metadata: at most the 256 bytes the struct carries.
+            1 => {
+                let n = m.data_size_bytes as usize;
+                if n > std::mem::size_of_val(&m.data) {
+                    return Some(Err(Errno::EINVAL));
+                }
+                gem.metadata = m
+                    .data
+                    .iter()
+                    .flat_map(|w| w.to_le_bytes())
+                    .take(n)
+                    .collect();
+                Ok(())
+            }
+            2 => {
+                let n = gem.metadata.len();
+                let mut data = [0u32; 64];
+                for (i, c) in gem.metadata.chunks(4).enumerate() {
+                    let mut w = [0u8; 4];
+                    w[..c.len()].copy_from_slice(c);
+                    data[i] = u32::from_le_bytes(w);
+                }
+                m.data = data;
+                m.data_size_bytes = n as u32;
+                Ok(())
+            }
+            _ => Err(Errno::EINVAL),
+        }
     } else if request == DRM_IOCTL_AMDGPU_CTX {
         // SAFETY: matched just above.
         let c = unsafe { &mut *(a as *mut DrmAmdgpuCtx) };
@@ -211,4 +325,11 @@ pub(crate) unsafe fn dispatch(
     } else {
         return None;
     })
+}
+
+/// The memory of the GEM object render node `minor` maps at `offset` (what `GEM_MMAP` gave).
+pub(crate) fn mmap_target(emu: &Emulator, minor: u32, offset: u64) -> Option<Arc<SharedMem>> {
+    let handle = u32::try_from(offset.checked_sub(GEM_MMAP_BASE)? / 4096).ok()?;
+    let t = emu.gem.t.lock().unwrap_or_else(|p| p.into_inner());
+    t.bos.get(&(minor, handle)).map(|g| g.mem.clone())
 }

@@ -295,9 +295,10 @@ unsafe fn handle(
             ))
         }
         r if r == rq::GET_DMABUF_INFO => {
-            with!(kfd_ioctl_get_dmabuf_info_args, |v| crate::dmabuf::info(
-                emu, v
-            ))
+            with!(kfd_ioctl_get_dmabuf_info_args, |v| {
+                // SAFETY: the caller's contract covers the metadata buffer (copy_to_user).
+                unsafe { crate::dmabuf::info(emu, v) }
+            })
         }
         r if r == rq::IMPORT_DMABUF => {
             with!(kfd_ioctl_import_dmabuf_args, |v| crate::dmabuf::import(

@@ -491,7 +491,14 @@ pub(crate) unsafe fn mmap(
         }
         MapSource::File(Node::Render(minor)) => {
             let mut m = emu.memory.lock();
-            let handle = *m.offsets.get(&offset).ok_or(Errno::EINVAL)?;
+            let Some(&handle) = m.offsets.get(&offset) else {
+                // A graphics buffer the render node's GEM_MMAP gave this offset.
+                drop(m);
+                let mem = crate::drm_gem::mmap_target(emu, minor, offset).ok_or(Errno::EINVAL)?;
+                // SAFETY: forwarded from the caller.
+                let p = unsafe { mem.map_for_caller(addr, len, prot, flags, 0) }?;
+                return Ok((p, CpuMapKind::Buffer));
+            };
             let bo = m.bos.get_mut(&handle).ok_or(Errno::EINVAL)?;
             if bo.gpu.render_minor != minor {
                 return Err(Errno::EINVAL);
