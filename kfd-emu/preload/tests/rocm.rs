@@ -329,6 +329,8 @@ fn rocr_sets_and_reads_shared_virtual_memory_attributes() {
         "preferred is the gpu 1",
         "access 0x200",
         "prefetched",
+        // HSA_AMD_SVM_ATTRIB_AGENT_NO_ACCESS: the munmap hook removed the range.
+        "access after remap 0x202",
         "done",
     ] {
         assert!(

@@ -2,10 +2,11 @@
  * Shared virtual memory through ROCr's API (libhsakmt's AMDKFD_IOC_SVM, whose request size
  * carries the attributes): ask whether the system has SVM, give a GPU access to mmapped host
  * memory with a preferred location, read the attributes back, prefetch the range to the GPU
- * and wait for it.
+ * and wait for it; unmap it, map fresh memory there and see the range gone.
  *
  * Built and run by kfd-emu/preload/tests/rocm.rs.
  */
+#define _GNU_SOURCE
 #include <hsa/hsa.h>
 #include <hsa/hsa_ext_amd.h>
 #include "hsa_check.h"
@@ -70,7 +71,21 @@ int main(void)
 	}
 	printf("prefetched\n");
 	CHECK(hsa_signal_destroy(done));
+	/* munmap goes through the driver's MMU notifier: the range is gone, and fresh memory at
+	 * the same address starts with no access. */
 	munmap(p, len);
+	void *q = mmap(p, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (q != p) {
+		fprintf(stderr, "FAIL mmap again at %p\n", p);
+		return 1;
+	}
+	hsa_amd_svm_attribute_pair_t again[] = {
+		{HSA_AMD_SVM_ATTRIB_ACCESS_QUERY, gpu.handle},
+	};
+	CHECK(hsa_amd_svm_attributes_get(q, len, again, 1));
+	printf("access after remap %#llx\n", (unsigned long long)again[0].attribute);
+	munmap(q, len);
 	CHECK(hsa_shut_down());
 	printf("done\n");
 	return 0;
