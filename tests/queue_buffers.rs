@@ -522,37 +522,6 @@ fn a_read_only_ring_stops_the_queue_at_its_first_packet() {
     destroy(&kfd, a.queue_id).unwrap();
 }
 
-/// Anonymous process memory for an SVM-backed context-save area, unmapped on drop.
-struct HostPages(*mut libc::c_void, usize);
-
-impl HostPages {
-    fn new(len: usize) -> HostPages {
-        // SAFETY: a fresh private anonymous mapping.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        assert_ne!(p, libc::MAP_FAILED);
-        HostPages(p, len)
-    }
-    fn addr(&self) -> u64 {
-        self.0 as u64
-    }
-}
-
-impl Drop for HostPages {
-    fn drop(&mut self) {
-        // SAFETY: unmapping what `new` mapped.
-        unsafe { libc::munmap(self.0, self.1) };
-    }
-}
-
 /// libhsakmt places a queue's context-save area in an SVM range when the node supports SVM,
 /// and the driver takes it there (`kfd_queue_buffer_svm_get`) when no KFD buffer fits: every
 /// page must lie in ranges mapped to the queue's GPU and flagged GPU_ALWAYS_MAPPED. The queue
@@ -566,25 +535,25 @@ fn a_cwsr_area_in_svm_ranges_is_taken_as_the_driver_takes_it() {
     let sizes = cwsr_sizes(gpu.info()).unwrap();
     let len = sizes.total_bytes;
     let always = KFD_IOCTL_SVM_FLAG_GPU_ALWAYS_MAPPED;
-    let set = |host: &HostPages, off: u64, n: u64, attrs: &[A]| {
+    let set = |host: &common::HostPages, off: u64, n: u64, attrs: &[A]| {
         // SAFETY: the pages outlive every GPU access (queues are destroyed before the drop).
         unsafe { kfd.svm_set_attributes(host.addr() + off, n, attrs) }.unwrap();
     };
-    let try_create = |host: &HostPages| {
+    let try_create = |host: &common::HostPages| {
         let mut a = p.args(&gpu);
         a.ctx_save_restore_address = host.addr();
         create(&kfd, &mut a).map(|_| a.queue_id)
     };
 
     // Not registered at all: refused.
-    let bare = HostPages::new(len as usize);
+    let bare = common::HostPages::new(len as usize);
     assert_eq!(try_create(&bare), Err(Errno::EINVAL));
     // Mapped to the GPU, but not flagged always-mapped: refused.
-    let unflagged = HostPages::new(len as usize);
+    let unflagged = common::HostPages::new(len as usize);
     set(&unflagged, 0, len, &[A::Access(gpu.id())]);
     assert_eq!(try_create(&unflagged), Err(Errno::EINVAL));
     // Flagged, but mapped to the other GPU only: refused.
-    let elsewhere = HostPages::new(len as usize);
+    let elsewhere = common::HostPages::new(len as usize);
     set(
         &elsewhere,
         0,
@@ -593,7 +562,7 @@ fn a_cwsr_area_in_svm_ranges_is_taken_as_the_driver_takes_it() {
     );
     assert_eq!(try_create(&elsewhere), Err(Errno::EINVAL));
     // Flagged and mapped, but only the first half: refused.
-    let half = HostPages::new(len as usize);
+    let half = common::HostPages::new(len as usize);
     set(
         &half,
         0,
@@ -603,7 +572,7 @@ fn a_cwsr_area_in_svm_ranges_is_taken_as_the_driver_takes_it() {
     assert_eq!(try_create(&half), Err(Errno::EINVAL));
 
     // Two ranges (access in place for the second), both flagged: taken, and the queue runs.
-    let good = HostPages::new(len as usize);
+    let good = common::HostPages::new(len as usize);
     let cut = len / 2 & !4095;
     set(&good, 0, cut, &[A::Access(gpu.id()), A::SetFlags(always)]);
     set(

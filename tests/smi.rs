@@ -161,19 +161,8 @@ fn svm_prefetches_are_reported_as_migrations() {
         .smi_events(&[smi::MIGRATE_START, smi::MIGRATE_END])
         .unwrap();
     let len = 16 << 10;
-    // SAFETY: a fresh private anonymous mapping.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    assert_ne!(p, libc::MAP_FAILED);
-    let addr = p as u64;
+    let host = common::HostPages::new(len);
+    let addr = host.addr();
     let prefetch = |loc: SvmLocation| {
         // SAFETY: the mapping outlives every GPU access (no queue runs here).
         unsafe {
@@ -219,6 +208,4 @@ fn svm_prefetches_are_reported_as_migrations() {
     prefetch(SvmLocation::System);
     let back = w.next(WAIT).unwrap().expect("a migration back");
     assert_eq!(fields(&back)[3], format!("{id}->0"));
-    // SAFETY: unmapping what was mapped above.
-    unsafe { libc::munmap(p, len) };
 }

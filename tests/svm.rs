@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::HostPages;
 use kfdrt::emu::Preset;
 use kfdrt::memory::svm::{SvmAccess, SvmAttribute, SvmLocation};
 use kfdrt::{Errno, Error, MemoryKind};
@@ -13,41 +14,6 @@ use std::time::Duration;
 
 const LEN: usize = 2 << 20;
 const LONG: Duration = Duration::from_secs(30);
-
-/// Anonymous host memory, page aligned, unmapped on drop.
-struct HostPages(*mut u8, usize);
-
-impl HostPages {
-    fn new(len: usize) -> HostPages {
-        // SAFETY: a fresh private anonymous mapping.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        assert_ne!(p, libc::MAP_FAILED);
-        HostPages(p.cast(), len)
-    }
-    fn addr(&self) -> u64 {
-        self.0 as u64
-    }
-    fn bytes(&self) -> Vec<u8> {
-        // SAFETY: reading the mapping, which nothing writes concurrently at this point.
-        unsafe { std::slice::from_raw_parts(self.0, self.1) }.to_vec()
-    }
-}
-
-impl Drop for HostPages {
-    fn drop(&mut self) {
-        // SAFETY: unmapping what `new` mapped.
-        unsafe { libc::munmap(self.0.cast(), self.1) };
-    }
-}
 
 fn errno(e: Error) -> Errno {
     match e {

@@ -146,3 +146,44 @@ pub fn raw_dispatch<'a>(
     // waited for the dispatch (or the queue is gone), or addresses chosen to fault.
     unsafe { kfdrt::Dispatch::linear(kernel, grid, workgroup).with_raw_args(args) }
 }
+
+/// Anonymous process memory (private, read-write, page aligned), unmapped on drop: what SVM
+/// ranges and userptr registrations are made of.
+pub struct HostPages(pub *mut u8, pub usize);
+
+impl HostPages {
+    /// `len` fresh bytes.
+    pub fn new(len: usize) -> HostPages {
+        // SAFETY: a fresh private anonymous mapping.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(p, libc::MAP_FAILED);
+        HostPages(p.cast(), len)
+    }
+
+    /// The first byte's address.
+    pub fn addr(&self) -> u64 {
+        self.0 as u64
+    }
+
+    /// A copy of the contents.
+    pub fn bytes(&self) -> Vec<u8> {
+        // SAFETY: reading the mapping, which nothing writes concurrently at this point.
+        unsafe { std::slice::from_raw_parts(self.0, self.1) }.to_vec()
+    }
+}
+
+impl Drop for HostPages {
+    fn drop(&mut self) {
+        // SAFETY: unmapping what `new` mapped (parts already unmapped are no error).
+        unsafe { libc::munmap(self.0.cast(), self.1) };
+    }
+}
