@@ -220,14 +220,32 @@ pub(crate) fn wait_ids(
     mode: WaitMode,
     timeout: Option<Duration>,
 ) -> Result<(bool, Vec<kfd_event_data>)> {
-    if ids.is_empty() {
+    wait_ids_aged(driver, ids, &mut vec![0; ids.len()], mode, timeout)
+}
+
+/// [`wait_ids`] passing, for each signal event whose entry in `ages` is not 0, the age the
+/// caller last saw (KFD 1.14+; 0 asks for none): the driver counts the event as signalled if
+/// it was set since, and writes the age it woke the caller at back into `ages`.
+pub(crate) fn wait_ids_aged(
+    driver: &dyn Driver,
+    ids: &[u32],
+    ages: &mut [u64],
+    mode: WaitMode,
+    timeout: Option<Duration>,
+) -> Result<(bool, Vec<kfd_event_data>)> {
+    if ids.is_empty() || ages.len() != ids.len() {
         return Err(Error::InvalidArgument("waiting on no events".into()));
     }
     let mut data: Vec<kfd_event_data> = ids
         .iter()
-        .map(|&event_id| kfd_event_data {
-            event_id,
-            ..Default::default()
+        .zip(ages.iter())
+        .map(|(&event_id, &age)| {
+            let mut d = kfd_event_data {
+                event_id,
+                ..Default::default()
+            };
+            d.__bindgen_anon_1.signal_event_data.last_event_age = age;
+            d
         })
         .collect();
     let mut args = kfd_ioctl_wait_events_args {
@@ -241,6 +259,13 @@ pub(crate) fn wait_ids(
     // SAFETY: `events_ptr` points to `data`, `num_events` entries, alive across the call; the
     // driver reads ids and writes payloads in place.
     unsafe { driver.kfd_ioctl_unchecked(&mut args) }.map_err(Error::ioctl(&args))?;
+    for (age, d) in ages.iter_mut().zip(&data) {
+        if *age != 0 {
+            // SAFETY: every member of the union is plain integers; for a signal event given an
+            // age the driver writes the age there.
+            *age = unsafe { d.__bindgen_anon_1.signal_event_data.last_event_age };
+        }
+    }
     match args.wait_result {
         KFD_IOC_WAIT_RESULT_COMPLETE => Ok((true, data)),
         KFD_IOC_WAIT_RESULT_TIMEOUT => Ok((false, data)),

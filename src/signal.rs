@@ -16,9 +16,9 @@ use crate::event::{EventReset, EventTable};
 use crate::memory::raw::RawAllocation;
 use aql::AmdSignal;
 use kfd_sys::bindings::*;
-use kfd_sys::{Driver, DriverExt};
+use kfd_sys::{Driver, DriverExt, Feature};
 use std::fmt;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -29,6 +29,11 @@ const SIGNALS_PER_PAGE: usize = 64;
 const POST_EXCEPTION_POLL: Duration = Duration::from_millis(10);
 /// How long a waiter spins on the value before sleeping in `WAIT_EVENTS`.
 pub const DEFAULT_SPIN: Duration = Duration::from_micros(50);
+
+/// How long a waiter that is not the signal's one sleeper sleeps at a time, on a driver without
+/// event ages (see [`Signal::wait_with`]): its wake-up may be consumed by the sleeper, so it
+/// looks at the value again at least this often.
+const SHARED_SLEEP_SLICE: Duration = Duration::from_millis(1);
 
 /// How long a wait spins before it starts yielding its CPU between polls.
 const YIELD_AFTER: Duration = Duration::from_micros(4);
@@ -76,6 +81,10 @@ impl fmt::Display for Condition {
 struct Slot {
     signal: *const AmdSignal,
     event_id: u32,
+    /// The event's age as a waiter last saw it (KFD 1.14+: `WAIT_EVENTS` returns at once when
+    /// the event was set since, so a set another waiter consumed is not lost), in the pool's
+    /// table of ages. A new event's age is 1.
+    event_age: *const AtomicU64,
 }
 
 // SAFETY: a slot points into a pool page that lives as long as the pool (owned by KfdShared), and
@@ -93,6 +102,16 @@ pub(crate) struct SignalPool {
     /// model-checked in the aql crate's `tests/loom.rs`).
     slots: aql::reuse::ReusePool<Slot>,
     events: Vec<u32>,
+    /// The event ages of each page's slots (boxed: slots point into them).
+    ages: Vec<Box<[AtomicU64; SIGNALS_PER_PAGE]>>,
+}
+
+impl Slot {
+    fn event_age(&self) -> &AtomicU64 {
+        // SAFETY: the age lives in a table the pool owns and never frees before the pool (as
+        // the slot's page).
+        unsafe { &*self.event_age }
+    }
 }
 
 /// A slot's signal value now.
@@ -118,6 +137,8 @@ impl SignalPool {
         let (page, mapped) = dev
             .alloc_shared_uncached((SIGNALS_PER_PAGE * std::mem::size_of::<AmdSignal>()) as u64)?;
         let base = page.va.addr as *mut AmdSignal;
+        let ages: Box<[AtomicU64; SIGNALS_PER_PAGE]> =
+            Box::new(std::array::from_fn(|_| AtomicU64::new(1)));
         let mut new_slots: Vec<Slot> = Vec::with_capacity(SIGNALS_PER_PAGE);
         for i in 0..SIGNALS_PER_PAGE {
             let event = match create_signal_event(dev, events) {
@@ -143,10 +164,12 @@ impl SignalPool {
             new_slots.push(Slot {
                 signal: sig,
                 event_id: event.0,
+                event_age: &ages[i],
             });
         }
         self.events.extend(new_slots.iter().map(|s| s.event_id));
         self.slots.add_free(new_slots);
+        self.ages.push(ages);
         self.pages.push(page);
         self.mapped.push(mapped);
         Ok(())
@@ -206,6 +229,9 @@ struct SignalInner {
     /// submission that owns the signal, before the packet carrying it is published
     /// ([`Signal::arm_decrement`]), and by `disarm` once no engine can write it.
     armed_target: AtomicI64,
+    /// Threads asleep in `WAIT_EVENTS` on the signal's event, for drivers without event ages
+    /// (see [`Signal::wait_with`]).
+    sleepers: AtomicU32,
 }
 
 /// An `amd_signal_t` handle. Clones share the signal.
@@ -230,6 +256,7 @@ impl Kfd {
             kfd: self.clone(),
             slot,
             armed_target: AtomicI64::new(NOT_ARMED),
+            sleepers: AtomicU32::new(0),
         }));
         s.raw().value.store(initial, Ordering::Release);
         Ok(s)
@@ -390,6 +417,14 @@ impl Signal {
     /// queue's error event) and a check run after every wake-up that may end the wait with an
     /// error (the queue's error state, its GPU's exceptions). The process's exception events
     /// always wake it.
+    ///
+    /// Several threads may wait on one signal, and the event is auto-reset: the driver leaves
+    /// it signalled only if nobody was waiting when it was set (`set_event`), so a set that
+    /// comes between a waiter's look at the value and its sleep, while another thread sleeps,
+    /// is consumed by that other thread. With event ages (KFD 1.14+) each sleep passes the age
+    /// read before the value was looked at, and the driver ends it at once if the event was
+    /// set since. Without them, as ROCr does, one thread at a time sleeps on the event and the
+    /// others sleep in short slices ([`SHARED_SLEEP_SLICE`]), looking at the value between.
     pub(crate) fn wait_with(
         &self,
         cond: Condition,
@@ -427,7 +462,11 @@ impl Signal {
             std::hint::spin_loop();
         }
         let start = start.unwrap_or_else(Instant::now);
+        let shared = &self.0.kfd.shared;
+        let ages = shared.dev.version.supports(Feature::SignalEventAge);
         loop {
+            // The age first: a set after this load ends the sleep below at once.
+            let age = self.0.slot.event_age().load(Ordering::Acquire);
             let v = self.value();
             if cond.holds(v) {
                 return Ok(v);
@@ -446,7 +485,6 @@ impl Signal {
                 None => None,
             };
             check()?;
-            let shared = &self.0.kfd.shared;
             let ex = &shared.exceptions;
             let mut ids = Vec::with_capacity(3 + wake_events.len());
             ids.push(self.event_id());
@@ -462,8 +500,32 @@ impl Signal {
                 ids.push(ex.hw_event);
                 remaining
             };
-            let (_, data) =
-                crate::event::wait_ids(shared.dev.driver(), &ids, WaitMode::Any, sleep)?;
+            let data = if ages {
+                let mut want = vec![0; ids.len()];
+                want[0] = age;
+                let (_, data) = crate::event::wait_ids_aged(
+                    shared.dev.driver(),
+                    &ids,
+                    &mut want,
+                    WaitMode::Any,
+                    sleep,
+                )?;
+                // The driver hands back the age it woke us at (or what we gave).
+                if want[0] != age {
+                    self.0.slot.event_age().store(want[0], Ordering::Release);
+                }
+                data
+            } else {
+                let first = self.0.sleepers.fetch_add(1, Ordering::AcqRel) == 0;
+                let sleep = if first {
+                    sleep
+                } else {
+                    Some(sleep.map_or(SHARED_SLEEP_SLICE, |s| s.min(SHARED_SLEEP_SLICE)))
+                };
+                let r = crate::event::wait_ids(shared.dev.driver(), &ids, WaitMode::Any, sleep);
+                self.0.sleepers.fetch_sub(1, Ordering::AcqRel);
+                r?.1
+            };
             ex.record(&data);
         }
     }

@@ -477,3 +477,115 @@ fn a_signal_event_age_catches_a_set_another_waiter_consumed() {
         }
     }
 }
+
+/// The emulated device, with every sleeping `WAIT_EVENTS` entering the driver 2 ms late: the
+/// time between a waiter's last look at a signal's value and its sleep, which a lost wake-up
+/// needs, made wide enough to hit every time.
+struct SlowToSleep(std::sync::Arc<kfdrt::emu::Emulator>);
+
+impl kfd_sys::Driver for SlowToSleep {
+    fn kind(&self) -> kfd_sys::DriverKind {
+        self.0.kind()
+    }
+    fn describe(&self) -> String {
+        self.0.describe()
+    }
+    unsafe fn ioctl(
+        &self,
+        node: kfd_sys::Node,
+        request: kfd_sys::IoctlRequest,
+        arg: *mut std::ffi::c_void,
+    ) -> Result<i32, kfdrt::Errno> {
+        use kfd_sys::bindings::kfd_ioctl_wait_events_args as Wait;
+        if request == kfd_sys::ioctl::request::WAIT_EVENTS {
+            // SAFETY: the caller passes WAIT_EVENTS its own argument struct.
+            if unsafe { &*(arg as *const Wait) }.timeout > 0 {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+        // SAFETY: forwarded from the caller.
+        unsafe { self.0.ioctl(node, request, arg) }
+    }
+    fn open_render_node(&self, minor: u32) -> Result<i32, kfdrt::Errno> {
+        self.0.open_render_node(minor)
+    }
+    unsafe fn mmap(
+        &self,
+        source: kfd_sys::MapSource,
+        addr: *mut std::ffi::c_void,
+        len: usize,
+        prot: i32,
+        flags: i32,
+        offset: u64,
+    ) -> Result<*mut std::ffi::c_void, kfdrt::Errno> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.0.mmap(source, addr, len, prot, flags, offset) }
+    }
+    unsafe fn munmap(&self, addr: *mut std::ffi::c_void, len: usize) -> Result<(), kfdrt::Errno> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.0.munmap(addr, len) }
+    }
+    fn read_topology(&self, path: &str) -> Result<String, kfdrt::Errno> {
+        self.0.read_topology(path)
+    }
+    fn list_topology(&self, path: &str) -> Result<Vec<String>, kfdrt::Errno> {
+        self.0.list_topology(path)
+    }
+    fn doorbell_hint(&self, gpu_id: u32) {
+        self.0.doorbell_hint(gpu_id)
+    }
+}
+
+/// Three threads wait on one signal, starting 1 ms apart, and the value is stored (and the
+/// auto-reset event set) after the first is asleep and while the second is between its last
+/// look at the value and its sleep. `set_event` wakes the sleeper and, since it had a waiter,
+/// leaves the event unsignalled: the second sleeps through the set unless it passes the event's
+/// age (KFD 1.14+: the driver sees the set it missed and returns at once), or, without ages
+/// (1.13), it is not the one thread allowed to sleep on the event and sleeps in short slices.
+/// Every round, every waiter must wake with the set: a waiter that missed it sleeps until its
+/// timeout (10 s), after which it finds the value and returns, so the test asks that each wait
+/// end well before that (within 5 s of the set; woken waiters take milliseconds).
+#[test]
+fn every_waiter_of_a_shared_signal_wakes_every_round() {
+    use kfdrt::Condition;
+    use std::sync::atomic::Ordering;
+    const ROUNDS: u32 = 8;
+    for version in [kfd_sys::KFD_ABI, kfd_sys::KfdVersion::new(1, 13)] {
+        let mut c = kfdrt::emu::EmuConfig::new(kfdrt::emu::Preset::Gfx90a, 1);
+        c.kfd_version = version;
+        let emu = kfdrt::emu::Emulator::new(c).unwrap();
+        let kfd = kfdrt::Kfd::with_driver(std::sync::Arc::new(SlowToSleep(emu))).unwrap();
+        let s = kfd.create_signal(1).unwrap();
+        for round in 0..ROUNDS {
+            s.value_atomic().store(1, Ordering::Release);
+            let start = Instant::now();
+            std::thread::scope(|scope| {
+                let waiters: Vec<_> = (0..3u64)
+                    .map(|i| {
+                        let s = &s;
+                        scope.spawn(move || {
+                            std::thread::sleep(Duration::from_millis(i));
+                            let r = s.wait(Condition::Eq(0), Some(Duration::from_secs(10)));
+                            (r, Instant::now())
+                        })
+                    })
+                    .collect();
+                // Waiter 0 sleeps from about 2 ms on; waiter 1 looked at the value at about
+                // 1 ms and sleeps from about 3 ms on.
+                std::thread::sleep(Duration::from_micros(2500).saturating_sub(start.elapsed()));
+                s.store(0).unwrap();
+                let set = Instant::now();
+                for (i, w) in waiters.into_iter().enumerate() {
+                    let (r, woke) = w.join().unwrap();
+                    assert!(r.is_ok(), "KFD {version}, round {round}: waiter {i}: {r:?}");
+                    let late = woke.saturating_duration_since(set);
+                    assert!(
+                        late < Duration::from_secs(5),
+                        "KFD {version}, round {round}: waiter {i} missed the set (woke {late:?} \
+                         after it, at its timeout)"
+                    );
+                }
+            });
+        }
+    }
+}
