@@ -102,7 +102,9 @@ pub(crate) struct SignalPool {
     /// model-checked in the aql crate's `tests/loom.rs`).
     slots: aql::reuse::ReusePool<Slot>,
     events: Vec<u32>,
-    /// The event ages of each page's slots (boxed: slots point into them).
+    /// The event ages of each page's slots. Boxed: slots point into them, and a vector of
+    /// arrays would move them when it grows.
+    #[allow(clippy::vec_box)]
     ages: Vec<Box<[AtomicU64; SIGNALS_PER_PAGE]>>,
 }
 
