@@ -566,14 +566,14 @@ fn a_cwsr_area_in_svm_ranges_is_taken_as_the_driver_takes_it() {
     set(
         &half,
         0,
-        len / 2 & !4095,
+        (len / 2) & !4095,
         &[A::Access(gpu.id()), A::SetFlags(always)],
     );
     assert_eq!(try_create(&half), Err(Errno::EINVAL));
 
     // Two ranges (access in place for the second), both flagged: taken, and the queue runs.
     let good = common::HostPages::new(len as usize);
-    let cut = len / 2 & !4095;
+    let cut = (len / 2) & !4095;
     set(&good, 0, cut, &[A::Access(gpu.id()), A::SetFlags(always)]);
     set(
         &good,

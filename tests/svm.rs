@@ -338,10 +338,8 @@ fn a_gpu_write_to_a_read_only_host_page_is_a_gpu_fault() {
         let protect = |prot: i32| {
             emu.host_protection_changing(ro, 4096, prot);
             // SAFETY: a page of the test's own mapping.
-            assert_eq!(
-                unsafe { libc::mprotect(ro as *mut libc::c_void, 4096, prot) },
-                0
-            );
+            let r = unsafe { libc::mprotect(ro as *mut libc::c_void, 4096, prot) };
+            assert_eq!(r, 0);
             emu.host_protection_changed(ro, 4096);
         };
         if !later {
@@ -392,10 +390,8 @@ fn svm_ranges_follow_the_process_unmapping_its_memory() {
     let hole = base + 4 * 4096;
     emu.host_unmapping(hole, 4 * 4096);
     // SAFETY: four pages of the test's own mapping (the drop unmaps the rest, and the hole again).
-    assert_eq!(
-        unsafe { libc::munmap(hole as *mut libc::c_void, 4 * 4096) },
-        0
-    );
+    let r = unsafe { libc::munmap(hole as *mut libc::c_void, 4 * 4096) };
+    assert_eq!(r, 0);
     assert!(
         !emu.is_mapped(gpu.id(), hole, 4096),
         "the hole left the GPU"
@@ -435,10 +431,8 @@ fn svm_ranges_follow_the_process_unmapping_its_memory() {
     drop(user);
     // An unmapping nobody reported: the head goes, and the next look at it notices.
     // SAFETY: the first four pages of the test's own mapping.
-    assert_eq!(
-        unsafe { libc::munmap(base as *mut libc::c_void, 4 * 4096) },
-        0
-    );
+    let r = unsafe { libc::munmap(base as *mut libc::c_void, 4 * 4096) };
+    assert_eq!(r, 0);
     assert!(matches!(
         kfd.svm_attributes(base, 4096, &[&gpu]).map_err(errno),
         Err(Errno::EFAULT)
