@@ -276,3 +276,40 @@ fn gtt_is_bounded_by_system_memory_as_amdgpu_bounds_it() {
     drop(half);
     gpu.alloc(128 << 20, MemoryKind::GttCoherent).unwrap();
 }
+
+/// A buffer allocated without a VA (libhsakmt's `NoAddress` allocations pass `va_addr` 0): the
+/// driver takes it (`kfd_ioctl_alloc_memory_of_gpu` has no VA check, and since Linux 6.12 skips
+/// the SVM overlap check for VRAM without one), two of them do not collide, and it has nowhere
+/// to be mapped for a GPU.
+#[test]
+fn a_vram_buffer_without_a_va_is_allocated_but_never_mapped() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let d = kfd.driver().clone();
+    let alloc = || {
+        let mut a = kfd_ioctl_alloc_memory_of_gpu_args {
+            va_addr: 0,
+            size: 1 << 20,
+            gpu_id: gpu.id(),
+            flags: KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
+            ..Default::default()
+        };
+        // SAFETY: VRAM at no address: nothing dereferences it.
+        unsafe { d.kfd_ioctl_unchecked(&mut a) }.map(|_| a.handle)
+    };
+    let (h1, h2) = (alloc().unwrap(), alloc().unwrap());
+    let mut ids = [gpu.id()];
+    let mut map = kfd_ioctl_map_memory_to_gpu_args {
+        handle: h1,
+        device_ids_array_ptr: ids.as_mut_ptr() as u64,
+        n_devices: 1,
+        n_success: 0,
+    };
+    // SAFETY: the device-id array lives across the call.
+    let r = unsafe { d.kfd_ioctl_unchecked(&mut map) };
+    assert_eq!(r, Err(Errno::EINVAL), "a buffer without a VA was mapped");
+    for h in [h1, h2] {
+        let mut f = kfd_ioctl_free_memory_of_gpu_args { handle: h };
+        d.kfd_ioctl(&mut f).unwrap();
+    }
+}

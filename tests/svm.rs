@@ -456,3 +456,82 @@ fn svm_ranges_follow_the_process_unmapping_its_memory() {
         "the old range is gone"
     );
 }
+
+/// `svm_range_get_attr` answers flag queries both ways: SET_FLAGS with the flags every range of
+/// the span has, CLR_FLAGS with those no range has (`~flags_or`), as ROCr asks them together
+/// (HIP's `hipMemRangeGetAttribute` for read-mostly memory); IN_PLACE and NO_ACCESS are not
+/// queries.
+#[test]
+fn flag_queries_answer_what_every_range_has_and_what_none_has() {
+    use kfd_sys::bindings::*;
+    #[repr(C)]
+    struct Query {
+        args: kfd_ioctl_svm_args,
+        attrs: [kfd_ioctl_svm_attribute; 2],
+    }
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let host = HostPages::new(2 * 4096);
+    let (ro, rm) = (
+        KFD_IOCTL_SVM_FLAG_GPU_RO,
+        KFD_IOCTL_SVM_FLAG_GPU_READ_MOSTLY,
+    );
+    // SAFETY: no GPU accesses the pages (no queue runs here).
+    unsafe {
+        kfd.svm_set_attributes(host.addr(), 8192, &[SvmAttribute::Access(gpu.id())])
+            .unwrap();
+        kfd.svm_set_attributes(host.addr(), 4096, &[SvmAttribute::SetFlags(ro | rm)])
+            .unwrap();
+        kfd.svm_set_attributes(host.addr() + 4096, 4096, &[SvmAttribute::SetFlags(rm)])
+            .unwrap();
+    }
+    let ask = |t0: u32, t1: u32| {
+        let mut q = Query {
+            args: kfd_ioctl_svm_args {
+                start_addr: host.addr(),
+                size: 8192,
+                op: KFD_IOCTL_SVM_OP_GET_ATTR,
+                nattr: 2,
+                ..Default::default()
+            },
+            attrs: [
+                kfd_ioctl_svm_attribute {
+                    type_: t0,
+                    value: 0,
+                },
+                kfd_ioctl_svm_attribute {
+                    type_: t1,
+                    value: 0,
+                },
+            ],
+        };
+        let req = kfd_sys::IoctlRequest::iowr(b'K', 0x20, std::mem::size_of::<Query>());
+        // SAFETY: the request's size covers the struct and both attributes.
+        unsafe {
+            kfd.driver()
+                .ioctl(kfd_sys::Node::Kfd, req, (&mut q as *mut Query).cast())
+        }
+        .map(|_| (q.attrs[0].value, q.attrs[1].value))
+    };
+    let (set, clr) = ask(KFD_IOCTL_SVM_ATTR_SET_FLAGS, KFD_IOCTL_SVM_ATTR_CLR_FLAGS).unwrap();
+    assert_eq!(
+        set & (ro | rm),
+        rm,
+        "read-mostly in both ranges, read-only in one"
+    );
+    assert_eq!(clr & (ro | rm), 0, "each flag is in some range");
+    assert_ne!(
+        clr & KFD_IOCTL_SVM_FLAG_GPU_EXEC,
+        0,
+        "no range is executable"
+    );
+    for not_a_query in [
+        KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE,
+        KFD_IOCTL_SVM_ATTR_NO_ACCESS,
+    ] {
+        assert_eq!(
+            ask(KFD_IOCTL_SVM_ATTR_SET_FLAGS, not_a_query),
+            Err(Errno::EINVAL)
+        );
+    }
+}

@@ -19,7 +19,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 /// Every program in `tests/hip/` (without `.hip`).
-const PROGRAMS: [&str; 10] = [
+const PROGRAMS: [&str; 11] = [
     "device",
     "memcpy",
     "memcpy_d2d",
@@ -30,6 +30,7 @@ const PROGRAMS: [&str; 10] = [
     "kernel_args",
     "dynamic_lds",
     "scratch",
+    "managed",
 ];
 
 /// The scratch directory holding the compiled programs: `Ok(None)` when the run skips, `Err`
@@ -234,4 +235,11 @@ fn hip_kernel_spilling_to_scratch() {
 #[test]
 fn hip_kernel_reading_peer_memory() {
     passes("peer", &["kernel"], 2);
+}
+
+/// Managed memory: advice reads back through the range queries (which ask the SVM driver for
+/// set and clear flags together), and a kernel updates the memory in place.
+#[test]
+fn hip_managed_memory_and_its_range_queries() {
+    passes("managed", &[], 1);
 }

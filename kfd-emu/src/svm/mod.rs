@@ -246,6 +246,11 @@ pub(crate) unsafe fn ioctl(emu: &Emulator, a: &mut kfd_ioctl_svm_args) -> Result
                     _ => false,
                 };
                 if !ok {
+                    // svm_range_check_attr.
+                    log::debug!(
+                        "kfd-emu: SVM SET_ATTR refused: attribute {:#x} = {v:#x}",
+                        at.type_
+                    );
                     return Err(Errno::EINVAL);
                 }
             }
@@ -423,17 +428,24 @@ fn get(
             KFD_IOCTL_SVM_LOCATION_UNDEFINED
         }
     };
-    // svm_range_get_attr: access is queried with ACCESS and the GPU's id; IN_PLACE, NO_ACCESS
-    // and CLR_FLAGS are not queries.
+    // svm_range_get_attr: access is queried with ACCESS and the GPU's id; SET_FLAGS answers the
+    // flags every range has, CLR_FLAGS those no range has (`~flags_or`); IN_PLACE and
+    // NO_ACCESS are not queries.
     let queries_ok = attrs.iter().all(|at| match at.type_ {
         KFD_IOCTL_SVM_ATTR_ACCESS => emu.gpu(at.value).is_some(),
         KFD_IOCTL_SVM_ATTR_PREFERRED_LOC
         | KFD_IOCTL_SVM_ATTR_PREFETCH_LOC
         | KFD_IOCTL_SVM_ATTR_SET_FLAGS
+        | KFD_IOCTL_SVM_ATTR_CLR_FLAGS
         | KFD_IOCTL_SVM_ATTR_GRANULARITY => true,
         _ => false,
     });
     if !queries_ok {
+        // svm_range_get_attr: "get invalid attr type".
+        log::debug!(
+            "kfd-emu: SVM GET_ATTR refused: attributes {:?}",
+            attrs.iter().map(|a| (a.type_, a.value)).collect::<Vec<_>>()
+        );
         return Err(Errno::EINVAL);
     }
     for at in attrs.iter_mut() {
@@ -452,6 +464,9 @@ fn get(
             }
             KFD_IOCTL_SVM_ATTR_SET_FLAGS => {
                 at.value = inside.iter().fold(u32::MAX, |acc, r| acc & r.flags);
+            }
+            KFD_IOCTL_SVM_ATTR_CLR_FLAGS => {
+                at.value = !inside.iter().fold(0, |acc, r| acc | r.flags);
             }
             KFD_IOCTL_SVM_ATTR_GRANULARITY => {
                 at.value = inside.iter().map(|r| r.granularity).min().unwrap_or(0);
