@@ -107,6 +107,17 @@ impl ExceptionWatch {
         }
     }
 
+    /// The first fault recorded on `gpu_id`, if any (resets do not count).
+    pub(crate) fn fault_on(&self, gpu_id: u32) -> Option<MemoryException> {
+        if !self.any() {
+            return None;
+        }
+        lock(&self.seen).iter().find_map(|e| match e {
+            Exception::Fault(f) if f.gpu_id == gpu_id => Some(*f),
+            _ => None,
+        })
+    }
+
     /// The error a wait ends with if an exception recorded at or after `since` hit `gpu_id`
     /// (`None`: any GPU). `queue_id` names the waiting queue in the error.
     pub(crate) fn check(
@@ -211,11 +222,34 @@ impl crate::device::Gpu {
     }
 
     /// The exception epoch a queue created now starts at (looks at the events first, so an
-    /// exception from before is not taken for a later one).
+    /// exception from before is not taken for a later one). A GPU that faulted has none to
+    /// give: KFD creates every later queue there evicted (`create_queue_cpsch`), so it would
+    /// never run, and the fault is the answer.
     pub(crate) fn exception_epoch(&self) -> Result<usize> {
+        self.health()?;
+        Ok(self.kfd().shared.exceptions.epoch())
+    }
+
+    /// Whether the GPU can still run work for this process: [`Error::DeviceFault`] with the
+    /// fault once it has faulted (looking at the exception events first, a system call).
+    ///
+    /// A GPU page fault is for the rest of the process: KFD evicts every queue the process has
+    /// on the GPU and never restores them, and queues created later are created evicted, so
+    /// kfdrt refuses to create them and every wait on the old ones ends with the fault. What
+    /// survives: the process's other GPUs, and its buffers, which the CPU can still read and
+    /// other GPUs can still copy. A GPU reset ([`Error::DeviceReset`]) ends the waits of the
+    /// queues that existed, but queues created afterwards run.
+    pub fn health(&self) -> Result<()> {
         let shared = &self.kfd().shared;
         shared.exceptions.poll(shared.dev.driver())?;
-        Ok(shared.exceptions.epoch())
+        match shared.exceptions.fault_on(self.id()) {
+            Some(fault) => Err(Error::DeviceFault {
+                queue_id: None,
+                fault,
+                report: None,
+            }),
+            None => Ok(()),
+        }
     }
 }
 

@@ -598,3 +598,55 @@ fn a_cwsr_area_in_svm_ranges_is_taken_as_the_driver_takes_it() {
     let id = try_create(&good).unwrap();
     destroy(&kfd, id).unwrap();
 }
+
+/// After a GPU page fault KFD evicts the process's queues on that GPU and never restores them;
+/// a queue created later is created evicted (`create_queue_cpsch`: `is_evicted =
+/// !!qpd->evicted`). `CREATE_QUEUE` succeeds, and the queue never runs a packet.
+#[test]
+fn a_queue_created_on_a_faulted_gpu_is_created_evicted() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    // An SDMA write to nowhere: a GPU page fault.
+    let sdma = gpu.create_sdma_queue().unwrap();
+    common::sdma_submit(
+        &sdma,
+        &[sdma::SdmaPacket::ConstantFill {
+            dst: 0x7ff0_0000_0000,
+            data: 1,
+            bytes: 4,
+        }],
+        Duration::from_secs(10),
+    )
+    .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while gpu.health().is_ok() {
+        assert!(std::time::Instant::now() < deadline, "no fault came");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // Raw, past kfdrt (which refuses queues on a faulted GPU): the driver creates it.
+    let p = Parts::new(&gpu);
+    let mut slots = vec![0u8; 64 * 1024];
+    for slot in slots.chunks_mut(64) {
+        slot[0] = 1;
+    }
+    p.ring.write(0, &slots).unwrap();
+    let mut a = p.args(&gpu);
+    create(&kfd, &mut a).expect("CREATE_QUEUE on a faulted GPU succeeds");
+    // One barrier-AND with the barrier bit, published: body, header, write pointer.
+    let mut packet = [0u8; 64];
+    packet[..2].copy_from_slice(&(3u16 | 1 << 8).to_le_bytes());
+    p.ring.write(0, &packet).unwrap();
+    p.ptrs.write(56, &1u64.to_le_bytes()).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let mut read = [0u8; 8];
+    p.ptrs.read(128, &mut read).unwrap();
+    assert_eq!(
+        u64::from_le_bytes(read),
+        0,
+        "the evicted queue consumed its packet"
+    );
+    let mut header = [0u8; 2];
+    p.ring.read(0, &mut header).unwrap();
+    assert_eq!(header, packet[..2], "the packet was consumed");
+    destroy(&kfd, a.queue_id).unwrap();
+}

@@ -67,6 +67,9 @@ pub(crate) struct GpuState {
     /// Device exceptions raised so far (page faults, engine exceptions): each evicts the queues
     /// created before it.
     exceptions: AtomicU64,
+    /// A fault evicted the process's queues on this GPU for good (`kfd_dqm_evict_pasid` with no
+    /// restore to follow): queues created from now on are created evicted.
+    faulted: AtomicBool,
     /// The strict personality's detectors are on.
     pub(crate) strict: bool,
     /// This GPU in the HDP model (emulator instance and GPU index).
@@ -146,6 +149,7 @@ impl GpuState {
             fault_log: Default::default(),
             gws: Default::default(),
             exceptions: AtomicU64::new(0),
+            faulted: AtomicBool::new(false),
             strict,
             doorbell_traps: Mutex::new(Vec::new()),
             icache: Default::default(),
@@ -197,6 +201,18 @@ impl GpuState {
     /// Device exceptions raised so far.
     pub(crate) fn exceptions(&self) -> u64 {
         self.exceptions.load(Ordering::Acquire)
+    }
+
+    /// Marks the GPU faulted for the rest of the process (see [`GpuState::faulted`]), then
+    /// raises the exception.
+    pub(crate) fn raise_fault(&self) {
+        self.faulted.store(true, Ordering::Release);
+        self.raise_exception();
+    }
+
+    /// Whether a fault evicted the process's queues on this GPU for good.
+    pub(crate) fn faulted(&self) -> bool {
+        self.faulted.load(Ordering::Acquire)
     }
 
     /// Counts a device exception (evicting every queue that exists now) and wakes the

@@ -87,8 +87,9 @@
 //! - Page permissions: a GPU write to a buffer allocated without `WRITABLE` faults as read-only,
 //!   a kernel whose code is not in `EXECUTABLE` memory faults as no-execute.
 //! - Faults as amdkfd reports them: a page fault (or an illegal PM4 or SDMA packet) evicts every
-//!   queue the process has on that GPU and signals the memory-exception events with the address
-//!   and kind; no completion signal is written. Packet errors the CP reports per queue (bad AQL
+//!   queue the process has on that GPU, for good (queues created later are created evicted and
+//!   never run, as `create_queue_cpsch` creates them), and signals the memory-exception events
+//!   with the address and kind; no completion signal is written. Packet errors the CP reports per queue (bad AQL
 //!   packets, bad arguments) go to the queue's error signal, as ROCr expects.
 //! - Interrupts set only signal events whose mailbox slot was written (KFD's slot lookup).
 //! - AQL ordering is no stronger than the spec: a dispatch followed by a published packet

@@ -358,7 +358,9 @@ fn install(
         events: emu.events.clone(),
         faults: emu.faults.clone(),
         cu_mask: Mutex::new(Vec::new()),
-        exception_epoch: gpu.exceptions(),
+        // create_queue_cpsch: `q->properties.is_evicted = !!qpd->evicted`. On a GPU a fault
+        // evicted for good the queue is created, but evicted: it never runs.
+        exception_epoch: if gpu.faulted() { 0 } else { gpu.exceptions() },
         watch: emu.watch.clone(),
         holds_gws: AtomicBool::new(false),
     });

@@ -94,7 +94,9 @@ impl QueueCtl {
             self.id,
             fault.map_or_else(|| "no address".to_owned(), |f| f.to_string())
         );
-        self.gpu.raise_exception();
+        // kfd_dqm_evict_pasid: the process's queues on the GPU are evicted, and nothing
+        // restores them; later queues are created evicted (create_queue_cpsch).
+        self.gpu.raise_fault();
         let data = MemoryFault {
             va: fault.map_or(0, |f| f.va),
             gpu_id: self.gpu.gpu_id,
