@@ -60,6 +60,10 @@ pub(crate) struct ExceptionWatch {
     /// Set once any exception has been recorded: the fast path of every check.
     any: AtomicBool,
     seen: Mutex<Vec<Exception>>,
+    /// The faults that evicted a GPU's queues for good (page faults and engine exceptions:
+    /// KFD's `ErrorType` 0), first per GPU. The imprecise SRAM-ECC error a GPU reset reports
+    /// through the same event is not one of them: queues created after a reset run.
+    evicting: Mutex<Vec<MemoryException>>,
 }
 
 impl ExceptionWatch {
@@ -83,6 +87,7 @@ impl ExceptionWatch {
             hw_event,
             any: AtomicBool::new(false),
             seen: Mutex::new(Vec::new()),
+            evicting: Mutex::new(Vec::new()),
         })
     }
 
@@ -107,15 +112,16 @@ impl ExceptionWatch {
         }
     }
 
-    /// The first fault recorded on `gpu_id`, if any (resets do not count).
+    /// The first fault that evicted `gpu_id`'s queues for good, if any (resets, and the ECC
+    /// error they may report, do not count).
     pub(crate) fn fault_on(&self, gpu_id: u32) -> Option<MemoryException> {
         if !self.any() {
             return None;
         }
-        lock(&self.seen).iter().find_map(|e| match e {
-            Exception::Fault(f) if f.gpu_id == gpu_id => Some(*f),
-            _ => None,
-        })
+        lock(&self.evicting)
+            .iter()
+            .find(|f| f.gpu_id == gpu_id)
+            .copied()
     }
 
     /// The error a wait ends with if an exception recorded at or after `since` hit `gpu_id`
@@ -167,7 +173,14 @@ impl ExceptionWatch {
                 if m.gpu_id == 0 {
                     continue;
                 }
-                Exception::Fault(MemoryException::from_raw(&m))
+                let f = MemoryException::from_raw(&m);
+                if m.ErrorType == 0 {
+                    let mut evicting = lock(&self.evicting);
+                    if !evicting.iter().any(|e| e.gpu_id == f.gpu_id) {
+                        evicting.push(f);
+                    }
+                }
+                Exception::Fault(f)
             } else if d.event_id == self.hw_event {
                 // SAFETY: as above, for the hardware-exception member.
                 let h = unsafe { d.__bindgen_anon_1.hw_exception_data };
