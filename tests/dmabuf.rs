@@ -164,6 +164,62 @@ fn export_needs_kfd_1_12() {
     }
 }
 
+/// A GPU's render node, as a graphics client reaches it: DRM requests with their own argument
+/// structs.
+struct RenderNode<'a> {
+    kfd: &'a kfdrt::Kfd,
+    minor: u32,
+}
+
+impl RenderNode<'_> {
+    fn of<'a>(kfd: &'a kfdrt::Kfd, gpu: &kfdrt::Gpu) -> RenderNode<'a> {
+        RenderNode {
+            kfd,
+            minor: gpu.info().drm_render_minor,
+        }
+    }
+
+    /// `req` with `arg`, which must be the request's own argument struct.
+    fn ioctl<T>(&self, req: kfd_sys::IoctlRequest, arg: &mut T) -> Result<i32, Errno> {
+        // SAFETY: every caller passes the request's own argument struct.
+        unsafe {
+            self.kfd.driver().ioctl(
+                kfd_sys::Node::Render(self.minor),
+                req,
+                (arg as *mut T).cast(),
+            )
+        }
+    }
+
+    /// A new GEM object of `bytes` in `domains`: its handle.
+    fn gem_create(&self, bytes: u64, domains: u64) -> u32 {
+        use kfdrt::emu::drm_gem::*;
+        let mut create = DrmAmdgpuGemCreate {
+            bo_size: bytes,
+            alignment: 4096,
+            domains,
+            domain_flags: 0,
+        };
+        self.ioctl(DRM_IOCTL_AMDGPU_GEM_CREATE, &mut create)
+            .unwrap();
+        create.bo_size as u32
+    }
+
+    /// The GEM object `handle` exported by PRIME, as a dma-buf.
+    fn prime(&self, handle: u32) -> std::os::fd::OwnedFd {
+        use kfdrt::emu::drm_gem::*;
+        let mut prime = DrmPrimeHandle {
+            handle,
+            flags: libc::O_CLOEXEC as u32 | libc::O_RDWR as u32,
+            fd: -1,
+        };
+        self.ioctl(DRM_IOCTL_PRIME_HANDLE_TO_FD, &mut prime)
+            .unwrap();
+        // SAFETY: the driver created the descriptor for us.
+        unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(prime.fd) }
+    }
+}
+
 /// A graphics buffer (a GEM object of the render node, exported by PRIME) registered with KFD,
 /// as `hsaKmtRegisterGraphicsHandleToNodes` does it: compute writes land in the graphics
 /// buffer, which the dma-buf's CPU mapping shows.
@@ -184,30 +240,9 @@ fn a_graphics_buffer_registers_for_compute() {
     };
     drm(DRM_IOCTL_AMDGPU_CTX, (&mut ctx as *mut DrmAmdgpuCtx).cast()).unwrap();
     let ctx_id = ctx.op;
-    let mut create = DrmAmdgpuGemCreate {
-        bo_size: LEN,
-        alignment: 4096,
-        domains: AMDGPU_GEM_DOMAIN_GTT,
-        domain_flags: 0,
-    };
-    drm(
-        DRM_IOCTL_AMDGPU_GEM_CREATE,
-        (&mut create as *mut DrmAmdgpuGemCreate).cast(),
-    )
-    .unwrap();
-    let handle = create.bo_size as u32;
-    let mut prime = DrmPrimeHandle {
-        handle,
-        flags: libc::O_CLOEXEC as u32 | libc::O_RDWR as u32,
-        fd: -1,
-    };
-    drm(
-        DRM_IOCTL_PRIME_HANDLE_TO_FD,
-        (&mut prime as *mut DrmPrimeHandle).cast(),
-    )
-    .unwrap();
-    // SAFETY: the driver created the descriptor for us.
-    let fd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(prime.fd) };
+    let node = RenderNode::of(&kfd, &gpu);
+    let handle = node.gem_create(LEN, AMDGPU_GEM_DOMAIN_GTT);
+    let fd = node.prime(handle);
     let buf = gpu.import_dmabuf(fd.as_fd()).unwrap();
     assert_eq!(buf.kind(), MemoryKind::GttCoherent);
     let engine = gpu.copy_engine().unwrap();
@@ -283,18 +318,8 @@ fn a_graphics_buffer_maps_for_the_cpu_and_carries_its_metadata() {
         // SAFETY: each call below passes the request's own argument struct.
         unsafe { kfd.driver().ioctl(Node::Render(minor), req, arg) }
     };
-    let mut create = DrmAmdgpuGemCreate {
-        bo_size: 4096,
-        alignment: 4096,
-        domains: AMDGPU_GEM_DOMAIN_VRAM,
-        domain_flags: 0,
-    };
-    drm(
-        DRM_IOCTL_AMDGPU_GEM_CREATE,
-        (&mut create as *mut DrmAmdgpuGemCreate).cast(),
-    )
-    .unwrap();
-    let handle = create.bo_size as u32;
+    let node = RenderNode::of(&kfd, &gpu);
+    let handle = node.gem_create(4096, AMDGPU_GEM_DOMAIN_VRAM);
     let mut mm = DrmAmdgpuGemMmap {
         handle_or_offset: u64::from(handle),
     };
@@ -348,23 +373,12 @@ fn a_graphics_buffer_maps_for_the_cpu_and_carries_its_metadata() {
         (back.data_size_bytes, back.data[..5].to_vec()),
         (meta.data_size_bytes, meta.data[..5].to_vec())
     );
-    let mut prime = DrmPrimeHandle {
-        handle,
-        flags: libc::O_CLOEXEC as u32 | libc::O_RDWR as u32,
-        fd: -1,
-    };
-    drm(
-        DRM_IOCTL_PRIME_HANDLE_TO_FD,
-        (&mut prime as *mut DrmPrimeHandle).cast(),
-    )
-    .unwrap();
-    // SAFETY: the driver created the descriptor for us.
-    let fd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(prime.fd) };
+    let fd = node.prime(handle);
     let mut out = [0u8; 64];
     let mut info = kfd_ioctl_get_dmabuf_info_args {
         metadata_ptr: out.as_mut_ptr() as u64,
         metadata_size: 4,
-        dmabuf_fd: prime.fd as u32,
+        dmabuf_fd: fd.as_raw_fd() as u32,
         ..Default::default()
     };
     // SAFETY: `out` is writable for `metadata_size` bytes.

@@ -15,6 +15,15 @@ use std::time::Duration;
 const LEN: usize = 2 << 20;
 const LONG: Duration = Duration::from_secs(30);
 
+/// Held by every test of this file: they map and unmap the process's own memory, and a hole
+/// one test unmaps on purpose must not be taken by another test's mapping meanwhile (which the
+/// first would then unmap from under it).
+static HOST_MEMORY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn host_memory() -> std::sync::MutexGuard<'static, ()> {
+    HOST_MEMORY.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn errno(e: Error) -> Errno {
     match e {
         Error::Driver { errno, .. } => errno,
@@ -24,6 +33,7 @@ fn errno(e: Error) -> Errno {
 
 #[test]
 fn gpus_with_access_read_and_write_process_memory_in_place() {
+    let _memory = host_memory();
     let kfd = common::emulated(Preset::Gfx90a, 2);
     let emu = kfd.emulator().unwrap().clone();
     let (g0, g1) = (kfd.gpu(0).unwrap(), kfd.gpu(1).unwrap());
@@ -143,6 +153,7 @@ fn gpus_with_access_read_and_write_process_memory_in_place() {
 
 #[test]
 fn bad_ranges_get_the_drivers_errnos() {
+    let _memory = host_memory();
     let kfd = common::emulated(Preset::Gfx90a, 1);
     let g = kfd.gpu(0).unwrap();
     let host = HostPages::new(1 << 20);
@@ -159,6 +170,9 @@ fn bad_ranges_get_the_drivers_errnos() {
     // SAFETY: as above.
     let r = unsafe { kfd.svm_set_attributes(host.addr(), 1 << 20, &access) };
     assert_eq!(errno(r.unwrap_err()), Errno::EFAULT, "a hole in the range");
+    // Fill the hole again at once, so that nothing else is mapped there when `host` unmaps
+    // its whole span.
+    map_again(host.addr() + (1 << 19), 1 << 19);
     // A KFD buffer's addresses.
     let b = g.alloc(1 << 20, MemoryKind::GttCoherent).unwrap();
     // SAFETY: as above.
@@ -184,7 +198,6 @@ fn bad_ranges_get_the_drivers_errnos() {
     assert_eq!(d.preferred, SvmLocation::Undefined);
     assert_eq!(d.flags & 3, 3);
     assert_eq!(d.granularity, 9);
-    // Keep the first half mapped until here; `host`'s drop unmaps the whole span again.
     drop(host);
 }
 
@@ -193,6 +206,7 @@ fn bad_ranges_get_the_drivers_errnos() {
 /// process choose (`KFD_SUPPORT_XNACK_PER_PROCESS`) and gfx1100 refuses XNACK on with EPERM.
 #[test]
 fn xnack_mode_cannot_change_while_queues_exist() {
+    let _memory = host_memory();
     use kfd_sys::bindings::kfd_ioctl_set_xnack_mode_args as Args;
     use kfd_sys::DriverExt;
     let set = |kfd: &kfdrt::Kfd, mode: i32| {
@@ -224,6 +238,7 @@ fn xnack_mode_cannot_change_while_queues_exist() {
 /// to no memory at all are still faults. With XNACK off, the same read is a fault.
 #[test]
 fn with_xnack_on_a_gpu_reaches_unregistered_process_memory() {
+    let _memory = host_memory();
     use kfd_sys::bindings::kfd_ioctl_set_xnack_mode_args as Args;
     use kfd_sys::DriverExt;
     let kfd = common::emulated(Preset::Gfx90a, 1);
@@ -329,6 +344,7 @@ fn sdma_write(gpu: &kfdrt::Gpu, va: u64) -> Result<(), kfdrt::MemoryException> {
 /// process makes writable again takes GPU writes again.
 #[test]
 fn a_gpu_write_to_a_read_only_host_page_is_a_gpu_fault() {
+    let _memory = host_memory();
     for later in [false, true] {
         let kfd = common::emulated(Preset::Gfx90a, 1);
         let emu = kfd.emulator().unwrap().clone();
@@ -370,6 +386,23 @@ fn a_gpu_write_to_a_read_only_host_page_is_a_gpu_fault() {
     }
 }
 
+/// Maps fresh anonymous memory at `addr`, where the test unmapped its own (the caller's
+/// `HostPages` unmaps it again when dropped).
+fn map_again(addr: u64, len: usize) {
+    // SAFETY: MAP_FIXED_NOREPLACE maps only if nothing is there, so nothing is replaced.
+    let p = unsafe {
+        libc::mmap(
+            addr as *mut libc::c_void,
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE,
+            -1,
+            0,
+        )
+    };
+    assert_eq!(p as u64, addr, "mapping again at {addr:#x}");
+}
+
 /// The MMU notifier's unmap path (`svm_range_unmap_from_cpu`): unmapping part of a range removes
 /// that part from the GPUs and the range table and keeps the rest; the attributes of the freed
 /// span can no longer be read (EFAULT, no VMA); memory mapped again at the same address can be
@@ -377,6 +410,7 @@ fn a_gpu_write_to_a_read_only_host_page_is_a_gpu_fault() {
 /// unmapping nobody reported is noticed the next time the span is looked at.
 #[test]
 fn svm_ranges_follow_the_process_unmapping_its_memory() {
+    let _memory = host_memory();
     let kfd = common::emulated(Preset::Gfx90a, 1);
     let emu = kfd.emulator().unwrap().clone();
     let gpu = kfd.gpu(0).unwrap();
@@ -410,18 +444,7 @@ fn svm_ranges_follow_the_process_unmapping_its_memory() {
         .unwrap();
     assert_eq!(tail.access, vec![(gpu.id(), SvmAccess::Access)]);
     // New memory at the same address: a userptr buffer there is not refused as SVM's.
-    // SAFETY: maps only the hole (MAP_FIXED_NOREPLACE fails if anything is there).
-    let again = unsafe {
-        libc::mmap(
-            hole as *mut libc::c_void,
-            4 * 4096,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE,
-            -1,
-            0,
-        )
-    };
-    assert_eq!(again as u64, hole);
+    map_again(hole, 4 * 4096);
     // SAFETY: the pages live until the end of the test (the drop of `host` unmaps them), and
     // nothing else reaches them meanwhile.
     let pages = unsafe { std::slice::from_raw_parts_mut(hole as *mut u8, 4 * 4096) };
@@ -437,18 +460,7 @@ fn svm_ranges_follow_the_process_unmapping_its_memory() {
         kfd.svm_attributes(base, 4096, &[&gpu]).map_err(errno),
         Err(Errno::EFAULT)
     ));
-    // SAFETY: as above, for the same pages.
-    let fresh = unsafe {
-        libc::mmap(
-            base as *mut libc::c_void,
-            4 * 4096,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE,
-            -1,
-            0,
-        )
-    };
-    assert_eq!(fresh as u64, base);
+    map_again(base, 4 * 4096);
     let head = kfd.svm_attributes(base, 4 * 4096, &[&gpu]).unwrap();
     assert_eq!(
         head.access,
@@ -463,6 +475,7 @@ fn svm_ranges_follow_the_process_unmapping_its_memory() {
 /// queries.
 #[test]
 fn flag_queries_answer_what_every_range_has_and_what_none_has() {
+    let _memory = host_memory();
     use kfd_sys::bindings::*;
     #[repr(C)]
     struct Query {
