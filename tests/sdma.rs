@@ -512,3 +512,81 @@ fn sdma_queues_on_a_chosen_engine() {
         Err(Error::NeedsKfd { .. })
     ));
 }
+
+/// A fill that times out waiting for ring space after part of it was committed: the committed
+/// part (here the fill itself) still runs once the engine moves on, after the caller has seen
+/// the error and dropped the buffer. The submission keeps the buffer until the work completes
+/// or the queue is gone, so the engine's write lands in live memory, not in freed memory
+/// (which, dedicated and unmapped, would be a GPU page fault).
+#[test]
+fn a_timed_out_submission_keeps_what_its_committed_packets_use() {
+    use kfdrt::{AllocOptions, DebugOptions, Signal};
+    let emu_config = kfdrt::emu::EmuConfig::new(Preset::Gfx90a, 1);
+    let debug = DebugOptions::default().with_wait_timeout(Duration::from_millis(300));
+    let kfd = kfdrt::Kfd::emulated_with(emu_config, debug).unwrap();
+    let emu = kfd.emulator().unwrap().clone();
+    let gpu = kfd.gpu(0).unwrap();
+    let q = gpu.create_sdma_queue().unwrap();
+    let gfx = gpu.info().gfx_target_version;
+    let size = |p: &SdmaPacket| {
+        let mut d = Vec::new();
+        p.encode(q.version(), gfx, &mut d).unwrap();
+        d.len() * 4
+    };
+    // The submission: a poll per half of each dependency, the fill, then the completion
+    // (atomic, fence, trap). Enough dependencies that the fill still fits the empty ring but
+    // the whole completion after it does not.
+    let poll = size(&SdmaPacket::PollRegMem {
+        addr: 0,
+        reference: 0,
+        mask: 0,
+        func: pm4::CompareFunction::Equal,
+        interval: 10,
+        retry_count: 0xFFF,
+    });
+    let fill = size(&SdmaPacket::ConstantFill {
+        dst: 0,
+        data: 0,
+        bytes: 4096,
+    });
+    let ring = 64 * 1024 - 4;
+    let deps_n = (ring - fill) / (2 * poll);
+    let atomic = size(&SdmaPacket::Atomic {
+        addr: 0,
+        op: sdma::AtomicOp::Add64,
+        src: 0,
+        cmp: 0,
+        loop_interval: 0,
+    });
+    let fence = size(&SdmaPacket::Fence {
+        addr: 0,
+        data: 0,
+        mtype_uncached: true,
+    });
+    let trap = size(&SdmaPacket::Trap { int_context: 0 });
+    // What is left after the polls takes the fill, and not the whole completion after it.
+    let left = ring - deps_n * 2 * poll;
+    assert!(
+        left >= fill && left < fill + atomic + fence + trap,
+        "{left} bytes left after the polls"
+    );
+    let done: Vec<Signal> = (0..deps_n).map(|_| kfd.create_signal(0).unwrap()).collect();
+    let deps: Vec<&Signal> = done.iter().collect();
+    let dst = gpu
+        .alloc_with(4096, AllocOptions::new(MemoryKind::GttCoherent).dedicated())
+        .unwrap();
+    emu.faults().stall_queue(q.id());
+    match q.fill(&dst, 0, 0x5A5A_5A5A, 4096, &deps) {
+        Err(Error::Timeout { .. }) => {}
+        other => panic!("expected a timeout for ring space, got {other:?}"),
+    }
+    drop(dst);
+    emu.faults().resume_queue(q.id());
+    // The engine drains the committed part: a later fill waits for room behind it.
+    let mark = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    q.fill(&mark, 0, 1, 4, &[])
+        .unwrap()
+        .wait(Some(Duration::from_secs(30)))
+        .expect("the committed fill ran into live memory, not a fault");
+    gpu.health().expect("no GPU fault");
+}

@@ -325,17 +325,27 @@ impl SdmaQueue {
     /// The engine will read and write every address the packets name: that memory must stay
     /// allocated and mapped to the GPU until the packets have run (kfdrt cannot see addresses
     /// inside packets; [`SdmaQueue::copy`] and [`SdmaQueue::fill`] keep their buffers alive).
+    /// That holds also when this fails: a submission larger than the free ring space is
+    /// committed in parts as the engine makes room, so a timeout may leave its first packets
+    /// committed, and they run.
     pub unsafe fn submit(&self, packets: &[SdmaPacket], timeout: Duration) -> Result<u64> {
-        self.submit_packets(packets, timeout)
+        self.submit_packets(packets, timeout, &mut false)
     }
 
-    fn submit_packets(&self, packets: &[SdmaPacket], timeout: Duration) -> Result<u64> {
+    /// [`SdmaQueue::submit`]; `committed` is set once any of the packets was published.
+    fn submit_packets(
+        &self,
+        packets: &[SdmaPacket],
+        timeout: Duration,
+        committed: &mut bool,
+    ) -> Result<u64> {
         // A queue its GPU's fault stopped runs nothing more.
         self.0.handle().check_exceptions()?;
         // What the CPU wrote to VRAM reaches the GPU before the packets can run.
         self.0.gpu.kfd().shared.flush_hdp_if_written();
         let gfx = self.0.gpu.info().gfx_target_version;
         let mut ring = self.0.ring.lock().unwrap_or_else(|p| p.into_inner());
+        let before = ring.wptr();
         let mut dwords = Vec::new();
         let start = Instant::now();
         let mut full_rounds = 0u32;
@@ -348,6 +358,8 @@ impl SdmaQueue {
                 match ring.try_write(&dwords) {
                     Ok(_) => break,
                     Err(RingError::Full) => {
+                        // Let the engine see what is written so far, then wait for room.
+                        *committed |= ring.wptr() != before;
                         ring.commit();
                         self.0.gpu.kfd().driver().doorbell_hint(self.0.gpu.id());
                         full_rounds = full_rounds.wrapping_add(1);
@@ -468,7 +480,32 @@ impl SdmaQueue {
             int_context: signal.event_id(),
         });
         signal.arm_decrement();
-        let seq = self.submit_packets(&all, Duration::from_secs(60))?;
+        // Room in the ring is waited for as long as any wait (the debug wait timeout, or a
+        // minute).
+        let room = self
+            .0
+            .gpu
+            .kfd()
+            .shared
+            .debug
+            .wait_timeout
+            .unwrap_or(Duration::from_secs(60));
+        let mut committed = false;
+        let seq = match self.submit_packets(&all, room, &mut committed) {
+            Ok(seq) => seq,
+            Err(e) => {
+                // Packets already published run whatever this call returns: they keep what
+                // they use until their completion is seen (or, if it was not published, until
+                // the queue is destroyed and the engine can touch nothing more).
+                if committed {
+                    self.0.retired.retire(signal, held);
+                } else {
+                    // Nothing will decrement it: it may be reused at once.
+                    signal.disarm();
+                }
+                return Err(e);
+            }
+        };
         if let (Some(rec), Some((started, labels))) = (&self.0.gpu.kfd().shared.recorder, recording)
         {
             rec.submitted(crate::debug::recorder::Submitted {

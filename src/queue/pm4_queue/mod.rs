@@ -243,7 +243,9 @@ impl Pm4Queue {
     /// # Safety
     /// The command processor will read and write every address the packets name (and run the
     /// kernels they dispatch, with their arguments): that memory must stay allocated and mapped
-    /// to the GPU until the packets have run. kfdrt cannot see addresses inside packets.
+    /// to the GPU until the packets have run. kfdrt cannot see addresses inside packets. That
+    /// holds also when this fails with [`Error::Timeout`]: the packets written before the ring
+    /// filled up were committed, and they run.
     pub unsafe fn submit(&self, packets: &[Pm4Packet], timeout: Duration) -> Result<u64> {
         let wptr = self.submit_packets(packets, timeout)?;
         if let Some(wait) = self.gpu.kfd().shared.debug.serialize_wait() {
