@@ -35,6 +35,29 @@ pub const DEFAULT_SPIN: Duration = Duration::from_micros(50);
 /// looks at the value again at least this often.
 const SHARED_SLEEP_SLICE: Duration = Duration::from_millis(1);
 
+/// Signal events the pool creates at most: KFD gives a process 4096 (`KFD_SIGNAL_EVENT_LIMIT`),
+/// and the rest are left to queues' error signals and user events.
+const SIGNAL_EVENT_BUDGET: usize = 3840;
+
+/// The sleeps of a wait on a signal without an event, between looks at its value: from 20 µs,
+/// doubling to 1 ms. Such a wait notices a completion up to a slice late, and, once the slices
+/// are long, costs a thousand wake-ups a second.
+struct PollSlice(Duration);
+
+impl Default for PollSlice {
+    fn default() -> PollSlice {
+        PollSlice(Duration::from_micros(20))
+    }
+}
+
+impl PollSlice {
+    fn next(&mut self) -> Duration {
+        let s = self.0;
+        self.0 = (self.0 * 2).min(Duration::from_millis(1));
+        s
+    }
+}
+
 /// How long a wait spins before it starts yielding its CPU between polls.
 const YIELD_AFTER: Duration = Duration::from_micros(4);
 
@@ -80,7 +103,9 @@ impl fmt::Display for Condition {
 #[derive(Clone, Copy)]
 struct Slot {
     signal: *const AmdSignal,
-    event_id: u32,
+    /// The signal's interrupt event; `None` once the process has used up the driver's signal
+    /// events (the engines then write the value only, and waiters poll it).
+    event_id: Option<u32>,
     /// The event's age as a waiter last saw it (KFD 1.14+: `WAIT_EVENTS` returns at once when
     /// the event was set since, so a set another waiter consumed is not lost), in the pool's
     /// table of ages. A new event's age is 1.
@@ -102,6 +127,8 @@ pub(crate) struct SignalPool {
     /// model-checked in the aql crate's `tests/loom.rs`).
     slots: aql::reuse::ReusePool<Slot>,
     events: Vec<u32>,
+    /// The driver refused a signal event (ENOSPC): later signals are made without one.
+    events_exhausted: bool,
     /// The event ages of each page's slots. Boxed: slots point into them, and a vector of
     /// arrays would move them when it grows.
     #[allow(clippy::vec_box)]
@@ -143,16 +170,34 @@ impl SignalPool {
             Box::new(std::array::from_fn(|_| AtomicU64::new(1)));
         let mut new_slots: Vec<Slot> = Vec::with_capacity(SIGNALS_PER_PAGE);
         for i in 0..SIGNALS_PER_PAGE {
-            let event = match create_signal_event(dev, events) {
-                Ok(e) => e,
-                Err(e) => {
-                    for s in &new_slots {
-                        crate::event::destroy_raw_event(driver, s.event_id);
+            // Signals take events while the pool's share of the driver's lasts; the rest of
+            // the process (queues' error signals aside, user events) keeps what is left.
+            let event = if self.events.len() + new_slots.len() < SIGNAL_EVENT_BUDGET
+                && !self.events_exhausted
+            {
+                match create_signal_event(dev, events) {
+                    Ok(e) => Some(e),
+                    Err(e) if e.errno() == Some(kfd_sys::Errno::ENOSPC) => {
+                        log::info!(
+                            "kfdrt: the driver has no more signal events: new signals are polled"
+                        );
+                        self.events_exhausted = true;
+                        None
                     }
-                    page.release(driver, &mapped);
-                    return Err(e);
+                    Err(e) => {
+                        for s in &new_slots {
+                            if let Some(id) = s.event_id {
+                                crate::event::destroy_raw_event(driver, id);
+                            }
+                        }
+                        page.release(driver, &mapped);
+                        return Err(e);
+                    }
                 }
+            } else {
+                None
             };
+            let (event_id, mailbox) = event.map_or((None, 0), |(id, mb)| (Some(id), mb));
             // SAFETY: `i` < SIGNALS_PER_PAGE, inside the page; nobody else knows the slot yet.
             let sig = unsafe { base.add(i) };
             // SAFETY: as above; the page is zeroed GTT, written once before publication.
@@ -160,16 +205,17 @@ impl SignalPool {
                 let s = &*sig;
                 s.kind.store(SIGNAL_KIND_USER, Ordering::Relaxed);
                 s.value.store(0, Ordering::Relaxed);
-                s.event_mailbox_ptr.store(event.1, Ordering::Relaxed);
-                s.event_id.store(event.0, Ordering::Release);
+                s.event_mailbox_ptr.store(mailbox, Ordering::Relaxed);
+                s.event_id.store(event_id.unwrap_or(0), Ordering::Release);
             }
             new_slots.push(Slot {
                 signal: sig,
-                event_id: event.0,
+                event_id,
                 event_age: &ages[i],
             });
         }
-        self.events.extend(new_slots.iter().map(|s| s.event_id));
+        self.events
+            .extend(new_slots.iter().filter_map(|s| s.event_id));
         self.slots.add_free(new_slots);
         self.ages.push(ages);
         self.pages.push(page);
@@ -336,8 +382,9 @@ impl Signal {
         self.raw().event_mailbox_ptr.load(Ordering::Acquire)
     }
 
-    /// The KFD event behind the signal.
-    pub fn event_id(&self) -> u32 {
+    /// The KFD event behind the signal, if it has one: signals made after the process used up
+    /// the driver's signal events have none, and their waiters poll (see [`Signal::wait`]).
+    pub fn event_id(&self) -> Option<u32> {
         self.0.slot.event_id
     }
 
@@ -365,10 +412,11 @@ impl Signal {
     }
 
     fn notify(&self) -> Result<()> {
-        let mut args = kfd_ioctl_set_event_args {
-            event_id: self.event_id(),
-            pad: 0,
+        // Without an event, waiters poll the value: there is nobody to wake.
+        let Some(event_id) = self.event_id() else {
+            return Ok(());
         };
+        let mut args = kfd_ioctl_set_event_args { event_id, pad: 0 };
         self.0
             .kfd
             .driver()
@@ -466,6 +514,7 @@ impl Signal {
         let start = start.unwrap_or_else(Instant::now);
         let shared = &self.0.kfd.shared;
         let ages = shared.dev.version.supports(Feature::SignalEventAge);
+        let mut poll_slice = PollSlice::default();
         loop {
             // The age first: a set after this load ends the sleep below at once.
             let age = self.0.slot.event_age().load(Ordering::Acquire);
@@ -489,7 +538,7 @@ impl Signal {
             check()?;
             let ex = &shared.exceptions;
             let mut ids = Vec::with_capacity(3 + wake_events.len());
-            ids.push(self.event_id());
+            ids.extend(self.event_id());
             ids.extend_from_slice(wake_events);
             let sleep = if ex.any() {
                 // A fired exception event stays signalled and would end every sleep at once:
@@ -502,7 +551,18 @@ impl Signal {
                 ids.push(ex.hw_event);
                 remaining
             };
-            let data = if ages {
+            let data = if self.event_id().is_none() {
+                // No interrupt will come: sleep in growing slices, on whatever else may wake
+                // the waiter (its queue's error event, the exception events).
+                let slice = poll_slice.next();
+                let sleep = Some(sleep.map_or(slice, |s| s.min(slice)));
+                if ids.is_empty() {
+                    std::thread::sleep(slice);
+                    Vec::new()
+                } else {
+                    crate::event::wait_ids(shared.dev.driver(), &ids, WaitMode::Any, sleep)?.1
+                }
+            } else if ages {
                 let mut want = vec![0; ids.len()];
                 want[0] = age;
                 let (_, data) = crate::event::wait_ids_aged(
@@ -564,7 +624,7 @@ mod tests {
         assert_eq!(emu.stats().live_events, SIGNALS_PER_PAGE);
         // SAFETY: the slot's page is alive, owned by `pool`.
         let sig = unsafe { &*first.signal };
-        assert_eq!(sig.event_id.load(Ordering::Acquire), first.event_id);
+        assert_eq!(Some(sig.event_id.load(Ordering::Acquire)), first.event_id);
         assert_ne!(sig.event_mailbox_ptr.load(Ordering::Acquire), 0);
         let mut taken = vec![first];
         for _ in 1..SIGNALS_PER_PAGE {
@@ -580,7 +640,7 @@ mod tests {
                 .expect("a signal from a second page"),
         );
         assert_eq!(pool.pages.len(), 2);
-        let mut ids: Vec<u32> = taken.iter().map(|s| s.event_id).collect();
+        let mut ids: Vec<u32> = taken.iter().filter_map(|s| s.event_id).collect();
         ids.sort_unstable();
         ids.dedup();
         assert_eq!(ids.len(), taken.len(), "every signal has its own event");

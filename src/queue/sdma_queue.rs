@@ -471,14 +471,18 @@ impl SdmaQueue {
             cmp: 0,
             loop_interval: 0,
         });
-        all.push(SdmaPacket::Fence {
-            addr: signal.mailbox_address(),
-            data: signal.event_id(),
-            mtype_uncached: true,
-        });
-        all.push(SdmaPacket::Trap {
-            int_context: signal.event_id(),
-        });
+        // The interrupt that wakes sleeping waiters, when the signal has an event (waiters of
+        // one without poll its value).
+        if let Some(event_id) = signal.event_id() {
+            all.push(SdmaPacket::Fence {
+                addr: signal.mailbox_address(),
+                data: event_id,
+                mtype_uncached: true,
+            });
+            all.push(SdmaPacket::Trap {
+                int_context: event_id,
+            });
+        }
         signal.arm_decrement();
         // Room in the ring is waited for as long as any wait (the debug wait timeout, or a
         // minute).

@@ -491,7 +491,7 @@ impl AqlQueue {
                         Condition::Lt(target + 1),
                         None,
                         DEFAULT_SPIN,
-                        &[self.0.inactive.event_id()],
+                        self.0.inactive.event_id().as_slice(),
                         &|| self.check(),
                     )?;
                 }

@@ -195,9 +195,12 @@ impl AqlQueueShared {
             .take();
         let Some(service) = service else { return };
         service.stop.store(true, Ordering::Release);
-        // Wake it: its wait sleeps on the inactive signal's event.
-        if let Err(e) = self.gpu.kfd().set_raw_event(self.inactive.event_id()) {
-            log::warn!("kfdrt: waking a queue's scratch thread: {e}");
+        // Wake it: its wait sleeps on the inactive signal's event (one without an event polls,
+        // and sees the stop within a poll slice).
+        if let Some(id) = self.inactive.event_id() {
+            if let Err(e) = self.gpu.kfd().set_raw_event(id) {
+                log::warn!("kfdrt: waking a queue's scratch thread: {e}");
+            }
         }
         // The thread may hold the last handle and be the one dropping the queue.
         if service.thread.thread().id() != std::thread::current().id() {

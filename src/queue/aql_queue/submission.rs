@@ -86,7 +86,7 @@ impl Submission {
                 Condition::Lt(1),
                 timeout,
                 DEFAULT_SPIN,
-                &[q.0.inactive.event_id()],
+                q.0.inactive.event_id().as_slice(),
                 &|| {
                     // Where the queue stands each time the wait goes to sleep: a hang report
                     // dates the stall from the first look that saw this read index. (Not
