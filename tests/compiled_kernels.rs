@@ -922,3 +922,42 @@ fn check_code_object_v5_dims_from_hidden_arguments(dev: &Device, via: Via) {
 fn code_object_v5_dims_from_hidden_arguments() {
     each(&BOTH, check_code_object_v5_dims_from_hidden_arguments);
 }
+
+/// A device-scope fence before an atomic (HIP's `__threadfence(); atomicAdd(...)`): on gfx90a
+/// the fence is `buffer_wbinvl1_vol`, two words long. Decoded as one word, its second word ran
+/// as an instruction of its own (a `v_cndmask_b32` clobbering the atomic's operand), so the
+/// count came out as garbage, or the atomic faulted at a wrong address.
+#[test]
+fn a_fence_before_an_atomic_counts_every_work_item() {
+    use kfdrt::{Dispatch, KernelArgs, MemoryKind};
+    const FENCE: &[u8] = include_bytes!("fixtures/code_objects/fence-gfx90a.elf");
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let co = gpu.load_code_object(FENCE).unwrap();
+    let k = co.kernel("fence_then_count").unwrap();
+    let n = 256u32;
+    let out = gpu
+        .alloc(4 * u64::from(n), MemoryKind::GttCoherent)
+        .unwrap();
+    let counter = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    let flag = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    let mut a = KernelArgs::new(&k).unwrap();
+    a.set_buffer(0, &out).unwrap();
+    a.set_buffer(1, &counter).unwrap();
+    a.set_buffer(2, &flag).unwrap();
+    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    q.dispatch(&Dispatch::linear(&k, n, 64).with_args(&a))
+        .unwrap()
+        .wait(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    let word = |b: &kfdrt::Buffer| u32::from_le_bytes(b.to_vec().unwrap()[..4].try_into().unwrap());
+    assert_eq!(word(&counter), n, "every work-item counted once");
+    assert_eq!(word(&flag), 1);
+    let ids: Vec<u32> = out
+        .to_vec()
+        .unwrap()
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert!(ids.iter().enumerate().all(|(i, &v)| v == i as u32));
+}

@@ -247,8 +247,9 @@ pub(super) fn mubuf(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     let e = lookup(t, Format::Mubuf, bits(w0, 18, 7) as u16)?;
     let mut i = start(e, [w0, w1], 2);
     if e.widths[0] == 0 {
-        // Cache maintenance (buffer_wbinvl1, buffer_wbl2, ...): a single word.
-        i.len = 1;
+        // Cache maintenance (buffer_wbinvl1_vol, buffer_wbl2, ...): no operands, but the
+        // encoding's two words all the same (llvm-mc: `buffer_wbinvl1_vol` is
+        // 0xe0fc0000 0x00000000). Taking one word ran the second as an instruction.
         i.flags = flag(bits(w0, 14, 1) != 0, flags::GLC)
             | flag(bits(w0, 15, 1) != 0, flags::SCC)
             | flag(bits(w0, 17, 1) != 0, flags::SLC);

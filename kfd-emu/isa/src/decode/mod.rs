@@ -155,4 +155,18 @@ mod tests {
         assert_eq!(decode(t, &[0x8600FF00, 0xFFFF]).op, Op::SAndB32);
         assert_eq!(decode(t, &[0xFFFF_FFFF, 0]).op, Op::Invalid);
     }
+
+    #[test]
+    fn cache_maintenance_buffer_ops_take_two_words() {
+        // llvm-mc-16 --show-encoding, gfx90a and gfx940: every one is 8 bytes.
+        for (t, w0, op) in [
+            (Target::Gfx90a, 0xE0FC_0000, Op::BufferWbinvl1Vol),
+            (Target::Gfx90a, 0xE0F8_0000, Op::BufferWbinvl1),
+            (Target::Gfx90a, 0xE0A0_0000, Op::BufferWbl2),
+            (Target::Gfx942, 0xE0A4_C000, Op::BufferInv),
+        ] {
+            let i = decode(t, &[w0, 0]);
+            assert_eq!((i.op, i.size()), (op, 8), "{w0:#x}");
+        }
+    }
 }
