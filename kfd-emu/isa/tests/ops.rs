@@ -14,7 +14,7 @@ use common::gpu::*;
 use kfd_emu_isa::decode::operand::f32_to_f16;
 use kfd_emu_isa::Target;
 
-const CASES: usize = 27;
+const CASES: usize = 28;
 
 fn run(t: Target) -> (Vec<Vec<u32>>, Vec<u32>, u32) {
     let co = CodeObject::load(&kernels_dir().join(format!("ops-{}.co", t.name())));
@@ -130,5 +130,10 @@ fn instruction_cases() {
         });
         check(25, &|_| (4 + 8) * 0x56);
         check(26, &|l| (l as f32 + 0.5).to_bits());
+        check(27, &|l| {
+            let sub = (l as u32).saturating_sub(32);
+            let add = 0x7FFF_FFF0i32.saturating_add(l as i32) as u32;
+            u32::MAX ^ sub ^ add
+        });
     }
 }

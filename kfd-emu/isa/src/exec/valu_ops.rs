@@ -69,6 +69,15 @@ fn add_carry(v: &mut V<'_>, sub: bool, reverse: bool, with_carry: bool) -> Resul
             carry[l] = ((x & y) | ((x ^ y) & !r)) >> 31;
         }
     }
+    // The clamp bit saturates the result (the carry out still says what happened).
+    if v.i.vop3.clamp {
+        let limit = if sub { 0 } else { u32::MAX };
+        for l in 0..LANES {
+            if carry[l] != 0 {
+                out[l] = limit;
+            }
+        }
+    }
     let m = v.mask();
     v.write(&out, m)?;
     v.write_sdst(pack_masks(&carry) & m);
@@ -297,6 +306,13 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
             v.write(&out, m)
         }
         // Integer.
+        // The clamp bit makes integer adds and subtracts saturate (LLVM selects them for
+        // uaddsat/usubsat: HIP's `__clzll` relies on it), unsigned or signed by the opcode.
+        Op::VAddU32 if v.i.vop3.clamp => v.map2(|a, b| a.saturating_add(b)),
+        Op::VSubU32 if v.i.vop3.clamp => v.map2(|a, b| a.saturating_sub(b)),
+        Op::VSubrevU32 if v.i.vop3.clamp => v.map2(|a, b| b.saturating_sub(a)),
+        Op::VAddI32 if v.i.vop3.clamp => v.map2(|a, b| (a as i32).saturating_add(b as i32) as u32),
+        Op::VSubI32 if v.i.vop3.clamp => v.map2(|a, b| (a as i32).saturating_sub(b as i32) as u32),
         Op::VAddU32 => v.map2(|a, b| a.wrapping_add(b)),
         Op::VSubU32 => v.map2(|a, b| a.wrapping_sub(b)),
         Op::VSubrevU32 => v.map2(|a, b| b.wrapping_sub(a)),

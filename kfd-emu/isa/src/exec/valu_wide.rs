@@ -359,6 +359,10 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
         Op::VCosF16 => h3(v, 1, |x, _, _| (x * std::f64::consts::TAU).cos()),
         Op::VDivFixupF16 => h3(v, 3, div_fixup),
         // 16-bit integer.
+        // Saturating with the clamp bit, as the 32-bit forms.
+        Op::VAddU16 if v.i.vop3.clamp => i16op(v, 2, |a, b, _| (a + b).min(0xFFFF)),
+        Op::VSubU16 if v.i.vop3.clamp => i16op(v, 2, |a, b, _| a.saturating_sub(b)),
+        Op::VSubrevU16 if v.i.vop3.clamp => i16op(v, 2, |a, b, _| b.saturating_sub(a)),
         Op::VAddU16 => i16op(v, 2, |a, b, _| a.wrapping_add(b)),
         Op::VSubU16 => i16op(v, 2, |a, b, _| a.wrapping_sub(b)),
         Op::VSubrevU16 => i16op(v, 2, |a, b, _| b.wrapping_sub(a)),

@@ -170,6 +170,15 @@ ops:
     v_cvt_pkrtz_f16_f32 v24, v5, v6
     v_cvt_f32_f16_sdwa v10, v24 dst_sel:DWORD dst_unused:UNUSED_PAD src0_sel:WORD_1
     STORE
+    // 27: integer adds and subtracts with the clamp bit saturate
+    v_mov_b32 v23, 0xf0000000
+    v_add_u32_e64 v10, v3, v23 clamp               // overflows: 0xffffffff
+    v_subrev_u32_e64 v23, 32, v0 clamp             // lane - 32, at least 0
+    v_xor_b32 v10, v10, v23
+    v_mov_b32 v23, 0x7ffffff0
+    v_add_i32 v23, v23, v0 clamp                   // at most 0x7fffffff
+    v_xor_b32 v10, v10, v23
+    STORE
     s_endpgm
 
 .rodata
