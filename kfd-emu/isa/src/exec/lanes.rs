@@ -32,23 +32,30 @@ pub(super) fn dpp_source(ctrl: u16, lane: usize) -> Option<usize> {
     }
 }
 
-/// Source values as DPP delivers them (out-of-range sources read 0).
-pub(super) fn dpp_permute(vals: &Lanes, d: &Dpp) -> Lanes {
+/// The lane `lane` reads under DPP control `ctrl`, if that source is valid: in range, and
+/// enabled in `exec`. GFX9 has no fetch-inactive control: a lane EXEC disables is an invalid
+/// source like one out of range (HIP's `__syncthreads_and` in a partial wave relies on it).
+fn dpp_valid_source(ctrl: u16, lane: usize, exec: u64) -> Option<usize> {
+    dpp_source(ctrl, lane).filter(|&s| (exec >> s) & 1 != 0)
+}
+
+/// Source values as DPP delivers them (invalid sources read 0).
+pub(super) fn dpp_permute(vals: &Lanes, d: &Dpp, exec: u64) -> Lanes {
     std::array::from_fn(|l| {
-        dpp_source(d.ctrl, l)
+        dpp_valid_source(d.ctrl, l, exec)
             .and_then(|s| vals.get(s).copied())
             .unwrap_or(0)
     })
 }
 
 /// Lanes DPP lets write: those of enabled rows and banks, and without BOUND_CTRL only those
-/// whose source is in range.
-pub(super) fn dpp_write_mask(d: &Dpp) -> u64 {
+/// whose source is valid.
+pub(super) fn dpp_write_mask(d: &Dpp, exec: u64) -> u64 {
     let mut m = 0u64;
     for l in 0..LANES {
         let row_on = (d.row_mask >> (l / 16)) & 1 != 0;
         let bank_on = (d.bank_mask >> ((l % 16) / 4)) & 1 != 0;
-        let src_ok = d.bound_ctrl || dpp_source(d.ctrl, l).is_some();
+        let src_ok = d.bound_ctrl || dpp_valid_source(d.ctrl, l, exec).is_some();
         if row_on && bank_on && src_ok {
             m |= 1 << l;
         }
@@ -139,9 +146,22 @@ mod tests {
             bank_mask: 0xF,
             bound_ctrl: false,
         };
-        assert_eq!(dpp_write_mask(&d) & 0x3, 0b10);
+        assert_eq!(dpp_write_mask(&d, u64::MAX) & 0x3, 0b10);
         let v: Lanes = std::array::from_fn(|l| l as u32);
-        assert_eq!(dpp_permute(&v, &d)[17], 16);
+        assert_eq!(dpp_permute(&v, &d, u64::MAX)[17], 16);
+        // A disabled source lane is invalid: lane 17 reads lane 16, which EXEC disables.
+        let exec = !(1u64 << 16);
+        assert_eq!(dpp_write_mask(&d, exec) & (1 << 17), 0);
+        assert_eq!(dpp_permute(&v, &d, exec)[17], 0);
+        let bound = Dpp {
+            bound_ctrl: true,
+            ..d
+        };
+        assert_ne!(
+            dpp_write_mask(&bound, exec) & (1 << 17),
+            0,
+            "written, with 0"
+        );
     }
 
     #[test]

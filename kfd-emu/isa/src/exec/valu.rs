@@ -61,7 +61,7 @@ impl V<'_> {
     pub fn mask(&self) -> u64 {
         let e = self.w.exec();
         match &self.i.dpp {
-            Some(d) => e & lanes::dpp_write_mask(d),
+            Some(d) => e & lanes::dpp_write_mask(d, e),
             None => e,
         }
     }
@@ -110,7 +110,7 @@ impl V<'_> {
         };
         if k == 0 {
             if let Some(d) = &self.i.dpp {
-                out = lanes::dpp_permute(&out, d);
+                out = lanes::dpp_permute(&out, d, self.w.exec());
             }
         }
         if let Some(s) = &self.i.sdwa {
