@@ -19,7 +19,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 /// Every program in `tests/hip/` (without `.hip`).
-const PROGRAMS: [&str; 11] = [
+const PROGRAMS: [&str; 12] = [
     "device",
     "memcpy",
     "memcpy_d2d",
@@ -31,6 +31,7 @@ const PROGRAMS: [&str; 11] = [
     "dynamic_lds",
     "scratch",
     "managed",
+    "lane_ops",
 ];
 
 /// The scratch directory holding the compiled programs: `Ok(None)` when the run skips, `Err`
@@ -243,3 +244,11 @@ fn hip_kernel_reading_peer_memory() {
 fn hip_managed_memory_and_its_range_queries() {
     passes("managed", &[], 1);
 }
+
+/// `__syncthreads_and`/`_or` in a work-group of 100 (a partial second wave) and `__clzll(0)`:
+/// DPP must not read lanes EXEC disables, and the clamp bit must saturate integer adds.
+#[test]
+fn hip_lane_built_ins_in_a_partial_wave() {
+    passes("lane_ops", &[], 1);
+}
+
