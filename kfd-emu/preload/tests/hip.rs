@@ -251,4 +251,3 @@ fn hip_managed_memory_and_its_range_queries() {
 fn hip_lane_built_ins_in_a_partial_wave() {
     passes("lane_ops", &[], 1);
 }
-
