@@ -961,3 +961,34 @@ fn a_fence_before_an_atomic_counts_every_work_item() {
         .collect();
     assert!(ids.iter().enumerate().all(|(i, &v)| v == i as u32));
 }
+
+/// An MI200 does not carry out float atomics on fine-grained host memory over PCIe (HIP's
+/// documentation of unsafe FP atomics: they silently do nothing there). The strict gfx90a drops
+/// them on coherent GTT as the hardware does, while they add up in VRAM; the lenient emulator
+/// carries them out everywhere.
+#[test]
+fn float_atomics_to_fine_grained_host_memory_are_dropped_on_a_strict_gfx90a() {
+    use kfdrt::{Dispatch, KernelArgs, MemoryKind};
+    const FP_ATOMIC: &[u8] = include_bytes!("fixtures/code_objects/fp_atomic-gfx90a.elf");
+    let sum_after = |strict: bool, kind: MemoryKind| {
+        let mut c = kfdrt::emu::EmuConfig::new(Preset::Gfx90a, 1);
+        c.strict = strict;
+        let kfd = common::emulated_with(c);
+        let gpu = kfd.gpu(0).unwrap();
+        let co = gpu.load_code_object(FP_ATOMIC).unwrap();
+        let k = co.kernel("fp_atomic_add").unwrap();
+        let sum = gpu.alloc(4096, kind).unwrap();
+        sum.write(0, &0f32.to_le_bytes()).unwrap();
+        let mut a = KernelArgs::new(&k).unwrap();
+        a.set_buffer(0, &sum).unwrap();
+        let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+        q.dispatch(&Dispatch::linear(&k, 64, 64).with_args(&a))
+            .unwrap()
+            .wait(Some(Duration::from_secs(30)))
+            .unwrap();
+        f32::from_le_bytes(sum.to_vec().unwrap()[..4].try_into().unwrap())
+    };
+    assert_eq!(sum_after(true, MemoryKind::GttCoherent), 0.0, "dropped");
+    assert_eq!(sum_after(true, MemoryKind::HostVisibleVram), 64.0);
+    assert_eq!(sum_after(false, MemoryKind::GttCoherent), 64.0, "lenient");
+}

@@ -210,6 +210,12 @@ impl GpuState {
         self.raise_exception();
     }
 
+    /// Whether float atomics to fine-grained host memory are dropped: gfx90a reaches it over
+    /// PCIe, where an MI200's FP atomics do not happen (modelled in strict mode only).
+    pub(crate) fn drops_host_fp_atomics(&self, strict: bool) -> bool {
+        strict && self.params.gfx_target_version == 90010
+    }
+
     /// Whether a fault evicted the process's queues on this GPU for good.
     pub(crate) fn faulted(&self) -> bool {
         self.faulted.load(Ordering::Acquire)

@@ -27,6 +27,14 @@ pub(crate) fn gpu_fault(vm: &GpuVm, f: MemFault) -> GpuFault {
     }
 }
 
+/// Float read-modify-writes, which some memory drops ([`crate::vm::MappingKind`]).
+fn is_float(op: AtomicOp) -> bool {
+    matches!(
+        op,
+        AtomicOp::FAdd | AtomicOp::FMin | AtomicOp::FMax | AtomicOp::PkAddF16 | AtomicOp::PkAddBf16
+    )
+}
+
 impl Memory for GpuVm {
     fn read(&self, va: u64, buf: &mut [u8]) -> Result<(), MemFault> {
         GpuVm::read(self, va, buf).map_err(|f| to_isa(f, AccessKind::Read))
@@ -49,12 +57,16 @@ impl Memory for GpuVm {
                 kind: AccessKind::Write,
             });
         }
+        let dropped = is_float(op) && self.drops_fp_atomics(va);
         self.with_range(va, 4, true, |p| {
             // SAFETY: the 4 bytes at `p` are mapped for writing while the page table is held
             // (`with_range`), and `va` (hence `p`: GPU pages map to page-aligned host memory)
             // is 4-byte aligned. Every other access to them is atomic or a plain copy that
             // may observe either value, as on hardware.
             let cell = unsafe { &*(p as *const AtomicU32) };
+            if dropped {
+                return cell.load(Ordering::Acquire);
+            }
             let mut old = cell.load(Ordering::Acquire);
             loop {
                 let new = op.apply32(old, src, cmp);
@@ -74,9 +86,13 @@ impl Memory for GpuVm {
                 kind: AccessKind::Write,
             });
         }
+        let dropped = is_float(op) && self.drops_fp_atomics(va);
         self.with_range(va, 8, true, |p| {
             // SAFETY: as in `atomic32`, for 8 aligned bytes.
             let cell = unsafe { &*(p as *const AtomicU64) };
+            if dropped {
+                return cell.load(Ordering::Acquire);
+            }
             let mut old = cell.load(Ordering::Acquire);
             loop {
                 let new = op.apply64(old, src, cmp);

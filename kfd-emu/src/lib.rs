@@ -114,7 +114,10 @@
 //! - a GPU read of host-visible VRAM the CPU wrote since the last HDP flush
 //!   ([`EmuStats::unflushed_vram_reads`]; see the `hdp` module for how writes are seen);
 //! - a dispatch of code rewritten since the instruction cache fetched it, with no invalidate in
-//!   between ([`EmuStats::stale_code_fetches`]).
+//!   between ([`EmuStats::stale_code_fetches`]);
+//! - on gfx90a, float atomics (`global_atomic_add_f32` and kin) to fine-grained host memory
+//!   (coherent or uncached GTT and userptr buffers, coherent SVM ranges) do nothing, as an
+//!   MI200's do over PCIe (HIP documents unsafe FP atomics as silently failing there).
 //!
 //! # What it still forgives
 //!

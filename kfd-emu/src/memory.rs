@@ -69,6 +69,18 @@ impl Bo {
         }
     }
 
+    /// What its GPU mappings are (see [`crate::vm::MappingKind`]): fine-grained system memory
+    /// (GTT or userptr, coherent or uncached) drops float atomics on a strict gfx90a.
+    fn mapping_kind(&self, strict: bool) -> crate::vm::MappingKind {
+        let f = self.flags;
+        let host = f & (KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_USERPTR) != 0;
+        let fine = f & (KFD_IOC_ALLOC_MEM_FLAGS_COHERENT | KFD_IOC_ALLOC_MEM_FLAGS_UNCACHED) != 0;
+        crate::vm::MappingKind {
+            visible_vram: self.visible_vram(),
+            drops_fp_atomics: host && fine && self.gpu.drops_host_fp_atomics(strict),
+        }
+    }
+
     /// Host-visible VRAM: the CPU writes it through the BAR, past the GPU's HDP.
     fn visible_vram(&self) -> bool {
         let f = self.flags;
@@ -453,7 +465,7 @@ pub(crate) fn map(
                     bo.host(),
                     handle,
                     bo.perms(),
-                    bo.visible_vram(),
+                    bo.mapping_kind(emu.config.strict),
                 );
                 bo.mapped.push(g.index);
             }

@@ -102,6 +102,19 @@ struct Mapping {
     perms: Perms,
     /// Host-visible VRAM: the CPU may have written it through the HDP (see [`crate::hdp`]).
     visible_vram: bool,
+    /// Float atomics to it are dropped (see [`MappingKind::drops_fp_atomics`]).
+    drops_fp_atomics: bool,
+}
+
+/// What a mapping's memory is, beyond what it allows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct MappingKind {
+    /// Host-visible VRAM, which the CPU writes through the HDP.
+    pub(crate) visible_vram: bool,
+    /// Fine-grained (coherent) host memory that gfx90a reaches over PCIe: its float atomics
+    /// (`global_atomic_add_f32` and kin) do not happen, as on an MI200 (HIP's documentation
+    /// of unsafe FP atomics; strict mode only).
+    pub(crate) drops_fp_atomics: bool,
 }
 
 /// Mappings sorted by start address. A sorted vector rather than a tree: lookups dominate (every
@@ -483,10 +496,10 @@ fn find(table: &Table, va: u64, len: u64, write: bool) -> Result<usize, GpuFault
 impl GpuVm {
     #[cfg(test)]
     pub(crate) fn map(&self, va: u64, len: u64, host: *mut u8, handle: u64, perms: Perms) {
-        self.map_memory(va, len, host, handle, perms, false);
+        self.map_memory(va, len, host, handle, perms, MappingKind::default());
     }
 
-    /// [`GpuVm::map`] of a buffer that may be host-visible VRAM (`visible_vram`).
+    /// [`GpuVm::map`] of memory of `kind`.
     pub(crate) fn map_memory(
         &self,
         va: u64,
@@ -494,9 +507,14 @@ impl GpuVm {
         host: *mut u8,
         handle: u64,
         perms: Perms,
-        visible_vram: bool,
+        kind: MappingKind,
     ) {
+        let MappingKind {
+            visible_vram,
+            drops_fp_atomics,
+        } = kind;
         let m = Mapping {
+            drops_fp_atomics,
             len,
             host: host as usize,
             handle,
@@ -559,6 +577,12 @@ impl GpuVm {
             && (!write || m.perms.write)
             && !(self.hdp_checks && m.visible_vram);
         usable.then(|| m.host + (va - start) as usize)
+    }
+
+    /// Whether float atomics at `va` are dropped ([`MappingKind::drops_fp_atomics`]).
+    pub(crate) fn drops_fp_atomics(&self, va: u64) -> bool {
+        let t = self.table.read().unwrap_or_else(|p| p.into_inner());
+        t.entry_at(va).is_some_and(|(_, m)| m.drops_fp_atomics)
     }
 
     /// Checks that the GPU may fetch instructions from `va..va+len`: mapped, and executable.

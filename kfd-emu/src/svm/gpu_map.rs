@@ -7,9 +7,11 @@
 
 use super::{Range, SVM_HANDLE};
 use crate::host_vma::HostMap;
-use crate::vm::Perms;
+use crate::vm::{MappingKind, Perms};
 use crate::Emulator;
-use kfd_sys::bindings::{KFD_IOCTL_SVM_FLAG_GPU_EXEC, KFD_IOCTL_SVM_FLAG_GPU_RO};
+use kfd_sys::bindings::{
+    KFD_IOCTL_SVM_FLAG_COHERENT, KFD_IOCTL_SVM_FLAG_GPU_EXEC, KFD_IOCTL_SVM_FLAG_GPU_RO,
+};
 use std::collections::HashMap;
 
 /// One mapping installed in a GPU's page table.
@@ -19,6 +21,7 @@ struct Installed {
     start: u64,
     len: u64,
     perms: Perms,
+    kind: MappingKind,
 }
 
 /// The SVM mappings the GPUs' page tables hold.
@@ -45,6 +48,12 @@ impl GpuMappings {
                             write: v.write && r.flags & KFD_IOCTL_SVM_FLAG_GPU_RO == 0,
                             exec: r.flags & KFD_IOCTL_SVM_FLAG_GPU_EXEC != 0,
                         },
+                        // The process's memory, coherent unless the range says otherwise.
+                        kind: MappingKind {
+                            visible_vram: false,
+                            drops_fp_atomics: r.flags & KFD_IOCTL_SVM_FLAG_COHERENT != 0
+                                && g.drops_host_fp_atomics(emu.config.strict),
+                        },
                     });
                 }
             }
@@ -67,7 +76,7 @@ impl GpuMappings {
                     w.start as *mut u8,
                     SVM_HANDLE,
                     w.perms,
-                    false,
+                    w.kind,
                 );
             }
         }
