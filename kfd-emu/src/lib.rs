@@ -55,7 +55,8 @@
 //! - Below the engines: `device` (per-GPU state: doorbells, exceptions, the instruction-cache
 //!   model `icache`), `vm` (the page table every engine access goes through, but an AQL
 //!   processor's ring and pointer pages: its queue holds them, so it resolves them once), `events`,
-//!   `kernel` (bound kernels), `hdp` and `doorbell_trap` (CPU writes seen through write
+//!   `kernel` (bound kernels), `host_vma` (the process's memory map, which SVM mappings
+//!   follow), `hdp` and `doorbell_trap` (CPU writes seen through write
 //!   protection, one `SIGSEGV` handler for both), `wake` (processors in a deep sleep), `fault`
 //!   (injection controls, shared with the processors by `Arc`), `stats` and `isa_memory` (the
 //!   page table as the interpreter's memory). None of them imports an engine, `queue` or the
