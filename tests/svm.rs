@@ -389,18 +389,10 @@ fn a_gpu_write_to_a_read_only_host_page_is_a_gpu_fault() {
 /// Maps fresh anonymous memory at `addr`, where the test unmapped its own (the caller's
 /// `HostPages` unmaps it again when dropped).
 fn map_again(addr: u64, len: usize) {
-    // SAFETY: MAP_FIXED_NOREPLACE maps only if nothing is there, so nothing is replaced.
-    let p = unsafe {
-        libc::mmap(
-            addr as *mut libc::c_void,
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE,
-            -1,
-            0,
-        )
-    };
-    assert_eq!(p as u64, addr, "mapping again at {addr:#x}");
+    assert!(
+        common::map_anonymous_at(addr, len).is_some(),
+        "mapping again at {addr:#x}"
+    );
 }
 
 /// The MMU notifier's unmap path (`svm_range_unmap_from_cpu`): unmapping part of a range removes

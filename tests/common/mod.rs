@@ -147,26 +147,43 @@ pub fn raw_dispatch<'a>(
     unsafe { kfdrt::Dispatch::linear(kernel, grid, workgroup).with_raw_args(args) }
 }
 
+/// Maps `len` fresh private read-write bytes exactly at `addr`, or `None` if anything is
+/// mapped there (nothing is replaced).
+pub fn map_anonymous_at(addr: u64, len: usize) -> Option<*mut u8> {
+    // SAFETY: MAP_FIXED_NOREPLACE maps only if nothing is there, so nothing is replaced.
+    let p = unsafe {
+        libc::mmap(
+            addr as *mut libc::c_void,
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE,
+            -1,
+            0,
+        )
+    };
+    (p as u64 == addr).then_some(p.cast())
+}
+
 /// Anonymous process memory (private, read-write, page aligned), unmapped on drop: what SVM
 /// ranges and userptr registrations are made of.
 pub struct HostPages(pub *mut u8, pub usize);
 
 impl HostPages {
-    /// `len` fresh bytes.
+    /// `len` fresh bytes, placed far below where the kernel puts other mappings (it searches
+    /// top-down from the mmap base), so that a hole a test makes in them is not taken by
+    /// another thread's small mapping (a new thread's signal stack) before the test maps it
+    /// again.
     pub fn new(len: usize) -> HostPages {
-        // SAFETY: a fresh private anonymous mapping.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        assert_ne!(p, libc::MAP_FAILED);
-        HostPages(p.cast(), len)
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        const LOW: u64 = 0x1000_0000_0000;
+        let span = (len as u64 + (1 << 21)) & !((1 << 21) - 1);
+        for _ in 0..64 {
+            let hint = LOW + NEXT.fetch_add(span, std::sync::atomic::Ordering::Relaxed);
+            if let Some(p) = map_anonymous_at(hint, len) {
+                return HostPages(p, len);
+            }
+        }
+        panic!("no room for {len} bytes of test memory near {LOW:#x}");
     }
 
     /// The first byte's address.
