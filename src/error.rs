@@ -126,6 +126,30 @@ pub enum Error {
     /// `KFD_IOC_WAIT_RESULT_FAIL`).
     #[error("an event waited on was destroyed during the wait")]
     EventDestroyed,
+    /// Another runtime in this process already holds the GPU: KFD keeps one VM per process and
+    /// GPU, bound to the render-node file that acquired it first, and refuses the rest. It is
+    /// another [`crate::Kfd`] opened on the same device (share one: it is cheap to clone) or
+    /// another runtime (ROCr, libhsakmt) in the same process, which kfdrt cannot share a
+    /// device with.
+    #[error(
+        "GPU {gpu_id:#x} is already in use by another runtime (or another Kfd) in this process"
+    )]
+    DeviceInUse {
+        /// The GPU whose VM another open file holds.
+        gpu_id: u32,
+    },
+    /// The device was opened by another process, of which this one is a `fork()`ed child: KFD
+    /// refuses the child the parent's device file and kfdrt keeps the GPU's memory out of
+    /// children (see `docs/bad_input.md`). Open a new [`crate::Kfd`] in the child; leak what it
+    /// inherited (`std::mem::forget`, or exit) rather than drop it, since its CPU views are not
+    /// mapped in the child.
+    #[error("the KFD device was opened by process {parent}; this is its forked child {child}, which must open its own")]
+    ForkedChild {
+        /// The process that opened the device.
+        parent: u32,
+        /// This process.
+        child: u32,
+    },
     /// kfdrt broke one of its own invariants (a bug to report).
     #[error("internal error: {0}")]
     Internal(String),

@@ -254,6 +254,7 @@ impl crate::device::Gpu {
     /// queues that existed, but queues created afterwards run.
     pub fn health(&self) -> Result<()> {
         let shared = &self.kfd().shared;
+        shared.dev.check_process()?;
         shared.exceptions.poll(shared.dev.driver())?;
         match shared.exceptions.fault_on(self.id()) {
             Some(fault) => Err(Error::DeviceFault {

@@ -98,6 +98,8 @@ struct RenderFiles {
     /// Descriptor -> file id (file 0 is the emulator's own `render_fd`).
     fds: std::collections::HashMap<i32, u64>,
     next_file: u64,
+    /// Whether `open_render_node` has handed out the emulator's own descriptor.
+    own_opened: bool,
     /// The file the VM was acquired with.
     acquired: Option<u64>,
 }
@@ -231,6 +233,23 @@ impl GpuState {
     /// The fake descriptor `open_render_node` hands out for this GPU.
     pub(crate) fn render_fd(&self) -> i32 {
         10_000 + self.render_minor as i32
+    }
+
+    /// An open of the render node through the driver seam. Every open of
+    /// `/dev/dri/renderD<n>` is a new `drm_file`: the first gets the emulator's own descriptor,
+    /// each later one a new (fake, above it) descriptor of a new file, so that a second runtime
+    /// in the process acquiring the VM with it is refused as the driver refuses it.
+    pub(crate) fn open_render(&self) -> i32 {
+        let mut files = self.render_files();
+        if !files.own_opened {
+            files.own_opened = true;
+            return self.render_fd();
+        }
+        files.next_file += 1;
+        let file = files.next_file;
+        let fd = 100_000 + 1_000 * self.render_minor as i32 + (file % 1_000) as i32;
+        files.fds.insert(fd, file);
+        fd
     }
 
     fn render_files(&self) -> std::sync::MutexGuard<'_, RenderFiles> {

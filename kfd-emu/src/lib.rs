@@ -104,6 +104,13 @@
 //!   not know or run stops the queue with an illegal-instruction error naming the PC and its
 //!   disassembly; a trap is a queue exception; a wave's access outside the page table is a GPU
 //!   page fault.
+//! - One emulator is one process's `kfd_process`. A forked child's calls are refused: ioctls on
+//!   the KFD file with EBADF (`kfd_ioctl`: "Using KFD FD in wrong process"), its mmaps with
+//!   EINVAL (`kfd_get_process` finds no process for the child's mm); dropping the emulator in
+//!   the child leaves the parent's threads alone. Each `open_render_node` is a new render-node
+//!   file, and `ACQUIRE_VM` with any file but the first answers EBUSY
+//!   (`kfd_process_device_init_vm`): a second runtime in the process. The VM stays bound to the
+//!   first file for the emulator's life.
 //! - amdgpu's limits: VRAM and visible VRAM per GPU, GTT and pinned memory against system memory,
 //!   SDMA queue slots, exact doorbell and MMIO mmap lengths, each part's SDMA count width.
 //!
@@ -252,6 +259,9 @@ pub struct Emulator {
     /// This emulator, for what it hands out that must not keep it alive (the GPUs' retry-fault
     /// handlers).
     pub(crate) me: std::sync::Weak<Emulator>,
+    /// The process that created the emulator, as KFD's `kfd_process` belongs to the process
+    /// that opened `/dev/kfd`: a forked child's calls are refused (see [`Emulator::check_process`]).
+    pub(crate) owner_pid: u32,
 }
 
 impl std::fmt::Debug for Emulator {
@@ -293,6 +303,7 @@ impl Emulator {
         })?;
         Ok(Arc::new_cyclic(|me| Emulator {
             me: me.clone(),
+            owner_pid: std::process::id(),
             gpus,
             memory: memory::MemoryTable::default(),
             events: Arc::new(events::EventTable::default()),
@@ -498,6 +509,24 @@ impl Emulator {
         &self.faults
     }
 
+    /// Refuses a call from any process but the one that created the emulator, with the errno
+    /// the driver gives a forked child. `kfd_ioctl` compares the caller with the file's owner
+    /// (`if (process->lead_thread != current->group_leader) { dev_dbg(.., "Using KFD FD in
+    /// wrong process\n"); retcode = -EBADF; }`), and `kfd_mmap` finds no `kfd_process` for the
+    /// child's new mm (`kfd_get_process` answers `-EINVAL`). The child also has none of the
+    /// emulator's threads, so nothing it submitted would ever run.
+    fn check_process(&self, refused: Errno) -> Result<(), Errno> {
+        if std::process::id() == self.owner_pid {
+            return Ok(());
+        }
+        log::debug!(
+            "kfd-emu: using the KFD of process {} in process {}",
+            self.owner_pid,
+            std::process::id()
+        );
+        Err(refused)
+    }
+
     /// The GPU timestamp counter (ticks at the preset's clock since the emulator started).
     pub fn gpu_clock(&self) -> u64 {
         let hz = self
@@ -528,6 +557,9 @@ impl Driver for Emulator {
         request: IoctlRequest,
         arg: *mut c_void,
     ) -> Result<i32, Errno> {
+        if node == Node::Kfd {
+            self.check_process(Errno::EBADF)?;
+        }
         // SAFETY: forwarded from the caller's contract on `arg`.
         unsafe { ioctl::dispatch(self, node, request, arg) }
     }
@@ -536,7 +568,7 @@ impl Driver for Emulator {
         self.gpus
             .iter()
             .find(|g| g.render_minor == minor)
-            .map(|g| g.render_fd())
+            .map(|g| g.open_render())
             .ok_or(Errno::ENOENT)
     }
 
@@ -549,6 +581,9 @@ impl Driver for Emulator {
         flags: i32,
         offset: u64,
     ) -> Result<*mut c_void, Errno> {
+        if source == MapSource::File(Node::Kfd) {
+            self.check_process(Errno::EINVAL)?;
+        }
         // SAFETY: forwarded from the caller's contract (see the trait).
         let (p, kind) = unsafe { memory::mmap(self, source, addr, len, prot, flags, offset) }?;
         self.cpu_maps.mapped(p as usize, len, kind);
@@ -586,6 +621,11 @@ impl Driver for Emulator {
 
 impl Drop for Emulator {
     fn drop(&mut self) {
+        if std::process::id() != self.owner_pid {
+            // A forked child dropping its copy: the processor threads stayed in the parent.
+            self.queues.abandon_all();
+            return;
+        }
         self.queues.stop_all();
         self.watch.stop();
         if let Some(g) = self.gpus.first() {

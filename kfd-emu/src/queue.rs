@@ -55,6 +55,15 @@ impl QueueTable {
             stop(e);
         }
     }
+
+    /// Forgets every queue without touching its thread: in a forked child the threads do not
+    /// exist, and joining one would wait for ever on a thread id nobody clears.
+    pub(crate) fn abandon_all(&self) {
+        let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        for (_, e) in g.0.drain() {
+            std::mem::forget(e);
+        }
+    }
 }
 
 fn stop(mut e: Entry) {

@@ -8,7 +8,9 @@ use crate::memory::raw::{GpuAccess, RawAllocation};
 use crate::memory::MemoryKind;
 use crate::topology::{GpuInfo, Topology};
 use kfd_sys::bindings::*;
-use kfd_sys::{Driver, DriverExt, Feature, KfdVersion, MIN_MINOR_VERSION, SUPPORTED_MAJOR_VERSION};
+use kfd_sys::{
+    Driver, DriverExt, Errno, Feature, KfdVersion, MIN_MINOR_VERSION, SUPPORTED_MAJOR_VERSION,
+};
 use std::sync::Arc;
 
 /// One GPU of an open KFD, as bring-up found it.
@@ -29,6 +31,9 @@ pub(crate) struct DeviceContext {
     pub(crate) gpus: Vec<GpuContext>,
     /// `RUNTIME_ENABLE` succeeded at open: a debugger can attach, and drop disables it.
     pub(crate) runtime_enabled: bool,
+    /// The process that opened the device, and its fork generation (see [`super::fork`]).
+    pub(crate) owner_pid: u32,
+    pub(crate) fork_generation: u64,
 }
 
 impl DeviceContext {
@@ -38,6 +43,7 @@ impl DeviceContext {
         driver: Arc<dyn Driver>,
         #[cfg(feature = "emu")] emulator: Option<Arc<kfd_emu::Emulator>>,
     ) -> Result<DeviceContext> {
+        let fork_generation = super::fork::generation();
         let mut version = kfd_ioctl_get_version_args::default();
         driver
             .kfd_ioctl(&mut version)
@@ -69,9 +75,19 @@ impl DeviceContext {
                 })?,
                 gpu_id: info.gpu_id,
             };
-            driver
-                .kfd_ioctl(&mut acquire)
-                .map_err(Error::ioctl(&acquire))?;
+            // A process has one `kfd_process` however often it opens /dev/kfd, and its VM on
+            // a GPU is bound to one render-node file: `kfd_process_device_init_vm` answers
+            // EBUSY to an ACQUIRE_VM with any other (`if (pdd->drm_file) return pdd->drm_file
+            // == drm_file ? 0 : -EBUSY;`). That is a second runtime in this process.
+            match driver.kfd_ioctl(&mut acquire) {
+                Ok(_) => {}
+                Err(e) if e == Errno::EBUSY => {
+                    return Err(Error::DeviceInUse {
+                        gpu_id: info.gpu_id,
+                    })
+                }
+                Err(e) => return Err(Error::ioctl(&acquire)(e)),
+            }
             if info.vram_bytes > 0 && info.host_visible_vram_bytes == 0 {
                 // A small-BAR part: the topology only says its VRAM is "private"; the render
                 // node says how much of it the CPU can map.
@@ -105,7 +121,22 @@ impl DeviceContext {
             topology,
             gpus,
             runtime_enabled,
+            owner_pid: std::process::id(),
+            fork_generation,
         })
+    }
+
+    /// [`Error::ForkedChild`] in a forked child of the process that opened the device.
+    /// One atomic load: cheap enough for every submission.
+    #[inline]
+    pub(crate) fn check_process(&self) -> Result<()> {
+        if super::fork::current_generation() != self.fork_generation {
+            return Err(Error::ForkedChild {
+                parent: self.owner_pid,
+                child: std::process::id(),
+            });
+        }
+        Ok(())
     }
 
     /// Ends what [`runtime_enable`] began (the device is closing).

@@ -6,6 +6,7 @@
 //! a whole `Kfd`.
 
 mod context;
+pub(crate) mod fork;
 #[cfg(all(test, feature = "emu"))]
 pub(crate) use context::emulated_context;
 pub(crate) use context::{DeviceContext, GpuContext};

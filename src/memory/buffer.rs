@@ -163,6 +163,7 @@ impl Gpu {
         }
         let info = self.info();
         let shared = &self.kfd.shared;
+        shared.dev.check_process()?;
         let threshold = shared
             .suballoc_threshold
             .load(std::sync::atomic::Ordering::Relaxed);

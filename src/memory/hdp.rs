@@ -82,6 +82,7 @@ impl MmioPage {
             page.release(driver);
             return Err(Error::driver("mmap (MMIO remap)")(e));
         }
+        crate::device::fork::dont_fork(page.va.addr as *mut _, PAGE_SIZE as usize);
         Ok(page)
     }
 

@@ -142,6 +142,7 @@ impl RawAllocation {
                 });
             }
         }
+        crate::device::fork::dont_fork(alloc.va.addr as *mut _, alloc.va.len as usize);
         alloc.cpu_mapped = kind.host_accessible();
         if let Err(e) = alloc.map_to_gpus(driver, &[gpu_id]) {
             alloc.release(driver, &[]);
@@ -291,6 +292,7 @@ fn back_with_host_memory(driver: &dyn Driver, va: &VaRange) -> Result<()> {
         )
     }
     .map_err(Error::driver("mmap (host memory)"))?;
+    crate::device::fork::dont_fork(va.addr as *mut _, va.len as usize);
     if va.len >= super::va::HUGE_PAGE_SIZE {
         // SAFETY: advisory only, on memory we own; failure (no THP) changes nothing observable.
         unsafe { libc::madvise(va.addr as *mut _, va.len as usize, libc::MADV_HUGEPAGE) };

@@ -80,6 +80,7 @@ impl DoorbellTable {
                     )
                 }
                 .map_err(Error::driver("mmap (doorbell pages)"))?;
+                crate::device::fork::dont_fork(addr, DOORBELL_PAGES_SIZE as usize);
                 slot.insert(DoorbellPages {
                     mmap_offset: base_offset,
                     addr: addr as u64,

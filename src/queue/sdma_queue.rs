@@ -329,6 +329,7 @@ impl SdmaQueue {
     /// committed in parts as the engine makes room, so a timeout may leave its first packets
     /// committed, and they run.
     pub unsafe fn submit(&self, packets: &[SdmaPacket], timeout: Duration) -> Result<u64> {
+        self.0.gpu.kfd().shared.dev.check_process()?;
         self.submit_packets(packets, timeout, &mut false)
     }
 
@@ -391,6 +392,8 @@ impl SdmaQueue {
         deps: &[&Signal],
         buffers: &[&Buffer],
     ) -> Result<CopyCompletion> {
+        // Before anything touches the ring or a signal, unmapped in a forked child.
+        self.0.gpu.kfd().shared.dev.check_process()?;
         // What the timeline and the graph record, only when they are on.
         let recording = self.0.gpu.kfd().shared.recorder.as_ref().map(|_| {
             let labels: Vec<String> = packets

@@ -267,6 +267,7 @@ impl fmt::Debug for Signal {
 impl Kfd {
     /// Takes a signal from the pool and sets its value to `initial`.
     pub fn create_signal(&self, initial: i64) -> Result<Signal> {
+        self.shared.dev.check_process()?;
         let slot = {
             let s = &self.shared;
             let mut pool = s.signals.lock().unwrap_or_else(|p| p.into_inner());

@@ -77,6 +77,8 @@ impl Signal {
         wake_events: &[u32],
         check: &dyn Fn() -> Result<()>,
     ) -> Result<i64> {
+        // In a forked child the signal's memory is not mapped.
+        self.0.kfd.shared.dev.check_process()?;
         // Reading the clock costs about as much as polling the signal a few times, so the spin
         // looks at it only every 32 polls, and first after 32: a completion that comes within
         // them (a short round trip) is seen without reading the clock at all.

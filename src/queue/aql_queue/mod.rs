@@ -416,8 +416,11 @@ impl AqlQueue {
     /// is served first.
     #[inline]
     fn check(&self) -> Result<()> {
-        // Every submission and wait asks: the healthy case is two loads.
-        if self.0.inactive.value() == 0 && !self.0.gpu.kfd().shared.exceptions.any() {
+        // Every submission and wait asks: the healthy case is three loads. The fork check
+        // comes first: in a forked child the queue's memory is not mapped.
+        let shared = &self.0.gpu.kfd().shared;
+        shared.dev.check_process()?;
+        if self.0.inactive.value() == 0 && !shared.exceptions.any() {
             return Ok(());
         }
         self.check_slow()

@@ -109,8 +109,10 @@ impl AqlQueue {
     /// What every submission does first: let go of what finished work held, and refuse a
     /// stopped queue.
     fn before_submission(&self) -> Result<()> {
+        // Checked first: in a forked child, pruning would read signals that are not mapped.
+        self.check()?;
         self.0.retired.prune();
-        self.check()
+        Ok(())
     }
 
     /// Publishes `packet` (encoded, barrier bit set) with `signal` as its completion, rings the

@@ -247,6 +247,7 @@ impl Pm4Queue {
     /// holds also when this fails with [`Error::Timeout`]: the packets written before the ring
     /// filled up were committed, and they run.
     pub unsafe fn submit(&self, packets: &[Pm4Packet], timeout: Duration) -> Result<u64> {
+        self.gpu.kfd().shared.dev.check_process()?;
         let wptr = self.submit_packets(packets, timeout)?;
         if let Some(wait) = self.gpu.kfd().shared.debug.serialize_wait() {
             // `finish` submits a fence through `submit_packets`, not through here.
