@@ -124,4 +124,7 @@ fn main() {
     if kfd.gpus().is_empty() {
         println!("no GPU nodes");
     }
+    for node in &topo.hidden_nodes {
+        println!("node {node}: not allowed to this process (device cgroup; skipped)");
+    }
 }

@@ -5,7 +5,7 @@
 //! the ones a runtime needs into typed fields.
 
 use crate::error::{Error, Result};
-use kfd_sys::Driver;
+use kfd_sys::{Driver, Errno};
 use std::collections::BTreeMap;
 
 /// The raw `key value` pairs of one `properties` file.
@@ -228,6 +228,11 @@ pub struct Topology {
     pub cpus: Vec<CpuNode>,
     /// GPU nodes, in node order.
     pub gpus: Vec<GpuInfo>,
+    /// Nodes this process may not see: their files answer EPERM, as amdkfd answers for a GPU
+    /// the process's device cgroup does not allow (a container given some of the host's GPUs).
+    /// They are skipped, as libhsakmt skips them (`topology_sysfs_get_gpu_id`: EPERM is "not
+    /// supported"), and listed here so that a tool can say why a GPU is missing.
+    pub hidden_nodes: Vec<u32>,
 }
 
 fn read_props(driver: &dyn Driver, path: &str) -> Result<NodeProperties> {
@@ -284,14 +289,22 @@ impl Topology {
             .map_err(|e| Error::Topology(format!("listing nodes: {e}")))?;
         let mut cpus = Vec::new();
         let mut gpus = Vec::new();
+        let mut hidden_nodes = Vec::new();
         for n in nodes {
             let Ok(index) = n.parse::<u32>() else {
                 continue;
             };
             let node = format!("nodes/{index}");
-            let gpu_id: u32 = driver
-                .read_topology(&format!("{node}/gpu_id"))
-                .map_err(|e| Error::Topology(format!("reading {node}/gpu_id: {e}")))?
+            let gpu_id = match driver.read_topology(&format!("{node}/gpu_id")) {
+                Ok(text) => text,
+                Err(e) if e == Errno::EPERM => {
+                    log::info!("kfdrt: topology node {index} is not allowed to this process (device cgroup): skipped");
+                    hidden_nodes.push(index);
+                    continue;
+                }
+                Err(e) => return Err(Error::Topology(format!("reading {node}/gpu_id: {e}"))),
+            };
+            let gpu_id: u32 = gpu_id
                 .trim()
                 .parse()
                 .map_err(|_| Error::Topology(format!("{node}/gpu_id is not a number")))?;
@@ -362,6 +375,7 @@ impl Topology {
             generation_id,
             cpus,
             gpus,
+            hidden_nodes,
         })
     }
 }

@@ -205,3 +205,52 @@ fn the_cpu_node_reports_the_hosts_memory() {
         .expect("MemTotal");
     assert_eq!(reported, total_kb * 1024);
 }
+
+/// A container given some of the host's GPUs: amdkfd answers EPERM for every file of a node
+/// the device cgroup does not allow, and its render node cannot be opened. kfdrt skips such
+/// nodes as libhsakmt does, lists them in `Topology::hidden_nodes`, and the GPUs it may use
+/// work (their copies land in their own memory).
+#[test]
+fn gpus_the_device_cgroup_hides_are_skipped_and_the_rest_work() {
+    for hidden in [0usize, 1] {
+        let mut config = kfdrt::emu::EmuConfig::new(Preset::Gfx90a, 3);
+        config.cgroup_hidden_gpus = vec![hidden];
+        let kfd = common::emulated_with(config);
+        let emu = kfd.emulator().unwrap().clone();
+        assert_eq!(kfd.topology().hidden_nodes, vec![hidden as u32 + 1]);
+        assert_eq!(kfd.gpus().len(), 2, "hiding GPU {hidden}");
+        let all = emu.gpu_ids();
+        let seen: Vec<u32> = kfd.gpus().iter().map(|g| g.id()).collect();
+        let expected: Vec<u32> = all
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| i != hidden)
+            .map(|(_, &id)| id)
+            .collect();
+        assert_eq!(seen, expected, "hiding GPU {hidden}");
+        // The process has no device data for the hidden GPU: requests naming it are refused.
+        let mut acquire = kfd_sys::bindings::kfd_ioctl_acquire_vm_args {
+            drm_fd: 0,
+            gpu_id: all[hidden],
+        };
+        assert!(kfd_sys::DriverExt::kfd_ioctl(&**kfd.driver(), &mut acquire).is_err());
+        check_topology(&kfd);
+        for gpu in kfd.gpus() {
+            let buf = gpu.alloc(4096, kfdrt::MemoryKind::DeviceLocal).unwrap();
+            let host = gpu.alloc(4096, kfdrt::MemoryKind::GttCoherent).unwrap();
+            let engine = gpu.copy_engine().unwrap();
+            engine
+                .fill(&buf, 0, 0x600d_0000 | gpu.id(), 4096, &[])
+                .unwrap()
+                .wait(Some(std::time::Duration::from_secs(30)))
+                .unwrap();
+            engine
+                .copy(&host, 0, &buf, 0, 4096, &[])
+                .unwrap()
+                .wait(Some(std::time::Duration::from_secs(30)))
+                .unwrap();
+            let v = host.to_vec().unwrap();
+            assert_eq!(v[..4], (0x600d_0000 | gpu.id()).to_le_bytes());
+        }
+    }
+}

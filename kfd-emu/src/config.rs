@@ -241,6 +241,12 @@ pub struct EmuConfig {
     /// `doorbell_trap` module). Off by default: an in-process runtime (kfdrt) gives a hint with
     /// every doorbell instead; the preload turns it on for runtimes that do not (ROCr).
     pub trap_doorbell_writes: bool,
+    /// GPUs (by index) the process's device cgroup does not allow, as in a container given
+    /// only some of the host's GPUs: every file of their topology node answers EPERM (amdkfd's
+    /// `node_show` and kin check `kfd_devcgroup_check_permission`) and their render node
+    /// cannot be opened. Only through the driver seam: the preload refuses it, since its sysfs
+    /// tree is plain files.
+    pub cgroup_hidden_gpus: Vec<usize>,
 }
 
 /// Environment variable naming the preset for [`EmuConfig::from_env`].
@@ -253,6 +259,9 @@ pub const SPIN_ENV: &str = "KFDRT_EMU_SPIN";
 /// Environment variable that, set to `0`, turns the strict personality off (see
 /// [`EmuConfig::strict`]).
 pub const STRICT_ENV: &str = "KFDRT_EMU_STRICT";
+/// Environment variable listing [`EmuConfig::cgroup_hidden_gpus`] (GPU indices, comma
+/// separated) for [`EmuConfig::from_env`].
+pub const HIDDEN_GPUS_ENV: &str = "KFDRT_EMU_HIDDEN_GPUS";
 /// Environment variable giving [`EmuConfig::wave_threads`] for [`EmuConfig::from_env`].
 pub const WAVE_THREADS_ENV: &str = "KFDRT_EMU_WAVE_THREADS";
 /// Environment variable that, set to `0`, keeps the preload from trapping doorbell stores (see
@@ -308,13 +317,15 @@ impl EmuConfig {
             wave_threads: 0,
             kfd_version: kfd_sys::KFD_ABI,
             trap_doorbell_writes: false,
+            cgroup_hidden_gpus: Vec::new(),
         }
     }
 
     /// From `KFDRT_EMU_PRESET` (default gfx90a), `KFDRT_EMU_GPUS` (default 1),
     /// `KFDRT_EMU_SPIN` (`1`: spin-poll; default off), `KFDRT_EMU_STRICT` (`0`: lenient;
     /// default strict), `KFDRT_EMU_WAVE_THREADS` (default: every core) and
-    /// `KFDRT_EMU_KFD_VERSION` (default: the newest modelled).
+    /// `KFDRT_EMU_KFD_VERSION` (default: the newest modelled) and `KFDRT_EMU_HIDDEN_GPUS`
+    /// (default: none).
     pub fn from_env() -> Result<EmuConfig, EmuError> {
         let preset = match std::env::var(PRESET_ENV) {
             Ok(v) if !v.trim().is_empty() => v.parse()?,
@@ -341,6 +352,21 @@ impl EmuConfig {
                 config.kfd_version = parse_kfd_version(&v).ok_or_else(|| {
                     EmuError::Config(format!("{KFD_VERSION_ENV}={v:?} (expected e.g. 1.11)"))
                 })?;
+            }
+        }
+        if let Ok(v) = std::env::var(HIDDEN_GPUS_ENV) {
+            for item in v.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                let i = item
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|&i| i < config.gpus.len())
+                    .ok_or_else(|| {
+                        EmuError::Config(format!(
+                            "{HIDDEN_GPUS_ENV}={v:?}: {item:?} is not a GPU index below {}",
+                            config.gpus.len()
+                        ))
+                    })?;
+                config.cgroup_hidden_gpus.push(i);
             }
         }
         Ok(config)

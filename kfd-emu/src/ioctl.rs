@@ -342,7 +342,8 @@ fn apertures(
     emu: &Emulator,
     v: &mut kfd_ioctl_get_process_apertures_new_args,
 ) -> Result<(), Errno> {
-    let n = emu.gpus.len() as u32;
+    // Only the GPUs the process has device data for (`kfd_init_apertures`).
+    let n = emu.process_gpus().count() as u32;
     if v.num_of_nodes == 0 {
         v.num_of_nodes = n;
         return Ok(());
@@ -358,7 +359,7 @@ fn apertures(
             count,
         )
     };
-    for (slot, g) in out.iter_mut().zip(&emu.gpus) {
+    for (slot, g) in out.iter_mut().zip(emu.process_gpus()) {
         // KFD's gfx9+ layout (`kfd_init_apertures_v9`): the same LDS and scratch apertures for
         // every GPU, in the non-canonical high range the shaders' SH_MEM_BASES point at; GPUVM
         // covering all of user space (GPU VA = host VA).

@@ -111,6 +111,10 @@
 //!   file, and `ACQUIRE_VM` with any file but the first answers EBUSY
 //!   (`kfd_process_device_init_vm`): a second runtime in the process. The VM stays bound to the
 //!   first file for the emulator's life.
+//! - A container's device cgroup ([`EmuConfig::cgroup_hidden_gpus`]): every topology file of a
+//!   hidden GPU's node answers EPERM (`node_show`), its render node cannot be opened, and the
+//!   process has no device data for it (`kfd_init_apertures` skips it), so it is missing from
+//!   the apertures and requests naming it find no GPU.
 //! - amdgpu's limits: VRAM and visible VRAM per GPU, GTT and pinned memory against system memory,
 //!   SDMA queue slots, exact doorbell and MMIO mmap lengths, each part's SDMA count width.
 //!
@@ -214,8 +218,8 @@ mod vm;
 mod wake;
 
 pub use config::{
-    host_memory_bytes, EmuConfig, EmuError, GpuParams, Preset, GPUS_ENV, KFD_VERSION_ENV,
-    PRESET_ENV, SPIN_ENV, STRICT_ENV, TRAP_DOORBELLS_ENV, WAVE_THREADS_ENV,
+    host_memory_bytes, EmuConfig, EmuError, GpuParams, Preset, GPUS_ENV, HIDDEN_GPUS_ENV,
+    KFD_VERSION_ENV, PRESET_ENV, SPIN_ENV, STRICT_ENV, TRAP_DOORBELLS_ENV, WAVE_THREADS_ENV,
 };
 pub use device::FIRST_RENDER_MINOR;
 pub use engine::QueueErrorCode;
@@ -333,8 +337,19 @@ impl Emulator {
         self.gpus.iter().map(|g| g.gpu_id).collect()
     }
 
+    /// The GPU `gpu_id` names, if this process has it: one the device cgroup hides has no
+    /// process device data (`kfd_init_apertures` skips it), so requests naming it find none.
     pub(crate) fn gpu(&self, gpu_id: u32) -> Option<&Arc<GpuState>> {
-        self.gpus.iter().find(|g| g.gpu_id == gpu_id)
+        self.process_gpus().find(|g| g.gpu_id == gpu_id)
+    }
+
+    /// The GPUs this process may use (all but those the device cgroup hides).
+    pub(crate) fn process_gpus(&self) -> impl Iterator<Item = &Arc<GpuState>> {
+        self.gpus
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !self.config.cgroup_hidden_gpus.contains(i))
+            .map(|(_, g)| g)
     }
 
     /// Counters for tests.
@@ -565,11 +580,17 @@ impl Driver for Emulator {
     }
 
     fn open_render_node(&self, minor: u32) -> Result<i32, Errno> {
-        self.gpus
+        let (i, g) = self
+            .gpus
             .iter()
-            .find(|g| g.render_minor == minor)
-            .map(|g| g.open_render())
-            .ok_or(Errno::ENOENT)
+            .enumerate()
+            .find(|(_, g)| g.render_minor == minor)
+            .ok_or(Errno::ENOENT)?;
+        if self.config.cgroup_hidden_gpus.contains(&i) {
+            // The device cgroup refuses the open of /dev/dri/renderD<minor>.
+            return Err(Errno::EPERM);
+        }
+        Ok(g.open_render())
     }
 
     unsafe fn mmap(

@@ -33,6 +33,8 @@ const CAP_SRAM_EDC: u64 = 0x0400_0000;
 
 pub(crate) struct TopologyTree {
     files: BTreeMap<String, String>,
+    /// `nodes/<n>/` of the GPUs the device cgroup hides.
+    hidden: Vec<String>,
 }
 
 fn props(pairs: &[(&str, u64)]) -> String {
@@ -255,7 +257,12 @@ impl TopologyTree {
                 }
             }
         }
-        TopologyTree { files }
+        let hidden = config
+            .cgroup_hidden_gpus
+            .iter()
+            .map(|i| format!("nodes/{}/", i + 1))
+            .collect();
+        TopologyTree { files, hidden }
     }
 
     pub(crate) fn files(&self) -> Vec<(String, String)> {
@@ -275,10 +282,11 @@ impl TopologyTree {
     }
 
     pub(crate) fn read(&self, path: &str) -> Result<String, Errno> {
-        self.files
-            .get(path.trim_matches('/'))
-            .cloned()
-            .ok_or(Errno::ENOENT)
+        let path = path.trim_matches('/');
+        if self.hidden.iter().any(|h| path.starts_with(h.as_str())) {
+            return Err(Errno::EPERM);
+        }
+        self.files.get(path).cloned().ok_or(Errno::ENOENT)
     }
 
     pub(crate) fn list(&self, path: &str) -> Result<Vec<String>, Errno> {

@@ -187,6 +187,13 @@ impl System {
     fn create() -> Result<System, String> {
         crate::logger::init();
         let mut config = EmuConfig::from_env().map_err(|e| e.to_string())?;
+        if !config.cgroup_hidden_gpus.is_empty() {
+            // The sysfs tree below is plain files: a read cannot answer EPERM as amdkfd's does.
+            return Err(format!(
+                "{} is not modelled under the preload (only through the driver seam)",
+                kfd_emu::HIDDEN_GPUS_ENV
+            ));
+        }
         // The runtimes the preload serves ring doorbells without telling the emulator: trap
         // the first store after an idle spell (KFDRT_EMU_TRAP_DOORBELLS=0: poll only).
         config.trap_doorbell_writes =
