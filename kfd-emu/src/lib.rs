@@ -654,3 +654,46 @@ impl Drop for Emulator {
         }
     }
 }
+
+#[cfg(test)]
+mod fork_tests {
+    use super::*;
+
+    /// A forked child that drops its copy of an emulator ends (nothing waits for the threads,
+    /// such as the doorbell watcher, that stayed in the parent), and the child's calls are
+    /// refused as the driver refuses them.
+    #[test]
+    fn a_forked_child_refuses_calls_and_drops_the_emulator_without_hanging() {
+        let emu = Emulator::new(EmuConfig::new(Preset::Gfx90a, 1)).expect("an emulator");
+        let mut version = kfd_sys::bindings::kfd_ioctl_get_version_args::default();
+        kfd_sys::DriverExt::kfd_ioctl(&*emu, &mut version).expect("GET_VERSION in the parent");
+        // SAFETY: the child only makes one driver call, drops the emulator and `_exit`s.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0);
+        if pid == 0 {
+            let refused = kfd_sys::DriverExt::kfd_ioctl(&*emu, &mut version) == Err(Errno::EBADF);
+            drop(emu);
+            // SAFETY: ends the child without running the test harness's teardown.
+            unsafe { libc::_exit(if refused { 0 } else { 1 }) };
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let mut status = 0;
+        loop {
+            // SAFETY: polls the child just forked; `status` is writable.
+            let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+            if r == pid {
+                break;
+            }
+            if std::time::Instant::now() > deadline {
+                // SAFETY: kills the hung child this test forked.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                panic!("the forked child hung dropping the emulator");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "the child's GET_VERSION was not refused with EBADF (status {status:#x})"
+        );
+    }
+}

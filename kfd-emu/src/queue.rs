@@ -57,9 +57,15 @@ impl QueueTable {
     }
 
     /// Forgets every queue without touching its thread: in a forked child the threads do not
-    /// exist, and joining one would wait for ever on a thread id nobody clears.
+    /// exist, and joining one would wait for ever on a thread id nobody clears. The table is
+    /// only tried: a thread of the parent may have held its lock at the fork, and nobody in the
+    /// child would ever release it (then the queues are leaked with the table).
     pub(crate) fn abandon_all(&self) {
-        let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let mut g = match self.inner.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return,
+        };
         for (_, e) in g.0.drain() {
             std::mem::forget(e);
         }
