@@ -113,11 +113,16 @@ fn main() {
         );
         for l in &i.links {
             println!(
-                "    link -> node {}: {} (weight {}, up to {} MB/s)",
+                "    link -> node {}: {} (weight {}, up to {} MB/s{})",
                 l.node_to,
                 l.type_name(),
                 l.weight,
-                l.bandwidth_mbps.1
+                l.bandwidth_mbps.1,
+                if l.atomics_64bit() {
+                    ""
+                } else {
+                    ", no atomics"
+                }
             );
         }
     }

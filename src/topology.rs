@@ -107,9 +107,41 @@ pub struct IoLink {
     pub weight: u32,
     /// Minimum and maximum bandwidth in MB/s as reported.
     pub bandwidth_mbps: (u32, u32),
+    /// What the link lacks, as KFD flags it.
+    pub flags: IoLinkFlags,
+}
+
+bitflags::bitflags! {
+    /// An io-link's `flags` (`CRAT_IOLINK_FLAGS_*`). KFD sets them in
+    /// `kfd_fill_iolink_non_crat_info`; the `NO_*` bits count only on an enabled link, as
+    /// libhsakmt and ROCr read them (`Override` in `HSA_LINKPROPERTY`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub struct IoLinkFlags: u32 {
+        /// The properties below were set by the driver.
+        const ENABLED = 1;
+        /// Accesses over the link are not cache-coherent.
+        const NON_COHERENT = 1 << 1;
+        /// 32-bit atomics over the link do not happen (a host without PCIe AtomicOps).
+        const NO_ATOMICS_32_BIT = 1 << 2;
+        /// 64-bit atomics over the link do not happen.
+        const NO_ATOMICS_64_BIT = 1 << 3;
+        /// No DMA between the two peers over the link.
+        const NO_PEER_TO_PEER_DMA = 1 << 4;
+        /// The link goes both ways.
+        const BI_DIRECTIONAL = 1 << 31;
+        const _ = !0;
+    }
 }
 
 impl IoLink {
+    /// Whether 64-bit atomics over the link happen: ROCr's `atomic_support_64bit`
+    /// (`BuildTopology`), which believes the `NO_ATOMICS_64_BIT` bit only on an enabled link.
+    pub fn atomics_64bit(&self) -> bool {
+        !self
+            .flags
+            .contains(IoLinkFlags::ENABLED | IoLinkFlags::NO_ATOMICS_64_BIT)
+    }
+
     /// A human name for the link type.
     pub fn type_name(&self) -> &'static str {
         match self.link_type {
@@ -196,6 +228,11 @@ pub struct GpuInfo {
     pub caches: u32,
     /// Links to other nodes.
     pub links: Vec<IoLink>,
+    /// The GPU's 64-bit atomics on system memory happen: its link to the first CPU node does
+    /// not lack them (ROCr's `atomic_support_64bit` of that link, read in `BlitSdmaBase`). On a
+    /// host whose PCIe root ports do not route AtomicOps they do not, and kfdrt completes work
+    /// with plain writes instead.
+    pub system_atomics: bool,
     /// Every raw property, for anything not lifted into a field.
     pub properties: NodeProperties,
 }
@@ -271,6 +308,7 @@ fn read_links(driver: &dyn Driver, node: &str) -> Result<Vec<IoLink>> {
             node_to: p.u32("node_to"),
             weight: p.u32("weight"),
             bandwidth_mbps: (p.u32("min_bandwidth"), p.u32("max_bandwidth")),
+            flags: IoLinkFlags::from_bits_retain(p.u32("flags")),
         });
     }
     Ok(links)
@@ -368,8 +406,18 @@ impl Topology {
                     .unwrap_or(u32::MAX),
                 mem_banks,
                 links,
+                system_atomics: true,
                 properties: props,
             });
+        }
+        if let Some(cpu) = cpus.first() {
+            for g in &mut gpus {
+                g.system_atomics = g
+                    .links
+                    .iter()
+                    .filter(|l| l.node_to == cpu.node)
+                    .all(IoLink::atomics_64bit);
+            }
         }
         Ok(Topology {
             generation_id,

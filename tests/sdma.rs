@@ -590,3 +590,110 @@ fn a_timed_out_submission_keeps_what_its_committed_packets_use() {
         .expect("the committed fill ran into live memory, not a fault");
     gpu.health().expect("no GPU fault");
 }
+
+/// Waits until the engine has consumed everything up to `wptr`.
+fn drain(q: &kfdrt::SdmaQueue, wptr: u64) {
+    let deadline = std::time::Instant::now() + LONG;
+    while q.rptr() < wptr {
+        assert!(std::time::Instant::now() < deadline, "the engine stalled");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+fn without_pcie_atomics() -> common::Checked {
+    let mut config = kfdrt::emu::EmuConfig::new(Preset::Gfx90a, 2);
+    config.platform.pcie_atomics = false;
+    common::emulated_with(config)
+}
+
+#[test]
+fn on_a_host_without_pcie_atomics_the_links_say_so_and_sdma_atomics_on_system_memory_do_not_land() {
+    // kfd_set_iolink_no_atomics: a GPU's PCIe links lack atomics when the root port refused
+    // them; its XGMI links (the two MI210s form a hive) and the CPU's links keep them.
+    let kfd = without_pcie_atomics();
+    let topo = kfd.topology();
+    for g in &topo.gpus {
+        assert!(
+            !g.system_atomics,
+            "GPU node {} has no atomics to the CPU",
+            g.node
+        );
+        for l in &g.links {
+            let xgmi = l.link_type == 11;
+            assert_eq!(l.atomics_64bit(), xgmi, "{l:?}");
+        }
+    }
+    assert!(topo.cpus[0].links.iter().all(|l| l.atomics_64bit()));
+    let ideal = common::emulated(Preset::Gfx90a, 1);
+    assert!(ideal.topology().gpus[0].system_atomics);
+
+    // The engine's atomic on a GTT word leaves it as it was; on VRAM it lands.
+    let gpu = kfd.gpu(0).unwrap();
+    let q = gpu.create_sdma_queue().unwrap();
+    let host = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    let vram = gpu.alloc(4096, MemoryKind::HostVisibleVram).unwrap();
+    host.write(0, &5u64.to_le_bytes()).unwrap();
+    vram.write(0, &5u64.to_le_bytes()).unwrap();
+    let add = |addr| SdmaPacket::Atomic {
+        addr,
+        op: sdma::AtomicOp::Add64,
+        src: 3,
+        cmp: 0,
+        loop_interval: 0,
+    };
+    let w = common::sdma_submit(
+        &q,
+        &[add(host.gpu_address()), add(vram.gpu_address())],
+        LONG,
+    )
+    .unwrap();
+    drain(&q, w);
+    let word = |b: &kfdrt::Buffer| u64::from_le_bytes(b.to_vec().unwrap()[..8].try_into().unwrap());
+    assert_eq!(
+        word(&host),
+        5,
+        "an atomic to system memory landed without PCIe atomics"
+    );
+    assert_eq!(word(&vram), 8, "an atomic to VRAM did not land");
+}
+
+#[test]
+fn copies_complete_on_a_host_without_pcie_atomics() {
+    // An SDMA atomic decrement of the completion signal (in system memory) would never land:
+    // kfdrt writes the value with FENCEs instead, as ROCr does without atomic support.
+    let kfd = without_pcie_atomics();
+    let gpu = kfd.gpu(0).unwrap();
+    let q = gpu.create_sdma_queue().unwrap();
+    let n = 1 << 20;
+    let src = gpu.alloc(n, MemoryKind::GttCoherent).unwrap();
+    let dst = gpu.alloc(n, MemoryKind::DeviceLocal).unwrap();
+    let back = gpu.alloc(n, MemoryKind::GttCoherent).unwrap();
+    let data = pattern(n as usize, 3);
+    src.write(0, &data).unwrap();
+    let up = q.copy(&dst, 0, &src, 0, n, &[]).unwrap();
+    let down = q.copy(&back, 0, &dst, 0, n, &[up.signal()]).unwrap();
+    down.wait(Some(Duration::from_secs(10))).unwrap();
+    up.wait(Some(Duration::from_secs(10))).unwrap();
+    assert!(back.to_vec().unwrap() == data, "copied bytes differ");
+    // And through the copy engine, to a peer GPU's VRAM (on the source's engine).
+    let peer = kfd.gpu(1).unwrap();
+    let far = peer.alloc(n, MemoryKind::DeviceLocal).unwrap();
+    far.map_to(&gpu).unwrap();
+    let engine = gpu.copy_engine().unwrap();
+    engine
+        .copy(&far, 0, &dst, 0, n, &[])
+        .unwrap()
+        .wait(Some(Duration::from_secs(10)))
+        .unwrap();
+    let check = peer.alloc(n, MemoryKind::GttCoherent).unwrap();
+    peer.copy_engine()
+        .unwrap()
+        .copy(&check, 0, &far, 0, n, &[])
+        .unwrap()
+        .wait(Some(Duration::from_secs(10)))
+        .unwrap();
+    assert!(
+        check.to_vec().unwrap() == data,
+        "bytes copied to the peer differ"
+    );
+}

@@ -203,6 +203,56 @@ impl Preset {
     }
 }
 
+/// The host around the GPUs: what its PCIe fabric and the GPUs' virtualisation give. The
+/// default is the idealised server (atomics, peer-to-peer, physical functions); real ones lack
+/// some of it. Set from `KFDRT_EMU_PLATFORM` (see [`PLATFORM_ENV`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Platform {
+    /// The root ports route PCIe AtomicOps, so the GPUs' atomics to system memory happen
+    /// (`pci_enable_atomic_ops_to_root` succeeded: amdgpu's `pci_atomic_requested`). Without
+    /// them KFD flags the GPUs' links `NO_ATOMICS_32_BIT | NO_ATOMICS_64_BIT`
+    /// (`kfd_set_iolink_no_atomics`) and an atomic a GPU engine or wave sends to system
+    /// memory does not happen: the memory keeps its value (a wave reads it back as the old
+    /// value). The command processor's own signal decrements still land (its firmware has a
+    /// path without atomics, which is why KFD runs gfx9 GPUs on such hosts).
+    pub pcie_atomics: bool,
+    /// The GPUs are SR-IOV virtual functions: the driver has no MMIO-remap page to give
+    /// (`amdgpu_device_init` sets `rmmio_remap.bus_addr` only on a physical function, and
+    /// `kfd_ioctl_alloc_memory_of_gpu` answers ENOMEM for `MMIO_REMAP` without one), so the
+    /// CPU cannot flush the HDP itself: queues must (an SDMA HDP flush).
+    pub sriov_vf: bool,
+}
+
+impl Default for Platform {
+    fn default() -> Platform {
+        Platform {
+            pcie_atomics: true,
+            sriov_vf: false,
+        }
+    }
+}
+
+impl FromStr for Platform {
+    type Err = EmuError;
+    /// A comma-separated list of what the host lacks or is: `no-pcie-atomics`, `vf`; empty is
+    /// the default.
+    fn from_str(s: &str) -> Result<Platform, EmuError> {
+        let mut p = Platform::default();
+        for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+            match item.to_ascii_lowercase().as_str() {
+                "no-pcie-atomics" => p.pcie_atomics = false,
+                "vf" => p.sriov_vf = true,
+                other => {
+                    return Err(EmuError::Config(format!(
+                        "{PLATFORM_ENV}: unknown platform trait {other:?} (no-pcie-atomics, vf)"
+                    )))
+                }
+            }
+        }
+        Ok(p)
+    }
+}
+
 /// Configuration of an [`crate::Emulator`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EmuConfig {
@@ -247,6 +297,8 @@ pub struct EmuConfig {
     /// cannot be opened. Only through the driver seam: the preload refuses it, since its sysfs
     /// tree is plain files.
     pub cgroup_hidden_gpus: Vec<usize>,
+    /// The host around the GPUs (PCIe atomics, virtual functions).
+    pub platform: Platform,
 }
 
 /// Environment variable naming the preset for [`EmuConfig::from_env`].
@@ -262,6 +314,9 @@ pub const STRICT_ENV: &str = "KFDRT_EMU_STRICT";
 /// Environment variable listing [`EmuConfig::cgroup_hidden_gpus`] (GPU indices, comma
 /// separated) for [`EmuConfig::from_env`].
 pub const HIDDEN_GPUS_ENV: &str = "KFDRT_EMU_HIDDEN_GPUS";
+/// Environment variable listing what the host lacks ([`EmuConfig::platform`]): comma-separated
+/// `no-pcie-atomics`, `vf`.
+pub const PLATFORM_ENV: &str = "KFDRT_EMU_PLATFORM";
 /// Environment variable giving [`EmuConfig::wave_threads`] for [`EmuConfig::from_env`].
 pub const WAVE_THREADS_ENV: &str = "KFDRT_EMU_WAVE_THREADS";
 /// Environment variable that, set to `0`, keeps the preload from trapping doorbell stores (see
@@ -318,14 +373,15 @@ impl EmuConfig {
             kfd_version: kfd_sys::KFD_ABI,
             trap_doorbell_writes: false,
             cgroup_hidden_gpus: Vec::new(),
+            platform: Platform::default(),
         }
     }
 
     /// From `KFDRT_EMU_PRESET` (default gfx90a), `KFDRT_EMU_GPUS` (default 1),
     /// `KFDRT_EMU_SPIN` (`1`: spin-poll; default off), `KFDRT_EMU_STRICT` (`0`: lenient;
     /// default strict), `KFDRT_EMU_WAVE_THREADS` (default: every core) and
-    /// `KFDRT_EMU_KFD_VERSION` (default: the newest modelled) and `KFDRT_EMU_HIDDEN_GPUS`
-    /// (default: none).
+    /// `KFDRT_EMU_KFD_VERSION` (default: the newest modelled), `KFDRT_EMU_HIDDEN_GPUS`
+    /// (default: none) and `KFDRT_EMU_PLATFORM` (default: an ideal host).
     pub fn from_env() -> Result<EmuConfig, EmuError> {
         let preset = match std::env::var(PRESET_ENV) {
             Ok(v) if !v.trim().is_empty() => v.parse()?,
@@ -368,6 +424,9 @@ impl EmuConfig {
                     })?;
                 config.cgroup_hidden_gpus.push(i);
             }
+        }
+        if let Ok(v) = std::env::var(PLATFORM_ENV) {
+            config.platform = v.parse()?;
         }
         Ok(config)
     }

@@ -1,6 +1,6 @@
 //! Per-GPU state of the emulated device.
 
-use crate::config::GpuParams;
+use crate::config::{GpuParams, Platform};
 use crate::memfd::SharedMem;
 use crate::vm::GpuVm;
 use kfd_sys::Errno;
@@ -72,6 +72,8 @@ pub(crate) struct GpuState {
     faulted: AtomicBool,
     /// The strict personality's detectors are on.
     pub(crate) strict: bool,
+    /// The host around the GPU.
+    pub(crate) platform: Platform,
     /// This GPU in the HDP model (emulator instance and GPU index).
     pub(crate) hdp_owner: u64,
     /// Slots of the client's doorbell mappings trapped while this GPU sleeps
@@ -117,6 +119,7 @@ impl GpuState {
     pub(crate) fn new(
         index: usize,
         params: GpuParams,
+        platform: Platform,
         strict: bool,
         emulator_id: u64,
     ) -> Result<GpuState, Errno> {
@@ -153,6 +156,7 @@ impl GpuState {
             exceptions: AtomicU64::new(0),
             faulted: AtomicBool::new(false),
             strict,
+            platform,
             doorbell_traps: Mutex::new(Vec::new()),
             icache: Default::default(),
             code,
@@ -216,6 +220,18 @@ impl GpuState {
     /// PCIe, where an MI200's FP atomics do not happen (modelled in strict mode only).
     pub(crate) fn drops_host_fp_atomics(&self, strict: bool) -> bool {
         strict && self.params.gfx_target_version == 90010
+    }
+
+    /// What happens to this GPU's atomics on system memory (GTT, userptr, SVM system pages)
+    /// that is fine-grained (`fine`) or not.
+    pub(crate) fn host_atomics(&self, fine: bool, strict: bool) -> crate::vm::HostAtomics {
+        if !self.platform.pcie_atomics {
+            crate::vm::HostAtomics::Dropped
+        } else if fine && self.drops_host_fp_atomics(strict) {
+            crate::vm::HostAtomics::FloatDropped
+        } else {
+            crate::vm::HostAtomics::Performed
+        }
     }
 
     /// Whether a fault evicted the process's queues on this GPU for good.
@@ -431,7 +447,10 @@ mod tests {
     use std::sync::Arc;
 
     fn gpu() -> Arc<GpuState> {
-        Arc::new(GpuState::new(0, Preset::Gfx90a.params(), false, 1).expect("GPU state"))
+        Arc::new(
+            GpuState::new(0, Preset::Gfx90a.params(), Default::default(), false, 1)
+                .expect("GPU state"),
+        )
     }
 
     fn ring_doorbell(gpu: &GpuState, index: u32, value: u64) {

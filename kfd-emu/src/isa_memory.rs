@@ -27,7 +27,7 @@ pub(crate) fn gpu_fault(vm: &GpuVm, f: MemFault) -> GpuFault {
     }
 }
 
-/// Float read-modify-writes, which some memory drops ([`crate::vm::MappingKind`]).
+/// Float read-modify-writes, which some memory drops ([`crate::vm::HostAtomics`]).
 fn is_float(op: AtomicOp) -> bool {
     matches!(
         op,
@@ -57,7 +57,7 @@ impl Memory for GpuVm {
                 kind: AccessKind::Write,
             });
         }
-        let dropped = is_float(op) && self.drops_fp_atomics(va);
+        let dropped = self.drops_atomic(va, is_float(op));
         self.with_range(va, 4, true, |p| {
             // SAFETY: the 4 bytes at `p` are mapped for writing while the page table is held
             // (`with_range`), and `va` (hence `p`: GPU pages map to page-aligned host memory)
@@ -86,7 +86,7 @@ impl Memory for GpuVm {
                 kind: AccessKind::Write,
             });
         }
-        let dropped = is_float(op) && self.drops_fp_atomics(va);
+        let dropped = self.drops_atomic(va, is_float(op));
         self.with_range(va, 8, true, |p| {
             // SAFETY: as in `atomic32`, for 8 aligned bytes.
             let cell = unsafe { &*(p as *const AtomicU64) };

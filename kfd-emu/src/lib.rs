@@ -115,6 +115,12 @@
 //!   hidden GPU's node answers EPERM (`node_show`), its render node cannot be opened, and the
 //!   process has no device data for it (`kfd_init_apertures` skips it), so it is missing from
 //!   the apertures and requests naming it find no GPU.
+//! - A host without PCIe AtomicOps ([`Platform::pcie_atomics`], `KFDRT_EMU_PLATFORM=
+//!   no-pcie-atomics`): the GPUs' PCIe links carry `NO_ATOMICS_32_BIT | NO_ATOMICS_64_BIT`
+//!   (`kfd_set_iolink_no_atomics`), and an SDMA atomic or a wave's atomic on system memory
+//!   (GTT, userptr, SVM system pages) does not happen. The command processor's signal
+//!   decrements still do (not modelled: whether its firmware needs atomics, KFD's
+//!   `needs_pci_atomics` refusing such GPUs).
 //! - amdgpu's limits: VRAM and visible VRAM per GPU, GTT and pinned memory against system memory,
 //!   SDMA queue slots, exact doorbell and MMIO mmap lengths, each part's SDMA count width.
 //!
@@ -218,8 +224,9 @@ mod vm;
 mod wake;
 
 pub use config::{
-    host_memory_bytes, EmuConfig, EmuError, GpuParams, Preset, GPUS_ENV, HIDDEN_GPUS_ENV,
-    KFD_VERSION_ENV, PRESET_ENV, SPIN_ENV, STRICT_ENV, TRAP_DOORBELLS_ENV, WAVE_THREADS_ENV,
+    host_memory_bytes, EmuConfig, EmuError, GpuParams, Platform, Preset, GPUS_ENV, HIDDEN_GPUS_ENV,
+    KFD_VERSION_ENV, PLATFORM_ENV, PRESET_ENV, SPIN_ENV, STRICT_ENV, TRAP_DOORBELLS_ENV,
+    WAVE_THREADS_ENV,
 };
 pub use device::FIRST_RENDER_MINOR;
 pub use engine::QueueErrorCode;
@@ -296,7 +303,8 @@ impl Emulator {
         let mut gpus = Vec::new();
         for (i, p) in config.gpus.iter().enumerate() {
             gpus.push(Arc::new(
-                GpuState::new(i, p.clone(), config.strict, id).map_err(EmuError::Host)?,
+                GpuState::new(i, p.clone(), config.platform, config.strict, id)
+                    .map_err(EmuError::Host)?,
             ));
         }
         let topology = topology::TopologyTree::build(&config, &gpus);

@@ -69,15 +69,20 @@ impl Bo {
         }
     }
 
-    /// What its GPU mappings are (see [`crate::vm::MappingKind`]): fine-grained system memory
-    /// (GTT or userptr, coherent or uncached) drops float atomics on a strict gfx90a.
+    /// What its GPU mappings are (see [`crate::vm::MappingKind`]): system memory (GTT or
+    /// userptr) drops every atomic on a host without PCIe atomics, and when fine-grained
+    /// (coherent or uncached) float atomics on a strict gfx90a.
     fn mapping_kind(&self, strict: bool) -> crate::vm::MappingKind {
         let f = self.flags;
         let host = f & (KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_USERPTR) != 0;
         let fine = f & (KFD_IOC_ALLOC_MEM_FLAGS_COHERENT | KFD_IOC_ALLOC_MEM_FLAGS_UNCACHED) != 0;
         crate::vm::MappingKind {
             visible_vram: self.visible_vram(),
-            drops_fp_atomics: host && fine && self.gpu.drops_host_fp_atomics(strict),
+            atomics: if host {
+                self.gpu.host_atomics(fine, strict)
+            } else {
+                crate::vm::HostAtomics::Performed
+            },
         }
     }
 

@@ -13,6 +13,11 @@ use std::sync::Arc;
 /// Link types of `io_links/*/properties`.
 const LINK_PCIE: u32 = 2;
 const LINK_XGMI: u32 = 11;
+/// `CRAT_IOLINK_FLAGS_*` of `io_links/*/properties`' `flags`.
+const LINK_ENABLED: u64 = 1;
+const LINK_NON_COHERENT: u64 = 1 << 1;
+const LINK_NO_ATOMICS_32_BIT: u64 = 1 << 2;
+const LINK_NO_ATOMICS_64_BIT: u64 = 1 << 3;
 /// CPU caches of node 0: (level, KiB, HSA cache type, shared by all cores). Types: DATA 1,
 /// INSTRUCTION 2, CPU 4.
 const CPU_CACHES: [(u64, u64, u64, bool); 4] = [
@@ -124,6 +129,20 @@ impl TopologyTree {
         for (i, g) in gpus.iter().enumerate() {
             let node = i as u64 + 1;
             let link = |from: u64, to: u64, ty: u32, weight: u64| {
+                // kfd_fill_iolink_non_crat_info: every link is enabled. A GPU's own links other
+                // than XGMI lack atomics when the root port refused them
+                // (kfd_set_iolink_no_atomics: !pci_atomic_requested); a CPU's link to a GPU
+                // only when the GPU cannot complete them, which these parts can. The CPU's
+                // PCIe link to a GPU, and PCIe links between GPUs both ways, are not coherent
+                // (kfd_set_iolink_non_coherent).
+                let mut flags = LINK_ENABLED;
+                let from_gpu = from != 0;
+                if from_gpu && ty != LINK_XGMI && !config.platform.pcie_atomics {
+                    flags |= LINK_NO_ATOMICS_32_BIT | LINK_NO_ATOMICS_64_BIT;
+                }
+                if ty == LINK_PCIE && (!from_gpu || to != 0) {
+                    flags |= LINK_NON_COHERENT;
+                }
                 props(&[
                     ("type", u64::from(ty)),
                     ("version_major", 0),
@@ -139,7 +158,7 @@ impl TopologyTree {
                         if ty == LINK_XGMI { 50_000 } else { 64_000 },
                     ),
                     ("recommended_transfer_size", 0),
-                    ("flags", 1),
+                    ("flags", flags),
                 ])
             };
             files.insert(

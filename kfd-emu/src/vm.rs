@@ -102,8 +102,8 @@ struct Mapping {
     perms: Perms,
     /// Host-visible VRAM: the CPU may have written it through the HDP (see [`crate::hdp`]).
     visible_vram: bool,
-    /// Float atomics to it are dropped (see [`MappingKind::drops_fp_atomics`]).
-    drops_fp_atomics: bool,
+    /// Which atomics to it happen (see [`HostAtomics`]).
+    atomics: HostAtomics,
 }
 
 /// What a mapping's memory is, beyond what it allows.
@@ -111,10 +111,35 @@ struct Mapping {
 pub(crate) struct MappingKind {
     /// Host-visible VRAM, which the CPU writes through the HDP.
     pub(crate) visible_vram: bool,
-    /// Fine-grained (coherent) host memory that gfx90a reaches over PCIe: its float atomics
+    /// Which of the GPU's atomics on it happen.
+    pub(crate) atomics: HostAtomics,
+}
+
+/// Which atomics a GPU's access to some memory performs. An atomic that does not happen leaves
+/// the memory as it was and returns what it held, as a wave sees it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum HostAtomics {
+    /// Every atomic happens (VRAM; system memory on a host that routes PCIe AtomicOps).
+    #[default]
+    Performed,
+    /// Fine-grained (coherent) system memory that gfx90a reaches over PCIe: its float atomics
     /// (`global_atomic_add_f32` and kin) do not happen, as on an MI200 (HIP's documentation
     /// of unsafe FP atomics; strict mode only).
-    pub(crate) drops_fp_atomics: bool,
+    FloatDropped,
+    /// System memory on a host without PCIe AtomicOps ([`crate::Platform::pcie_atomics`]):
+    /// no atomic happens.
+    Dropped,
+}
+
+impl HostAtomics {
+    /// Whether an atomic (a float one: `float`) does not happen.
+    pub(crate) fn drops(self, float: bool) -> bool {
+        match self {
+            HostAtomics::Performed => false,
+            HostAtomics::FloatDropped => float,
+            HostAtomics::Dropped => true,
+        }
+    }
 }
 
 /// Mappings sorted by start address. A sorted vector rather than a tree: lookups dominate (every
@@ -511,10 +536,10 @@ impl GpuVm {
     ) {
         let MappingKind {
             visible_vram,
-            drops_fp_atomics,
+            atomics,
         } = kind;
         let m = Mapping {
-            drops_fp_atomics,
+            atomics,
             len,
             host: host as usize,
             handle,
@@ -579,10 +604,10 @@ impl GpuVm {
         usable.then(|| m.host + (va - start) as usize)
     }
 
-    /// Whether float atomics at `va` are dropped ([`MappingKind::drops_fp_atomics`]).
-    pub(crate) fn drops_fp_atomics(&self, va: u64) -> bool {
+    /// Whether an atomic (a float one: `float`) at `va` does not happen ([`HostAtomics`]).
+    pub(crate) fn drops_atomic(&self, va: u64, float: bool) -> bool {
         let t = self.table.read().unwrap_or_else(|p| p.into_inner());
-        t.entry_at(va).is_some_and(|(_, m)| m.drops_fp_atomics)
+        t.entry_at(va).is_some_and(|(_, m)| m.atomics.drops(float))
     }
 
     /// Checks that the GPU may fetch instructions from `va..va+len`: mapped, and executable.

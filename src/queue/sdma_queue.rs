@@ -31,6 +31,29 @@ const WPTR: u64 = 64;
 const START_TS: u64 = 32;
 const END_TS: u64 = 40;
 
+/// The FENCE writes that take a signal whose value is `before` to `after` on a host without
+/// PCIe atomics, where an SDMA atomic on system memory never lands (ROCr's
+/// `BlitSdma::SubmitCommand` without `platform_atomic_support_`). Nothing else writes the value
+/// meanwhile (the queue owns the signal), and the low half goes first, so a waiter never sees a
+/// value below `after` before the end.
+fn completion_writes(addr: u64, before: i64, after: i64) -> Vec<SdmaPacket> {
+    let halves = |v: i64| (v as u64 as u32, (v as u64 >> 32) as u32);
+    let ((_, high_before), (low, high)) = (halves(before), halves(after));
+    let mut writes = vec![SdmaPacket::Fence {
+        addr,
+        data: low,
+        mtype_uncached: true,
+    }];
+    if high != high_before {
+        writes.push(SdmaPacket::Fence {
+            addr: addr + 4,
+            data: high,
+            mtype_uncached: true,
+        });
+    }
+    writes
+}
+
 /// An SDMA queue. Cheap to clone; the queue is destroyed when the last clone and the last
 /// [`CopyCompletion`] from it are gone.
 #[derive(Clone)]
@@ -467,13 +490,18 @@ impl SdmaQueue {
                 control: sdma::gcr_control::WRITEBACK,
             });
         }
-        all.push(SdmaPacket::Atomic {
-            addr: signal.handle() + 8,
-            op: AtomicOp::Add64,
-            src: u64::MAX,
-            cmp: 0,
-            loop_interval: 0,
-        });
+        let (before, after) = signal.arm_decrement();
+        if self.0.gpu.info().system_atomics {
+            all.push(SdmaPacket::Atomic {
+                addr: signal.handle() + 8,
+                op: AtomicOp::Add64,
+                src: u64::MAX,
+                cmp: 0,
+                loop_interval: 0,
+            });
+        } else {
+            all.extend(completion_writes(signal.handle() + 8, before, after));
+        }
         // The interrupt that wakes sleeping waiters, when the signal has an event (waiters of
         // one without poll its value).
         if let Some(event_id) = signal.event_id() {
@@ -486,7 +514,6 @@ impl SdmaQueue {
                 int_context: event_id,
             });
         }
-        signal.arm_decrement();
         // Room in the ring is waited for as long as any wait (the debug wait timeout, or a
         // minute).
         let room = self

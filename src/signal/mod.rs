@@ -410,14 +410,17 @@ impl Signal {
     /// Records that a packet will decrement this signal once: the slot cannot be reused before
     /// the value reaches the result. Called by the queue whose submission owns the signal
     /// (nobody else arms it), before it publishes the packet carrying it; so a plain load and
-    /// store suffice, with no read-modify-write.
-    pub(crate) fn arm_decrement(&self) {
+    /// store suffice, with no read-modify-write. Returns the value before and after that
+    /// decrement (and the ones armed before it), for an engine that must write the result
+    /// instead of decrementing.
+    pub(crate) fn arm_decrement(&self) -> (i64, i64) {
         let t = &self.0.armed_target;
         let base = match t.load(Ordering::Acquire) {
             NOT_ARMED => self.value(),
             armed => armed,
         };
         t.store(base - 1, Ordering::Release);
+        (base, base - 1)
     }
 }
 

@@ -184,7 +184,17 @@ impl Engine {
             }
             SdmaPacket::Atomic { addr, op, src, .. } => match op {
                 AtomicOp::Add64 => {
-                    vm.atomic_add_u64(*addr, *src)?;
+                    // An atomic to system memory on a host without PCIe AtomicOps does not
+                    // land (the checks an access makes still apply: a read faults as it would).
+                    if vm.drops_atomic(*addr, false) {
+                        log::debug!(
+                            "kfd-emu: SDMA queue {}: atomic at {addr:#x} dropped (no PCIe atomics)",
+                            self.ctl.id
+                        );
+                        vm.read_u64(*addr)?;
+                    } else {
+                        vm.atomic_add_u64(*addr, *src)?;
+                    }
                 }
                 AtomicOp::Other(_) => return Err(Stop::Malformed),
             },

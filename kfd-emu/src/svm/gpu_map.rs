@@ -51,8 +51,10 @@ impl GpuMappings {
                         // The process's memory, coherent unless the range says otherwise.
                         kind: MappingKind {
                             visible_vram: false,
-                            drops_fp_atomics: r.flags & KFD_IOCTL_SVM_FLAG_COHERENT != 0
-                                && g.drops_host_fp_atomics(emu.config.strict),
+                            atomics: g.host_atomics(
+                                r.flags & KFD_IOCTL_SVM_FLAG_COHERENT != 0,
+                                emu.config.strict,
+                            ),
                         },
                     });
                 }
