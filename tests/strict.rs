@@ -196,3 +196,80 @@ fn a_gpu_read_of_vram_the_cpu_wrote_without_an_hdp_flush_is_reported() {
     assert_eq!(emu.stats().unflushed_vram_reads, reported);
     assert_eq!(out.to_vec().unwrap()[..4], 44u32.to_le_bytes());
 }
+
+#[test]
+fn on_a_virtual_function_without_an_mmio_remap_page_cpu_writes_to_vram_are_flushed_through_sdma() {
+    // amdgpu gives a VF no MMIO-remap page (kfd_ioctl_alloc_memory_of_gpu: ENOMEM), so the CPU
+    // cannot flush the HDP: kfdrt does it with an SDMA HDP flush before the work that follows.
+    let mut config = EmuConfig::new(Preset::Gfx90a, 2);
+    config.platform.sriov_vf = true;
+    let kfd = common::emulated_with(config);
+    let emu = kfd.emulator().unwrap();
+    let gpu = kfd.gpu(0).unwrap();
+    let vram = gpu.alloc(8192, MemoryKind::HostVisibleVram).unwrap();
+    let out = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    let (src, dst) = (vram.gpu_address(), out.gpu_address());
+    let copy = gpu
+        .emulated_kernel(
+            "copy_word",
+            0,
+            Arc::new(move |wg: &WorkGroup<'_>| wg.mem.write_u32(dst, wg.mem.read_u32(src)?)),
+        )
+        .unwrap();
+    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let word = || u32::from_le_bytes(out.to_vec().unwrap()[..4].try_into().unwrap());
+    // An agent-scope acquire: the CP does not flush the HDP itself.
+    let run = || {
+        q.dispatch(
+            &Dispatch::linear(&copy, 1, 1).with_fences(FenceScope::Agent, FenceScope::System),
+        )
+        .unwrap()
+        .wait(Some(T))
+        .unwrap();
+        word()
+    };
+    vram.write(0, &11u32.to_le_bytes()).unwrap();
+    assert_eq!(run(), 11);
+    assert_eq!(
+        emu.stats().unflushed_vram_reads,
+        0,
+        "the kernel read VRAM the CPU wrote with no HDP flush"
+    );
+    // The same through a batch, and after a write through a kept pointer and flush_hdp.
+    vram.write(0, &12u32.to_le_bytes()).unwrap();
+    let mut b = q.batch().unwrap();
+    b.dispatch(&Dispatch::linear(&copy, 1, 1).with_fences(FenceScope::Agent, FenceScope::System))
+        .unwrap();
+    b.submit().unwrap().wait(Some(T)).unwrap();
+    assert_eq!(word(), 12);
+    let p = vram.as_ptr().unwrap() as *mut u32;
+    // SAFETY: the first word of the live, host-visible buffer; no GPU work is in flight.
+    unsafe { p.write_volatile(13) };
+    kfd.flush_hdp().unwrap();
+    assert_eq!(run(), 13);
+    assert_eq!(emu.stats().unflushed_vram_reads, 0);
+
+    // An SDMA copy of the GPU's own VRAM, and of a peer's (flushed through the peer's queue).
+    let sdma = gpu.create_sdma_queue().unwrap();
+    vram.write(4, &14u32.to_le_bytes()).unwrap();
+    sdma.copy(&out, 4, &vram, 4, 4, &[])
+        .unwrap()
+        .wait(Some(T))
+        .unwrap();
+    let peer = kfd.gpu(1).unwrap();
+    let far = peer.alloc(4096, MemoryKind::HostVisibleVram).unwrap();
+    far.map_to(&gpu).unwrap();
+    far.write(0, &15u32.to_le_bytes()).unwrap();
+    sdma.copy(&out, 8, &far, 0, 4, &[])
+        .unwrap()
+        .wait(Some(T))
+        .unwrap();
+    let o = out.to_vec().unwrap();
+    assert_eq!(o[4..8], 14u32.to_le_bytes());
+    assert_eq!(o[8..12], 15u32.to_le_bytes());
+    assert_eq!(
+        emu.stats().unflushed_vram_reads,
+        0,
+        "an SDMA copy read VRAM the CPU wrote with no HDP flush"
+    );
+}

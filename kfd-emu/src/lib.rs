@@ -121,6 +121,13 @@
 //!   (GTT, userptr, SVM system pages) does not happen. The command processor's signal
 //!   decrements still do (not modelled: whether its firmware needs atomics, KFD's
 //!   `needs_pci_atomics` refusing such GPUs).
+//! - SR-IOV virtual functions ([`Platform::sriov_vf`], `KFDRT_EMU_PLATFORM=vf`): no
+//!   MMIO-remap page (`MMIO_REMAP` allocations answer ENOMEM), so the HDP is flushed only by
+//!   an SDMA HDP flush packet or a system-scope acquire; strict mode reports a GPU read of VRAM
+//!   the CPU wrote before either. Only the page is modelled: not a VF's other limits (no
+//!   performance counters, fewer queues, the host's scheduling).
+//! - SDMA register polls other than the HDP flush (ROCr's `hdp_flush_cmd`, Linux's `HDP_FLUSH`
+//!   bit) are malformed packets: no registers are modelled.
 //! - amdgpu's limits: VRAM and visible VRAM per GPU, GTT and pinned memory against system memory,
 //!   SDMA queue slots, exact doorbell and MMIO mmap lengths, each part's SDMA count width.
 //!

@@ -205,6 +205,11 @@ pub(crate) fn alloc(
         if size != PAGE {
             return Err(Errno::EINVAL);
         }
+        // kfd_ioctl_alloc_memory_of_gpu: `offset = dev->adev->rmmio_remap.bus_addr; if
+        // (!offset || (PAGE_SIZE > 4096)) return -ENOMEM`. A virtual function has no remap page.
+        if gpu.platform.sriov_vf {
+            return Err(Errno::ENOMEM);
+        }
         Some(Backing::Mmio)
     } else {
         return Err(Errno::EINVAL);

@@ -147,10 +147,15 @@ impl SdmaPacket {
             }
             (op::POLL_REGMEM, 0) => {
                 if h & POLL_MEM == 0 {
+                    // Registers are not modelled: only the polls that flush the HDP decode.
+                    let d = take(dwords, 6)?;
+                    if d == HDP_FLUSH_DWORDS || h & POLL_HDP_FLUSH != 0 {
+                        return Ok((SdmaPacket::HdpFlush, 6));
+                    }
                     return Err(bad(op, "register poll", 1));
                 }
                 if h & POLL_HDP_FLUSH != 0 {
-                    return Err(bad(op, "HDP flush", 1));
+                    return Err(bad(op, "HDP flush of a memory poll", 1));
                 }
                 let func_bits = (h >> POLL_FUNC_SHIFT) & 7;
                 let func =

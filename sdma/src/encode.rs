@@ -75,6 +75,7 @@ impl SdmaPacket {
             SdmaPacket::Fence { .. } => "FENCE",
             SdmaPacket::Trap { .. } => "TRAP",
             SdmaPacket::PollRegMem { .. } => "POLL_REGMEM",
+            SdmaPacket::HdpFlush => "POLL_REGMEM (HDP flush)",
             SdmaPacket::Atomic { .. } => "ATOMIC",
             SdmaPacket::Timestamp { .. } => "TIMESTAMP",
             SdmaPacket::Gcr { .. } => "GCR_REQ",
@@ -176,6 +177,7 @@ impl SdmaPacket {
                 )
             }
             SdmaPacket::Timestamp { addr } => aligned(name, *addr, 8),
+            SdmaPacket::HdpFlush => Ok(()),
             SdmaPacket::Gcr {
                 base,
                 limit,
@@ -314,6 +316,7 @@ impl SdmaPacket {
                 hi(*cmp),
                 *loop_interval,
             ]),
+            SdmaPacket::HdpFlush => out.extend_from_slice(&HDP_FLUSH_DWORDS),
             SdmaPacket::Timestamp { addr } => out.extend_from_slice(&[
                 header(op::TIMESTAMP, sub_op::TIMESTAMP_GET_GLOBAL, 0),
                 lo(*addr),

@@ -159,6 +159,8 @@ pub(crate) const TRAP_INT_CONTEXT_MASK: u32 = 0x0FFF_FFFF;
 
 /// POLL_REGMEM header: HDP_FLUSH bit 26, FUNC bits 28-30, MEM_POLL bit 31.
 pub(crate) const POLL_HDP_FLUSH: u32 = 1 << 26;
+/// ROCr's HDP flush packet (`hdp_flush_cmd`): a register POLL_REGMEM with these dwords.
+pub(crate) const HDP_FLUSH_DWORDS: [u32; 6] = [0x8, 0, 0x8000_0000, 0, 0, 0];
 pub(crate) const POLL_FUNC_SHIFT: u32 = 28;
 pub(crate) const POLL_MEM: u32 = 1 << 31;
 /// POLL_REGMEM DW5: interval bits 0-15, retry count bits 16-27.

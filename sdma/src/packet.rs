@@ -229,6 +229,11 @@ pub enum SdmaPacket {
         /// Retries (12 bits, 0xFFF = forever).
         retry_count: u32,
     },
+    /// An HDP flush: ROCr's `hdp_flush_cmd`, a POLL_REGMEM of a register (no `MEM_POLL`) whose
+    /// six dwords the SDMA firmware takes as a request to flush the host data path, so CPU
+    /// writes to VRAM through the BAR are visible to what follows. Linux's rings write it as a
+    /// register poll with the header's `HDP_FLUSH` bit, which decodes as this too.
+    HdpFlush,
     /// ATOMIC on a 64-bit word, without the LOOP option.
     Atomic {
         /// Address (8-byte aligned).
@@ -271,7 +276,7 @@ impl SdmaPacket {
             SdmaPacket::Write { data, .. } => 4 + data.len(),
             SdmaPacket::Fence { .. } => 4,
             SdmaPacket::Trap { .. } => 2,
-            SdmaPacket::PollRegMem { .. } => 6,
+            SdmaPacket::PollRegMem { .. } | SdmaPacket::HdpFlush => 6,
             SdmaPacket::Atomic { .. } => 8,
             SdmaPacket::Timestamp { .. } => 3,
             SdmaPacket::Gcr { .. } => 5,

@@ -355,8 +355,21 @@ fn decode_errors() {
     assert_eq!(bad(&with(0xB)), ("fill size", 0)); // byte fill
     assert_eq!(bad(&with(0xB | 1 << 30)), ("fill size", 1)); // 16-bit fill
                                                              // ROCr's HDP flush packet: POLL_REGMEM without MEM_POLL (a register poll).
-    assert_eq!(bad(&[0x8, 0, 0x8000_0000, 0, 0, 0]), ("register poll", 1));
-    assert_eq!(bad(&with(0x8 | 1 << 31 | 1 << 26)), ("HDP flush", 1));
+    assert_eq!(
+        SdmaPacket::decode(v, &[0x8, 0, 0x8000_0000, 0, 0, 0]),
+        Ok((SdmaPacket::HdpFlush, 6))
+    );
+    // Linux's: a register poll with the HDP_FLUSH bit (registers, reference and mask vary).
+    assert_eq!(
+        SdmaPacket::decode(v, &[0x8 | 1 << 26 | 3 << 28, 0x1FC, 0x1F8, 1, 1, 10]),
+        Ok((SdmaPacket::HdpFlush, 6))
+    );
+    // Another register poll: registers are not modelled.
+    assert_eq!(bad(&[0x8, 0x1FC, 0, 0, 0, 0]), ("register poll", 1));
+    assert_eq!(
+        bad(&with(0x8 | 1 << 31 | 1 << 26)),
+        ("HDP flush of a memory poll", 1)
+    );
     assert_eq!(bad(&with(0x8 | 1 << 31 | 7 << 28)), ("function", 7));
     assert_eq!(bad(&with(0xA | 1 << 16)), ("loop", 1));
 }

@@ -237,6 +237,12 @@ fn timestamp() {
 }
 
 #[test]
+fn hdp_flush() {
+    // ROCr's hdp_flush_cmd: POLL_REGMEM (op 8) of a register, the rest as ROCr writes it.
+    golden(&SdmaPacket::HdpFlush, ALL, &[0x8, 0, 0x8000_0000, 0, 0, 0]);
+}
+
+#[test]
 fn gcr() {
     // ROCr's invalidate before a copy. Header: op 17 = 0x11 | sub_op 1 (user GCR) << 8 = 0x100
     // -> 0x111. GCR_CONTROL = GL2_WB (bit 15) | GL2_INV (14) | GL1_INV (9) | GLV_INV (8) |

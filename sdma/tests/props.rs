@@ -167,6 +167,7 @@ fn packet(ver: SdmaVersion, gfx: u32) -> BoxedStrategy<SdmaPacket> {
         any::<u64>()
             .prop_map(|a| SdmaPacket::Timestamp { addr: a & !7 })
             .boxed(),
+        Just(SdmaPacket::HdpFlush).boxed(),
     ];
     if ver.has_gcr() {
         arms.push(

@@ -19,7 +19,7 @@ use crate::memory::hdp::HdpFlusher;
 use crate::memory::shards::ShardedSubAllocator;
 use crate::memory::suballoc::{BLOCK_SIZE, DISABLE_ENV};
 use crate::queue::doorbell::DoorbellTable;
-use crate::queue::WeakAqlQueue;
+use crate::queue::{WeakAqlQueue, WeakSdmaQueue};
 use crate::signal::SignalPool;
 use crate::topology::{GpuInfo, Topology};
 use kfd_sys::bindings::*;
@@ -76,6 +76,9 @@ pub(crate) struct KfdShared {
     /// Per GPU, the queue the code loader invalidates the instruction cache on while code
     /// objects hold it (weak: the queue keeps this alive, not the other way round).
     pub(crate) loader_queues: Vec<Mutex<WeakAqlQueue>>,
+    /// Per GPU without an MMIO-remap page, the SDMA queue its HDP is flushed through (weak: the
+    /// queues that flushed through it keep it alive, see `queue::hdp_queue`).
+    pub(crate) hdp_queues: Vec<Mutex<WeakSdmaQueue>>,
     /// The debugging switches, fixed at open.
     pub(crate) debug: DebugOptions,
     /// The live queues and kernel names, for hang and fault reports.
@@ -102,6 +105,7 @@ impl KfdShared {
             doorbells: DoorbellTable::new(gpus),
             hdp: HdpFlusher::new(gpus),
             loader_queues: (0..gpus).map(|_| Mutex::default()).collect(),
+            hdp_queues: (0..gpus).map(|_| Mutex::default()).collect(),
             recorder: crate::debug::recorder::Recorder::new(&debug),
             clocks_at_open: Vec::new(),
             buffers: (debug.validate || debug.capture.is_some()).then(Default::default),
@@ -155,9 +159,19 @@ impl KfdShared {
     }
 
     /// Flushes the HDP of the GPUs whose VRAM the CPU may have written: before each submission.
+    /// Returns those (a bit per index) with no MMIO-remap page, to flush through a queue.
     #[inline]
-    pub(crate) fn flush_hdp_if_written(&self) {
-        self.hdp.flush_if_written(&self.dev);
+    pub(crate) fn flush_hdp_if_written(&self) -> u32 {
+        self.hdp.flush_if_written(&self.dev)
+    }
+
+    /// Marks the GPUs in `gpus` (a bit per index) written again: their flush did not happen.
+    pub(crate) fn hdp_still_written(&self, gpus: u32) {
+        for i in 0..self.dev.gpus.len().min(32) {
+            if gpus & (1 << i) != 0 {
+                self.hdp.cpu_wrote_vram(i);
+            }
+        }
     }
 }
 

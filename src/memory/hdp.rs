@@ -8,6 +8,11 @@
 //! Writes through a pointer kept from before a submission are not seen: call
 //! [`crate::Kfd::flush_hdp`] after them.
 //!
+//! Where the driver gives no remap page (an SR-IOV virtual function; a host with pages over
+//! 4 KiB: `kfd_ioctl_alloc_memory_of_gpu` answers ENOMEM), the flush goes through an SDMA queue
+//! instead, as ROCr's SDMA copies flush (`BlitSdma::BuildHdpFlushCommand`): see
+//! `queue::hdp_queue`.
+//!
 //! [`Buffer::write`]: crate::Buffer::write
 
 use crate::device::DeviceContext;
@@ -132,34 +137,39 @@ impl HdpFlusher {
     }
 
     /// Flushes the HDP of every GPU whose VRAM the CPU may have written since the last flush.
-    /// One load when there is nothing to do: it runs before every submission.
+    /// One load when there is nothing to do: it runs before every submission. Returns the GPUs
+    /// (a bit per index) that were written but have no page to flush through: the caller
+    /// flushes them through a queue, or marks them written again.
     #[inline]
-    pub(crate) fn flush_if_written(&self, dev: &DeviceContext) {
+    pub(crate) fn flush_if_written(&self, dev: &DeviceContext) -> u32 {
         if self.dirty.load(Ordering::Acquire) != 0 {
-            self.flush_now(dev);
+            self.flush_now(dev)
+        } else {
+            0
         }
     }
 
     #[cold]
-    fn flush_now(&self, dev: &DeviceContext) {
+    fn flush_now(&self, dev: &DeviceContext) -> u32 {
         let dirty = self.dirty.swap(0, Ordering::AcqRel);
+        let mut pageless = 0;
         for (i, (gpu, page)) in dev.gpus.iter().zip(&self.pages).enumerate() {
-            if dirty & (1 << (i % 32)) != 0 {
+            let bit = 1 << (i % 32);
+            if dirty & bit != 0 {
                 let page = page.get_or_init(|| MmioPage::map(dev.driver(), gpu.info.gpu_id));
-                if let Some(page) = page {
-                    page.flush();
+                match page {
+                    Some(page) => page.flush(),
+                    None => pageless |= bit,
                 }
             }
         }
+        pageless
     }
 
-    /// Flushes every GPU; `false` when no GPU has a page to flush through.
-    fn flush_all(&self, dev: &DeviceContext) -> bool {
+    /// Flushes every GPU that has a page; returns those that have none.
+    pub(crate) fn flush_all(&self, dev: &DeviceContext) -> u32 {
         self.dirty.fetch_or(u32::MAX, Ordering::AcqRel);
-        self.flush_if_written(dev);
-        self.pages
-            .iter()
-            .any(|p| p.get().is_some_and(Option::is_some))
+        self.flush_if_written(dev)
     }
 
     /// Unmaps the pages (at device close).
@@ -169,20 +179,5 @@ impl HdpFlusher {
                 page.release(driver);
             }
         }
-    }
-}
-
-impl crate::Kfd {
-    /// Flushes every GPU's HDP write cache, so CPU writes to host-visible VRAM made through a
-    /// pointer kept from before the last submission are seen by the next one. kfdrt flushes by
-    /// itself after the writes it can see (see the module docs of `memory::hdp`).
-    pub fn flush_hdp(&self) -> Result<()> {
-        let s = &self.shared;
-        if !s.hdp.flush_all(&s.dev) && !s.dev.gpus.is_empty() {
-            return Err(Error::NoDevice(
-                "no GPU has an MMIO-remap page: HDP flushes are not available".into(),
-            ));
-        }
-        Ok(())
     }
 }

@@ -5,6 +5,7 @@ mod aql_queue;
 pub mod cwsr;
 pub(crate) mod doorbell;
 mod handle;
+pub(crate) mod hdp_queue;
 pub(crate) mod held;
 pub(crate) mod kernarg;
 mod pm4_queue;
@@ -19,6 +20,7 @@ pub use self::aql_queue::{
 };
 pub use self::pm4_queue::{Pm4Queue, Pm4QueueOptions};
 pub use self::scratch_memory::SINGLE_LIMIT as SCRATCH_SINGLE_LIMIT;
+pub(crate) use self::sdma_queue::WeakSdmaQueue;
 pub(crate) use self::sdma_queue::{check_fill, check_range};
 pub use self::sdma_queue::{CopyCompletion, SdmaQueue};
 

@@ -9,6 +9,7 @@
 
 use super::cwsr::queue_buffer;
 use super::handle::KfdQueue;
+use super::hdp_queue::HdpQueues;
 use super::held::{Held, RetireList};
 use super::ring_probe;
 use super::QueuePriority;
@@ -59,6 +60,23 @@ fn completion_writes(addr: u64, before: i64, after: i64) -> Vec<SdmaPacket> {
 #[derive(Clone)]
 pub struct SdmaQueue(Arc<SdmaQueueShared>);
 
+/// A handle that does not keep its queue alive: for the queue the device caches to flush a
+/// GPU's HDP through (see `queue::hdp_queue`), which must not own the device that owns it.
+#[derive(Clone, Default)]
+pub(crate) struct WeakSdmaQueue(std::sync::Weak<SdmaQueueShared>);
+
+impl WeakSdmaQueue {
+    pub(crate) fn upgrade(&self) -> Option<SdmaQueue> {
+        self.0.upgrade().map(SdmaQueue)
+    }
+}
+
+impl SdmaQueue {
+    pub(crate) fn downgrade(&self) -> WeakSdmaQueue {
+        WeakSdmaQueue(Arc::downgrade(&self.0))
+    }
+}
+
 struct SdmaQueueShared {
     /// The KFD queue; `None` once destroyed (in Drop, before the memory it uses goes).
     handle: Option<KfdQueue>,
@@ -68,6 +86,8 @@ struct SdmaQueueShared {
     pointers: Arc<Buffer>,
     /// What copies dropped before completing still hold.
     retired: RetireList,
+    /// The queues other GPUs' HDP is flushed through before this queue's work.
+    hdp: HdpQueues,
     _ring_mem: Arc<Buffer>,
 }
 
@@ -279,6 +299,7 @@ impl Gpu {
             ring: Mutex::new(ring),
             pointers,
             retired: RetireList::default(),
+            hdp: HdpQueues::default(),
             _ring_mem: ring_mem,
         })))
     }
@@ -365,8 +386,70 @@ impl SdmaQueue {
     ) -> Result<u64> {
         // A queue its GPU's fault stopped runs nothing more.
         self.0.handle().check_exceptions()?;
-        // What the CPU wrote to VRAM reaches the GPU before the packets can run.
-        self.0.gpu.kfd().shared.flush_hdp_if_written();
+        // What the CPU wrote to VRAM reaches the GPU before the packets can run: this GPU's
+        // HDP, where it has no remap page, by an HDP flush ahead of them in this ring.
+        let kfd = self.0.gpu.kfd();
+        let own = 1 << (self.0.gpu.index() % 32);
+        let pageless = kfd.shared.flush_hdp_if_written();
+        if pageless & !own != 0 {
+            self.0.hdp.flush(kfd, pageless & !own)?;
+        }
+        if pageless & own == 0 {
+            return self.write_packets(packets, timeout, committed);
+        }
+        let flushed: Vec<SdmaPacket> = std::iter::once(SdmaPacket::HdpFlush)
+            .chain(packets.iter().cloned())
+            .collect();
+        let r = self.write_packets(&flushed, timeout, committed);
+        if r.is_err() && !*committed {
+            kfd.shared.hdp_still_written(own);
+        }
+        r
+    }
+
+    /// Flushes this queue's GPU's HDP and waits until the engine has done it (for work on
+    /// other queues, when the GPU has no MMIO-remap page).
+    pub(crate) fn flush_hdp_and_wait(&self) -> Result<()> {
+        self.0.handle().check_exceptions()?;
+        let timeout = self
+            .0
+            .gpu
+            .kfd()
+            .shared
+            .debug
+            .wait_timeout
+            .unwrap_or(Duration::from_secs(60));
+        let wptr = self.write_packets(&[SdmaPacket::HdpFlush], timeout, &mut false)?;
+        let start = Instant::now();
+        let mut rounds = 0u32;
+        while self.rptr() < wptr {
+            rounds = rounds.wrapping_add(1);
+            if rounds % 64 == 0 {
+                self.0.handle().poll_exceptions()?;
+                if start.elapsed() > timeout {
+                    return Err(Error::Timeout {
+                        what: format!("an HDP flush on SDMA queue {}", self.0.handle().id()),
+                        after_ms: timeout.as_millis() as u64,
+                        report: None,
+                    });
+                }
+            }
+            if rounds < 256 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::sleep(Duration::from_micros(20));
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes `packets` and commits them, as [`SdmaQueue::submit_packets`] without the HDP.
+    fn write_packets(
+        &self,
+        packets: &[SdmaPacket],
+        timeout: Duration,
+        committed: &mut bool,
+    ) -> Result<u64> {
         let gfx = self.0.gpu.info().gfx_target_version;
         let mut ring = self.0.ring.lock().unwrap_or_else(|p| p.into_inner());
         let before = ring.wptr();

@@ -88,17 +88,8 @@ impl Engine {
                         .chunks_exact(4)
                         .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
                         .collect();
-                    if let Some(n) = register_poll_dwords(&d) {
-                        // No registers are emulated: a register poll is satisfied at once. The
-                        // ones SDMA queues issue (ROCr's and Linux's) flush the HDP.
-                        log::trace!("kfd-emu: SDMA queue {}: register poll (HDP flush)", self.ctl.id);
-                        if self.ctl.gpu.strict {
-                            crate::hdp::flush(self.ctl.gpu.hdp_owner);
-                        }
-                        return Ok(Err(n));
-                    }
                     SdmaPacket::decode_for_part(self.version, self.ctl.gpu.params.gfx_target_version, &d)
-                        .map(Ok).map_err(|e| {
+                        .map_err(|e| {
                         log::warn!(
                             "kfd-emu: SDMA queue {}: undecodable packet at {pos:#x} ({e:?}): {:08x?}",
                             self.ctl.id,
@@ -107,10 +98,7 @@ impl Engine {
                         Stop::Malformed
                     })
                 })
-                .and_then(|decoded| match decoded {
-                    Ok((p, n)) => self.execute(&p).map(|()| n),
-                    Err(skipped) => Ok(skipped),
-                });
+                .and_then(|(p, n)| self.execute(&p).map(|()| n));
             match r {
                 Ok(n) => {
                     rd += n as u64 * 4;
@@ -130,6 +118,14 @@ impl Engine {
         let vm = &self.ctl.gpu.vm;
         match p {
             SdmaPacket::Nop { .. } => {}
+            // ROCr's and Linux's HDP flush (registers are not modelled: other register polls
+            // do not decode and stop the queue as malformed).
+            SdmaPacket::HdpFlush => {
+                log::trace!("kfd-emu: SDMA queue {}: HDP flush", self.ctl.id);
+                if self.ctl.gpu.strict {
+                    crate::hdp::flush(self.ctl.gpu.hdp_owner);
+                }
+            }
             // The engine's caches are not modelled: the request is counted, so tests can see
             // that a runtime issues it where the hardware needs it.
             SdmaPacket::Gcr { .. } => {
@@ -211,42 +207,5 @@ impl Engine {
         // An illegal packet is a CP or SDMA exception, reported (like a page fault) through
         // the memory-exception event, with every queue of the GPU evicted.
         self.ctl.raise_device_exception(code, fault);
-    }
-}
-
-/// POLL_REGMEM's MEM_POLL bit (header bit 31): clear means the poll reads a register.
-const POLL_REGMEM_MEM_POLL: u32 = 1 << 31;
-/// POLL_REGMEM is six dwords.
-const POLL_REGMEM_DWORDS: usize = 6;
-
-/// Length of the packet at `d[0]` if it is a POLL_REGMEM of a register, which the emulated
-/// engine treats as already satisfied (it has no registers); `None` for anything else.
-fn register_poll_dwords(d: &[u32]) -> Option<usize> {
-    let header = *d.first()?;
-    let is_poll = header & 0xFF == u32::from(sdma::op::POLL_REGMEM);
-    (is_poll && header & POLL_REGMEM_MEM_POLL == 0 && d.len() >= POLL_REGMEM_DWORDS)
-        .then_some(POLL_REGMEM_DWORDS)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::register_poll_dwords;
-
-    #[test]
-    fn register_polls_are_told_from_memory_polls() {
-        // ROCr's HDP flush: POLL_REGMEM of a register.
-        assert_eq!(
-            register_poll_dwords(&[0x8, 0, 0x8000_0000, 0, 0, 0, 0x1]),
-            Some(6)
-        );
-        // A memory poll (MEM_POLL set, function "equal") is decoded and run normally.
-        assert_eq!(
-            register_poll_dwords(&[0x8 | 1 << 31 | 3 << 28, 0, 0, 0, 0, 0]),
-            None
-        );
-        // Other packets, and a truncated poll.
-        assert_eq!(register_poll_dwords(&[0x1, 0, 0, 0, 0, 0, 0]), None);
-        assert_eq!(register_poll_dwords(&[0x8, 0, 0]), None);
-        assert_eq!(register_poll_dwords(&[]), None);
     }
 }

@@ -469,7 +469,7 @@ impl Batch<'_> {
             return Ok(self.empty_submission());
         }
         // What the CPU wrote to VRAM reaches the GPU before the packets can run.
-        self.queue.0.gpu.kfd().shared.flush_hdp_if_written();
+        crate::queue::hdp_queue::flush_before_submit(self.queue.0.gpu.kfd(), &self.queue.0.hdp)?;
         self.place_kernargs(true)?;
         let r = self.queue.reserve_waiting(self.packets.len() as u32)?;
         self.write(r).serialized()
@@ -482,7 +482,7 @@ impl Batch<'_> {
         if self.packets.is_empty() {
             return Ok(self.empty_submission());
         }
-        self.queue.0.gpu.kfd().shared.flush_hdp_if_written();
+        crate::queue::hdp_queue::flush_before_submit(self.queue.0.gpu.kfd(), &self.queue.0.hdp)?;
         let q = self.queue;
         q.check()?;
         let in_flight = q.0.ring.write_index().saturating_sub(q.0.ring.read_index());

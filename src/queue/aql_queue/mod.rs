@@ -164,6 +164,8 @@ pub(crate) struct AqlQueueShared {
     spare: batch::SpareBuffers,
     /// What submissions dropped before completing still hold.
     retired: RetireList,
+    /// The queues GPUs without an MMIO-remap page have their HDP flushed through.
+    hdp: crate::queue::hdp_queue::HdpQueues,
     /// Completion signals of finished submissions, for the next ones.
     completions: completion::CompletionSignals,
     scratch: scratch::QueueScratch,
@@ -346,6 +348,7 @@ impl Gpu {
             kernargs: std::sync::Mutex::new(KernargRing::new(kernarg_mem)?),
             spare: batch::SpareBuffers::default(),
             retired: RetireList::default(),
+            hdp: Default::default(),
             completions: completion::CompletionSignals::default(),
             scratch,
             progress: progress.clone(),

@@ -129,7 +129,7 @@ impl AqlQueue {
         debug_assert!(aql::encoded_barrier(&packet));
         aql::set_encoded_completion_signal(&mut packet, signal.handle());
         // What the CPU wrote to VRAM reaches the GPU before the packet can run.
-        self.0.gpu.kfd().shared.flush_hdp_if_written();
+        crate::queue::hdp_queue::flush_before_submit(self.0.gpu.kfd(), &self.0.hdp)?;
         let mut r = match self.reserve_waiting(1) {
             Ok(r) => r,
             Err(e) => {

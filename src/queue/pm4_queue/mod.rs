@@ -71,6 +71,8 @@ pub struct Pm4Queue {
     /// Scratch and dispatch-packet images that submitted dispatches may still use: kept until
     /// [`Pm4Queue::finish`] has seen everything before it complete, or the queue goes.
     dispatch_memory: Mutex<dispatch::DispatchMemory>,
+    /// The queues GPUs without an MMIO-remap page have their HDP flushed through.
+    hdp: crate::queue::hdp_queue::HdpQueues,
     _ring_mem: Arc<Buffer>,
     _areas: ComputeAreas,
 }
@@ -186,6 +188,7 @@ impl Gpu {
             pointers,
             fence_seq: AtomicU32::new(0),
             dispatch_memory: Mutex::default(),
+            hdp: Default::default(),
             _ring_mem: ring_mem,
             _areas: areas,
         })
@@ -260,7 +263,7 @@ impl Pm4Queue {
         // A queue its GPU's fault stopped runs nothing more.
         self.handle().check_exceptions()?;
         // What the CPU wrote to VRAM reaches the GPU before the packets can run.
-        self.gpu.kfd().shared.flush_hdp_if_written();
+        crate::queue::hdp_queue::flush_before_submit(self.gpu.kfd(), &self.hdp)?;
         let mut dwords = Vec::new();
         let mut ring = self.ring.lock().unwrap_or_else(|p| p.into_inner());
         let start = Instant::now();
