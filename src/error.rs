@@ -138,6 +138,18 @@ pub enum Error {
         /// The GPU whose VM another open file holds.
         gpu_id: u32,
     },
+    /// A GPU was asked to map another GPU's VRAM with no peer-to-peer path between them (the
+    /// topology lists no XGMI or PCIe peer link: a host without PCIe P2P, or an owner whose
+    /// VRAM is not all in its BAR). The driver would move the owner's buffer to system memory
+    /// to map it, slowing the owner; kfdrt refuses, as ROCr does (its access is "never
+    /// allowed"). Share host memory ([`crate::MemoryKind::GttCoherent`]) instead, or copy.
+    #[error("GPU {gpu_id:#x} has no peer-to-peer path to the VRAM of GPU {owner_gpu_id:#x}")]
+    NoPeerAccess {
+        /// The GPU that would map the buffer.
+        gpu_id: u32,
+        /// The GPU whose VRAM holds it.
+        owner_gpu_id: u32,
+    },
     /// The device was opened by another process, of which this one is a `fork()`ed child: KFD
     /// refuses the child the parent's device file and kfdrt keeps the GPU's memory out of
     /// children (see `docs/bad_input.md`). Open a new [`crate::Kfd`] in the child; leak what it

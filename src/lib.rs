@@ -113,7 +113,7 @@ pub use queue::{
     PreparedDispatch, QueuePriority, SdmaQueue, Submission,
 };
 pub use signal::{Condition, Signal};
-pub use topology::{GpuInfo, Topology};
+pub use topology::{GpuInfo, IoLink, IoLinkFlags, PeerAccess, Topology};
 
 /// The emulated device, re-exported for programs and tests that configure it.
 #[cfg(feature = "emu")]

@@ -94,7 +94,10 @@ impl HeapType {
     }
 }
 
-/// A link (`io_links/N`) from a node to another.
+/// `type` of an XGMI link.
+const LINK_TYPE_XGMI: u32 = 11;
+
+/// A link (`io_links/N`, or `p2p_links/N` for a PCIe peer KFD added) from a node to another.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IoLink {
     /// Link type: 2 PCIe, 11 XGMI, others as KFD defines them.
@@ -152,6 +155,20 @@ impl IoLink {
             _ => "other",
         }
     }
+}
+
+/// How one GPU reaches another's VRAM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PeerAccess {
+    /// The same GPU.
+    Local,
+    /// Over XGMI (one hive).
+    Xgmi,
+    /// PCIe peer-to-peer.
+    Pcie,
+    /// No path: mapping the VRAM would make the driver move it to system memory, so kfdrt
+    /// refuses ([`crate::Error::NoPeerAccess`]).
+    None,
 }
 
 /// A CPU node of the topology.
@@ -241,6 +258,28 @@ pub struct GpuInfo {
 const HSA_CAP_SVMAPI_SUPPORTED: u64 = 0x0800_0000;
 
 impl GpuInfo {
+    /// How GPU `accessor` reaches this GPU's VRAM: KFD lists a link from the owner to each GPU
+    /// that can reach its VRAM (XGMI hive links in `io_links`; PCIe peers, only when
+    /// `amdgpu_device_is_peer_accessible`, in `p2p_links`), which is the link ROCr reads for a
+    /// memory pool's access (`GetLinkInfo(owner, agent)`). A link flagged
+    /// `NO_PEER_TO_PEER_DMA` does not count.
+    pub fn vram_access_from(&self, accessor: &GpuInfo) -> PeerAccess {
+        if accessor.node == self.node {
+            return PeerAccess::Local;
+        }
+        let usable = |l: &&IoLink| {
+            l.node_to == accessor.node
+                && !l
+                    .flags
+                    .contains(IoLinkFlags::ENABLED | IoLinkFlags::NO_PEER_TO_PEER_DMA)
+        };
+        match self.links.iter().find(usable).map(|l| l.link_type) {
+            Some(LINK_TYPE_XGMI) => PeerAccess::Xgmi,
+            Some(_) => PeerAccess::Pcie,
+            None => PeerAccess::None,
+        }
+    }
+
     /// Whether the node takes shared virtual memory (`AMDKFD_IOC_SVM`; the kernel was built with
     /// `CONFIG_HSA_AMD_SVM` and the GPU supports it).
     pub fn supports_svm(&self) -> bool {
@@ -300,8 +339,16 @@ fn read_mem_banks(driver: &dyn Driver, node: &str) -> Result<Vec<MemBank>> {
 
 fn read_links(driver: &dyn Driver, node: &str) -> Result<Vec<IoLink>> {
     let mut links = Vec::new();
-    for l in list_or_empty(driver, &format!("{node}/io_links")) {
-        let p = read_props(driver, &format!("{node}/io_links/{l}/properties"))?;
+    // Direct links, then the peer links KFD adds (kfd_dev_create_p2p_links), as libhsakmt
+    // reads both.
+    let dirs = ["io_links", "p2p_links"];
+    let all = dirs.iter().flat_map(|d| {
+        list_or_empty(driver, &format!("{node}/{d}"))
+            .into_iter()
+            .map(move |l| format!("{node}/{d}/{l}/properties"))
+    });
+    for path in all {
+        let p = read_props(driver, &path)?;
         links.push(IoLink {
             link_type: p.u32("type"),
             node_from: p.u32("node_from"),

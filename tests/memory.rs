@@ -313,3 +313,75 @@ fn a_vram_buffer_without_a_va_is_allocated_but_never_mapped() {
         d.kfd_ioctl(&mut f).unwrap();
     }
 }
+
+/// Two MI210s on PCIe (no XGMI bridge), on a host with or without peer-to-peer DMA.
+fn pcie_mi210s(peer_to_peer: bool) -> common::Checked {
+    let mut config = kfdrt::emu::EmuConfig::new(Preset::Gfx90a, 2);
+    for g in &mut config.gpus {
+        g.sdma_xgmi_engines = 0;
+    }
+    config.platform.peer_to_peer = peer_to_peer;
+    common::emulated_with(config)
+}
+
+/// Peer VRAM maps where KFD lists a peer link (an XGMI hive's `io_links`, a PCIe peer's
+/// `p2p_links`) and is refused elsewhere: without a path the driver would move the owner's
+/// buffer to system memory to map it (a DMA-buf attachment pinned in GTT), which the emulator
+/// does and counts.
+#[test]
+fn peer_vram_maps_only_where_the_topology_lists_a_peer_path() {
+    use kfdrt::PeerAccess;
+    let check = |kfd: &kfdrt::Kfd, expect: PeerAccess| {
+        let (a, b) = (kfd.gpu(0).unwrap(), kfd.gpu(1).unwrap());
+        assert_eq!(a.peer_access(&a), PeerAccess::Local);
+        assert_eq!(b.peer_access(&a), expect, "GPU 1 to GPU 0's VRAM");
+        assert_eq!(a.peer_access(&b), expect, "GPU 0 to GPU 1's VRAM");
+        let vram = a.alloc(64 << 10, MemoryKind::DeviceLocal).unwrap();
+        let host = a.alloc(64 << 10, MemoryKind::GttCoherent).unwrap();
+        host.map_to(&b).unwrap();
+        match vram.map_to(&b) {
+            Ok(()) => assert_ne!(expect, PeerAccess::None),
+            Err(Error::NoPeerAccess {
+                gpu_id,
+                owner_gpu_id,
+            }) => {
+                assert_eq!(expect, PeerAccess::None);
+                assert_eq!((gpu_id, owner_gpu_id), (b.id(), a.id()));
+            }
+            Err(e) => panic!("{e}"),
+        }
+        assert_eq!(kfd.emulator().unwrap().stats().vram_moved_to_system, 0);
+    };
+    check(&common::emulated(Preset::Gfx90a, 2), PeerAccess::Xgmi);
+    check(&pcie_mi210s(true), PeerAccess::Pcie);
+    check(&pcie_mi210s(false), PeerAccess::None);
+    // RX 7900 XTXs: their VRAM is not all in the BAR, so not peer-accessible even on a P2P host.
+    check(&common::emulated(Preset::Gfx1100, 2), PeerAccess::None);
+
+    // What the driver does when asked anyway: the buffer moves to system memory.
+    let kfd = pcie_mi210s(false);
+    let (a, b) = (kfd.gpu(0).unwrap(), kfd.gpu(1).unwrap());
+    let vram = a.alloc(4 << 20, MemoryKind::DeviceLocal).unwrap();
+    let d = kfd.driver().clone();
+    let mut ids = [b.id()];
+    let mut map = kfd_ioctl_map_memory_to_gpu_args {
+        handle: vram.handle(),
+        device_ids_array_ptr: ids.as_mut_ptr() as u64,
+        n_devices: 1,
+        n_success: 0,
+    };
+    // SAFETY: the device-id array lives across the call; the buffer outlives the mapping.
+    unsafe { d.kfd_ioctl_unchecked(&mut map) }.unwrap();
+    assert_eq!(
+        kfd.emulator().unwrap().stats().vram_moved_to_system,
+        4 << 20
+    );
+    let mut unmap = kfd_ioctl_unmap_memory_from_gpu_args {
+        handle: vram.handle(),
+        device_ids_array_ptr: ids.as_mut_ptr() as u64,
+        n_devices: 1,
+        n_success: 0,
+    };
+    // SAFETY: as above.
+    unsafe { d.kfd_ioctl_unchecked(&mut unmap) }.unwrap();
+}

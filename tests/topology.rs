@@ -81,14 +81,21 @@ fn every_preset_with_one_and_eight_gpus() {
                 }
             }
             if n == 8 {
-                // GPU-to-GPU links exist for every pair in a multi-GPU system.
+                // The MI210s and MI300Xs form an XGMI hive: links for every pair. The RX 7900
+                // XTX's VRAM is not all in its BAR, so no GPU reaches it (no p2p_links).
+                let expect = if preset == Preset::Gfx1100 { 0 } else { 7 };
                 for g in kfd.gpus() {
                     let peers = g
                         .info()
                         .links
                         .iter()
                         .filter(|l| kfd.gpus().iter().any(|o| o.info().node == l.node_to));
-                    assert_eq!(peers.count(), 7, "{:?} should link to 7 peers", g);
+                    assert_eq!(
+                        peers.count(),
+                        expect,
+                        "{:?} should link to {expect} peers",
+                        g
+                    );
                 }
             }
         }

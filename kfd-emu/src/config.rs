@@ -221,6 +221,12 @@ pub struct Platform {
     /// `kfd_ioctl_alloc_memory_of_gpu` answers ENOMEM for `MMIO_REMAP` without one), so the
     /// CPU cannot flush the HDP itself: queues must (an SDMA HDP flush).
     pub sriov_vf: bool,
+    /// The PCIe fabric carries peer-to-peer DMA between GPUs that are not in one XGMI hive
+    /// (the kernel's `CONFIG_HSA_AMD_P2P`, with a P2PDMA distance the PCI core accepts). A GPU
+    /// reaches a peer's VRAM over PCIe only with it and only when the peer's whole VRAM is in
+    /// its BAR (`amdgpu_device_is_peer_accessible`); otherwise mapping the peer's VRAM moves it
+    /// to system memory (a DMA-buf attachment pins it in GTT), and KFD lists no link.
+    pub peer_to_peer: bool,
 }
 
 impl Default for Platform {
@@ -228,23 +234,25 @@ impl Default for Platform {
         Platform {
             pcie_atomics: true,
             sriov_vf: false,
+            peer_to_peer: true,
         }
     }
 }
 
 impl FromStr for Platform {
     type Err = EmuError;
-    /// A comma-separated list of what the host lacks or is: `no-pcie-atomics`, `vf`; empty is
-    /// the default.
+    /// A comma-separated list of what the host lacks or is: `no-pcie-atomics`, `vf`,
+    /// `no-p2p`; empty is the default.
     fn from_str(s: &str) -> Result<Platform, EmuError> {
         let mut p = Platform::default();
         for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
             match item.to_ascii_lowercase().as_str() {
                 "no-pcie-atomics" => p.pcie_atomics = false,
                 "vf" => p.sriov_vf = true,
+                "no-p2p" => p.peer_to_peer = false,
                 other => {
                     return Err(EmuError::Config(format!(
-                        "{PLATFORM_ENV}: unknown platform trait {other:?} (no-pcie-atomics, vf)"
+                        "{PLATFORM_ENV}: unknown platform trait {other:?} (no-pcie-atomics, vf, no-p2p)"
                     )))
                 }
             }
@@ -315,7 +323,7 @@ pub const STRICT_ENV: &str = "KFDRT_EMU_STRICT";
 /// separated) for [`EmuConfig::from_env`].
 pub const HIDDEN_GPUS_ENV: &str = "KFDRT_EMU_HIDDEN_GPUS";
 /// Environment variable listing what the host lacks ([`EmuConfig::platform`]): comma-separated
-/// `no-pcie-atomics`, `vf`.
+/// `no-pcie-atomics`, `vf`, `no-p2p`.
 pub const PLATFORM_ENV: &str = "KFDRT_EMU_PLATFORM";
 /// Environment variable giving [`EmuConfig::wave_threads`] for [`EmuConfig::from_env`].
 pub const WAVE_THREADS_ENV: &str = "KFDRT_EMU_WAVE_THREADS";
@@ -358,7 +366,36 @@ fn env_flag(var: &str, default: bool) -> Result<bool, EmuError> {
     }
 }
 
+/// How one GPU reaches another's VRAM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PeerPath {
+    /// Over XGMI: both are in one hive.
+    Xgmi,
+    /// PCIe peer-to-peer DMA.
+    Pcie,
+}
+
 impl EmuConfig {
+    /// How GPU `accessor` reaches GPU `owner`'s VRAM, or `None` (the driver then moves it to
+    /// system memory to map it). The GPUs of a multi-GPU system whose parts have XGMI SDMA
+    /// engines form one hive; others go over PCIe when the platform has peer-to-peer and the
+    /// owner has a large BAR (`amdgpu_device_is_peer_accessible`: `visible_vram_size ==
+    /// real_vram_size`).
+    pub(crate) fn peer_path(&self, accessor: usize, owner: usize) -> Option<PeerPath> {
+        let (a, o) = (self.gpus.get(accessor)?, self.gpus.get(owner)?);
+        if accessor == owner {
+            return None;
+        }
+        let hive = self.gpus.len() > 1 && a.sdma_xgmi_engines > 0 && o.sdma_xgmi_engines > 0;
+        if hive {
+            Some(PeerPath::Xgmi)
+        } else if self.platform.peer_to_peer && o.host_visible_vram_bytes >= o.vram_bytes {
+            Some(PeerPath::Pcie)
+        } else {
+            None
+        }
+    }
+
     /// `gpus` GPUs of `preset` (the count is checked by [`crate::Emulator::new`]).
     pub fn new(preset: Preset, gpus: usize) -> EmuConfig {
         EmuConfig {

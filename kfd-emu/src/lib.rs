@@ -126,6 +126,13 @@
 //!   an SDMA HDP flush packet or a system-scope acquire; strict mode reports a GPU read of VRAM
 //!   the CPU wrote before either. Only the page is modelled: not a VF's other limits (no
 //!   performance counters, fewer queues, the host's scheduling).
+//! - Peer-to-peer as the driver builds it ([`Platform::peer_to_peer`], `KFDRT_EMU_PLATFORM=
+//!   no-p2p`): a hive's XGMI links are `io_links`, PCIe peers `p2p_links`, present only where
+//!   the platform has P2P and the owner's VRAM is all in its BAR
+//!   (`amdgpu_device_is_peer_accessible`). Mapping VRAM to a GPU without a path moves it to
+//!   system memory, as the DMA-buf attachment amdgpu then uses does
+//!   ([`EmuStats::vram_moved_to_system`]). Not modelled: the slower access that follows, the
+//!   P2PDMA distance and IOMMU checks.
 //! - SDMA register polls other than the HDP flush (ROCr's `hdp_flush_cmd`, Linux's `HDP_FLUSH`
 //!   bit) are malformed packets: no registers are modelled.
 //! - amdgpu's limits: VRAM and visible VRAM per GPU, GTT and pinned memory against system memory,
@@ -382,6 +389,7 @@ impl Emulator {
             machine_dispatches: self.stats.machine_dispatches.load(Ordering::Acquire),
             wave_instructions: self.stats.wave_instructions.load(Ordering::Acquire),
             scratch_requests: self.stats.scratch_requests.load(Ordering::Acquire),
+            vram_moved_to_system: self.stats.vram_moved_to_system.load(Ordering::Acquire),
         }
     }
 

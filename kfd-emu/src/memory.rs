@@ -50,6 +50,9 @@ pub(crate) struct Bo {
     /// Imported from a dma-buf: the memory is the exporter's, and counts against no limit
     /// again.
     pub(crate) imported: bool,
+    /// A VRAM buffer the driver moved to system memory (GTT) to map it to a GPU with no
+    /// peer-to-peer path to its owner: it counts as GTT from then on.
+    pub(crate) in_system: bool,
 }
 
 impl Bo {
@@ -103,7 +106,7 @@ impl Bo {
     fn system_accounting(&self) -> (u64, u64) {
         if self.imported {
             (0, 0)
-        } else if self.flags & KFD_IOC_ALLOC_MEM_FLAGS_GTT != 0 {
+        } else if self.flags & KFD_IOC_ALLOC_MEM_FLAGS_GTT != 0 || self.in_system {
             (self.size, self.size)
         } else if self.flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR != 0 {
             (self.size, 0)
@@ -113,7 +116,7 @@ impl Bo {
     }
 
     fn vram_accounting(&self) -> Option<(u64, bool)> {
-        (self.flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM != 0 && !self.imported)
+        (self.flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM != 0 && !self.imported && !self.in_system)
             .then_some((self.size, self.flags & KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC != 0))
     }
 }
@@ -300,6 +303,7 @@ pub(crate) fn alloc(
             queue_refs: Vec::new(),
             hdp_slots: Vec::new(),
             imported: false,
+            in_system: false,
         },
     );
     log::trace!(
@@ -387,6 +391,7 @@ pub(crate) fn insert_import(
             queue_refs: Vec::new(),
             hdp_slots: Vec::new(),
             imported: true,
+            in_system: false,
         },
     );
     Ok(handle)
@@ -466,8 +471,13 @@ pub(crate) fn map(
         log::warn!("kfd-emu: MAP_MEMORY_TO_GPU refused: buffer {handle:#x} has no VA");
         return Err(Errno::EINVAL);
     }
+    let (in_vram, owner) = (bo.vram_accounting().is_some(), bo.gpu.index);
     for g in gpus {
         if map {
+            if in_vram && g.index != owner && emu.config.peer_path(g.index, owner).is_none() {
+                move_to_system(emu, &mut m, handle)?;
+            }
+            let bo = m.bos.get_mut(&handle).ok_or(Errno::EINVAL)?;
             if !bo.mapped.contains(&g.index) {
                 g.vm.map_memory(
                     bo.va,
@@ -480,11 +490,45 @@ pub(crate) fn map(
                 bo.mapped.push(g.index);
             }
         } else {
+            let bo = m.bos.get_mut(&handle).ok_or(Errno::EINVAL)?;
             g.vm.unmap(bo.va);
             bo.mapped.retain(|&i| i != g.index);
         }
         *n_success += 1;
     }
+    Ok(())
+}
+
+/// Moves VRAM buffer `handle` to system memory so that a GPU without a peer-to-peer path to
+/// its owner can map it: `kfd_mem_attach` attaches it through a DMA-buf
+/// (`KFD_MEM_ATT_DMABUF` when `!amdgpu_device_is_peer_accessible`), and pinning an attachment
+/// that cannot do peer-to-peer moves the buffer to GTT (`amdgpu_dma_buf_pin`). It then counts
+/// against the GTT limits (ENOMEM past them) and no longer against VRAM; the owner's own
+/// accesses go over PCIe. The contents stay where they are (the emulator's VRAM is host memory).
+fn move_to_system(emu: &Emulator, m: &mut Inner, handle: u64) -> Result<(), Errno> {
+    let (max_sys, max_ttm) = system_limits(emu.config.system_memory_bytes);
+    let bo = m.bos.get(&handle).ok_or(Errno::EINVAL)?;
+    let Some((size, public)) = bo.vram_accounting() else {
+        return Ok(());
+    };
+    if m.system_used + size > max_sys || m.ttm_used + size > max_ttm {
+        return Err(Errno::ENOMEM);
+    }
+    m.system_used += size;
+    m.ttm_used += size;
+    let bo = m.bos.get_mut(&handle).ok_or(Errno::EINVAL)?;
+    bo.in_system = true;
+    bo.gpu.vram_used.fetch_sub(size, Ordering::AcqRel);
+    if public {
+        bo.gpu.visible_vram_used.fetch_sub(size, Ordering::AcqRel);
+    }
+    emu.stats
+        .vram_moved_to_system
+        .fetch_add(size, Ordering::AcqRel);
+    log::warn!(
+        "kfd-emu: VRAM buffer {handle:#x} moved to system memory: mapped to a GPU with no \
+         peer-to-peer path to its owner"
+    );
     Ok(())
 }
 

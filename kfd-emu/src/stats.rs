@@ -12,6 +12,7 @@ pub(crate) struct Counters {
     pub(crate) machine_dispatches: AtomicU64,
     pub(crate) wave_instructions: AtomicU64,
     pub(crate) scratch_requests: AtomicU64,
+    pub(crate) vram_moved_to_system: AtomicU64,
 }
 
 /// A snapshot of the emulator's counters.
@@ -42,4 +43,7 @@ pub struct EmuStats {
     /// Times an AQL processor stopped to ask the runtime for scratch (more, or to take back
     /// scratch lent for one dispatch).
     pub scratch_requests: u64,
+    /// Bytes of VRAM the driver moved to system memory to map them to a GPU with no
+    /// peer-to-peer path to their owner ([`crate::Platform::peer_to_peer`]).
+    pub vram_moved_to_system: u64,
 }

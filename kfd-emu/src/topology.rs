@@ -1,9 +1,10 @@
 //! The KFD topology tree of the emulated system, in sysfs's text format.
 //!
 //! Node 0 is the CPU; nodes 1..=N are the GPUs. Every GPU links to the CPU and, in multi-GPU
-//! systems, to every other GPU (XGMI within a gfx90a/gfx942 hive, PCIe otherwise).
+//! systems, to its peers: XGMI links within a gfx90a/gfx942 hive (`io_links`), PCIe peers the
+//! platform allows as `p2p_links` ([`EmuConfig::peer_path`]).
 
-use crate::config::EmuConfig;
+use crate::config::{EmuConfig, PeerPath};
 use crate::device::GpuState;
 use kfd_sys::Errno;
 use std::collections::BTreeMap;
@@ -166,7 +167,6 @@ impl TopologyTree {
                 link(0, node, LINK_PCIE, 20),
             );
             let p = &g.params;
-            let hive = gpus.len() > 1 && p.sdma_xgmi_engines > 0;
             let base = format!("nodes/{node}");
             files.insert(format!("{base}/gpu_id"), format!("{}\n", g.gpu_id));
             files.insert(
@@ -174,6 +174,12 @@ impl TopologyTree {
                 format!("{}\n", node_name(p.gfx_target_version)),
             );
             let visible = p.host_visible_vram_bytes >= p.vram_bytes;
+            let peers = |path| {
+                (0..gpus.len())
+                    .filter(|&j| config.peer_path(j, i) == Some(path))
+                    .collect::<Vec<_>>()
+            };
+            let (xgmi_peers, pcie_peers) = (peers(PeerPath::Xgmi), peers(PeerPath::Pcie));
             files.insert(
                 format!("{base}/properties"),
                 props(&[
@@ -181,7 +187,8 @@ impl TopologyTree {
                     ("simd_count", u64::from(p.compute_units * p.simd_per_cu)),
                     ("mem_banks_count", 1),
                     ("caches_count", 2),
-                    ("io_links_count", gpus.len() as u64),
+                    ("io_links_count", 1 + xgmi_peers.len() as u64),
+                    ("p2p_links_count", pcie_peers.len() as u64),
                     ("cpu_core_id_base", 0),
                     ("simd_id_base", 0x8000_0000 + u64::from(g.gpu_id)),
                     ("max_waves_per_simd", u64::from(p.max_waves_per_simd)),
@@ -203,7 +210,14 @@ impl TopologyTree {
                     ("location_id", 0x0300 + 0x100 * i as u64),
                     ("domain", 0),
                     ("drm_render_minor", u64::from(g.render_minor)),
-                    ("hive_id", if hive { 0x5EED_0000_0001 } else { 0 }),
+                    (
+                        "hive_id",
+                        if xgmi_peers.is_empty() {
+                            0
+                        } else {
+                            0x5EED_0000_0001
+                        },
+                    ),
                     ("num_sdma_engines", u64::from(p.sdma_engines)),
                     ("num_sdma_xgmi_engines", u64::from(p.sdma_xgmi_engines)),
                     (
@@ -260,20 +274,20 @@ impl TopologyTree {
                 format!("{base}/io_links/0/properties"),
                 link(node, 0, LINK_PCIE, 20),
             );
-            let mut l = 1;
-            for j in 0..gpus.len() {
-                if j != i {
-                    let (ty, w) = if hive {
-                        (LINK_XGMI, 15)
-                    } else {
-                        (LINK_PCIE, 40)
-                    };
-                    files.insert(
-                        format!("{base}/io_links/{l}/properties"),
-                        link(node, j as u64 + 1, ty, w),
-                    );
-                    l += 1;
-                }
+            // A hive's XGMI links come with the GPU's CRAT (io_links); PCIe peers are added
+            // as p2p_links, from this GPU to each peer that can reach its VRAM
+            // (kfd_dev_create_p2p_links, kfd_add_peer_prop: weight of both GPUs' links).
+            for (l, j) in xgmi_peers.iter().enumerate() {
+                files.insert(
+                    format!("{base}/io_links/{}/properties", l + 1),
+                    link(node, *j as u64 + 1, LINK_XGMI, 15),
+                );
+            }
+            for (l, j) in pcie_peers.iter().enumerate() {
+                files.insert(
+                    format!("{base}/p2p_links/{l}/properties"),
+                    link(node, *j as u64 + 1, LINK_PCIE, 40),
+                );
             }
         }
         let hidden = config

@@ -21,7 +21,7 @@ use crate::memory::suballoc::{BLOCK_SIZE, DISABLE_ENV};
 use crate::queue::doorbell::DoorbellTable;
 use crate::queue::{WeakAqlQueue, WeakSdmaQueue};
 use crate::signal::SignalPool;
-use crate::topology::{GpuInfo, Topology};
+use crate::topology::{GpuInfo, PeerAccess, Topology};
 use kfd_sys::bindings::*;
 use kfd_sys::{DevKfd, Driver, DriverExt, DriverKind, Feature, KfdVersion};
 use std::fmt;
@@ -508,6 +508,13 @@ impl Gpu {
     /// Typed topology information.
     pub fn info(&self) -> &GpuInfo {
         &self.state().info
+    }
+
+    /// How this GPU reaches `owner`'s VRAM, as the topology says
+    /// ([`GpuInfo::vram_access_from`]): over XGMI, PCIe peer-to-peer, or not at all (then
+    /// [`crate::Buffer::map_to`] refuses `owner`'s VRAM here).
+    pub fn peer_access(&self, owner: &Gpu) -> PeerAccess {
+        owner.info().vram_access_from(self.info())
     }
 
     /// KFD's id for this GPU.

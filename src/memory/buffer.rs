@@ -6,6 +6,7 @@ use super::suballoc::{PoolKey, SubAllocation};
 use super::MemoryKind;
 use crate::device::{Gpu, Kfd};
 use crate::error::{Error, Result};
+use crate::topology::PeerAccess;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
@@ -399,11 +400,24 @@ impl Buffer {
     /// Maps the buffer to `gpu` too (peer access). Mapping twice is a no-op. A sub-allocated
     /// buffer shares its 2 MiB block, so the peer sees the whole block (page tables work in
     /// blocks); the block stays mapped while any of its buffers asks for the peer.
+    ///
+    /// VRAM maps only to a GPU with a peer-to-peer path to its owner
+    /// ([`Gpu::peer_access`]); [`Error::NoPeerAccess`] otherwise, since the driver would move
+    /// the buffer to system memory to map it. Host memory maps to every GPU.
     pub fn map_to(&self, gpu: &Gpu) -> Result<()> {
         self.same_kfd(gpu)?;
         let mut mapped = self.inner.peers.lock().unwrap_or_else(|p| p.into_inner());
         if gpu.id() == self.owner_gpu_id() || mapped.contains(&gpu.id()) {
             return Ok(());
+        }
+        if self.kind().is_vram() {
+            let owner = self.inner.lease.kfd.gpu_by_id(self.owner_gpu_id());
+            if owner.is_none_or(|o| gpu.peer_access(&o) == PeerAccess::None) {
+                return Err(Error::NoPeerAccess {
+                    gpu_id: gpu.id(),
+                    owner_gpu_id: self.owner_gpu_id(),
+                });
+            }
         }
         let shared = &self.inner.lease.kfd.shared;
         match self.backing() {
