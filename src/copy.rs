@@ -4,7 +4,8 @@
 //! SDMA queues are scarce (a few slots per engine, shared by every process); KFD refuses more with
 //! `ENOMEM`. A runtime that then fails is broken, so the engine falls back to kernels, as ROCr and
 //! tinygrad do. `KFDRT_DISABLE_SDMA=1` forces the fallback (like ROCr's `HSA_ENABLE_SDMA=0`).
-//! Peer-to-peer copies run on the source GPU's engine, which must have the destination mapped.
+//! Peer-to-peer copies run on the source GPU's engine, which must have the destination mapped;
+//! between GPUs of one XGMI hive on one of its XGMI SDMA engines, as ROCr copies there.
 //!
 //! The blit kernels are AMDGPU machine code (`blit/*.s`, assembled by `blit/build.sh` into the
 //! checked-in `blit/*.co`) for gfx90a, gfx942 and gfx1100; the emulated device runs them on its
@@ -58,6 +59,9 @@ pub struct CopyEngine {
     path: Path,
     /// Blit kernels for same-GPU VRAM-to-VRAM copies on an SDMA engine, made on first use.
     device_to_device: std::sync::OnceLock<Option<Box<ShaderPath>>>,
+    /// A queue on an XGMI SDMA engine, for copies to and from hive peers' VRAM (on an SDMA
+    /// path, made on first use; `None` where none can be had).
+    xgmi: std::sync::OnceLock<Option<SdmaQueue>>,
 }
 
 /// Same-GPU VRAM-to-VRAM copies of at least this many bytes run as kernels even when SDMA is
@@ -173,6 +177,7 @@ impl CopyEngine {
             gpu,
             path,
             device_to_device: std::sync::OnceLock::new(),
+            xgmi: std::sync::OnceLock::new(),
         }
     }
 
@@ -192,6 +197,33 @@ impl CopyEngine {
                 }
             })
             .as_deref()
+    }
+
+    /// The XGMI engine's queue when one of `buffers` is the VRAM of a GPU this one reaches over
+    /// XGMI, as ROCr copies between hive peers on the XGMI engines (`BlitDevToDev` over xGMI).
+    /// `None` (use the PCIe engine) otherwise, or when no XGMI queue can be had.
+    fn xgmi_for(&self, buffers: &[&Buffer]) -> Option<&SdmaQueue> {
+        let me = self.gpu.id();
+        let kfd = self.gpu.kfd();
+        let over_xgmi = |b: &&Buffer| {
+            b.kind().is_vram()
+                && b.owner_gpu_id() != me
+                && kfd
+                    .gpu_by_id(b.owner_gpu_id())
+                    .is_some_and(|o| self.gpu.peer_access(&o) == crate::PeerAccess::Xgmi)
+        };
+        if self.gpu.info().sdma_xgmi_engines == 0 || !buffers.iter().any(over_xgmi) {
+            return None;
+        }
+        self.xgmi
+            .get_or_init(|| match self.gpu.create_sdma_xgmi_queue() {
+                Ok(q) => Some(q),
+                Err(e) => {
+                    log::info!("kfdrt: hive copies stay on the PCIe SDMA engine: {e}");
+                    None
+                }
+            })
+            .as_ref()
     }
 
     /// Which path the engine uses for copies in general.
@@ -311,7 +343,10 @@ impl CopyEngine {
             Path::Shader(s) => s,
             Path::Sdma(q) => match self.device_to_device(dst, src, bytes) {
                 Some(s) => s,
-                None => return q.copy(dst, dst_off, src, src_off, bytes, deps),
+                None => {
+                    let q = self.xgmi_for(&[dst, src]).unwrap_or(q);
+                    return q.copy(dst, dst_off, src, src_off, bytes, deps);
+                }
             },
         };
         if bytes == 0 {
@@ -337,7 +372,10 @@ impl CopyEngine {
         deps: &[&Signal],
     ) -> Result<CopyCompletion> {
         match &self.path {
-            Path::Sdma(q) => q.fill(dst, dst_off, pattern, bytes, deps),
+            Path::Sdma(q) => {
+                let q = self.xgmi_for(&[dst]).unwrap_or(q);
+                q.fill(dst, dst_off, pattern, bytes, deps)
+            }
             Path::Shader(shader) => {
                 check_fill(dst_off, bytes)?;
                 let d = check_range(&self.gpu, dst, dst_off, bytes, "destination")?;

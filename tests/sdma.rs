@@ -697,3 +697,60 @@ fn copies_complete_on_a_host_without_pcie_atomics() {
         "bytes copied to the peer differ"
     );
 }
+
+#[test]
+fn copies_between_hive_peers_run_on_an_xgmi_engine() {
+    let kfd = common::emulated(Preset::Gfx90a, 2);
+    let emu = kfd.emulator().unwrap();
+    let (a, b) = (kfd.gpu(0).unwrap(), kfd.gpu(1).unwrap());
+    let n = 1 << 20;
+    let host = a.alloc(n, MemoryKind::GttCoherent).unwrap();
+    let near = a.alloc(n, MemoryKind::DeviceLocal).unwrap();
+    let far = b.alloc(n, MemoryKind::DeviceLocal).unwrap();
+    far.map_to(&a).unwrap();
+    let data = pattern(n as usize, 9);
+    host.write(0, &data).unwrap();
+    let engine = a.copy_engine().unwrap();
+    let xgmi = || emu.stats().sdma_xgmi_packets;
+    engine
+        .copy(&near, 0, &host, 0, n, &[])
+        .unwrap()
+        .wait(T)
+        .unwrap();
+    assert_eq!(xgmi(), 0, "a host-to-VRAM copy went to an XGMI engine");
+    // To the peer's VRAM, on the source GPU's XGMI engine; and a fill of it.
+    engine
+        .copy(&far, 0, &near, 0, n, &[])
+        .unwrap()
+        .wait(T)
+        .unwrap();
+    let after_copy = xgmi();
+    assert!(after_copy > 0, "the hive copy did not use an XGMI engine");
+    engine
+        .fill(&far, 0, 0x5A5A_5A5A, 4096, &[])
+        .unwrap()
+        .wait(T)
+        .unwrap();
+    assert!(
+        xgmi() > after_copy,
+        "the peer fill did not use an XGMI engine"
+    );
+    let back = a.alloc(n, MemoryKind::GttCoherent).unwrap();
+    engine
+        .copy(&back, 0, &far, 0, n, &[])
+        .unwrap()
+        .wait(T)
+        .unwrap();
+    let got = back.to_vec().unwrap();
+    assert!(got[..4096].iter().all(|&x| x == 0x5A));
+    assert!(
+        got[4096..] == data[4096..],
+        "bytes copied through the hive differ"
+    );
+    // A part without XGMI engines has no such queue.
+    let rdna = common::emulated(Preset::Gfx1100, 1);
+    assert!(matches!(
+        rdna.gpu(0).unwrap().create_sdma_xgmi_queue(),
+        Err(Error::Unsupported(_))
+    ));
+}

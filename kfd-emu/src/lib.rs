@@ -132,7 +132,8 @@
 //!   (`amdgpu_device_is_peer_accessible`). Mapping VRAM to a GPU without a path moves it to
 //!   system memory, as the DMA-buf attachment amdgpu then uses does
 //!   ([`EmuStats::vram_moved_to_system`]). Not modelled: the slower access that follows, the
-//!   P2PDMA distance and IOMMU checks.
+//!   P2PDMA distance and IOMMU checks. Packets on XGMI SDMA queues are counted
+//!   ([`EmuStats::sdma_xgmi_packets`]); all engines copy at the same speed.
 //! - SDMA register polls other than the HDP flush (ROCr's `hdp_flush_cmd`, Linux's `HDP_FLUSH`
 //!   bit) are malformed packets: no registers are modelled.
 //! - amdgpu's limits: VRAM and visible VRAM per GPU, GTT and pinned memory against system memory,
@@ -390,6 +391,7 @@ impl Emulator {
             wave_instructions: self.stats.wave_instructions.load(Ordering::Acquire),
             scratch_requests: self.stats.scratch_requests.load(Ordering::Acquire),
             vram_moved_to_system: self.stats.vram_moved_to_system.load(Ordering::Acquire),
+            sdma_xgmi_packets: self.stats.sdma_xgmi_packets.load(Ordering::Acquire),
         }
     }
 

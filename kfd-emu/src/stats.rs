@@ -13,6 +13,7 @@ pub(crate) struct Counters {
     pub(crate) wave_instructions: AtomicU64,
     pub(crate) scratch_requests: AtomicU64,
     pub(crate) vram_moved_to_system: AtomicU64,
+    pub(crate) sdma_xgmi_packets: AtomicU64,
 }
 
 /// A snapshot of the emulator's counters.
@@ -46,4 +47,7 @@ pub struct EmuStats {
     /// Bytes of VRAM the driver moved to system memory to map them to a GPU with no
     /// peer-to-peer path to their owner ([`crate::Platform::peer_to_peer`]).
     pub vram_moved_to_system: u64,
+    /// SDMA packets run on queues of the XGMI engines (`KFD_IOC_QUEUE_TYPE_SDMA_XGMI`), which
+    /// runtimes use for copies between GPUs of one hive.
+    pub sdma_xgmi_packets: u64,
 }

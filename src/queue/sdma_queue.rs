@@ -211,6 +211,20 @@ impl Gpu {
         self.sdma_queue_of_type(KFD_IOC_QUEUE_TYPE_SDMA, 0)
     }
 
+    /// Creates an SDMA queue on one of the GPU's XGMI SDMA engines
+    /// (`KFD_IOC_QUEUE_TYPE_SDMA_XGMI`), for copies to and from GPUs of its XGMI hive, as ROCr
+    /// uses them. [`Error::Unsupported`] on a GPU without XGMI engines; the driver's `ENOMEM`
+    /// when their slots are taken.
+    pub fn create_sdma_xgmi_queue(&self) -> Result<SdmaQueue> {
+        if self.info().sdma_xgmi_engines == 0 {
+            return Err(Error::Unsupported(format!(
+                "GPU {:#x} has no XGMI SDMA engines",
+                self.id()
+            )));
+        }
+        self.sdma_queue_of_type(KFD_IOC_QUEUE_TYPE_SDMA_XGMI, 0)
+    }
+
     /// Creates an SDMA queue on engine `engine` (0 to the GPU's PCIe plus XGMI engines, less
     /// one), as peer-to-peer copies want a particular link's engine. Needs KFD 1.17
     /// ([`Error::NeedsKfd`] before); fails with the driver's `ENOMEM` when that engine's queue
