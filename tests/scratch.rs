@@ -106,7 +106,9 @@ fn requests(kfd: &Kfd) -> u64 {
 
 #[test]
 fn kernels_that_spill_get_scratch_when_the_cp_asks() {
-    for preset in [Preset::Gfx90a, Preset::Gfx942] {
+    // (An MI300X has 9728 wave slots: even the smaller kernel's scratch for all of them is over
+    // the single limit there, so it is lent; see the next test.)
+    for preset in [Preset::Gfx90a] {
         let kfd = common::emulated(preset, 1);
         let gpu = kfd.gpu(0).unwrap();
         let co = kernels(&gpu);
@@ -167,6 +169,62 @@ fn kernels_that_spill_get_scratch_when_the_cp_asks() {
         assert_eq!(requests(&kfd), 6, "{preset}");
         assert!(q.fault().is_none());
     }
+}
+
+/// An MI300X in SPX mode spreads a dispatch's work-groups over its 8 XCCs, and each XCC's
+/// command processor lays out its own wave slots in its share of the backing (ROCr reports
+/// `WAVES`, the resource's size and `scratch_backing_memory_byte_size` per XCC). A layout for
+/// the whole device (its slots clamped to what `WAVES` counts) puts the later XCCs' shares
+/// past the backing, where their waves fault.
+#[test]
+fn spilling_kernels_use_every_xcc_of_an_mi300x_with_a_share_each() {
+    let kfd = common::emulated(Preset::Gfx942, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let info = gpu.info().clone();
+    assert_eq!(info.num_xcc, 8);
+    let co = kernels(&gpu);
+    let idx_words = indices();
+    let idx = buffer_of(&gpu, &idx_words);
+    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    // N work-items in groups of 64: 16 work-groups, two per XCC.
+    for (name, expected) in [
+        ("scratch_array", array_expected as Expected),
+        ("scratch_spill", spill_expected),
+    ] {
+        let k = co.kernel(name).unwrap();
+        for _ in 0..2 {
+            assert_eq!(run(&q, &k, &idx), expected(&idx_words), "{name}");
+        }
+        // Lent for each dispatch (all 9728 slots' worth is over the single limit): a grow and
+        // a reclaim each time.
+        assert!(q.fault().is_none(), "{name}: {:?}", q.fault());
+    }
+    assert_eq!(requests(&kfd), 8);
+    // A queue sized up front describes one XCC's share.
+    let sized = gpu
+        .create_aql_queue(AqlQueueOptions::default().with_scratch(16))
+        .unwrap();
+    // SAFETY: the live queue's amd_queue_t; the CP only reads these fields.
+    let (tmpring, per_xcc) = unsafe {
+        let q = sized.amd_queue_address() as *const u8;
+        (
+            (q.add(aql::queue_offsets::COMPUTE_TMPRING_SIZE as usize) as *const u32)
+                .read_volatile(),
+            (q.add(aql::queue_offsets::SCRATCH_BACKING_MEMORY_BYTE_SIZE as usize) as *const u64)
+                .read_volatile(),
+        )
+    };
+    let waves = tmpring & 0xFFF;
+    let device_slots = info.compute_units * info.max_slots_scratch_cu;
+    assert!(
+        waves < 0xFFF && waves * 8 >= device_slots,
+        "WAVES {waves} is per XCC (the device has {device_slots} slots)"
+    );
+    assert_eq!(
+        per_xcc,
+        u64::from(waves) * 1024,
+        "16 bytes x 64 lanes per slot"
+    );
 }
 
 #[test]

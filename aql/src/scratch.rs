@@ -7,6 +7,12 @@
 //! resource (V#) covers the backing with swizzling on, and `scratch_wave64_lane_byte_size` is
 //! the largest `private_segment_size` a dispatch may ask for; a larger one stops the CP, which
 //! asks the runtime for more ([`crate::queue_error::INSUFFICIENT_SCRATCH_WAVE64`]).
+//!
+//! A GPU of several XCCs (gfx942) splits the backing: each XCC's command processor lays out
+//! its own `waves` slots in its share, the XCCs one after another, so the queue describes one
+//! XCC's share (`WAVES`, the resource's size and `scratch_backing_memory_byte_size` are per XCC:
+//! ROCr's `FillComputeTmpRingSize`, `FillBufRsrcWord2` and `InitScratchSRD`, "report size per
+//! XCC") while the backing holds all of them.
 
 /// Bytes per unit of `COMPUTE_TMPRING_SIZE.WAVESIZE`.
 pub const WAVESIZE_GRANULE: u64 = 1024;
@@ -29,19 +35,33 @@ pub struct Gfx9Scratch {
     pub base: u64,
     /// Bytes per work-item each slot serves (a multiple of [`LANE_GRANULE_WAVE64`]).
     pub lane_bytes: u32,
-    /// Slots: waves that may run at once.
+    /// Slots per XCC: waves that may run at once on one XCC.
     pub waves: u32,
+    /// XCCs sharing the backing, each with `waves` slots (0 is taken as 1).
+    pub xccs: u32,
 }
 
 impl Gfx9Scratch {
     /// The layout serving `private_segment_size` bytes per work-item for `waves` waves, or
     /// `None` when one wave's share would not fit `WAVESIZE` or the count is 0.
     pub fn for_dispatch(private_segment_size: u32, waves: u32) -> Option<Gfx9Scratch> {
+        Self::for_xccs(private_segment_size, waves, 1)
+    }
+
+    /// The layout serving `private_segment_size` bytes per work-item for `waves_per_xcc` waves
+    /// on each of `xccs` XCCs (clamped to what `WAVES` counts), or `None` as
+    /// [`Gfx9Scratch::for_dispatch`].
+    pub fn for_xccs(
+        private_segment_size: u32,
+        waves_per_xcc: u32,
+        xccs: u32,
+    ) -> Option<Gfx9Scratch> {
         let lane_bytes = private_segment_size.checked_next_multiple_of(LANE_GRANULE_WAVE64)?;
         let s = Gfx9Scratch {
             base: 0,
             lane_bytes,
-            waves: waves.min(MAX_WAVES),
+            waves: waves_per_xcc.min(MAX_WAVES),
+            xccs: xccs.max(1),
         };
         (s.waves > 0 && lane_bytes > 0 && s.wave_bytes() <= MAX_WAVE_BYTES).then_some(s)
     }
@@ -51,9 +71,23 @@ impl Gfx9Scratch {
         (u64::from(self.lane_bytes) * 64).next_multiple_of(WAVESIZE_GRANULE)
     }
 
-    /// Bytes of the whole backing.
-    pub fn size(&self) -> u64 {
+    /// Bytes of one XCC's share: its `waves` slots.
+    pub fn xcc_bytes(&self) -> u64 {
         u64::from(self.waves) * self.wave_bytes()
+    }
+
+    /// Bytes of the whole backing: every XCC's share.
+    pub fn size(&self) -> u64 {
+        u64::from(self.xccs.max(1)) * self.xcc_bytes()
+    }
+
+    /// `scratch_backing_memory_byte_size`: one XCC's share (0 with no backing).
+    pub fn backing_byte_size(&self) -> u64 {
+        if self.base == 0 {
+            0
+        } else {
+            self.xcc_bytes()
+        }
     }
 
     /// `compute_tmpring_size`: WAVES in bits 11:0, WAVESIZE (KiB) in bits 24:12.
@@ -70,7 +104,7 @@ impl Gfx9Scratch {
         [
             self.base as u32,
             ((self.base >> 32) as u32 & 0xFFFF) | SWIZZLE_ENABLE,
-            self.size().min(u64::from(u32::MAX)) as u32 * u32::from(self.base != 0),
+            self.xcc_bytes().min(u64::from(u32::MAX)) as u32 * u32::from(self.base != 0),
             GFX9_RESOURCE_DWORD3,
         ]
     }
@@ -104,6 +138,24 @@ mod tests {
             [0x3456_0000, 0x8000_7F12, 0x16C_0000, 0x00EA_4FAC]
         );
         assert_eq!(s.wave64_lane_bytes(), 112);
+    }
+
+    #[test]
+    fn an_mi300x_describes_one_xcc_of_eight() {
+        // 304 CUs over 8 XCCs, 32 slots per CU: 1216 waves per XCC, each XCC's share after
+        // the one before; the queue sees one share.
+        let mut s = Gfx9Scratch::for_xccs(100, 1216, 8).unwrap();
+        s.base = 0x7F00_0000_0000;
+        assert_eq!(s.xcc_bytes(), 1216 * 7 * 1024);
+        assert_eq!(s.size(), 8 * s.xcc_bytes());
+        assert_eq!(s.backing_byte_size(), s.xcc_bytes());
+        assert_eq!(s.tmpring() & 0xFFF, 1216);
+        assert_eq!(u64::from(s.resource()[2]), s.xcc_bytes());
+        // 9728 waves would not fit WAVES: a whole-device count is clamped, per XCC is not.
+        assert_eq!(
+            Gfx9Scratch::for_dispatch(100, 9728).unwrap().waves,
+            MAX_WAVES
+        );
     }
 
     #[test]

@@ -100,7 +100,11 @@
 //!   descriptor's), the registers the descriptor's enable bits ask for, the queue's scratch as
 //!   `amd_queue_t` describes it, KFD's apertures. A dispatch needing more scratch than its queue
 //!   has stops the CP, which asks the runtime through the queue's inactive signal and waits;
-//!   scratch lent for one dispatch is handed back after it. An instruction the interpreter does
+//!   scratch lent for one dispatch is handed back after it. On a GPU of several XCCs (gfx942)
+//!   the work-groups go to the XCCs in turn, and XCC `x`'s waves use the queue's scratch moved
+//!   up by `x * scratch_backing_memory_byte_size` (each XCC's CP lays out its own `WAVES` slots
+//!   in its share, as ROCr describes them per XCC): a layout for the whole device puts the
+//!   later XCCs past the backing, where their waves fault. An instruction the interpreter does
 //!   not know or run stops the queue with an illegal-instruction error naming the PC and its
 //!   disassembly; a trap is a queue exception; a wave's access outside the page table is a GPU
 //!   page fault.
@@ -170,6 +174,9 @@
 //!   (ROCr and Mesa never set them); TMZ and SDMA 6 cache-policy bits change nothing.
 //! - A system call that writes into host-visible VRAM (`read(2)` into a VRAM mapping) fails with
 //!   EFAULT in strict mode instead of silently bypassing the HDP model.
+//! - XCCs: only scratch tells them apart (a kernel reading its XCC id gets 0, the PM4 path and
+//!   emulated kernels use one XCC's layout); compute partitions (DPX/QPX/CPX) and memory
+//!   partitions (NPS4) are not modelled: the gfx942 preset is an MI300X in SPX/NPS1 mode.
 //! - Emulated kernels (host functions) run their work-groups one after another; packets
 //!   overlap only as described above. Machine code's work-groups run on as many host threads as
 //!   the host has (`KFDRT_EMU_WAVE_THREADS`), not on as many CUs as the GPU has.

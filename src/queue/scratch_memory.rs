@@ -22,10 +22,15 @@ pub(crate) fn wave_slots(gpu: &Gpu) -> u32 {
 /// Allocates a backing serving `private` bytes per work-item on `gpu`: for every wave slot of
 /// the GPU, or, past [`SINGLE_LIMIT`], for the `waves_needed` of one dispatch only (lent).
 /// Returns the buffer, the layout over it and whether it is lent.
+///
+/// The slots are split over `xccs` XCCs, each XCC's share after the one before, as an AQL
+/// queue of a multi-XCC GPU needs (ROCr's per-XCC `WAVES` and sizes): the whole device's slots
+/// do not fit one `WAVES` count (an MI300X has 9728), and each XCC's CP lays out its own.
 pub(crate) fn allocate(
     gpu: &Gpu,
     private: u32,
     waves_needed: u64,
+    xccs: u32,
 ) -> Result<(Buffer, Gfx9Scratch, bool)> {
     let info = gpu.info();
     if !(90000..100000).contains(&info.gfx_target_version) {
@@ -34,13 +39,16 @@ pub(crate) fn allocate(
             info.gfx_target
         )));
     }
-    let slots = wave_slots(gpu);
+    let xccs = xccs.max(1);
+    let slots = wave_slots(gpu).div_ceil(xccs);
     let too_big = || Error::InvalidArgument(format!("{private} bytes of scratch per work-item"));
-    let mut layout = Gfx9Scratch::for_dispatch(private, slots).ok_or_else(too_big)?;
+    let mut layout = Gfx9Scratch::for_xccs(private, slots, xccs).ok_or_else(too_big)?;
     let mut lent = false;
     if layout.size() > SINGLE_LIMIT {
-        let waves = u32::try_from(waves_needed.min(u64::from(slots))).unwrap_or(slots);
-        layout = Gfx9Scratch::for_dispatch(private, waves).ok_or_else(too_big)?;
+        // A dispatch's work-groups are spread over the XCCs in turn.
+        let per_xcc = waves_needed.div_ceil(u64::from(xccs));
+        let waves = u32::try_from(per_xcc.min(u64::from(slots))).unwrap_or(slots);
+        layout = Gfx9Scratch::for_xccs(private, waves, xccs).ok_or_else(too_big)?;
         lent = true;
     }
     let buffer = gpu.alloc_with(

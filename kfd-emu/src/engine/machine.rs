@@ -22,6 +22,11 @@ pub(crate) struct MachineLaunch<'a> {
     pub(crate) queue_id: u32,
     /// Where a wave's error is recorded with the code around it.
     pub(crate) fault_log: &'a crate::fault_log::FaultLog,
+    /// XCCs the work-groups are spread over, in turn by work-group index (an MI300X in SPX
+    /// mode has 8), and how far apart their shares of the scratch backing are (see
+    /// `scratch::QueueScratch::xcc_stride`).
+    pub(crate) xccs: u32,
+    pub(crate) xcc_stride: u64,
 }
 
 /// Why a launch did not run to the end.
@@ -64,6 +69,25 @@ impl MachineLaunch<'_> {
                 }));
             }
         }
+        // Each XCC's waves see their share of the scratch (only scratch tells the XCCs apart).
+        let xccs = if setup.scratch.is_some() && setup.needs_scratch() {
+            self.xccs.max(1)
+        } else {
+            1
+        };
+        let per_xcc: Vec<DispatchSetup> = (1..xccs)
+            .map(|x| {
+                let mut s = setup.clone();
+                s.scratch = s
+                    .scratch
+                    .map(|b| super::scratch::QueueScratch::for_xcc(b, self.xcc_stride, x));
+                s
+            })
+            .collect();
+        let setup_of = |group: u64| match (group % u64::from(xccs)) as usize {
+            0 => setup,
+            x => &per_xcc[x - 1],
+        };
         let next = AtomicU64::new(0);
         let failed = AtomicBool::new(false);
         // The error of the earliest work-groups that failed (by the index of their batch's first
@@ -94,7 +118,8 @@ impl MachineLaunch<'_> {
                     (first..(first + batch).min(total))
                         .map(|i| [(i % gx) as u32, ((i % gxy) / gx) as u32, (i / gxy) as u32]),
                 );
-                match run_workgroups(setup, &ids, self.vm, &control) {
+                // With scratch a batch is one work-group, on its XCC.
+                match run_workgroups(setup_of(first), &ids, self.vm, &control) {
                     Ok(stats) => {
                         instructions.fetch_add(stats.wave_instructions, Ordering::Relaxed);
                     }

@@ -409,6 +409,9 @@ impl<'a> Interpreter<'a> {
             threads: self.wave_threads,
             queue_id: self.ctl.id,
             fault_log: &self.ctl.gpu.fault_log,
+            // The PM4 path models one XCC's scratch registers.
+            xccs: 1,
+            xcc_stride: 0,
         };
         self.stats
             .machine_dispatches

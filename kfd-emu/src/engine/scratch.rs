@@ -26,6 +26,10 @@ pub(crate) struct QueueScratch {
     pub(crate) backing: Option<ScratchBacking>,
     /// The scratch is lent for one dispatch.
     pub(crate) use_once: bool,
+    /// `scratch_backing_memory_byte_size`: one XCC's share of the backing. A GPU of several
+    /// XCCs lays them out one after another: XCC `x`'s waves use `backing` moved up by
+    /// `x * xcc_stride`.
+    pub(crate) xcc_stride: u64,
 }
 
 impl QueueScratch {
@@ -41,6 +45,7 @@ impl QueueScratch {
         let base = vm.read_u64(amd_queue + q::SCRATCH_BACKING_MEMORY_LOCATION)?;
         let lane_bytes = vm.read_u32(amd_queue + q::SCRATCH_WAVE64_LANE_BYTE_SIZE)?;
         let properties = vm.read_u32(amd_queue + q::QUEUE_PROPERTIES)?;
+        let xcc_stride = vm.read_u64(amd_queue + q::SCRATCH_BACKING_MEMORY_BYTE_SIZE)?;
         let backing = (base != 0 && waves > 0 && wave_bytes > 0).then_some(ScratchBacking {
             base,
             // What the layout covers: WAVES slots of WAVESIZE each (a runtime may have
@@ -53,7 +58,24 @@ impl QueueScratch {
             lane_bytes,
             backing,
             use_once: properties & aql::QUEUE_PROPERTY_USE_SCRATCH_ONCE != 0,
+            xcc_stride,
         })
+    }
+
+    /// XCC `xcc`'s view of the backing: moved up by `xcc` shares, its buffer resource too.
+    pub(crate) fn for_xcc(backing: ScratchBacking, stride: u64, xcc: u32) -> ScratchBacking {
+        let shift = stride * u64::from(xcc);
+        let resource = backing.resource.map(|mut r| {
+            let base = (u64::from(r[1] & 0xFFFF) << 32 | u64::from(r[0])) + shift;
+            r[0] = base as u32;
+            r[1] = (r[1] & !0xFFFF) | ((base >> 32) as u32 & 0xFFFF);
+            r
+        });
+        ScratchBacking {
+            base: backing.base + shift,
+            resource,
+            ..backing
+        }
     }
 
     /// Whether a dispatch asking for `private_segment_size` bytes per work-item can start.

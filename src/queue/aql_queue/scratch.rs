@@ -63,7 +63,7 @@ fn describe(q: *const AmdQueue, s: &Gfx9Scratch, lent: bool) {
         (field(q, queue_offsets::SCRATCH_BACKING_MEMORY_LOCATION) as *mut u64)
             .write_volatile(s.base);
         (field(q, queue_offsets::SCRATCH_BACKING_MEMORY_BYTE_SIZE) as *mut u64)
-            .write_volatile(if s.base == 0 { 0 } else { s.size() });
+            .write_volatile(s.backing_byte_size());
         field(q, queue_offsets::SCRATCH_WAVE64_LANE_BYTE_SIZE)
             .write_volatile(s.wave64_lane_bytes());
     }
@@ -81,7 +81,7 @@ fn describe(q: *const AmdQueue, s: &Gfx9Scratch, lent: bool) {
 pub(super) fn presize(gpu: &Gpu, q: *const AmdQueue, private: u32) -> Result<QueueScratch> {
     let scratch = QueueScratch::default();
     if private > 0 {
-        let (buffer, layout, _) = allocate(gpu, private, u64::MAX)?;
+        let (buffer, layout, _) = allocate(gpu, private, u64::MAX, gpu.info().num_xcc)?;
         if layout.size() > SINGLE_LIMIT {
             return Err(Error::InvalidArgument(format!(
                 "{private} bytes of scratch per work-item for every wave slot is {} bytes, more \
@@ -159,7 +159,9 @@ impl AqlQueueShared {
                 request: "queue_inactive_signal",
                 what: "a scratch request with no dispatch needing scratch in the ring".into(),
             })
-            .and_then(|(private, waves)| allocate(&self.gpu, private, waves));
+            .and_then(|(private, waves)| {
+                allocate(&self.gpu, private, waves, self.gpu.info().num_xcc)
+            });
         match grown {
             Ok((buffer, layout, lent)) => {
                 log::debug!(

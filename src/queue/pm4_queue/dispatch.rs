@@ -41,7 +41,8 @@ impl Pm4Queue {
                 return Ok(*s);
             }
         }
-        let (buffer, layout, _) = allocate(&self.gpu, private, waves_needed)?;
+        // One XCC's layout: the PM4 path programs no per-XCC scratch bases.
+        let (buffer, layout, _) = allocate(&self.gpu, private, waves_needed, 1)?;
         if let Some((old, _)) = mem.scratch.replace((buffer, layout)) {
             mem.retired.push(old);
         }

@@ -128,10 +128,14 @@ impl Processor {
         setup.queue_address = self.amd_queue();
         setup.dispatch_id = at.index;
         setup.gws = self.ctl.gws();
+        let mut xcc_stride = 0;
         if d.private_segment_size > 0 {
             // `ensure_scratch` made sure the queue serves it before the packet got here.
             match QueueScratch::read(self.vm(), self.amd_queue()) {
-                Ok(s) => setup.scratch = s.backing,
+                Ok(s) => {
+                    setup.scratch = s.backing;
+                    xcc_stride = s.xcc_stride;
+                }
                 Err(f) => return Outcome::Error(QueueErrorCode::MemoryViolation, Some(f)),
             }
         }
@@ -142,6 +146,8 @@ impl Processor {
             threads: self.wave_threads,
             queue_id: self.ctl.id,
             fault_log: &self.ctl.gpu.fault_log,
+            xccs: self.ctl.gpu.params.num_xcc.max(1),
+            xcc_stride,
         };
         self.stats
             .machine_dispatches
