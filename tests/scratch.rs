@@ -225,6 +225,26 @@ fn spilling_kernels_use_every_xcc_of_an_mi300x_with_a_share_each() {
         u64::from(waves) * 1024,
         "16 bytes x 64 lanes per slot"
     );
+
+    // The same MI300X in CPX mode: each XCC is a GPU of its own, whose queues lay out one.
+    let cpx = common::emulated(Preset::Gfx942Cpx, 2);
+    for gpu in cpx.gpus() {
+        assert_eq!(
+            (gpu.info().num_xcc, gpu.info().compute_units),
+            (1, info.compute_units / 8)
+        );
+        let co = kernels(&gpu);
+        let idx = buffer_of(&gpu, &idx_words);
+        let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+        for (name, expected) in [
+            ("scratch_array", array_expected as Expected),
+            ("scratch_spill", spill_expected),
+        ] {
+            let k = co.kernel(name).unwrap();
+            assert_eq!(run(&q, &k, &idx), expected(&idx_words), "CPX {name}");
+        }
+        assert!(q.fault().is_none());
+    }
 }
 
 #[test]

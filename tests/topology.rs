@@ -61,7 +61,12 @@ fn device_under_test_topology_is_sane() {
 
 #[test]
 fn every_preset_with_one_and_eight_gpus() {
-    for preset in [Preset::Gfx90a, Preset::Gfx942, Preset::Gfx1100] {
+    for preset in [
+        Preset::Gfx90a,
+        Preset::Gfx942,
+        Preset::Gfx942Cpx,
+        Preset::Gfx1100,
+    ] {
         for n in [1, 8] {
             let kfd = common::emulated(preset, n);
             assert_eq!(kfd.gpus().len(), n);
@@ -76,13 +81,18 @@ fn every_preset_with_one_and_eight_gpus() {
                     assert_eq!(i.gfx_target, "gfx942");
                     assert!(i.num_xcc > 1, "gfx942 is a multi-XCC part");
                 }
+                Preset::Gfx942Cpx => {
+                    assert_eq!(i.gfx_target, "gfx942");
+                    assert_eq!((i.num_xcc, i.compute_units), (1, 38), "one XCC per node");
+                }
                 Preset::Gfx1100 => {
                     assert_eq!((i.gfx_target.as_str(), i.wave_size), ("gfx1100", 32))
                 }
             }
             if n == 8 {
-                // The MI210s and MI300Xs form an XGMI hive: links for every pair. The RX 7900
-                // XTX's VRAM is not all in its BAR, so no GPU reaches it (no p2p_links).
+                // The MI210s and MI300Xs form an XGMI hive: links for every pair (PCIe peer
+                // links between CPX partitions, which have no XGMI engines). The RX 7900 XTX's
+                // VRAM is not all in its BAR, so no GPU reaches it (no p2p_links).
                 let expect = if preset == Preset::Gfx1100 { 0 } else { 7 };
                 for g in kfd.gpus() {
                     let peers = g

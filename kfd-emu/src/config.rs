@@ -21,8 +21,14 @@ pub enum EmuError {
 pub enum Preset {
     /// AMD Instinct MI210 (gfx90a, CDNA2).
     Gfx90a,
-    /// AMD Instinct MI300X (gfx942, CDNA3, 8 XCCs).
+    /// AMD Instinct MI300X (gfx942, CDNA3, 8 XCCs), in SPX mode (one partition of all XCCs)
+    /// and NPS1 memory.
     Gfx942,
+    /// One compute partition of an MI300X in CPX mode (NPS1 memory): each XCC is a KFD node of
+    /// its own, with 38 CUs, an eighth of the VRAM (`KFD_XCP_MEMORY_SIZE`) and of the SDMA
+    /// engines (`kfd_get_num_sdma_engines`: 2, none left for XGMI). `KFDRT_EMU_GPUS=8` is a
+    /// whole MI300X so partitioned.
+    Gfx942Cpx,
     /// AMD Radeon RX 7900 XTX (gfx1100, RDNA3, wave32, small BAR).
     Gfx1100,
 }
@@ -33,9 +39,10 @@ impl FromStr for Preset {
         match s.trim().to_ascii_lowercase().as_str() {
             "gfx90a" | "mi210" => Ok(Preset::Gfx90a),
             "gfx942" | "mi300x" => Ok(Preset::Gfx942),
+            "gfx942-cpx" | "mi300x-cpx" => Ok(Preset::Gfx942Cpx),
             "gfx1100" | "rx7900xtx" => Ok(Preset::Gfx1100),
             other => Err(EmuError::Config(format!(
-                "unknown preset {other:?} (gfx90a, gfx942, gfx1100)"
+                "unknown preset {other:?} (gfx90a, gfx942, gfx942-cpx, gfx1100)"
             ))),
         }
     }
@@ -46,6 +53,7 @@ impl fmt::Display for Preset {
         f.write_str(match self {
             Preset::Gfx90a => "gfx90a",
             Preset::Gfx942 => "gfx942",
+            Preset::Gfx942Cpx => "gfx942-cpx",
             Preset::Gfx1100 => "gfx1100",
         })
     }
@@ -174,6 +182,21 @@ impl Preset {
                 gpu_clock_hz: 100_000_000,
                 num_cp_queues: 24,
             },
+            Preset::Gfx942Cpx => {
+                let spx = Preset::Gfx942.params();
+                let xccs = spx.num_xcc;
+                GpuParams {
+                    name: "AMD Instinct MI300X, CPX partition (emulated)".into(),
+                    compute_units: spx.compute_units / xccs,
+                    vram_bytes: spx.vram_bytes / u64::from(xccs),
+                    host_visible_vram_bytes: spx.host_visible_vram_bytes / u64::from(xccs),
+                    sdma_engines: 2,
+                    sdma_xgmi_engines: 0,
+                    num_xcc: 1,
+                    array_count: spx.array_count / xccs,
+                    ..spx
+                }
+            }
             Preset::Gfx1100 => GpuParams {
                 name: "AMD Radeon RX 7900 XTX (emulated)".into(),
                 gfx_target_version: 110000,
