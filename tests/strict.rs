@@ -101,7 +101,13 @@ fn a_misaligned_kernarg_segment_is_refused() {
 
 #[test]
 fn code_rewritten_without_an_icache_invalidate_is_reported() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    for preset in [Preset::Gfx90a, Preset::Gfx1100] {
+        code_rewritten_on(preset);
+    }
+}
+
+fn code_rewritten_on(preset: Preset) {
+    let kfd = common::emulated(preset, 1);
     let gpu = kfd.gpu(0).unwrap();
     let emu = kfd.emulator().unwrap();
     let runs = Arc::new(AtomicU64::new(0));
@@ -132,8 +138,30 @@ fn code_rewritten_without_an_icache_invalidate_is_reported() {
     vm.write(entry, &[0x00, 0x00, 0x81, 0xBF]).unwrap();
     q.invalidate_icache().unwrap().wait(Some(T)).unwrap();
     run();
-    assert_eq!(emu.stats().stale_code_fetches, 1);
+    assert_eq!(
+        emu.stats().stale_code_fetches,
+        1,
+        "{preset}: kfdrt's invalidate left code cached"
+    );
     assert_eq!(runs.load(Ordering::SeqCst), 3);
+    if preset == Preset::Gfx1100 {
+        // On gfx10+ the instruction cache refills through GL1 and GL2: invalidating it alone
+        // (GLI_INV) leaves the old code there.
+        let pm4q = gpu.create_pm4_queue(Default::default()).unwrap();
+        vm.write(entry, &[0x00, 0x00, 0x80, 0xBF]).unwrap();
+        let gli_only = pm4::Pm4Packet::AcquireMem {
+            coher_cntl: 0,
+            gcr_cntl: 1,
+        };
+        common::pm4_submit(&pm4q, &[gli_only], T).unwrap();
+        pm4q.finish(T).unwrap();
+        run();
+        assert_eq!(
+            emu.stats().stale_code_fetches,
+            2,
+            "GLI_INV alone went unnoticed"
+        );
+    }
 }
 
 #[test]

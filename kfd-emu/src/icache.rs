@@ -3,7 +3,8 @@
 //!
 //! A real GPU then runs stale instructions, silently. The emulator keeps, per GPU, the bytes it
 //! fetched at each kernel entry since the last invalidate (an `ACQUIRE_MEM` with the
-//! instruction-cache action: `SH_ICACHE` on gfx9, `GLI_INV` on gfx10+); in strict mode, a
+//! instruction-cache action: `SH_ICACHE` on gfx9; on gfx10+ `GLI_INV` with `GL1_INV` and
+//! `GL2_INV`, since code reaches the instruction cache through GL1 and GL2); in strict mode, a
 //! dispatch whose code no longer matches what was fetched is reported as a stale fetch. Only the
 //! first bytes of each entry are compared (a kernel's size is not in its descriptor); the wave
 //! interpreter compares the instructions it decodes.

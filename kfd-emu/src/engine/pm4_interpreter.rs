@@ -136,7 +136,10 @@ impl<'a> Interpreter<'a> {
                 gcr_cntl,
             } => {
                 let icache = if self.family.is_gfx10_plus() {
-                    pm4::acquire_mem::gcr_cntl::gli_inv(*gcr_cntl) != 0
+                    // gfx10+ fetches code through GL1 and GL2: invalidating the instruction
+                    // cache alone refills it from lines there that may be as old.
+                    use pm4::acquire_mem::gcr_cntl::{gli_inv, GL1_INV, GL2_INV};
+                    gli_inv(*gcr_cntl) != 0 && gcr_cntl & GL1_INV != 0 && gcr_cntl & GL2_INV != 0
                 } else {
                     coher_cntl & pm4::acquire_mem::coher_cntl::SH_ICACHE != 0
                 };

@@ -18,10 +18,13 @@ impl AqlQueue {
                 )
                 .ok_or_else(|| Error::InvalidArgument("no PM4 support for this GPU".into()))?;
                 let acquire = if family.is_gfx10_plus() {
-                    // GLI_INV = 1: invalidate the whole instruction cache.
+                    // Every cache that may hold lines of code, as ROCr's InvalidateCodeCaches:
+                    // the instruction cache (GLI_INV = 1: all of it), the scalar and vector
+                    // L0s, GL1 and GL2 (code reaches the instruction cache through them).
+                    use pm4::acquire_mem::gcr_cntl::*;
                     pm4::Pm4Packet::AcquireMem {
                         coher_cntl: 0,
-                        gcr_cntl: 1,
+                        gcr_cntl: gli_inv(1) | GLK_INV | GLV_INV | GL1_INV | GL2_INV,
                     }
                 } else {
                     // SH_ICACHE (29) | SH_KCACHE (27) | TC (23) | TCL1 (22), as kfdtest does.
