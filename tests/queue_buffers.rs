@@ -650,3 +650,37 @@ fn a_queue_created_on_a_faulted_gpu_is_created_evicted() {
     assert_eq!(header, packet[..2], "the packet was consumed");
     destroy(&kfd, a.queue_id).unwrap();
 }
+
+/// Under MES (gfx11 and later) a queue's write pointer lives in a one-page GTT buffer of the
+/// queue's own device, which the driver maps into the GART for the scheduler
+/// (`init_user_queue`): one in VRAM or on another GPU is refused. Before MES it is not.
+#[test]
+fn under_mes_the_write_pointer_is_in_gtt_on_the_queues_own_device() {
+    for (preset, mes) in [(Preset::Gfx1100, true), (Preset::Gfx90a, false)] {
+        let kfd = common::emulated(preset, 2);
+        let (gpu, other) = (kfd.gpu(0).unwrap(), kfd.gpu(1).unwrap());
+        let parts = Parts::new(&gpu);
+        let try_with = |ptrs: &Buffer| {
+            let mut a = parts.args(&gpu);
+            a.write_pointer_address = ptrs.gpu_address() + 56;
+            a.read_pointer_address = ptrs.gpu_address() + 128;
+            let r = create(&kfd, &mut a);
+            if r.is_ok() {
+                destroy(&kfd, a.queue_id).unwrap();
+            }
+            r.map(drop)
+        };
+        let refused = |r: Result<(), Errno>| {
+            if mes {
+                assert_eq!(r, Err(Errno::EINVAL), "{preset}");
+            } else {
+                assert_eq!(r, Ok(()), "{preset}");
+            }
+        };
+        try_with(&parts.ptrs).unwrap();
+        refused(try_with(&whole(&gpu, 4096, MemoryKind::DeviceLocal)));
+        let foreign = whole(&other, 4096, MemoryKind::GttCoherent);
+        foreign.map_to(&gpu).unwrap();
+        refused(try_with(&foreign));
+    }
+}

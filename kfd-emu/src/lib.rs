@@ -85,6 +85,8 @@
 //! - `CREATE_QUEUE` as Linux 6.12+ checks it: the ring, the pages of the read and write
 //!   pointers, the EOP buffer and the CWSR area are each a whole GPU mapping of exactly the size
 //!   KFD expects ([`kfd_sys::queue_sizes`]), and a live queue holds them (unmapping one: EBUSY).
+//!   Under MES (gfx11, the gfx1100 preset) the write pointer's page is also a GTT buffer of the
+//!   queue's own device, which the driver maps into the GART (`init_user_queue`).
 //! - Page permissions: a GPU write to a buffer allocated without `WRITABLE` faults as read-only,
 //!   a kernel whose code is not in `EXECUTABLE` memory faults as no-execute.
 //! - Faults as amdkfd reports them: a page fault (or an illegal PM4 or SDMA packet) evicts every

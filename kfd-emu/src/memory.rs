@@ -150,6 +150,11 @@ impl MemoryTable {
         self.lock().bos.len()
     }
 
+    /// The GPU (index) a buffer was allocated on and its allocation flags.
+    pub(crate) fn placement(&self, handle: u64) -> Option<(usize, u32)> {
+        self.lock().bos.get(&handle).map(|b| (b.gpu.index, b.flags))
+    }
+
     /// (buffer, GPU) pairs currently mapped.
     pub(crate) fn live_gpu_mappings(&self) -> usize {
         self.lock().bos.values().map(|b| b.mapped.len()).sum()

@@ -127,6 +127,28 @@ fn required_buffer(gpu: &GpuState, what: &str, addr: u64, expected: u64) -> Resu
         .map_err(|why| refuse(format_args!("{what} at {addr:#x}: {why}"), Errno::EINVAL))
 }
 
+/// The MES scheduler (gfx11 and later) reads a queue's write pointer through the GART to see
+/// work on unmapped queues, so `init_user_queue` wants its one-page buffer on the queue's own
+/// device ("Queue memory allocated to wrong device") and maps it with
+/// `amdgpu_amdkfd_map_gtt_bo_to_gart`, which pins it in GTT: the emulator refuses one in VRAM
+/// (the write pointer belongs in system memory, where the CPU updates it).
+fn mes_write_pointer(emu: &Emulator, gpu: &GpuState, handle: u64) -> Result<(), Errno> {
+    let (owner, flags) = emu.memory.placement(handle).ok_or(Errno::EINVAL)?;
+    if owner != gpu.index {
+        return Err(refuse(
+            format_args!("MES: the write pointer's buffer belongs to another device"),
+            Errno::EINVAL,
+        ));
+    }
+    if flags & (KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_USERPTR) == 0 {
+        return Err(refuse(
+            format_args!("MES: the write pointer's buffer is not in GTT"),
+            Errno::EINVAL,
+        ));
+    }
+    Ok(())
+}
+
 /// What a queue holds while it lives: references on KFD buffers and, for a context-save area
 /// in shared virtual memory, one on the SVM ranges under it.
 #[derive(Default)]
@@ -152,9 +174,13 @@ fn acquire_buffers(
 ) -> Result<QueueBuffers, Errno> {
     let p = &gpu.params;
     let aql = a.queue_type == KFD_IOC_QUEUE_TYPE_COMPUTE_AQL;
+    let wptr = required_buffer(gpu, "write pointer", a.write_pointer_address, GPU_PAGE_SIZE)?;
+    if p.gfx_target_version >= 110000 {
+        mes_write_pointer(emu, gpu, wptr)?;
+    }
     let mut held = QueueBuffers {
         handles: vec![
-            required_buffer(gpu, "write pointer", a.write_pointer_address, GPU_PAGE_SIZE)?,
+            wptr,
             required_buffer(gpu, "read pointer", a.read_pointer_address, GPU_PAGE_SIZE)?,
             required_buffer(
                 gpu,
