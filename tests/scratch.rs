@@ -374,3 +374,106 @@ fn pm4_dispatches_get_scratch_from_their_registers() {
         assert!(kfd.emulator().unwrap().stats().machine_dispatches >= 2);
     }
 }
+
+/// Publishes `p` on `queue` as a correct producer does (body, then the header with release),
+/// bypassing kfdrt's dispatch API (to set the packet's private segment size). Returns its
+/// index.
+fn raw_publish(queue: &AqlQueue, p: &aql::Packet) -> u64 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    // SAFETY: the amd_queue_t and the ring are live memory owned by `queue`.
+    let q = unsafe { &*(queue.amd_queue_address() as *const aql::AmdQueue) };
+    let id = q.write_dispatch_id.fetch_add(1, Ordering::AcqRel);
+    let slot = (queue.ring_address() + (id % u64::from(queue.size())) * 64) as *const AtomicU32;
+    let d = p.encode();
+    for (i, w) in d.iter().enumerate().skip(1) {
+        // SAFETY: dwords of the reserved slot.
+        unsafe { &*slot.add(i) }.store(*w, Ordering::Relaxed);
+    }
+    // SAFETY: dword 0 of the reserved slot.
+    unsafe { &*slot }.store(d[0], Ordering::Release);
+    id
+}
+
+/// RDNA3 (gfx11): kfdrt lays scratch out in ROCr's GFX11 formats (`WAVESIZE` in 256-byte
+/// units, `WAVES` per shader engine, the GFX11 resource) and sizes it for the wave size the CP
+/// asks for: a wave32 kernel's request (`INSUFFICIENT_SCRATCH_WAVE32`) gets slots of 32 lanes.
+/// (The interpreter runs no gfx11 code: the dispatch itself then stops as an illegal
+/// instruction, after its scratch was served.)
+#[test]
+fn gfx1100_queues_get_gfx11_scratch_sized_for_their_waves() {
+    let kfd = common::emulated(Preset::Gfx1100, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let info = gpu.info().clone();
+    let engines = info.shader_engines;
+    let fields = |q: &AqlQueue| {
+        // SAFETY: the live queue's amd_queue_t; the CP only reads these fields.
+        unsafe {
+            let a = q.amd_queue_address() as *const u8;
+            let u32_at = |o: u64| (a.add(o as usize) as *const u32).read_volatile();
+            let o = aql::queue_offsets::SCRATCH_RESOURCE_DESCRIPTOR;
+            (
+                u32_at(aql::queue_offsets::COMPUTE_TMPRING_SIZE),
+                [u32_at(o), u32_at(o + 4), u32_at(o + 8), u32_at(o + 12)],
+                u32_at(aql::queue_offsets::SCRATCH_WAVE64_LANE_BYTE_SIZE),
+            )
+        }
+    };
+    // Sized up front for the GPU's own waves (wave32): 100 bytes -> 104 per lane, 3328 per wave.
+    let q = gpu
+        .create_aql_queue(AqlQueueOptions::default().with_scratch(100))
+        .unwrap();
+    let (tmpring, resource, wave64_lane) = fields(&q);
+    assert_eq!(
+        (tmpring >> 12) & 0x7FFF,
+        3328 / 256,
+        "WAVESIZE in 256-byte units"
+    );
+    let per_engine = tmpring & 0xFFF;
+    assert!(per_engine > 0 && per_engine * engines >= info.compute_units * 32);
+    assert_eq!(resource[1] >> 30, 1, "GFX11 SWIZZLE_ENABLE");
+    assert_eq!(resource[3], aql::scratch::GFX11_RESOURCE_DWORD3);
+    assert_eq!(
+        u64::from(resource[2]),
+        u64::from(per_engine * engines) * 3328
+    );
+    assert_eq!(wave64_lane, 52, "104 bytes over 32 lanes, counted over 64");
+
+    // A wave32 kernel needing more stops the CP, which asks for wave32 scratch.
+    let co = gpu
+        .load_code_object(include_bytes!("../blit/gfx1100.co"))
+        .unwrap();
+    let k = co.kernel("kfdrt_blit_fill").unwrap();
+    let before = requests(&kfd);
+    let packet = aql::Packet::KernelDispatch(aql::KernelDispatchPacket {
+        barrier: true,
+        acquire: aql::FenceScope::System,
+        release: aql::FenceScope::System,
+        dimensions: 1,
+        workgroup_size: [64, 1, 1],
+        grid_size: [64, 1, 1],
+        private_segment_size: 400,
+        group_segment_size: 0,
+        kernel_object: k.object(),
+        kernarg_address: 0,
+        completion_signal: 0,
+    });
+    let id = raw_publish(&q, &packet);
+    // Waiting on work behind it serves the queue's requests (kfdrt's own dispatches start a
+    // service thread; this one went around them); the queue then stops at the dispatch.
+    let waited = q.barrier_and(&[]).unwrap().wait(T);
+    assert!(waited.is_err(), "{waited:?}");
+    assert_eq!(requests(&kfd) - before, 1, "one request, served");
+    let (tmpring, _, wave64_lane) = fields(&q);
+    assert_eq!(
+        (tmpring >> 12) & 0x7FFF,
+        400 * 32 / 256,
+        "slots of 32 lanes"
+    );
+    assert_eq!(wave64_lane, 200);
+    let fault = q.fault().unwrap();
+    assert_eq!(
+        fault.code & kfdrt::queue::error_bits::ILLEGAL_INSTRUCTION,
+        kfdrt::queue::error_bits::ILLEGAL_INSTRUCTION,
+        "not an allocation failure: {fault:?} (dispatch {id})"
+    );
+}

@@ -102,7 +102,9 @@
 //!   descriptor's), the registers the descriptor's enable bits ask for, the queue's scratch as
 //!   `amd_queue_t` describes it, KFD's apertures. A dispatch needing more scratch than its queue
 //!   has stops the CP, which asks the runtime through the queue's inactive signal and waits;
-//!   scratch lent for one dispatch is handed back after it. On a GPU of several XCCs (gfx942)
+//!   scratch lent for one dispatch is handed back after it; the request says the wave size
+//!   (`INSUFFICIENT_SCRATCH_WAVE32` for a wave32 kernel), and the queue's fields are read in
+//!   the GPU's format (GFX11: `WAVESIZE` in 256 bytes, `WAVES` per engine). On a GPU of several XCCs (gfx942)
 //!   the work-groups go to the XCCs in turn, and XCC `x`'s waves use the queue's scratch moved
 //!   up by `x * scratch_backing_memory_byte_size` (each XCC's CP lays out its own `WAVES` slots
 //!   in its share, as ROCr describes them per XCC): a layout for the whole device puts the

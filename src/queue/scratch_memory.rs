@@ -1,10 +1,10 @@
 //! Scratch backings for compute queues (AQL and PM4), laid out as ROCr lays them out on GFX9
-//! (see [`aql::scratch`]): one slot per wave the GPU can run at once.
+//! and GFX11 (see [`aql::scratch`]): one slot per wave the GPU can run at once.
 
 use crate::device::Gpu;
 use crate::error::{Error, Result};
 use crate::memory::{AllocOptions, Buffer, MemoryKind};
-use aql::scratch::Gfx9Scratch;
+use aql::scratch::{ScratchFormat, ScratchLayout};
 
 /// Above this, a backing for every wave slot is not kept: the dispatch gets one sized for its
 /// own waves, lent for that dispatch (ROCr's `HSA_SCRATCH_SINGLE_LIMIT` default).
@@ -26,29 +26,36 @@ pub(crate) fn wave_slots(gpu: &Gpu) -> u32 {
 /// The slots are split over `xccs` XCCs, each XCC's share after the one before, as an AQL
 /// queue of a multi-XCC GPU needs (ROCr's per-XCC `WAVES` and sizes): the whole device's slots
 /// do not fit one `WAVES` count (an MI300X has 9728), and each XCC's CP lays out its own.
+/// Slots are sized for waves of `lanes` lanes (wave32 dispatches on GFX11 need half a wave64
+/// slot per work-item byte).
 pub(crate) fn allocate(
     gpu: &Gpu,
     private: u32,
     waves_needed: u64,
     xccs: u32,
-) -> Result<(Buffer, Gfx9Scratch, bool)> {
+    lanes: u32,
+) -> Result<(Buffer, ScratchLayout, bool)> {
     let info = gpu.info();
-    if !(90000..100000).contains(&info.gfx_target_version) {
-        return Err(Error::Unsupported(format!(
-            "scratch for {} queues (kfdrt sets up GFX9 scratch only)",
-            info.gfx_target
-        )));
-    }
+    let format =
+        ScratchFormat::for_gfx_target_version(info.gfx_target_version).ok_or_else(|| {
+            Error::Unsupported(format!(
+                "scratch for {} queues (kfdrt sets up GFX9 and GFX11 scratch)",
+                info.gfx_target
+            ))
+        })?;
     let xccs = xccs.max(1);
+    let engines = (info.shader_engines / xccs).max(1);
     let slots = wave_slots(gpu).div_ceil(xccs);
     let too_big = || Error::InvalidArgument(format!("{private} bytes of scratch per work-item"));
-    let mut layout = Gfx9Scratch::for_xccs(private, slots, xccs).ok_or_else(too_big)?;
+    let layout_for = |waves| ScratchLayout::new(format, lanes, private, waves, xccs, engines);
+    let mut layout = layout_for(slots).ok_or_else(too_big)?;
     let mut lent = false;
     if layout.size() > SINGLE_LIMIT {
         // A dispatch's work-groups are spread over the XCCs in turn.
         let per_xcc = waves_needed.div_ceil(u64::from(xccs));
         let waves = u32::try_from(per_xcc.min(u64::from(slots))).unwrap_or(slots);
-        layout = Gfx9Scratch::for_xccs(private, waves, xccs).ok_or_else(too_big)?;
+        // GFX11 counts waves per engine: at least one each.
+        layout = layout_for(waves.max(engines)).ok_or_else(too_big)?;
         lent = true;
     }
     let buffer = gpu.alloc_with(

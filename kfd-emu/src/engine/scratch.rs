@@ -12,15 +12,14 @@
 
 use crate::vm::{GpuFault, GpuVm};
 use aql::queue_offsets as q;
+use aql::scratch::ScratchFormat;
 use kfd_emu_isa::ScratchBacking;
-
-/// Bytes per unit of `WAVESIZE` on GFX9.
-const WAVESIZE_UNIT: u64 = 1024;
 
 /// What a queue's `amd_queue_t` says about its scratch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct QueueScratch {
-    /// The largest `private_segment_size` a wave64 dispatch may ask for.
+    /// The largest `private_segment_size` a wave64 dispatch may ask for
+    /// (`scratch_wave64_lane_byte_size`; twice that for a wave32 one).
     pub(crate) lane_bytes: u32,
     /// The backing as the waves use it; `None` when the queue has none.
     pub(crate) backing: Option<ScratchBacking>,
@@ -33,11 +32,20 @@ pub(crate) struct QueueScratch {
 }
 
 impl QueueScratch {
-    /// Reads the scratch fields of the `amd_queue_t` at `amd_queue`.
-    pub(crate) fn read(vm: &GpuVm, amd_queue: u64) -> Result<QueueScratch, GpuFault> {
+    /// Reads the scratch fields of the `amd_queue_t` at `amd_queue`, written in `format` for a
+    /// GPU of `shader_engines` engines per XCC (GFX11 counts `WAVES` per engine).
+    pub(crate) fn read(
+        vm: &GpuVm,
+        amd_queue: u64,
+        format: ScratchFormat,
+        shader_engines: u32,
+    ) -> Result<QueueScratch, GpuFault> {
         let tmpring = vm.read_u32(amd_queue + q::COMPUTE_TMPRING_SIZE)?;
-        let waves = u64::from(tmpring & 0xFFF);
-        let wave_bytes = u64::from((tmpring >> 12) & 0x1FFF) * WAVESIZE_UNIT;
+        let (waves, wave_bytes) = format.decode_tmpring(tmpring);
+        let waves = match format {
+            ScratchFormat::Gfx9 => u64::from(waves),
+            ScratchFormat::Gfx11 => u64::from(waves) * u64::from(shader_engines.max(1)),
+        };
         let mut resource = [0u32; 4];
         for (i, w) in resource.iter_mut().enumerate() {
             *w = vm.read_u32(amd_queue + q::SCRATCH_RESOURCE_DESCRIPTOR + 4 * i as u64)?;
@@ -78,9 +86,11 @@ impl QueueScratch {
         }
     }
 
-    /// Whether a dispatch asking for `private_segment_size` bytes per work-item can start.
-    pub(crate) fn serves(&self, private_segment_size: u32) -> bool {
+    /// Whether a dispatch of waves of `lanes` lanes asking for `private_segment_size` bytes
+    /// per work-item can start.
+    pub(crate) fn serves(&self, private_segment_size: u32, lanes: u32) -> bool {
+        let most = u64::from(self.lane_bytes) * 64 / u64::from(lanes.max(1));
         private_segment_size == 0
-            || (self.backing.is_some() && private_segment_size <= self.lane_bytes)
+            || (self.backing.is_some() && u64::from(private_segment_size) <= most)
     }
 }

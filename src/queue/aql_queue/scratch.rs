@@ -25,7 +25,7 @@ use aql::queue_error::{
     is_scratch_request, INSUFFICIENT_SCRATCH_WAVE32, INSUFFICIENT_SCRATCH_WAVE64,
     INVALID_ALLOCATION, SCRATCH_RECLAIM,
 };
-use aql::scratch::Gfx9Scratch;
+use aql::scratch::ScratchLayout;
 use aql::{queue_offsets, AmdQueue};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -50,7 +50,7 @@ fn field(q: *const AmdQueue, offset: u64) -> *mut u32 {
 
 /// Writes `s` into the `amd_queue_t` at `q` (the CP is stopped waiting for the runtime, or the
 /// queue does not exist yet).
-fn describe(q: *const AmdQueue, s: &Gfx9Scratch, lent: bool) {
+fn describe(q: *const AmdQueue, s: &ScratchLayout, lent: bool) {
     let resource = s.resource();
     // SAFETY: `q` is the live `amd_queue_t` page of a queue being set up or served; the CP
     // reads these fields only when it starts a dispatch, and it is stopped until the signal
@@ -81,7 +81,14 @@ fn describe(q: *const AmdQueue, s: &Gfx9Scratch, lent: bool) {
 pub(super) fn presize(gpu: &Gpu, q: *const AmdQueue, private: u32) -> Result<QueueScratch> {
     let scratch = QueueScratch::default();
     if private > 0 {
-        let (buffer, layout, _) = allocate(gpu, private, u64::MAX, gpu.info().num_xcc)?;
+        // Slots for the GPU's own wave size (wave64 dispatches on a wave32 GPU ask for more).
+        let (buffer, layout, _) = allocate(
+            gpu,
+            private,
+            u64::MAX,
+            gpu.info().num_xcc,
+            gpu.info().wave_size,
+        )?;
         if layout.size() > SINGLE_LIMIT {
             return Err(Error::InvalidArgument(format!(
                 "{private} bytes of scratch per work-item for every wave slot is {} bytes, more \
@@ -97,8 +104,8 @@ pub(super) fn presize(gpu: &Gpu, q: *const AmdQueue, private: u32) -> Result<Que
 
 impl AqlQueueShared {
     /// The first kernel dispatch needing scratch from the read index on (the one the CP
-    /// stopped at): its private segment size and the waves it launches.
-    fn blocked_dispatch(&self) -> Option<(u32, u64)> {
+    /// stopped at): its private segment size and the waves of `lanes` lanes it launches.
+    fn blocked_dispatch(&self, lanes: u32) -> Option<(u32, u64)> {
         let (read, write) = (self.ring.read_index(), self.ring.write_index());
         let base = self.ring_mem.as_ptr()? as usize;
         for index in read..write.min(read + u64::from(self.size_packets)) {
@@ -122,7 +129,7 @@ impl AqlQueueShared {
                         .iter()
                         .map(|&w| u64::from(w))
                         .product::<u64>())
-                    .div_ceil(64);
+                    .div_ceil(u64::from(lanes.max(1)));
                     return Some((d.private_segment_size, groups * per_group));
                 }
             }
@@ -148,19 +155,25 @@ impl AqlQueueShared {
             return Ok(());
         }
         if code == SCRATCH_RECLAIM {
-            describe(self.amd_queue, &Gfx9Scratch::default(), false);
+            describe(self.amd_queue, &ScratchLayout::default(), false);
             *backing = None;
             return self.inactive.store(0);
         }
         debug_assert!(code & (INSUFFICIENT_SCRATCH_WAVE64 | INSUFFICIENT_SCRATCH_WAVE32) != 0);
+        // The CP says which wave size the dispatch runs with (ROCr: error code bit 0x400).
+        let lanes = if code & INSUFFICIENT_SCRATCH_WAVE32 != 0 {
+            32
+        } else {
+            64
+        };
         let grown = self
-            .blocked_dispatch()
+            .blocked_dispatch(lanes)
             .ok_or_else(|| Error::UnexpectedDriverAnswer {
                 request: "queue_inactive_signal",
                 what: "a scratch request with no dispatch needing scratch in the ring".into(),
             })
             .and_then(|(private, waves)| {
-                allocate(&self.gpu, private, waves, self.gpu.info().num_xcc)
+                allocate(&self.gpu, private, waves, self.gpu.info().num_xcc, lanes)
             });
         match grown {
             Ok((buffer, layout, lent)) => {

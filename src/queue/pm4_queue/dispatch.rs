@@ -12,7 +12,7 @@ use crate::kernel::Kernel;
 use crate::memory::{Buffer, MemoryKind};
 use crate::queue::scratch_memory::{allocate, wave_slots};
 use aql::code_properties as cp;
-use aql::scratch::Gfx9Scratch;
+use aql::scratch::ScratchLayout;
 use aql::{FenceScope, KernelDispatchPacket, Packet};
 use pm4::regs::{self, initiator};
 use pm4::Pm4Packet;
@@ -21,7 +21,7 @@ use pm4::Pm4Packet;
 #[derive(Default)]
 pub(super) struct DispatchMemory {
     /// The scratch the queue's dispatches use now, and its layout.
-    scratch: Option<(Buffer, Gfx9Scratch)>,
+    scratch: Option<(Buffer, ScratchLayout)>,
     /// Replaced scratch and dispatch-packet images of submitted dispatches, freed once the
     /// queue has been seen idle past them.
     pub(super) retired: Vec<Buffer>,
@@ -30,7 +30,7 @@ pub(super) struct DispatchMemory {
 impl Pm4Queue {
     /// The queue's scratch, grown to serve `private` bytes per work-item for `waves_needed`
     /// waves (the replaced backing is kept until the queue is next seen idle).
-    fn scratch_for(&self, private: u32, waves_needed: u64) -> Result<Gfx9Scratch> {
+    fn scratch_for(&self, private: u32, waves_needed: u64) -> Result<ScratchLayout> {
         let mut mem = self
             .dispatch_memory
             .lock()
@@ -42,7 +42,7 @@ impl Pm4Queue {
             }
         }
         // One XCC's layout: the PM4 path programs no per-XCC scratch bases.
-        let (buffer, layout, _) = allocate(&self.gpu, private, waves_needed, 1)?;
+        let (buffer, layout, _) = allocate(&self.gpu, private, waves_needed, 1, 64)?;
         if let Some((old, _)) = mem.scratch.replace((buffer, layout)) {
             mem.retired.push(old);
         }

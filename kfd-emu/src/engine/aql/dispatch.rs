@@ -6,7 +6,6 @@ use super::{Outcome, PacketAt, Processor};
 use crate::engine::error::QueueErrorCode;
 use crate::engine::launch::{KernelLaunch, LaunchStop};
 use crate::engine::machine::{MachineLaunch, MachineStop};
-use crate::engine::scratch::QueueScratch;
 use aql::KernelDispatchPacket;
 use kfd_emu_isa::DispatchSetup;
 use std::sync::atomic::Ordering;
@@ -131,7 +130,7 @@ impl Processor {
         let mut xcc_stride = 0;
         if d.private_segment_size > 0 {
             // `ensure_scratch` made sure the queue serves it before the packet got here.
-            match QueueScratch::read(self.vm(), self.amd_queue()) {
+            match self.read_scratch() {
                 Ok(s) => {
                     setup.scratch = s.backing;
                     xcc_stride = s.xcc_stride;

@@ -19,16 +19,37 @@ impl Processor {
         self.kernels.get(d.kernel_object).is_none()
     }
 
+    /// The queue's scratch as its `amd_queue_t` describes it, in the GPU's format.
+    pub(super) fn read_scratch(&self) -> Result<QueueScratch, crate::vm::GpuFault> {
+        let p = &self.gpu().params;
+        let format = aql::scratch::ScratchFormat::for_gfx_target_version(p.gfx_target_version)
+            .unwrap_or_default();
+        let engines = p.array_count / p.simd_arrays_per_engine.max(1) / p.num_xcc.max(1);
+        QueueScratch::read(self.vm(), self.amd_queue(), format, engines)
+    }
+
+    /// Lanes per wave of `d`'s kernel: 32 where its descriptor asks for wave32.
+    fn lanes_of(&self, d: &KernelDispatchPacket) -> Result<u32, Outcome> {
+        let mut kd = [0u8; 64];
+        self.vm()
+            .read(d.kernel_object, &mut kd)
+            .map_err(|f| Outcome::Error(QueueErrorCode::MemoryViolation, Some(f)))?;
+        let wave32 = kfd_emu_isa::KernelDescriptor::from_bytes(&kd).wavefront_size32();
+        Ok(if wave32 { 32 } else { 64 })
+    }
+
     /// Waits, asking the runtime, until the queue's scratch serves `d`. `Ok(lent)`: it does,
     /// and `lent` says the scratch is lent for this dispatch only.
     pub(super) fn ensure_scratch(&self, d: &KernelDispatchPacket) -> Result<bool, Outcome> {
         if d.private_segment_size == 0 || !self.runs_machine_code(d) {
             return Ok(false);
         }
+        let lanes = self.lanes_of(d)?;
         loop {
-            let scratch = QueueScratch::read(self.vm(), self.amd_queue())
+            let scratch = self
+                .read_scratch()
                 .map_err(|f| Outcome::Error(QueueErrorCode::MemoryViolation, Some(f)))?;
-            if scratch.serves(d.private_segment_size) {
+            if scratch.serves(d.private_segment_size, lanes) {
                 return Ok(scratch.use_once);
             }
             log::debug!(
@@ -38,7 +59,13 @@ impl Processor {
                 d.private_segment_size,
                 scratch.lane_bytes
             );
-            match self.ask_runtime(aql::queue_error::INSUFFICIENT_SCRATCH_WAVE64) {
+            // Which wave size needs it (ROCr sizes the slots by it).
+            let code = if lanes == 32 {
+                aql::queue_error::INSUFFICIENT_SCRATCH_WAVE32
+            } else {
+                aql::queue_error::INSUFFICIENT_SCRATCH_WAVE64
+            };
+            match self.ask_runtime(code) {
                 Outcome::Done => {}
                 other => return Err(other),
             }
