@@ -181,8 +181,18 @@ impl Signal {
                     Some(sleep.map_or(SHARED_SLEEP_SLICE, |s| s.min(SHARED_SLEEP_SLICE)))
                 };
                 let r = crate::event::wait_ids(shared.dev.driver(), &ids, WaitMode::Any, sleep);
-                self.0.sleepers.fetch_sub(1, Ordering::AcqRel);
-                r?.1
+                let others = self.0.sleepers.fetch_sub(1, Ordering::AcqRel) - 1;
+                let (woken, data) = r?;
+                // A set reaches only the threads already asleep, and leaves the event
+                // unsignalled when it reached any: one of these slices may have taken the set
+                // the long sleeper was entering its sleep for. Pass it on (a spare wake-up
+                // costs a look at the value).
+                if woken && !first && others > 0 {
+                    if let Some(id) = self.event_id() {
+                        let _ = self.0.kfd.set_raw_event(id);
+                    }
+                }
+                data
             };
             ex.record(&data);
         }
