@@ -28,7 +28,7 @@ struct Parts {
 
 impl Parts {
     fn new(gpu: &Gpu) -> Parts {
-        let sizes = cwsr_sizes(gpu.info()).unwrap();
+        let sizes = cwsr_sizes(gpu.info(), gpu.kfd().driver().page_size()).unwrap();
         Parts {
             ring: whole(gpu, 64 * 1024, MemoryKind::GttCoherent),
             ptrs: whole(gpu, 4096, MemoryKind::GttCoherent),
@@ -42,7 +42,7 @@ impl Parts {
     }
 
     fn args(&self, gpu: &Gpu) -> kfd_ioctl_create_queue_args {
-        let sizes = cwsr_sizes(gpu.info()).unwrap();
+        let sizes = cwsr_sizes(gpu.info(), gpu.kfd().driver().page_size()).unwrap();
         kfd_ioctl_create_queue_args {
             ring_base_address: self.ring.gpu_address(),
             ring_size: 64 * 1024,
@@ -80,7 +80,7 @@ fn create_queue_checks_mirror_kfd() {
     let gpu = kfd.gpu(0).unwrap();
     let p = Parts::new(&gpu);
     let good = p.args(&gpu);
-    let sizes = cwsr_sizes(gpu.info()).unwrap();
+    let sizes = cwsr_sizes(gpu.info(), gpu.kfd().driver().page_size()).unwrap();
     // Buffers that are mapped but not whole: a sub-allocation, and pages of larger buffers.
     let sub = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
     assert!(sub.is_suballocated());
@@ -195,10 +195,10 @@ fn create_queue_checks_mirror_kfd() {
             },
         ),
         (
-            "eop size not the node's",
+            // Since the fix for 64 KiB pages KFD takes a larger EOP buffer, not a smaller one.
+            "eop size below the node's",
             kfd_ioctl_create_queue_args {
-                eop_buffer_address: big_eop.gpu_address(),
-                eop_buffer_size: 8192,
+                eop_buffer_size: u64::from(sizes.eop_buffer_size) / 2,
                 ..good
             },
         ),
@@ -257,6 +257,14 @@ fn create_queue_checks_mirror_kfd() {
         assert_eq!(create(&kfd, &mut a), Err(Errno::EINVAL), "{what}");
     }
     assert_eq!(kfd.emulator().unwrap().stats().live_queues, 0);
+    // An EOP buffer larger than the node's, in a buffer of its size: taken.
+    let mut larger = kfd_ioctl_create_queue_args {
+        eop_buffer_address: big_eop.gpu_address(),
+        eop_buffer_size: big_eop.size(),
+        ..good
+    };
+    create(&kfd, &mut larger).unwrap();
+    destroy(&kfd, larger.queue_id).unwrap();
     let mut a = good;
     create(&kfd, &mut a).unwrap();
     assert_eq!(kfd.emulator().unwrap().stats().live_queues, 1);
@@ -532,7 +540,7 @@ fn a_cwsr_area_in_svm_ranges_is_taken_as_the_driver_takes_it() {
     let kfd = common::emulated(Preset::Gfx90a, 2);
     let (gpu, other) = (kfd.gpu(0).unwrap(), kfd.gpu(1).unwrap());
     let p = Parts::new(&gpu);
-    let sizes = cwsr_sizes(gpu.info()).unwrap();
+    let sizes = cwsr_sizes(gpu.info(), gpu.kfd().driver().page_size()).unwrap();
     let len = sizes.total_bytes;
     let always = KFD_IOCTL_SVM_FLAG_GPU_ALWAYS_MAPPED;
     let set = |host: &common::HostPages, off: u64, n: u64, attrs: &[A]| {
@@ -683,4 +691,69 @@ fn under_mes_the_write_pointer_is_in_gtt_on_the_queues_own_device() {
         foreign.map_to(&gpu).unwrap();
         refused(try_with(&foreign));
     }
+}
+
+/// A kernel of 64 KiB pages (as AArch64 hosts often run): the driver rounds buffers to the
+/// page, wants a one-page doorbell slice (`roundup(8 KiB, PAGE_SIZE)`) and one-page pointer
+/// buffers, aligns CWSR sizes and EOP mappings to the page, and has no MMIO-remap page. kfdrt
+/// takes the page size from the driver: queues of every kind, copies, kernels, host memory and
+/// HDP flushes (through SDMA) all work there.
+#[test]
+fn everything_works_on_a_kernel_of_64_kib_pages() {
+    use kfdrt::emu::{GpuFault, WorkGroup};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    const T: Option<Duration> = Some(Duration::from_secs(30));
+    let mut config = kfdrt::emu::EmuConfig::new(Preset::Gfx90a, 1);
+    config.platform.page_size = 64 << 10;
+    let kfd = common::emulated_with(config);
+    assert_eq!(kfd.driver().page_size(), 64 << 10);
+    let gpu = kfd.gpu(0).unwrap();
+
+    // Kernels on an AQL queue, reading what the CPU wrote to VRAM (flushed through SDMA).
+    let runs = Arc::new(AtomicU64::new(0));
+    let vram = gpu.alloc(4096, MemoryKind::HostVisibleVram).unwrap();
+    let src = vram.gpu_address();
+    let seen = runs.clone();
+    let k = gpu
+        .emulated_kernel(
+            "read",
+            0,
+            Arc::new(move |wg: &WorkGroup<'_>| -> Result<(), GpuFault> {
+                seen.store(u64::from(wg.mem.read_u32(src)?), Ordering::SeqCst);
+                Ok(())
+            }),
+        )
+        .unwrap();
+    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    vram.write(0, &77u32.to_le_bytes()).unwrap();
+    q.dispatch(
+        &kfdrt::Dispatch::linear(&k, 1, 1)
+            .with_fences(aql::FenceScope::Agent, aql::FenceScope::System),
+    )
+    .unwrap()
+    .wait(T)
+    .unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 77);
+    let emu = kfd.emulator().unwrap();
+    assert_eq!(emu.stats().unflushed_vram_reads, 0);
+
+    // SDMA copies from registered host memory, and a PM4 queue's fence.
+    let sdma = gpu.create_sdma_queue().unwrap();
+    let mut host = vec![0u8; 3 * 4096 + 100];
+    host[5000] = 9;
+    let reg = gpu.register_host_memory(&mut host).unwrap();
+    let dst = gpu.alloc(16 << 10, MemoryKind::GttCoherent).unwrap();
+    assert!(reg.gpu_address() != 0);
+    let staged = gpu.alloc(16 << 10, MemoryKind::GttCoherent).unwrap();
+    staged.write(0, &[9u8; 4096]).unwrap();
+    sdma.copy(&dst, 0, &staged, 0, 4096, &[])
+        .unwrap()
+        .wait(T)
+        .unwrap();
+    assert_eq!(dst.to_vec().unwrap()[..4096], [9u8; 4096]);
+    drop(reg);
+    let pm4 = gpu.create_pm4_queue(Pm4QueueOptions::default()).unwrap();
+    pm4.finish(Duration::from_secs(30)).unwrap();
+    assert!(kfd.flush_hdp().is_ok());
 }

@@ -114,17 +114,21 @@ pub struct GpuParams {
 const GIB: u64 = 1 << 30;
 
 impl GpuParams {
-    /// The EOP and CWSR sizes KFD derives from this node's topology, which `CREATE_QUEUE` checks.
-    pub fn queue_area_sizes(&self) -> Option<kfd_sys::queue_sizes::QueueAreaSizes> {
-        kfd_sys::queue_sizes::QueueAreaSizes::for_node(&kfd_sys::queue_sizes::NodeShape {
-            gfx_target_version: self.gfx_target_version,
-            simd_count: self.compute_units * self.simd_per_cu,
-            simd_per_cu: self.simd_per_cu,
-            array_count: self.array_count,
-            simd_arrays_per_engine: self.simd_arrays_per_engine,
-            lds_size_in_kb: self.lds_size_kb,
-            num_xcc: self.num_xcc,
-        })
+    /// The EOP and CWSR sizes KFD derives from this node's topology on a kernel of
+    /// `page_size` pages, which `CREATE_QUEUE` checks.
+    pub fn queue_area_sizes(&self, page_size: u64) -> Option<kfd_sys::queue_sizes::QueueAreaSizes> {
+        kfd_sys::queue_sizes::QueueAreaSizes::for_node_with_pages(
+            &kfd_sys::queue_sizes::NodeShape {
+                gfx_target_version: self.gfx_target_version,
+                simd_count: self.compute_units * self.simd_per_cu,
+                simd_per_cu: self.simd_per_cu,
+                array_count: self.array_count,
+                simd_arrays_per_engine: self.simd_arrays_per_engine,
+                lds_size_in_kb: self.lds_size_kb,
+                num_xcc: self.num_xcc,
+            },
+            page_size,
+        )
     }
 }
 
@@ -250,6 +254,12 @@ pub struct Platform {
     /// its BAR (`amdgpu_device_is_peer_accessible`); otherwise mapping the peer's VRAM moves it
     /// to system memory (a DMA-buf attachment pins it in GTT), and KFD lists no link.
     pub peer_to_peer: bool,
+    /// The kernel's page size (`PAGE_SIZE`): 4 KiB, or 16 or 64 KiB as AArch64 kernels are
+    /// often built. The driver rounds buffers to it and wants it for the doorbell slice
+    /// (`roundup(8 KiB, PAGE_SIZE)`), queue pointer pages and CWSR sizes, and has no MMIO-remap
+    /// page above 4 KiB. The emulator checks with it; its host mappings stay the host's (a
+    /// larger page is a multiple of the host's). Default: the host's.
+    pub page_size: u64,
 }
 
 impl Default for Platform {
@@ -258,6 +268,7 @@ impl Default for Platform {
             pcie_atomics: true,
             sriov_vf: false,
             peer_to_peer: true,
+            page_size: kfd_sys::host_page_size(),
         }
     }
 }
@@ -265,7 +276,7 @@ impl Default for Platform {
 impl FromStr for Platform {
     type Err = EmuError;
     /// A comma-separated list of what the host lacks or is: `no-pcie-atomics`, `vf`,
-    /// `no-p2p`; empty is the default.
+    /// `no-p2p`, `pages-16k`, `pages-64k`; empty is the default.
     fn from_str(s: &str) -> Result<Platform, EmuError> {
         let mut p = Platform::default();
         for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
@@ -273,9 +284,11 @@ impl FromStr for Platform {
                 "no-pcie-atomics" => p.pcie_atomics = false,
                 "vf" => p.sriov_vf = true,
                 "no-p2p" => p.peer_to_peer = false,
+                "pages-16k" => p.page_size = 16 << 10,
+                "pages-64k" => p.page_size = 64 << 10,
                 other => {
                     return Err(EmuError::Config(format!(
-                        "{PLATFORM_ENV}: unknown platform trait {other:?} (no-pcie-atomics, vf, no-p2p)"
+                        "{PLATFORM_ENV}: unknown platform trait {other:?} (no-pcie-atomics, vf, no-p2p, pages-16k, pages-64k)"
                     )))
                 }
             }
@@ -346,7 +359,7 @@ pub const STRICT_ENV: &str = "KFDRT_EMU_STRICT";
 /// separated) for [`EmuConfig::from_env`].
 pub const HIDDEN_GPUS_ENV: &str = "KFDRT_EMU_HIDDEN_GPUS";
 /// Environment variable listing what the host lacks ([`EmuConfig::platform`]): comma-separated
-/// `no-pcie-atomics`, `vf`, `no-p2p`.
+/// `no-pcie-atomics`, `vf`, `no-p2p`, `pages-16k`, `pages-64k`.
 pub const PLATFORM_ENV: &str = "KFDRT_EMU_PLATFORM";
 /// Environment variable giving [`EmuConfig::wave_threads`] for [`EmuConfig::from_env`].
 pub const WAVE_THREADS_ENV: &str = "KFDRT_EMU_WAVE_THREADS";

@@ -24,6 +24,13 @@ pub(crate) const MMAP_TYPE_MMIO: u64 = 1 << MMAP_TYPE_SHIFT;
 pub(crate) const MMAP_GPU_ID_SHIFT: u32 = 46;
 /// Bytes of doorbells per process per GPU: 1024 doorbells of 8 bytes, two pages.
 pub(crate) const DOORBELL_SLICE: u64 = 8192;
+
+/// The process's doorbell slice on a kernel of `page_size` pages
+/// (`kfd_doorbell_process_slice`: `roundup(doorbell_size * KFD_MAX_NUM_OF_QUEUES_PER_PROCESS,
+/// PAGE_SIZE)`, 8 KiB of doorbells).
+pub(crate) fn doorbell_slice(page_size: u64) -> u64 {
+    DOORBELL_SLICE.next_multiple_of(page_size.max(1))
+}
 /// What the MMIO-remap page's HDP_MEM_FLUSH_CNTL holds between flushes in the emulator: any
 /// store (amdgpu writes 0, HIP and kfdtest 1) replaces it, which is how a flush is noticed.
 const HDP_IDLE: u32 = 0xFFFF_FFFF;
@@ -141,7 +148,7 @@ impl GpuState {
             scratch_backing_va: AtomicU64::new(0),
             trap_handler_tba: AtomicU64::new(0),
             trap_handler_tma: AtomicU64::new(0),
-            doorbells: SharedMem::new(DOORBELL_SLICE)?,
+            doorbells: SharedMem::new(doorbell_slice(platform.page_size))?,
             mmio,
             hdp_owner: crate::hdp::owner(emulator_id, index),
             wake_generation: AtomicU64::new(0),

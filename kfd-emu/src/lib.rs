@@ -142,6 +142,12 @@
 //!   ([`EmuStats::vram_moved_to_system`]). Not modelled: the slower access that follows, the
 //!   P2PDMA distance and IOMMU checks. Packets on XGMI SDMA queues are counted
 //!   ([`EmuStats::sdma_xgmi_packets`]); all engines copy at the same speed.
+//! - A kernel of larger pages ([`Platform::page_size`], `KFDRT_EMU_PLATFORM=pages-64k`):
+//!   buffers round up to the page, the doorbell slice is `roundup(8 KiB, PAGE_SIZE)`, queue
+//!   pointers want a one-page buffer, the ring, EOP and CWSR mappings are page aligned
+//!   (`kfd_queue_acquire_buffers`), `MMIO_REMAP` answers ENOMEM, and mappings need page-aligned
+//!   fixed addresses and offsets. Not modelled: SVM ranges and the HDP and doorbell traps keep
+//!   the host's page.
 //! - SDMA register polls other than the HDP flush (ROCr's `hdp_flush_cmd`, Linux's `HDP_FLUSH`
 //!   bit) are malformed packets: no registers are modelled.
 //! - amdgpu's limits: VRAM and visible VRAM per GPU, GTT and pinned memory against system memory,
@@ -316,6 +322,13 @@ impl Emulator {
             return Err(EmuError::Config(format!(
                 "{} GPUs (1 to 8 supported)",
                 config.gpus.len()
+            )));
+        }
+        let page = config.platform.page_size;
+        let host = kfd_sys::host_page_size();
+        if !page.is_power_of_two() || page < host || page > 64 << 10 {
+            return Err(EmuError::Config(format!(
+                "page size {page:#x} (a power of two from the host's {host:#x} to 64 KiB)"
             )));
         }
         let v = config.kfd_version;
@@ -600,6 +613,10 @@ impl Driver for Emulator {
             .map(|g| g.params.name.as_str())
             .unwrap_or("?");
         format!("kfd-emu (emulated device: {} x {first})", self.gpus.len())
+    }
+
+    fn page_size(&self) -> u64 {
+        self.config.platform.page_size
     }
 
     unsafe fn ioctl(

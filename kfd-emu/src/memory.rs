@@ -6,7 +6,7 @@
 //! overlaps another buffer (amdgpu_vm_bo_map's conflict) are EINVAL; exceeding VRAM (or
 //! host-visible VRAM for PUBLIC buffers) is ENOMEM; freeing a buffer still mapped is EBUSY.
 
-use crate::device::{GpuState, DOORBELL_SLICE};
+use crate::device::{doorbell_slice, GpuState};
 use crate::live::CpuMapKind;
 use crate::memfd::SharedMem;
 use crate::Emulator;
@@ -180,7 +180,9 @@ pub(crate) fn alloc(
         return Err(Errno::EINVAL);
     }
     let f = a.flags;
-    let size = a.size.checked_add(PAGE - 1).ok_or(Errno::EINVAL)? & !(PAGE - 1);
+    // amdgpu_bo_create rounds a buffer up to the kernel's page; its mapping covers it all.
+    let page = gpu.platform.page_size;
+    let size = a.size.checked_next_multiple_of(page).ok_or(Errno::EINVAL)?;
     // A VA of 0 is a buffer without an address (libhsakmt's NoAddress allocations): the
     // driver takes it, and it can never be mapped to a GPU here.
     if a.va_addr % PAGE != 0 {
@@ -193,7 +195,7 @@ pub(crate) fn alloc(
         None
     } else if f & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR != 0 {
         // The user address travels in mmap_offset; amdgpu pins whole pages of it.
-        if a.mmap_offset == 0 || a.mmap_offset % PAGE != 0 {
+        if a.mmap_offset == 0 || a.mmap_offset % page != 0 {
             return Err(Errno::EINVAL);
         }
         if !user_range_mapped(a.mmap_offset, size) {
@@ -205,17 +207,17 @@ pub(crate) fn alloc(
         })
     } else if f & KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL != 0 {
         // KFD ignores the offset user space passes and answers the process's doorbell slice.
-        if size != DOORBELL_SLICE {
+        if size != doorbell_slice(page) {
             return Err(Errno::EINVAL);
         }
         Some(Backing::Doorbell)
     } else if f & KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP != 0 {
-        if size != PAGE {
+        if size != page {
             return Err(Errno::EINVAL);
         }
         // kfd_ioctl_alloc_memory_of_gpu: `offset = dev->adev->rmmio_remap.bus_addr; if
         // (!offset || (PAGE_SIZE > 4096)) return -ENOMEM`. A virtual function has no remap page.
-        if gpu.platform.sriov_vf {
+        if gpu.platform.sriov_vf || page > PAGE {
             return Err(Errno::ENOMEM);
         }
         Some(Backing::Mmio)
@@ -278,7 +280,7 @@ pub(crate) fn alloc(
     let handle = u64::from(gpu.gpu_id) << 32 | m.next;
     let mmap_offset = match backing {
         // DRM-style fake offsets: unique, page aligned, never reused while the process lives.
-        Backing::Shared(_) => 0x100_0000_0000 + m.next * PAGE,
+        Backing::Shared(_) => 0x100_0000_0000 + m.next * page,
         Backing::User { host } => host,
         Backing::Doorbell => gpu.doorbell_mmap_offset(),
         Backing::Mmio => gpu.mmio_mmap_offset(),
@@ -550,6 +552,12 @@ pub(crate) unsafe fn mmap(
     flags: i32,
     offset: u64,
 ) -> Result<(*mut c_void, CpuMapKind), Errno> {
+    // The kernel's page is the unit of a mapping: its address (when fixed) and file offset.
+    let page = emu.config.platform.page_size;
+    let fixed = flags & (libc::MAP_FIXED | libc::MAP_FIXED_NOREPLACE) != 0;
+    if (fixed && addr as u64 % page != 0) || offset % page != 0 {
+        return Err(Errno::EINVAL);
+    }
     match source {
         MapSource::Anonymous => {
             // SAFETY: forwarded from the caller.

@@ -11,7 +11,7 @@ use crate::device::GpuState;
 use crate::engine::{self, EngineEnv, EngineOptions, QueueCtl, QueueErrorCode};
 use crate::Emulator;
 use kfd_sys::bindings::*;
-use kfd_sys::queue_sizes::{expected_ring_bytes, GPU_PAGE_SIZE};
+use kfd_sys::queue_sizes::expected_ring_bytes;
 use kfd_sys::Errno;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -174,19 +174,25 @@ fn acquire_buffers(
 ) -> Result<QueueBuffers, Errno> {
     let p = &gpu.params;
     let aql = a.queue_type == KFD_IOC_QUEUE_TYPE_COMPUTE_AQL;
-    let wptr = required_buffer(gpu, "write pointer", a.write_pointer_address, GPU_PAGE_SIZE)?;
+    let page = gpu.platform.page_size;
+    let wptr = required_buffer(gpu, "write pointer", a.write_pointer_address, page)?;
     if p.gfx_target_version >= 110000 {
         mes_write_pointer(emu, gpu, wptr)?;
     }
     let mut held = QueueBuffers {
         handles: vec![
             wptr,
-            required_buffer(gpu, "read pointer", a.read_pointer_address, GPU_PAGE_SIZE)?,
+            required_buffer(gpu, "read pointer", a.read_pointer_address, page)?,
             required_buffer(
                 gpu,
                 "ring",
                 a.ring_base_address,
-                expected_ring_bytes(p.gfx_target_version, a.queue_type, u64::from(ring_size)),
+                expected_ring_bytes(
+                    p.gfx_target_version,
+                    a.queue_type,
+                    u64::from(ring_size),
+                    page,
+                ),
             )?,
         ],
         svm_cwsr: None,
@@ -194,7 +200,7 @@ fn acquire_buffers(
     if is_sdma {
         return Ok(held);
     }
-    let sizes = p.queue_area_sizes().ok_or_else(|| {
+    let sizes = p.queue_area_sizes(page).ok_or_else(|| {
         refuse(
             format_args!("the node has no context-save sizes"),
             Errno::EINVAL,
@@ -202,11 +208,14 @@ fn acquire_buffers(
     })?;
     let gfx94x = (90400..90500).contains(&p.gfx_target_version);
     if a.eop_buffer_address != 0 {
-        if a.eop_buffer_size != u64::from(sizes.eop_buffer_size) {
+        // Since the fix for 64 KiB pages: at least the node's size, mapped page aligned. The
+        // size is kept in a u32 (`eop_ring_buffer_size`), so the ioctl's upper half is lost.
+        let eop = u64::from(a.eop_buffer_size as u32);
+        if eop < u64::from(sizes.eop_buffer_size) {
             return Err(refuse(
                 format_args!(
-                    "EOP buffer of {:#x} bytes, the node's is {:#x}",
-                    a.eop_buffer_size, sizes.eop_buffer_size
+                    "EOP buffer of {eop:#x} bytes, less than the node's {:#x}",
+                    sizes.eop_buffer_size
                 ),
                 Errno::EINVAL,
             ));
@@ -215,7 +224,7 @@ fn acquire_buffers(
             gpu,
             "EOP buffer",
             a.eop_buffer_address,
-            a.eop_buffer_size,
+            sizes.eop_mapping_bytes(eop),
         )?);
     } else if !(gfx94x && aql) {
         return Err(refuse(

@@ -96,11 +96,25 @@ pub trait Driver: Send + Sync + 'static {
     /// where the names are numbers.
     fn list_topology(&self, path: &str) -> Result<Vec<String>, Errno>;
 
+    /// The kernel's page size (`PAGE_SIZE`): what the driver rounds buffers to, and the unit of
+    /// its doorbell slice, queue pointer pages and mappings. The host's by default; an emulated
+    /// driver may model another (an AArch64 kernel of 64 KiB pages).
+    fn page_size(&self) -> u64 {
+        host_page_size()
+    }
+
     /// A hint that a doorbell of GPU `gpu_id` was just written. Hardware notices doorbells by
     /// itself; the emulator may use this to wake its packet processors promptly.
     fn doorbell_hint(&self, gpu_id: u32) {
         let _ = gpu_id;
     }
+}
+
+/// The host's page size (`sysconf(_SC_PAGESIZE)`), 4 KiB if it will not say.
+pub fn host_page_size() -> u64 {
+    // SAFETY: sysconf only reads a system value.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    u64::try_from(n).ok().filter(|&n| n >= 4096).unwrap_or(4096)
 }
 
 /// Typed ioctl calls on any [`Driver`].

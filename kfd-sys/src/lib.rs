@@ -22,7 +22,8 @@ mod version;
 
 pub use devkfd::{DevKfd, DEV_KFD_PATH};
 pub use driver::{
-    sort_topology_entries, Driver, DriverExt, DriverKind, MapSource, Node, KFD_TOPOLOGY_ROOT,
+    host_page_size, sort_topology_entries, Driver, DriverExt, DriverKind, MapSource, Node,
+    KFD_TOPOLOGY_ROOT,
 };
 pub use errno::Errno;
 pub use ioctl::{IoctlRequest, KfdIoctl, PlainKfdIoctl};

@@ -2,8 +2,9 @@
 //!
 //! Since Linux 6.12, `CREATE_QUEUE` refuses a compute queue whose `ctl_stack_size` differs from
 //! the node's, whose `ctx_save_restore_size` is below the node's `cwsr_size`, whose EOP buffer
-//! is not exactly the node's `eop_buffer_size`, or whose CWSR mapping is not exactly
-//! [`QueueAreaSizes::cwsr_mapping_bytes`] long (`kfd_queue_acquire_buffers` in
+//! is shorter than the node's `eop_buffer_size` (its mapping: that size page aligned), or whose
+//! CWSR mapping is not exactly [`QueueAreaSizes::cwsr_mapping_bytes`] long
+//! (`kfd_queue_acquire_buffers` in
 //! `drivers/gpu/drm/amd/amdkfd/kfd_queue.c`). The node values come from
 //! `kfd_queue_ctx_save_restore_size` in the same file; this module computes them the same way,
 //! so the runtime (which must pass them) and the emulated driver (which checks them) agree by
@@ -41,9 +42,11 @@ pub struct NodeShape {
     pub num_xcc: u32,
 }
 
-/// The node's queue-area properties, as KFD computes them.
+/// The node's queue-area properties, as KFD computes them on a kernel of `page_size` pages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QueueAreaSizes {
+    /// The kernel's `PAGE_SIZE`, which CWSR sizes are aligned to.
+    pub page_size: u64,
     /// `ctl_stack_size`: what `CREATE_QUEUE` must pass, exactly.
     pub ctl_stack_size: u32,
     /// `cwsr_size`: the least `ctx_save_restore_size` `CREATE_QUEUE` accepts (control stack
@@ -51,7 +54,7 @@ pub struct QueueAreaSizes {
     pub cwsr_size: u32,
     /// `debug_memory_size`: the debugger's area after each XCC's save area.
     pub debug_memory_size: u32,
-    /// `eop_buffer_size`: an EOP buffer, when given, must be exactly this long.
+    /// `eop_buffer_size`: an EOP buffer, when given, must be at least this long.
     pub eop_buffer_size: u32,
     /// XCCs each CWSR area is repeated for.
     pub num_xcc: u32,
@@ -72,9 +75,17 @@ fn vgpr_bytes_per_cu(gfxv: u32) -> u64 {
 }
 
 impl QueueAreaSizes {
-    /// The sizes for a node, or `None` for parts older than Carrizo (gfx 8.0.1), which have
-    /// no CWSR.
+    /// The sizes for a node on a kernel of 4 KiB pages, or `None` for parts older than Carrizo
+    /// (gfx 8.0.1), which have no CWSR.
     pub fn for_node(n: &NodeShape) -> Option<QueueAreaSizes> {
+        Self::for_node_with_pages(n, GPU_PAGE_SIZE)
+    }
+
+    /// The sizes for a node on a kernel of `page_size` pages: `cwsr_size` is aligned to the
+    /// page (`kfd_queue_ctx_save_restore_size`: the control stack and the work-group data to
+    /// the GPU page, their sum to `PAGE_SIZE`).
+    pub fn for_node_with_pages(n: &NodeShape, page_size: u64) -> Option<QueueAreaSizes> {
+        let page_size = page_size.max(GPU_PAGE_SIZE);
         let gfxv = n.gfx_target_version;
         if gfxv < 80001 || n.simd_per_cu == 0 {
             return None;
@@ -105,8 +116,9 @@ impl QueueAreaSizes {
         }
         let eop = if gfxv == 80002 { 0x8000 } else { 4096 };
         Some(QueueAreaSizes {
+            page_size,
             ctl_stack_size: u32::try_from(ctl).ok()?,
-            cwsr_size: u32::try_from(ctl + wg_data).ok()?,
+            cwsr_size: u32::try_from(align(ctl + wg_data, page_size)).ok()?,
             debug_memory_size: u32::try_from(align(
                 waves * DEBUGGER_BYTES_PER_WAVE,
                 DEBUGGER_BYTES_ALIGN,
@@ -123,8 +135,14 @@ impl QueueAreaSizes {
         align(
             (u64::from(ctx_save_restore_size) + u64::from(self.debug_memory_size))
                 * u64::from(self.num_xcc),
-            GPU_PAGE_SIZE,
+            self.page_size.max(GPU_PAGE_SIZE),
         )
+    }
+
+    /// Bytes an EOP buffer of `eop_buffer_size` must map, exactly: the size page aligned
+    /// (`ALIGN((u64)eop_ring_buffer_size, PAGE_SIZE)`).
+    pub fn eop_mapping_bytes(&self, eop_buffer_size: u64) -> u64 {
+        align(eop_buffer_size, self.page_size.max(GPU_PAGE_SIZE))
     }
 
     /// [`QueueAreaSizes::cwsr_mapping_bytes`] for the node's own `cwsr_size`.
@@ -134,15 +152,22 @@ impl QueueAreaSizes {
 }
 
 /// Bytes the ring of a queue of KFD type `queue_type` (`KFD_IOC_QUEUE_TYPE_*`) created with
-/// `ring_size` must map, exactly (from its first page): AQL queues on gfx7 and gfx8 are mapped
-/// twice and appear twice their size.
-pub fn expected_ring_bytes(gfx_target_version: u32, queue_type: u32, ring_size: u64) -> u64 {
+/// `ring_size` must map, exactly (from its first page), on a kernel of `page_size` pages: AQL
+/// queues on gfx7 and gfx8 are mapped twice and appear twice their size, and the size is page
+/// aligned (`PAGE_ALIGN`).
+pub fn expected_ring_bytes(
+    gfx_target_version: u32,
+    queue_type: u32,
+    ring_size: u64,
+    page_size: u64,
+) -> u64 {
     let aql = queue_type == crate::bindings::KFD_IOC_QUEUE_TYPE_COMPUTE_AQL;
-    if aql && (70000..90000).contains(&gfx_target_version) {
+    let bytes = if aql && (70000..90000).contains(&gfx_target_version) {
         ring_size / 2
     } else {
         ring_size
-    }
+    };
+    align(bytes, page_size.max(GPU_PAGE_SIZE))
 }
 
 #[cfg(test)]
@@ -262,17 +287,36 @@ mod tests {
     #[test]
     fn ring_bytes() {
         use crate::bindings::{KFD_IOC_QUEUE_TYPE_COMPUTE, KFD_IOC_QUEUE_TYPE_COMPUTE_AQL};
+        let ring = |gfx, ty, size| expected_ring_bytes(gfx, ty, size, 4096);
+        assert_eq!(ring(80003, KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, 8192), 4096);
+        assert_eq!(ring(80003, KFD_IOC_QUEUE_TYPE_COMPUTE, 8192), 8192);
+        assert_eq!(ring(90010, KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, 8192), 8192);
+        // PAGE_ALIGN on a kernel of 64 KiB pages.
         assert_eq!(
-            expected_ring_bytes(80003, KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, 8192),
-            4096
+            expected_ring_bytes(90010, KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, 8192, 64 << 10),
+            64 << 10
         );
-        assert_eq!(
-            expected_ring_bytes(80003, KFD_IOC_QUEUE_TYPE_COMPUTE, 8192),
-            8192
-        );
-        assert_eq!(
-            expected_ring_bytes(90010, KFD_IOC_QUEUE_TYPE_COMPUTE_AQL, 8192),
-            8192
-        );
+    }
+
+    #[test]
+    fn sizes_on_a_kernel_of_64_kib_pages() {
+        let mi210 = NodeShape {
+            gfx_target_version: 90010,
+            simd_count: 416,
+            simd_per_cu: 4,
+            array_count: 8,
+            simd_arrays_per_engine: 1,
+            lds_size_in_kb: 64,
+            num_xcc: 1,
+        };
+        let small = QueueAreaSizes::for_node(&mi210).unwrap();
+        let big = QueueAreaSizes::for_node_with_pages(&mi210, 64 << 10).unwrap();
+        // The control stack keeps GPU-page alignment; the save area is page aligned.
+        assert_eq!(big.ctl_stack_size, small.ctl_stack_size);
+        assert_eq!(u64::from(big.cwsr_size) % (64 << 10), 0);
+        assert!(big.cwsr_size >= small.cwsr_size);
+        assert_eq!(big.cwsr_total_bytes() % (64 << 10), 0);
+        assert_eq!(big.eop_mapping_bytes(4096), 64 << 10);
+        assert_eq!(small.eop_mapping_bytes(4096), 4096);
     }
 }

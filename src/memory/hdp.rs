@@ -52,10 +52,12 @@ impl MmioPage {
     }
 
     fn try_map(driver: &dyn Driver, gpu_id: u32) -> Result<MmioPage> {
-        let va = VaRange::reserve(driver, PAGE_SIZE, PAGE_SIZE)?;
+        // One kernel page (the driver has none to give above 4 KiB).
+        let page = driver.page_size().max(PAGE_SIZE);
+        let va = VaRange::reserve(driver, page, page)?;
         let mut args = kfd_ioctl_alloc_memory_of_gpu_args {
             va_addr: va.addr,
-            size: PAGE_SIZE,
+            size: page,
             gpu_id,
             flags: KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP
                 | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE
@@ -77,7 +79,7 @@ impl MmioPage {
             driver.mmap(
                 MapSource::File(Node::Kfd),
                 page.va.addr as *mut _,
-                PAGE_SIZE as usize,
+                page.va.len as usize,
                 libc::PROT_READ | libc::PROT_WRITE,
                 libc::MAP_SHARED | libc::MAP_FIXED,
                 args.mmap_offset,
@@ -87,7 +89,7 @@ impl MmioPage {
             page.release(driver);
             return Err(Error::driver("mmap (MMIO remap)")(e));
         }
-        crate::device::fork::dont_fork(page.va.addr as *mut _, PAGE_SIZE as usize);
+        crate::device::fork::dont_fork(page.va.addr as *mut _, page.va.len as usize);
         Ok(page)
     }
 

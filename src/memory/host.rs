@@ -33,10 +33,12 @@ impl Gpu {
         if memory.is_empty() {
             return Err(Error::InvalidArgument("registering an empty slice".into()));
         }
-        let addr = memory.as_ptr() as u64;
-        let start = addr & !(PAGE_SIZE - 1);
-        let end = (addr + memory.len() as u64).div_ceil(PAGE_SIZE) * PAGE_SIZE;
         let driver = self.kfd().driver();
+        // The driver pins whole pages of its kernel's size.
+        let page = driver.page_size().max(PAGE_SIZE);
+        let addr = memory.as_ptr() as u64;
+        let start = addr & !(page - 1);
+        let end = (addr + memory.len() as u64).div_ceil(page) * page;
         let mut a = kfd_ioctl_alloc_memory_of_gpu_args {
             va_addr: start,
             size: end - start,

@@ -76,7 +76,8 @@ impl RawAllocation {
         if size == 0 {
             return Err(Error::InvalidArgument("allocation size is 0".into()));
         }
-        let len = super::va::align_up(size, PAGE_SIZE)
+        // The driver rounds a buffer up to its page, and maps all of it.
+        let len = super::va::align_up(size, driver.page_size().max(PAGE_SIZE))
             .ok_or_else(|| Error::InvalidArgument(format!("size {size} overflows")))?;
         let va = VaRange::reserve(driver, len, va_alignment(len))?;
         if kind == MemoryKind::Pageable {

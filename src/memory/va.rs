@@ -8,7 +8,8 @@
 use crate::error::{Error, Result};
 use kfd_sys::{Driver, MapSource};
 
-/// The host and GPU page size kfdrt assumes.
+/// The GPU's page, and the smallest kernel page: a device's own is its driver's
+/// ([`kfd_sys::Driver::page_size`]), 4 KiB or larger (AArch64 kernels often use 64 KiB).
 pub const PAGE_SIZE: u64 = 4096;
 /// The GPU's large page size; allocations of at least this size are aligned to it.
 pub const HUGE_PAGE_SIZE: u64 = 2 << 20;
@@ -36,9 +37,16 @@ pub(crate) struct VaRange {
 }
 
 impl VaRange {
-    /// Reserves `len` bytes (a multiple of the page size) aligned to `align`.
+    /// Reserves `len` bytes (rounded up to the kernel's page) aligned to `align` (at least a
+    /// page: the kernel maps whole pages, and a CPU view of a buffer sits at its GPU address).
     pub(crate) fn reserve(driver: &dyn Driver, len: u64, align: u64) -> Result<VaRange> {
-        let extra = align.saturating_sub(PAGE_SIZE);
+        let page = driver.page_size();
+        let align = align.max(page);
+        let len = align_up(len, page)
+            .ok_or_else(|| Error::InvalidArgument(format!("size {len} is too large to reserve")))?;
+        // The system places the mapping on its own page, which an emulated kernel's may
+        // exceed: enough slack to align from there.
+        let extra = align.saturating_sub(kfd_sys::host_page_size().min(page));
         let total = len
             .checked_add(extra)
             .and_then(|t| usize::try_from(t).ok())

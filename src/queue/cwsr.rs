@@ -25,19 +25,22 @@ pub struct CwsrSizes {
     pub eop_buffer_size: u32,
 }
 
-/// The node's queue-area sizes, from the topology.
-pub(crate) fn queue_area_sizes(gpu: &GpuInfo) -> Option<QueueAreaSizes> {
+/// The node's queue-area sizes, from the topology, on a kernel of `page_size` pages.
+pub(crate) fn queue_area_sizes(gpu: &GpuInfo, page_size: u64) -> Option<QueueAreaSizes> {
     let props = &gpu.properties;
     let prop = |k: &str| u32::try_from(props.get_or_zero(k)).unwrap_or(u32::MAX);
-    let mut sizes = QueueAreaSizes::for_node(&NodeShape {
-        gfx_target_version: gpu.gfx_target_version,
-        simd_count: prop("simd_count"),
-        simd_per_cu: prop("simd_per_cu"),
-        array_count: prop("array_count"),
-        simd_arrays_per_engine: prop("simd_arrays_per_engine"),
-        lds_size_in_kb: prop("lds_size_in_kb"),
-        num_xcc: gpu.num_xcc,
-    })?;
+    let mut sizes = QueueAreaSizes::for_node_with_pages(
+        &NodeShape {
+            gfx_target_version: gpu.gfx_target_version,
+            simd_count: prop("simd_count"),
+            simd_per_cu: prop("simd_per_cu"),
+            array_count: prop("array_count"),
+            simd_arrays_per_engine: prop("simd_arrays_per_engine"),
+            lds_size_in_kb: prop("lds_size_in_kb"),
+            num_xcc: gpu.num_xcc,
+        },
+        page_size,
+    )?;
     // Newer kernels publish what they will check.
     if let Some(v) = props.get("cwsr_size").and_then(|v| u32::try_from(v).ok()) {
         sizes.cwsr_size = v;
@@ -51,9 +54,10 @@ pub(crate) fn queue_area_sizes(gpu: &GpuInfo) -> Option<QueueAreaSizes> {
     Some(sizes)
 }
 
-/// Computes the CWSR sizes for `gpu`, or `None` for a part without CWSR.
-pub fn cwsr_sizes(gpu: &GpuInfo) -> Option<CwsrSizes> {
-    let s = queue_area_sizes(gpu)?;
+/// Computes the CWSR sizes for `gpu` on a kernel of `page_size` pages (the driver's
+/// [`kfd_sys::Driver::page_size`]), or `None` for a part without CWSR.
+pub fn cwsr_sizes(gpu: &GpuInfo, page_size: u64) -> Option<CwsrSizes> {
+    let s = queue_area_sizes(gpu, page_size)?;
     Some(CwsrSizes {
         ctx_save_restore_size: s.cwsr_size,
         ctl_stack_size: s.ctl_stack_size,
@@ -75,7 +79,7 @@ impl ComputeAreas {
     /// whose command processor keeps no EOP queue in memory.
     pub(crate) fn new(gpu: &Gpu, with_eop: bool) -> Result<ComputeAreas> {
         let info = gpu.info();
-        let sizes = cwsr_sizes(info).ok_or_else(|| {
+        let sizes = cwsr_sizes(info, gpu.kfd().driver().page_size()).ok_or_else(|| {
             Error::InvalidArgument(format!(
                 "{} has no context save/restore: kfdrt needs gfx8.0.1 or newer",
                 info.gfx_target

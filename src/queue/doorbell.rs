@@ -1,8 +1,9 @@
 //! Doorbell pages: each GPU's 8 KiB of doorbells for this process, mapped once from the KFD fd.
 //!
 //! KFD returns each queue's `doorbell_offset` as the GPU's doorbell mmap offset plus the byte
-//! offset of the queue's 8-byte doorbell inside the 8 KiB. Both 4 KiB pages are mapped, because
-//! a queue's doorbell can be on the second one.
+//! offset of the queue's 8-byte doorbell inside the slice. Both 4 KiB pages are mapped, because
+//! a queue's doorbell can be on the second one; on a kernel of larger pages the slice is one
+//! page (`kfd_doorbell_process_slice`: `roundup(8 KiB, PAGE_SIZE)`), and mapped whole.
 
 use crate::device::DeviceContext;
 use crate::error::{Error, Result};
@@ -10,8 +11,13 @@ use kfd_sys::{Driver, MapSource, Node};
 use std::sync::atomic::AtomicU64;
 use std::sync::Mutex;
 
-/// Bytes of doorbells per GPU per process (1024 doorbells of 8 bytes, two pages).
+/// Bytes of doorbells per GPU per process (1024 doorbells of 8 bytes, two 4 KiB pages).
 pub const DOORBELL_PAGES_SIZE: u64 = 8192;
+
+/// The doorbell slice KFD maps on a kernel of `page_size` pages.
+pub(crate) fn doorbell_slice(page_size: u64) -> u64 {
+    DOORBELL_PAGES_SIZE.next_multiple_of(page_size.max(1))
+}
 
 /// A GPU's mapped doorbell pages.
 #[derive(Debug)]
@@ -42,8 +48,9 @@ impl DoorbellTable {
         gpu_index: usize,
         doorbell_offset: u64,
     ) -> Result<*const AtomicU64> {
-        let base_offset = doorbell_offset & !(DOORBELL_PAGES_SIZE - 1);
-        let within = doorbell_offset & (DOORBELL_PAGES_SIZE - 1);
+        let slice = doorbell_slice(dev.driver().page_size());
+        let base_offset = doorbell_offset & !(slice - 1);
+        let within = doorbell_offset & (slice - 1);
         if within % 8 != 0 {
             return Err(Error::UnexpectedDriverAnswer {
                 request: "AMDKFD_IOC_CREATE_QUEUE",
@@ -73,14 +80,14 @@ impl DoorbellTable {
                     dev.driver().mmap(
                         MapSource::File(Node::Kfd),
                         std::ptr::null_mut(),
-                        DOORBELL_PAGES_SIZE as usize,
+                        slice as usize,
                         libc::PROT_READ | libc::PROT_WRITE,
                         libc::MAP_SHARED,
                         base_offset,
                     )
                 }
                 .map_err(Error::driver("mmap (doorbell pages)"))?;
-                crate::device::fork::dont_fork(addr, DOORBELL_PAGES_SIZE as usize);
+                crate::device::fork::dont_fork(addr, slice as usize);
                 slot.insert(DoorbellPages {
                     mmap_offset: base_offset,
                     addr: addr as u64,
@@ -92,12 +99,12 @@ impl DoorbellTable {
 
     /// Unmaps every GPU's pages (at device close, when no queue is left).
     pub(crate) fn release(&mut self, driver: &dyn Driver) {
+        let slice = doorbell_slice(driver.page_size());
         for slot in &mut self.gpus {
             let pages = slot.get_mut().unwrap_or_else(|p| p.into_inner()).take();
             if let Some(pages) = pages {
                 // SAFETY: kfdrt mapped these pages, and no queue (nothing) uses them any more.
-                let unmapped =
-                    unsafe { driver.munmap(pages.addr as *mut _, DOORBELL_PAGES_SIZE as usize) };
+                let unmapped = unsafe { driver.munmap(pages.addr as *mut _, slice as usize) };
                 if let Err(e) = unmapped {
                     log::warn!("kfdrt: unmapping doorbells: {e}");
                 }

@@ -194,6 +194,14 @@ impl System {
                 kfd_emu::HIDDEN_GPUS_ENV
             ));
         }
+        if config.platform.page_size != kfd_sys::host_page_size() {
+            // The program asks the system for its page size, which the preload cannot change
+            // for it alone: a kernel of other pages is modelled only through the driver seam.
+            return Err(format!(
+                "a page size of {:#x} (not the host's) is not modelled under the preload",
+                config.platform.page_size
+            ));
+        }
         // The runtimes the preload serves ring doorbells without telling the emulator: trap
         // the first store after an idle spell (KFDRT_EMU_TRAP_DOORBELLS=0: poll only).
         config.trap_doorbell_writes =
