@@ -301,3 +301,53 @@ fn on_a_virtual_function_without_an_mmio_remap_page_cpu_writes_to_vram_are_flush
         "an SDMA copy read VRAM the CPU wrote with no HDP flush"
     );
 }
+
+#[test]
+fn a_pm4_fence_without_an_l2_write_back_after_dispatches_is_reported() {
+    for preset in [Preset::Gfx90a, Preset::Gfx1100] {
+        let kfd = common::emulated(preset, 1);
+        let gpu = kfd.gpu(0).unwrap();
+        let emu = kfd.emulator().unwrap();
+        let runs = Arc::new(AtomicU64::new(0));
+        let kernel = counting_kernel(&kfd, runs.clone());
+        let q = gpu
+            .create_pm4_queue(kfdrt::Pm4QueueOptions::default())
+            .unwrap();
+        let karg = gpu.alloc(64, MemoryKind::GttCoherent).unwrap();
+        let dispatch = || {
+            q.dispatch_packets(&kernel, [1, 1, 1], [1, 1, 1], karg.gpu_address(), 0)
+                .unwrap()
+        };
+        // kfdrt's fences write the L2 back, as Linux's do.
+        common::pm4_submit(&q, &dispatch(), T).unwrap();
+        q.finish(T).unwrap();
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+        assert_eq!(emu.stats().fences_before_writeback, 0, "{preset}");
+        // A fence with no cache action after a dispatch: the CPU may read stale data.
+        let word = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+        let mut packets = dispatch();
+        packets.push(pm4::Pm4Packet::ReleaseMem {
+            event_type: pm4::event::CACHE_FLUSH_AND_INV_TS,
+            event_index: 5,
+            cache_action: 0,
+            dst_sel: 0,
+            int_sel: pm4::int_sel::NONE,
+            data_sel: pm4::data_sel::DATA32,
+            addr: word.gpu_address(),
+            data: 7,
+            int_ctxid: 0,
+        });
+        common::pm4_submit(&q, &packets, T).unwrap();
+        wait_for("the raw fence", || word.to_vec().unwrap()[0] == 7);
+        assert_eq!(
+            emu.stats().fences_before_writeback,
+            1,
+            "{preset}: a fence without the write-back went unnoticed"
+        );
+        // A fence with nothing run since the last write-back is fine.
+        q.finish(T).unwrap();
+        common::pm4_submit(&q, &packets[packets.len() - 1..], T).unwrap();
+        q.finish(T).unwrap();
+        assert_eq!(emu.stats().fences_before_writeback, 1, "{preset}");
+    }
+}

@@ -161,7 +161,12 @@
 //! - a GPU read of host-visible VRAM the CPU wrote since the last HDP flush
 //!   ([`EmuStats::unflushed_vram_reads`]; see the `hdp` module for how writes are seen);
 //! - a dispatch of code rewritten since the instruction cache fetched it, with no invalidate in
-//!   between ([`EmuStats::stale_code_fetches`]);
+//!   between ([`EmuStats::stale_code_fetches`]; on gfx10+ the invalidate must reach GL1 and GL2
+//!   too, through which code refills);
+//! - a PM4 `RELEASE_MEM` that tells the CPU of dispatches (a data write or an interrupt) with
+//!   no L2 write-back since them (gfx9 `TC_WB_ACTION_EN`, gfx10+ `GL2_WB`, in it or in an
+//!   `ACQUIRE_MEM` between): the CPU may read what they wrote before it leaves the L2
+//!   ([`EmuStats::fences_before_writeback`]);
 //! - on gfx90a, float atomics (`global_atomic_add_f32` and kin) to fine-grained host memory
 //!   (coherent or uncached GTT and userptr buffers, coherent SVM ranges) do nothing, as an
 //!   MI200's do over PCIe (HIP documents unsafe FP atomics as silently failing there).
@@ -172,10 +177,12 @@
 //!   VRAM's contents (KFD reports them lost, and a runtime must not trust them), and an
 //!   eviction or suspend stops queues at packet boundaries (a GPU preempts running waves
 //!   through CWSR and resumes them).
-//! - Caches: data a kernel writes is visible to everything at once; release and acquire fence
-//!   scopes, and GPU-side cache maintenance (GCR requests, `ACQUIRE_MEM` other than the
-//!   instruction-cache action), change nothing. Only their presence is observable
-//!   ([`EmuStats::sdma_cache_requests`]).
+//! - Caches: the memory is coherent; the cache model is two detectors (above: stale code, PM4
+//!   fences before an L2 write-back), not stale data. Not caught: a CPU read after an AQL
+//!   packet with an agent-scope release (the CP writes the L2 back only for system scope), the
+//!   scalar cache (K$) holding old constants, SDMA and other engines reading around the L2
+//!   (SDMA 5+ GCR requests are only counted, [`EmuStats::sdma_cache_requests`]), and which
+//!   lines a fence actually needed (any dispatch since the last write-back counts).
 //! - Contents of new VRAM are zero (a GPU gives whatever the last owner left, or a poison
 //!   pattern).
 //! - Only the first 256 bytes at each kernel entry are compared by the instruction-cache model.
@@ -416,6 +423,7 @@ impl Emulator {
             scratch_requests: self.stats.scratch_requests.load(Ordering::Acquire),
             vram_moved_to_system: self.stats.vram_moved_to_system.load(Ordering::Acquire),
             sdma_xgmi_packets: self.stats.sdma_xgmi_packets.load(Ordering::Acquire),
+            fences_before_writeback: self.stats.fences_before_writeback.load(Ordering::Acquire),
         }
     }
 

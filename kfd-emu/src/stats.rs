@@ -14,6 +14,7 @@ pub(crate) struct Counters {
     pub(crate) scratch_requests: AtomicU64,
     pub(crate) vram_moved_to_system: AtomicU64,
     pub(crate) sdma_xgmi_packets: AtomicU64,
+    pub(crate) fences_before_writeback: AtomicU64,
 }
 
 /// A snapshot of the emulator's counters.
@@ -50,4 +51,8 @@ pub struct EmuStats {
     /// SDMA packets run on queues of the XGMI engines (`KFD_IOC_QUEUE_TYPE_SDMA_XGMI`), which
     /// runtimes use for copies between GPUs of one hive.
     pub sdma_xgmi_packets: u64,
+    /// PM4 `RELEASE_MEM`s that told the CPU of dispatches (a data write or an interrupt) with
+    /// no L2 write-back action since them (strict mode): on a GPU the CPU may then read what
+    /// the dispatches wrote before it leaves the L2.
+    pub fences_before_writeback: u64,
 }

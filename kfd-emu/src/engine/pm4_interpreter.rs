@@ -55,6 +55,9 @@ pub(crate) struct Interpreter<'a> {
     family: GfxFamily,
     sh: Box<[u32; (regs::SH_REG_END - regs::SH_REG_BASE) as usize]>,
     clock: Clock,
+    /// A dispatch ran since the L2 was last written back: what it wrote may still be in the
+    /// GPU's L2, where the CPU does not see it.
+    l2_dirty: bool,
 }
 
 impl<'a> Interpreter<'a> {
@@ -78,7 +81,20 @@ impl<'a> Interpreter<'a> {
                 .unwrap_or(GfxFamily::Gfx9),
             sh: Box::new([0; (regs::SH_REG_END - regs::SH_REG_BASE) as usize]),
             clock,
+            l2_dirty: false,
         }
+    }
+
+    /// Whether a RELEASE_MEM's `cache_action` writes the L2 back (gfx9 `TC_WB_ACTION_EN`,
+    /// gfx10+ `GL2_WB`).
+    fn writes_back(&self, cache_action: u32) -> bool {
+        use pm4::release_mem::{gcr, gfx9};
+        let wb = if self.family.is_gfx10_plus() {
+            gcr::GL2_WB
+        } else {
+            gfx9::TC_WB_ACTION_EN
+        };
+        cache_action & wb != 0
     }
 
     fn reg(&self, r: u32) -> u32 {
@@ -135,6 +151,15 @@ impl<'a> Interpreter<'a> {
                 coher_cntl,
                 gcr_cntl,
             } => {
+                // gfx9 COHER_CNTL TC_WB_ACTION_ENA (bit 18), gfx10+ GCR_CNTL GL2_WB.
+                let wb = if self.family.is_gfx10_plus() {
+                    gcr_cntl & pm4::acquire_mem::gcr_cntl::GL2_WB != 0
+                } else {
+                    coher_cntl & pm4::acquire_mem::coher_cntl::TC_WB != 0
+                };
+                if wb {
+                    self.l2_dirty = false;
+                }
                 let icache = if self.family.is_gfx10_plus() {
                     // gfx10+ fetches code through GL1 and GL2: invalidating the instruction
                     // cache alone refills it from lines there that may be as old.
@@ -159,6 +184,7 @@ impl<'a> Interpreter<'a> {
                 Ok(())
             }
             Pm4Packet::DispatchDirect { dims, initiator } => {
+                self.l2_dirty = true;
                 self.dispatch(*dims, *initiator, stopped)
             }
             Pm4Packet::ReleaseMem {
@@ -167,8 +193,29 @@ impl<'a> Interpreter<'a> {
                 addr,
                 data,
                 int_ctxid,
+                cache_action,
                 ..
             } => {
+                // The CPU learns of the work here: without the write-back, what the dispatches
+                // wrote may sit in the L2, and the CPU reads the memory's old contents. The
+                // emulator's memory is coherent; strict mode counts the fence.
+                let signals = *sel != data_sel::NONE
+                    || matches!(
+                        *int_sel,
+                        pm4::int_sel::SEND_INT | pm4::int_sel::SEND_INT_ON_CONFIRM
+                    );
+                if self.writes_back(*cache_action) {
+                    self.l2_dirty = false;
+                } else if signals && self.l2_dirty && self.gpu.strict {
+                    self.stats
+                        .fences_before_writeback
+                        .fetch_add(1, Ordering::Relaxed);
+                    log::warn!(
+                        "kfd-emu: queue {}: RELEASE_MEM signals dispatches whose writes were not \
+                         written back from the L2 (no write-back action)",
+                        self.ctl.id
+                    );
+                }
                 match *sel {
                     data_sel::NONE => {}
                     data_sel::DATA32 => self.vm.write_u32(*addr, *data as u32)?,

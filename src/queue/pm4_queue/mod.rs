@@ -58,6 +58,20 @@ impl Pm4QueueOptions {
     }
 }
 
+/// The cache actions of a fence that tells the CPU work is done, as Linux's compute rings write
+/// them (`gfx_v9_0_ring_emit_fence`: write back and invalidate the L2, invalidate the vector
+/// L1 and the L2 metadata; `gfx_v10_0_ring_emit_fence`: write back GL2 and the GLM, with the
+/// bypass cache policy): without the write-back, what the work wrote can sit in the L2 where
+/// the CPU does not see it.
+fn fence_cache_actions(family: GfxFamily) -> u32 {
+    use pm4::release_mem::{cache_policy, gcr, gfx9};
+    if family.is_gfx10_plus() {
+        gcr::GL2_WB | gcr::GLM_WB | gcr::GLM_INV | cache_policy(3)
+    } else {
+        gfx9::TC_WB_ACTION_EN | gfx9::TCL1_ACTION_EN | gfx9::TC_ACTION_EN | gfx9::TC_MD_ACTION_EN
+    }
+}
+
 /// A PM4 compute queue.
 pub struct Pm4Queue {
     /// The KFD queue; `None` once destroyed (in Drop, before the memory it uses goes).
@@ -342,7 +356,7 @@ impl Pm4Queue {
         Ok(Pm4Packet::ReleaseMem {
             event_type: ev::CACHE_FLUSH_AND_INV_TS,
             event_index: 5,
-            cache_action: 0,
+            cache_action: fence_cache_actions(self.family),
             dst_sel: 0,
             int_sel: int_sel::SEND_INT_ON_CONFIRM,
             data_sel: data_sel::DATA32,
@@ -388,7 +402,7 @@ impl Pm4Queue {
             &[Pm4Packet::ReleaseMem {
                 event_type: ev::CACHE_FLUSH_AND_INV_TS,
                 event_index: 5,
-                cache_action: 0,
+                cache_action: fence_cache_actions(self.family),
                 dst_sel: 0,
                 int_sel: int_sel::NONE,
                 data_sel: data_sel::DATA32,
