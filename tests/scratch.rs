@@ -182,23 +182,9 @@ fn spilling_kernels_use_every_xcc_of_an_mi300x_with_a_share_each() {
     let gpu = kfd.gpu(0).unwrap();
     let info = gpu.info().clone();
     assert_eq!(info.num_xcc, 8);
-    let co = kernels(&gpu);
-    let idx_words = indices();
-    let idx = buffer_of(&gpu, &idx_words);
-    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
-    // N work-items in groups of 64: 16 work-groups, two per XCC.
-    for (name, expected) in [
-        ("scratch_array", array_expected as Expected),
-        ("scratch_spill", spill_expected),
-    ] {
-        let k = co.kernel(name).unwrap();
-        for _ in 0..2 {
-            assert_eq!(run(&q, &k, &idx), expected(&idx_words), "{name}");
-        }
-        // Lent for each dispatch (all 9728 slots' worth is over the single limit): a grow and
-        // a reclaim each time.
-        assert!(q.fault().is_none(), "{name}: {:?}", q.fault());
-    }
+    // N work-items in groups of 64: 16 work-groups, two per XCC. Lent for each dispatch (all
+    // 9728 slots' worth is over the single limit): a grow and a reclaim each time.
+    run_spilling_kernels(&gpu, 2);
     assert_eq!(requests(&kfd), 8);
     // A queue sized up front describes one XCC's share.
     let sized = gpu
@@ -233,17 +219,26 @@ fn spilling_kernels_use_every_xcc_of_an_mi300x_with_a_share_each() {
             (gpu.info().num_xcc, gpu.info().compute_units),
             (1, info.compute_units / 8)
         );
-        let co = kernels(&gpu);
-        let idx = buffer_of(&gpu, &idx_words);
-        let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
-        for (name, expected) in [
-            ("scratch_array", array_expected as Expected),
-            ("scratch_spill", spill_expected),
-        ] {
-            let k = co.kernel(name).unwrap();
-            assert_eq!(run(&q, &k, &idx), expected(&idx_words), "CPX {name}");
+        run_spilling_kernels(&gpu, 1);
+    }
+}
+
+/// Runs both spilling kernels `times` times each on a new queue of `gpu`, checking the results.
+fn run_spilling_kernels(gpu: &Gpu, times: usize) {
+    let co = kernels(gpu);
+    let idx_words = indices();
+    let idx = buffer_of(gpu, &idx_words);
+    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let target = &gpu.info().name;
+    for (name, expected) in [
+        ("scratch_array", array_expected as Expected),
+        ("scratch_spill", spill_expected),
+    ] {
+        let k = co.kernel(name).unwrap();
+        for _ in 0..times {
+            assert_eq!(run(&q, &k, &idx), expected(&idx_words), "{target}: {name}");
         }
-        assert!(q.fault().is_none());
+        assert!(q.fault().is_none(), "{target}: {name}: {:?}", q.fault());
     }
 }
 
@@ -375,25 +370,6 @@ fn pm4_dispatches_get_scratch_from_their_registers() {
     }
 }
 
-/// Publishes `p` on `queue` as a correct producer does (body, then the header with release),
-/// bypassing kfdrt's dispatch API (to set the packet's private segment size). Returns its
-/// index.
-fn raw_publish(queue: &AqlQueue, p: &aql::Packet) -> u64 {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    // SAFETY: the amd_queue_t and the ring are live memory owned by `queue`.
-    let q = unsafe { &*(queue.amd_queue_address() as *const aql::AmdQueue) };
-    let id = q.write_dispatch_id.fetch_add(1, Ordering::AcqRel);
-    let slot = (queue.ring_address() + (id % u64::from(queue.size())) * 64) as *const AtomicU32;
-    let d = p.encode();
-    for (i, w) in d.iter().enumerate().skip(1) {
-        // SAFETY: dwords of the reserved slot.
-        unsafe { &*slot.add(i) }.store(*w, Ordering::Relaxed);
-    }
-    // SAFETY: dword 0 of the reserved slot.
-    unsafe { &*slot }.store(d[0], Ordering::Release);
-    id
-}
-
 /// RDNA3 (gfx11): kfdrt lays scratch out in ROCr's GFX11 formats (`WAVESIZE` in 256-byte
 /// units, `WAVES` per shader engine, the GFX11 resource) and sizes it for the wave size the CP
 /// asks for: a wave32 kernel's request (`INSUFFICIENT_SCRATCH_WAVE32`) gets slots of 32 lanes.
@@ -457,7 +433,7 @@ fn gfx1100_queues_get_gfx11_scratch_sized_for_their_waves() {
         kernarg_address: 0,
         completion_signal: 0,
     });
-    let id = raw_publish(&q, &packet);
+    let id = common::raw_publish(&q, &packet);
     // Waiting on work behind it serves the queue's requests (kfdrt's own dispatches start a
     // service thread; this one went around them); the queue then stops at the dispatch.
     let waited = q.barrier_and(&[]).unwrap().wait(T);

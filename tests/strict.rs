@@ -9,29 +9,12 @@ use common::raw_dispatch;
 
 use aql::{FenceScope, KernelDispatchPacket, Packet};
 use kfdrt::emu::{EmuConfig, GpuFault, Preset, WorkGroup};
-use kfdrt::{AqlQueue, AqlQueueOptions, Dispatch, Kernel, Kfd, MemoryKind};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use kfdrt::{AqlQueueOptions, Dispatch, Kernel, Kfd, MemoryKind};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 const T: Duration = Duration::from_secs(20);
-
-/// Publishes `p` on `queue` the way a correct producer does (body, then header with release,
-/// then the doorbell), bypassing kfdrt's own checks. Returns the packet's index.
-fn raw_publish(queue: &AqlQueue, p: &Packet) -> u64 {
-    // SAFETY: the amd_queue_t and the ring are live memory owned by `queue`.
-    let q = unsafe { &*(queue.amd_queue_address() as *const aql::AmdQueue) };
-    let id = q.write_dispatch_id.fetch_add(1, Ordering::AcqRel);
-    let slot = (queue.ring_address() + (id % u64::from(queue.size())) * 64) as *const AtomicU32;
-    let d = p.encode();
-    for (i, w) in d.iter().enumerate().skip(1) {
-        // SAFETY: dwords of the reserved slot.
-        unsafe { &*slot.add(i) }.store(*w, Ordering::Relaxed);
-    }
-    // SAFETY: dword 0 of the reserved slot.
-    unsafe { &*slot }.store(d[0], Ordering::Release);
-    id
-}
 
 fn counting_kernel(kfd: &Kfd, runs: Arc<AtomicU64>) -> Kernel {
     kfd.gpu(0)
@@ -82,7 +65,7 @@ fn a_misaligned_kernarg_segment_is_refused() {
         let kernel = counting_kernel(&kfd, runs.clone());
         let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
         let args = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
-        raw_publish(
+        common::raw_publish(
             &q,
             &dispatch_with_kernargs_at(&kernel, args.gpu_address() + 4),
         );
@@ -164,11 +147,8 @@ fn code_rewritten_on(preset: Preset) {
     }
 }
 
-#[test]
-fn a_gpu_read_of_vram_the_cpu_wrote_without_an_hdp_flush_is_reported() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
-    let gpu = kfd.gpu(0).unwrap();
-    let emu = kfd.emulator().unwrap();
+/// Host-visible VRAM, a GTT word and a kernel copying the VRAM's first word there.
+fn copy_word_kernel(gpu: &kfdrt::Gpu) -> (kfdrt::Buffer, kfdrt::Buffer, Kernel) {
     let vram = gpu.alloc(8192, MemoryKind::HostVisibleVram).unwrap();
     let out = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
     let (src, dst) = (vram.gpu_address(), out.gpu_address());
@@ -179,6 +159,15 @@ fn a_gpu_read_of_vram_the_cpu_wrote_without_an_hdp_flush_is_reported() {
             Arc::new(move |wg: &WorkGroup<'_>| wg.mem.write_u32(dst, wg.mem.read_u32(src)?)),
         )
         .unwrap();
+    (vram, out, copy)
+}
+
+#[test]
+fn a_gpu_read_of_vram_the_cpu_wrote_without_an_hdp_flush_is_reported() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let emu = kfd.emulator().unwrap();
+    let (vram, out, copy) = copy_word_kernel(&gpu);
     let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     // Agent-scope acquire: the CP does not flush the HDP for these (a system-scope acquire
     // does, see below), so what the CPU wrote is visible only after an explicit flush.
@@ -234,16 +223,7 @@ fn on_a_virtual_function_without_an_mmio_remap_page_cpu_writes_to_vram_are_flush
     let kfd = common::emulated_with(config);
     let emu = kfd.emulator().unwrap();
     let gpu = kfd.gpu(0).unwrap();
-    let vram = gpu.alloc(8192, MemoryKind::HostVisibleVram).unwrap();
-    let out = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
-    let (src, dst) = (vram.gpu_address(), out.gpu_address());
-    let copy = gpu
-        .emulated_kernel(
-            "copy_word",
-            0,
-            Arc::new(move |wg: &WorkGroup<'_>| wg.mem.write_u32(dst, wg.mem.read_u32(src)?)),
-        )
-        .unwrap();
+    let (vram, out, copy) = copy_word_kernel(&gpu);
     let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     let word = || u32::from_le_bytes(out.to_vec().unwrap()[..4].try_into().unwrap());
     // An agent-scope acquire: the CP does not flush the HDP itself.

@@ -174,21 +174,22 @@ pub fn expected_ring_bytes(
 mod tests {
     use super::*;
 
+    /// MI210: 104 CUs (416 SIMDs), 8 arrays, 1 array per engine.
+    const MI210: NodeShape = NodeShape {
+        gfx_target_version: 90010,
+        simd_count: 416,
+        simd_per_cu: 4,
+        array_count: 8,
+        simd_arrays_per_engine: 1,
+        lds_size_in_kb: 64,
+        num_xcc: 1,
+    };
+
     /// Numbers worked out by hand from `kfd_queue_ctx_save_restore_size` for the parts the
     /// emulator models, so a change to the formula shows up here, not as a refused queue.
     #[test]
     fn sizes_of_known_parts() {
-        // MI210: 104 CUs (416 SIMDs), 8 arrays, 1 array per engine.
-        let mi210 = QueueAreaSizes::for_node(&NodeShape {
-            gfx_target_version: 90010,
-            simd_count: 416,
-            simd_per_cu: 4,
-            array_count: 8,
-            simd_arrays_per_engine: 1,
-            lds_size_in_kb: 64,
-            num_xcc: 1,
-        })
-        .unwrap();
+        let mi210 = QueueAreaSizes::for_node(&MI210).unwrap();
         // waves = min(104 * 40, 8 * 512) = 4096; ctl = align(40 + 4096 * 8 + 8) = 0x9000.
         assert_eq!(mi210.ctl_stack_size, 0x9000);
         // wg = 104 * (0x80000 + 0x4000 + 0x10000 + 0x1000) = 0x3C8_8000.
@@ -300,17 +301,8 @@ mod tests {
 
     #[test]
     fn sizes_on_a_kernel_of_64_kib_pages() {
-        let mi210 = NodeShape {
-            gfx_target_version: 90010,
-            simd_count: 416,
-            simd_per_cu: 4,
-            array_count: 8,
-            simd_arrays_per_engine: 1,
-            lds_size_in_kb: 64,
-            num_xcc: 1,
-        };
-        let small = QueueAreaSizes::for_node(&mi210).unwrap();
-        let big = QueueAreaSizes::for_node_with_pages(&mi210, 64 << 10).unwrap();
+        let small = QueueAreaSizes::for_node(&MI210).unwrap();
+        let big = QueueAreaSizes::for_node_with_pages(&MI210, 64 << 10).unwrap();
         // The control stack keeps GPU-page alignment; the save area is page aligned.
         assert_eq!(big.ctl_stack_size, small.ctl_stack_size);
         assert_eq!(u64::from(big.cwsr_size) % (64 << 10), 0);

@@ -437,22 +437,35 @@ impl SdmaQueue {
         let start = Instant::now();
         let mut rounds = 0u32;
         while self.rptr() < wptr {
-            rounds = rounds.wrapping_add(1);
-            if rounds % 64 == 0 {
-                self.0.handle().poll_exceptions()?;
-                if start.elapsed() > timeout {
-                    return Err(Error::Timeout {
-                        what: format!("an HDP flush on SDMA queue {}", self.0.handle().id()),
-                        after_ms: timeout.as_millis() as u64,
-                        report: None,
-                    });
-                }
-            }
+            self.waited_round(&mut rounds, start, timeout, "an HDP flush on SDMA queue")?;
             if rounds < 256 {
                 std::hint::spin_loop();
             } else {
                 std::thread::sleep(Duration::from_micros(20));
             }
+        }
+        Ok(())
+    }
+
+    /// One round of waiting on the engine: every 64th looks for an exception of the queue, and
+    /// past `timeout` since `start` the wait ends with a timeout for `what` (this queue's).
+    fn waited_round(
+        &self,
+        rounds: &mut u32,
+        start: Instant,
+        timeout: Duration,
+        what: &str,
+    ) -> Result<()> {
+        *rounds = rounds.wrapping_add(1);
+        if *rounds % 64 == 0 {
+            self.0.handle().poll_exceptions()?;
+        }
+        if start.elapsed() > timeout {
+            return Err(Error::Timeout {
+                what: format!("{what} {}", self.0.handle().id()),
+                after_ms: timeout.as_millis() as u64,
+                report: None,
+            });
         }
         Ok(())
     }
@@ -483,17 +496,7 @@ impl SdmaQueue {
                         *committed |= ring.wptr() != before;
                         ring.commit();
                         self.0.gpu.kfd().driver().doorbell_hint(self.0.gpu.id());
-                        full_rounds = full_rounds.wrapping_add(1);
-                        if full_rounds % 64 == 0 {
-                            self.0.handle().poll_exceptions()?;
-                        }
-                        if start.elapsed() > timeout {
-                            return Err(Error::Timeout {
-                                what: format!("room in SDMA queue {}", self.0.handle().id()),
-                                after_ms: timeout.as_millis() as u64,
-                                report: None,
-                            });
-                        }
+                        self.waited_round(&mut full_rounds, start, timeout, "room in SDMA queue")?;
                         std::thread::yield_now();
                     }
                     Err(e) => return Err(Error::InvalidArgument(format!("SDMA packet: {e}"))),

@@ -204,3 +204,22 @@ impl Drop for HostPages {
         unsafe { libc::munmap(self.0.cast(), self.1) };
     }
 }
+
+/// Publishes `p` on `queue` the way a correct producer does (body, then the header with
+/// release; the processor starts on a valid header), bypassing kfdrt's dispatch API and its
+/// checks. Returns the packet's index.
+pub fn raw_publish(queue: &kfdrt::AqlQueue, p: &aql::Packet) -> u64 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    // SAFETY: the amd_queue_t and the ring are live memory owned by `queue`.
+    let q = unsafe { &*(queue.amd_queue_address() as *const aql::AmdQueue) };
+    let id = q.write_dispatch_id.fetch_add(1, Ordering::AcqRel);
+    let slot = (queue.ring_address() + (id % u64::from(queue.size())) * 64) as *const AtomicU32;
+    let d = p.encode();
+    for (i, w) in d.iter().enumerate().skip(1) {
+        // SAFETY: dwords of the reserved slot.
+        unsafe { &*slot.add(i) }.store(*w, Ordering::Relaxed);
+    }
+    // SAFETY: dword 0 of the reserved slot.
+    unsafe { &*slot }.store(d[0], Ordering::Release);
+    id
+}
