@@ -212,14 +212,17 @@ fn spilling_kernels_use_every_xcc_of_an_mi300x_with_a_share_each() {
         "16 bytes x 64 lanes per slot"
     );
 
-    // The same MI300X in CPX mode: each XCC is a GPU of its own, whose queues lay out one.
-    let cpx = common::emulated(Preset::Gfx942Cpx, 2);
-    for gpu in cpx.gpus() {
-        assert_eq!(
-            (gpu.info().num_xcc, gpu.info().compute_units),
-            (1, info.compute_units / 8)
-        );
-        run_spilling_kernels(&gpu, 1);
+    // The same MI300X in QPX and CPX modes: each partition is a GPU of its own, whose queues
+    // lay out its 2 XCCs or its one.
+    for (preset, xccs) in [(Preset::Gfx942Qpx, 2), (Preset::Gfx942Cpx, 1)] {
+        let part = common::emulated(preset, 2);
+        for gpu in part.gpus() {
+            assert_eq!(
+                (gpu.info().num_xcc, gpu.info().compute_units),
+                (xccs, info.compute_units / 8 * xccs)
+            );
+            run_spilling_kernels(&gpu, 1);
+        }
     }
 }
 

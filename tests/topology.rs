@@ -64,6 +64,8 @@ fn every_preset_with_one_and_eight_gpus() {
     for preset in [
         Preset::Gfx90a,
         Preset::Gfx942,
+        Preset::Gfx942Dpx,
+        Preset::Gfx942Qpx,
         Preset::Gfx942Cpx,
         Preset::Gfx1100,
     ] {
@@ -81,9 +83,17 @@ fn every_preset_with_one_and_eight_gpus() {
                     assert_eq!(i.gfx_target, "gfx942");
                     assert!(i.num_xcc > 1, "gfx942 is a multi-XCC part");
                 }
-                Preset::Gfx942Cpx => {
+                Preset::Gfx942Dpx | Preset::Gfx942Qpx | Preset::Gfx942Cpx => {
+                    // 8 XCCs of 38 CUs, 192 GiB and 16 SDMA engines, shared out.
+                    let parts = match preset {
+                        Preset::Gfx942Dpx => 2,
+                        Preset::Gfx942Qpx => 4,
+                        _ => 8,
+                    };
                     assert_eq!(i.gfx_target, "gfx942");
-                    assert_eq!((i.num_xcc, i.compute_units), (1, 38), "one XCC per node");
+                    assert_eq!((i.num_xcc, i.compute_units), (8 / parts, 304 / parts));
+                    assert_eq!(i.vram_bytes, (192u64 << 30) / u64::from(parts));
+                    assert_eq!(i.sdma_engines + i.sdma_xgmi_engines, 16 / parts);
                 }
                 Preset::Gfx1100 => {
                     assert_eq!((i.gfx_target.as_str(), i.wave_size), ("gfx1100", 32))

@@ -24,6 +24,13 @@ pub enum Preset {
     /// AMD Instinct MI300X (gfx942, CDNA3, 8 XCCs), in SPX mode (one partition of all XCCs)
     /// and NPS1 memory.
     Gfx942,
+    /// One compute partition of an MI300X in DPX mode (NPS1 memory): 4 XCCs per KFD node, half
+    /// the CUs and VRAM (`KFD_XCP_MEMORY_SIZE`), and of the 16 SDMA engines 2 for PCIe and 6
+    /// for XGMI (`kfd_get_num_sdma_engines`). `KFDRT_EMU_GPUS=2` is a whole MI300X.
+    Gfx942Dpx,
+    /// One compute partition of an MI300X in QPX mode: 2 XCCs per node, a quarter of the CUs,
+    /// VRAM and SDMA engines (2 PCIe, 2 XGMI). `KFDRT_EMU_GPUS=4` is a whole MI300X.
+    Gfx942Qpx,
     /// One compute partition of an MI300X in CPX mode (NPS1 memory): each XCC is a KFD node of
     /// its own, with 38 CUs, an eighth of the VRAM (`KFD_XCP_MEMORY_SIZE`) and of the SDMA
     /// engines (`kfd_get_num_sdma_engines`: 2, none left for XGMI). `KFDRT_EMU_GPUS=8` is a
@@ -39,10 +46,12 @@ impl FromStr for Preset {
         match s.trim().to_ascii_lowercase().as_str() {
             "gfx90a" | "mi210" => Ok(Preset::Gfx90a),
             "gfx942" | "mi300x" => Ok(Preset::Gfx942),
+            "gfx942-dpx" | "mi300x-dpx" => Ok(Preset::Gfx942Dpx),
+            "gfx942-qpx" | "mi300x-qpx" => Ok(Preset::Gfx942Qpx),
             "gfx942-cpx" | "mi300x-cpx" => Ok(Preset::Gfx942Cpx),
             "gfx1100" | "rx7900xtx" => Ok(Preset::Gfx1100),
             other => Err(EmuError::Config(format!(
-                "unknown preset {other:?} (gfx90a, gfx942, gfx942-cpx, gfx1100)"
+                "unknown preset {other:?} (gfx90a, gfx942, gfx942-dpx, gfx942-qpx, gfx942-cpx, gfx1100)"
             ))),
         }
     }
@@ -53,6 +62,8 @@ impl fmt::Display for Preset {
         f.write_str(match self {
             Preset::Gfx90a => "gfx90a",
             Preset::Gfx942 => "gfx942",
+            Preset::Gfx942Dpx => "gfx942-dpx",
+            Preset::Gfx942Qpx => "gfx942-qpx",
             Preset::Gfx942Cpx => "gfx942-cpx",
             Preset::Gfx1100 => "gfx1100",
         })
@@ -112,6 +123,26 @@ pub struct GpuParams {
 }
 
 const GIB: u64 = 1 << 30;
+
+/// One of `partitions` compute partitions of an MI300X (NPS1 memory): its share of the XCCs,
+/// CUs and shader arrays, of the VRAM (`KFD_XCP_MEMORY_SIZE`: the memory partition's size over
+/// the partitions sharing it), and of the 16 SDMA engines (`kfd_get_num_sdma_engines`: at most
+/// 2 for PCIe, the rest of the share for XGMI).
+fn mi300x_partition(partitions: u32, mode: &str) -> GpuParams {
+    let spx = Preset::Gfx942.params();
+    let engines = (spx.sdma_engines + spx.sdma_xgmi_engines) / partitions;
+    GpuParams {
+        name: format!("AMD Instinct MI300X, {mode} partition (emulated)"),
+        compute_units: spx.compute_units / partitions,
+        vram_bytes: spx.vram_bytes / u64::from(partitions),
+        host_visible_vram_bytes: spx.host_visible_vram_bytes / u64::from(partitions),
+        sdma_engines: engines.min(2),
+        sdma_xgmi_engines: engines - engines.min(2),
+        num_xcc: spx.num_xcc / partitions,
+        array_count: spx.array_count / partitions,
+        ..spx
+    }
+}
 
 impl GpuParams {
     /// The EOP and CWSR sizes KFD derives from this node's topology on a kernel of
@@ -186,21 +217,9 @@ impl Preset {
                 gpu_clock_hz: 100_000_000,
                 num_cp_queues: 24,
             },
-            Preset::Gfx942Cpx => {
-                let spx = Preset::Gfx942.params();
-                let xccs = spx.num_xcc;
-                GpuParams {
-                    name: "AMD Instinct MI300X, CPX partition (emulated)".into(),
-                    compute_units: spx.compute_units / xccs,
-                    vram_bytes: spx.vram_bytes / u64::from(xccs),
-                    host_visible_vram_bytes: spx.host_visible_vram_bytes / u64::from(xccs),
-                    sdma_engines: 2,
-                    sdma_xgmi_engines: 0,
-                    num_xcc: 1,
-                    array_count: spx.array_count / xccs,
-                    ..spx
-                }
-            }
+            Preset::Gfx942Dpx => mi300x_partition(2, "DPX"),
+            Preset::Gfx942Qpx => mi300x_partition(4, "QPX"),
+            Preset::Gfx942Cpx => mi300x_partition(8, "CPX"),
             Preset::Gfx1100 => GpuParams {
                 name: "AMD Radeon RX 7900 XTX (emulated)".into(),
                 gfx_target_version: 110000,

@@ -192,8 +192,9 @@
 //! - A system call that writes into host-visible VRAM (`read(2)` into a VRAM mapping) fails with
 //!   EFAULT in strict mode instead of silently bypassing the HDP model.
 //! - XCCs: only scratch tells them apart (a kernel reading its XCC id gets 0, the PM4 path and
-//!   emulated kernels use one XCC's layout); compute partitions (DPX/QPX/CPX) and memory
-//!   partitions (NPS4) are not modelled: the gfx942 preset is an MI300X in SPX/NPS1 mode.
+//!   emulated kernels use one XCC's layout). Compute partitions are presets (`gfx942` is SPX,
+//!   `gfx942-dpx`/`-qpx`/`-cpx` one partition each), all in NPS1 memory mode: NPS4's memory
+//!   partitions are not modelled, and the partitions of one card are separate GPUs of a hive.
 //! - Emulated kernels (host functions) run their work-groups one after another; packets
 //!   overlap only as described above. Machine code's work-groups run on as many host threads as
 //!   the host has (`KFDRT_EMU_WAVE_THREADS`), not on as many CUs as the GPU has.
