@@ -1,6 +1,6 @@
 //! AQL queue tests: multi-producer submission, ring-full behaviour, barriers, queue errors.
 
-mod common;
+use crate::common;
 
 use common::raw_dispatch;
 

@@ -2,7 +2,7 @@
 //! checks: a header-first writer is caught, kfdrt's writer is not; doorbells on both pages
 //! (CREATE_QUEUE's checks are in `queue_buffers.rs`).
 
-mod common;
+use crate::common;
 
 use kfdrt::emu::{EmuConfig, Preset};
 use kfdrt::AqlQueueOptions;

@@ -2,7 +2,7 @@
 //! test here is one row of the table in `docs/bad_input.md`. After each refusal the device
 //! still works (`still_works`).
 
-mod common;
+use crate::common;
 
 use common::Checked;
 use kfdrt::emu::{EmuConfig, Preset, WorkGroup};

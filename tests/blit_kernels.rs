@@ -7,7 +7,7 @@
 //! Guard bytes before and after each range are checked untouched, sources unchanged, and every
 //! copy or fill must have been one dispatch of machine code.
 
-mod common;
+use crate::common;
 
 use kfdrt::emu::Preset;
 use kfdrt::{Buffer, CopyEngine, CopyPath, Gpu, MemoryKind};

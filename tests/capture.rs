@@ -3,7 +3,7 @@
 //! and through `kfdrt-replay`; a tampered capture (a result or an input changed) is caught,
 //! naming the first submission that differs.
 
-mod common;
+use crate::common;
 
 use kfdrt::debug::replay::replay;
 use kfdrt::emu::{EmuConfig, Preset};

@@ -2,8 +2,8 @@
 //! feature checks, segment placement, symbols, refusals of malformed objects, the
 //! instruction-cache invalidation and unloading (relocations: `code_object_relocs.rs`).
 
-mod co_util;
-mod common;
+use crate::co_util;
+use crate::common;
 
 use common::raw_dispatch;
 

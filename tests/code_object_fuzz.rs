@@ -3,8 +3,7 @@
 //! case must end in `Ok` or a typed error — no panic, no absurd allocation — and what loads must
 //! hand out kernels and build their arguments without panicking either.
 
-mod co_util;
-mod common;
+use crate::co_util;
 
 use co_util::{fixture, Elf};
 use kfdrt::code_object::{self, ArgKind, LoadOptions};

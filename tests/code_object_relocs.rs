@@ -2,8 +2,8 @@
 //! (`R_AMDGPU_RELATIVE64`, `R_AMDGPU_ABS64`), the 32-bit forms, and the relocations a loader
 //! must refuse.
 
-mod co_util;
-mod common;
+use crate::co_util;
+use crate::common;
 
 use co_util::{fixture, Elf};
 use kfdrt::code_object::CodeObjectError;

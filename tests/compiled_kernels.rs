@@ -20,7 +20,7 @@
 // Results are compared element by element against parallel CPU arrays by index.
 #![allow(clippy::needless_range_loop)]
 
-mod common;
+use crate::common;
 
 use kfdrt::emu::Preset;
 use kfdrt::kernel_args::KernelArgs;

@@ -5,7 +5,7 @@
 //! queue, and detaches. rocgdb is not packaged for Debian 12, so the test speaks the ABI
 //! itself. On a KFD older than 1.13 none of this exists, and kfdrt neither asks nor fails.
 
-mod common;
+use crate::common;
 
 use kfd_sys::bindings::*;
 use kfd_sys::{DriverExt, Errno};

@@ -3,7 +3,7 @@
 //! submission complete before it returns; substitution dispatches a kernel from another code
 //! object. (The log filter has its own test binary, `log_filter.rs`: a logger is global.)
 
-mod common;
+use crate::common;
 
 use kfdrt::emu::{EmuConfig, Preset};
 use kfdrt::kernel_args::KernelArgs;

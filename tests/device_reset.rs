@@ -4,7 +4,7 @@
 //! Every kfdrt wait on that GPU ends with `Error::DeviceReset`; work on the other GPU keeps
 //! completing; a queue created after the reset runs.
 
-mod common;
+use crate::common;
 
 use kfdrt::emu::{GpuFault, Preset, WorkGroup};
 use kfdrt::{AqlQueueOptions, Dispatch, Error, Gpu, Kernel, MemoryKind};

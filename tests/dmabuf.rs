@@ -3,7 +3,7 @@
 //! what cannot be exported is refused with a reason; descriptors that are not dma-bufs are
 //! refused as the driver refuses them; an older KFD gets a typed error naming the version.
 
-mod common;
+use crate::common;
 
 use kfdrt::emu::{EmuConfig, Preset};
 use kfdrt::{AllocOptions, Errno, Error, Feature, KfdVersion, MemoryKind};
@@ -131,8 +131,10 @@ fn what_cannot_be_shared_is_refused() {
         libc::close(fds[0]);
         libc::close(fds[1]);
     }
-    // SAFETY: borrowing a number nothing has open (the read end was just closed).
-    let closed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fds[0]) };
+    // A number nothing has open: above any descriptor limit (the number just closed could be
+    // reused at once by another test's thread).
+    // SAFETY: borrowing a number that names no open file; only its number is used.
+    let closed = unsafe { std::os::fd::BorrowedFd::borrow_raw(0x3FFF_FFF0) };
     let e = gpu.import_dmabuf(closed).unwrap_err();
     assert!(
         matches!(

@@ -1,6 +1,6 @@
 //! Event tests in the spirit of kfdtest's KFDEventTest.
 
-mod common;
+use crate::common;
 
 use kfdrt::{EventKind, EventReset, WaitMode};
 use std::time::{Duration, Instant};

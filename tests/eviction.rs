@@ -4,7 +4,7 @@
 //! rides through it: waits that end during the eviction time out as waits do, later waits
 //! succeed, nothing is reported as an error.
 
-mod common;
+use crate::common;
 
 use kfdrt::emu::{GpuFault, Preset, WorkGroup};
 use kfdrt::{AqlQueueOptions, Dispatch, Error, Kernel, MemoryKind, Pm4QueueOptions};

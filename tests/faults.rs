@@ -4,7 +4,7 @@
 //! completions, copies on SDMA or blit kernels, PM4 fences) watches those events and returns
 //! `Error::DeviceFault` naming the address, the kind and the queue. Other GPUs keep working.
 
-mod common;
+use crate::common;
 
 use common::raw_dispatch;
 

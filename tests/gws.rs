@@ -2,7 +2,7 @@
 //! holds it, a second gets EBUSY, giving back what is not held is EINVAL, destroying the
 //! holder frees it, and each GPU has its own.
 
-mod common;
+use crate::common;
 
 use kfdrt::emu::Preset;
 use kfdrt::{AqlQueueOptions, Errno, Error};

@@ -5,7 +5,7 @@
 //! its kernel), how long the read index has not moved; for a fault, the address, the kernel
 //! and the instructions around the faulting PC.
 
-mod common;
+use crate::common;
 
 use kfdrt::emu::{EmuConfig, Preset};
 use kfdrt::{AqlQueueOptions, DebugOptions, Dispatch, Error, Kfd, MemoryKind, Pm4QueueOptions};

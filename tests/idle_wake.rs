@@ -5,7 +5,7 @@
 //! store faulting. Figures are in `benches/idle.rs` and `examples/rocr_roundtrip.rs --idle`;
 //! these tests check only that nothing is missed.
 
-mod common;
+use crate::common;
 
 use kfd_sys::{Driver, DriverKind, Errno, IoctlRequest, MapSource, Node};
 use kfdrt::emu::{EmuConfig, Emulator, Preset};

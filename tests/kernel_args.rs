@@ -2,8 +2,8 @@
 //! hidden arguments written where the metadata puts them (code object v4 and v5), through
 //! AQL and PM4 dispatch.
 
-mod co_util;
-mod common;
+use crate::co_util;
+use crate::common;
 
 use co_util::fixture;
 use kfdrt::code_object::{self, ArgKind, Dim, KernelArg, KernelMetadata};

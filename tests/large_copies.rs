@@ -4,7 +4,7 @@
 //! the destination is ever touched whole. (Byte-wise copies go through the same split; before,
 //! those of 4 GiB and more were refused rather than wrapped.)
 
-mod common;
+use crate::common;
 
 use kfdrt::emu::Preset;
 use kfdrt::{Buffer, CopyPath, MemoryKind};

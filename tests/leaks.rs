@@ -3,7 +3,7 @@
 //! count sees what a client forgot. Every integration test checks its device the same way when
 //! it drops (`common::Checked`).
 
-mod common;
+use crate::common;
 
 use kfd_sys::bindings::*;
 use kfd_sys::DriverExt;

@@ -4,8 +4,8 @@
 //!
 //! On the emulated device the kernels run as machine code on kfd-emu's wave interpreter.
 
-mod co_util;
-mod common;
+use crate::co_util;
+use crate::common;
 
 use co_util::fixture;
 use kfdrt::code_object::{ArgKind, Dim};

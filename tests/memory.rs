@@ -1,6 +1,6 @@
 //! Memory tests in the spirit of kfdtest's KFDMemoryTest.
 
-mod common;
+use crate::common;
 
 use kfd_sys::bindings::*;
 use kfd_sys::DriverExt;

@@ -3,7 +3,7 @@
 //! same through `code_object::inspect`. Every key the golden shows is compared or explicitly
 //! listed as not modelled, so a new key in a regenerated fixture fails here until it is looked at.
 
-mod co_util;
+use crate::co_util;
 
 use co_util::{fixture, fixtures_dir};
 use kfdrt::code_object::{self, KernelArg, KernelMetadata};

@@ -7,7 +7,7 @@
 //! comes while the producer runs (it gives up after a short wait and writes); overlapped, the
 //! consumer starts first, reads before the producer writes, and says so.
 
-mod common;
+use crate::common;
 
 use common::raw_dispatch;
 

@@ -2,7 +2,7 @@
 //! slots (`num_cp_queues`); the hardware scheduler maps them in turn, and every queue makes
 //! progress. Work submitted to all of them at once completes.
 
-mod common;
+use crate::common;
 
 use kfdrt::emu::{GpuFault, Preset, WorkGroup};
 use kfdrt::{AqlQueueOptions, Dispatch, MemoryKind};

@@ -3,7 +3,7 @@
 //! right once it runs; and everything is freed once it has completed, or once its queue is gone.
 //! Signals follow the same rule, and objects of another device are refused.
 
-mod common;
+use crate::common;
 
 use kfdrt::code_object::{ArgKind, KernelArg, KernelMetadata};
 use kfdrt::emu::{GpuFault, Preset, WorkGroup};

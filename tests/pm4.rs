@@ -1,6 +1,6 @@
 //! PM4 compute queues in the spirit of kfdtest's KFDQMTest, and PM4 vs AQL dispatch.
 
-mod common;
+use crate::common;
 
 use common::raw_dispatch;
 

@@ -3,7 +3,7 @@
 //! exactly the expected size; the queue holds them, so they cannot be unmapped under it; and a
 //! new queue starts from fresh memory, whatever queue came before it.
 
-mod common;
+use crate::common;
 
 use kfd_sys::bindings::*;
 use kfd_sys::DriverExt;

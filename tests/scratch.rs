@@ -3,7 +3,7 @@
 //! through the queue's inactive signal; kfdrt sets it up as ROCr does and the dispatch runs.
 //! Uses the interpreter's hipcc fixtures (`kfd-emu/isa/tests/kernels/kernels.hip`).
 
-mod common;
+use crate::common;
 
 use kfdrt::emu::Preset;
 use kfdrt::kernel_args::KernelArgs;

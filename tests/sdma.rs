@@ -1,6 +1,6 @@
 //! SDMA queues and the copy engine, in the spirit of kfdtest's SDMA scenarios.
 
-mod common;
+use crate::common;
 
 use kfdrt::emu::Preset;
 use kfdrt::{CopyPath, Error, EventKind, EventReset, MemoryKind};

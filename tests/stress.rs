@@ -2,7 +2,7 @@
 //! events and buffers, each sized to finish in seconds on a 2-core CI machine. Set
 //! `KFDRT_STRESS_SCALE=n` to multiply every count by `n` for a longer run.
 
-mod common;
+use crate::common;
 
 use common::raw_dispatch;
 use kfdrt::emu::{GpuFault, Preset, WorkGroup};

@@ -3,7 +3,7 @@
 //! firing on a deliberately wrong client, and kfdrt's own use passes them all (the rest of the
 //! suite runs with the default, strict, configuration).
 
-mod common;
+use crate::common;
 
 use common::raw_dispatch;
 

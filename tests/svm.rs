@@ -3,7 +3,7 @@
 //! access faults; attributes read back merged over ranges as the driver reports them; prefetch
 //! records a migration; bad ranges are refused with the driver's errnos.
 
-mod common;
+use crate::common;
 
 use common::HostPages;
 use kfdrt::emu::Preset;

@@ -1,6 +1,6 @@
 //! Topology checks in the spirit of kfdtest's KFDTopologyTest.
 
-mod common;
+use crate::common;
 
 use kfdrt::emu::Preset;
 use kfdrt::topology::HeapType;

@@ -2,7 +2,7 @@
 //! trace-event JSON with host spans, device spans on per-queue tracks and flows between them;
 //! the DOT graph has the edges the submissions made.
 
-mod common;
+use crate::common;
 
 use kfdrt::emu::{EmuConfig, GpuFault, Preset, WorkGroup};
 use kfdrt::{AqlQueueOptions, CopyPath, DebugOptions, Dispatch, Kfd, MemoryKind};
