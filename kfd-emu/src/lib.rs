@@ -150,6 +150,11 @@
 //!   the host's page.
 //! - SDMA register polls other than the HDP flush (ROCr's `hdp_flush_cmd`, Linux's `HDP_FLUSH`
 //!   bit) are malformed packets: no registers are modelled.
+//! - Memory requests as `kfd_chardev.c` answers them: before `ACQUIRE_VM` a GPU's
+//!   allocations and mappings are ENODEV (`kfd_bind_process_to_device`); a handle its GPU does
+//!   not know is ENOMEM to map or unmap; mapping and unmapping go device by device, keep what
+//!   they did before a failing device and report it in `n_success` (`tests/ioctls.rs` checks
+//!   these through the driver seam alone).
 //! - amdgpu's limits: VRAM and visible VRAM per GPU, GTT and pinned memory against system memory,
 //!   SDMA queue slots, exact doorbell and MMIO mmap lengths, each part's SDMA count width.
 //!

@@ -176,8 +176,10 @@ pub(crate) fn alloc(
         return Err(Errno::EINVAL);
     }
     let gpu = emu.gpu(a.gpu_id).ok_or(Errno::EINVAL)?.clone();
+    // kfd_bind_process_to_device: "if (!pdd->drm_priv) return ERR_PTR(-ENODEV)" (no
+    // ACQUIRE_VM yet).
     if !gpu.vm_acquired.load(Ordering::Acquire) {
-        return Err(Errno::EINVAL);
+        return Err(Errno::ENODEV);
     }
     let f = a.flags;
     // amdgpu_bo_create rounds a buffer up to the kernel's page; its mapping covers it all.
@@ -442,7 +444,10 @@ fn device_ids(ptr: u64, n: u32) -> Result<Vec<u32>, Errno> {
     Ok(unsafe { std::slice::from_raw_parts(ptr as *const u32, n as usize) }.to_vec())
 }
 
-/// MAP (`map = true`) or UNMAP for the devices `[n_success, n_devices)`.
+/// MAP (`map = true`) or UNMAP for the devices `[n_success, n_devices)`, one after another as
+/// `kfd_ioctl_map_memory_to_gpu` and `kfd_ioctl_unmap_memory_from_gpu` go: the first device
+/// that fails ends the call with its error, the ones before it stay done, and `n_success` says
+/// how far it got (the driver copies the arguments back whatever the result).
 pub(crate) fn map(
     emu: &Emulator,
     handle: u64,
@@ -455,36 +460,31 @@ pub(crate) fn map(
         return Err(Errno::EINVAL);
     }
     let ids = device_ids(ptr, n_devices)?;
-    let mut m = emu.memory.lock();
-    let bo = m.bos.get_mut(&handle).ok_or(Errno::EINVAL)?;
-    // Validate every device first, so a bad id changes nothing.
-    let mut gpus = Vec::new();
-    for &id in &ids[*n_success as usize..] {
-        let g = emu.gpu(id).ok_or(Errno::EINVAL)?;
-        if !g.vm_acquired.load(Ordering::Acquire) {
-            return Err(Errno::EINVAL);
-        }
-        if !map && !bo.mapped.contains(&g.index) {
-            return Err(Errno::EINVAL);
-        }
-        if !map && bo.queue_refs(g.index) > 0 {
-            // unmap_bo_from_gpuvm: a live queue's ring, pointers, EOP or CWSR area.
-            return Err(Errno::EBUSY);
-        }
-        gpus.push(g.clone());
+    // The handle names its GPU (MAKE_HANDLE): no such GPU is EINVAL; for MAP the process is
+    // bound to it (kfd_bind_process_to_device: ENODEV before ACQUIRE_VM); a handle the GPU
+    // does not know is ENOMEM (kfd_process_device_translate_handle finds no memory).
+    let owner_gpu = emu.gpu((handle >> 32) as u32).ok_or(Errno::EINVAL)?;
+    if map && !owner_gpu.vm_acquired.load(Ordering::Acquire) {
+        return Err(Errno::ENODEV);
     }
+    let mut m = emu.memory.lock();
+    let bo = m.bos.get(&handle).ok_or(Errno::ENOMEM)?;
     if map && bo.va == 0 {
         // A buffer allocated without a VA has nowhere to be mapped.
         log::warn!("kfd-emu: MAP_MEMORY_TO_GPU refused: buffer {handle:#x} has no VA");
         return Err(Errno::EINVAL);
     }
     let (in_vram, owner) = (bo.vram_accounting().is_some(), bo.gpu.index);
-    for g in gpus {
+    for (i, &id) in ids.iter().enumerate().skip(*n_success as usize) {
+        let g = emu.gpu(id).ok_or(Errno::EINVAL)?;
         if map {
+            if !g.vm_acquired.load(Ordering::Acquire) {
+                return Err(Errno::ENODEV);
+            }
             if in_vram && g.index != owner && emu.config.peer_path(g.index, owner).is_none() {
                 move_to_system(emu, &mut m, handle)?;
             }
-            let bo = m.bos.get_mut(&handle).ok_or(Errno::EINVAL)?;
+            let bo = m.bos.get_mut(&handle).ok_or(Errno::ENOMEM)?;
             if !bo.mapped.contains(&g.index) {
                 g.vm.map_memory(
                     bo.va,
@@ -497,11 +497,19 @@ pub(crate) fn map(
                 bo.mapped.push(g.index);
             }
         } else {
-            let bo = m.bos.get_mut(&handle).ok_or(Errno::EINVAL)?;
+            let bo = m.bos.get_mut(&handle).ok_or(Errno::ENOMEM)?;
+            if !bo.mapped.contains(&g.index) {
+                // kfd_mem_is_attached: not mapped to that GPU's VM.
+                return Err(Errno::EINVAL);
+            }
+            if bo.queue_refs(g.index) > 0 {
+                // unmap_bo_from_gpuvm: a live queue's ring, pointers, EOP or CWSR area.
+                return Err(Errno::EBUSY);
+            }
             g.vm.unmap(bo.va);
             bo.mapped.retain(|&i| i != g.index);
         }
-        *n_success += 1;
+        *n_success = i as u32 + 1;
     }
     Ok(())
 }

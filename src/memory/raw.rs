@@ -210,9 +210,19 @@ impl RawAllocation {
             n_success: 0,
         };
         // SAFETY: the device array is `gpu_ids`, alive across the call, `n_devices` long.
-        unsafe { driver.kfd_ioctl_unchecked(&mut args) }
-            .map(drop)
-            .map_err(Error::ioctl(&args))
+        let r = unsafe { driver.kfd_ioctl_unchecked(&mut args) };
+        if let Err(e) = r {
+            // The driver maps device by device and keeps what it did before the failure
+            // (`n_success` of them): undo those, so the call maps all or nothing.
+            let done = (args.n_success as usize).min(gpu_ids.len());
+            if done > 0 {
+                if let Err(u) = self.unmap_from_gpus(driver, &gpu_ids[..done]) {
+                    log::warn!("kfdrt: undoing a partial GPU mapping: {u}");
+                }
+            }
+            return Err(Error::ioctl(&args)(e));
+        }
+        Ok(())
     }
 
     /// `UNMAP_MEMORY_FROM_GPU` for `gpu_ids`.

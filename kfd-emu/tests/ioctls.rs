@@ -1,0 +1,199 @@
+//! kfd-emu's answers to KFD requests, checked through the `Driver` seam alone (no kfdrt): what
+//! amdkfd answers each one with, its errors included, quoted from the kernel functions the
+//! emulator follows. kfdrt's own suite exercises the same requests only as kfdrt makes them.
+
+use kfd_emu::{EmuConfig, Emulator, Preset};
+use kfd_sys::bindings::*;
+use kfd_sys::{Driver, DriverExt, Errno, KfdVersion};
+use std::sync::Arc;
+
+fn emulator(config: EmuConfig) -> Arc<Emulator> {
+    Emulator::new(config).expect("an emulator")
+}
+
+/// Opens GPU `index`'s render node and binds the process's VM for it (`ACQUIRE_VM`).
+fn acquire(emu: &Emulator, index: usize) -> u32 {
+    let gpu_id = emu.gpu_ids()[index];
+    let fd = emu
+        .open_render_node(kfd_emu::FIRST_RENDER_MINOR + index as u32)
+        .expect("render node");
+    let mut a = kfd_ioctl_acquire_vm_args {
+        drm_fd: fd as u32,
+        gpu_id,
+    };
+    emu.kfd_ioctl(&mut a).expect("ACQUIRE_VM");
+    gpu_id
+}
+
+fn alloc(emu: &Emulator, gpu_id: u32, va: u64, size: u64, flags: u32) -> Result<u64, Errno> {
+    let mut a = kfd_ioctl_alloc_memory_of_gpu_args {
+        va_addr: va,
+        size,
+        gpu_id,
+        flags,
+        ..Default::default()
+    };
+    // SAFETY: the emulator's memory is its own; no user pointer is passed.
+    unsafe { emu.kfd_ioctl_unchecked(&mut a) }.map(|_| a.handle)
+}
+
+fn map(emu: &Emulator, handle: u64, ids: &mut [u32], unmap: bool) -> (Result<i32, Errno>, u32) {
+    if unmap {
+        let mut a = kfd_ioctl_unmap_memory_from_gpu_args {
+            handle,
+            device_ids_array_ptr: ids.as_mut_ptr() as u64,
+            n_devices: ids.len() as u32,
+            n_success: 0,
+        };
+        // SAFETY: `ids` lives across the call.
+        let r = unsafe { emu.kfd_ioctl_unchecked(&mut a) };
+        (r, a.n_success)
+    } else {
+        let mut a = kfd_ioctl_map_memory_to_gpu_args {
+            handle,
+            device_ids_array_ptr: ids.as_mut_ptr() as u64,
+            n_devices: ids.len() as u32,
+            n_success: 0,
+        };
+        // SAFETY: `ids` lives across the call.
+        let r = unsafe { emu.kfd_ioctl_unchecked(&mut a) };
+        (r, a.n_success)
+    }
+}
+
+fn free(emu: &Emulator, handle: u64) -> Result<i32, Errno> {
+    emu.kfd_ioctl(&mut kfd_ioctl_free_memory_of_gpu_args { handle })
+}
+
+const VRAM: u32 = KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
+const VA: u64 = 0x7000_0000_0000;
+
+#[test]
+fn the_version_is_the_configured_one_and_newer_requests_are_unknown() {
+    for minor in [11, 18] {
+        let mut config = EmuConfig::new(Preset::Gfx90a, 1);
+        config.kfd_version = KfdVersion::new(1, minor);
+        let emu = emulator(config);
+        let mut v = kfd_ioctl_get_version_args::default();
+        emu.kfd_ioctl(&mut v).unwrap();
+        assert_eq!((v.major_version, v.minor_version), (1, minor));
+        // EXPORT_DMABUF came with 1.12: an older kernel's ioctl table has no such number
+        // (kfd_ioctl answers a number past AMDKFD_CORE_IOCTL_COUNT with ENOTTY); a newer one
+        // looks the handle up and finds none (EINVAL).
+        let mut e = kfd_ioctl_export_dmabuf_args {
+            handle: 0xDEAD,
+            ..Default::default()
+        };
+        // SAFETY: no user pointer in the arguments.
+        let r = unsafe { emu.kfd_ioctl_unchecked(&mut e) };
+        let want = if minor < 12 {
+            Errno::ENOTTY
+        } else {
+            Errno::EINVAL
+        };
+        assert_eq!(r, Err(want), "KFD 1.{minor}");
+    }
+}
+
+#[test]
+fn memory_needs_a_bound_vm_and_follows_the_drivers_rules() {
+    let emu = emulator(EmuConfig::new(Preset::Gfx90a, 2));
+    let ids = emu.gpu_ids();
+    // No VM yet: kfd_bind_process_to_device finds no drm_priv (ENODEV).
+    assert_eq!(alloc(&emu, ids[0], VA, 4096, VRAM), Err(Errno::ENODEV));
+    let gpu = acquire(&emu, 0);
+    // A second render-node file of the same GPU cannot bind the VM again
+    // (kfd_process_device_init_vm: "if (pdd->drm_file) return pdd->drm_file == drm_file ? 0 :
+    // -EBUSY").
+    let other = emu
+        .open_render_node(kfd_emu::FIRST_RENDER_MINOR)
+        .expect("render node");
+    let mut again = kfd_ioctl_acquire_vm_args {
+        drm_fd: other as u32,
+        gpu_id: gpu,
+    };
+    assert_eq!(emu.kfd_ioctl(&mut again), Err(Errno::EBUSY));
+    // Sizes and addresses.
+    assert_eq!(alloc(&emu, gpu, VA, 0, VRAM), Err(Errno::EINVAL));
+    assert_eq!(alloc(&emu, gpu, VA + 12, 4096, VRAM), Err(Errno::EINVAL));
+    assert_eq!(alloc(&emu, 0xBAD, VA, 4096, VRAM), Err(Errno::EINVAL));
+    // No domain flag at all.
+    assert_eq!(
+        alloc(&emu, gpu, VA, 4096, KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE),
+        Err(Errno::EINVAL)
+    );
+    // The doorbell slice and the MMIO page have exact sizes.
+    let doorbell = KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
+    assert_eq!(alloc(&emu, gpu, VA, 4096, doorbell), Err(Errno::EINVAL));
+    let mmio = KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
+    assert_eq!(alloc(&emu, gpu, VA, 8192, mmio), Err(Errno::EINVAL));
+    // More VRAM than the GPU has.
+    assert_eq!(alloc(&emu, gpu, VA, 1 << 50, VRAM), Err(Errno::ENOMEM));
+
+    let h = alloc(&emu, gpu, VA, 8192, VRAM).unwrap();
+    // The range is taken (amdgpu_vm_bo_map: "conflict with" -> EINVAL).
+    assert_eq!(alloc(&emu, gpu, VA + 4096, 4096, VRAM), Err(Errno::EINVAL));
+    // Mapping goes device by device and stops at the first that fails, keeping the ones before
+    // and saying how far it got (kfd_ioctl_map_memory_to_gpu sets n_success = i + 1 after each;
+    // the arguments are copied back whatever the result).
+    let mut bad = [gpu, 0xBAD];
+    assert_eq!(map(&emu, h, &mut bad, false), (Err(Errno::EINVAL), 1));
+    assert!(emu.is_mapped(gpu, VA, 8192));
+    // A GPU whose VM is not bound cannot map (kfd_bind_process_to_device: ENODEV), and a
+    // handle its GPU does not know is not memory (translate_handle: ENOMEM).
+    let mut unbound = [ids[1]];
+    assert_eq!(map(&emu, h, &mut unbound, false), (Err(Errno::ENODEV), 0));
+    let mut one = [gpu];
+    assert_eq!(
+        map(&emu, h + 1000, &mut one, false),
+        (Err(Errno::ENOMEM), 0)
+    );
+    // Mapping again is no error; unmapping from a GPU it is not mapped to is
+    // (kfd_mem_is_attached).
+    assert_eq!(map(&emu, h, &mut one, false), (Ok(0), 1));
+    let mut not_there = [ids[1]];
+    assert_eq!(map(&emu, h, &mut not_there, true), (Err(Errno::EINVAL), 0));
+    // A mapped buffer cannot be freed (kfd_ioctl_free_memory_of_gpu: "mapped ... -EBUSY").
+    assert_eq!(free(&emu, h), Err(Errno::EBUSY));
+    assert_eq!(map(&emu, h, &mut one, true), (Ok(0), 1));
+    assert!(!emu.is_mapped(gpu, VA, 8192));
+    free(&emu, h).unwrap();
+    // A freed handle is gone.
+    assert_eq!(free(&emu, h), Err(Errno::EINVAL));
+    assert_eq!(emu.stats().live_allocations, 0);
+}
+
+#[test]
+fn the_platform_shapes_what_the_driver_gives() {
+    // A virtual function, and a kernel of 64 KiB pages: no MMIO-remap page
+    // (kfd_ioctl_alloc_memory_of_gpu: "if (!offset || (PAGE_SIZE > 4096)) -ENOMEM").
+    let mmio = KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
+    for (vf, page) in [(false, 4096u64), (true, 4096), (false, 64 << 10)] {
+        let mut config = EmuConfig::new(Preset::Gfx90a, 1);
+        config.platform.sriov_vf = vf;
+        config.platform.page_size = page;
+        let emu = emulator(config);
+        assert_eq!(emu.page_size(), page);
+        let gpu = acquire(&emu, 0);
+        let r = alloc(&emu, gpu, VA, page, mmio);
+        if vf || page > 4096 {
+            assert_eq!(r, Err(Errno::ENOMEM), "vf {vf}, page {page:#x}");
+        } else {
+            free(&emu, r.unwrap()).unwrap();
+        }
+        // The doorbell slice is roundup(8 KiB, PAGE_SIZE) (kfd_doorbell_process_slice).
+        let doorbell = KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
+        let slice = 8192u64.next_multiple_of(page);
+        let h = alloc(&emu, gpu, VA, slice, doorbell).unwrap();
+        free(&emu, h).unwrap();
+        // Buffers round up to the page: a 4 KiB buffer takes a whole one.
+        let h = alloc(&emu, gpu, VA, 4096, VRAM).unwrap();
+        let taken = alloc(&emu, gpu, VA + 4096, 4096, VRAM);
+        if page > 4096 {
+            assert_eq!(taken, Err(Errno::EINVAL), "page {page:#x}");
+        } else {
+            free(&emu, taken.unwrap()).unwrap();
+        }
+        free(&emu, h).unwrap();
+    }
+}
