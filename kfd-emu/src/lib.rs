@@ -210,6 +210,10 @@
 //! - A system-scope acquire fence flushes the HDP (so a packet sees what the CPU wrote to VRAM
 //!   through the BAR), as HIP relies on; this is inferred from HIP 5.2's direct VRAM writes,
 //!   not from a public description of the firmware.
+//! - A buffer whose VA range overlaps another's is refused at `ALLOC_MEMORY_OF_GPU` (EINVAL);
+//!   amdgpu takes the allocation and refuses the overlap when it is mapped
+//!   (`amdgpu_vm_bo_map`), so a client that allocates overlapping ranges it never maps is
+//!   refused here only.
 //! - The events page the driver allocates itself when user space gives none (the APU path) is
 //!   not modelled; `F_GETFL` on a device descriptor (under the preload) does not reflect its
 //!   open flags.
