@@ -37,27 +37,26 @@ fn alloc(emu: &Emulator, gpu_id: u32, va: u64, size: u64, flags: u32) -> Result<
     unsafe { emu.kfd_ioctl_unchecked(&mut a) }.map(|_| a.handle)
 }
 
+/// MAP (or, with `unmap`, UNMAP) `handle` for `ids`: the result and `n_success`.
 fn map(emu: &Emulator, handle: u64, ids: &mut [u32], unmap: bool) -> (Result<i32, Errno>, u32) {
+    // The two requests take the same fields in structs of their own.
+    macro_rules! call {
+        ($args:ident) => {{
+            let mut a = $args {
+                handle,
+                device_ids_array_ptr: ids.as_mut_ptr() as u64,
+                n_devices: ids.len() as u32,
+                n_success: 0,
+            };
+            // SAFETY: `ids` lives across the call.
+            let r = unsafe { emu.kfd_ioctl_unchecked(&mut a) };
+            (r, a.n_success)
+        }};
+    }
     if unmap {
-        let mut a = kfd_ioctl_unmap_memory_from_gpu_args {
-            handle,
-            device_ids_array_ptr: ids.as_mut_ptr() as u64,
-            n_devices: ids.len() as u32,
-            n_success: 0,
-        };
-        // SAFETY: `ids` lives across the call.
-        let r = unsafe { emu.kfd_ioctl_unchecked(&mut a) };
-        (r, a.n_success)
+        call!(kfd_ioctl_unmap_memory_from_gpu_args)
     } else {
-        let mut a = kfd_ioctl_map_memory_to_gpu_args {
-            handle,
-            device_ids_array_ptr: ids.as_mut_ptr() as u64,
-            n_devices: ids.len() as u32,
-            n_success: 0,
-        };
-        // SAFETY: `ids` lives across the call.
-        let r = unsafe { emu.kfd_ioctl_unchecked(&mut a) };
-        (r, a.n_success)
+        call!(kfd_ioctl_map_memory_to_gpu_args)
     }
 }
 
