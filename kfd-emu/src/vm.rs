@@ -317,6 +317,9 @@ pub struct GpuVm {
     /// The retry-fault handler while the process runs with XNACK on (`None`: every miss is a
     /// fault, as with XNACK off).
     retry: RwLock<Option<RetryHandler>>,
+    /// A mapping that drops every atomic ([`HostAtomics::Dropped`]) was ever made: until then
+    /// an integer atomic needs no look-up (the interpreter's atomics stay one load away).
+    drops_any_atomic: AtomicBool,
 }
 
 /// [`RetryFaultHandler`], shareable and printable.
@@ -345,6 +348,7 @@ impl GpuVm {
             hdp_checks,
             unflushed_reads: AtomicU64::new(0),
             retry: RwLock::new(None),
+            drops_any_atomic: AtomicBool::new(false),
         }
     }
 
@@ -538,6 +542,9 @@ impl GpuVm {
             visible_vram,
             atomics,
         } = kind;
+        if atomics == HostAtomics::Dropped {
+            self.drops_any_atomic.store(true, Ordering::Release);
+        }
         let m = Mapping {
             atomics,
             len,
@@ -606,6 +613,9 @@ impl GpuVm {
 
     /// Whether an atomic (a float one: `float`) at `va` does not happen ([`HostAtomics`]).
     pub(crate) fn drops_atomic(&self, va: u64, float: bool) -> bool {
+        if !float && !self.drops_any_atomic.load(Ordering::Acquire) {
+            return false;
+        }
         let t = self.table.read().unwrap_or_else(|p| p.into_inner());
         t.entry_at(va).is_some_and(|(_, m)| m.atomics.drops(float))
     }

@@ -425,14 +425,7 @@ impl SdmaQueue {
     /// other queues, when the GPU has no MMIO-remap page).
     pub(crate) fn flush_hdp_and_wait(&self) -> Result<()> {
         self.0.handle().check_exceptions()?;
-        let timeout = self
-            .0
-            .gpu
-            .kfd()
-            .shared
-            .debug
-            .wait_timeout
-            .unwrap_or(Duration::from_secs(60));
+        let timeout = self.wait_limit();
         let wptr = self.write_packets(&[SdmaPacket::HdpFlush], timeout, &mut false)?;
         let start = Instant::now();
         let mut rounds = 0u32;
@@ -445,6 +438,18 @@ impl SdmaQueue {
             }
         }
         Ok(())
+    }
+
+    /// How long a wait on the engine (for room in the ring, for an HDP flush) lasts at most: as
+    /// long as any wait (the debug wait timeout, or a minute).
+    fn wait_limit(&self) -> Duration {
+        self.0
+            .gpu
+            .kfd()
+            .shared
+            .debug
+            .wait_timeout
+            .unwrap_or(Duration::from_secs(60))
     }
 
     /// One round of waiting on the engine: every 64th looks for an exception of the queue, and
@@ -614,16 +619,7 @@ impl SdmaQueue {
                 int_context: event_id,
             });
         }
-        // Room in the ring is waited for as long as any wait (the debug wait timeout, or a
-        // minute).
-        let room = self
-            .0
-            .gpu
-            .kfd()
-            .shared
-            .debug
-            .wait_timeout
-            .unwrap_or(Duration::from_secs(60));
+        let room = self.wait_limit();
         let mut committed = false;
         let seq = match self.submit_packets(&all, room, &mut committed) {
             Ok(seq) => seq,
