@@ -45,6 +45,17 @@ struct State {
     session: Option<Session>,
 }
 
+/// Who a wave's exception goes to (see [`DebugState::route_wave_exception`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Heard {
+    /// An attached debugger took it.
+    Debugger,
+    /// The runtime hears it through the queue's context-save area header.
+    Runtime,
+    /// Nobody: the exception is lost.
+    Nobody,
+}
+
 /// The process's debug state.
 #[derive(Default)]
 pub(crate) struct DebugState {
@@ -75,6 +86,30 @@ impl Session {
 impl DebugState {
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Who hears the queue exceptions `mask` a wave of queue `queue_id` on `gpu_id` raised, as
+    /// `kfd_set_dbg_ev_from_interrupt` decides: an attached debugger subscribed to them
+    /// (`kfd_dbg_ev_raise`, which tells it), else the runtime if it enabled itself
+    /// (`DEBUG_RUNTIME_STATE_ENABLED`: `kfd_send_exception_to_runtime`), else nobody.
+    pub(crate) fn route_wave_exception(&self, gpu_id: u32, queue_id: u32, mask: u64) -> Heard {
+        let mut g = self.lock();
+        if let Some(s) = &mut g.session {
+            if s.exception_mask & mask != 0 {
+                s.raise(mask, Some((gpu_id, queue_id)));
+                return Heard::Debugger;
+            }
+        }
+        if g.runtime.runtime_state == DEBUG_RUNTIME_STATE_ENABLED {
+            Heard::Runtime
+        } else {
+            Heard::Nobody
+        }
+    }
+
+    /// Whether the runtime enabled itself (`RUNTIME_ENABLE`).
+    pub(crate) fn runtime_enabled(&self) -> bool {
+        self.lock().runtime.runtime_state == DEBUG_RUNTIME_STATE_ENABLED
     }
 
     /// A queue was created: an attached debugger hears of it (`EC_QUEUE_NEW`).

@@ -269,6 +269,7 @@ mod smi;
 mod stats;
 mod svm;
 mod topology;
+mod user_access;
 mod vm;
 mod wake;
 
@@ -302,7 +303,7 @@ pub struct Emulator {
     pub(crate) memory: memory::MemoryTable,
     pub(crate) events: Arc<events::EventTable>,
     pub(crate) queues: queue::QueueTable,
-    pub(crate) debug: debugger::DebugState,
+    pub(crate) debug: Arc<debugger::DebugState>,
     pub(crate) dmabufs: dmabuf::DmabufTable,
     pub(crate) svm: svm::SvmTable,
     pub(crate) gem: drm_gem::GemTable,
@@ -376,7 +377,7 @@ impl Emulator {
             memory: memory::MemoryTable::default(),
             events: Arc::new(events::EventTable::default()),
             queues: queue::QueueTable::default(),
-            debug: debugger::DebugState::default(),
+            debug: Default::default(),
             dmabufs: dmabuf::DmabufTable::default(),
             svm: svm::SvmTable::default(),
             gem: drm_gem::GemTable::default(),

@@ -413,6 +413,10 @@ fn install(
         exception_epoch: if gpu.faulted() { 0 } else { gpu.exceptions() },
         watch: emu.watch.clone(),
         holds_gws: AtomicBool::new(false),
+        cwsr: a.ctx_save_restore_address,
+        debug: emu.debug.clone(),
+        wedged: AtomicBool::new(false),
+        sink: Default::default(),
     });
     // The references come before the processor starts: it resolves the ring's and the
     // pointers' host addresses once, which only the references keep valid. A buffer freed

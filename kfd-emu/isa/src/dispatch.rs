@@ -90,6 +90,61 @@ pub struct DispatchSetup {
     /// The GPU's global wave sync resources, when the queue holds them (`ds_gws_*` stop the
     /// wave otherwise).
     pub gws: Option<Arc<crate::gws::Gws>>,
+    /// What a trap or a wave exception does (see [`TrapRouting`]).
+    pub trap: TrapRouting,
+    /// Where the waves' `s_sendmsg` interrupt messages go (none: they are dropped).
+    pub messages: Option<MessageSink>,
+}
+
+/// What a wave does at an `s_trap` or an exception (an illegal instruction).
+///
+/// The GPU enters the driver's first-level trap handler, which jumps to the second-level
+/// handler the process installed (`SET_TRAP_HANDLER`), or, without one, halts the wave at an
+/// exception and steps over an `s_trap` (Linux's `cwsr_trap_handler_gfx9.asm`,
+/// `L_NO_NEXT_TRAP`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TrapRouting {
+    /// The run ends with the error ([`WaveError::Trap`], [`WaveError::Undecodable`]) for the
+    /// caller to report: the effect of a handler the interpreter does not run (kfd-emu's model
+    /// of a pre-debugger-ABI runtime's handler, which reports through the queue's signal).
+    #[default]
+    Report,
+    /// No second-level handler: an exception halts the wave ([`WaveError::Halted`]), an
+    /// `s_trap` is stepped over.
+    FirstLevelOnly,
+    /// The second-level handler at `tba` runs, in trap mode, with the trap registers as the
+    /// first-level handler leaves them.
+    Handler(TrapHandler),
+}
+
+/// A second-level trap handler and what the waves entering it are given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TrapHandler {
+    /// The handler's first instruction (`SET_TRAP_HANDLER`'s `tba_addr`).
+    pub tba: u64,
+    /// Its memory (`tma_addr`), in `ttmp[14:15]` on entry.
+    pub tma: u64,
+    /// The queue's doorbell id, which `s_sendmsg(MSG_GET_DOORBELL)` returns.
+    pub doorbell_id: u32,
+}
+
+/// A wave's `s_sendmsg(MSG_INTERRUPT)`: what the SQ puts in the interrupt it raises.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SqMessage {
+    /// M0 at the message (the payload).
+    pub m0: u32,
+    /// Whether the wave was in trap mode (the interrupt's PRIV bit).
+    pub privileged: bool,
+}
+
+/// The receiver of the waves' interrupt messages (shared by every thread of a dispatch).
+#[derive(Clone)]
+pub struct MessageSink(pub Arc<dyn Fn(SqMessage) + Send + Sync>);
+
+impl std::fmt::Debug for MessageSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MessageSink")
+    }
 }
 
 /// Most work-items in one work-group.
@@ -144,6 +199,8 @@ impl DispatchSetup {
             entry_override: None,
             user_sgprs_override: None,
             gws: None,
+            trap: TrapRouting::Report,
+            messages: None,
         }
     }
 

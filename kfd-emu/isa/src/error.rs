@@ -64,6 +64,14 @@ pub enum WaveError {
         /// The trap id (`s_trap` immediate).
         id: u16,
     },
+    /// A wave halted (`s_sethalt 1`, or an exception with no trap handler to take it): it
+    /// stays resident and its dispatch never completes, as on the hardware.
+    Halted {
+        /// PC of the halting instruction.
+        pc: u64,
+        /// TRAPSTS at the halt (the exception, if one).
+        trapsts: u32,
+    },
     /// The run hit its instruction budget ([`crate::RunControl::max_wave_instructions`]).
     BudgetExhausted {
         /// Wave-instructions executed in this work-group.
@@ -87,6 +95,7 @@ impl WaveError {
             | WaveError::Unimplemented { pc, .. }
             | WaveError::IllegalOperand { pc, .. }
             | WaveError::Trap { pc, .. }
+            | WaveError::Halted { pc, .. }
             | WaveError::BudgetExhausted { pc, .. }
             | WaveError::Cancelled { pc } => Some(*pc),
             _ => None,
@@ -131,6 +140,9 @@ impl std::fmt::Display for WaveError {
             ),
             WaveError::InvalidDispatch(why) => write!(f, "invalid dispatch: {why}"),
             WaveError::Trap { pc, id } => write!(f, "s_trap {id} at {pc:#x}"),
+            WaveError::Halted { pc, trapsts } => {
+                write!(f, "wave halted at {pc:#x} (TRAPSTS {trapsts:#x})")
+            }
             WaveError::BudgetExhausted { executed, pc } => write!(
                 f,
                 "instruction budget exhausted after {executed} wave-instructions (a wave at {pc:#x})"

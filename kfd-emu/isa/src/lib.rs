@@ -138,7 +138,10 @@ pub mod program;
 pub mod target;
 
 pub use descriptor::KernelDescriptor;
-pub use dispatch::{Apertures, DispatchSetup, RunControl, ScratchBacking};
+pub use dispatch::{
+    Apertures, DispatchSetup, MessageSink, RunControl, ScratchBacking, SqMessage, TrapHandler,
+    TrapRouting,
+};
 pub use error::WaveError;
 pub use exec::{run_workgroup, run_workgroups, Stats};
 pub use memory::{AccessKind, AtomicOp, MemFault, Memory};

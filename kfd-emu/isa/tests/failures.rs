@@ -8,9 +8,11 @@ mod common;
 
 use common::gpu::*;
 use kfd_emu_isa::{
-    run_workgroup, AccessKind, KernelDescriptor, Memory, RunControl, Target, WaveError,
+    run_workgroup, AccessKind, KernelDescriptor, Memory, MessageSink, RunControl, SqMessage,
+    Target, TrapHandler, TrapRouting, WaveError,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 const ENTRY: u64 = 256;
 
@@ -180,6 +182,132 @@ fn s_trap_stops_the_wave() {
             },
             "{t}"
         );
+    }
+}
+
+/// Runs one wave of `ko` with `trap` routing; returns the result and the messages it sent.
+fn run_trapping(
+    gpu: &mut Gpu,
+    ko: u64,
+    out: u64,
+    trap: TrapRouting,
+) -> (Result<(), WaveError>, Vec<SqMessage>) {
+    let mut setup = gpu.setup(ko, &one_wave(out));
+    let got = Arc::new(Mutex::new(Vec::new()));
+    let sink = got.clone();
+    setup.trap = trap;
+    setup.messages = Some(MessageSink(Arc::new(move |m| sink.lock().unwrap().push(m))));
+    let r = run_workgroup(&setup, [0, 0, 0], &gpu.mem, &RunControl::default()).map(|_| ());
+    let msgs = got.lock().unwrap().clone();
+    (r, msgs)
+}
+
+#[test]
+fn traps_go_to_the_second_level_handler_or_as_the_first_level_handler_leaves_them() {
+    // The kernel traps (s_trap 2), then stores 7: it gets there only if the trap returns.
+    let kernel = [
+        S_LOAD_OUT[0],
+        S_LOAD_OUT[1],
+        S_WAITCNT_LGKM,
+        S_TRAP_2,
+        V_MOV_V1_0,
+        V_MOV_V2_7,
+        GLOBAL_STORE[0],
+        GLOBAL_STORE[1],
+        S_ENDPGM,
+    ];
+    // A handler that steps past the s_trap, reports M0 = 0x1234 plus its doorbell id, and
+    // returns (llvm-mc-16 -mcpu=gfx90a).
+    let returning = [
+        0x806C_846C, // s_add_u32 ttmp0, ttmp0, 4
+        0x826D_806D, // s_addc_u32 ttmp1, ttmp1, 0
+        0x866D_FF6D, // s_and_b32 ttmp1, ttmp1, 0xffff
+        0x0000_FFFF,
+        0xBEFE_00FF, // s_mov_b32 exec_lo, 0x80000000
+        0x8000_0000,
+        0xBF90_000A, // s_sendmsg sendmsg(MSG_GET_DOORBELL)
+        0x876F_FF7E, // s_or_b32 ttmp3, exec_lo, 0x1234 << 10
+        0x0048_D000,
+        0xBEFC_006F, // s_mov_b32 m0, ttmp3
+        0xBF90_0001, // s_sendmsg sendmsg(MSG_INTERRUPT)
+        0xBE80_1F6C, // s_rfe_b64 ttmp[0:1]
+    ];
+    for t in Target::ALL {
+        let (mut gpu, ko) = tiny(t, &kernel);
+        let out = gpu.alloc(4);
+        let tba = gpu.upload(&u32_bytes(&returning));
+        let h = TrapHandler {
+            tba,
+            tma: 0,
+            doorbell_id: 5,
+        };
+        let (r, msgs) = run_trapping(&mut gpu, ko, out, TrapRouting::Handler(h));
+        r.unwrap();
+        assert_eq!(gpu.mem.read_u32(out).unwrap(), 7, "{t}: the wave came back");
+        assert_eq!(
+            msgs,
+            [SqMessage {
+                m0: 0x1234 << 10 | 5,
+                privileged: true
+            }],
+            "{t}"
+        );
+        // Without a second-level handler the s_trap is stepped over.
+        gpu.mem.write_u32(out, 0).unwrap();
+        let (r, msgs) = run_trapping(&mut gpu, ko, out, TrapRouting::FirstLevelOnly);
+        r.unwrap();
+        assert_eq!(gpu.mem.read_u32(out).unwrap(), 7, "{t}");
+        assert!(msgs.is_empty());
+        // Reported as it is by default.
+        let (r, _) = run_trapping(&mut gpu, ko, out, TrapRouting::Report);
+        assert!(
+            matches!(r, Err(WaveError::Trap { id: 2, .. })),
+            "{t}: {r:?}"
+        );
+    }
+}
+
+#[test]
+fn an_illegal_instruction_halts_the_wave_after_the_handler_reports_it() {
+    let kernel = [0xFFFF_FFFF, S_ENDPGM];
+    // Reports TRAPSTS in M0 and parks the wave.
+    let parking = [
+        0xB8EE_F803, // s_getreg_b32 ttmp2, hwreg(HW_REG_TRAPSTS)
+        0xBEFC_006E, // s_mov_b32 m0, ttmp2
+        0xBF90_0001, // s_sendmsg sendmsg(MSG_INTERRUPT)
+        0xBF8D_0001, // s_sethalt 1
+        S_ENDPGM,
+    ];
+    for t in Target::ALL {
+        let (mut gpu, ko) = tiny(t, &kernel);
+        let tba = gpu.upload(&u32_bytes(&parking));
+        let h = TrapHandler {
+            tba,
+            tma: 0,
+            doorbell_id: 0,
+        };
+        let (r, msgs) = run_trapping(&mut gpu, ko, 0, TrapRouting::Handler(h));
+        assert_eq!(
+            r,
+            Err(WaveError::Halted {
+                pc: tba + 12,
+                trapsts: 1 << 11
+            }),
+            "{t}"
+        );
+        assert_eq!(msgs.len(), 1, "{t}");
+        assert_eq!(msgs[0].m0 & 1 << 11, 1 << 11, "{t}: TRAPSTS.ILLEGAL_INST");
+        // Without a handler the first-level one halts the wave where it is, silently.
+        let (r, msgs) = run_trapping(&mut gpu, ko, 0, TrapRouting::FirstLevelOnly);
+        assert_eq!(
+            r,
+            Err(WaveError::Halted {
+                pc: ko + ENTRY,
+                trapsts: 1 << 11
+            }),
+            "{t}"
+        );
+        assert!(msgs.is_empty());
     }
 }
 

@@ -93,6 +93,8 @@ enum Outcome {
     Error(QueueErrorCode, Option<GpuFault>),
     /// The queue is being destroyed.
     Stopped,
+    /// A wave halted: the packet never completes and the queue stays where it is.
+    Halted,
 }
 
 /// Starts the processor thread of the AQL queue `ctl`.
@@ -278,10 +280,10 @@ impl Processor {
                         && !uses_scratch
                         && self.next_may_overlap(rd)
                     {
-                        in_flight.push(scope.spawn(move || {
-                            if let Outcome::Error(code, fault) = self.execute(&p, &at) {
-                                self.fail(code, fault);
-                            }
+                        in_flight.push(scope.spawn(move || match self.execute(&p, &at) {
+                            Outcome::Error(code, fault) => self.fail(code, fault),
+                            Outcome::Halted => self.wedge(),
+                            Outcome::Done | Outcome::Stopped => {}
                         }));
                         Outcome::Done
                     } else {
@@ -303,6 +305,10 @@ impl Processor {
                 Outcome::Stopped => return,
                 Outcome::Error(code, fault) => {
                     self.fail(code, fault);
+                    continue;
+                }
+                Outcome::Halted => {
+                    self.wedge();
                     continue;
                 }
                 Outcome::Done => {}
@@ -330,6 +336,7 @@ impl Processor {
                     Outcome::Done => {}
                     Outcome::Stopped => return,
                     Outcome::Error(code, fault) => self.fail(code, fault),
+                    Outcome::Halted => self.wedge(),
                 }
             }
         }
@@ -399,6 +406,7 @@ impl Processor {
                 match interp.run_buffer(ib.ib_address, ib.ib_size_dwords, 0, &|| self.stopped()) {
                     Ok(()) => Outcome::Done,
                     Err(Pm4Error::Stopped) => Outcome::Stopped,
+                    Err(Pm4Error::Halted) => Outcome::Halted,
                     Err(Pm4Error::Fault(f)) => {
                         Outcome::Error(QueueErrorCode::MemoryViolation, Some(f))
                     }
@@ -514,6 +522,11 @@ impl Processor {
                 _ => v >= b.value,
             })
         })
+    }
+
+    /// A wave halted: the queue stays at the packet, which never completes.
+    fn wedge(&self) {
+        self.ctl.wedged.store(true, Ordering::Release);
     }
 
     /// Stops the queue. A page fault is a device exception (every queue of the GPU is evicted,

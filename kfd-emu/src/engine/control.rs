@@ -39,6 +39,16 @@ pub(crate) struct QueueCtl {
     pub(crate) watch: Arc<super::watcher::Watch>,
     /// The queue holds its GPU's global wave sync resources (`ALLOC_QUEUE_GWS`).
     pub(crate) holds_gws: AtomicBool,
+    /// The queue's context save/restore area (`ctx_save_restore_address`; 0 for SDMA), whose
+    /// header tells the driver where to report the queue's wave exceptions.
+    pub(crate) cwsr: u64,
+    /// The process's debug state: who hears a wave exception.
+    pub(crate) debug: Arc<crate::debugger::DebugState>,
+    /// A wave of the queue halted: its dispatch never completes and the queue runs nothing
+    /// more (only destroying it ends that).
+    pub(crate) wedged: AtomicBool,
+    /// Where the queue's waves' interrupt messages go, made on the first dispatch.
+    pub(crate) sink: std::sync::OnceLock<kfd_emu_isa::MessageSink>,
 }
 
 impl QueueCtl {
@@ -59,7 +69,10 @@ impl QueueCtl {
     /// Whether the processor must consume nothing for now: the queue is disabled
     /// (`UPDATE_QUEUE` with a zero percentage or no ring), a test stalled it, or it halted.
     pub(crate) fn paused(&self) -> bool {
-        !self.enabled.load(Ordering::Acquire) || self.faults.is_stalled(self.id) || self.halted()
+        !self.enabled.load(Ordering::Acquire)
+            || self.faults.is_stalled(self.id)
+            || self.halted()
+            || self.wedged.load(Ordering::Acquire)
     }
 
     /// Whether the queue runs nothing more: it stopped on an error of its own, or a device

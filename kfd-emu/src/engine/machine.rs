@@ -39,6 +39,8 @@ pub(crate) enum MachineStop {
     /// A wave stopped on an error the GPU reports through the queue (illegal instruction,
     /// trap), or the dispatch cannot start.
     Error(QueueErrorCode),
+    /// A wave halted: the dispatch never completes, and the queue runs nothing more.
+    Halted,
 }
 
 impl MachineLaunch<'_> {
@@ -260,10 +262,17 @@ impl MachineLaunch<'_> {
                 MachineStop::Error(QueueErrorCode::IllegalInstruction)
             }
             WaveError::Trap { .. } => {
-                // No trap handler runs here: a trap ends the dispatch as ROCr's handler reports
-                // one, a queue exception.
+                // The process's handler runs in a model (`TrapRouting::Report`): a trap ends the
+                // dispatch as ROCr's pre-debugger handler reports one, a queue exception.
                 log::error!("kfd-emu: queue {q}: kernel {kernel:#x}: {e}");
                 MachineStop::Error(QueueErrorCode::Exception)
+            }
+            WaveError::Halted { .. } => {
+                log::warn!(
+                    "kfd-emu: queue {q}: kernel {kernel:#x}: {e}: the dispatch never completes \
+                     and the queue runs nothing more, as on the hardware"
+                );
+                MachineStop::Halted
             }
             WaveError::ScratchUnavailable { .. } | WaveError::ScratchTooSmall { .. } => {
                 log::error!("kfd-emu: queue {q}: kernel {kernel:#x}: {e}");

@@ -35,6 +35,7 @@ mod pm4_interpreter;
 mod scratch;
 mod sdma;
 pub(crate) mod watcher;
+mod wave_exception;
 
 pub(crate) use self::aql::mark_free_slots as mark_free_aql_slots;
 pub(crate) use self::clock::Clock;

@@ -87,6 +87,7 @@ impl Processor {
                     self.stats.packets_run.fetch_add(1, Ordering::Relaxed);
                 }
                 Err(Pm4Error::Stopped) => return,
+                Err(Pm4Error::Halted) => self.ctl.wedged.store(true, Ordering::Release),
                 Err(e) => self.fail(e),
             }
         }

@@ -36,6 +36,8 @@ pub(crate) enum Pm4Error {
     BadDispatch,
     /// A wave stopped with an error the queue reports (illegal instruction, trap).
     Wave(QueueErrorCode),
+    /// A wave halted: the dispatch never completes.
+    Halted,
 }
 
 impl From<GpuFault> for Pm4Error {
@@ -448,6 +450,8 @@ impl<'a> Interpreter<'a> {
             }),
             apertures: kfd_emu_isa::Apertures::default(),
             gws: self.ctl.gws(),
+            trap: self.ctl.trap_routing(),
+            messages: Some(self.ctl.message_sink()),
             code,
             entry_override: Some(entry),
             user_sgprs_override: Some(user),
@@ -474,6 +478,7 @@ impl<'a> Interpreter<'a> {
             Err(MachineStop::Stopped) => Err(Pm4Error::Stopped),
             Err(MachineStop::Fault(f)) => Err(Pm4Error::Fault(f)),
             Err(MachineStop::Error(code)) => Err(Pm4Error::Wave(code)),
+            Err(MachineStop::Halted) => Err(Pm4Error::Halted),
         }
     }
 }

@@ -17,6 +17,7 @@ mod lanes;
 mod lds;
 mod salu;
 mod smem;
+mod trap;
 mod valu;
 mod valu_misc;
 mod valu_ops;
@@ -276,7 +277,10 @@ fn run_slice<M: Memory + ?Sized>(
             (region, idx) = ctx.setup.code.lookup(w.pc, ctx.mem)?;
             continue;
         };
-        let flow = step(w, inst, ctx)?;
+        let flow = match step(w, inst, ctx) {
+            Ok(f) => f,
+            Err(e) => Flow::Jump(trap::take(w, e, ctx.setup)?),
+        };
         // A stalled wave counts its tries, so the dispatch's instruction budget bounds a wait
         // that never ends.
         w.executed += 1;

@@ -319,6 +319,7 @@ pub(super) fn exec<M: Memory + ?Sized>(
         }
         Op::SGetpcB64 => w.set_sgpr64(d, w.pc + 4),
         Op::SSetpcB64 => return Ok(Flow::Jump(a64)),
+        Op::SRfeB64 => return Ok(Flow::Jump(super::trap::rfe(w, a64))),
         Op::SSwappcB64 => {
             w.set_sgpr64(d, w.pc + 4);
             return Ok(Flow::Jump(a64));
@@ -389,14 +390,17 @@ pub(super) fn exec<M: Memory + ?Sized>(
         | Op::SSetprio
         | Op::SSleep
         | Op::SIcacheInv
-        | Op::SSethalt
         | Op::SSetkill
         | Op::SWakeup
         | Op::SIncperflevel
         | Op::SDecperflevel
-        | Op::STtracedata
-        | Op::SSendmsg
-        | Op::SSendmsghalt => {}
+        | Op::STtracedata => {}
+        Op::SSethalt => super::trap::sethalt(w, inst.offset as u16)?,
+        Op::SSendmsg => super::trap::sendmsg(w, inst.offset as u16, ctx.setup),
+        Op::SSendmsghalt => {
+            super::trap::sendmsg(w, inst.offset as u16, ctx.setup);
+            super::trap::sethalt(w, 1)?;
+        }
         Op::SEndpgm | Op::SEndpgmSaved | Op::SEndpgmOrderedPsDone => return Ok(Flow::End),
         Op::SBarrier => return Ok(Flow::Barrier),
         Op::SBranch => return Ok(Flow::Jump(branch(w, inst))),

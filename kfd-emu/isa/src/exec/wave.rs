@@ -123,6 +123,8 @@ pub(crate) struct Wave {
     pub mode: u32,
     /// Hardware TRAPSTS register.
     pub trapsts: u32,
+    /// In the trap handler (STATUS.TRAP): its traps are not taken, `s_rfe_b64` leaves.
+    pub trap_mode: bool,
     /// This wave's index within its work-group.
     pub index: u32,
     /// Base address of the wave's scratch (0 without scratch).
@@ -148,6 +150,7 @@ impl Wave {
             state: WaveState::Running,
             mode: 0,
             trapsts: 0,
+            trap_mode: false,
             index,
             scratch_base: 0,
             executed: 0,

@@ -127,6 +127,8 @@ impl Processor {
         setup.queue_address = self.amd_queue();
         setup.dispatch_id = at.index;
         setup.gws = self.ctl.gws();
+        setup.trap = self.ctl.trap_routing();
+        setup.messages = Some(self.ctl.message_sink());
         let mut xcc_stride = 0;
         if d.private_segment_size > 0 {
             // `ensure_scratch` made sure the queue serves it before the packet got here.
@@ -161,6 +163,7 @@ impl Processor {
             Err(MachineStop::Stopped) => Outcome::Stopped,
             Err(MachineStop::Fault(f)) => Outcome::Error(QueueErrorCode::MemoryViolation, Some(f)),
             Err(MachineStop::Error(code)) => Outcome::Error(code, None),
+            Err(MachineStop::Halted) => Outcome::Halted,
         }
     }
 }

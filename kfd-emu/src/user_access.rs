@@ -1,0 +1,84 @@
+//! The driver's `get_user`/`put_user`: reads and writes of the process's memory that fail, as
+//! the kernel's do, where the process has no mapping with that access (a VA reserved
+//! `PROT_NONE`, VRAM nobody mapped for the CPU, a read-only page written), instead of
+//! faulting the emulator. `process_vm_readv`/`process_vm_writev` on the process itself walk its
+//! page tables with the same permission checks.
+
+/// Reads `buf.len()` bytes at user address `addr`; false where the process cannot read them.
+fn read(addr: u64, buf: &mut [u8]) -> bool {
+    let local = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let remote = libc::iovec {
+        iov_base: addr as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    // SAFETY: `local` is a live buffer of `iov_len` bytes; the kernel checks `remote` against
+    // the process's mappings and fails (EFAULT) rather than touching what is not mapped.
+    let n = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+    n == buf.len() as isize
+}
+
+/// Writes `data` at user address `addr`; false where the process cannot write there.
+fn write(addr: u64, data: &[u8]) -> bool {
+    let local = libc::iovec {
+        iov_base: data.as_ptr() as *mut libc::c_void,
+        iov_len: data.len(),
+    };
+    let remote = libc::iovec {
+        iov_base: addr as *mut libc::c_void,
+        iov_len: data.len(),
+    };
+    // SAFETY: `local` is read only; the kernel writes `remote` only where the process has a
+    // writable mapping (EFAULT otherwise).
+    let n = unsafe { libc::process_vm_writev(libc::getpid(), &local, 1, &remote, 1, 0) };
+    n == data.len() as isize
+}
+
+/// `get_user` of a u64: `None` where the process cannot read it (the kernel's `-EFAULT`).
+pub(crate) fn get_u64(addr: u64) -> Option<u64> {
+    let mut b = [0u8; 8];
+    read(addr, &mut b).then(|| u64::from_le_bytes(b))
+}
+
+/// `get_user` of a u32.
+pub(crate) fn get_u32(addr: u64) -> Option<u32> {
+    let mut b = [0u8; 4];
+    read(addr, &mut b).then(|| u32::from_le_bytes(b))
+}
+
+/// `put_user` of a u64: false where the process cannot write it.
+pub(crate) fn put_u64(addr: u64, v: u64) -> bool {
+    write(addr, &v.to_le_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn reads_and_writes_what_the_process_maps_and_refuses_the_rest() {
+        let mut word = 5u64;
+        let at = &mut word as *mut u64 as u64;
+        assert_eq!(super::get_u64(at), Some(5));
+        assert!(super::put_u64(at, 9));
+        // SAFETY: `word` is a live local written through the kernel above.
+        assert_eq!(unsafe { std::ptr::read_volatile(&word) }, 9);
+        // A reserved, inaccessible page: the kernel refuses it.
+        // SAFETY: a fresh anonymous PROT_NONE mapping, unmapped below.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                4096,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(p, libc::MAP_FAILED);
+        assert_eq!(super::get_u64(p as u64), None);
+        assert!(!super::put_u64(p as u64, 1));
+        // SAFETY: the mapping made above.
+        unsafe { libc::munmap(p, 4096) };
+    }
+}
