@@ -110,7 +110,7 @@ pub use kfd_sys::{DriverKind, Errno, Feature, KfdVersion};
 pub use memory::{AllocOptions, Buffer, HostRegistration, MemoryKind};
 pub use queue::{
     AqlQueue, AqlQueueOptions, CopyCompletion, Dispatch, Pm4Queue, Pm4QueueOptions,
-    PreparedDispatch, QueuePriority, SdmaQueue, Submission,
+    PreparedDispatch, QueuePriority, SdmaQueue, Submission, WaveExceptions,
 };
 pub use signal::{Condition, Signal};
 pub use topology::{GpuInfo, IoLink, IoLinkFlags, PeerAccess, Topology};

@@ -351,18 +351,22 @@ fn an_instruction_the_gpu_cannot_run_stops_the_queue_with_an_illegal_instruction
     let kfd = common::emulated(Preset::Gfx90a, 1);
     let gpu = kfd.gpu(0).unwrap();
     let emu = kfd.emulator().unwrap();
-    for (what, words, code) in [
-        // An MFMA, which the interpreter decodes but does not run.
+    for (what, words, code, exceptions) in [
+        // An MFMA, which the interpreter decodes but does not run: the emulator's limit, which
+        // it reports as the CP would an illegal instruction.
         (
             "unimplemented",
             [0xD3C2_8000u32, 0x0402_0300],
             kfdrt::queue::error_bits::ILLEGAL_INSTRUCTION,
+            kfdrt::WaveExceptions::empty(),
         ),
-        // s_trap 2 (what HIP's abort() compiles to), with no trap handler to take it.
+        // s_trap 2 (what HIP's abort() compiles to): kfdrt's trap handler reports it, and KFD
+        // passes it on through the queue's context-save area.
         (
             "trap",
             [0xBF92_0002, 0xBF81_0000],
-            kfdrt::queue::error_bits::EXCEPTION,
+            0,
+            kfdrt::WaveExceptions::ABORT,
         ),
     ] {
         let (_co, k) = compiled_vector_add(&gpu);
@@ -381,6 +385,7 @@ fn an_instruction_the_gpu_cannot_run_stops_the_queue_with_an_illegal_instruction
             }) => {
                 assert_eq!(queue_id, q.id(), "{what}");
                 assert_eq!(fault.code, code, "{what}: {fault}");
+                assert_eq!(fault.exceptions, exceptions, "{what}: {fault}");
             }
             other => panic!("{what}: {other:?}"),
         }

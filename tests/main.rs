@@ -45,3 +45,4 @@ mod strict;
 mod svm;
 mod topology;
 mod trace;
+mod wave_exceptions;

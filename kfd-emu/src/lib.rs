@@ -110,8 +110,15 @@
 //!   in its share, as ROCr describes them per XCC): a layout for the whole device puts the
 //!   later XCCs past the backing, where their waves fault. An instruction the interpreter does
 //!   not know or run stops the queue with an illegal-instruction error naming the PC and its
-//!   disassembly; a trap is a queue exception; a wave's access outside the page table is a GPU
-//!   page fault.
+//!   disassembly; a wave's access outside the page table is a GPU page fault.
+//! - Traps and wave exceptions (`s_trap`, an undecodable word) go where the hardware sends them
+//!   (`engine::wave_exception`): with no `SET_TRAP_HANDLER`, the first-level handler's way (an
+//!   `s_trap` is stepped over, an exception halts the wave and its dispatch never completes);
+//!   with a handler and the runtime enabled, the handler's machine code runs in trap mode and
+//!   its `s_sendmsg(MSG_INTERRUPT)` reaches the runtime through the queue's CWSR header, read
+//!   with `get_user` semantics (an unreachable header loses it); with a handler but no runtime
+//!   enabled (ROCr 5.2.3 under the preload), the pre-debugger handler's effect is modelled: the
+//!   queue stops with an exception code in its inactive signal.
 //! - One emulator is one process's `kfd_process`. A forked child's calls are refused: ioctls on
 //!   the KFD file with EBADF (`kfd_ioctl`: "Using KFD FD in wrong process"), its mmaps with
 //!   EINVAL (`kfd_get_process` finds no process for the child's mm); dropping the emulator in
@@ -492,6 +499,13 @@ impl Emulator {
         self.gpu(gpu_id)
             .map(|g| g.fault_log.all())
             .unwrap_or_default()
+    }
+
+    /// The context save/restore area queue `queue_id` was created with (`None` for an unknown
+    /// queue or one without): where the driver reads the header that says how to report the
+    /// queue's wave exceptions.
+    pub fn queue_cwsr_address(&self, queue_id: u32) -> Option<u64> {
+        self.queues.cwsr_of(queue_id).filter(|&a| a != 0)
     }
 
     /// Binds `f` to the kernel descriptor at `kernel_object`: dispatches of that object run it.

@@ -42,6 +42,12 @@ pub(crate) struct QueueTable {
 }
 
 impl QueueTable {
+    /// The CWSR area queue `id` was created with (0 for none), if the queue exists.
+    pub(crate) fn cwsr_of(&self, id: u32) -> Option<u64> {
+        let g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        g.0.get(&id).map(|e| e.ctl.cwsr)
+    }
+
     pub(crate) fn live(&self) -> usize {
         self.inner.lock().unwrap_or_else(|p| p.into_inner()).0.len()
     }

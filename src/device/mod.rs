@@ -79,6 +79,8 @@ pub(crate) struct KfdShared {
     /// Per GPU without an MMIO-remap page, the SDMA queue its HDP is flushed through (weak: the
     /// queues that flushed through it keep it alive, see `queue::hdp_queue`).
     pub(crate) hdp_queues: Vec<Mutex<WeakSdmaQueue>>,
+    /// Per GPU, kfdrt's trap handler while queues use it (see `queue::wave_exception`).
+    pub(crate) trap_handlers: crate::queue::wave_exception::TrapHandlers,
     /// The debugging switches, fixed at open.
     pub(crate) debug: DebugOptions,
     /// The live queues and kernel names, for hang and fault reports.
@@ -106,6 +108,7 @@ impl KfdShared {
             hdp: HdpFlusher::new(gpus),
             loader_queues: (0..gpus).map(|_| Mutex::default()).collect(),
             hdp_queues: (0..gpus).map(|_| Mutex::default()).collect(),
+            trap_handlers: crate::queue::wave_exception::TrapHandlers::new(gpus),
             recorder: crate::debug::recorder::Recorder::new(&debug),
             clocks_at_open: Vec::new(),
             buffers: (debug.validate || debug.capture.is_some()).then(Default::default),

@@ -23,6 +23,10 @@ pub struct CwsrSizes {
     pub total_bytes: u64,
     /// The EOP buffer size the node asks for.
     pub eop_buffer_size: u32,
+    /// Bytes kept for a debugger after each XCC's area.
+    pub debug_memory_size: u32,
+    /// XCCs of the node: the area holds one part per XCC.
+    pub num_xcc: u32,
 }
 
 /// The node's queue-area sizes, from the topology, on a kernel of `page_size` pages.
@@ -63,15 +67,23 @@ pub fn cwsr_sizes(gpu: &GpuInfo, page_size: u64) -> Option<CwsrSizes> {
         ctl_stack_size: s.ctl_stack_size,
         total_bytes: s.cwsr_total_bytes(),
         eop_buffer_size: s.eop_buffer_size,
+        debug_memory_size: s.debug_memory_size,
+        num_xcc: s.num_xcc,
     })
 }
 
 /// A compute queue's EOP buffer and CWSR area: each its own KFD allocation of exactly the size
-/// KFD checks, never suballocated (a sub-allocation is not a whole mapping).
+/// KFD checks, never suballocated (a sub-allocation is not a whole mapping). The CWSR area is
+/// in memory the CPU maps: KFD reads its header with `get_user` to report a wave's exceptions
+/// (see [`super::wave_exception`]), and a debugger reads the saved waves there.
 pub(crate) struct ComputeAreas {
     pub(crate) sizes: CwsrSizes,
     pub(crate) eop: Option<Buffer>,
     pub(crate) cwsr: Buffer,
+    /// Where KFD reports the queue's wave exceptions.
+    pub(crate) exceptions: super::wave_exception::ExceptionReport,
+    /// kfdrt's trap handler on the GPU, which must outlive the queue's waves.
+    pub(crate) _trap_handler: Option<std::sync::Arc<super::wave_exception::InstalledTrapHandler>>,
 }
 
 impl ComputeAreas {
@@ -94,8 +106,25 @@ impl ComputeAreas {
         } else {
             None
         };
-        let cwsr = queue_buffer(gpu, sizes.total_bytes, MemoryKind::DeviceLocal)?;
-        Ok(ComputeAreas { sizes, eop, cwsr })
+        // The CPU must reach the header (KFD reads it with `get_user`). VRAM the CPU maps, on
+        // a GPU whose VRAM it all maps (a large BAR, as every MI200 and MI300 has); else system
+        // memory, which costs the area's whole size in pinned host memory per queue.
+        let kind = if info.host_visible_vram_bytes >= info.vram_bytes && info.vram_bytes > 0 {
+            MemoryKind::HostVisibleVram
+        } else {
+            MemoryKind::GttCoherent
+        };
+        let cwsr = queue_buffer(gpu, sizes.total_bytes, kind)?;
+        let exceptions = super::wave_exception::ExceptionReport::new(gpu)?;
+        exceptions.fill_headers(&cwsr, &sizes)?;
+        let trap_handler = super::wave_exception::trap_handler(gpu)?;
+        Ok(ComputeAreas {
+            sizes,
+            eop,
+            cwsr,
+            exceptions,
+            _trap_handler: trap_handler,
+        })
     }
 }
 

@@ -12,6 +12,7 @@ mod pm4_queue;
 pub(crate) mod ring_probe;
 pub(crate) mod scratch_memory;
 mod sdma_queue;
+pub(crate) mod wave_exception;
 
 pub(crate) use self::aql_queue::WeakAqlQueue;
 pub use self::aql_queue::{
@@ -23,6 +24,7 @@ pub use self::scratch_memory::SINGLE_LIMIT as SCRATCH_SINGLE_LIMIT;
 pub(crate) use self::sdma_queue::WeakSdmaQueue;
 pub(crate) use self::sdma_queue::{check_fill, check_range};
 pub use self::sdma_queue::{CopyCompletion, SdmaQueue};
+pub use self::wave_exception::WaveExceptions;
 
 /// The error bits a packet processor writes into a queue's inactive signal when the queue stops
 /// (the values ROCr decodes into `hsa_status_t`). Defined once, in the `aql` crate, which the

@@ -24,6 +24,7 @@ use super::cwsr::{queue_buffer, ComputeAreas};
 use super::handle::KfdQueue;
 use super::held::RetireList;
 use super::kernarg::KernargRing;
+use super::wave_exception::WaveExceptions;
 use crate::device::Gpu;
 use crate::error::{Error, Result};
 use crate::memory::{Buffer, MemoryKind};
@@ -127,15 +128,26 @@ impl AqlQueueOptions {
     }
 }
 
-/// The error a queue stopped with, as the packet processor reported it through the queue's
-/// inactive signal (ROCr's error bits).
+/// The error a queue stopped with: what the packet processor reported through the queue's
+/// inactive signal (ROCr's error bits), or the exceptions its waves raised, which KFD reports
+/// through the queue's context-save area (see [`WaveExceptions`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QueueFault {
-    /// The raw error word.
+    /// The packet processor's error word (0 when only waves raised exceptions).
     pub code: u64,
+    /// The exceptions the queue's waves raised (empty when the packet processor reported).
+    pub exceptions: WaveExceptions,
 }
 
 impl QueueFault {
+    /// The packet processor's error word `code`.
+    pub fn from_code(code: u64) -> QueueFault {
+        QueueFault {
+            code,
+            exceptions: WaveExceptions::empty(),
+        }
+    }
+
     /// A description of the error bits.
     pub fn describe(&self) -> &'static str {
         crate::queue::error_bits::describe(self.code)
@@ -144,6 +156,13 @@ impl QueueFault {
 
 impl fmt::Display for QueueFault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.exceptions.is_empty() {
+            write!(f, "wave exception: {}", self.exceptions.names())?;
+            if self.code == 0 {
+                return Ok(());
+            }
+            f.write_str("; ")?;
+        }
         write!(f, "{} (code {:#x})", self.describe(), self.code)
     }
 }
@@ -174,7 +193,7 @@ pub(crate) struct AqlQueueShared {
     // Memory the packet processor uses; freed after DESTROY_QUEUE (see Drop).
     ring_mem: Buffer,
     _amd_queue_mem: Buffer,
-    _areas: ComputeAreas,
+    areas: ComputeAreas,
 }
 
 impl AqlQueueShared {
@@ -354,7 +373,7 @@ impl Gpu {
             progress: progress.clone(),
             ring_mem,
             _amd_queue_mem: amd_queue_mem,
-            _areas: areas,
+            areas,
         }));
         self.kfd.shared.reports.register(Arc::new(probe::AqlProbe {
             queue_id,
@@ -411,7 +430,31 @@ impl AqlQueue {
     /// queue serves, are not errors.)
     pub fn fault(&self) -> Option<QueueFault> {
         let v = self.0.inactive.value() as u64;
-        (v != 0 && !aql::queue_error::is_scratch_request(v)).then_some(QueueFault { code: v })
+        let code = if aql::queue_error::is_scratch_request(v) {
+            0
+        } else {
+            v
+        };
+        let exceptions = self.0.areas.exceptions.raised();
+        (code != 0 || !exceptions.is_empty()).then_some(QueueFault { code, exceptions })
+    }
+
+    /// The events a wait on the queue also sleeps on: its inactive signal's (the CP's errors
+    /// and requests) and its exception signal's (KFD's reports of wave exceptions).
+    fn wake_events(&self) -> ([u32; 2], usize) {
+        let mut ids = [0; 2];
+        let mut n = 0;
+        for id in [
+            self.0.inactive.event_id(),
+            self.0.areas.exceptions.signal.event_id(),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            ids[n] = id;
+            n += 1;
+        }
+        (ids, n)
     }
 
     /// The queue's error, if it stopped: its own (the inactive signal), or its GPU's (a fault
@@ -423,7 +466,10 @@ impl AqlQueue {
         // comes first: in a forked child the queue's memory is not mapped.
         let shared = &self.0.gpu.kfd().shared;
         shared.dev.check_process()?;
-        if self.0.inactive.value() == 0 && !shared.exceptions.any() {
+        if self.0.inactive.value() == 0
+            && self.0.areas.exceptions.raised().is_empty()
+            && !shared.exceptions.any()
+        {
             return Ok(());
         }
         self.check_slow()
@@ -493,11 +539,12 @@ impl AqlQueue {
             // Full of running submissions: wait for the oldest, then retry.
             match oldest {
                 Some((sig, target)) => {
+                    let (wake, n) = self.wake_events();
                     sig.wait_with(
                         Condition::Lt(target + 1),
                         None,
                         DEFAULT_SPIN,
-                        self.0.inactive.event_id().as_slice(),
+                        &wake[..n],
                         &|| self.check(),
                     )?;
                 }

@@ -37,8 +37,14 @@ impl QueueProbe for AqlProbe {
         r.write = q.ring.write_index();
         let stuck = self.progress.observe(r.read);
         let v = q.inactive.value() as u64;
-        if v != 0 && !aql::queue_error::is_scratch_request(v) {
-            r.error = Some(crate::queue::QueueFault { code: v }.to_string());
+        let code = if aql::queue_error::is_scratch_request(v) {
+            0
+        } else {
+            v
+        };
+        let exceptions = q.areas.exceptions.raised();
+        if code != 0 || !exceptions.is_empty() {
+            r.error = Some(crate::queue::QueueFault { code, exceptions }.to_string());
         }
         if r.read < r.write {
             r.stuck_for = Some(stuck);

@@ -81,21 +81,16 @@ impl Submission {
     fn wait_unreported(&self, timeout: Option<Duration>) -> Result<()> {
         let q = &self.queue;
         q.check()?;
+        let (wake, n) = q.wake_events();
         self.signal
-            .wait_with(
-                Condition::Lt(1),
-                timeout,
-                DEFAULT_SPIN,
-                q.0.inactive.event_id().as_slice(),
-                &|| {
-                    // Where the queue stands each time the wait goes to sleep: a hang report
-                    // dates the stall from the first look that saw this read index. (Not
-                    // before the spin: most waits end within it, and the read index is a
-                    // cache line the packet processor is about to write.)
-                    q.0.progress.observe(q.read_index());
-                    q.check()
-                },
-            )
+            .wait_with(Condition::Lt(1), timeout, DEFAULT_SPIN, &wake[..n], &|| {
+                // Where the queue stands each time the wait goes to sleep: a hang report
+                // dates the stall from the first look that saw this read index. (Not
+                // before the spin: most waits end within it, and the read index is a
+                // cache line the packet processor is about to write.)
+                q.0.progress.observe(q.read_index());
+                q.check()
+            })
             .map(drop)
             .or_else(|e| match e {
                 // The queue may have died while we slept; report that rather than a timeout.

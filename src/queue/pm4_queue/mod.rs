@@ -88,7 +88,7 @@ pub struct Pm4Queue {
     /// The queues GPUs without an MMIO-remap page have their HDP flushed through.
     hdp: crate::queue::hdp_queue::HdpQueues,
     _ring_mem: Arc<Buffer>,
-    _areas: ComputeAreas,
+    areas: ComputeAreas,
 }
 
 // SAFETY: the ring writer is behind a mutex; the pointers are into buffers the queue owns.
@@ -204,7 +204,7 @@ impl Gpu {
             dispatch_memory: Mutex::default(),
             hdp: Default::default(),
             _ring_mem: ring_mem,
-            _areas: areas,
+            areas,
         })
     }
 }
@@ -273,9 +273,27 @@ impl Pm4Queue {
         Ok(wptr)
     }
 
+    /// The exceptions the queue's waves raised, which KFD reports through its context-save
+    /// area: the queue's dispatches never complete after one.
+    fn check_waves(&self) -> Result<()> {
+        let exceptions = self.areas.exceptions.raised();
+        if exceptions.is_empty() {
+            return Ok(());
+        }
+        Err(Error::QueueError {
+            queue_id: self.handle().id(),
+            fault: crate::queue::QueueFault {
+                code: 0,
+                exceptions,
+            },
+            report: None,
+        })
+    }
+
     fn submit_packets(&self, packets: &[Pm4Packet], timeout: Duration) -> Result<u64> {
-        // A queue its GPU's fault stopped runs nothing more.
+        // A queue its GPU's fault (or its waves' exceptions) stopped runs nothing more.
         self.handle().check_exceptions()?;
+        self.check_waves()?;
         // What the CPU wrote to VRAM reaches the GPU before the packets can run.
         crate::queue::hdp_queue::flush_before_submit(self.gpu.kfd(), &self.hdp)?;
         let mut dwords = Vec::new();
@@ -417,6 +435,7 @@ impl Pm4Queue {
         let word = unsafe { &*(self.word(FENCE) as *const AtomicU32) };
         let mut rounds = 0u32;
         while word.load(Ordering::Acquire) != value {
+            self.check_waves()?;
             rounds = rounds.wrapping_add(1);
             if rounds % crate::exception::POLL_ROUNDS == 0 {
                 self.handle().poll_exceptions()?;

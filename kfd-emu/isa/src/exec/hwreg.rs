@@ -13,7 +13,7 @@ pub(super) fn getreg<M: Memory + ?Sized>(w: &Wave, simm: u16, ctx: &Ctx<'_, M>) 
     let value = match id {
         1 => w.mode,
         // STATUS: EXECZ (bit 9), VCCZ (10), SCC (0).
-        2 => u32::from(w.scc) | u32::from(w.exec() == 0) << 9 | u32::from(w.vcc() == 0) << 10,
+        2 => status(w),
         3 => w.trapsts,
         // HW_ID: wave id in bits 3:0.
         4 => w.index & 0xF,
@@ -33,7 +33,16 @@ pub(super) fn getreg<M: Memory + ?Sized>(w: &Wave, simm: u16, ctx: &Ctx<'_, M>) 
     }
 }
 
-/// `s_setreg`: only MODE is writable by a kernel; other writes are dropped.
+/// STATUS.HALT.
+pub(super) const STATUS_HALT: u32 = 1 << 13;
+
+/// STATUS as `s_getreg_b32` reads it: SCC (bit 0), EXECZ (9), VCCZ (10).
+pub(super) fn status(w: &Wave) -> u32 {
+    u32::from(w.scc) | u32::from(w.exec() == 0) << 9 | u32::from(w.vcc() == 0) << 10
+}
+
+/// `s_setreg`: a kernel writes MODE (and TRAPSTS); the trap handler also writes STATUS (its
+/// SCC, and HALT, which halts the wave once it leaves the handler). Other writes are dropped.
 pub(super) fn setreg(w: &mut Wave, simm: u16, v: u32) {
     let id = simm & 0x3F;
     let offset = u32::from((simm >> 6) & 0x1F);
@@ -47,5 +56,9 @@ pub(super) fn setreg(w: &mut Wave, simm: u16, v: u32) {
         w.mode = (w.mode & !mask) | ((v << offset) & mask);
     } else if id == 3 {
         w.trapsts = (w.trapsts & !mask) | ((v << offset) & mask);
+    } else if id == 2 && w.trap_mode {
+        let s = (status(w) & !mask) | ((v << offset) & mask);
+        w.scc = s & 1 != 0;
+        w.halt_on_return = s & STATUS_HALT != 0;
     }
 }

@@ -319,7 +319,7 @@ pub(super) fn exec<M: Memory + ?Sized>(
         }
         Op::SGetpcB64 => w.set_sgpr64(d, w.pc + 4),
         Op::SSetpcB64 => return Ok(Flow::Jump(a64)),
-        Op::SRfeB64 => return Ok(Flow::Jump(super::trap::rfe(w, a64))),
+        Op::SRfeB64 => return Ok(Flow::Jump(super::trap::rfe(w, a64)?)),
         Op::SSwappcB64 => {
             w.set_sgpr64(d, w.pc + 4);
             return Ok(Flow::Jump(a64));

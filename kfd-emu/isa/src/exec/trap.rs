@@ -4,9 +4,10 @@
 //!
 //! On entry the first-level handler (Linux's `cwsr_trap_handler_gfx9.asm`) has left, for the
 //! second-level one: the PC of the trapping instruction in `ttmp[0:1]` with the `s_trap` id in
-//! `ttmp1[23:16]` (0 for an exception), the exception in `TRAPSTS`, and the second-level TMA in
-//! `ttmp[14:15]`. The handler returns with `s_rfe_b64` (to the PC it passes) or parks the wave
-//! with `s_sethalt 1`.
+//! `ttmp1[23:16]` (0 for an exception), the wave's STATUS in `ttmp12`, the exception in
+//! `TRAPSTS`, and the second-level TMA in `ttmp[14:15]`. The handler returns with `s_rfe_b64`
+//! (to the PC it passes; halted if it set STATUS.HALT, restoring STATUS from `ttmp12`), or
+//! halts the wave with `s_sethalt 1`.
 
 use super::wave::Wave;
 use crate::dispatch::{DispatchSetup, SqMessage, TrapHandler, TrapRouting};
@@ -51,6 +52,7 @@ pub(super) fn take(w: &mut Wave, e: WaveError, setup: &DispatchSetup) -> Result<
 fn enter(w: &mut Wave, pc: u64, trap_id: u16, h: &TrapHandler) -> u64 {
     w.s[TTMP0] = pc as u32;
     w.s[TTMP0 + 1] = ((pc >> 32) as u32 & 0xFFFF) | u32::from(trap_id & 0xFF) << 16;
+    w.s[TTMP0 + 12] = super::hwreg::status(w);
     w.s[TTMP0 + 14] = h.tma as u32;
     w.s[TTMP0 + 15] = (h.tma >> 32) as u32;
     w.trap_mode = true;
@@ -92,8 +94,16 @@ pub(super) fn sethalt(w: &Wave, simm: u16) -> Result<(), WaveError> {
     })
 }
 
-/// `s_rfe_b64`: leaves trap mode for the 48-bit address in the source.
-pub(super) fn rfe(w: &mut Wave, target: u64) -> u64 {
+/// `s_rfe_b64`: leaves trap mode for the 48-bit address in the source, halted there if the
+/// handler set STATUS.HALT.
+pub(super) fn rfe(w: &mut Wave, target: u64) -> Result<u64, WaveError> {
     w.trap_mode = false;
-    target & 0xFFFF_FFFF_FFFF
+    let pc = target & 0xFFFF_FFFF_FFFF;
+    if std::mem::take(&mut w.halt_on_return) {
+        return Err(WaveError::Halted {
+            pc,
+            trapsts: w.trapsts,
+        });
+    }
+    Ok(pc)
 }

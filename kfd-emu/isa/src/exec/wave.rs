@@ -125,6 +125,8 @@ pub(crate) struct Wave {
     pub trapsts: u32,
     /// In the trap handler (STATUS.TRAP): its traps are not taken, `s_rfe_b64` leaves.
     pub trap_mode: bool,
+    /// The trap handler set STATUS.HALT: the wave halts when it leaves the handler.
+    pub halt_on_return: bool,
     /// This wave's index within its work-group.
     pub index: u32,
     /// Base address of the wave's scratch (0 without scratch).
@@ -151,6 +153,7 @@ impl Wave {
             mode: 0,
             trapsts: 0,
             trap_mode: false,
+            halt_on_return: false,
             index,
             scratch_base: 0,
             executed: 0,
