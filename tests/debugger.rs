@@ -341,3 +341,132 @@ fn an_older_kfd_has_no_debugger_abi_and_kfdrt_works_without_it() {
          KFD 1.11"
     );
 }
+
+fn suspend(kfd: &kfdrt::Kfd, queue_id: u32) {
+    let mut ids = [queue_id];
+    let n = dbg_trap(kfd, KFD_IOC_DBG_TRAP_SUSPEND_QUEUES, |a| {
+        a.__bindgen_anon_1.suspend_queues = kfd_ioctl_dbg_trap_suspend_queues_args {
+            queue_array_ptr: ids.as_mut_ptr() as u64,
+            num_queues: 1,
+            ..Default::default()
+        }
+    })
+    .unwrap();
+    assert_eq!(n, 1);
+}
+
+fn wave_state(
+    kfd: &kfdrt::Kfd,
+    queue_id: u32,
+    ctl_stack: u64,
+) -> Result<kfd_ioctl_get_queue_wave_state_args, Errno> {
+    let mut a = kfd_ioctl_get_queue_wave_state_args {
+        ctl_stack_address: ctl_stack,
+        queue_id,
+        ..Default::default()
+    };
+    // SAFETY: the driver writes the headers into `ctl_stack`, which the callers size for every
+    // XCC's part (or pass unmapped on purpose).
+    unsafe { kfd.driver().kfd_ioctl_unchecked(&mut a) }.map(|_| a)
+}
+
+/// The four words of a wave-state header at `at`.
+fn header_at(at: u64) -> [u32; 4] {
+    // SAFETY: `at` is in memory the caller keeps mapped (a queue's CWSR area or a local buffer).
+    std::array::from_fn(|i| unsafe { std::ptr::read_volatile((at as *const u32).add(i)) })
+}
+
+/// What a debugger reads once it suspended a queue: the wave-state header KFD copies into each
+/// XCC's part of the queue's context-save area (empty control stack and wave state: nothing was
+/// resident), kfdrt's error-report fields beside it, and the queue descriptor's CU and wave
+/// limits and apertures. `GET_QUEUE_WAVE_STATE` fails as the driver does.
+#[test]
+fn a_debugger_reads_the_wave_state_headers_and_the_queue_descriptor() {
+    for preset in [Preset::Gfx90a, Preset::Gfx942] {
+        let kfd = common::emulated(preset, 1);
+        let gpu = kfd.gpu(0).unwrap();
+        let info = gpu.info().clone();
+        let sizes = kfdrt::queue::cwsr::cwsr_sizes(&info, kfd.driver().page_size()).unwrap();
+        let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+        let (_notify, write_end) = pipe();
+        let mut rinfo = kfd_runtime_info::default();
+        dbg_trap(&kfd, KFD_IOC_DBG_TRAP_ENABLE, |a| {
+            a.__bindgen_anon_1.enable = kfd_ioctl_dbg_trap_enable_args {
+                exception_mask: u64::MAX,
+                rinfo_ptr: &mut rinfo as *mut _ as u64,
+                rinfo_size: std::mem::size_of::<kfd_runtime_info>() as u32,
+                dbg_fd: write_end as u32,
+            }
+        })
+        .unwrap();
+        // SAFETY: closes the caller's copy; the driver holds its own reference.
+        unsafe { libc::close(write_end) };
+        let mut entries = vec![kfd_queue_snapshot_entry::default(); 8];
+        let (r, out) = dbg_trap_out(&kfd, KFD_IOC_DBG_TRAP_GET_QUEUE_SNAPSHOT, |a| {
+            a.__bindgen_anon_1.queue_snapshot = kfd_ioctl_dbg_trap_queue_snapshot_args {
+                snapshot_buf_ptr: entries.as_mut_ptr() as u64,
+                num_queues: entries.len() as u32,
+                entry_size: std::mem::size_of::<kfd_queue_snapshot_entry>() as u32,
+                ..Default::default()
+            }
+        });
+        r.unwrap();
+        // SAFETY: the member the operation fills.
+        let count = unsafe { out.__bindgen_anon_1.queue_snapshot.num_queues } as usize;
+        let entry = *entries[..count]
+            .iter()
+            .find(|e| e.queue_id == q.id())
+            .unwrap();
+        let cwsr = entry.ctx_save_restore_address;
+        let xccs = info.num_xcc.max(1);
+
+        // A running queue has no saved state to give.
+        let mut mine = vec![0u8; (sizes.ctx_save_restore_size as usize) * xccs as usize];
+        assert_eq!(
+            wave_state(&kfd, q.id(), mine.as_mut_ptr() as u64).err(),
+            Some(Errno::EINVAL),
+            "{preset:?}"
+        );
+        suspend(&kfd, q.id());
+        let ctl = sizes.ctl_stack_size;
+        for x in 0..xccs {
+            let at = cwsr + u64::from(sizes.ctx_save_restore_size) * u64::from(x);
+            assert_eq!(header_at(at), [ctl, 0, ctl, 0], "{preset:?}: XCC {x}");
+            // kfdrt's half of the header: where KFD reports wave exceptions, and the
+            // debugger's area after all the XCCs' parts.
+            // SAFETY: as `header_at`.
+            let (debug_offset, payload) = unsafe {
+                (
+                    std::ptr::read_volatile((at + 16) as *const u32),
+                    std::ptr::read_volatile((at + 24) as *const u64),
+                )
+            };
+            assert_eq!(debug_offset, (xccs - x) * sizes.ctx_save_restore_size);
+            assert_ne!(payload, 0, "{preset:?}: XCC {x}");
+        }
+        // Into the debugger's own buffer, once per XCC.
+        let a = wave_state(&kfd, q.id(), mine.as_mut_ptr() as u64).unwrap();
+        assert_eq!((a.ctl_stack_used_size, a.save_area_used_size), (0, 0));
+        for x in 0..xccs {
+            let at = mine.as_ptr() as u64 + u64::from(sizes.ctx_save_restore_size) * u64::from(x);
+            assert_eq!(header_at(at), [ctl, 0, ctl, 0], "{preset:?}: XCC {x}");
+        }
+        // Memory the process cannot write, and a queue that does not exist.
+        assert_eq!(wave_state(&kfd, q.id(), 0x1000).err(), Some(Errno::EFAULT));
+        assert_eq!(
+            wave_state(&kfd, 0xFFFF, mine.as_mut_ptr() as u64).err(),
+            Some(Errno::EFAULT)
+        );
+
+        // The queue descriptor, as ROCr fills it for a debugger.
+        // SAFETY: the queue's amd_queue_t, alive with `q`.
+        let d = unsafe { &*(q.amd_queue_address() as *const aql::AmdQueue) };
+        assert_eq!(d.max_cu_id, info.compute_units - 1, "{preset:?}");
+        let waves = info.properties.get_or_zero("max_waves_per_simd") as u32;
+        assert!(waves > 0);
+        assert_eq!(d.max_wave_id, waves * info.simd_per_cu - 1, "{preset:?}");
+        assert_ne!(d.group_segment_aperture_base_hi, 0, "{preset:?}");
+        assert_ne!(d.private_segment_aperture_base_hi, 0, "{preset:?}");
+        dbg_trap(&kfd, KFD_IOC_DBG_TRAP_DISABLE, |_| {}).unwrap();
+    }
+}

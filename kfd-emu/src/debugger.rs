@@ -8,10 +8,15 @@
 //! descriptor) and detaching; the exception mask; exceptions raised to the debugger (a byte
 //! written to its descriptor, then `QUERY_DEBUG_EVENT`): `EC_PROCESS_RUNTIME` when the runtime
 //! enables or disables, `EC_QUEUE_NEW` for each queue created while attached; queue and device
-//! snapshots; suspending and resuming queues at packet boundaries.
+//! snapshots; suspending and resuming queues at packet boundaries, with the wave-state
+//! headers copied into the suspended queues' context-save areas (`wave_state`, also behind
+//! `GET_QUEUE_WAVE_STATE`); queue exceptions a wave's trap handler reports go to an attached
+//! debugger that subscribed to them before the runtime (`route_wave_exception`).
 //!
 //! What is not: the wave-level hardware operations (launch override and mode, address
-//! watches, flags) answer ENODEV, as for a GPU without debug support; a runtime enabling while
+//! watches, flags) answer ENODEV, as for a GPU without debug support; no wave is ever saved
+//! into a context-save area (suspension waits for a packet boundary), so the control stack and
+//! wave state a debugger finds are empty; a runtime enabling while
 //! a debugger is attached is not held until the debugger acknowledges (`ENABLED_BUSY`); a
 //! suspended queue can still be destroyed; the process is always the emulator's own, so the
 //! target pid must be this process's (the ptrace check KFD makes for another process does not
@@ -260,6 +265,10 @@ pub(crate) unsafe fn dbg_trap(
                             // Already in the state asked for.
                             *id |= KFD_DBG_QUEUE_ERROR_MASK;
                         }
+                    }
+                    if suspend && done > 0 {
+                        // The saved state is copied out for the debugger to read.
+                        crate::wave_state::copy_context(emu);
                     }
                     Ok(done)
                 }

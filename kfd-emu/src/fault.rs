@@ -218,6 +218,14 @@ impl FaultInjector {
                 .contains(&queue_id)
     }
 
+    /// Whether a debugger suspended queue `queue_id`.
+    pub(crate) fn is_debug_suspended(&self, queue_id: u32) -> bool {
+        self.debug_suspended
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&queue_id)
+    }
+
     /// A debugger suspends (`true`) or resumes queue `queue_id`; `false` when it already was.
     pub(crate) fn debug_suspend(&self, queue_id: u32, suspend: bool) -> bool {
         let changed = {

@@ -305,6 +305,11 @@ unsafe fn handle(
                 emu, v
             ))
         }
+        r if r == rq::GET_QUEUE_WAVE_STATE => {
+            with!(kfd_ioctl_get_queue_wave_state_args, |v| {
+                crate::wave_state::get_queue_wave_state(emu, v)
+            })
+        }
         r if r == rq::RUNTIME_ENABLE => with!(kfd_ioctl_runtime_enable_args, |v| {
             crate::debugger::runtime_enable(emu, v)
         }),

@@ -279,6 +279,7 @@ mod topology;
 mod user_access;
 mod vm;
 mod wake;
+mod wave_state;
 
 pub use config::{
     host_memory_bytes, EmuConfig, EmuError, GpuParams, Platform, Preset, GPUS_ENV, HIDDEN_GPUS_ENV,

@@ -42,6 +42,18 @@ pub(crate) struct QueueTable {
 }
 
 impl QueueTable {
+    /// Queue `id`'s control block, if it exists.
+    pub(crate) fn ctl(&self, id: u32) -> Option<Arc<QueueCtl>> {
+        let g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        g.0.get(&id).map(|e| e.ctl.clone())
+    }
+
+    /// Every queue's control block.
+    pub(crate) fn ctls(&self) -> Vec<Arc<QueueCtl>> {
+        let g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        g.0.values().map(|e| e.ctl.clone()).collect()
+    }
+
     /// The CWSR area queue `id` was created with (0 for none), if the queue exists.
     pub(crate) fn cwsr_of(&self, id: u32) -> Option<u64> {
         let g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
@@ -420,6 +432,8 @@ fn install(
         watch: emu.watch.clone(),
         holds_gws: AtomicBool::new(false),
         cwsr: a.ctx_save_restore_address,
+        cwsr_size: a.ctx_save_restore_size,
+        ctl_stack_size: a.ctl_stack_size,
         debug: emu.debug.clone(),
         wedged: AtomicBool::new(false),
         sink: Default::default(),

@@ -53,6 +53,11 @@ pub(crate) fn put_u64(addr: u64, v: u64) -> bool {
     write(addr, &v.to_le_bytes())
 }
 
+/// `copy_to_user`: false where the process cannot write all of `data` at `addr`.
+pub(crate) fn put_bytes(addr: u64, data: &[u8]) -> bool {
+    write(addr, data)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

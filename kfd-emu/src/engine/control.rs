@@ -42,6 +42,9 @@ pub(crate) struct QueueCtl {
     /// The queue's context save/restore area (`ctx_save_restore_address`; 0 for SDMA), whose
     /// header tells the driver where to report the queue's wave exceptions.
     pub(crate) cwsr: u64,
+    /// `ctx_save_restore_size` (per XCC) and `ctl_stack_size` it was created with.
+    pub(crate) cwsr_size: u32,
+    pub(crate) ctl_stack_size: u32,
     /// The process's debug state: who hears a wave exception.
     pub(crate) debug: Arc<crate::debugger::DebugState>,
     /// A wave of the queue halted: its dispatch never completes and the queue runs nothing

@@ -307,6 +307,19 @@ impl Gpu {
                 options.profiling || self.kfd.shared.debug.trace.is_some(),
             )
         };
+        {
+            // What a debugger reads of the queue (ROCr's `AqlQueue` sets the same): the
+            // highest CU and wave slot ids, and the LDS and scratch apertures.
+            // SAFETY: `q_ptr` was initialised just above and is not yet shared.
+            let q = unsafe { &mut *q_ptr };
+            let simd_per_cu = info.simd_per_cu.max(1);
+            q.max_cu_id = info.compute_units.saturating_sub(1);
+            let waves = info.properties.get_or_zero("max_waves_per_simd") as u32;
+            q.max_wave_id = (waves * simd_per_cu).saturating_sub(1);
+            let apertures = &self.state().apertures;
+            q.group_segment_aperture_base_hi = (apertures.lds_base >> 32) as u32;
+            q.private_segment_aperture_base_hi = (apertures.scratch_base >> 32) as u32;
+        }
         let scratch = scratch::presize(self, q_ptr, options.scratch_per_work_item)?;
         // SAFETY: initialised just above; lives as long as `amd_queue_mem`, which the queue owns.
         let q = unsafe { &*q_ptr };
