@@ -633,4 +633,8 @@ fn signals_past_the_drivers_event_limit_are_polled() {
         .unwrap();
     assert_eq!(buf.to_vec().unwrap()[..4], 7u32.to_le_bytes());
     drop(live);
+    // Freed signals give their events back: the next ones have events again, however many
+    // signals without one are free.
+    let again: Vec<kfdrt::Signal> = (0..1000).map(|_| kfd.create_signal(0).unwrap()).collect();
+    assert!(again.iter().all(|s| s.event_id().is_some()));
 }

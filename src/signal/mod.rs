@@ -95,9 +95,12 @@ unsafe impl Sync for Slot {}
 pub(crate) struct SignalPool {
     pages: Vec<RawAllocation>,
     mapped: Vec<Vec<u32>>,
-    /// Free slots, and released ones waiting for their armed completion (the reuse rule,
-    /// model-checked in the aql crate's `tests/loom.rs`).
+    /// Free slots with an event, and released ones waiting for their armed completion (the
+    /// reuse rule, model-checked in the aql crate's `tests/loom.rs`).
     slots: aql::reuse::ReusePool<Slot>,
+    /// The same for slots made without an event (past the driver's limit): used only when no
+    /// slot with an event is free, so a freed signal's event serves the next signal.
+    polled: aql::reuse::ReusePool<Slot>,
     events: Vec<u32>,
     /// The driver refused a signal event (ENOSPC): later signals are made without one.
     events_exhausted: bool,
@@ -123,13 +126,19 @@ fn slot_value(slot: &Slot) -> i64 {
 
 impl SignalPool {
     fn take(&mut self, dev: &DeviceContext, events: &EventTable) -> Result<Slot> {
-        // Released slots whose packets have completed are reclaimed first.
-        if let Some(slot) = self.slots.take(slot_value) {
+        // Released slots whose packets have completed are reclaimed first, those with an
+        // event before those without.
+        if let Some(slot) = self
+            .slots
+            .take(slot_value)
+            .or_else(|| self.polled.take(slot_value))
+        {
             return Ok(slot);
         }
         self.grow(dev, events)?;
         self.slots
             .take(slot_value)
+            .or_else(|| self.polled.take(slot_value))
             .ok_or_else(|| Error::Internal("the signal pool grew but has no free slot".into()))
     }
 
@@ -188,7 +197,10 @@ impl SignalPool {
         }
         self.events
             .extend(new_slots.iter().filter_map(|s| s.event_id));
-        self.slots.add_free(new_slots);
+        let (evented, polled): (Vec<Slot>, Vec<Slot>) =
+            new_slots.into_iter().partition(|s| s.event_id.is_some());
+        self.slots.add_free(evented);
+        self.polled.add_free(polled);
         self.ages.push(ages);
         self.pages.push(page);
         self.mapped.push(mapped);
@@ -436,7 +448,12 @@ impl Drop for SignalInner {
             .signals
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        pool.slots.release(self.slot, target, slot_value);
+        let to = if self.slot.event_id.is_some() {
+            &mut pool.slots
+        } else {
+            &mut pool.polled
+        };
+        to.release(self.slot, target, slot_value);
     }
 }
 
