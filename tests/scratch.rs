@@ -456,3 +456,73 @@ fn gfx1100_queues_get_gfx11_scratch_sized_for_their_waves() {
         "not an allocation failure: {fault:?} (dispatch {id})"
     );
 }
+
+/// A PM4 submission that times out waiting for ring space after part of it was committed
+/// (issue #26 item 5): the committed dispatches still run once the queue moves, after the
+/// caller has seen the error and the queue has replaced its scratch for a larger kernel. The
+/// scratch they use is kfdrt's, kept until `finish` sees the queue idle past them, so their
+/// waves write live memory (freed scratch, dedicated and unmapped, would be a GPU page fault).
+#[test]
+fn a_timed_out_pm4_submission_keeps_the_scratch_its_committed_dispatches_use() {
+    use kfdrt::{LaunchGeometry, Pm4QueueOptions};
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let emu = kfd.emulator().unwrap().clone();
+    let gpu = kfd.gpu(0).unwrap();
+    let co = kernels(&gpu);
+    let array = co.kernel("scratch_array").unwrap();
+    let spill = co.kernel("scratch_spill").unwrap();
+    assert!(spill.private_segment_size() > array.private_segment_size());
+    let idx_words = indices();
+    let idx = buffer_of(&gpu, &idx_words);
+    let out = buffer_of(&gpu, &vec![0; N as usize]);
+    let q = gpu
+        .create_pm4_queue(Pm4QueueOptions::default().with_ring_bytes(1024))
+        .unwrap();
+    let mut args = KernelArgs::new(&array).unwrap();
+    args.set_buffer(0, &idx)
+        .unwrap()
+        .set_buffer(1, &out)
+        .unwrap();
+    args.set_i32(2, N as i32).unwrap();
+    let kernarg = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    let packets = q
+        .dispatch_packets_with_args(&array, &LaunchGeometry::linear(N, 64), &args, &kernarg)
+        .unwrap();
+    emu.faults().stall_queue(q.id());
+    let short = Duration::from_millis(50);
+    let mut committed = 0;
+    loop {
+        // SAFETY: every address in the packets (kernel, arguments, buffers) outlives the queue's
+        // last wait below; the scratch is the queue's own.
+        match unsafe { q.submit(&packets, short) } {
+            Ok(_) => committed += 1,
+            Err(kfdrt::Error::Timeout { .. }) => break,
+            Err(e) => panic!("{e}"),
+        }
+        assert!(committed < 1000, "a 1 KiB ring never filled");
+    }
+    // A kernel needing more scratch: the queue replaces its backing (the old one is retired,
+    // not freed, while the committed dispatches may still use it).
+    let mut spill_args = KernelArgs::new(&spill).unwrap();
+    spill_args
+        .set_buffer(0, &idx)
+        .unwrap()
+        .set_buffer(1, &out)
+        .unwrap();
+    spill_args.set_i32(2, N as i32).unwrap();
+    let spill_kernarg = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    q.dispatch_packets_with_args(
+        &spill,
+        &LaunchGeometry::linear(N, 64),
+        &spill_args,
+        &spill_kernarg,
+    )
+    .unwrap();
+    // Not idle yet: a fence that cannot be waited for keeps everything.
+    assert!(matches!(q.finish(short), Err(kfdrt::Error::Timeout { .. })));
+    emu.faults().resume_queue(q.id());
+    q.finish(Duration::from_secs(120))
+        .expect("the committed dispatches ran into live scratch");
+    gpu.health().expect("no GPU fault");
+    assert_eq!(words(&out, N as usize), array_expected(&idx_words));
+}
