@@ -51,6 +51,9 @@ pub(super) fn smem(t: Target, w0: u32, w1: u32) -> Option<Inst> {
         if soe {
             i.soffset = Operand::Sgpr(bits(w1, 25, 7) as u8, 1);
         }
+    } else if soe {
+        // No immediate: the offset is the SGPR in SOFFSET (OFFSET is not read).
+        i.soffset = Operand::Sgpr(bits(w1, 25, 7) as u8, 1);
     } else {
         i.soffset = Operand::Sgpr(bits(w1, 0, 7) as u8, 1);
     }
@@ -265,7 +268,8 @@ pub(super) fn mubuf(t: Target, w0: u32, w1: u32) -> Option<Inst> {
 pub(super) fn mtbuf(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     let e = lookup(t, Format::Mtbuf, bits(w0, 15, 4) as u16)?;
     let mut i = start(e, [w0, w1], 2);
-    i.flags = flag(bits(w1, 22, 1) != 0, flags::SLC);
+    i.flags = flag(bits(w1, 22, 1) != 0, flags::SLC)
+        | flag(t.unified_vgpr_file() && bits(w1, 21, 1) != 0, flags::SCC);
     // The data and number formats are kept in offset1 (dfmt low nibble, nfmt high bits).
     i.offset1 = (bits(w0, 19, 4) | bits(w0, 23, 3) << 4) as u8;
     buffer_common(&mut i, t, w0, w1, e.widths[0]);

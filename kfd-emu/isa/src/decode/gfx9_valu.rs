@@ -84,7 +84,14 @@ pub(super) fn vop1(t: Target, w0: u32, w1: u32) -> Option<Inst> {
         return Some(i);
     }
     let [wd, ws, ..] = e.widths;
-    let s0 = extension(&mut i, w1, ws, false);
+    // v_swap_b32 and v_accvgpr_mov_b32 take only a register as their source: its field is
+    // the register number, never a constant, SDWA or DPP.
+    let register_only = e.name == "v_swap_b32" || e.name.starts_with("v_accvgpr_mov");
+    let s0 = if register_only {
+        Operand::Vgpr(bits(w0, 0, 8) as u16, ws.max(1))
+    } else {
+        extension(&mut i, w1, ws, false)
+    };
     let vdst = bits(w0, 17, 8) as u16;
     i.dst = match e.name {
         "v_readfirstlane_b32" => Operand::Sgpr(vdst as u8, 1),

@@ -22,6 +22,7 @@ pub use operand::{DataSize, Operand};
 pub use table::{Entry, Format};
 
 use crate::target::{Generation, Target};
+use operand::align_sgpr;
 
 /// Most dwords one instruction takes (GFX9: 2; room for gfx11's 3).
 pub const MAX_INST_DWORDS: usize = 3;
@@ -38,9 +39,28 @@ pub fn decode(target: Target, words: &[u32]) -> Inst {
         Generation::Gfx9 => gfx9(target, w0, words),
     };
     match decoded {
-        Some(i) if usize::from(i.len) <= words.len() => i,
+        Some(mut i) if usize::from(i.len) <= words.len() => {
+            align_sgpr_tuples(&mut i);
+            i
+        }
         _ => Inst::invalid(&[w0]),
     }
+}
+
+/// The hardware ignores the low bits of a register field that names an SGPR pair or quad
+/// (pairs start at even registers, quads at multiples of 4), and LLVM decodes them so: s[27:28]
+/// in the field is s[26:27].
+fn align_sgpr_tuples(i: &mut Inst) {
+    let fix = |op: &mut Operand| {
+        if let Operand::Sgpr(r, n) = *op {
+            *op = Operand::Sgpr(align_sgpr(r, n), n);
+        }
+    };
+    fix(&mut i.dst);
+    fix(&mut i.sdst);
+    i.src.iter_mut().for_each(fix);
+    fix(&mut i.saddr);
+    fix(&mut i.soffset);
 }
 
 /// The GFX9 format split: the high bits of the first word say which encoding it is.
@@ -93,20 +113,22 @@ fn start(e: &'static Entry, words: [u32; 2], len: u8) -> Inst {
     i
 }
 
+/// The last type suffix of a mnemonic (`f32`, `u16`, `b64`, ...): its sources' type (LLVM
+/// names conversions `v_cvt_DST_SRC`).
+pub(crate) fn source_type(name: &str) -> Option<&str> {
+    name.split('_').rfind(|part| {
+        let b = part.as_bytes();
+        b.len() >= 2
+            && matches!(b[0], b'f' | b'i' | b'u' | b'b')
+            && b[1..].iter().all(u8::is_ascii_digit)
+    })
+}
+
 /// The data size and float-ness of a source of `name` that is `width` dwords wide: the type
 /// of the last `_f32`/`_u16`/... suffix in the mnemonic is the source type (LLVM names
 /// conversions `v_cvt_DST_SRC`).
 fn source_size(name: &str, width: u8) -> (DataSize, bool) {
-    let mut ty: Option<&str> = None;
-    for part in name.split('_') {
-        let b = part.as_bytes();
-        if b.len() >= 2
-            && matches!(b.first(), Some(b'f' | b'i' | b'u' | b'b'))
-            && b.get(1..).is_some_and(|d| d.iter().all(u8::is_ascii_digit))
-        {
-            ty = Some(part);
-        }
-    }
+    let ty = source_type(name);
     let float = ty.is_some_and(|t| t.starts_with('f'));
     let size = match (width, ty.and_then(|t| t.get(1..))) {
         (2.., _) => DataSize::B64,

@@ -153,6 +153,10 @@ impl Operand {
 /// SGPR tuples are aligned (pairs to even registers, wider tuples to multiples of 4); the
 /// hardware ignores the low bits of a misaligned number, and LLVM prints the aligned tuple.
 pub fn align_sgpr(r: u8, width: u8) -> u8 {
+    if r == 125 {
+        // `null`, whatever the width.
+        return r;
+    }
     match width {
         0 | 1 => r,
         2 => r & !1,

@@ -11,8 +11,8 @@ fn cache_bits(out: &mut String, t: Target, i: &Inst) {
     if t.gfx940_cache_bits() {
         for (f, name) in [
             (flags::GLC, " sc0"),
-            (flags::SCC, " sc1"),
             (flags::SLC, " nt"),
+            (flags::SCC, " sc1"),
         ] {
             if i.has(f) {
                 out.push_str(name);
@@ -34,7 +34,11 @@ fn cache_bits(out: &mut String, t: Target, i: &Inst) {
 fn smem(out: &mut String, i: &Inst) {
     let mut first = true;
     if i.name.starts_with("s_atc_probe") {
-        let _ = write!(out, " {}", i.offset1);
+        if i.offset1 <= 64 {
+            let _ = write!(out, " {}", i.offset1);
+        } else {
+            let _ = write!(out, " {:#x}", i.offset1);
+        }
         first = false;
     }
     for op in [i.dst, i.saddr] {
@@ -62,7 +66,11 @@ fn smem(out: &mut String, i: &Inst) {
             operand(out, i.soffset);
         }
     }
-    if i.has(flags::GLC) {
+    // Only loads, stores and atomics take glc.
+    let no_glc = i.name.starts_with("s_dcache")
+        || i.name.starts_with("s_atc_probe")
+        || i.name.starts_with("s_mem");
+    if i.has(flags::GLC) && !no_glc {
         out.push_str(" glc");
     }
 }
@@ -140,7 +148,8 @@ fn bitmask_perm(and: u16, or: u16, xor: u16) -> String {
 
 fn flat(out: &mut String, t: Target, i: &Inst) {
     let mut first = true;
-    if i.dst != Operand::None {
+    // A load into LDS has no destination register.
+    if i.dst != Operand::None && !i.has(flags::LDS) {
         sep(out, &mut first);
         operand(out, i.dst);
     }
@@ -165,8 +174,13 @@ fn flat(out: &mut String, t: Target, i: &Inst) {
 
 fn buffer(out: &mut String, t: Target, i: &Inst) {
     if i.src[1] == Operand::None && i.dst == Operand::None {
-        // Cache maintenance.
-        cache_bits(out, t, i);
+        // Cache maintenance: the L2 write-back and gfx940's invalidate take cache bits.
+        if i.name.starts_with("buffer_wbl2") || i.name == "buffer_inv" {
+            // Their scope bits (glc/scc, sc0/sc1); slc means nothing to them.
+            let mut scope = *i;
+            scope.flags &= !flags::SLC;
+            cache_bits(out, t, &scope);
+        }
         return;
     }
     let data = if i.name.contains("_load_") {
@@ -174,9 +188,12 @@ fn buffer(out: &mut String, t: Target, i: &Inst) {
     } else {
         i.src[1]
     };
-    let _ = write!(out, " ");
-    operand(out, data);
-    out.push_str(", ");
+    out.push(' ');
+    // A load into LDS has no data register.
+    if !i.has(flags::LDS) {
+        operand(out, data);
+        out.push_str(", ");
+    }
     operand(out, i.src[0]);
     out.push_str(", ");
     operand(out, i.saddr);

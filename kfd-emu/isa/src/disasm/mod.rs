@@ -18,10 +18,10 @@ pub fn disassemble(target: Target, inst: &Inst) -> String {
     let mut out = String::with_capacity(48);
     match inst.format {
         Format::Sop1 | Format::Sop2 | Format::Sopc | Format::Sopk | Format::Sopp => {
-            scalar::print(&mut out, inst)
+            scalar::print(&mut out, target, inst)
         }
         Format::Vop1 | Format::Vop2 | Format::Vopc | Format::Vop3 | Format::Vop3p => {
-            vector::print(&mut out, inst)
+            vector::print(&mut out, target, inst)
         }
         Format::Smem
         | Format::Ds

@@ -32,6 +32,8 @@ pub(super) fn sgpr(out: &mut String, r: u8, count: u8) {
         sreg::VCC_LO | sreg::VCC_HI => named("vcc_lo", "vcc_hi", "vcc"),
         sreg::EXEC_LO | sreg::EXEC_HI => named("exec_lo", "exec_hi", "exec"),
         sreg::M0 => Some("m0".to_string()),
+        // LLVM names the register after M0 `null` on every target.
+        125 => Some("null".to_string()),
         _ => None,
     };
     match special {
@@ -73,6 +75,125 @@ fn special(code: u16) -> &'static str {
     }
 }
 
+/// The size of the operand a literal stands for, which decides how LLVM prints it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum LitSize {
+    B16,
+    /// A 16-bit integer operand: a float inline constant reads as its f16 bits.
+    B16Int,
+    B32,
+    B64,
+    /// The constant of `v_madmk`/`v_madak` (and the `fma` forms): always its 32 bits in hex.
+    Kimm,
+}
+
+impl LitSize {
+    /// The source size of instruction `name`, from the last type suffix of its mnemonic
+    /// (`_f64`, `_b16`, ...: LLVM names conversions `v_cvt_DST_SRC`, so the last is the
+    /// source's).
+    pub(super) fn of(name: &str) -> LitSize {
+        if name.contains("mk_f") || name.contains("ak_f") {
+            return LitSize::Kimm;
+        }
+        if name.starts_with("v_sat_pk") {
+            // Its source is a pair of 16-bit values: a 32-bit operand.
+            return LitSize::B32;
+        }
+        let last = crate::decode::source_type(name);
+        match last.map(|t| (t.as_bytes()[0], &t[1..])) {
+            Some((_, "64")) => LitSize::B64,
+            Some((b'i' | b'u', "16")) => LitSize::B16Int,
+            Some((_, "16")) => LitSize::B16,
+            _ => LitSize::B32,
+        }
+    }
+}
+
+/// A source operand of an instruction whose literal is `size` wide.
+pub(super) fn source(out: &mut String, op: Operand, size: LitSize) {
+    match op {
+        Operand::Literal(l) => literal(out, l, size),
+        // 1/(2*pi) has more digits as a double.
+        Operand::Float(248) if size == LitSize::B64 => out.push_str("0.15915494309189532"),
+        Operand::Float(_) if size == LitSize::B16Int => {
+            let bits = op
+                .constant(crate::decode::DataSize::B16, true)
+                .unwrap_or_default();
+            let _ = write!(out, "{bits:#x}");
+        }
+        op => operand(out, op),
+    }
+}
+
+/// A literal's text as LLVM prints it (`printImmediate16/32/64`): by its value, whatever its
+/// encoding, so a literal equal to an inline constant reads as that constant (compilers
+/// sometimes encode -1 as a literal). A 64-bit operand's literal is its low half, printed as a
+/// number; a 16-bit operand's is its low 16 bits.
+fn literal(out: &mut String, v: u32, size: LitSize) {
+    match size {
+        LitSize::Kimm => {
+            let _ = write!(out, "{v:#x}");
+            return;
+        }
+        LitSize::B64 => {
+            if v <= 64 {
+                let _ = write!(out, "{v}");
+            } else {
+                let _ = write!(out, "{v:#x}");
+            }
+            return;
+        }
+        LitSize::B16 | LitSize::B16Int => {
+            let h = v as u16;
+            let signed = h as i16;
+            let float = match h {
+                0x3C00 => "1.0",
+                0xBC00 => "-1.0",
+                0x3800 => "0.5",
+                0xB800 => "-0.5",
+                0x4000 => "2.0",
+                0xC000 => "-2.0",
+                0x4400 => "4.0",
+                0xC400 => "-4.0",
+                0x3118 => "0.15915494",
+                _ if (-16..=64).contains(&signed) => {
+                    let _ = write!(out, "{signed}");
+                    return;
+                }
+                _ => {
+                    let _ = write!(out, "{h:#x}");
+                    return;
+                }
+            };
+            out.push_str(float);
+            return;
+        }
+        LitSize::B32 => {}
+    }
+    let signed = v as i32;
+    if (-16..=64).contains(&signed) {
+        let _ = write!(out, "{signed}");
+        return;
+    }
+    let float = match v {
+        0x0000_0000 => "0.0",
+        0x3F80_0000 => "1.0",
+        0xBF80_0000 => "-1.0",
+        0x3F00_0000 => "0.5",
+        0xBF00_0000 => "-0.5",
+        0x4000_0000 => "2.0",
+        0xC000_0000 => "-2.0",
+        0x4080_0000 => "4.0",
+        0xC080_0000 => "-4.0",
+        0x3E22_F983 => "0.15915494",
+        _ => {
+            let _ = write!(out, "{v:#x}");
+            return;
+        }
+    };
+    out.push_str(float);
+}
+
 /// Appends an operand's text.
 pub(super) fn operand(out: &mut String, op: Operand) {
     match op {
@@ -84,24 +205,34 @@ pub(super) fn operand(out: &mut String, op: Operand) {
             let _ = write!(out, "{i}");
         }
         Operand::Float(code) => out.push_str(inline_float(code)),
-        Operand::Literal(l) => {
-            let _ = write!(out, "{l:#x}");
-        }
+        Operand::Literal(l) => literal(out, l, LitSize::B32),
         Operand::Special(code) => out.push_str(special(code)),
         Operand::Off => out.push_str("off"),
     }
 }
 
 /// An operand with VOP3-style `neg`/`abs` modifiers.
-pub(super) fn modified(out: &mut String, op: Operand, neg: bool, abs: bool) {
-    if neg {
+pub(super) fn modified(out: &mut String, op: Operand, neg: bool, abs: bool, size: LitSize) {
+    // A negated constant reads `neg(c)`, so that `-c` stays the constant -c.
+    let neg_call = neg
+        && !abs
+        && matches!(
+            op,
+            Operand::Int(_) | Operand::Float(_) | Operand::Literal(_)
+        );
+    if neg_call {
+        out.push_str("neg(");
+    } else if neg {
         out.push('-');
     }
     if abs {
         out.push('|');
     }
-    operand(out, op);
+    source(out, op, size);
     if abs {
         out.push('|');
+    }
+    if neg_call {
+        out.push(')');
     }
 }

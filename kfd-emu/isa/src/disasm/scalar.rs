@@ -1,13 +1,19 @@
 //! Scalar instruction text: SOP1, SOP2, SOPC, SOPK, SOPP.
 
-use super::operand::operand;
+use super::operand::{operand, source, LitSize};
 use super::sep;
 use crate::decode::{Format, Inst, Operand};
+use crate::target::Target;
 use std::fmt::Write;
 
 /// GFX9 hardware register names for `hwreg(...)`.
-fn hwreg_name(id: u16) -> Option<&'static str> {
+fn hwreg_name(id: u16, t: Target) -> Option<&'static str> {
     Some(match id {
+        20 if t.gfx940_cache_bits() => "HW_REG_XCC_ID",
+        21 if t.gfx940_cache_bits() => "HW_REG_SQ_PERF_SNAPSHOT_DATA",
+        22 if t.gfx940_cache_bits() => "HW_REG_SQ_PERF_SNAPSHOT_DATA1",
+        23 if t.gfx940_cache_bits() => "HW_REG_SQ_PERF_SNAPSHOT_PC_LO",
+        24 if t.gfx940_cache_bits() => "HW_REG_SQ_PERF_SNAPSHOT_PC_HI",
         1 => "HW_REG_MODE",
         2 => "HW_REG_STATUS",
         3 => "HW_REG_TRAPSTS",
@@ -24,12 +30,12 @@ fn hwreg_name(id: u16) -> Option<&'static str> {
     })
 }
 
-fn hwreg(out: &mut String, simm: u16) {
+fn hwreg(out: &mut String, simm: u16, t: Target) {
     let id = simm & 0x3F;
     let offset = (simm >> 6) & 0x1F;
     let size = ((simm >> 11) & 0x1F) + 1;
     out.push_str("hwreg(");
-    match hwreg_name(id) {
+    match hwreg_name(id, t) {
         Some(n) => out.push_str(n),
         None => {
             let _ = write!(out, "{id}");
@@ -74,7 +80,7 @@ fn sopp_bare(name: &str) -> bool {
     )
 }
 
-pub(super) fn print(out: &mut String, i: &Inst) {
+pub(super) fn print(out: &mut String, t: Target, i: &Inst) {
     out.push_str(i.name);
     let mut first = true;
     let simm = i.offset as u16;
@@ -82,6 +88,9 @@ pub(super) fn print(out: &mut String, i: &Inst) {
         Format::Sopp => match i.name {
             "s_waitcnt" => waitcnt(out, simm),
             "s_endpgm" if simm == 0 => {}
+            "s_endpgm" => {
+                let _ = write!(out, " {simm}");
+            }
             n if sopp_bare(n) => {}
             "s_sendmsg" | "s_sendmsghalt" => {
                 let _ = write!(out, " {}", sendmsg(simm));
@@ -89,8 +98,13 @@ pub(super) fn print(out: &mut String, i: &Inst) {
             "s_set_gpr_idx_mode" => {
                 let _ = write!(out, " {}", gpr_idx(simm));
             }
-            _ => {
+            // Branch offsets read as numbers; other immediates too when LLVM could have
+            // inlined them, in hex otherwise.
+            n if simm <= 64 || n.contains("branch") => {
                 let _ = write!(out, " {simm}");
+            }
+            _ => {
+                let _ = write!(out, " {simm:#x}");
             }
         },
         Format::Sopk => match i.name {
@@ -98,17 +112,17 @@ pub(super) fn print(out: &mut String, i: &Inst) {
                 sep(out, &mut first);
                 operand(out, i.dst);
                 sep(out, &mut first);
-                hwreg(out, simm);
+                hwreg(out, simm, t);
             }
             "s_setreg_b32" => {
                 sep(out, &mut first);
-                hwreg(out, simm);
+                hwreg(out, simm, t);
                 sep(out, &mut first);
                 operand(out, i.dst);
             }
             "s_setreg_imm32_b32" => {
                 sep(out, &mut first);
-                hwreg(out, simm);
+                hwreg(out, simm, t);
                 sep(out, &mut first);
                 let _ = write!(out, "{:#x}", i.imm[0]);
             }
@@ -127,7 +141,7 @@ pub(super) fn print(out: &mut String, i: &Inst) {
             for op in [i.dst, i.src[0], i.src[1]] {
                 if op != Operand::None {
                     sep(out, &mut first);
-                    operand(out, op);
+                    source(out, op, LitSize::of(i.name));
                 }
             }
             if i.name == "s_set_gpr_idx_on" {
@@ -138,6 +152,10 @@ pub(super) fn print(out: &mut String, i: &Inst) {
 }
 
 fn gpr_idx(mode: u16) -> String {
+    if mode > 0xF {
+        // Bits beyond the four modes: the raw value.
+        return format!("{mode:#x}");
+    }
     let names = ["SRC0", "SRC1", "SRC2", "DST"];
     let on: Vec<&str> = (0..4)
         .filter(|b| mode >> b & 1 != 0)
@@ -146,8 +164,11 @@ fn gpr_idx(mode: u16) -> String {
     format!("gpr_idx({})", on.join(","))
 }
 
+/// `s_sendmsg`'s immediate as LLVM prints it (`printSendMsg`): the message by name with its
+/// operation and stream where valid, else the three fields as numbers if they are all the
+/// immediate holds, else the raw number.
 fn sendmsg(simm: u16) -> String {
-    let id = simm & 0xF;
+    let (id, op, stream) = (simm & 0xF, (simm >> 4) & 7, (simm >> 8) & 3);
     let name = match id {
         1 => "MSG_INTERRUPT",
         2 => "MSG_GS",
@@ -162,9 +183,40 @@ fn sendmsg(simm: u16) -> String {
         15 => "MSG_SYSMSG",
         _ => "",
     };
-    if simm >> 4 == 0 && !name.is_empty() {
-        format!("sendmsg({name})")
+    let gs = id == 2 || id == 3;
+    const GS_OPS: [&str; 4] = ["GS_OP_NOP", "GS_OP_CUT", "GS_OP_EMIT", "GS_OP_EMIT_CUT"];
+    const SYS_OPS: [&str; 5] = [
+        "",
+        "SYSMSG_OP_ECC_ERR_INTERRUPT",
+        "SYSMSG_OP_REG_RD",
+        "SYSMSG_OP_HOST_TRAP_ACK",
+        "SYSMSG_OP_TTRACE_PC",
+    ];
+    let op_valid = if gs {
+        op < 4 && (op != 0 || id == 3)
+    } else if id == 15 {
+        (1..5).contains(&op)
     } else {
-        format!("sendmsg({id}, {}, {})", (simm >> 4) & 7, (simm >> 8) & 3)
+        op == 0
+    };
+    let with_stream = gs && op != 0;
+    if !name.is_empty() && op_valid && (with_stream || stream == 0) {
+        let mut s = format!("sendmsg({name}");
+        if gs {
+            s.push_str(", ");
+            s.push_str(GS_OPS[usize::from(op & 3)]);
+            if with_stream {
+                s.push_str(&format!(", {stream}"));
+            }
+        } else if id == 15 {
+            s.push_str(", ");
+            s.push_str(SYS_OPS[usize::from(op)]);
+        }
+        s.push(')');
+        s
+    } else if id | op << 4 | stream << 8 == simm {
+        format!("sendmsg({id}, {op}, {stream})")
+    } else {
+        simm.to_string()
     }
 }

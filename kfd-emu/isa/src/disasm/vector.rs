@@ -1,8 +1,9 @@
 //! Vector ALU instruction text: VOP1, VOP2, VOPC, VOP3, VOP3P, with DPP and SDWA forms.
 
-use super::operand::{modified, operand};
+use super::operand::{modified, operand, source, LitSize};
 use super::sep;
 use crate::decode::{Dpp, Format, Inst, Operand, Sdwa};
+use crate::target::Target;
 use std::fmt::Write;
 
 fn bit(v: u8, i: usize) -> bool {
@@ -49,6 +50,7 @@ fn dpp_ctrl(out: &mut String, d: &Dpp) {
         0x141 => write!(out, " row_half_mirror"),
         0x142 => write!(out, " row_bcast:15"),
         0x143 => write!(out, " row_bcast:31"),
+        0x150..=0x15F => write!(out, " row_newbcast:{}", c & 0xF),
         _ => write!(out, " /* invalid dpp_ctrl {c:#x} */"),
     };
     let _ = write!(
@@ -65,7 +67,7 @@ fn sdwa_src(out: &mut String, op: Operand, neg: bool, abs: bool, sext: bool) {
     if sext {
         out.push_str("sext(");
     }
-    modified(out, op, neg, abs);
+    modified(out, op, neg, abs, LitSize::B32);
     if sext {
         out.push(')');
     }
@@ -104,6 +106,17 @@ fn list(out: &mut String, label: &str, v: u8, n: usize) {
     let _ = write!(out, " {label}:[{}]", items.join(","));
 }
 
+/// `v_fma_mix*`/`v_mad_mix*`, whose neg_lo/neg_hi bits are per-source neg and abs.
+fn is_mix(name: &str) -> bool {
+    name.starts_with("v_fma_mix") || name.starts_with("v_mad_mix")
+}
+
+/// Whether the sources are integers (the last type suffix of the mnemonic is `_iN`/`_uN`):
+/// such operations have no float input modifiers.
+fn integer_sources(name: &str) -> bool {
+    crate::decode::source_type(name).is_some_and(|t| t.starts_with('i') || t.starts_with('u'))
+}
+
 /// Whether a VOP2 reads VCC as a third operand (printed last).
 fn reads_vcc(name: &str) -> bool {
     name.starts_with("v_cndmask_b32")
@@ -112,7 +125,7 @@ fn reads_vcc(name: &str) -> bool {
         || name.starts_with("v_subbrev_co")
 }
 
-pub(super) fn print(out: &mut String, i: &Inst) {
+pub(super) fn print(out: &mut String, t: Target, i: &Inst) {
     let sources = i.src.iter().take_while(|s| **s != Operand::None).count();
     if i.dpp.is_some() {
         out.push_str(&extended_name(i.name, "_dpp"));
@@ -145,14 +158,27 @@ pub(super) fn print(out: &mut String, i: &Inst) {
         }
     }
     let sext = i.sdwa.map_or(0, |s| s.sext);
+    let mix = is_mix(i.name);
+    // Integer operations take no float input modifiers: LLVM prints none.
+    let mods = if integer_sources(i.name) { 0 } else { 0xFF };
     for (k, s) in i.src.iter().enumerate().take(sources) {
         sep(out, &mut first);
-        if i.format == Format::Vop3p {
-            operand(out, *s);
+        if mix {
+            // The mix instructions' neg_lo and neg_hi are each source's neg and abs.
+            modified(out, *s, bit(m.neg, k), bit(m.abs, k), LitSize::B32);
+        } else if i.format == Format::Vop3p {
+            source(out, *s, LitSize::of(i.name));
         } else if i.sdwa.is_some() {
             sdwa_src(out, *s, bit(m.neg, k), bit(m.abs, k), bit(sext, k));
         } else {
-            modified(out, *s, bit(m.neg, k), bit(m.abs, k));
+            // v_ldexp's exponent (the second source) is an integer.
+            let mods = if k == 1 && i.name.starts_with("v_ldexp") {
+                0
+            } else {
+                mods
+            };
+            let (neg, abs) = (bit(m.neg & mods, k), bit(m.abs & mods, k));
+            modified(out, *s, neg, abs, LitSize::of(i.name));
         }
     }
     if i.format == Format::Vop2 && reads_vcc(i.name) {
@@ -168,7 +194,9 @@ pub(super) fn print(out: &mut String, i: &Inst) {
     }
     match i.format {
         Format::Vop3 => {
-            if m.opsel != 0 {
+            // Only the operations on 16-bit sources have op_sel on GFX9 (not the legacy ones).
+            let sixteen = matches!(LitSize::of(i.name), LitSize::B16 | LitSize::B16Int);
+            if m.opsel != 0 && sixteen && !i.name.contains("legacy") {
                 list(out, "op_sel", m.opsel, sources + 1);
             }
             if m.clamp {
@@ -176,22 +204,27 @@ pub(super) fn print(out: &mut String, i: &Inst) {
             }
             omod(out, m.omod);
         }
-        Format::Vop3p => vop3p_suffix(out, i, sources),
+        Format::Vop3p => vop3p_suffix(out, t, i, sources),
         _ => {}
     }
 }
 
-fn vop3p_suffix(out: &mut String, i: &Inst, sources: usize) {
+fn vop3p_suffix(out: &mut String, t: Target, i: &Inst, sources: usize) {
     let m = i.vop3;
     if i.name.starts_with("v_mfma") || i.name.starts_with("v_smfmac") {
         // cbsz (bits 10:8), abid (14:11) and blgp (neg field) of the MFMA encoding.
         let cbsz = m.abs;
         let abid = m.opsel | (u8::from(i.words[0] >> 14 & 1 != 0) << 3);
         let blgp = m.neg;
+        // gfx940's f64 MFMAs negate their sources with the blgp field instead.
+        let f64_neg = t.gfx940_cache_bits() && i.name.starts_with("v_mfma_f64");
         for (label, v) in [("cbsz", cbsz), ("abid", abid), ("blgp", blgp)] {
-            if v != 0 {
+            if v != 0 && !(f64_neg && label == "blgp") {
                 let _ = write!(out, " {label}:{v}");
             }
+        }
+        if f64_neg && blgp != 0 {
+            list(out, "neg", blgp, 3);
         }
         return;
     }
@@ -211,10 +244,10 @@ fn vop3p_suffix(out: &mut String, i: &Inst, sources: usize) {
     if m.opsel_hi & all_hi != default_hi {
         list(out, "op_sel_hi", m.opsel_hi, sources);
     }
-    if m.neg != 0 {
+    if m.neg != 0 && !is_mix(i.name) {
         list(out, "neg_lo", m.neg, sources);
     }
-    if m.abs != 0 {
+    if m.abs != 0 && !is_mix(i.name) {
         list(out, "neg_hi", m.abs, sources);
     }
     if m.clamp {

@@ -28,6 +28,8 @@ pub(super) fn dpp_source(ctrl: u16, lane: usize) -> Option<usize> {
         0x141 => Some((lane & !7) | (7 - (lane & 7))),
         0x142 => (lane >= 16).then(|| row - 1),
         0x143 => (lane >= 32).then_some(31),
+        // row_newbcast:n (gfx90a, gfx94x): every lane of a row reads its row's lane n.
+        0x150..=0x15F => Some(row | (c & 15)),
         _ => None,
     }
 }
@@ -138,6 +140,12 @@ mod tests {
         assert_eq!(dpp_source(0x101, 15), None);
         assert_eq!(dpp_source(0x121, 16), Some(31)); // row_ror:1
         assert_eq!(dpp_source(0x142, 20), Some(15));
+        assert_eq!(
+            dpp_source(0x152, 20),
+            Some(18),
+            "row_newbcast:2 in the second row"
+        );
+        assert_eq!(dpp_source(0x15F, 0), Some(15));
         assert_eq!(dpp_source(0x143, 40), Some(31));
         assert_eq!(dpp_source(0x138, 0), None);
         let d = Dpp {
