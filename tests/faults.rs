@@ -352,11 +352,11 @@ fn an_instruction_the_gpu_cannot_run_stops_the_queue_with_an_illegal_instruction
     let gpu = kfd.gpu(0).unwrap();
     let emu = kfd.emulator().unwrap();
     for (what, words, code, exceptions) in [
-        // An MFMA, which the interpreter decodes but does not run: the emulator's limit, which
-        // it reports as the CP would an illegal instruction.
+        // A graphics-only instruction the interpreter decodes but does not run: the emulator's
+        // limit, which it reports as the CP would an illegal instruction.
         (
             "unimplemented",
-            [0xD3C2_8000u32, 0x0402_0300],
+            [0xD1C4_0003u32, 0x0406_0501],
             kfdrt::queue::error_bits::ILLEGAL_INSTRUCTION,
             kfdrt::WaveExceptions::empty(),
         ),

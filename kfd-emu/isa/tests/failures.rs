@@ -70,18 +70,13 @@ fn undecodable_words_name_pc_and_words() {
 
 #[test]
 fn unimplemented_instruction_names_pc_words_and_text() {
-    let mfma = [0xD3C0_8000, 0x0402_0501];
+    // A graphics-only instruction the interpreter decodes but does not run.
+    let cube = [0xD1C4_0003, 0x0406_0501];
     for (t, text) in [
-        (
-            Target::Gfx90a,
-            "v_mfma_f32_32x32x1f32 a[0:31], v1, v2, a[0:31]",
-        ),
-        (
-            Target::Gfx942,
-            "v_mfma_f32_32x32x1_2b_f32 a[0:31], v1, v2, a[0:31]",
-        ),
+        (Target::Gfx90a, "v_cubeid_f32 v3, v1, v2, v1"),
+        (Target::Gfx942, "v_cubeid_f32 v3, v1, v2, v1"),
     ] {
-        let (mut gpu, ko) = tiny(t, &[V_MOV_V1_0, mfma[0], mfma[1], S_ENDPGM]);
+        let (mut gpu, ko) = tiny(t, &[V_MOV_V1_0, cube[0], cube[1], S_ENDPGM]);
         match gpu.run(ko, &one_wave(0)).unwrap_err() {
             WaveError::Unimplemented {
                 pc,
@@ -89,7 +84,7 @@ fn unimplemented_instruction_names_pc_words_and_text() {
                 text: got,
             } => {
                 assert_eq!(pc, ko + ENTRY + 4, "{t}");
-                assert_eq!(words, mfma.to_vec(), "{t}");
+                assert_eq!(words, cube.to_vec(), "{t}");
                 assert_eq!(got, text, "{t}");
             }
             e => panic!("{t}: {e}"),

@@ -15,6 +15,7 @@ mod hwreg;
 mod init;
 mod lanes;
 mod lds;
+pub(crate) mod mfma;
 mod salu;
 mod smem;
 mod trap;
@@ -333,6 +334,9 @@ fn step<M: Memory + ?Sized>(
             salu::exec(w, inst, ctx)
         }
         Format::Smem => smem::exec(w, inst, ctx),
+        Format::Vop3p if inst.name.as_bytes().get(2..6) == Some(b"mfma") => {
+            mfma::exec(w, inst, w.target).map(|()| Flow::Next)
+        }
         Format::Vop1 | Format::Vop2 | Format::Vopc | Format::Vop3 | Format::Vop3p => {
             valu::exec(w, inst, ctx.apertures).map(|()| Flow::Next)
         }

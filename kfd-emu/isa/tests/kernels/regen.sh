@@ -45,7 +45,7 @@ golden() { # object mcpu output
     }' > "$3"
 }
 
-for src in kernels.hip; do
+for src in kernels.hip mfma.hip; do
   base=${src%.hip}
   hip "$src" gfx90a "$base-gfx90a.co"
   hip "$src" gfx940 "$tmp/$base-gfx940.co"

@@ -1,0 +1,343 @@
+//! Matrix cores: the dense MFMA instructions of gfx90a and gfx94x (`v_mfma_*`).
+//!
+//! `D = A × B + C` for each of B independent blocks, A being M×K, B K×N and C, D M×N, with the
+//! operands spread over the wave's lanes and registers as AMD's matrix instruction calculator
+//! describes them ([`layout`], checked against the calculator's tables in `tests/mfma.rs`).
+//!
+//! Numerics: f32/f16/bf16 products and their sum are computed in f64 and rounded once to f32
+//! (the hardware rounds its partial sums in f32 with its own order and denormal handling: the
+//! last bits of a long sum may differ); i8 products sum into a wrapping i32; f64 is a chain of
+//! fused multiply-adds in k order. The broadcast controls are run: `cbsz`/`abid` give groups of
+//! 2^cbsz blocks the A of their block `abid`, `blgp` reads B from other lanes (on gfx94x's f64
+//! MFMAs the same bits negate A, B and C). The sparse (SMFMAC), xf32 and fp8/bf8 forms are not
+//! run: they stop the wave as unimplemented.
+
+use super::wave::Wave;
+use crate::decode::{Inst, Operand};
+use crate::error::WaveError;
+use crate::target::Target;
+
+/// The element type of A and B.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Input {
+    F32,
+    F16,
+    Bf16,
+    I8,
+    F64,
+}
+
+impl Input {
+    fn bits(self) -> u32 {
+        match self {
+            Input::F32 => 32,
+            Input::F16 | Input::Bf16 => 16,
+            Input::I8 => 8,
+            Input::F64 => 64,
+        }
+    }
+}
+
+/// Broadcast controls: which block's A a block uses, and which lane B is read from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Controls {
+    pub cbsz: u32,
+    pub abid: u32,
+    pub blgp: u32,
+}
+
+impl Controls {
+    /// The block whose A block `b` multiplies.
+    pub(crate) fn a_block(&self, b: u32) -> u32 {
+        let mask = (1u32 << self.cbsz.min(31)) - 1;
+        (b & !mask) | (self.abid & mask)
+    }
+
+    /// The lane a B value of `lane` is read from.
+    pub(crate) fn b_lane(&self, lane: u32) -> u32 {
+        match self.blgp {
+            1 => lane & 31,
+            2 => (lane & 31) + 32,
+            3 => (lane + 16) % 64,
+            4 => lane & 15,
+            5 => (lane & 15) + 16,
+            6 => (lane & 15) + 32,
+            7 => (lane & 15) + 48,
+            _ => lane,
+        }
+    }
+}
+
+/// An MFMA instruction's shape: `blocks` blocks of M×N from K products each, with `per_lane`
+/// consecutive k values of A and B in each lane.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Shape {
+    pub m: u32,
+    pub n: u32,
+    pub k: u32,
+    pub blocks: u32,
+    pub per_lane: u32,
+    pub input: Input,
+}
+
+impl Shape {
+    /// The shape of `name` (`v_mfma_f32_32x32x8f16`, `v_mfma_f32_32x32x1_2b_f32`, ...) whose A
+    /// operand is `a_regs` registers wide; `None` for a form kfd-emu does not run.
+    pub(crate) fn of(name: &str, a_regs: u32) -> Option<Shape> {
+        let rest = name.strip_prefix("v_mfma_")?;
+        let (_, rest) = rest.split_once('_')?;
+        let input = if rest.ends_with("f64") {
+            Input::F64
+        } else if rest.ends_with("bf16_1k") || rest.ends_with("bf16") {
+            Input::Bf16
+        } else if rest.ends_with("f16") {
+            Input::F16
+        } else if rest.ends_with("i8") {
+            Input::I8
+        } else if rest.ends_with("f32") && !rest.contains("xf32") {
+            Input::F32
+        } else {
+            return None;
+        };
+        let mut dims = rest.split('x');
+        let m: u32 = dims.next()?.parse().ok()?;
+        let n: u32 = dims.next()?.parse().ok()?;
+        let k_text = dims.next()?;
+        let k: u32 = k_text[..k_text.find(|c: char| !c.is_ascii_digit())?]
+            .parse()
+            .ok()?;
+        let per_lane = (a_regs * 32 / input.bits()).max(1);
+        let blocks = 64 * per_lane / (k * m);
+        (m * k * blocks == 64 * per_lane && m == n).then_some(Shape {
+            m,
+            n,
+            k,
+            blocks,
+            per_lane,
+            input,
+        })
+    }
+
+    /// Where A[i][k] of block `b` is: (register, lane, lowest bit).
+    pub(crate) fn a(&self, b: u32, i: u32, k: u32) -> (u32, u32, u32) {
+        self.ab(b, i, k, self.m)
+    }
+
+    /// Where B[k][j] of block `b` is.
+    pub(crate) fn b(&self, b: u32, k: u32, j: u32) -> (u32, u32, u32) {
+        self.ab(b, j, k, self.n)
+    }
+
+    fn ab(&self, b: u32, row: u32, k: u32, rows: u32) -> (u32, u32, u32) {
+        if self.input == Input::F64 {
+            // Blocks side by side in each 16-lane group, k across the groups.
+            return (0, row + rows * b + 16 * k, 0);
+        }
+        let groups = self.k / self.per_lane;
+        let lane = row + rows * (k / self.per_lane + groups * b);
+        let bit = (k % self.per_lane) * self.input.bits();
+        (bit / 32, lane, bit % 32)
+    }
+
+    /// Where C[i][j] and D[i][j] of block `b` are (a 32-bit value, or the low register of an
+    /// f64 pair).
+    pub(crate) fn d(&self, b: u32, i: u32, j: u32) -> (u32, u32, u32) {
+        if self.input == Input::F64 {
+            // Rows spread over the four 16-lane groups, blocks over the columns' lanes.
+            let lane = j + self.n * b + 16 * (i % 4);
+            return (2 * (i / 4), lane, 0);
+        }
+        let groups = 64 / self.n;
+        let t = b * (self.m / 4) + i / 4;
+        let lane = j + self.n * (t % groups);
+        (i % 4 + 4 * (t / groups), lane, 0)
+    }
+}
+
+fn bf16_to_f32(h: u32) -> f32 {
+    f32::from_bits((h & 0xFFFF) << 16)
+}
+
+/// Runs `inst`, an MFMA of `target`.
+pub(super) fn exec(w: &mut Wave, inst: &Inst, target: Target) -> Result<(), WaveError> {
+    let a_regs = match inst.src[0] {
+        Operand::Vgpr(_, n) | Operand::Agpr(_, n) => u32::from(n),
+        _ => return Err(w.unimplemented(inst)),
+    };
+    let m = inst.vop3;
+    let Some(s) = Shape::of(inst.name, a_regs) else {
+        return Err(w.unimplemented(inst));
+    };
+    // The encoding's cbsz (the abs field), abid (op_sel and bit 14) and blgp (the neg field);
+    // gfx940's f64 MFMAs negate A, B and C with the blgp bits instead.
+    let f64_neg = s.input == Input::F64 && target.gfx940_cache_bits();
+    let neg = if f64_neg { m.neg } else { 0 };
+    let ctl = Controls {
+        cbsz: u32::from(m.abs),
+        abid: u32::from(m.opsel) | (inst.words[0] >> 14 & 1) << 3,
+        blgp: if f64_neg { 0 } else { u32::from(m.neg) },
+    };
+    let read = |w: &Wave, op: Operand, (reg, lane, bit): (u32, u32, u32), bits: u32| {
+        let lo = w.vreg(inst, op, reg as usize)?[lane as usize];
+        Ok::<u64, WaveError>(if bits == 64 {
+            u64::from(lo) | u64::from(w.vreg(inst, op, reg as usize + 1)?[lane as usize]) << 32
+        } else {
+            u64::from((lo >> bit) & (((1u64 << bits) - 1) as u32))
+        })
+    };
+    let value = |raw: u64| -> f64 {
+        match s.input {
+            Input::F32 => f64::from(f32::from_bits(raw as u32)),
+            Input::F16 => f64::from(crate::decode::operand::f16_to_f32(raw as u16)),
+            Input::Bf16 => f64::from(bf16_to_f32(raw as u32)),
+            Input::I8 => f64::from(raw as u8 as i8),
+            Input::F64 => f64::from_bits(raw),
+        }
+    };
+    let (a_op, b_op, c_op) = (inst.src[0], inst.src[1], inst.src[2]);
+    let c_const = match c_op {
+        Operand::Vgpr(..) | Operand::Agpr(..) => None,
+        _ => Some(inst.imm[2]),
+    };
+    let mut out: Vec<((u32, u32, u32), u64)> = Vec::with_capacity((s.blocks * s.m * s.n) as usize);
+    for b in 0..s.blocks {
+        // This block's A and B, read once.
+        let mut a = vec![0u64; (s.m * s.k) as usize];
+        let mut bm = vec![0u64; (s.k * s.n) as usize];
+        for i in 0..s.m {
+            for k in 0..s.k {
+                let at = s.a(ctl.a_block(b), i, k);
+                a[(i * s.k + k) as usize] = read(w, a_op, at, s.input.bits())?;
+                let (reg, lane, bit) = s.b(b, k, i);
+                let at = (reg, ctl.b_lane(lane), bit);
+                bm[(k * s.n + i) as usize] = read(w, b_op, at, s.input.bits())?;
+            }
+        }
+        for i in 0..s.m {
+            for j in 0..s.n {
+                let at = s.d(b, i, j);
+                let c = match c_const {
+                    Some(v) => v,
+                    None => read(w, c_op, at, if s.input == Input::F64 { 64 } else { 32 })?,
+                };
+                let r = match s.input {
+                    Input::I8 => {
+                        let mut acc = c as u32 as i32;
+                        for k in 0..s.k {
+                            let x = a[(i * s.k + k) as usize] as u8 as i8 as i32;
+                            let y = bm[(k * s.n + j) as usize] as u8 as i8 as i32;
+                            acc = acc.wrapping_add(x * y);
+                        }
+                        u64::from(acc as u32)
+                    }
+                    Input::F64 => {
+                        let sign = |bit: u8, v: f64| if neg >> bit & 1 != 0 { -v } else { v };
+                        let mut acc = sign(2, f64::from_bits(c));
+                        for k in 0..s.k {
+                            let x = sign(0, value(a[(i * s.k + k) as usize]));
+                            let y = sign(1, value(bm[(k * s.n + j) as usize]));
+                            acc = x.mul_add(y, acc);
+                        }
+                        acc.to_bits()
+                    }
+                    _ => {
+                        let mut acc = f64::from(f32::from_bits(c as u32));
+                        for k in 0..s.k {
+                            acc += value(a[(i * s.k + k) as usize])
+                                * value(bm[(k * s.n + j) as usize]);
+                        }
+                        u64::from((acc as f32).to_bits())
+                    }
+                };
+                out.push((at, r));
+            }
+        }
+    }
+    // Every read happened before the first write: D may overlap A, B or C.
+    let dst = inst.dst;
+    for ((reg, lane, _), v) in out {
+        w.vreg_mut(inst, dst, reg as usize)?[lane as usize] = v as u32;
+        if s.input == Input::F64 {
+            w.vreg_mut(inst, dst, reg as usize + 1)?[lane as usize] = (v >> 32) as u32;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    type Cells = Vec<(u32, u32, u32)>;
+    /// (arch, instruction) -> matrix -> block (with its controls) -> cells.
+    type Table<'a> = BTreeMap<(&'a str, &'a str), BTreeMap<&'a str, BTreeMap<&'a str, Cells>>>;
+
+    /// A table line's block field: `3`, or `3,cbsz=2,abid=1` with its broadcast controls.
+    fn block_and_controls(field: &str) -> (u32, Controls) {
+        let mut parts = field.split(',');
+        let b = parts.next().and_then(|b| b.parse().ok()).expect("block");
+        let mut c = Controls::default();
+        for p in parts {
+            let (k, v) = p.split_once('=').expect("control");
+            let v: u32 = v.parse().expect("control value");
+            match k {
+                "cbsz" => c.cbsz = v,
+                "abid" => c.abid = v,
+                _ => c.blgp = v,
+            }
+        }
+        (b, c)
+    }
+
+    /// Every dense MFMA of gfx90a and gfx94x, every element of A, B and D of every block, where
+    /// AMD's matrix instruction calculator puts it (tools/mfma_layouts.py wrote the table).
+    #[test]
+    fn layouts_match_the_matrix_instruction_calculator() {
+        let table = include_str!("../../tools/mfma-layouts.txt");
+        // (arch, instruction) -> matrix -> block -> cells
+        let mut all: Table<'_> = BTreeMap::new();
+        for line in table.lines() {
+            let (head, cells) = line.split_once(" : ").expect("a table line");
+            let f: Vec<&str> = head.split(' ').collect();
+            let cells: Cells = cells
+                .split(' ')
+                .map(|c| {
+                    let v: Vec<u32> = c.split('.').map(|x| x.parse().expect("number")).collect();
+                    (v[0], v[1], v[2])
+                })
+                .collect();
+            all.entry((f[0], f[1]))
+                .or_default()
+                .entry(f[2])
+                .or_default()
+                .insert(f[3], cells);
+        }
+        assert!(all.len() >= 45, "{} instructions", all.len());
+        for ((arch, name), matrices) in &all {
+            let a = &matrices["A"];
+            let top = a.values().flatten().map(|c| c.0).max().unwrap_or(0);
+            let a_regs = top + if name.ends_with("f64") { 2 } else { 1 };
+            let s = Shape::of(name, a_regs).unwrap_or_else(|| panic!("{arch} {name}"));
+            for (matrix, blocks) in matrices {
+                let plain = blocks.keys().filter(|k| !k.contains(',')).count();
+                assert_eq!(plain as u32, s.blocks, "{arch} {name} {matrix} blocks");
+                for (field, cells) in blocks {
+                    let (b, c) = block_and_controls(field);
+                    for (e, &want) in cells.iter().enumerate() {
+                        let e = e as u32;
+                        let got = match *matrix {
+                            "A" => s.a(c.a_block(b), e / s.k, e % s.k),
+                            "B" => {
+                                let (reg, lane, bit) = s.b(b, e / s.n, e % s.n);
+                                (reg, c.b_lane(lane), bit)
+                            }
+                            _ => s.d(b, e / s.n, e % s.n),
+                        };
+                        assert_eq!(got, want, "{arch} {name} {matrix} {field} element {e}");
+                    }
+                }
+            }
+        }
+    }
+}
