@@ -59,6 +59,42 @@ fn pending_bytes(reader: &mut std::fs::File) -> usize {
     reader.read(&mut buf).unwrap_or(0)
 }
 
+/// Attaches as a debugger (`DBG_TRAP_ENABLE` with every exception): the runtime information
+/// the driver hands back, and the read end of the notification descriptor.
+fn attach(kfd: &kfdrt::Kfd) -> Result<(kfd_runtime_info, std::fs::File), Errno> {
+    let (notify, write_end) = pipe();
+    let mut info = kfd_runtime_info::default();
+    let r = dbg_trap(kfd, KFD_IOC_DBG_TRAP_ENABLE, |a| {
+        a.__bindgen_anon_1.enable = kfd_ioctl_dbg_trap_enable_args {
+            exception_mask: u64::MAX,
+            rinfo_ptr: &mut info as *mut _ as u64,
+            rinfo_size: std::mem::size_of::<kfd_runtime_info>() as u32,
+            dbg_fd: write_end as u32,
+        }
+    });
+    // SAFETY: closes the caller's copy; the driver holds its own reference.
+    unsafe { libc::close(write_end) };
+    r.map(|_| (info, notify))
+}
+
+/// The debugger's queue snapshot (up to 8 queues).
+fn queue_snapshot(kfd: &kfdrt::Kfd) -> Vec<kfd_queue_snapshot_entry> {
+    let mut entries = vec![kfd_queue_snapshot_entry::default(); 8];
+    let (r, out) = dbg_trap_out(kfd, KFD_IOC_DBG_TRAP_GET_QUEUE_SNAPSHOT, |a| {
+        a.__bindgen_anon_1.queue_snapshot = kfd_ioctl_dbg_trap_queue_snapshot_args {
+            snapshot_buf_ptr: entries.as_mut_ptr() as u64,
+            num_queues: entries.len() as u32,
+            entry_size: std::mem::size_of::<kfd_queue_snapshot_entry>() as u32,
+            ..Default::default()
+        }
+    });
+    r.unwrap();
+    // SAFETY: the member the operation fills.
+    let count = unsafe { out.__bindgen_anon_1.queue_snapshot.num_queues } as usize;
+    entries.truncate(count.min(8));
+    entries
+}
+
 fn increment(gpu: &kfdrt::Gpu) -> Kernel {
     gpu.emulated_kernel(
         "increment",
@@ -86,19 +122,7 @@ fn a_debugger_attaches_lists_code_objects_and_queues_suspends_and_detaches() {
     let q0 = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
 
     // Attach: the driver hands back what the runtime enabled with.
-    let (mut notify, write_end) = pipe();
-    let mut info = kfd_runtime_info::default();
-    dbg_trap(&kfd, KFD_IOC_DBG_TRAP_ENABLE, |a| {
-        a.__bindgen_anon_1.enable = kfd_ioctl_dbg_trap_enable_args {
-            exception_mask: u64::MAX,
-            rinfo_ptr: &mut info as *mut _ as u64,
-            rinfo_size: std::mem::size_of::<kfd_runtime_info>() as u32,
-            dbg_fd: write_end as u32,
-        }
-    })
-    .unwrap();
-    // SAFETY: closes the caller's copy; the driver holds its own reference.
-    unsafe { libc::close(write_end) };
+    let (info, mut notify) = attach(&kfd).unwrap();
     assert_eq!(info.runtime_state, DEBUG_RUNTIME_STATE_ENABLED);
     assert_eq!(info.r_debug, r_debug::address());
     // Attaching twice is refused.
@@ -125,21 +149,9 @@ fn a_debugger_attaches_lists_code_objects_and_queues_suspends_and_detaches() {
         .unwrap()
         .create_aql_queue(AqlQueueOptions::default())
         .unwrap();
-    let mut entries = vec![kfd_queue_snapshot_entry::default(); 8];
-    let (r, out) = dbg_trap_out(&kfd, KFD_IOC_DBG_TRAP_GET_QUEUE_SNAPSHOT, |a| {
-        a.__bindgen_anon_1.queue_snapshot = kfd_ioctl_dbg_trap_queue_snapshot_args {
-            snapshot_buf_ptr: entries.as_mut_ptr() as u64,
-            num_queues: entries.len() as u32,
-            entry_size: std::mem::size_of::<kfd_queue_snapshot_entry>() as u32,
-            ..Default::default()
-        }
-    });
-    r.unwrap();
-    // SAFETY: the member the operation fills.
-    let count = unsafe { out.__bindgen_anon_1.queue_snapshot.num_queues } as usize;
+    let listed = &queue_snapshot(&kfd)[..];
     // kfdrt's own queues (the loader's) are listed too.
-    assert!(count >= 2, "{count} queues");
-    let listed = &entries[..count];
+    assert!(listed.len() >= 2, "{} queues", listed.len());
     for q in [&q0, &q1] {
         let e = listed
             .iter()
@@ -388,33 +400,9 @@ fn a_debugger_reads_the_wave_state_headers_and_the_queue_descriptor() {
         let info = gpu.info().clone();
         let sizes = kfdrt::queue::cwsr::cwsr_sizes(&info, kfd.driver().page_size()).unwrap();
         let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
-        let (_notify, write_end) = pipe();
-        let mut rinfo = kfd_runtime_info::default();
-        dbg_trap(&kfd, KFD_IOC_DBG_TRAP_ENABLE, |a| {
-            a.__bindgen_anon_1.enable = kfd_ioctl_dbg_trap_enable_args {
-                exception_mask: u64::MAX,
-                rinfo_ptr: &mut rinfo as *mut _ as u64,
-                rinfo_size: std::mem::size_of::<kfd_runtime_info>() as u32,
-                dbg_fd: write_end as u32,
-            }
-        })
-        .unwrap();
-        // SAFETY: closes the caller's copy; the driver holds its own reference.
-        unsafe { libc::close(write_end) };
-        let mut entries = vec![kfd_queue_snapshot_entry::default(); 8];
-        let (r, out) = dbg_trap_out(&kfd, KFD_IOC_DBG_TRAP_GET_QUEUE_SNAPSHOT, |a| {
-            a.__bindgen_anon_1.queue_snapshot = kfd_ioctl_dbg_trap_queue_snapshot_args {
-                snapshot_buf_ptr: entries.as_mut_ptr() as u64,
-                num_queues: entries.len() as u32,
-                entry_size: std::mem::size_of::<kfd_queue_snapshot_entry>() as u32,
-                ..Default::default()
-            }
-        });
-        r.unwrap();
-        // SAFETY: the member the operation fills.
-        let count = unsafe { out.__bindgen_anon_1.queue_snapshot.num_queues } as usize;
-        let entry = *entries[..count]
-            .iter()
+        let (_info, _notify) = attach(&kfd).unwrap();
+        let entry = queue_snapshot(&kfd)
+            .into_iter()
             .find(|e| e.queue_id == q.id())
             .unwrap();
         let cwsr = entry.ctx_save_restore_address;

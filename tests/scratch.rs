@@ -30,6 +30,14 @@ fn kernels(gpu: &Gpu) -> kfdrt::CodeObject {
     gpu.load_code_object(&bytes).unwrap()
 }
 
+/// The arguments of `scratch_array`/`scratch_spill`: indices, output, count.
+fn index_args(kernel: &Kernel, idx: &Buffer, out: &Buffer) -> KernelArgs {
+    let mut args = KernelArgs::new(kernel).unwrap();
+    args.set_buffer(0, idx).unwrap().set_buffer(1, out).unwrap();
+    args.set_i32(2, N as i32).unwrap();
+    args
+}
+
 fn buffer_of(gpu: &Gpu, words: &[i32]) -> Buffer {
     let b = gpu
         .alloc(words.len() as u64 * 4, MemoryKind::GttCoherent)
@@ -86,12 +94,7 @@ fn indices() -> Vec<i32> {
 /// hands lent scratch back after the completion signal, before the next packet).
 fn run(q: &AqlQueue, kernel: &Kernel, idx: &Buffer) -> Vec<i32> {
     let out = buffer_of(q.gpu(), &vec![0; N as usize]);
-    let mut args = KernelArgs::new(kernel).unwrap();
-    args.set_buffer(0, idx)
-        .unwrap()
-        .set_buffer(1, &out)
-        .unwrap();
-    args.set_i32(2, N as i32).unwrap();
+    let args = index_args(kernel, idx, &out);
     q.dispatch(&Dispatch::linear(kernel, N, 64).with_args(&args))
         .unwrap()
         .wait(T)
@@ -278,12 +281,7 @@ fn a_request_is_served_when_nobody_waits_on_its_queue() {
     let out = buffer_of(&gpu, &vec![0; N as usize]);
     let a = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     let b = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
-    let mut args = KernelArgs::new(&array).unwrap();
-    args.set_buffer(0, &idx)
-        .unwrap()
-        .set_buffer(1, &out)
-        .unwrap();
-    args.set_i32(2, N as i32).unwrap();
+    let args = index_args(&array, &idx, &out);
     let work = a
         .dispatch(&Dispatch::linear(&array, N, 64).with_args(&args))
         .unwrap();
@@ -347,12 +345,7 @@ fn pm4_dispatches_get_scratch_from_their_registers() {
         for (name, _) in cases {
             let kernel = co.kernel(name).unwrap();
             let out = buffer_of(&gpu, &vec![0; N as usize]);
-            let mut args = KernelArgs::new(&kernel).unwrap();
-            args.set_buffer(0, &idx)
-                .unwrap()
-                .set_buffer(1, &out)
-                .unwrap();
-            args.set_i32(2, N as i32).unwrap();
+            let args = index_args(&kernel, &idx, &out);
             let karg = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
             let packets = q
                 .dispatch_packets_with_args(&kernel, &geometry, &args, &karg)
@@ -478,12 +471,7 @@ fn a_timed_out_pm4_submission_keeps_the_scratch_its_committed_dispatches_use() {
     let q = gpu
         .create_pm4_queue(Pm4QueueOptions::default().with_ring_bytes(1024))
         .unwrap();
-    let mut args = KernelArgs::new(&array).unwrap();
-    args.set_buffer(0, &idx)
-        .unwrap()
-        .set_buffer(1, &out)
-        .unwrap();
-    args.set_i32(2, N as i32).unwrap();
+    let args = index_args(&array, &idx, &out);
     let kernarg = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
     let packets = q
         .dispatch_packets_with_args(&array, &LaunchGeometry::linear(N, 64), &args, &kernarg)
@@ -503,13 +491,7 @@ fn a_timed_out_pm4_submission_keeps_the_scratch_its_committed_dispatches_use() {
     }
     // A kernel needing more scratch: the queue replaces its backing (the old one is retired,
     // not freed, while the committed dispatches may still use it).
-    let mut spill_args = KernelArgs::new(&spill).unwrap();
-    spill_args
-        .set_buffer(0, &idx)
-        .unwrap()
-        .set_buffer(1, &out)
-        .unwrap();
-    spill_args.set_i32(2, N as i32).unwrap();
+    let spill_args = index_args(&spill, &idx, &out);
     let spill_kernarg = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
     q.dispatch_packets_with_args(
         &spill,

@@ -6,7 +6,8 @@
 use crate::common;
 use kfdrt::emu::{EmuConfig, Preset};
 use kfdrt::{
-    AqlQueueOptions, Dispatch, Error, Gpu, KernelArgs, KfdVersion, MemoryKind, WaveExceptions,
+    AqlQueue, AqlQueueOptions, Dispatch, Error, Gpu, Kernel, KernelArgs, KfdVersion, MemoryKind,
+    WaveExceptions,
 };
 use std::time::Duration;
 
@@ -54,6 +55,33 @@ fn run(
     (r, ids)
 }
 
+/// Runs `f` on a GPU of each preset with kfdrt's trap handler (gfx90a and gfx942).
+fn each_preset(f: impl Fn(&Gpu, Preset)) {
+    for preset in [Preset::Gfx90a, Preset::Gfx942] {
+        let kfd = common::emulated(preset, 1);
+        f(&kfd.gpu(0).unwrap(), preset);
+    }
+}
+
+/// `store_then_abort` with its first work-item the victim, on a fresh queue of `gpu`.
+fn abort_dispatch(
+    gpu: &Gpu,
+) -> (
+    kfdrt::CodeObject,
+    Kernel,
+    kfdrt::Buffer,
+    KernelArgs,
+    AqlQueue,
+) {
+    let co = trap_kernels(gpu);
+    let k = co.kernel("store_then_abort").unwrap();
+    let out = gpu.alloc(256 * 4, MemoryKind::GttCoherent).unwrap();
+    let mut args = KernelArgs::new(&k).unwrap();
+    args.set_buffer(0, &out).unwrap().set_u32(1, 0).unwrap();
+    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    (co, k, out, args, q)
+}
+
 fn expect_wave_exception(r: kfdrt::Result<()>, want: WaveExceptions, what: &str) {
     match r {
         Err(Error::QueueError { fault, .. }) => {
@@ -66,41 +94,29 @@ fn expect_wave_exception(r: kfdrt::Result<()>, want: WaveExceptions, what: &str)
 
 #[test]
 fn abort_in_a_kernel_ends_the_wait_with_a_wave_exception() {
-    for preset in [Preset::Gfx90a, Preset::Gfx942] {
-        let kfd = common::emulated(preset, 1);
-        let gpu = kfd.gpu(0).unwrap();
-        let (r, ids) = run(&gpu, "store_then_abort", 70, T);
+    each_preset(|gpu, preset| {
+        let (r, ids) = run(gpu, "store_then_abort", 70, T);
         expect_wave_exception(r, WaveExceptions::ABORT, &format!("{preset:?}"));
         // The waves before the trap stored; the one that trapped did too, before it trapped.
         assert_eq!(ids[70], 70, "{preset:?}");
         assert_eq!(ids[3], 3, "{preset:?}");
-    }
+    });
 }
 
 #[test]
 fn an_illegal_instruction_ends_the_wait_with_a_wave_exception() {
-    for preset in [Preset::Gfx90a, Preset::Gfx942] {
-        let kfd = common::emulated(preset, 1);
-        let gpu = kfd.gpu(0).unwrap();
-        let (r, _) = run(&gpu, "store_then_illegal", 0, T);
-        expect_wave_exception(
-            r,
-            WaveExceptions::ILLEGAL_INSTRUCTION,
-            &format!("{preset:?}"),
-        );
-    }
+    each_preset(|gpu, preset| {
+        let (r, _) = run(gpu, "store_then_illegal", 0, T);
+        let what = format!("{preset:?}");
+        expect_wave_exception(r, WaveExceptions::ILLEGAL_INSTRUCTION, &what);
+    });
 }
 
 #[test]
 fn a_queue_whose_wave_raised_an_exception_refuses_more_work_at_once() {
     let kfd = common::emulated(Preset::Gfx90a, 1);
     let gpu = kfd.gpu(0).unwrap();
-    let co = trap_kernels(&gpu);
-    let k = co.kernel("store_then_abort").unwrap();
-    let out = gpu.alloc(256 * 4, MemoryKind::GttCoherent).unwrap();
-    let mut args = KernelArgs::new(&k).unwrap();
-    args.set_buffer(0, &out).unwrap().set_u32(1, 0).unwrap();
-    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let (_co, k, _out, args, q) = abort_dispatch(&gpu);
     let first = q
         .dispatch(&Dispatch::linear(&k, 64, 64).with_args(&args))
         .unwrap();
@@ -111,16 +127,12 @@ fn a_queue_whose_wave_raised_an_exception_refuses_more_work_at_once() {
 
 #[test]
 fn llvm_debugtrap_without_a_debugger_is_stepped_over() {
-    for preset in [Preset::Gfx90a, Preset::Gfx942] {
-        let kfd = common::emulated(preset, 1);
-        let gpu = kfd.gpu(0).unwrap();
-        let (r, ids) = run(&gpu, "debugtrap_then_store", 0, T);
+    each_preset(|gpu, preset| {
+        let (r, ids) = run(gpu, "debugtrap_then_store", 0, T);
         r.unwrap();
-        assert!(
-            ids.iter().enumerate().all(|(i, &v)| v == i as i32),
-            "{preset:?}"
-        );
-    }
+        let all = ids.iter().enumerate().all(|(i, &v)| v == i as i32);
+        assert!(all, "{preset:?}");
+    });
 }
 
 /// The driver reads the header with `get_user`: a header naming a word the process cannot
@@ -130,12 +142,7 @@ fn an_unreachable_error_word_loses_the_exception_and_the_dispatch_never_complete
     let kfd = common::emulated(Preset::Gfx90a, 1);
     let gpu = kfd.gpu(0).unwrap();
     let emu = kfd.emulator().unwrap();
-    let co = trap_kernels(&gpu);
-    let k = co.kernel("store_then_abort").unwrap();
-    let out = gpu.alloc(256 * 4, MemoryKind::GttCoherent).unwrap();
-    let mut args = KernelArgs::new(&k).unwrap();
-    args.set_buffer(0, &out).unwrap().set_u32(1, 0).unwrap();
-    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let (_co, k, _out, args, q) = abort_dispatch(&gpu);
     let header = emu.queue_cwsr_address(q.id()).unwrap();
     // err_payload_addr (offset 24): the first page, which nothing maps.
     // SAFETY: the header is kfdrt's CPU mapping of the queue's CWSR area, which the queue owns
