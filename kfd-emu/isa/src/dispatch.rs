@@ -92,6 +92,9 @@ pub struct DispatchSetup {
     pub gws: Option<Arc<crate::gws::Gws>>,
     /// What a trap or a wave exception does (see [`TrapRouting`]).
     pub trap: TrapRouting,
+    /// The XCCs the dispatch's work-groups are spread over, in turn (work-group `g` of the
+    /// grid, counted x fastest, runs on XCC `g % xccs`): what `HW_REG_XCC_ID` reads on gfx94x.
+    pub xccs: u32,
     /// Where the waves' `s_sendmsg` interrupt messages go (none: they are dropped).
     pub messages: Option<MessageSink>,
 }
@@ -201,6 +204,7 @@ impl DispatchSetup {
             gws: None,
             trap: TrapRouting::Report,
             messages: None,
+            xccs: 1,
         }
     }
 

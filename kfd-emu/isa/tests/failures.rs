@@ -307,6 +307,43 @@ fn an_illegal_instruction_halts_the_wave_after_the_handler_reports_it() {
 }
 
 #[test]
+fn work_groups_read_the_xcc_they_run_on() {
+    // out[group] = HW_REG_XCC_ID's XCC_ID (llvm-mc-16 -mcpu=gfx940).
+    let code = [
+        0xC006_0100, // s_load_dwordx2 s[4:5], s[0:1], 0x0
+        0x0000_0000,
+        S_WAITCNT_LGKM,
+        0xB883_1814, // s_getreg_b32 s3, hwreg(HW_REG_XCC_ID, 0, 4)
+        0x7E04_0203, // v_mov_b32 v2, s3
+        0x8E06_8202, // s_lshl_b32 s6, s2, 2
+        0x7E02_0206, // v_mov_b32 v1, s6
+        0xDC70_8000, // global_store_dword v1, v2, s[4:5]
+        0x0004_0201,
+        S_ENDPGM,
+    ];
+    for t in Target::ALL {
+        let (mut gpu, ko) = tiny(t, &code);
+        let out = gpu.alloc(4 * 16);
+        let mut setup = gpu.setup(
+            ko,
+            &Launch::linear(16 * 64, 64, Args::new().ptr(out).done()),
+        );
+        setup.xccs = 8;
+        for g in 0..16 {
+            run_workgroup(&setup, [g, 0, 0], &gpu.mem, &RunControl::default()).unwrap();
+        }
+        let got: Vec<u32> = (0..16)
+            .map(|g| gpu.mem.read_u32(out + 4 * g).unwrap())
+            .collect();
+        // gfx90a has no such register: it reads 0 there.
+        let want: Vec<u32> = (0..16)
+            .map(|g| if t == Target::Gfx942 { g % 8 } else { 0 })
+            .collect();
+        assert_eq!(got, want, "{t}");
+    }
+}
+
+#[test]
 fn scratch_kernel_without_scratch_backing() {
     for t in Target::ALL {
         let (mut gpu, base, co) = kernels(t);

@@ -71,7 +71,8 @@ impl MachineLaunch<'_> {
                 }));
             }
         }
-        // Each XCC's waves see their share of the scratch (only scratch tells the XCCs apart).
+        // Each XCC's waves see their share of the scratch (work-group g runs on XCC g % xccs,
+        // which HW_REG_XCC_ID also reads).
         let xccs = if setup.scratch.is_some() && setup.needs_scratch() {
             self.xccs.max(1)
         } else {

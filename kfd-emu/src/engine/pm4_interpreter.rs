@@ -451,6 +451,7 @@ impl<'a> Interpreter<'a> {
             apertures: kfd_emu_isa::Apertures::default(),
             gws: self.ctl.gws(),
             trap: self.ctl.trap_routing(),
+            xccs: self.ctl.gpu.params.num_xcc.max(1),
             messages: Some(self.ctl.message_sink()),
             code,
             entry_override: Some(entry),

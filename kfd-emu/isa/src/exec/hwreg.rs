@@ -19,6 +19,8 @@ pub(super) fn getreg<M: Memory + ?Sized>(w: &Wave, simm: u16, ctx: &Ctx<'_, M>) 
         4 => w.index & 0xF,
         5 => (((w.v.len() / 8).saturating_sub(1) as u32) & 0x3F) << 8,
         6 => ((ctx.lds.len() / 512) as u32 & 0x1FF) << 12,
+        // HW_REG_XCC_ID (gfx94x): XCC_ID in bits 3:0.
+        20 if w.target.gfx940_cache_bits() => ctx.xcc & 0xF,
         15 => {
             let (shared, private) = ctx.apertures;
             ((private >> 48) as u32 & 0xFFFF) | ((shared >> 48) as u32 & 0xFFFF) << 16

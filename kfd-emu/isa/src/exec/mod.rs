@@ -72,6 +72,8 @@ pub(crate) struct Ctx<'a, M: Memory + ?Sized> {
     pub lds: Vec<u8>,
     /// (shared aperture base, private aperture base).
     pub apertures: (u64, u64),
+    /// The XCC the work-group runs on.
+    pub xcc: u32,
 }
 
 impl<M: Memory + ?Sized> Ctx<'_, M> {
@@ -201,6 +203,12 @@ impl<'a, M: Memory + ?Sized> Group<'a, M> {
             setup,
             lds: vec![0; lds_bytes],
             apertures: (setup.apertures.shared_base, setup.apertures.private_base),
+            xcc: {
+                let linear = u64::from(group_id[0])
+                    + u64::from(groups[0])
+                        * (u64::from(group_id[1]) + u64::from(groups[1]) * u64::from(group_id[2]));
+                (linear % u64::from(setup.xccs.max(1))) as u32
+            },
         };
         let waves = (0..group.waves())
             .map(|i| {

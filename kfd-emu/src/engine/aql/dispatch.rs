@@ -128,6 +128,7 @@ impl Processor {
         setup.dispatch_id = at.index;
         setup.gws = self.ctl.gws();
         setup.trap = self.ctl.trap_routing();
+        setup.xccs = self.ctl.gpu.params.num_xcc.max(1);
         setup.messages = Some(self.ctl.message_sink());
         let mut xcc_stride = 0;
         if d.private_segment_size > 0 {
