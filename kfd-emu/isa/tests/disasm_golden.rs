@@ -73,6 +73,17 @@ fn compiled_kernels_match_llvm_objdump() {
 }
 
 #[test]
+fn fp8_mfma_kernels_match_llvm_objdump() {
+    let dir = kernels_dir();
+    let (n, bad) = check_object(
+        &dir.join("mfma_fp8-gfx942.co"),
+        &dir.join("mfma_fp8-gfx942.dis"),
+        Target::Gfx942,
+    );
+    report("mfma_fp8-gfx942", n, &bad);
+}
+
+#[test]
 fn blit_kernels_match_llvm_objdump() {
     for (t, name) in [(Target::Gfx90a, "gfx90a"), (Target::Gfx942, "gfx942")] {
         let (n, bad) = check_object(

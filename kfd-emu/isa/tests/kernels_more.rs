@@ -229,3 +229,58 @@ fn mfma_gemms_match_the_cpu() {
         }
     });
 }
+
+/// An integer in -4..=4 as an 8-bit FNUZ float with `mantissa` bits and exponent `bias`.
+fn fnuz8(x: i32, mantissa: u32, bias: i32) -> u8 {
+    if x == 0 {
+        return 0;
+    }
+    let a = x.unsigned_abs();
+    let e = 31 - a.leading_zeros() as i32;
+    let m = ((a - (1 << e)) << mantissa) >> e;
+    let b = ((e + bias) as u32) << mantissa | m;
+    (b as u8) | if x < 0 { 0x80 } else { 0 }
+}
+
+/// gfx94x's FP8 and BF8 matrix-core GEMMs (clang-16 builtins), checked against the CPU.
+#[test]
+fn fp8_mfma_gemms_match_the_cpu() {
+    let t = Target::Gfx942;
+    let mut rng = Rng(0xF8);
+    let k = 64usize;
+    let fp8 = |x: i32| fnuz8(x, 3, 8);
+    let bf8 = |x: i32| fnuz8(x, 2, 16);
+    for (kernel, ea, eb) in [
+        (
+            "mfma_f32_16x16x32_fp8_fp8",
+            &fp8 as &dyn Fn(i32) -> u8,
+            &fp8 as &dyn Fn(i32) -> u8,
+        ),
+        ("mfma_f32_16x16x32_bf8_bf8", &bf8, &bf8),
+        ("mfma_f32_16x16x32_fp8_bf8", &fp8, &bf8),
+    ] {
+        let a: Vec<i32> = (0..16 * k)
+            .map(|_| (rng.next_u32() % 9) as i32 - 4)
+            .collect();
+        let b: Vec<i32> = (0..k * 16)
+            .map(|_| (rng.next_u32() % 9) as i32 - 4)
+            .collect();
+        let co =
+            common::elf::CodeObject::load(&common::elf::kernels_dir().join("mfma_fp8-gfx942.co"));
+        let mut gpu = Gpu::new(t);
+        let base = gpu.load(&co);
+        let ko = base + co.symbol(&format!("{kernel}.kd"));
+        let pa = gpu.upload(&a.iter().map(|&x| ea(x)).collect::<Vec<u8>>());
+        let pb = gpu.upload(&b.iter().map(|&x| eb(x)).collect::<Vec<u8>>());
+        let pc = gpu.alloc(16 * 16 * 4);
+        let args = Args::new().ptr(pa).ptr(pb).ptr(pc).i32(k as i32).done();
+        gpu.run(ko, &Launch::linear(64, 64, args))
+            .unwrap_or_else(|e| panic!("{kernel}: {e}"));
+        let got = to_f32(&gpu.download(pc, 16 * 16 * 4));
+        let af: Vec<f64> = a.iter().map(|&x| f64::from(x)).collect();
+        let bf: Vec<f64> = b.iter().map(|&x| f64::from(x)).collect();
+        for (e, (&g, w)) in got.iter().zip(cpu_gemm(&af, &bf, 16, k)).enumerate() {
+            assert_eq!(f64::from(g), w, "{kernel} C[{}][{}]", e / 16, e % 16);
+        }
+    }
+}

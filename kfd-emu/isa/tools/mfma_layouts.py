@@ -10,7 +10,7 @@ lane, BIT the element's lowest bit in the register.
 
 Usage: mfma_layouts.py PATH/TO/matrix_calculator.py > mfma-layouts.txt
 (the calculator: github.com/ROCm/amd_matrix_instruction_calculator; needs `tabulate`.)
-The sparse (SMFMAC), xf32 and fp8/bf8 instructions are left out: kfd-emu does not run them.
+The sparse (SMFMAC) and xf32 instructions are left out: kfd-emu does not run them.
 """
 import csv
 import io
@@ -31,7 +31,7 @@ def run(*args):
 def instructions(arch):
     out = run("--architecture", arch, "--list-instructions")
     names = [l.strip() for l in out.splitlines() if l.startswith("    v_mfma")]
-    return [n for n in names if "xf32" not in n and "fp8" not in n and "bf8" not in n]
+    return [n for n in names if "xf32" not in n]
 
 
 def layout(arch, inst, matrix, controls=()):

@@ -9,8 +9,9 @@
 //! last bits of a long sum may differ); i8 products sum into a wrapping i32; f64 is a chain of
 //! fused multiply-adds in k order. The broadcast controls are run: `cbsz`/`abid` give groups of
 //! 2^cbsz blocks the A of their block `abid`, `blgp` reads B from other lanes (on gfx94x's f64
-//! MFMAs the same bits negate A, B and C). The sparse (SMFMAC), xf32 and fp8/bf8 forms are not
-//! run: they stop the wave as unimplemented.
+//! MFMAs the same bits negate A, B and C). gfx94x's FP8 and BF8 inputs are its "FNUZ" formats
+//! (E4M3 and E5M2, biases 8 and 16, NaN at 0x80, no infinities). The sparse (SMFMAC) and xf32
+//! forms are not run: they stop the wave as unimplemented.
 
 use super::wave::Wave;
 use crate::decode::{Inst, Operand};
@@ -25,6 +26,10 @@ pub(crate) enum Input {
     Bf16,
     I8,
     F64,
+    /// gfx94x's FP8: E4M3 with exponent bias 8, no infinities, NaN at 0x80 ("FNUZ").
+    Fp8,
+    /// gfx94x's BF8: E5M2 with exponent bias 16, no infinities, NaN at 0x80.
+    Bf8,
 }
 
 impl Input {
@@ -32,10 +37,41 @@ impl Input {
         match self {
             Input::F32 => 32,
             Input::F16 | Input::Bf16 => 16,
-            Input::I8 => 8,
+            Input::I8 | Input::Fp8 | Input::Bf8 => 8,
             Input::F64 => 64,
         }
     }
+
+    /// The value of an element's raw bits (exact in an f64).
+    fn value(self, raw: u64) -> f64 {
+        match self {
+            Input::F32 => f64::from(f32::from_bits(raw as u32)),
+            Input::F16 => f64::from(crate::decode::operand::f16_to_f32(raw as u16)),
+            Input::Bf16 => f64::from(bf16_to_f32(raw as u32)),
+            Input::I8 => f64::from(raw as u8 as i8),
+            Input::F64 => f64::from_bits(raw),
+            Input::Fp8 => fnuz8(raw as u8, 3, 8),
+            Input::Bf8 => fnuz8(raw as u8, 2, 16),
+        }
+    }
+}
+
+/// An 8-bit "FNUZ" float: sign, exponent, `mantissa` bits, exponent `bias`; 0x80 is NaN, there
+/// is no infinity and no negative zero.
+fn fnuz8(b: u8, mantissa: u32, bias: i32) -> f64 {
+    if b == 0x80 {
+        return f64::NAN;
+    }
+    let sign = if b & 0x80 != 0 { -1.0 } else { 1.0 };
+    let e = i32::from((b & 0x7F) >> mantissa);
+    let m = f64::from(u32::from(b) & ((1 << mantissa) - 1));
+    let scale = f64::from(1u32 << mantissa);
+    let v = if e == 0 {
+        m / scale * 2f64.powi(1 - bias)
+    } else {
+        (1.0 + m / scale) * 2f64.powi(e - bias)
+    };
+    sign * v
 }
 
 /// Broadcast controls: which block's A a block uses, and which lane B is read from.
@@ -77,7 +113,9 @@ pub(crate) struct Shape {
     pub k: u32,
     pub blocks: u32,
     pub per_lane: u32,
+    /// A's element type (and B's, but for the mixed FP8/BF8 forms).
     pub input: Input,
+    pub input_b: Input,
 }
 
 impl Shape {
@@ -86,7 +124,17 @@ impl Shape {
     pub(crate) fn of(name: &str, a_regs: u32) -> Option<Shape> {
         let rest = name.strip_prefix("v_mfma_")?;
         let (_, rest) = rest.split_once('_')?;
-        let input = if rest.ends_with("f64") {
+        let eight = |t: &str| match t {
+            "fp8" => Some(Input::Fp8),
+            "bf8" => Some(Input::Bf8),
+            _ => None,
+        };
+        let mut parts = rest.rsplitn(3, '_');
+        let (last, second) = (parts.next()?, parts.next().unwrap_or(""));
+        let mixed = eight(second).zip(eight(last));
+        let input = if let Some((a, _)) = mixed {
+            a
+        } else if rest.ends_with("f64") {
             Input::F64
         } else if rest.ends_with("bf16_1k") || rest.ends_with("bf16") {
             Input::Bf16
@@ -115,6 +163,7 @@ impl Shape {
             blocks,
             per_lane,
             input,
+            input_b: mixed.map_or(input, |(_, b)| b),
         })
     }
 
@@ -185,15 +234,6 @@ pub(super) fn exec(w: &mut Wave, inst: &Inst, target: Target) -> Result<(), Wave
             u64::from((lo >> bit) & (((1u64 << bits) - 1) as u32))
         })
     };
-    let value = |raw: u64| -> f64 {
-        match s.input {
-            Input::F32 => f64::from(f32::from_bits(raw as u32)),
-            Input::F16 => f64::from(crate::decode::operand::f16_to_f32(raw as u16)),
-            Input::Bf16 => f64::from(bf16_to_f32(raw as u32)),
-            Input::I8 => f64::from(raw as u8 as i8),
-            Input::F64 => f64::from_bits(raw),
-        }
-    };
     let (a_op, b_op, c_op) = (inst.src[0], inst.src[1], inst.src[2]);
     let c_const = match c_op {
         Operand::Vgpr(..) | Operand::Agpr(..) => None,
@@ -234,8 +274,8 @@ pub(super) fn exec(w: &mut Wave, inst: &Inst, target: Target) -> Result<(), Wave
                         let sign = |bit: u8, v: f64| if neg >> bit & 1 != 0 { -v } else { v };
                         let mut acc = sign(2, f64::from_bits(c));
                         for k in 0..s.k {
-                            let x = sign(0, value(a[(i * s.k + k) as usize]));
-                            let y = sign(1, value(bm[(k * s.n + j) as usize]));
+                            let x = sign(0, s.input.value(a[(i * s.k + k) as usize]));
+                            let y = sign(1, s.input_b.value(bm[(k * s.n + j) as usize]));
                             acc = x.mul_add(y, acc);
                         }
                         acc.to_bits()
@@ -243,8 +283,8 @@ pub(super) fn exec(w: &mut Wave, inst: &Inst, target: Target) -> Result<(), Wave
                     _ => {
                         let mut acc = f64::from(f32::from_bits(c as u32));
                         for k in 0..s.k {
-                            acc += value(a[(i * s.k + k) as usize])
-                                * value(bm[(k * s.n + j) as usize]);
+                            acc += s.input.value(a[(i * s.k + k) as usize])
+                                * s.input_b.value(bm[(k * s.n + j) as usize]);
                         }
                         u64::from((acc as f32).to_bits())
                     }

@@ -10,8 +10,9 @@
 # disassembled with --mcpu=gfx940 (llvm-objdump-16 does not know gfx942 either).
 set -euo pipefail
 cd "$(dirname "$0")"
-if ! command -v hipcc >/dev/null || ! command -v llvm-objdump-16 >/dev/null; then
-  apt-get update -qq && apt-get install -y -qq hipcc llvm-16 lld-16 python3
+if ! command -v hipcc >/dev/null || ! command -v llvm-objdump-16 >/dev/null \
+  || ! command -v clang-16 >/dev/null; then
+  apt-get update -qq && apt-get install -y -qq hipcc clang-16 llvm-16 lld-16 python3
 fi
 DEVLIB=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode
 tmp=$(mktemp -d)
@@ -53,6 +54,11 @@ for src in kernels.hip mfma.hip; do
   golden "$base-gfx90a.co" gfx90a "$base-gfx90a.dis"
   golden "$base-gfx942.co" gfx940 "$base-gfx942.dis"
 done
+# gfx94x FP8/BF8 MFMA GEMMs: clang-16 (clang-15 has no FP8 builtins), gfx940 relabelled.
+clang-16 -x hip --offload-arch=gfx940 --cuda-device-only --no-gpu-bundle-output -nogpulib \
+  -nogpuinc -O2 mfma_fp8.hip -o "$tmp/mfma_fp8-gfx940.co"
+relabel_gfx942 "$tmp/mfma_fp8-gfx940.co" mfma_fp8-gfx942.co
+golden mfma_fp8-gfx942.co gfx940 mfma_fp8-gfx942.dis
 # Kernel-argument layout from the metadata note: "kernel offset size value_kind" per argument.
 kernarg_layout() { # object output
   llvm-readelf-16 --notes "$1" | python3 -c '
