@@ -369,3 +369,38 @@ fn the_read_pointer_passes_a_packet_before_it_runs() {
     flag.write(0, &1u32.to_le_bytes()).unwrap();
     q.finish(T).unwrap();
 }
+
+/// A wave32 RDNA3 kernel that needs scratch, dispatched by PM4 (issue #28 item 2; it used to
+/// be `Unsupported`): the queue's scratch is laid out in the GFX11 format for 32-lane waves,
+/// `COMPUTE_TMPRING_SIZE` in 256-byte `WAVESIZE` units with `WAVES` per shader engine, and the
+/// private segment buffer (when the kernel takes one) is a GFX11 resource over it.
+#[test]
+fn an_rdna3_pm4_dispatch_gets_gfx11_scratch_for_its_wave32_waves() {
+    let kfd = common::emulated(Preset::Gfx1100, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let co = gpu
+        .load_code_object(include_bytes!("fixtures/code_objects/private-gfx1100.elf"))
+        .unwrap();
+    let k = co.kernel("private_sum").unwrap();
+    assert_eq!(k.private_segment_size(), 272);
+    let q = gpu.create_pm4_queue(Pm4QueueOptions::default()).unwrap();
+    let packets = q.dispatch_packets(&k, [4, 1, 1], [64, 1, 1], 0, 0).unwrap();
+    let reg = |r: u32| {
+        packets.iter().find_map(|p| match p {
+            Pm4Packet::SetShReg { reg, values } if *reg == r => Some(values.clone()),
+            _ => None,
+        })
+    };
+    let tmpring = reg(pm4::regs::COMPUTE_TMPRING_SIZE).expect("TMPRING_SIZE")[0];
+    // 272 bytes per lane over 32 lanes: 8704 bytes a wave, in 256-byte units.
+    assert_eq!((tmpring >> 12) & 0x7FFF, 8704 / 256);
+    let per_engine = tmpring & 0xFFF;
+    let info = gpu.info();
+    assert!(per_engine > 0 && per_engine * info.shader_engines >= info.compute_units * 32);
+    let kd = k.descriptor().unwrap();
+    if kd.kernel_code_properties & aql::code_properties::ENABLE_SGPR_PRIVATE_SEGMENT_BUFFER != 0 {
+        let user = reg(pm4::regs::COMPUTE_USER_DATA_0).expect("user SGPRs");
+        assert_eq!(user[1] >> 30, 1, "GFX11 SWIZZLE_ENABLE");
+        assert_eq!(user[3], aql::scratch::GFX11_RESOURCE_DWORD3);
+    }
+}

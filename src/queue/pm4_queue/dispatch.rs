@@ -30,19 +30,22 @@ pub(super) struct DispatchMemory {
 impl Pm4Queue {
     /// The queue's scratch, grown to serve `private` bytes per work-item for `waves_needed`
     /// waves (the replaced backing is kept until the queue is next seen idle).
-    fn scratch_for(&self, private: u32, waves_needed: u64) -> Result<ScratchLayout> {
+    fn scratch_for(&self, private: u32, waves_needed: u64, lanes: u32) -> Result<ScratchLayout> {
         let mut mem = self
             .dispatch_memory
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         let slots = u64::from(wave_slots(&self.gpu));
         if let Some((_, s)) = &mem.scratch {
-            if s.lane_bytes >= private && u64::from(s.waves) >= waves_needed.min(slots) {
+            if s.lane_bytes >= private
+                && s.lanes == lanes
+                && u64::from(s.waves) >= waves_needed.min(slots)
+            {
                 return Ok(*s);
             }
         }
         // One XCC's layout: the PM4 path programs no per-XCC scratch bases.
-        let (buffer, layout, _) = allocate(&self.gpu, private, waves_needed, 1, 64)?;
+        let (buffer, layout, _) = allocate(&self.gpu, private, waves_needed, 1, lanes)?;
         if let Some((old, _)) = mem.scratch.replace((buffer, layout)) {
             mem.retired.push(old);
         }
@@ -149,19 +152,20 @@ impl Pm4Queue {
         let rsrc2 = (kd.compute_pgm_rsrc2 & !(0x1FF << 15)) | (lds.div_ceil(512) & 0x1FF) << 15;
         let private = kernel.private_segment_size();
         let scratch = if private > 0 {
-            if self.family.is_gfx10_plus() {
-                return Err(Error::Unsupported(format!(
-                    "scratch for PM4 dispatches on {} (kfdrt sets up GFX9 scratch only)",
-                    self.gpu.info().gfx_target
-                )));
-            }
+            // A wave32 kernel (GFX10+) needs slots of 32 lanes, in the GPU's format (GFX9 or
+            // GFX11: `allocate` refuses others).
+            let lanes = if self.family.is_gfx10_plus() && kd.wavefront_size32() {
+                32
+            } else {
+                64
+            };
             // Saturating: three 32-bit group counts can overflow 64 bits (scratch is sized for
             // at most the GPU's wave slots anyway).
             let waves = groups
                 .iter()
                 .fold(1u64, |n, &g| n.saturating_mul(u64::from(g)))
-                .saturating_mul(aql::work_group_items(workgroup).div_ceil(64));
-            Some(self.scratch_for(private, waves)?)
+                .saturating_mul(aql::work_group_items(workgroup).div_ceil(u64::from(lanes)));
+            Some(self.scratch_for(private, waves, lanes)?)
         } else {
             None
         };
