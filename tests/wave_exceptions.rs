@@ -171,3 +171,22 @@ fn without_a_trap_handler_an_abort_is_stepped_over_and_an_illegal_instruction_ha
     let (r, _) = run(&gpu, "store_then_illegal", 0, NEVER);
     assert!(matches!(r, Err(Error::Timeout { .. })), "{r:?}");
 }
+
+/// A PM4 queue's waves report their exceptions the same way: its fence wait returns them.
+#[test]
+fn an_abort_in_a_pm4_dispatch_ends_the_queues_wait_with_a_wave_exception() {
+    each_preset(|gpu, preset| {
+        let (_co, k, _out, args, _aql) = abort_dispatch(gpu);
+        let q = gpu
+            .create_pm4_queue(kfdrt::Pm4QueueOptions::default())
+            .unwrap();
+        let kernarg = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+        let packets = q
+            .dispatch_packets_with_args(&k, &kfdrt::LaunchGeometry::linear(64, 64), &args, &kernarg)
+            .unwrap();
+        // SAFETY: the kernel, its arguments and its output outlive the wait below.
+        unsafe { q.submit(&packets, T.unwrap()) }.unwrap();
+        let r = q.finish(T.unwrap());
+        expect_wave_exception(r, WaveExceptions::ABORT, &format!("{preset:?} PM4"));
+    });
+}
