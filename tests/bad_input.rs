@@ -6,6 +6,7 @@ use crate::common;
 
 use common::Checked;
 use kfdrt::emu::{EmuConfig, Preset, WorkGroup};
+use kfdrt::kernel_args::KernelArgError;
 use kfdrt::{
     AllocOptions, AqlQueueOptions, Dispatch, Error, EventKind, EventReset, Gpu, MemoryKind,
     Pm4QueueOptions,
@@ -305,4 +306,41 @@ fn queue_slots_exhausted() {
     q.barrier_and(&[]).unwrap().wait(T).unwrap();
     kfd.emulator().unwrap().faults().exhaust_queue_slots(false);
     still_works(&gpu);
+}
+
+/// A dispatch that passes no arguments to a kernel that reads some would run on zeroes (a
+/// matmul computing nothing, blockDim read as 0): it is refused before anything is written,
+/// as a batch entry and as a single dispatch, and the queue goes on.
+#[test]
+fn a_dispatch_without_the_arguments_its_kernel_reads_is_refused() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let reads_args = gpu
+        .emulated_kernel("reads", 16, Arc::new(|_: &WorkGroup<'_>| Ok(())))
+        .unwrap();
+    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let before = q.write_index();
+    for r in [
+        q.dispatch(&Dispatch::linear(&reads_args, 64, 64)).map(drop),
+        q.batch()
+            .unwrap()
+            .dispatch(&Dispatch::linear(&reads_args, 64, 64))
+            .map(drop),
+    ] {
+        match r {
+            Err(Error::KernelArgs(KernelArgError::NoArguments { kernel, bytes })) => {
+                assert_eq!((kernel.as_str(), bytes), ("reads", 16));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(q.write_index(), before, "nothing was written to the ring");
+    // A kernel that reads none needs none; the queue still works.
+    let none = gpu
+        .emulated_kernel("none", 0, Arc::new(|_: &WorkGroup<'_>| Ok(())))
+        .unwrap();
+    q.dispatch(&Dispatch::linear(&none, 64, 64))
+        .unwrap()
+        .wait(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
 }

@@ -63,6 +63,18 @@ pub enum KernelArgError {
         /// The buffer's size.
         size: u64,
     },
+    /// A dispatch passes no arguments to a kernel that reads some: it would run on zeroes
+    /// (a kernel computing nothing, or hidden arguments such as its block size read as 0).
+    #[error(
+        "kernel {kernel:?} reads {bytes} bytes of arguments and the dispatch passes none: give it \
+         `Dispatch::with_args` (or `with_raw_args`)"
+    )]
+    NoArguments {
+        /// The kernel.
+        kernel: String,
+        /// Bytes of kernel arguments it reads.
+        bytes: u32,
+    },
     /// An explicit argument was never set.
     #[error("argument {arg} of kernel {kernel:?} was not set")]
     Missing {

@@ -158,7 +158,7 @@ impl Batch<'_> {
     #[inline(always)]
     pub fn dispatch(&mut self, d: &Dispatch<'_>) -> Result<&mut Self> {
         let bytes = match d.args {
-            DispatchArgs::None => &[][..],
+            DispatchArgs::None => d.no_args()?,
             DispatchArgs::Raw(bytes) => bytes,
             DispatchArgs::Built(args) => return self.dispatch_built(d, args),
         };

@@ -272,6 +272,26 @@ impl<'a> Dispatch<'a> {
         Ok(())
     }
 
+    /// The empty argument segment of a dispatch given no arguments, refused when the kernel
+    /// reads some (it would run on zeroes). A prepared dispatch takes its arguments later.
+    #[inline]
+    pub(crate) fn no_args(&self) -> Result<&'static [u8]> {
+        if self.kernel.kernarg_size() > 0 {
+            return Err(self.no_arguments());
+        }
+        Ok(&[])
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn no_arguments(&self) -> Error {
+        crate::kernel_args::KernelArgError::NoArguments {
+            kernel: self.kernel.name().to_owned(),
+            bytes: self.kernel.kernarg_size(),
+        }
+        .into()
+    }
+
     #[cold]
     #[inline(never)]
     fn shape_error(&self, items: u64) -> Error {

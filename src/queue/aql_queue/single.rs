@@ -30,7 +30,7 @@ impl AqlQueue {
     /// Dispatches one kernel and returns its completion.
     pub fn dispatch(&self, d: &Dispatch<'_>) -> Result<Submission> {
         let kernargs = match d.args {
-            DispatchArgs::None => &[][..],
+            DispatchArgs::None => d.no_args()?,
             DispatchArgs::Raw(bytes) => bytes,
             DispatchArgs::Built(_) => return self.dispatch_batched(d),
         };
