@@ -344,3 +344,36 @@ fn a_dispatch_without_the_arguments_its_kernel_reads_is_refused() {
         .wait(Some(std::time::Duration::from_secs(20)))
         .unwrap();
 }
+
+/// `Dispatch::blocks` counts work-groups (HIP's gridDim), `Dispatch::new` work-items: the same
+/// launch either way, and a block count whose work-items overflow a dimension is refused.
+#[test]
+fn launches_by_blocks_and_by_work_items_are_the_same_launch() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let groups = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let seen = groups.clone();
+    let k = gpu
+        .emulated_kernel(
+            "count",
+            0,
+            Arc::new(move |_: &WorkGroup<'_>| {
+                seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                Ok(())
+            }),
+        )
+        .unwrap();
+    let by_blocks = Dispatch::blocks(&k, [3, 2, 1], [64, 2, 1]).unwrap();
+    let by_items = Dispatch::new(&k, [192, 4, 1], [64, 2, 1]);
+    assert_eq!(by_blocks.grid(), by_items.grid());
+    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    q.dispatch(&by_blocks)
+        .unwrap()
+        .wait(Some(Duration::from_secs(20)))
+        .unwrap();
+    assert_eq!(groups.load(std::sync::atomic::Ordering::Relaxed), 6);
+    assert!(matches!(
+        Dispatch::blocks(&k, [1 << 24, 1, 1], [1024, 1, 1]),
+        Err(Error::InvalidArgument(_))
+    ));
+}

@@ -9,7 +9,8 @@ use aql::{FenceScope, KernelDispatchPacket};
 /// What a dispatch passes the kernel.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum DispatchArgs<'a> {
-    /// Nothing: the kernarg segment, if the kernel has one, is zero-filled.
+    /// Nothing: only for a kernel that reads no arguments (a dispatch of one that does is
+    /// refused), or a prepared dispatch, which takes its arguments at submission.
     None,
     /// Bytes laid out by the caller, who vouched for the addresses in them.
     Raw(&'a [u8]),
@@ -75,8 +76,9 @@ impl PreparedDispatch<'_> {
 }
 
 impl<'a> Dispatch<'a> {
-    /// A launch of `grid` work-items (per dimension; not work-groups) in work-groups of
-    /// `workgroup`, with no arguments yet, in order with the queue's earlier work (the AQL
+    /// A launch of `grid` work-items (per dimension; not work-groups: see
+    /// [`Dispatch::blocks`] for HIP's `gridDim`) in work-groups of `workgroup`, with no
+    /// arguments yet, in order with the queue's earlier work (the AQL
     /// barrier bit) and system-scope fences.
     pub fn new(kernel: &'a Kernel, grid: [u32; 3], workgroup: [u16; 3]) -> Self {
         Dispatch {
@@ -95,6 +97,31 @@ impl<'a> Dispatch<'a> {
     /// A 1-D launch of `grid` work-items in groups of `workgroup`.
     pub fn linear(kernel: &'a Kernel, grid: u32, workgroup: u16) -> Self {
         Dispatch::new(kernel, [grid, 1, 1], [workgroup, 1, 1])
+    }
+
+    /// A launch of `blocks` work-groups (per dimension: HIP's `gridDim`, CUDA's grid) of
+    /// `block` work-items each (`blockDim`): `blocks × block` work-items, where
+    /// [`Dispatch::new`] counts work-items. Fails when that many work-items do not fit the
+    /// packet's 32 bits per dimension.
+    ///
+    /// ```
+    /// # fn f(kernel: &kfdrt::Kernel) -> kfdrt::Result<()> {
+    /// // hipLaunchKernelGGL(kernel, dim3(64), dim3(256), ...): 16384 work-items.
+    /// let d = kfdrt::Dispatch::blocks(kernel, [64, 1, 1], [256, 1, 1])?;
+    /// assert_eq!(d.grid(), [16384, 1, 1]);
+    /// # Ok(()) }
+    /// ```
+    pub fn blocks(kernel: &'a Kernel, blocks: [u32; 3], block: [u16; 3]) -> Result<Self> {
+        let mut grid = [0u32; 3];
+        for d in 0..3 {
+            grid[d] = blocks[d].checked_mul(u32::from(block[d])).ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "{blocks:?} work-groups of {block:?} work-items: more than 2^32 work-items \
+                     in a dimension"
+                ))
+            })?;
+        }
+        Ok(Dispatch::new(kernel, grid, block))
     }
 
     /// Passes `args`, built and checked against the kernel's metadata; the hidden arguments are
