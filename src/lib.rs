@@ -81,6 +81,17 @@
 #![warn(missing_docs)]
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
+/// The code of the README and of `docs/`, compiled as doctests: every snippet a user may copy
+/// builds against the current API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
+/// See [`ReadmeDoctests`].
+#[cfg(doctest)]
+#[doc = include_str!("../docs/debugging.md")]
+pub struct DebuggingDocDoctests;
+
 pub mod code_object;
 pub mod copy;
 pub mod debug;
