@@ -106,6 +106,15 @@ pub enum Error {
         /// What every queue of the device was doing, when a wait ended on the reset.
         report: Option<Box<DeviceReport>>,
     },
+    /// Work on one GPU names memory that GPU cannot reach: a kernel loaded on another GPU (its
+    /// code would fault the whole GPU), a buffer not mapped there.
+    #[error("{what} is not mapped on GPU {gpu_id:#x}, which would run the work")]
+    NotOnGpu {
+        /// What was given.
+        what: String,
+        /// The GPU the work is for.
+        gpu_id: u32,
+    },
     /// An object of another open device (another [`crate::Kfd`]) was given where this device's
     /// is needed: its addresses mean nothing to this device's GPUs.
     #[error("{what} belongs to another KFD device")]

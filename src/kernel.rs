@@ -144,6 +144,13 @@ impl Kernel {
         &self.name
     }
 
+    /// Whether the GPU with KFD id `gpu_id` can run the kernel: its descriptor and code are
+    /// mapped there (always, for a kernel kfdrt does not hold the memory of).
+    #[inline]
+    pub fn runs_on(&self, gpu_id: u32) -> bool {
+        self.memory.as_ref().is_none_or(|m| m.is_mapped_on(gpu_id))
+    }
+
     /// Address of the kernel descriptor.
     pub fn object(&self) -> u64 {
         self.object

@@ -377,3 +377,38 @@ fn launches_by_blocks_and_by_work_items_are_the_same_launch() {
         Err(Error::InvalidArgument(_))
     ));
 }
+
+/// A kernel loaded on one GPU dispatched on another GPU's queue: its code is not mapped there,
+/// and on hardware the fetch would fault that whole GPU. Refused before anything is written.
+#[test]
+fn a_kernel_loaded_on_another_gpu_is_refused() {
+    let kfd = common::emulated(Preset::Gfx90a, 2);
+    let (g0, g1) = (kfd.gpu(0).unwrap(), kfd.gpu(1).unwrap());
+    let k = g0
+        .emulated_kernel("on_gpu0", 0, Arc::new(|_: &WorkGroup<'_>| Ok(())))
+        .unwrap();
+    let q1 = g1.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let before = q1.write_index();
+    for r in [
+        q1.dispatch(&Dispatch::linear(&k, 64, 64)).map(drop),
+        q1.batch()
+            .unwrap()
+            .dispatch(&Dispatch::linear(&k, 64, 64))
+            .map(drop),
+    ] {
+        match r {
+            Err(Error::NotOnGpu { what, gpu_id }) => {
+                assert_eq!(gpu_id, g1.id());
+                assert!(what.contains("on_gpu0"), "{what}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(q1.write_index(), before);
+    // On its own GPU it runs.
+    let q0 = g0.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    q0.dispatch(&Dispatch::linear(&k, 64, 64))
+        .unwrap()
+        .wait(Some(Duration::from_secs(20)))
+        .unwrap();
+}

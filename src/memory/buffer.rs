@@ -389,6 +389,12 @@ impl Buffer {
         self.inner.mapped_gpus()
     }
 
+    /// Whether the GPU with KFD id `gpu_id` can reach the buffer (it owns it, or it was mapped
+    /// there).
+    pub fn is_mapped_on(&self, gpu_id: u32) -> bool {
+        self.inner.is_mapped_on(gpu_id)
+    }
+
     fn same_kfd(&self, gpu: &Gpu) -> Result<()> {
         if std::sync::Arc::ptr_eq(&self.inner.lease.kfd.shared, &gpu.kfd.shared) {
             Ok(())
@@ -513,6 +519,22 @@ impl Buffer {
 }
 
 impl Allocation {
+    /// Whether the memory is mapped to the GPU with KFD id `gpu_id` (its owner's, without a
+    /// lock).
+    pub(crate) fn is_mapped_on(&self, gpu_id: u32) -> bool {
+        let owner = match &self.backing {
+            Some(Backing::Whole(r)) => r.gpu_id,
+            Some(Backing::Sub(_, gpu_id)) => *gpu_id,
+            None => return false,
+        };
+        owner == gpu_id
+            || self
+                .peers
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(&gpu_id)
+    }
+
     /// GPU ids the memory is mapped to, owner first.
     pub(crate) fn mapped_gpus(&self) -> Vec<u32> {
         let owner = match &self.backing {

@@ -157,6 +157,7 @@ impl Batch<'_> {
     // cost as much as the rest.
     #[inline(always)]
     pub fn dispatch(&mut self, d: &Dispatch<'_>) -> Result<&mut Self> {
+        d.check_gpu(self.queue.0.gpu.id())?;
         let bytes = match d.args {
             DispatchArgs::None => d.no_args()?,
             DispatchArgs::Raw(bytes) => bytes,

@@ -299,6 +299,19 @@ impl<'a> Dispatch<'a> {
         Ok(())
     }
 
+    /// Refuses a kernel the GPU of the queue cannot reach (loaded on another GPU): its code
+    /// would fault the whole GPU, and every queue of it with it.
+    #[inline]
+    pub(crate) fn check_gpu(&self, gpu_id: u32) -> Result<()> {
+        if self.kernel.runs_on(gpu_id) {
+            return Ok(());
+        }
+        Err(Error::NotOnGpu {
+            what: format!("kernel {:?}", self.kernel.name()),
+            gpu_id,
+        })
+    }
+
     /// The empty argument segment of a dispatch given no arguments, refused when the kernel
     /// reads some (it would run on zeroes). A prepared dispatch takes its arguments later.
     #[inline]

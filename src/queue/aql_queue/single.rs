@@ -29,6 +29,7 @@ impl AqlQueue {
 
     /// Dispatches one kernel and returns its completion.
     pub fn dispatch(&self, d: &Dispatch<'_>) -> Result<Submission> {
+        d.check_gpu(self.0.gpu.id())?;
         let kernargs = match d.args {
             DispatchArgs::None => d.no_args()?,
             DispatchArgs::Raw(bytes) => bytes,
