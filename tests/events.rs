@@ -600,41 +600,43 @@ fn every_waiter_of_a_shared_signal_wakes_every_round() {
 fn signals_past_the_drivers_event_limit_are_polled() {
     use kfdrt::{AqlQueueOptions, Condition, MemoryKind};
     const T: Option<Duration> = Some(Duration::from_secs(30));
-    let kfd = common::emulated(kfdrt::emu::Preset::Gfx90a, 1);
-    let gpu = kfd.gpu(0).unwrap();
-    let live: Vec<kfdrt::Signal> = (0..100_000)
-        .map(|_| kfd.create_signal(1).unwrap())
-        .collect();
-    let with_events = live.iter().filter(|s| s.event_id().is_some()).count();
-    assert!(
-        (3000..4096).contains(&with_events),
-        "{with_events} signals have events"
-    );
-    let polled = live.iter().rev().find(|s| s.event_id().is_none()).unwrap();
-    std::thread::scope(|scope| {
-        let w = scope.spawn(|| polled.wait(Condition::Eq(0), T));
-        std::thread::sleep(Duration::from_millis(20));
-        polled.store(0).unwrap();
-        assert_eq!(w.join().unwrap().unwrap(), 0);
-    });
-    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
-    let barrier = q.barrier_and(&[]).unwrap();
-    assert!(
-        barrier.signal().event_id().is_none(),
-        "the pool's events are all taken"
-    );
-    barrier.wait(T).unwrap();
-    let buf = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
-    gpu.create_sdma_queue()
-        .unwrap()
-        .fill(&buf, 0, 7, 64, &[])
-        .unwrap()
-        .wait(T)
-        .unwrap();
-    assert_eq!(buf.to_vec().unwrap()[..4], 7u32.to_le_bytes());
-    drop(live);
-    // Freed signals give their events back: the next ones have events again, however many
-    // signals without one are free.
-    let again: Vec<kfdrt::Signal> = (0..1000).map(|_| kfd.create_signal(0).unwrap()).collect();
-    assert!(again.iter().all(|s| s.event_id().is_some()));
+    for preset in [kfdrt::emu::Preset::Gfx90a, kfdrt::emu::Preset::Gfx942] {
+        let kfd = common::emulated(preset, 1);
+        let gpu = kfd.gpu(0).unwrap();
+        let live: Vec<kfdrt::Signal> = (0..100_000)
+            .map(|_| kfd.create_signal(1).unwrap())
+            .collect();
+        let with_events = live.iter().filter(|s| s.event_id().is_some()).count();
+        assert!(
+            (3000..4096).contains(&with_events),
+            "{with_events} signals have events"
+        );
+        let polled = live.iter().rev().find(|s| s.event_id().is_none()).unwrap();
+        std::thread::scope(|scope| {
+            let w = scope.spawn(|| polled.wait(Condition::Eq(0), T));
+            std::thread::sleep(Duration::from_millis(20));
+            polled.store(0).unwrap();
+            assert_eq!(w.join().unwrap().unwrap(), 0);
+        });
+        let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+        let barrier = q.barrier_and(&[]).unwrap();
+        assert!(
+            barrier.signal().event_id().is_none(),
+            "the pool's events are all taken"
+        );
+        barrier.wait(T).unwrap();
+        let buf = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+        gpu.create_sdma_queue()
+            .unwrap()
+            .fill(&buf, 0, 7, 64, &[])
+            .unwrap()
+            .wait(T)
+            .unwrap();
+        assert_eq!(buf.to_vec().unwrap()[..4], 7u32.to_le_bytes());
+        drop(live);
+        // Freed signals give their events back: the next ones have events again, however many
+        // signals without one are free.
+        let again: Vec<kfdrt::Signal> = (0..1000).map(|_| kfd.create_signal(0).unwrap()).collect();
+        assert!(again.iter().all(|s| s.event_id().is_some()));
+    }
 }

@@ -458,53 +458,55 @@ fn gfx1100_queues_get_gfx11_scratch_sized_for_their_waves() {
 #[test]
 fn a_timed_out_pm4_submission_keeps_the_scratch_its_committed_dispatches_use() {
     use kfdrt::{LaunchGeometry, Pm4QueueOptions};
-    let kfd = common::emulated(Preset::Gfx90a, 1);
-    let emu = kfd.emulator().unwrap().clone();
-    let gpu = kfd.gpu(0).unwrap();
-    let co = kernels(&gpu);
-    let array = co.kernel("scratch_array").unwrap();
-    let spill = co.kernel("scratch_spill").unwrap();
-    assert!(spill.private_segment_size() > array.private_segment_size());
-    let idx_words = indices();
-    let idx = buffer_of(&gpu, &idx_words);
-    let out = buffer_of(&gpu, &vec![0; N as usize]);
-    let q = gpu
-        .create_pm4_queue(Pm4QueueOptions::default().with_ring_bytes(1024))
-        .unwrap();
-    let args = index_args(&array, &idx, &out);
-    let kernarg = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
-    let packets = q
-        .dispatch_packets_with_args(&array, &LaunchGeometry::linear(N, 64), &args, &kernarg)
-        .unwrap();
-    emu.faults().stall_queue(q.id());
-    let short = Duration::from_millis(50);
-    let mut committed = 0;
-    loop {
-        // SAFETY: every address in the packets (kernel, arguments, buffers) outlives the queue's
-        // last wait below; the scratch is the queue's own.
-        match unsafe { q.submit(&packets, short) } {
-            Ok(_) => committed += 1,
-            Err(kfdrt::Error::Timeout { .. }) => break,
-            Err(e) => panic!("{e}"),
+    for preset in [Preset::Gfx90a, Preset::Gfx942] {
+        let kfd = common::emulated(preset, 1);
+        let emu = kfd.emulator().unwrap().clone();
+        let gpu = kfd.gpu(0).unwrap();
+        let co = kernels(&gpu);
+        let array = co.kernel("scratch_array").unwrap();
+        let spill = co.kernel("scratch_spill").unwrap();
+        assert!(spill.private_segment_size() > array.private_segment_size());
+        let idx_words = indices();
+        let idx = buffer_of(&gpu, &idx_words);
+        let out = buffer_of(&gpu, &vec![0; N as usize]);
+        let q = gpu
+            .create_pm4_queue(Pm4QueueOptions::default().with_ring_bytes(1024))
+            .unwrap();
+        let args = index_args(&array, &idx, &out);
+        let kernarg = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+        let packets = q
+            .dispatch_packets_with_args(&array, &LaunchGeometry::linear(N, 64), &args, &kernarg)
+            .unwrap();
+        emu.faults().stall_queue(q.id());
+        let short = Duration::from_millis(50);
+        let mut committed = 0;
+        loop {
+            // SAFETY: every address in the packets (kernel, arguments, buffers) outlives the queue's
+            // last wait below; the scratch is the queue's own.
+            match unsafe { q.submit(&packets, short) } {
+                Ok(_) => committed += 1,
+                Err(kfdrt::Error::Timeout { .. }) => break,
+                Err(e) => panic!("{e}"),
+            }
+            assert!(committed < 1000, "a 1 KiB ring never filled");
         }
-        assert!(committed < 1000, "a 1 KiB ring never filled");
+        // A kernel needing more scratch: the queue replaces its backing (the old one is retired,
+        // not freed, while the committed dispatches may still use it).
+        let spill_args = index_args(&spill, &idx, &out);
+        let spill_kernarg = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+        q.dispatch_packets_with_args(
+            &spill,
+            &LaunchGeometry::linear(N, 64),
+            &spill_args,
+            &spill_kernarg,
+        )
+        .unwrap();
+        // Not idle yet: a fence that cannot be waited for keeps everything.
+        assert!(matches!(q.finish(short), Err(kfdrt::Error::Timeout { .. })));
+        emu.faults().resume_queue(q.id());
+        q.finish(Duration::from_secs(120))
+            .expect("the committed dispatches ran into live scratch");
+        gpu.health().expect("no GPU fault");
+        assert_eq!(words(&out, N as usize), array_expected(&idx_words));
     }
-    // A kernel needing more scratch: the queue replaces its backing (the old one is retired,
-    // not freed, while the committed dispatches may still use it).
-    let spill_args = index_args(&spill, &idx, &out);
-    let spill_kernarg = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
-    q.dispatch_packets_with_args(
-        &spill,
-        &LaunchGeometry::linear(N, 64),
-        &spill_args,
-        &spill_kernarg,
-    )
-    .unwrap();
-    // Not idle yet: a fence that cannot be waited for keeps everything.
-    assert!(matches!(q.finish(short), Err(kfdrt::Error::Timeout { .. })));
-    emu.faults().resume_queue(q.id());
-    q.finish(Duration::from_secs(120))
-        .expect("the committed dispatches ran into live scratch");
-    gpu.health().expect("no GPU fault");
-    assert_eq!(words(&out, N as usize), array_expected(&idx_words));
 }
