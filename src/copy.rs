@@ -57,8 +57,9 @@ struct ShaderPath {
 pub struct CopyEngine {
     gpu: Gpu,
     path: Path,
-    /// Blit kernels for same-GPU VRAM-to-VRAM copies on an SDMA engine, made on first use.
-    device_to_device: std::sync::OnceLock<Option<Box<ShaderPath>>>,
+    /// Blit kernels beside an SDMA engine (for same-GPU VRAM-to-VRAM copies, and graphs),
+    /// made on first use.
+    blit_kernels: std::sync::OnceLock<Option<Box<ShaderPath>>>,
     /// A queue on an XGMI SDMA engine, for copies to and from hive peers' VRAM (on an SDMA
     /// path, made on first use; `None` where none can be had).
     xgmi: std::sync::OnceLock<Option<SdmaQueue>>,
@@ -130,6 +131,78 @@ impl ShaderPath {
     }
 }
 
+/// One launch of a blit kernel.
+pub(crate) struct BlitLaunch<'k> {
+    kernel: &'k Kernel,
+    /// Its arguments: addresses of the engine's GPU.
+    pub(crate) args: [u8; 32],
+    /// Work-items, in groups of [`BLIT_GROUP`].
+    items: u32,
+    /// The first launch of a copy, which waits for the work before it; the rest need only
+    /// start after it (they touch other bytes).
+    first: bool,
+}
+
+impl<'k> BlitLaunch<'k> {
+    /// The launch without its arguments.
+    pub(crate) fn dispatch(&self) -> Dispatch<'k> {
+        let d = Dispatch::linear(self.kernel, self.items, BLIT_GROUP as u16);
+        if self.first {
+            d
+        } else {
+            d.unordered()
+        }
+    }
+}
+
+impl ShaderPath {
+    /// The launches that do `kind` over `bytes` at `dst` from `src_or_pattern`.
+    fn launches(
+        &self,
+        kind: Blit,
+        dst: u64,
+        src_or_pattern: u64,
+        bytes: u64,
+    ) -> impl Iterator<Item = BlitLaunch<'_>> {
+        let kernel = match kind {
+            Blit::CopyAligned => &self.copy_aligned,
+            Blit::CopyUnaligned => &self.copy_unaligned,
+            Blit::Fill => &self.fill,
+        };
+        // The kernels index elements and bytes with 32-bit registers: a launch covers less than
+        // 4 GiB, so larger copies take several (independent, so they may overlap; the batch
+        // completes after all of them).
+        (0..bytes.div_ceil(MAX_BLIT_BYTES)).map(move |i| {
+            let done = i * MAX_BLIT_BYTES;
+            let piece = (bytes - done).min(MAX_BLIT_BYTES);
+            let src = if kind == Blit::Fill {
+                src_or_pattern
+            } else {
+                src_or_pattern + done
+            };
+            let items = if kind == Blit::CopyUnaligned {
+                piece
+            } else {
+                piece / 4
+            };
+            // Enough groups to fill the GPU, then each work-item strides through the rest.
+            let groups = items.div_ceil(BLIT_GROUP).clamp(1, MAX_BLIT_GROUPS);
+            let stride = groups * BLIT_GROUP;
+            let mut args = [0u8; 32];
+            for (i, v) in [dst + done, src, piece].into_iter().enumerate() {
+                args[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes());
+            }
+            args[24..28].copy_from_slice(&(stride as u32).to_le_bytes());
+            BlitLaunch {
+                kernel,
+                args,
+                items: stride as u32,
+                first: i == 0,
+            }
+        })
+    }
+}
+
 /// The blit kernels' code object for a target.
 fn blit_code_object(gfx_target: &str) -> Option<&'static [u8]> {
     Some(match gfx_target {
@@ -176,7 +249,7 @@ impl CopyEngine {
         CopyEngine {
             gpu,
             path,
-            device_to_device: std::sync::OnceLock::new(),
+            blit_kernels: std::sync::OnceLock::new(),
             xgmi: std::sync::OnceLock::new(),
         }
     }
@@ -188,11 +261,16 @@ impl CopyEngine {
         if bytes < DEVICE_TO_DEVICE_KERNEL_THRESHOLD || !local(dst) || !local(src) {
             return None;
         }
-        self.device_to_device
+        self.blit_kernels()
+    }
+
+    /// Blit kernels beside the SDMA queue, loaded on first use (`None` where they cannot be).
+    fn blit_kernels(&self) -> Option<&ShaderPath> {
+        self.blit_kernels
             .get_or_init(|| match ShaderPath::new(&self.gpu) {
                 Ok(p) => Some(Box::new(p)),
                 Err(e) => {
-                    log::info!("kfdrt: device-to-device copies stay on SDMA: {e}");
+                    log::info!("kfdrt: no blit kernels beside SDMA: {e}");
                     None
                 }
             })
@@ -250,11 +328,6 @@ impl CopyEngine {
         deps: &[&Signal],
         buffers: &[&Buffer],
     ) -> Result<CopyCompletion> {
-        let kernel = match kind {
-            Blit::CopyAligned => &shader.copy_aligned,
-            Blit::CopyUnaligned => &shader.copy_unaligned,
-            Blit::Fill => &shader.fill,
-        };
         let mut b = shader.queue.batch()?;
         if !deps.is_empty() {
             b.barrier_and(deps)?;
@@ -262,42 +335,66 @@ impl CopyEngine {
         for buf in buffers {
             b.staged.held.push(buf.retain());
         }
-        // The kernels index elements and bytes with 32-bit registers: a launch covers less than
-        // 4 GiB, so larger copies take several (independent, so they may overlap; the batch
-        // completes after all of them).
-        let mut done = 0u64;
-        while done < bytes {
-            let piece = (bytes - done).min(MAX_BLIT_BYTES);
-            let src = if kind == Blit::Fill {
-                src_or_pattern
-            } else {
-                src_or_pattern + done
-            };
-            let items = if kind == Blit::CopyUnaligned {
-                piece
-            } else {
-                piece / 4
-            };
-            // Enough groups to fill the GPU, then each work-item strides through the rest.
-            let groups = items.div_ceil(BLIT_GROUP).clamp(1, MAX_BLIT_GROUPS);
-            let stride = groups * BLIT_GROUP;
-            let mut args = Vec::with_capacity(32);
-            for v in [dst + done, src, piece] {
-                args.extend_from_slice(&v.to_le_bytes());
-            }
-            args.extend_from_slice(&(stride as u32).to_le_bytes());
-            args.extend_from_slice(&[0; 4]);
+        for launch in shader.launches(kind, dst, src_or_pattern, bytes) {
             // SAFETY: the arguments point into `buffers` (checked by the callers to hold the
             // ranges), which the batch keeps allocated until the copy completes.
-            let d = unsafe {
-                Dispatch::linear(kernel, stride as u32, BLIT_GROUP as u16).with_raw_args(&args)
-            };
-            // The first launch waits for the dependencies and earlier work; the rest need only
-            // start after it (they touch other bytes).
-            b.dispatch(&if done == 0 { d } else { d.unordered() })?;
-            done += piece;
+            let d = unsafe { launch.dispatch().with_raw_args(&launch.args) };
+            b.dispatch(&d)?;
         }
         Ok(CopyCompletion::from_submission(b.submit()?))
+    }
+
+    /// The blit kernels of this GPU, loaded on first use when the engine runs on SDMA.
+    fn shader(&self) -> Result<&ShaderPath> {
+        match &self.path {
+            Path::Shader(s) => Ok(s),
+            Path::Sdma(_) => self.blit_kernels().ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "no blit kernels on GPU {:#x} (see the log)",
+                    self.gpu.id()
+                ))
+            }),
+        }
+    }
+
+    /// The launches that copy `bytes` from `src[src_off..]` to `dst[dst_off..]` with blit
+    /// kernels, whatever the engine's path (for a graph, which replays them on a stream's
+    /// queue). The caller keeps the buffers allocated while they may run.
+    pub(crate) fn copy_launches(
+        &self,
+        dst: &Buffer,
+        dst_off: u64,
+        src: &Buffer,
+        src_off: u64,
+        bytes: u64,
+    ) -> Result<Vec<BlitLaunch<'_>>> {
+        if bytes == 0 {
+            return Err(Error::InvalidArgument("copy of 0 bytes".into()));
+        }
+        let d = check_range(&self.gpu, dst, dst_off, bytes, "destination")?;
+        let s = check_range(&self.gpu, src, src_off, bytes, "source")?;
+        let kind = if (d | s | bytes) % 4 == 0 {
+            Blit::CopyAligned
+        } else {
+            Blit::CopyUnaligned
+        };
+        Ok(self.shader()?.launches(kind, d, s, bytes).collect())
+    }
+
+    /// As [`CopyEngine::copy_launches`], for a fill.
+    pub(crate) fn fill_launches(
+        &self,
+        dst: &Buffer,
+        dst_off: u64,
+        pattern: u32,
+        bytes: u64,
+    ) -> Result<Vec<BlitLaunch<'_>>> {
+        check_fill(dst_off, bytes)?;
+        let d = check_range(&self.gpu, dst, dst_off, bytes, "destination")?;
+        Ok(self
+            .shader()?
+            .launches(Blit::Fill, d, u64::from(pattern), bytes)
+            .collect())
     }
 
     /// Copies `bytes` from `src[src_off..]` to `dst[dst_off..]` once every signal in `deps` is 0.

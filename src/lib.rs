@@ -105,6 +105,7 @@ pub mod memory;
 pub mod queue;
 pub mod signal;
 pub mod smi;
+pub mod stream;
 pub mod topology;
 
 pub use aql::FenceScope;
@@ -124,6 +125,7 @@ pub use queue::{
     PreparedDispatch, QueuePriority, SdmaQueue, Submission, WaveExceptions,
 };
 pub use signal::{Condition, Signal};
+pub use stream::{Graph, Stream, StreamEvent, StreamOptions};
 pub use topology::{GpuInfo, IoLink, IoLinkFlags, PeerAccess, Topology};
 
 /// The emulated device, re-exported for programs and tests that configure it.

@@ -40,6 +40,7 @@ mod pm4;
 mod queue_buffers;
 mod scratch;
 mod sdma;
+mod streams;
 mod stress;
 mod strict;
 mod svm;

@@ -19,6 +19,10 @@ pub(crate) struct GpuContext {
     /// Render-node descriptor passed to `ACQUIRE_VM` (kept open by the driver).
     pub(crate) render_fd: i32,
     pub(crate) apertures: kfd_process_device_apertures,
+    /// The GPU timestamp counter's rate, once measured ([`Gpu::timestamp_frequency`]).
+    ///
+    /// [`Gpu::timestamp_frequency`]: crate::Gpu::timestamp_frequency
+    pub(crate) timestamp_hz: std::sync::OnceLock<u64>,
 }
 
 /// The driver and the GPUs: immutable after [`DeviceContext::open`].
@@ -102,6 +106,7 @@ impl DeviceContext {
                 info: info.clone(),
                 render_fd,
                 apertures: ap,
+                timestamp_hz: std::sync::OnceLock::new(),
             });
         }
         log::info!(

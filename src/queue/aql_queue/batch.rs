@@ -241,14 +241,55 @@ impl Batch<'_> {
         if kernel.object() != self.last_object {
             self.hold_code(kernel);
         }
+        self.account_unheld(
+            group_segment,
+            kernel.private_segment_size(),
+            kernel.kernarg_size(),
+            kernargs,
+            index,
+        );
+    }
+
+    /// [`Batch::account`] but for holding the code: the LDS and scratch needs, the arguments.
+    #[inline(always)]
+    fn account_unheld(
+        &mut self,
+        group_segment: u32,
+        private_segment: u32,
+        kernarg_size: u32,
+        kernargs: &[u8],
+        index: usize,
+    ) {
         self.max_group_segment = self.max_group_segment.max(group_segment);
-        self.uses_scratch |= kernel.private_segment_size() > 0;
-        let size = kernargs.len().max(kernel.kernarg_size() as usize);
+        self.uses_scratch |= private_segment > 0;
+        let size = kernargs.len().max(kernarg_size as usize);
         // A kernel that takes no arguments gets no kernarg segment (address 0), as its
         // descriptor declares none to load.
         if size != 0 {
             self.stage_kernargs(kernargs, size, index);
         }
+    }
+
+    /// Stages an encoded dispatch packet whose kernel code and argument buffers the caller has
+    /// the batch hold by other means (a graph holds all of a replay's with one handle).
+    #[inline(always)]
+    pub(crate) fn stage_held_elsewhere(
+        &mut self,
+        packet: &[u32; 16],
+        group_segment: u32,
+        private_segment: u32,
+        kernarg_size: u32,
+        kernargs: &[u8],
+    ) {
+        self.packets.push(*packet);
+        let index = self.packets.len() - 1;
+        self.account_unheld(
+            group_segment,
+            private_segment,
+            kernarg_size,
+            kernargs,
+            index,
+        );
     }
 
     /// Holds `kernel`'s code for the batch. Only a kernel with code is remembered: a raw

@@ -17,6 +17,7 @@ mod single;
 mod submission;
 
 pub use self::batch::Batch;
+pub(crate) use self::dispatch::DispatchArgs;
 pub use self::dispatch::{Dispatch, PreparedDispatch};
 pub use self::submission::Submission;
 

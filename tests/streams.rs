@@ -1,0 +1,298 @@
+//! Streams, stream events and graphs (`kfdrt::stream`): in-order work across the AQL queue and
+//! the copy engine, host memory in and out, cross-stream waits, host callbacks, GPU timing, and
+//! graphs replayed with new arguments. Every scenario runs on both copy paths where copies are
+//! involved: an SDMA engine and the blit-kernel fallback.
+
+use crate::co_util::fixture;
+use crate::common;
+
+use kfdrt::emu::{GpuFault, Preset, WorkGroup};
+use kfdrt::kernel_args::KernelArgs;
+use kfdrt::{CopyPath, Dispatch, Error, Gpu, MemoryKind, StreamOptions};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::channel;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const T: Duration = Duration::from_secs(60);
+const PATHS: [CopyPath; 2] = [CopyPath::Sdma, CopyPath::Shader];
+
+fn floats(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|f| f.to_le_bytes()).collect()
+}
+
+fn from_bytes(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+fn stream(gpu: &Gpu, path: CopyPath) -> kfdrt::Stream {
+    gpu.create_stream_with(StreamOptions {
+        copy_path: path,
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+#[test]
+fn upload_compute_download_on_one_stream_needs_no_signals() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let co = gpu
+        .load_code_object(&fixture("kernels-gfx90a.elf"))
+        .unwrap();
+    let saxpy = co.kernel("saxpy").unwrap();
+    let n = 4096usize;
+    let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let y: Vec<f32> = (0..n).map(|i| 1.0 - i as f32 * 0.5).collect();
+    for path in PATHS {
+        let mut s = stream(&gpu, path);
+        let (dx, dy) = (
+            gpu.alloc(4 * n as u64, MemoryKind::DeviceLocal).unwrap(),
+            gpu.alloc(4 * n as u64, MemoryKind::DeviceLocal).unwrap(),
+        );
+        // Whatever is in VRAM, the uploads below must land before the kernel reads it.
+        s.fill(&dy, 0, 0xdead_beef, 4 * n as u64).unwrap();
+        s.copy_from_host(&dx, 0, &floats(&x)).unwrap();
+        s.copy_from_host(&dy, 0, &floats(&y)).unwrap();
+        let mut args = KernelArgs::new(&saxpy).unwrap();
+        args.set_f32(0, 2.0).unwrap();
+        args.set_buffer(1, &dx).unwrap();
+        args.set_buffer(2, &dy).unwrap();
+        args.set_u32(3, n as u32).unwrap();
+        s.launch(&Dispatch::linear(&saxpy, n as u32, 256).with_args(&args))
+            .unwrap();
+        let mut out = vec![0u8; 4 * n];
+        s.copy_to_host(&mut out, &dy, 0).unwrap();
+        let got = from_bytes(&out);
+        for i in 0..n {
+            assert_eq!(got[i], 2.0 * x[i] + y[i], "{path:?}: element {i}");
+        }
+        assert!(s.is_idle());
+    }
+}
+
+#[test]
+fn a_stream_waits_for_another_streams_event_and_no_longer() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    for path in PATHS {
+        let (mut a, mut b) = (stream(&gpu, path), stream(&gpu, path));
+        let buf = gpu.alloc(4096, MemoryKind::DeviceLocal).unwrap();
+        let (release, released) = channel::<()>();
+        // Stream a is held at a host callback until the test lets it go.
+        a.host_fn(move |status| {
+            status.unwrap();
+            released.recv().unwrap();
+        })
+        .unwrap();
+        a.fill(&buf, 0, 0x1111_1111, 4096).unwrap();
+        let filled = a.record().unwrap();
+        b.wait_event(&filled).unwrap();
+        b.fill(&buf, 0, 0x2222_2222, 2048).unwrap();
+        let b_done = b.record().unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(!filled.is_reached(), "{path:?}: a passed its host callback");
+        assert!(!b_done.is_reached(), "{path:?}: b ran before a's event");
+        release.send(()).unwrap();
+        b_done.wait(Some(T)).unwrap();
+        assert!(filled.is_reached(), "{path:?}");
+        let mut out = vec![0u8; 4096];
+        b.copy_to_host(&mut out, &buf, 0).unwrap();
+        // b's fill came after a's: its half holds b's pattern, the rest a's.
+        assert!(out[..2048].iter().all(|&v| v == 0x22), "{path:?}");
+        assert!(out[2048..].iter().all(|&v| v == 0x11), "{path:?}");
+    }
+}
+
+#[test]
+fn host_callbacks_run_in_stream_order_after_the_work_before_them() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let mut s = stream(&gpu, CopyPath::Sdma);
+    let host = Arc::new(gpu.alloc(4096, MemoryKind::GttCoherent).unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    for i in 0..4u8 {
+        s.fill(&host, 0, u32::from_le_bytes([i; 4]), 4096).unwrap();
+        let (h, seen) = (host.clone(), seen.clone());
+        s.host_fn(move |status| {
+            status.unwrap();
+            let mut b = [0u8; 1];
+            h.read(4095, &mut b).unwrap();
+            seen.lock().unwrap().push(b[0]);
+        })
+        .unwrap();
+    }
+    s.synchronize().unwrap();
+    // Each callback saw the fill just before it: in order, and after it completed.
+    assert_eq!(*seen.lock().unwrap(), vec![0, 1, 2, 3]);
+}
+
+#[test]
+fn events_time_gpu_work_in_nanoseconds_of_the_measured_clock() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let mut s = gpu.create_stream().unwrap();
+    let hz = gpu.timestamp_frequency().unwrap();
+    assert!(hz >= 1_000_000, "a timestamp counter of {hz} Hz");
+    let start = s.record().unwrap();
+    // The stream stands still for 30 ms between the events.
+    s.host_fn(|_| std::thread::sleep(Duration::from_millis(30)))
+        .unwrap();
+    let end = s.record().unwrap();
+    let wall = Instant::now();
+    s.synchronize().unwrap();
+    let took = end.elapsed_since(&start).unwrap();
+    assert!(
+        took >= Duration::from_millis(29),
+        "events 30 ms apart measured {took:?}"
+    );
+    assert!(
+        took <= wall.elapsed() + Duration::from_millis(30) + Duration::from_millis(5),
+        "{took:?}"
+    );
+    assert!(end.gpu_timestamp().unwrap() > start.gpu_timestamp().unwrap());
+    // Between GPUs' clocks there is no elapsed time.
+    let two = common::emulated(Preset::Gfx90a, 2);
+    let (g0, g1) = (two.gpu(0).unwrap(), two.gpu(1).unwrap());
+    let (mut s0, mut s1) = (g0.create_stream().unwrap(), g1.create_stream().unwrap());
+    let (e0, e1) = (s0.record().unwrap(), s1.record().unwrap());
+    assert!(matches!(
+        e1.elapsed_since(&e0),
+        Err(Error::InvalidArgument(_))
+    ));
+    // Nor with an event of another open device.
+    assert!(matches!(
+        e1.elapsed_since(&start),
+        Err(Error::ForeignObject { .. })
+    ));
+    assert!(matches!(
+        s0.wait_event(&start),
+        Err(Error::ForeignObject { .. })
+    ));
+}
+
+#[test]
+fn a_queue_error_ends_the_streams_waits_and_reaches_its_callbacks() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let mut s = gpu.create_stream().unwrap();
+    let bad = gpu
+        .emulated_kernel(
+            "wild",
+            0,
+            Arc::new(|wg: &WorkGroup<'_>| -> Result<(), GpuFault> {
+                wg.mem.write_u32(0x7e57_0000_1000, 1)
+            }),
+        )
+        .unwrap();
+    s.launch(&Dispatch::linear(&bad, 64, 64)).unwrap();
+    let (tx, rx) = channel();
+    s.host_fn(move |status| tx.send(status.is_err()).unwrap())
+        .unwrap();
+    let after = s.record().unwrap();
+    assert!(s.synchronize().is_err(), "a fault ends the stream's wait");
+    assert!(after.wait(Some(T)).is_err());
+    assert!(rx.recv_timeout(T).unwrap(), "the callback saw the failure");
+}
+
+#[test]
+fn a_graph_replays_with_new_arguments_and_keeps_what_it_uses() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let co = gpu
+        .load_code_object(&fixture("kernels-gfx90a.elf"))
+        .unwrap();
+    let saxpy = co.kernel("saxpy").unwrap();
+    let n = 1024usize;
+    for path in PATHS {
+        let mut s = stream(&gpu, path);
+        let x = gpu.alloc(4 * n as u64, MemoryKind::DeviceLocal).unwrap();
+        let y = gpu.alloc(4 * n as u64, MemoryKind::DeviceLocal).unwrap();
+        let out = gpu.alloc(4 * n as u64, MemoryKind::DeviceLocal).unwrap();
+        s.copy_from_host(&x, 0, &floats(&vec![1.0; n])).unwrap();
+        // The graph: y = 0; y = alpha * x + y; out = y.
+        let mut args = KernelArgs::new(&saxpy).unwrap();
+        args.set_f32(0, 1.0).unwrap();
+        args.set_buffer(1, &x).unwrap();
+        args.set_buffer(2, &y).unwrap();
+        args.set_u32(3, n as u32).unwrap();
+        let mut c = s.capture();
+        c.fill(&y, 0, 0, 4 * n as u64).unwrap();
+        let node = c
+            .launch(&Dispatch::linear(&saxpy, n as u32, 256).with_args(&args))
+            .unwrap();
+        c.copy(&out, 0, &y, 0, 4 * n as u64).unwrap();
+        let mut graph = c.finish();
+        assert_eq!(graph.len(), 3);
+        // The graph holds x and y: nothing else names them from here on.
+        drop((x, y));
+        let mut got = vec![0u8; 4 * n];
+        for alpha in [1.0f32, 3.0, -2.5] {
+            let mut a = args.clone();
+            a.set_f32(0, alpha).unwrap();
+            graph.set_args(node, &a).unwrap();
+            s.replay(&graph).unwrap();
+            s.copy_to_host(&mut got, &out, 0).unwrap();
+            assert!(
+                from_bytes(&got).iter().all(|&v| v == alpha),
+                "{path:?}: alpha {alpha}"
+            );
+        }
+        drop(args);
+        // Arguments for another kernel, raw bytes, and another stream are refused.
+        let other = co.kernel("vector_add").unwrap();
+        let wrong = KernelArgs::new(&other).unwrap();
+        assert!(graph.set_args(node, &wrong).is_err());
+        let bytes = [0u8; 24];
+        // SAFETY: the dispatch is refused before anything could read the bytes.
+        let raw = unsafe { Dispatch::linear(&saxpy, 64, 64).with_raw_args(&bytes) };
+        assert!(matches!(
+            s.capture().launch(&raw),
+            Err(Error::InvalidArgument(_))
+        ));
+        let mut elsewhere = stream(&gpu, path);
+        assert!(matches!(
+            elsewhere.replay(&graph),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
+}
+
+#[test]
+fn a_graph_waits_for_events_captured_in_it_on_every_replay() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let runs = Arc::new(AtomicU64::new(0));
+    let r = runs.clone();
+    let count = gpu
+        .emulated_kernel(
+            "count",
+            0,
+            Arc::new(move |_: &WorkGroup<'_>| -> Result<(), GpuFault> {
+                r.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            }),
+        )
+        .unwrap();
+    let (mut a, mut b) = (gpu.create_stream().unwrap(), gpu.create_stream().unwrap());
+    let (release, released) = channel::<()>();
+    a.host_fn(move |_| released.recv().unwrap()).unwrap();
+    let gate = a.record().unwrap();
+    let mut c = b.capture();
+    c.wait_event(&gate).unwrap();
+    c.launch(&Dispatch::linear(&count, 64, 64)).unwrap();
+    let graph = c.finish();
+    b.replay(&graph).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        0,
+        "the launch passed the captured wait"
+    );
+    release.send(()).unwrap();
+    b.replay(&graph).unwrap();
+    b.synchronize().unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+}
