@@ -321,6 +321,19 @@ fn arguments_by_name_are_checked_against_the_metadata() {
             "is global_buffer: pass a Buffer",
         ),
         (args.set_buffer("factor", &data).map(drop), "is by_value"),
+        // The compiler recorded the types: a number of the other kind is refused.
+        (
+            args.set_u32("factor", 3).map(drop),
+            "is declared \"float\"; an integer was given",
+        ),
+        (
+            args.set_f32("row_len", 3.0).map(drop),
+            "is declared \"uint\"; a floating-point number was given",
+        ),
+        (
+            args.set_f64("tag", 3.0).map(drop),
+            "is declared \"ulong\"; a floating-point number was given",
+        ),
         (
             args.set_buffer_at("data", &data, 4097).map(drop),
             "offset 4097 is past the buffer's 4096 bytes",

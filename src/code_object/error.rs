@@ -120,6 +120,15 @@ pub enum CodeObjectError {
         /// The kernels there are.
         available: Vec<String>,
     },
+    /// A C++ kernel name that matches several overloads: give the parameter types, or the
+    /// symbol.
+    #[error("kernel name {name:?} is ambiguous: it matches {matches:?}")]
+    AmbiguousKernel {
+        /// The name looked up.
+        name: String,
+        /// The demangled names it matches.
+        matches: Vec<String>,
+    },
     /// A lookup of a symbol the code object does not define.
     #[error("no symbol {0:?} in .dynsym")]
     NoSuchSymbol(String),

@@ -128,14 +128,42 @@ impl CodeObject {
         self.kernels.iter().map(|k| k.name.as_str())
     }
 
+    /// The kernel named `name`: its symbol name (mangled, for C++), or its C++ name, with its
+    /// parameter types (`vector_add(float const*, float*)`, as the demangler prints them) or
+    /// without when only one overload has it, namespaces included (`ns::vector_add`).
     fn find(&self, name: &str) -> Result<&LoadedKernel> {
-        self.kernels.iter().find(|k| k.name == name).ok_or_else(|| {
-            CodeObjectError::NoSuchKernel {
+        if let Some(k) = self.kernels.iter().find(|k| k.name == name) {
+            return Ok(k);
+        }
+        let demangled: Vec<(&LoadedKernel, String)> = self
+            .kernels
+            .iter()
+            .filter_map(|k| Some((k, demangle(&k.name)?)))
+            .collect();
+        let wanted = name.replace(' ', "");
+        if let Some((k, _)) = demangled
+            .iter()
+            .find(|(_, d)| d.replace(' ', "") == wanted)
+        {
+            return Ok(k);
+        }
+        let matches: Vec<&(&LoadedKernel, String)> = demangled
+            .iter()
+            .filter(|(_, d)| d.split('(').next() == Some(name))
+            .collect();
+        match matches[..] {
+            [(k, _)] => Ok(k),
+            [] => Err(CodeObjectError::NoSuchKernel {
                 name: name.to_owned(),
                 available: self.kernel_names().map(str::to_owned).collect(),
             }
-            .into()
-        })
+            .into()),
+            _ => Err(CodeObjectError::AmbiguousKernel {
+                name: name.to_owned(),
+                matches: matches.iter().map(|(_, d)| d.clone()).collect(),
+            }
+            .into()),
+        }
     }
 
     /// The kernel `name`, ready to dispatch; it keeps the code memory alive. With
@@ -271,4 +299,15 @@ pub fn inspect(elf: &[u8]) -> std::result::Result<CodeObjectInfo, CodeObjectErro
         kernels: checked.kernels.iter().map(|k| k.name.clone()).collect(),
         metadata: checked.metadata,
     })
+}
+
+/// The C++ name of an Itanium-mangled symbol (`_Z...`), or `None`.
+fn demangle(symbol: &str) -> Option<String> {
+    if !symbol.starts_with("_Z") {
+        return None;
+    }
+    cpp_demangle::Symbol::new(symbol)
+        .ok()?
+        .demangle()
+        .ok()
 }

@@ -49,6 +49,19 @@ pub enum KernelArgError {
         /// What to use instead.
         advice: &'static str,
     },
+    /// A numeric setter that does not fit the argument's declared type (`set_f32` on an `int`):
+    /// checked where the compiler recorded `.type_name` (HIP and OpenCL with argument info).
+    #[error("argument {arg} of kernel {kernel:?} is declared {declared:?}; {given} was given")]
+    WrongType {
+        /// The kernel.
+        kernel: String,
+        /// The argument.
+        arg: String,
+        /// Its `.type_name`.
+        declared: String,
+        /// What the setter writes.
+        given: &'static str,
+    },
     /// A buffer offset past the buffer's end.
     #[error(
         "argument {arg} of kernel {kernel:?}: offset {offset} is past the buffer's {size} bytes"

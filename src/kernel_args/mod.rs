@@ -74,11 +74,59 @@ impl fmt::Display for ArgRef<'_> {
 }
 
 /// Which setters an argument kind takes.
-#[derive(PartialEq, Eq)]
+#[derive(PartialEq, Eq, Clone, Copy)]
 enum Setter {
-    Value,
+    /// A number: checked against the argument's `.type_name` where the compiler recorded it.
+    Number(Number),
+    /// Raw bytes of the argument's size (a struct, a vector): any type.
+    Bytes,
     Buffer,
     Address,
+}
+
+/// What a numeric setter writes.
+#[derive(PartialEq, Eq, Clone, Copy, Debug)]
+enum Number {
+    Integer,
+    Float,
+}
+
+impl Number {
+    fn name(self) -> &'static str {
+        match self {
+            Number::Integer => "an integer",
+            Number::Float => "a floating-point number",
+        }
+    }
+
+    /// What a C, OpenCL or HIP scalar type named `type_name` holds, if kfdrt recognises it
+    /// (typedefs and structs it does not: those take any setter of their size).
+    fn of_type(type_name: &str) -> Option<Number> {
+        let t = type_name.trim();
+        if t.contains('*') || t.contains('[') {
+            return None;
+        }
+        let words: Vec<&str> = t
+            .split_whitespace()
+            .filter(|w| !matches!(*w, "const" | "volatile" | "restrict" | "__restrict__"))
+            .collect();
+        let float = ["float", "double", "half", "_Float16", "__fp16", "__bf16", "bfloat16"];
+        let integer = [
+            "char", "short", "int", "long", "unsigned", "signed", "bool", "_Bool", "uchar",
+            "ushort", "uint", "ulong", "size_t", "ptrdiff_t", "intptr_t", "uintptr_t",
+            "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t",
+            "uint64_t",
+        ];
+        if words.is_empty() {
+            None
+        } else if words.iter().all(|w| float.contains(w)) {
+            Some(Number::Float)
+        } else if words.iter().all(|w| integer.contains(w)) {
+            Some(Number::Integer)
+        } else {
+            None
+        }
+    }
 }
 
 /// A kernel's arguments, checked against its [`KernelMetadata`].
@@ -164,13 +212,12 @@ impl KernelArgs {
     fn put(&mut self, arg: ArgRef<'_>, value: &[u8], setter: Setter) -> Result<&mut Self> {
         let (i, a) = self.resolve(arg)?;
         let (offset, size) = (a.offset, a.size);
+        let is_value = matches!(setter, Setter::Number(_) | Setter::Bytes);
         let advice = match a.kind {
             ArgKind::ByValue | ArgKind::DynamicSharedPointer => {
-                (setter == Setter::Buffer).then_some("set it with a value setter")
+                (!is_value).then_some("set it with a value setter")
             }
-            ArgKind::GlobalBuffer => {
-                (setter == Setter::Value).then_some("pass a Buffer (set_buffer)")
-            }
+            ArgKind::GlobalBuffer => is_value.then_some("pass a Buffer (set_buffer)"),
             _ => (setter != Setter::Address)
                 .then_some("kfdrt has no safe setter for it: use set_address"),
         };
@@ -192,6 +239,17 @@ impl KernelArgs {
             }
             .into());
         }
+        if let (Setter::Number(given), Some(declared)) = (setter, a.type_name.as_deref()) {
+            if Number::of_type(declared).is_some_and(|n| n != given) {
+                return Err(KernelArgError::WrongType {
+                    kernel: self.metadata.name.clone(),
+                    arg: self.describe(i),
+                    declared: declared.to_owned(),
+                    given: given.name(),
+                }
+                .into());
+            }
+        }
         let range = offset as usize..offset as usize + size as usize;
         let Some(slot) = self.bytes.get_mut(range) else {
             return Err(KernelArgError::Layout {
@@ -209,37 +267,37 @@ impl KernelArgs {
 
     /// Sets a 4-byte argument to a `u32`.
     pub fn set_u32<'a>(&mut self, arg: impl Into<ArgRef<'a>>, v: u32) -> Result<&mut Self> {
-        self.put(arg.into(), &v.to_le_bytes(), Setter::Value)
+        self.put(arg.into(), &v.to_le_bytes(), Setter::Number(Number::Integer))
     }
 
     /// Sets a 4-byte argument to an `i32`.
     pub fn set_i32<'a>(&mut self, arg: impl Into<ArgRef<'a>>, v: i32) -> Result<&mut Self> {
-        self.put(arg.into(), &v.to_le_bytes(), Setter::Value)
+        self.put(arg.into(), &v.to_le_bytes(), Setter::Number(Number::Integer))
     }
 
     /// Sets a 4-byte argument to an `f32`.
     pub fn set_f32<'a>(&mut self, arg: impl Into<ArgRef<'a>>, v: f32) -> Result<&mut Self> {
-        self.put(arg.into(), &v.to_le_bytes(), Setter::Value)
+        self.put(arg.into(), &v.to_le_bytes(), Setter::Number(Number::Float))
     }
 
     /// Sets an 8-byte value argument to a `u64`.
     pub fn set_u64<'a>(&mut self, arg: impl Into<ArgRef<'a>>, v: u64) -> Result<&mut Self> {
-        self.put(arg.into(), &v.to_le_bytes(), Setter::Value)
+        self.put(arg.into(), &v.to_le_bytes(), Setter::Number(Number::Integer))
     }
 
     /// Sets an 8-byte value argument to an `i64`.
     pub fn set_i64<'a>(&mut self, arg: impl Into<ArgRef<'a>>, v: i64) -> Result<&mut Self> {
-        self.put(arg.into(), &v.to_le_bytes(), Setter::Value)
+        self.put(arg.into(), &v.to_le_bytes(), Setter::Number(Number::Integer))
     }
 
     /// Sets an 8-byte value argument to an `f64`.
     pub fn set_f64<'a>(&mut self, arg: impl Into<ArgRef<'a>>, v: f64) -> Result<&mut Self> {
-        self.put(arg.into(), &v.to_le_bytes(), Setter::Value)
+        self.put(arg.into(), &v.to_le_bytes(), Setter::Number(Number::Float))
     }
 
     /// Sets a value argument (a struct, a vector) to raw little-endian bytes of its size.
     pub fn set_bytes<'a>(&mut self, arg: impl Into<ArgRef<'a>>, v: &[u8]) -> Result<&mut Self> {
-        self.put(arg.into(), v, Setter::Value)
+        self.put(arg.into(), v, Setter::Bytes)
     }
 
     /// Sets a pointer (`global_buffer`) argument to the start of `buffer`, which must be mapped
