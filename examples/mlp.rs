@@ -119,7 +119,9 @@ fn cpu_softmax(x: &[f32], cols: usize) -> Vec<f32> {
         .flat_map(|row| {
             let m = row.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b));
             let s: f32 = row.iter().map(|v| (v - m).exp()).sum();
-            row.iter().map(move |v| (v - m).exp() / s).collect::<Vec<_>>()
+            row.iter()
+                .map(move |v| (v - m).exp() / s)
+                .collect::<Vec<_>>()
         })
         .collect()
 }
@@ -208,14 +210,38 @@ impl<'k> Forward<'k> {
         let elementwise = |cols: usize| [((BATCH * cols) as u32).div_ceil(256), 1, 1];
         let t = TILE as u16;
         let launches = vec![
-            ("matmul 1", Dispatch::blocks(&k.matmul, tiles(BATCH, HIDDEN), [t, t, 1])?),
-            ("bias+relu 1", Dispatch::blocks(&k.bias_relu, elementwise(HIDDEN), [256, 1, 1])?),
-            ("layernorm", Dispatch::blocks(&k.layernorm, [BATCH as u32, 1, 1], [256, 1, 1])?),
-            ("matmul 2", Dispatch::blocks(&k.matmul, tiles(BATCH, HIDDEN), [t, t, 1])?),
-            ("bias+relu 2", Dispatch::blocks(&k.bias_relu, elementwise(HIDDEN), [256, 1, 1])?),
-            ("matmul 3", Dispatch::blocks(&k.matmul, tiles(BATCH, CLASSES), [t, t, 1])?),
-            ("bias 3", Dispatch::blocks(&k.bias_add, elementwise(CLASSES), [256, 1, 1])?),
-            ("softmax", Dispatch::blocks(&k.softmax, [BATCH as u32, 1, 1], [256, 1, 1])?),
+            (
+                "matmul 1",
+                Dispatch::blocks(&k.matmul, tiles(BATCH, HIDDEN), [t, t, 1])?,
+            ),
+            (
+                "bias+relu 1",
+                Dispatch::blocks(&k.bias_relu, elementwise(HIDDEN), [256, 1, 1])?,
+            ),
+            (
+                "layernorm",
+                Dispatch::blocks(&k.layernorm, [BATCH as u32, 1, 1], [256, 1, 1])?,
+            ),
+            (
+                "matmul 2",
+                Dispatch::blocks(&k.matmul, tiles(BATCH, HIDDEN), [t, t, 1])?,
+            ),
+            (
+                "bias+relu 2",
+                Dispatch::blocks(&k.bias_relu, elementwise(HIDDEN), [256, 1, 1])?,
+            ),
+            (
+                "matmul 3",
+                Dispatch::blocks(&k.matmul, tiles(BATCH, CLASSES), [t, t, 1])?,
+            ),
+            (
+                "bias 3",
+                Dispatch::blocks(&k.bias_add, elementwise(CLASSES), [256, 1, 1])?,
+            ),
+            (
+                "softmax",
+                Dispatch::blocks(&k.softmax, [BATCH as u32, 1, 1], [256, 1, 1])?,
+            ),
         ];
         let launches = launches
             .into_iter()
@@ -256,7 +282,7 @@ fn run() -> kfdrt::Result<()> {
     let k = Kernels {
         matmul: co.kernel("matmul")?,
         bias_relu: co.kernel("bias_relu")?,
-        bias_add: co.kernel("bias_add")?,
+        bias_add: co.kernel("bias_add(float*, float const*, int, int)")?,
         layernorm: co.kernel("layernorm")?,
         softmax: co.kernel("softmax(float const*, float*, int)")?,
     };
@@ -300,7 +326,11 @@ fn run() -> kfdrt::Result<()> {
     }
     println!(
         "weights ({:.1} MiB) and {BATCHES} inputs enqueued in {:?}",
-        layers.iter().map(|l| (l.w.len() + l.b.len()) * 4).sum::<usize>() as f64 / 1048576.0,
+        layers
+            .iter()
+            .map(|l| (l.w.len() + l.b.len()) * 4)
+            .sum::<usize>() as f64
+            / 1048576.0,
         t.elapsed()
     );
 
@@ -350,7 +380,11 @@ fn run() -> kfdrt::Result<()> {
             end.elapsed_since(&start)?,
             graph.len()
         );
-        check(&floats(&probs), &cpu(&inputs[b]), &format!("graph replay, batch {b}"))?;
+        check(
+            &floats(&probs),
+            &cpu(&inputs[b]),
+            &format!("graph replay, batch {b}"),
+        )?;
     }
     compute.synchronize()
 }

@@ -296,3 +296,159 @@ fn a_graph_waits_for_events_captured_in_it_on_every_replay() {
     b.synchronize().unwrap();
     assert_eq!(runs.load(Ordering::SeqCst), 2);
 }
+
+fn mlp_kernels(gpu: &Gpu) -> kfdrt::CodeObject {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/kernels");
+    let file = dir.join(format!("mlp-{}.co", gpu.info().gfx_target));
+    gpu.load_code_object(&std::fs::read(&file).unwrap())
+        .unwrap()
+}
+
+#[test]
+fn hip_kernels_are_found_by_their_cpp_names() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let co = mlp_kernels(&gpu);
+    let by_symbol = co.kernel("_Z7softmaxPKfPfi").unwrap();
+    for name in [
+        "softmax",
+        "softmax(float const*, float*, int)",
+        "softmax(float const*,float*,int)",
+    ] {
+        assert_eq!(
+            co.kernel(name).unwrap().object(),
+            by_symbol.object(),
+            "{name}"
+        );
+    }
+    let double = co
+        .kernel("bias_add(double*, double const*, int, int)")
+        .unwrap();
+    let single = co
+        .kernel("bias_add(float*, float const*, int, int)")
+        .unwrap();
+    assert_ne!(double.object(), single.object());
+    match co.kernel("bias_add") {
+        Err(Error::CodeObject(kfdrt::CodeObjectError::AmbiguousKernel { matches, .. })) => {
+            assert_eq!(matches.len(), 2, "{matches:?}")
+        }
+        other => panic!("an overloaded name: {other:?}"),
+    }
+    for wrong in ["softmax(float*)", "softmax_", "Softmax"] {
+        assert!(
+            matches!(
+                co.kernel(wrong),
+                Err(Error::CodeObject(
+                    kfdrt::CodeObjectError::NoSuchKernel { .. }
+                ))
+            ),
+            "{wrong}"
+        );
+    }
+}
+
+/// The MLP example's hipcc kernels on both instruction sets, against the CPU, through a stream:
+/// shapes that are not multiples of the matmul's tile, rows wider than a work-group.
+#[test]
+fn the_mlp_examples_kernels_compute_what_the_cpu_does() {
+    let (m, n, k, cols) = (20usize, 18usize, 24usize, 300usize);
+    for preset in [Preset::Gfx90a, Preset::Gfx942] {
+        let kfd = common::emulated(preset, 1);
+        let gpu = kfd.gpu(0).unwrap();
+        let co = mlp_kernels(&gpu);
+        let mut s = gpu.create_stream().unwrap();
+        let upload = |s: &mut kfdrt::Stream, v: &[f32]| {
+            let b = gpu
+                .alloc(4 * v.len() as u64, MemoryKind::DeviceLocal)
+                .unwrap();
+            s.copy_from_host(&b, 0, &floats(v)).unwrap();
+            b
+        };
+        let a: Vec<f32> = (0..m * k).map(|i| ((i * 7) % 13) as f32 - 6.0).collect();
+        let w: Vec<f32> = (0..k * n).map(|i| ((i * 5) % 11) as f32 * 0.25).collect();
+        let x: Vec<f32> = (0..2 * cols).map(|i| ((i * 3) % 17) as f32 * 0.1).collect();
+        let (da, dw, dx) = (upload(&mut s, &a), upload(&mut s, &w), upload(&mut s, &x));
+        let dout = gpu
+            .alloc(4 * (m * n) as u64, MemoryKind::DeviceLocal)
+            .unwrap();
+        let dy = gpu
+            .alloc(4 * (2 * cols) as u64, MemoryKind::DeviceLocal)
+            .unwrap();
+        let ones = upload(&mut s, &vec![1.0; cols]);
+        let zeros = upload(&mut s, &vec![0.0; cols]);
+
+        let matmul = co.kernel("matmul").unwrap();
+        let mut args = KernelArgs::new(&matmul).unwrap();
+        args.set_buffer(0, &da).unwrap().set_buffer(1, &dw).unwrap();
+        args.set_buffer(2, &dout).unwrap();
+        for (i, v) in [m, n, k].into_iter().enumerate() {
+            args.set_i32(3 + i, v as i32).unwrap();
+        }
+        let blocks = [(n as u32).div_ceil(16), (m as u32).div_ceil(16), 1];
+        s.launch(
+            &Dispatch::blocks(&matmul, blocks, [16, 16, 1])
+                .unwrap()
+                .with_args(&args),
+        )
+        .unwrap();
+        let mut got = vec![0u8; 4 * m * n];
+        s.copy_to_host(&mut got, &dout, 0).unwrap();
+        let got = from_bytes(&got);
+        for r in 0..m {
+            for c in 0..n {
+                let want: f32 = (0..k).map(|i| a[r * k + i] * w[i * n + c]).sum();
+                assert_eq!(got[r * n + c], want, "{preset:?} matmul [{r}][{c}]");
+            }
+        }
+
+        let layernorm = co.kernel("layernorm").unwrap();
+        let mut args = KernelArgs::new(&layernorm).unwrap();
+        args.set_buffer(0, &dx).unwrap().set_buffer(1, &dy).unwrap();
+        args.set_buffer(2, &ones)
+            .unwrap()
+            .set_buffer(3, &zeros)
+            .unwrap();
+        args.set_i32(4, cols as i32)
+            .unwrap()
+            .set_f32(5, 1e-5)
+            .unwrap();
+        s.launch(
+            &Dispatch::blocks(&layernorm, [2, 1, 1], [256, 1, 1])
+                .unwrap()
+                .with_args(&args),
+        )
+        .unwrap();
+        let softmax = co.kernel("softmax").unwrap();
+        let mut args = KernelArgs::new(&softmax).unwrap();
+        args.set_buffer(0, &dy).unwrap().set_buffer(1, &dy).unwrap();
+        args.set_i32(2, cols as i32).unwrap();
+        // In place: each row's work-group reads its row fully before it writes.
+        s.launch(
+            &Dispatch::blocks(&softmax, [2, 1, 1], [256, 1, 1])
+                .unwrap()
+                .with_args(&args),
+        )
+        .unwrap();
+        let mut got = vec![0u8; 4 * 2 * cols];
+        s.copy_to_host(&mut got, &dy, 0).unwrap();
+        let got = from_bytes(&got);
+        for (row, out) in x.chunks(cols).zip(got.chunks(cols)) {
+            let mean = row.iter().sum::<f32>() / cols as f32;
+            let var = row.iter().map(|v| (v - mean).powi(2)).sum::<f32>() / cols as f32;
+            let norm: Vec<f32> = row
+                .iter()
+                .map(|v| (v - mean) / (var + 1e-5).sqrt())
+                .collect();
+            let top = norm.iter().fold(f32::MIN, |a, &b| a.max(b));
+            let sum: f32 = norm.iter().map(|v| (v - top).exp()).sum();
+            for (c, (&g, v)) in out.iter().zip(&norm).enumerate() {
+                let want = (v - top).exp() / sum;
+                assert!(
+                    (g - want).abs() <= 1e-5 * want.max(1e-3) * 100.0,
+                    "{preset:?} [{c}]: {g} vs {want}"
+                );
+            }
+            assert!((out.iter().sum::<f32>() - 1.0).abs() < 1e-4);
+        }
+    }
+}

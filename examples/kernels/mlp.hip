@@ -36,6 +36,12 @@ __global__ void bias_add(float* x, const float* bias, int rows, int cols) {
   if (i < rows * cols) x[i] += bias[i % cols];
 }
 
+// The same in double precision: an overload, so "bias_add" alone names two kernels.
+__global__ void bias_add(double* x, const double* bias, int rows, int cols) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < rows * cols) x[i] += bias[i % cols];
+}
+
 // Block-wide reductions over 256 work-items (one row per work-group).
 __device__ float block_sum(float v, float* scratch) {
   scratch[threadIdx.x] = v;

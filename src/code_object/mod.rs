@@ -141,10 +141,7 @@ impl CodeObject {
             .filter_map(|k| Some((k, demangle(&k.name)?)))
             .collect();
         let wanted = name.replace(' ', "");
-        if let Some((k, _)) = demangled
-            .iter()
-            .find(|(_, d)| d.replace(' ', "") == wanted)
-        {
+        if let Some((k, _)) = demangled.iter().find(|(_, d)| d.replace(' ', "") == wanted) {
             return Ok(k);
         }
         let matches: Vec<&(&LoadedKernel, String)> = demangled
@@ -306,8 +303,5 @@ fn demangle(symbol: &str) -> Option<String> {
     if !symbol.starts_with("_Z") {
         return None;
     }
-    cpp_demangle::Symbol::new(symbol)
-        .ok()?
-        .demangle()
-        .ok()
+    cpp_demangle::Symbol::new(symbol).ok()?.demangle().ok()
 }

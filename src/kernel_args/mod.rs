@@ -110,11 +110,33 @@ impl Number {
             .split_whitespace()
             .filter(|w| !matches!(*w, "const" | "volatile" | "restrict" | "__restrict__"))
             .collect();
-        let float = ["float", "double", "half", "_Float16", "__fp16", "__bf16", "bfloat16"];
+        let float = [
+            "float", "double", "half", "_Float16", "__fp16", "__bf16", "bfloat16",
+        ];
         let integer = [
-            "char", "short", "int", "long", "unsigned", "signed", "bool", "_Bool", "uchar",
-            "ushort", "uint", "ulong", "size_t", "ptrdiff_t", "intptr_t", "uintptr_t",
-            "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t",
+            "char",
+            "short",
+            "int",
+            "long",
+            "unsigned",
+            "signed",
+            "bool",
+            "_Bool",
+            "uchar",
+            "ushort",
+            "uint",
+            "ulong",
+            "size_t",
+            "ptrdiff_t",
+            "intptr_t",
+            "uintptr_t",
+            "int8_t",
+            "int16_t",
+            "int32_t",
+            "int64_t",
+            "uint8_t",
+            "uint16_t",
+            "uint32_t",
             "uint64_t",
         ];
         if words.is_empty() {
@@ -267,12 +289,20 @@ impl KernelArgs {
 
     /// Sets a 4-byte argument to a `u32`.
     pub fn set_u32<'a>(&mut self, arg: impl Into<ArgRef<'a>>, v: u32) -> Result<&mut Self> {
-        self.put(arg.into(), &v.to_le_bytes(), Setter::Number(Number::Integer))
+        self.put(
+            arg.into(),
+            &v.to_le_bytes(),
+            Setter::Number(Number::Integer),
+        )
     }
 
     /// Sets a 4-byte argument to an `i32`.
     pub fn set_i32<'a>(&mut self, arg: impl Into<ArgRef<'a>>, v: i32) -> Result<&mut Self> {
-        self.put(arg.into(), &v.to_le_bytes(), Setter::Number(Number::Integer))
+        self.put(
+            arg.into(),
+            &v.to_le_bytes(),
+            Setter::Number(Number::Integer),
+        )
     }
 
     /// Sets a 4-byte argument to an `f32`.
@@ -282,12 +312,20 @@ impl KernelArgs {
 
     /// Sets an 8-byte value argument to a `u64`.
     pub fn set_u64<'a>(&mut self, arg: impl Into<ArgRef<'a>>, v: u64) -> Result<&mut Self> {
-        self.put(arg.into(), &v.to_le_bytes(), Setter::Number(Number::Integer))
+        self.put(
+            arg.into(),
+            &v.to_le_bytes(),
+            Setter::Number(Number::Integer),
+        )
     }
 
     /// Sets an 8-byte value argument to an `i64`.
     pub fn set_i64<'a>(&mut self, arg: impl Into<ArgRef<'a>>, v: i64) -> Result<&mut Self> {
-        self.put(arg.into(), &v.to_le_bytes(), Setter::Number(Number::Integer))
+        self.put(
+            arg.into(),
+            &v.to_le_bytes(),
+            Setter::Number(Number::Integer),
+        )
     }
 
     /// Sets an 8-byte value argument to an `f64`.
@@ -425,5 +463,23 @@ impl KernelArgs {
             &self.hidden_pointers,
         )?;
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod type_name_tests {
+    use super::Number;
+
+    #[test]
+    fn scalar_type_names_are_told_apart_and_others_left_alone() {
+        for t in ["int", "unsigned int", "uint", "long long", "const size_t", "uint8_t", "bool"] {
+            assert_eq!(Number::of_type(t), Some(Number::Integer), "{t}");
+        }
+        for t in ["float", "double", "const float", "half", "_Float16", "__bf16"] {
+            assert_eq!(Number::of_type(t), Some(Number::Float), "{t}");
+        }
+        for t in ["float*", "int[4]", "float4", "my_struct", "", "struct pair"] {
+            assert_eq!(Number::of_type(t), None, "{t}");
+        }
     }
 }
