@@ -125,7 +125,7 @@ pub use queue::{
     PreparedDispatch, QueuePriority, SdmaQueue, Submission, WaveExceptions,
 };
 pub use signal::{Condition, Signal};
-pub use stream::{Graph, Stream, StreamEvent, StreamOptions};
+pub use stream::{Graph, MemoryPool, PoolStats, PooledBuffer, Stream, StreamEvent, StreamOptions};
 pub use topology::{GpuInfo, IoLink, IoLinkFlags, PeerAccess, Topology};
 
 /// The emulated device, re-exported for programs and tests that configure it.

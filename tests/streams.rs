@@ -452,3 +452,103 @@ fn the_mlp_examples_kernels_compute_what_the_cpu_does() {
         }
     }
 }
+
+#[test]
+fn a_pool_reuses_memory_in_stream_order_and_across_streams_once_the_gpu_has_passed() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let pool = gpu.create_memory_pool(MemoryKind::DeviceLocal);
+    let (mut a, b) = (gpu.create_stream().unwrap(), gpu.create_stream().unwrap());
+    let (release, released) = channel::<()>();
+    // Stream a is held at a callback: the work enqueued after it cannot have run.
+    a.host_fn(move |_| released.recv().unwrap()).unwrap();
+    let size = 3 << 20;
+    let first = pool.alloc_async(size, &a).unwrap();
+    assert_eq!(first.size(), 4 << 20, "a 4 MiB class");
+    let out1 = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    a.fill(&first, 0, 0x0101_0101, size).unwrap();
+    a.copy(&out1, 0, &first, 0, 4096).unwrap();
+    let address = first.gpu_address();
+    pool.free_async(first, &a);
+    // Another stream may not take it while a has not passed the free.
+    let other = pool.alloc_async(size, &b).unwrap();
+    assert_ne!(other.gpu_address(), address);
+    // Stream a itself may: its next work runs after the fill and the copy.
+    let again = pool.alloc_async(size, &a).unwrap();
+    assert_eq!(again.gpu_address(), address);
+    let out2 = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    a.fill(&again, 0, 0x0202_0202, size).unwrap();
+    a.copy(&out2, 0, &again, 0, 4096).unwrap();
+    pool.free_async(again, &a);
+    drop(other);
+    release.send(()).unwrap();
+    a.synchronize().unwrap();
+    assert!(
+        out1.to_vec().unwrap().iter().all(|&v| v == 1),
+        "the first use saw its own data"
+    );
+    assert!(out2.to_vec().unwrap().iter().all(|&v| v == 2));
+    // Now that a has passed the free, b may take the memory (so may it `other`'s).
+    let later = [
+        pool.alloc_async(size, &b).unwrap(),
+        pool.alloc_async(size, &b).unwrap(),
+    ];
+    assert!(later.iter().any(|l| l.gpu_address() == address));
+    let st = pool.stats();
+    assert_eq!(
+        (st.allocations, st.hits, st.misses, st.frees),
+        (5, 3, 2, 3),
+        "{st:?}"
+    );
+    assert_eq!(st.in_use_bytes, 8 << 20);
+    assert_eq!(st.cached_bytes, 0);
+    assert_eq!(st.peak_bytes, 8 << 20);
+    drop(later);
+    assert_eq!(pool.trim(4 << 20), 4 << 20);
+    assert_eq!(pool.trim(0), 4 << 20);
+    assert_eq!(pool.stats().cached_bytes, 0);
+    assert!(matches!(
+        pool.alloc_async(0, &a),
+        Err(Error::InvalidArgument(_))
+    ));
+}
+
+#[test]
+fn a_pooled_buffer_dropped_outside_a_stream_waits_for_the_gpu_work_that_holds_it() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let pool = gpu.create_memory_pool(MemoryKind::GttCoherent);
+    let mut s = gpu.create_stream().unwrap();
+    let (release, released) = channel::<()>();
+    s.host_fn(move |_| released.recv().unwrap()).unwrap();
+    let buf = pool.alloc_async(4096, &s).unwrap();
+    s.fill(&buf, 0, 7, 4096).unwrap();
+    let address = buf.gpu_address();
+    drop(buf); // the fill, still waiting, holds it
+    let other = pool.alloc_async(4096, &s).unwrap();
+    assert_ne!(
+        other.gpu_address(),
+        address,
+        "reused under pending GPU work"
+    );
+    release.send(()).unwrap();
+    s.synchronize().unwrap();
+    drop(other);
+    // Both are free now; the most recently freed comes first.
+    let a = pool.alloc_async(4096, &s).unwrap();
+    let b = pool.alloc_async(4096, &s).unwrap();
+    let mut got = [a.gpu_address(), b.gpu_address()];
+    got.sort();
+    let mut want = [address, other_address(&got, address)];
+    want.sort();
+    assert_eq!(got, want);
+    assert_eq!(pool.stats().misses, 2);
+}
+
+fn other_address(pair: &[u64; 2], known: u64) -> u64 {
+    if pair[0] == known {
+        pair[1]
+    } else {
+        pair[0]
+    }
+}

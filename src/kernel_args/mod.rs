@@ -472,10 +472,25 @@ mod type_name_tests {
 
     #[test]
     fn scalar_type_names_are_told_apart_and_others_left_alone() {
-        for t in ["int", "unsigned int", "uint", "long long", "const size_t", "uint8_t", "bool"] {
+        for t in [
+            "int",
+            "unsigned int",
+            "uint",
+            "long long",
+            "const size_t",
+            "uint8_t",
+            "bool",
+        ] {
             assert_eq!(Number::of_type(t), Some(Number::Integer), "{t}");
         }
-        for t in ["float", "double", "const float", "half", "_Float16", "__bf16"] {
+        for t in [
+            "float",
+            "double",
+            "const float",
+            "half",
+            "_Float16",
+            "__bf16",
+        ] {
             assert_eq!(Number::of_type(t), Some(Number::Float), "{t}");
         }
         for t in ["float*", "int[4]", "float4", "my_struct", "", "struct pair"] {

@@ -229,6 +229,12 @@ impl Buffer {
         self.inner.clone()
     }
 
+    /// Whether anything besides this handle keeps the memory: GPU work that has not been seen
+    /// to complete, or another handle.
+    pub(crate) fn is_retained_elsewhere(&self) -> bool {
+        Arc::strong_count(&self.inner) > 1
+    }
+
     /// Whether the two buffers belong to the same open KFD.
     pub(crate) fn kfd(&self) -> &Kfd {
         &self.inner.lease.kfd

@@ -1,9 +1,10 @@
 //! What a stream does on the host: copies from and to plain host memory (staged through pinned
 //! buffers it allocates) and host callbacks (run in order by a service thread).
 
+use super::PooledBuffer;
 use super::{Stream, Tail};
 use crate::error::{Error, Result};
-use crate::memory::{Buffer, MemoryKind};
+use crate::memory::Buffer;
 use crate::queue::Submission;
 use crate::signal::Signal;
 use std::sync::mpsc::{channel, Sender};
@@ -69,12 +70,14 @@ fn run(t: Task) {
 }
 
 impl Stream {
-    /// A pinned host buffer to stage `bytes` through.
-    fn staging(&self, bytes: usize) -> Result<Buffer> {
+    /// A pinned host buffer to stage `bytes` through, from the stream's staging pool. The
+    /// host writes or reads it out of stream order, so it is one no GPU work holds any more:
+    /// staging buffers are dropped back to the pool, not freed at a stream position.
+    fn staging(&self, bytes: usize) -> Result<PooledBuffer> {
         if bytes == 0 {
             return Err(Error::InvalidArgument("host copy of 0 bytes".into()));
         }
-        self.gpu.alloc(bytes as u64, MemoryKind::GttCoherent)
+        self.staging.alloc_async(bytes as u64, self)
     }
 
     /// Copies `src` (plain host memory) to `dst[dst_off..]` after the work before it. The bytes

@@ -31,9 +31,11 @@
 mod event;
 mod graph;
 mod host;
+mod pool;
 
 pub use self::event::StreamEvent;
 pub use self::graph::{Capture, Graph, GraphNode};
+pub use self::pool::{MemoryPool, PoolStats, PooledBuffer};
 
 use crate::copy::CopyEngine;
 use crate::device::Gpu;
@@ -114,6 +116,8 @@ pub struct Stream {
     /// Events of other streams the next operation waits for.
     waits: Vec<Arc<Submission>>,
     host: host::HostService,
+    /// Pinned host memory that host copies are staged through.
+    staging: MemoryPool,
 }
 
 impl std::fmt::Debug for Stream {
@@ -141,6 +145,7 @@ impl Gpu {
             tail: Tail::Idle,
             waits: Vec::new(),
             host: host::HostService::default(),
+            staging: self.create_memory_pool(crate::MemoryKind::GttCoherent),
         })
     }
 }
