@@ -412,3 +412,63 @@ fn a_kernel_loaded_on_another_gpu_is_refused() {
         .wait(Some(Duration::from_secs(20)))
         .unwrap();
 }
+
+#[test]
+fn a_buffer_argument_not_mapped_on_the_gpu_is_refused_unless_checks_are_off() {
+    let co_bytes = crate::co_util::fixture("kernels-gfx90a.elf");
+    for unchecked in [false, true] {
+        let debug = if unchecked {
+            kfdrt::DebugOptions::default().unchecked()
+        } else {
+            kfdrt::DebugOptions::default()
+        };
+        let kfd = kfdrt::Kfd::emulated_with(kfdrt::emu::EmuConfig::new(Preset::Gfx90a, 2), debug)
+            .unwrap();
+        let (g0, g1) = (kfd.gpu(0).unwrap(), kfd.gpu(1).unwrap());
+        let co = g0.load_code_object(&co_bytes).unwrap();
+        let k = co.kernel("vector_add").unwrap();
+        let a = g0.alloc(256, MemoryKind::DeviceLocal).unwrap();
+        let peer = g1.alloc(256, MemoryKind::DeviceLocal).unwrap();
+        let mut args = kfdrt::kernel_args::KernelArgs::new(&k).unwrap();
+        args.set_buffer(0, &a).unwrap().set_buffer(1, &a).unwrap();
+        args.set_buffer(2, &peer).unwrap().set_u32(3, 64).unwrap();
+        let q0 = g0.create_aql_queue(AqlQueueOptions::default()).unwrap();
+        let before = q0.write_index();
+        let d = Dispatch::linear(&k, 64, 64).with_args(&args);
+        let r = q0.dispatch(&d);
+        if unchecked {
+            // Without the check the GPU meets the unmapped page: a fault for the whole GPU.
+            let r = r.unwrap().wait(Some(Duration::from_secs(20)));
+            assert!(matches!(r, Err(Error::DeviceFault { .. })), "{r:?}");
+            continue;
+        }
+        match r {
+            Err(Error::NotOnGpu { what, gpu_id }) => {
+                assert_eq!(gpu_id, g0.id());
+                assert!(
+                    what.contains("argument 2") && what.contains("vector_add"),
+                    "{what}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            q0.batch().unwrap().dispatch(&d),
+            Err(Error::NotOnGpu { .. })
+        ));
+        assert_eq!(q0.write_index(), before, "nothing was written");
+        // Mapped there, it runs; so does an argument set again to a local buffer.
+        peer.map_to(&g0).unwrap();
+        q0.dispatch(&d)
+            .unwrap()
+            .wait(Some(Duration::from_secs(20)))
+            .unwrap();
+        peer.unmap_from(&g0).unwrap();
+        assert!(q0.dispatch(&d).is_err());
+        args.set_buffer(2, &a).unwrap();
+        q0.dispatch(&Dispatch::linear(&k, 64, 64).with_args(&args))
+            .unwrap()
+            .wait(Some(Duration::from_secs(20)))
+            .unwrap();
+    }
+}

@@ -49,6 +49,10 @@ pub const DEPGRAPH_ENV: &str = "KFDRT_DEPGRAPH";
 pub const CAPTURE_ENV: &str = "KFDRT_CAPTURE";
 /// `KFDRT_SUBSTITUTE`: `kernel_name=path.co`, several separated by `;`.
 pub const SUBSTITUTE_ENV: &str = "KFDRT_SUBSTITUTE";
+/// Environment variable that turns off the cheap per-dispatch checks kfdrt makes by default
+/// (`1`): that the kernel is loaded on the GPU that runs it and that every buffer its
+/// [`crate::kernel_args::KernelArgs`] name is mapped there.
+pub const UNCHECKED_ENV: &str = "KFDRT_UNCHECKED";
 
 /// The debugging switches of an open device. Start from [`DebugOptions::default`] (all off) or
 /// [`DebugOptions::from_env`] and change what you need.
@@ -77,6 +81,10 @@ pub struct DebugOptions {
     pub capture: Option<PathBuf>,
     /// Kernels to dispatch from other code objects: `(kernel name, code object path)`.
     pub substitute: Vec<(String, PathBuf)>,
+    /// Skip the cheap per-dispatch checks that are on by default (`KFDRT_UNCHECKED=1`): the
+    /// buffers a dispatch's arguments name are mapped on its GPU. (Whether the kernel is
+    /// loaded there is one comparison, always made.)
+    pub unchecked: bool,
 }
 
 impl DebugOptions {
@@ -133,6 +141,7 @@ impl DebugOptions {
             depgraph: get(DEPGRAPH_ENV).map(PathBuf::from),
             capture: get(CAPTURE_ENV).map(PathBuf::from),
             substitute,
+            unchecked: flag(UNCHECKED_ENV)?,
         })
     }
 
@@ -145,6 +154,12 @@ impl DebugOptions {
     /// Check packets before publishing them.
     pub fn validated(mut self) -> Self {
         self.validate = true;
+        self
+    }
+
+    /// Skip the cheap per-dispatch checks ([`DebugOptions::unchecked`]).
+    pub fn unchecked(mut self) -> Self {
+        self.unchecked = true;
         self
     }
 

@@ -9,21 +9,31 @@ use crate::memory::Buffer;
 use crate::queue::Pm4Queue;
 use std::sync::Arc;
 
-/// Refuses arguments built from another kernel's metadata.
-pub(crate) fn check_kernel(kernel: &Kernel, args: &KernelArgs) -> Result<(), KernelArgError> {
+/// Refuses `args` for `kernel` on `gpu`: built for another kernel, or naming a buffer not mapped
+/// on the GPU (unless the checks are off, or `validated`: `KFDRT_VALIDATE` checks every address
+/// and names the field).
+pub(crate) fn check_kernel(
+    kernel: &Kernel,
+    args: &KernelArgs,
+    gpu: &crate::Gpu,
+    validated: bool,
+) -> Result<()> {
     let same = match kernel.metadata_arc() {
         Some(md) => Arc::ptr_eq(md, args.metadata_arc()) || **md == *args.metadata(),
         // A kernel without metadata (built by hand): the caller vouches for the layout.
         None => true,
     };
-    if same {
-        Ok(())
-    } else {
-        Err(KernelArgError::OtherKernel {
+    if !same {
+        return Err(KernelArgError::OtherKernel {
             built_for: args.metadata().name.clone(),
             kernel: kernel.name().to_owned(),
-        })
+        }
+        .into());
     }
+    if validated || gpu.kfd().shared.debug.unchecked {
+        return Ok(());
+    }
+    args.check_mapped(gpu.id())
 }
 
 impl Pm4Queue {
@@ -38,7 +48,7 @@ impl Pm4Queue {
         args: &KernelArgs,
         kernarg: &Buffer,
     ) -> Result<Vec<pm4::Pm4Packet>> {
-        check_kernel(kernel, args)?;
+        check_kernel(kernel, args, self.gpu(), false)?;
         let bytes = args.encode(geometry, &LaunchContext::for_gpu(self.gpu()))?;
         let wg = geometry.workgroup.map(u32::from);
         if (0..3).any(|i| geometry.grid[i] % wg[i] != 0) {

@@ -166,6 +166,9 @@ pub struct KernelArgs {
     /// The buffers the arguments point into, kept allocated by every dispatch made with them
     /// until it completes.
     held: Held,
+    /// The same buffers with the explicit argument each is for: a dispatch checks that they
+    /// are mapped on its GPU.
+    buffers: Vec<(usize, Arc<Buffer>)>,
 }
 
 impl KernelArgs {
@@ -190,6 +193,7 @@ impl KernelArgs {
             explicit,
             hidden_pointers: Vec::new(),
             held: Held::default(),
+            buffers: Vec::new(),
             metadata,
         }
     }
@@ -369,9 +373,30 @@ impl KernelArgs {
             .into());
         }
         let address = buffer.gpu_address() + offset;
+        let (i, _) = self.resolve(arg)?;
         self.put(arg, &address.to_le_bytes(), Setter::Buffer)?;
         self.held.push(buffer.retain());
+        // The argument's earlier buffer no longer counts for the mapping check.
+        self.buffers.retain(|(a, _)| *a != i);
+        self.buffers.push((i, Arc::new(buffer.shared_handle())));
         Ok(self)
+    }
+
+    /// Refuses the arguments on GPU `gpu_id` if a buffer they name is not mapped there: the
+    /// kernel's first access would fault the whole GPU.
+    pub(crate) fn check_mapped(&self, gpu_id: u32) -> Result<()> {
+        match self.buffers.iter().find(|(_, b)| !b.is_mapped_on(gpu_id)) {
+            None => Ok(()),
+            Some((i, b)) => Err(crate::Error::NotOnGpu {
+                what: format!(
+                    "the buffer at {:#x} given as argument {} of kernel {:?}",
+                    b.gpu_address(),
+                    self.describe(*i),
+                    self.metadata.name
+                ),
+                gpu_id,
+            }),
+        }
     }
 
     /// The buffers the arguments point into.

@@ -229,6 +229,14 @@ impl Buffer {
         self.inner.clone()
     }
 
+    /// Another handle on the same memory, for kfdrt's own bookkeeping (it never hands out a
+    /// mutable view through it).
+    pub(crate) fn shared_handle(&self) -> Buffer {
+        Buffer {
+            inner: self.inner.clone(),
+        }
+    }
+
     /// Whether anything besides this handle keeps the memory: GPU work that has not been seen
     /// to complete, or another handle.
     pub(crate) fn is_retained_elsewhere(&self) -> bool {

@@ -172,7 +172,7 @@ impl Capture<'_> {
                 )))
             }
             DispatchArgs::Built(a) => {
-                check_kernel(d.kernel(), a)?;
+                check_kernel(d.kernel(), a, &self.stream.gpu, false)?;
                 let geometry = LaunchGeometry::of(d);
                 held.buffers = a.held().clone();
                 (

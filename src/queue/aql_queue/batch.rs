@@ -182,7 +182,7 @@ impl Batch<'_> {
     #[inline(never)]
     fn dispatch_built(&mut self, d: &Dispatch<'_>, args: &KernelArgs) -> Result<&mut Self> {
         let p = d.encode()?;
-        crate::kernel_args::check_kernel(d.kernel, args)?;
+        crate::kernel_args::check_kernel(d.kernel, args, &self.queue.0.gpu, self.validating)?;
         let bytes = args.encode(
             &LaunchGeometry::of(d),
             &LaunchContext::for_queue(self.queue),
