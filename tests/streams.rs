@@ -552,3 +552,50 @@ fn other_address(pair: &[u64; 2], known: u64) -> u64 {
         pair[0]
     }
 }
+
+#[test]
+fn device_wide_synchronize_waits_for_every_queue_of_the_gpus_it_covers() {
+    let kfd = common::emulated(Preset::Gfx90a, 2);
+    let cos = kfd
+        .load_code_object_on_all(&fixture("kernels-gfx90a.elf"))
+        .unwrap();
+    assert_eq!(cos.len(), 2);
+    let gpus = kfd.gpus();
+    let mut gates = Vec::new();
+    let mut streams = Vec::new();
+    let mut outs = Vec::new();
+    for (gpu, co) in gpus.iter().zip(&cos) {
+        assert!(co.kernel("saxpy").unwrap().runs_on(gpu.id()));
+        let mut s = gpu.create_stream().unwrap();
+        let (release, released) = channel::<()>();
+        s.host_fn(move |_| released.recv().unwrap()).unwrap();
+        let out = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+        s.fill(&out, 0, 0x0505_0505, 4096).unwrap();
+        gates.push(release);
+        streams.push(s);
+        outs.push(out);
+    }
+    // GPU 0's queues drain once its gate opens; GPU 1 stays held meanwhile.
+    let g1 = gpus[1].clone();
+    assert!(matches!(
+        g1.synchronize(Some(Duration::from_millis(50))),
+        Err(Error::Timeout { .. })
+    ));
+    gates[0].send(()).unwrap();
+    gpus[0].synchronize(Some(T)).unwrap();
+    assert!(outs[0].to_vec().unwrap().iter().all(|&v| v == 5));
+    assert!(outs[1].to_vec().unwrap().iter().all(|&v| v != 5), "GPU 1 ran past its gate");
+    let opener = {
+        let gate = gates.pop().unwrap();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            gate.send(()).unwrap();
+        })
+    };
+    kfd.synchronize(Some(T)).unwrap();
+    assert!(outs[1].to_vec().unwrap().iter().all(|&v| v == 5));
+    opener.join().unwrap();
+    for s in &streams {
+        assert!(s.is_idle());
+    }
+}

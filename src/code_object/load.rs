@@ -414,3 +414,15 @@ pub fn parse_without_device(bytes: &[u8], gpu: &str) -> Result<usize> {
     }
     Ok(checked.kernels.len())
 }
+
+impl crate::Kfd {
+    /// Loads `bytes` on every GPU, as a HIP module is loaded on each device: one
+    /// [`CodeObject`] per GPU, in [`crate::Kfd::gpus`] order (from a multi-target bundle each
+    /// takes its own target's entry). The first GPU that refuses it ends the call.
+    pub fn load_code_object_on_all(&self, bytes: &[u8]) -> Result<Vec<CodeObject>> {
+        self.gpus()
+            .iter()
+            .map(|g| g.load_code_object(bytes))
+            .collect()
+    }
+}

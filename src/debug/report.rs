@@ -166,6 +166,11 @@ pub(crate) trait QueueProbe: Send + Sync {
     fn queue_id(&self) -> u32;
     /// The queue as it is now; `names` maps kernel objects to kernel names.
     fn report(&self, shared: &KfdShared, kernels: &Kernels) -> QueueReport;
+    /// The queue's GPU.
+    fn gpu_id(&self) -> u32;
+    /// Waits until everything submitted to the queue so far has completed (`None`: no limit);
+    /// an error of the queue or its GPU ends the wait.
+    fn drain(&self, shared: &KfdShared, timeout: Option<Duration>) -> crate::Result<()>;
 }
 
 /// When a queue's read index last moved, as kfdrt saw it.
@@ -273,6 +278,13 @@ impl Registry {
     /// What is known of `kernel_object`.
     pub(crate) fn kernel_info(&self, kernel_object: u64) -> Option<KernelInfo> {
         self.lock_kernels().get(&kernel_object).cloned()
+    }
+
+    /// The live queues (of GPU `gpu_id`, or all).
+    pub(crate) fn queues_of(&self, gpu_id: Option<u32>) -> Vec<Arc<dyn QueueProbe>> {
+        let mut p = self.probes();
+        p.retain(|q| gpu_id.is_none_or(|g| q.gpu_id() == g));
+        p
     }
 
     fn probes(&self) -> Vec<Arc<dyn QueueProbe>> {

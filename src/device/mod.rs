@@ -7,6 +7,7 @@
 
 mod context;
 pub(crate) mod fork;
+mod sync;
 #[cfg(all(test, feature = "emu"))]
 pub(crate) use context::emulated_context;
 pub(crate) use context::{DeviceContext, GpuContext};

@@ -5,6 +5,7 @@ use crate::debug::report::{Kernels, Progress, QueueKind, QueueProbe, QueueReport
 use crate::device::{Gpu, KfdShared};
 use crate::memory::Buffer;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Decodes the dwords at the read pointer into one line.
 type Decoder = Box<dyn Fn(&[u32]) -> String + Send + Sync>;
@@ -22,6 +23,8 @@ struct RingProbe {
     wptr_at: u64,
     decode: Decoder,
     progress: Progress,
+    /// The GPU's exception epoch when the queue was made (exceptions since end a drain).
+    exception_epoch: usize,
 }
 
 /// Registers PM4 or SDMA queue `queue_id` of `gpu` for hang reports: its ring, its pointer page
@@ -50,6 +53,7 @@ pub(crate) fn register<P: std::fmt::Debug, E: std::fmt::Debug>(
             Err(e) => format!("undecodable ({e:?}): {:08x?}", &d[..d.len().min(8)]),
         }),
         progress: Progress::default(),
+        exception_epoch: gpu.exception_epoch().unwrap_or(0),
     }));
 }
 
@@ -70,21 +74,59 @@ impl RingProbe {
     }
 }
 
+impl RingProbe {
+    /// The read and write pointers, in the same terms (PM4: a 32-bit offset in the ring
+    /// against a monotonic write pointer, so both as offsets).
+    fn pointers(&self) -> (u64, u64) {
+        let mut read = self.word(self.rptr_at);
+        let mut write = self.word(self.wptr_at);
+        if self.kind == QueueKind::Pm4 {
+            read &= 0xFFFF_FFFF;
+            write %= (self.ring.size() / self.unit()).max(1);
+        }
+        (read, write)
+    }
+}
+
 impl QueueProbe for RingProbe {
     fn queue_id(&self) -> u32 {
         self.queue_id
     }
 
+    fn gpu_id(&self) -> u32 {
+        self.gpu_id
+    }
+
+    fn drain(&self, shared: &KfdShared, timeout: Option<Duration>) -> crate::Result<()> {
+        // A ring engine runs its packets one after the other: it has completed what was
+        // submitted when its read pointer reaches the write pointer.
+        let started = Instant::now();
+        loop {
+            let (read, write) = self.pointers();
+            if read == write {
+                return Ok(());
+            }
+            shared.exceptions.poll(shared.dev.driver())?;
+            shared.exceptions.check(
+                Some(self.gpu_id),
+                self.exception_epoch,
+                Some(self.queue_id),
+            )?;
+            if let Some(t) = timeout.filter(|t| started.elapsed() >= *t) {
+                return Err(crate::Error::Timeout {
+                    what: format!("{:?} queue {} to drain", self.kind, self.queue_id),
+                    after_ms: t.as_millis() as u64,
+                    report: None,
+                });
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
+
     fn report(&self, _shared: &KfdShared, _kernels: &Kernels) -> QueueReport {
         let unit = self.unit();
         let ring_units = self.ring.size() / unit;
-        let mut read = self.word(self.rptr_at);
-        let mut write = self.word(self.wptr_at);
-        if self.kind == QueueKind::Pm4 {
-            // PM4: a 32-bit offset in the ring against a monotonic write pointer.
-            read &= 0xFFFF_FFFF;
-            write %= ring_units.max(1);
-        }
+        let (read, write) = self.pointers();
         let stuck = self.progress.observe(read);
         let mut r = QueueReport {
             kind: self.kind,

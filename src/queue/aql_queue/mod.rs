@@ -391,6 +391,7 @@ impl Gpu {
         }));
         self.kfd.shared.reports.register(Arc::new(probe::AqlProbe {
             queue_id,
+            gpu_id: self.id(),
             queue: Arc::downgrade(&queue.0),
             progress,
         }));

@@ -4,10 +4,12 @@ use super::AqlQueueShared;
 use crate::debug::report::{kernel_label, Kernels, Progress, QueueKind, QueueProbe, QueueReport};
 use crate::device::KfdShared;
 use std::sync::{Arc, Weak};
+use std::time::Duration;
 
 /// An AQL queue as a report sees it.
 pub(super) struct AqlProbe {
     pub(super) queue_id: u32,
+    pub(super) gpu_id: u32,
     pub(super) queue: Weak<AqlQueueShared>,
     pub(super) progress: Arc<Progress>,
 }
@@ -15,6 +17,19 @@ pub(super) struct AqlProbe {
 impl QueueProbe for AqlProbe {
     fn queue_id(&self) -> u32 {
         self.queue_id
+    }
+
+    fn gpu_id(&self) -> u32 {
+        self.gpu_id
+    }
+
+    fn drain(&self, _shared: &KfdShared, timeout: Option<Duration>) -> crate::Result<()> {
+        // A barrier packet completes after every packet before it (its barrier bit), ordered
+        // or not. A queue already destroyed has nothing left to run.
+        match self.queue.upgrade() {
+            Some(q) => super::AqlQueue(q).barrier_and(&[])?.wait(timeout),
+            None => Ok(()),
+        }
     }
 
     fn report(&self, shared: &KfdShared, names: &Kernels) -> QueueReport {
