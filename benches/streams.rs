@@ -50,6 +50,22 @@ fn launches(c: &mut Criterion) {
             spent
         })
     });
+    // The stream's own (profiled) queue, directly: what the stream adds is the difference.
+    g.bench_function("stream_queue_dispatch_single", |b| {
+        b.iter_custom(|iters| {
+            let mut spent = Duration::ZERO;
+            for _ in 0..iters {
+                let t = Instant::now();
+                let s = stream
+                    .queue()
+                    .dispatch(&Dispatch::linear(&kernel, black_box(1), black_box(1)))
+                    .expect("dispatch");
+                spent += t.elapsed();
+                s.wait(WAIT).expect("wait");
+            }
+            spent
+        })
+    });
     g.bench_function("stream_launch", |b| {
         b.iter_custom(|iters| {
             let mut spent = Duration::ZERO;

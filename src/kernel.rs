@@ -14,7 +14,9 @@ use std::fmt;
 use std::sync::Arc;
 
 /// A kernel ready to dispatch: the address of its 64-byte kernel descriptor ("kernel object")
-/// plus the sizes a dispatch packet needs.
+/// plus the sizes a dispatch packet needs. Clones share the code (a "compiled model" can own
+/// its kernels while each launch borrows one).
+#[derive(Clone)]
 pub struct Kernel {
     name: String,
     object: u64,

@@ -119,7 +119,7 @@ pub use exception::DeviceReset;
 pub use kernel::Kernel;
 pub use kernel_args::{KernelArgs, LaunchGeometry};
 pub use kfd_sys::{DriverKind, Errno, Feature, KfdVersion};
-pub use memory::{AllocOptions, Buffer, HostRegistration, MemoryKind};
+pub use memory::{AllocOptions, Buffer, DeviceSlice, Element, HostRegistration, MemoryKind};
 pub use queue::{
     AqlQueue, AqlQueueOptions, CopyCompletion, Dispatch, Pm4Queue, Pm4QueueOptions,
     PreparedDispatch, QueuePriority, SdmaQueue, Submission, WaveExceptions,

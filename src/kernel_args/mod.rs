@@ -382,6 +382,16 @@ impl KernelArgs {
         Ok(self)
     }
 
+    /// Sets a pointer argument to the first element of `slice` (kept allocated by every
+    /// dispatch made with these arguments, as [`KernelArgs::set_buffer`] keeps a buffer).
+    pub fn set_slice<'a, T: crate::Element>(
+        &mut self,
+        arg: impl Into<ArgRef<'a>>,
+        slice: &crate::DeviceSlice<T>,
+    ) -> Result<&mut Self> {
+        self.set_buffer_at(arg, slice.buffer(), slice.offset())
+    }
+
     /// Refuses the arguments on GPU `gpu_id` if a buffer they name is not mapped there: the
     /// kernel's first access would fault the whole GPU.
     pub(crate) fn check_mapped(&self, gpu_id: u32) -> Result<()> {

@@ -14,12 +14,15 @@ pub(crate) mod hdp;
 mod host;
 pub(crate) mod raw;
 pub(crate) mod shards;
+mod slice;
 pub mod suballoc;
 pub mod svm;
 pub mod va;
 
 pub use buffer::{AllocOptions, Buffer};
 pub use host::HostRegistration;
+pub(crate) use slice::{as_bytes, as_bytes_mut};
+pub use slice::{DeviceSlice, Element};
 
 /// What memory a [`Buffer`] is made of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

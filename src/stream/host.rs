@@ -120,4 +120,35 @@ impl Stream {
         self.push(Tail::Marker(m));
         Ok(())
     }
+
+    /// Copies `values` into `dst` (of the same length) after the work before it, staged as
+    /// [`Stream::copy_from_host`] stages bytes.
+    pub fn upload<T: crate::Element>(
+        &mut self,
+        dst: &crate::DeviceSlice<T>,
+        values: &[T],
+    ) -> Result<()> {
+        check_len(dst.len(), values.len())?;
+        self.copy_from_host(dst.buffer(), dst.offset(), crate::memory::as_bytes(values))
+    }
+
+    /// Copies `src` into `out` (of the same length), waiting as [`Stream::copy_to_host`] does.
+    pub fn download<T: crate::Element>(
+        &mut self,
+        out: &mut [T],
+        src: &crate::DeviceSlice<T>,
+    ) -> Result<()> {
+        check_len(src.len(), out.len())?;
+        self.copy_to_host(crate::memory::as_bytes_mut(out), src.buffer(), src.offset())
+    }
+}
+
+fn check_len(device: usize, host: usize) -> Result<()> {
+    if device == host {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument(format!(
+            "a device slice of {device} elements and host data of {host}"
+        )))
+    }
 }
