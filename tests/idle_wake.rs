@@ -150,3 +150,33 @@ fn doorbells_without_hints_spring_the_trap_and_still_land() {
     drop(kfd);
     common::assert_all_released(&emu);
 }
+
+/// A busy queue beside an idle one: the idle queue's processor stays in its deep sleep. The
+/// doorbell watcher (running while any processor sleeps deeply) sees the busy queue's doorbell
+/// move at every look; it used to wake every processor of the GPU for it, so the idle one fell
+/// back to light sleeps that every doorbell hint ended, and each submission paid for its
+/// wake-ups (a single dispatch cost 6 times more with one idle queue beside it, on 2 cores).
+#[test]
+fn a_busy_queue_does_not_keep_an_idle_one_awake() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let emu = kfd.emulator().unwrap().clone();
+    let gpu = kfd.gpu(0).unwrap();
+    let busy = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let _idle = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    // Both fall asleep.
+    std::thread::sleep(Duration::from_millis(100));
+    let before = emu.deep_sleeps(gpu.id());
+    let start = std::time::Instant::now();
+    let mut round_trips = 0;
+    while start.elapsed() < Duration::from_millis(300) {
+        busy.barrier_and(&[]).unwrap().wait(T).unwrap();
+        round_trips += 1;
+    }
+    let slept = emu.deep_sleeps(gpu.id()) - before;
+    assert!(round_trips > 100, "{round_trips} round trips");
+    // The idle processor sleeps on (its safety timeout is 1 s); the busy one never idles 10 ms.
+    assert!(
+        slept <= 2,
+        "{slept} deep sleeps begun in 300 ms beside a busy queue"
+    );
+}

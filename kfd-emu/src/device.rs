@@ -65,6 +65,8 @@ pub(crate) struct GpuState {
     /// every submission wait for its packet's stores to reach the cache (about 7 ns of a
     /// 120 ns dispatch); the count only tells whether hints arrive.
     hints: AtomicU64,
+    /// Deep sleeps its processors began.
+    pub(crate) deep_sleeps: AtomicU64,
     /// Recent wave errors of machine-code dispatches, with their code.
     pub(crate) fault_log: crate::fault_log::FaultLog,
     /// The GPU's global wave sync resources, which waves of the queue holding them reach.
@@ -157,6 +159,7 @@ impl GpuState {
             wake_cv: Condvar::new(),
             rung_generation: AtomicU64::new(0),
             hints: AtomicU64::new(0),
+            deep_sleeps: AtomicU64::new(0),
             deep: crate::wake::DeepSleepers::default(),
             fault_log: Default::default(),
             gws: Default::default(),
@@ -341,6 +344,15 @@ impl GpuState {
         self.rung_generation.fetch_add(1, Ordering::SeqCst);
         self.wake_light_sleepers();
         self.deep.wake_all();
+    }
+
+    /// The doorbell watcher saw the queue with doorbell `doorbell_index` given work (its
+    /// doorbell or write pointer moved) by a client that gave no hint: wakes that queue's
+    /// processor if it sleeps deeply. Not the GPU's other processors: a busy queue beside idle
+    /// ones would otherwise wake them at every look, keep them from their deep sleep, and on a
+    /// 2-core host cost each of the busy queue's submissions several times its time.
+    pub(crate) fn queue_moved(&self, doorbell_index: u32) {
+        self.deep.wake_queue(doorbell_index);
     }
 
     /// A runtime rang a doorbell and said so ([`kfd_sys::Driver::doorbell_hint`]): wakes the

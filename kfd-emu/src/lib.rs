@@ -527,6 +527,15 @@ impl Emulator {
         self.gpu(gpu_id).map_or(0, |g| g.hints())
     }
 
+    /// Deep sleeps `gpu_id`'s packet processors have begun (each after about 10 ms without
+    /// work; see `engine::backoff`), or 0 for an unknown GPU. An idle processor left alone
+    /// sleeps once per second at most; more means something keeps waking it.
+    pub fn deep_sleeps(&self, gpu_id: u32) -> u64 {
+        self.gpu(gpu_id).map_or(0, |g| {
+            g.deep_sleeps.load(std::sync::atomic::Ordering::Relaxed)
+        })
+    }
+
     /// Doorbell stores to `gpu_id`'s pages that faulted because its processors slept
     /// ([`EmuConfig::trap_doorbell_writes`]), or 0 for an unknown GPU.
     pub fn doorbell_traps(&self, gpu_id: u32) -> u64 {

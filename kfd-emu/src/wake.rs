@@ -115,6 +115,24 @@ impl DeepSleepers {
         woke
     }
 
+    /// Wakes the sleepers of the queue with doorbell `doorbell_index`; returns whether it woke
+    /// any.
+    pub(crate) fn wake_queue(&self, doorbell_index: u32) -> bool {
+        if self.count.load(Ordering::SeqCst) == 0 {
+            return false;
+        }
+        let mut woke = false;
+        for s in self
+            .lock()
+            .iter()
+            .filter(|s| s.doorbell_index == doorbell_index)
+        {
+            s.wake();
+            woke = true;
+        }
+        woke
+    }
+
     /// Wakes every sleeper.
     pub(crate) fn wake_all(&self) {
         if self.count.load(Ordering::SeqCst) == 0 {

@@ -40,6 +40,8 @@ pub(crate) fn idle(
         *idle_rounds >= ROUNDS_BEFORE_DEEP_SLEEP,
     ) {
         watch.enter_deep_sleep();
+        gpu.deep_sleeps
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let trapped = gpu.arm_doorbell_traps();
         let woken = gpu.deep.sleep(doorbell, seen, DEEP_SLEEP, trapped, || {
             gpu.unchanged_since(snap)

@@ -5,7 +5,9 @@
 //! in-process runtime such as kfdrt sends with every doorbell it rings) or this watcher wakes
 //! it. One watcher thread per emulator looks, for every queue, at what a client changes to
 //! submit work (the doorbell slot and the write pointer) and at the fault injector's controls,
-//! and wakes the queue's GPU when one changed. It runs only while some processor sleeps deeply,
+//! and wakes that queue's processor when one changed (only that one: waking the GPU's idle
+//! processors for a busy neighbour would keep them out of their deep sleep). It runs only while
+//! some processor sleeps deeply,
 //! at a period that grows from [`MIN_PERIOD`] to [`MAX_PERIOD`] while nothing changes. So a
 //! client that rings doorbells without hints (ROCr under the preload) is noticed within
 //! `MAX_PERIOD` of an idle spell, and an idle device with any number of queues wakes
@@ -80,7 +82,7 @@ impl Watch {
         self.cv.notify_all();
     }
 
-    /// One look at every queue: wakes the GPU of each whose doorbell or write pointer moved;
+    /// One look at every queue: wakes the processor of each whose doorbell or write pointer moved;
     /// forgets destroyed queues. Returns whether anything moved.
     fn scan(&self) -> bool {
         let mut moved = false;
@@ -91,7 +93,7 @@ impl Watch {
             let now = observe(&ctl);
             if now != (w.doorbell, w.wptr) {
                 (w.doorbell, w.wptr) = now;
-                ctl.gpu.doorbell_rung();
+                ctl.gpu.queue_moved(ctl.doorbell_index);
                 moved = true;
             }
             !ctl.stopped()
