@@ -407,3 +407,31 @@ fn lds_beyond_the_gpu_or_overflowing_is_refused_before_the_ring() {
     let fits = raw_dispatch(&kernel, 1, 1, &[0; 16]).with_dynamic_lds(48 << 10);
     fits.prepare().unwrap();
 }
+
+#[test]
+fn profiling_turns_on_and_off_while_the_queue_runs() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let stamps = |q: &kfdrt::AqlQueue| {
+        let s = q.barrier_and(&[]).unwrap();
+        s.wait(Some(Duration::from_secs(20))).unwrap();
+        s.timestamps()
+    };
+    assert_eq!(stamps(&q), (0, 0), "not profiled");
+    q.set_profiling(true);
+    let (start, end) = stamps(&q);
+    assert!(start > 0 && end >= start, "{start} {end}");
+    q.set_profiling(false);
+    // A signal reused from the profiled packet keeps its old stamps; a fresh one has none.
+    let s = q.barrier_and(&[]).unwrap();
+    let held = q.barrier_and(&[]).unwrap();
+    held.wait(Some(Duration::from_secs(20))).unwrap();
+    s.wait(Some(Duration::from_secs(20))).unwrap();
+    assert!(
+        [s.timestamps(), held.timestamps()]
+            .iter()
+            .any(|t| *t == (0, 0)),
+        "profiling stayed on"
+    );
+}

@@ -49,8 +49,10 @@ use std::time::Duration;
 /// Options for [`Gpu::create_stream_with`].
 #[derive(Clone, Debug)]
 pub struct StreamOptions {
-    /// The AQL queue's options. Streams' queues are profiled, so that [`StreamEvent`]s carry
-    /// timestamps.
+    /// The AQL queue's options. The queue starts without profiling and turns it on with the
+    /// first [`Stream::record`], as HIP does on its first timed event, so that events carry
+    /// timestamps (the GPU then writes them for every packet: ask for `profiled()` queues
+    /// from the start if every launch should carry them).
     pub queue: AqlQueueOptions,
     /// Which copy path to prefer (SDMA falls back to blit kernels when no SDMA queue can be had).
     pub copy_path: crate::CopyPath,
@@ -59,7 +61,7 @@ pub struct StreamOptions {
 impl Default for StreamOptions {
     fn default() -> Self {
         StreamOptions {
-            queue: AqlQueueOptions::default().profiled(),
+            queue: AqlQueueOptions::default(),
             copy_path: crate::CopyPath::Sdma,
         }
     }
@@ -118,6 +120,8 @@ pub struct Stream {
     host: host::HostService,
     /// Pinned host memory that host copies are staged through.
     staging: MemoryPool,
+    /// Whether the queue writes timestamps (turned on by the first event).
+    profiled: bool,
 }
 
 impl std::fmt::Debug for Stream {
@@ -140,12 +144,13 @@ impl Gpu {
     pub fn create_stream_with(&self, options: StreamOptions) -> Result<Stream> {
         Ok(Stream {
             gpu: self.clone(),
-            queue: self.create_aql_queue(options.queue)?,
+            queue: self.create_aql_queue(options.queue.clone())?,
             copies: self.copy_engine_preferring(options.copy_path)?,
             tail: Tail::Idle,
             waits: Vec::new(),
             host: host::HostService::default(),
             staging: self.create_memory_pool(crate::MemoryKind::GttCoherent),
+            profiled: options.queue.profiling,
         })
     }
 }
@@ -251,6 +256,10 @@ impl Stream {
     /// Records an event at this point of the stream: it is reached when everything enqueued
     /// before it has completed, and carries the GPU time at which that happened.
     pub fn record(&mut self) -> Result<StreamEvent> {
+        if !self.profiled {
+            self.queue.set_profiling(true);
+            self.profiled = true;
+        }
         // A fresh marker even right after another: each event has its own timestamp.
         let deps = self.deps(true);
         let mut b = self.queue.batch()?;

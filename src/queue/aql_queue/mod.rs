@@ -441,6 +441,26 @@ impl AqlQueue {
         self.0.amd_queue as u64
     }
 
+    /// Turns the command processor's timestamps in completion signals on or off while the
+    /// queue runs ([`Submission::timestamps`]), as ROCr's
+    /// `hsa_amd_profiling_set_profiler_enabled` does: the CP reads the property for each
+    /// packet, so packets published after this call are profiled (or not).
+    pub fn set_profiling(&self, on: bool) {
+        let q = self.0.amd_queue;
+        // SAFETY: `amd_queue` points at the queue's live `amd_queue_t` page (owned by the
+        // queue), in which `queue_properties` is a 4-byte aligned field; kfdrt changes it only
+        // through atomics once the queue exists (see also `scratch::publish`).
+        let props = unsafe {
+            &*(std::ptr::addr_of!((*q).queue_properties) as *const std::sync::atomic::AtomicU32)
+        };
+        let bit = aql::QUEUE_PROPERTY_ENABLE_PROFILING;
+        if on {
+            props.fetch_or(bit, std::sync::atomic::Ordering::Release);
+        } else {
+            props.fetch_and(!bit, std::sync::atomic::Ordering::Release);
+        }
+    }
+
     /// The error the queue stopped with, if it did. (The CP's requests for scratch, which the
     /// queue serves, are not errors.)
     pub fn fault(&self) -> Option<QueueFault> {
