@@ -144,7 +144,7 @@ impl Gpu {
     pub fn create_stream_with(&self, options: StreamOptions) -> Result<Stream> {
         Ok(Stream {
             gpu: self.clone(),
-            queue: self.create_aql_queue(options.queue.clone())?,
+            queue: self.create_aql_queue(options.queue)?,
             copies: self.copy_engine_preferring(options.copy_path)?,
             tail: Tail::Idle,
             waits: Vec::new(),
