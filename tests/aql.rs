@@ -429,9 +429,7 @@ fn profiling_turns_on_and_off_while_the_queue_runs() {
     held.wait(Some(Duration::from_secs(20))).unwrap();
     s.wait(Some(Duration::from_secs(20))).unwrap();
     assert!(
-        [s.timestamps(), held.timestamps()]
-            .iter()
-            .any(|t| *t == (0, 0)),
+        [s.timestamps(), held.timestamps()].contains(&(0, 0)),
         "profiling stayed on"
     );
 }

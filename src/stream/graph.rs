@@ -32,7 +32,8 @@ use crate::queue::held::Held;
 use crate::queue::{Dispatch, DispatchArgs, Submission};
 use std::sync::Arc;
 
-/// A kernel launch of a graph, encoded.
+/// A kernel launch of a graph, encoded: what a replay reads, kept small so that a replay
+/// walks little memory.
 #[derive(Clone)]
 struct Launch {
     /// The dispatch packet: kernarg address 0, no completion signal.
@@ -40,12 +41,16 @@ struct Launch {
     group_segment: u32,
     private_segment: u32,
     kernarg_size: u32,
-    /// The encoded argument segment.
-    args: Vec<u8>,
-    /// What re-encodes new arguments: the launch's shape and the kernel's metadata (`None` for
-    /// blit kernels, whose arguments the graph owns).
-    rebuild: Option<(LaunchGeometry, Arc<KernelMetadata>)>,
+    /// Its encoded argument segment: `start..end` of the graph's argument bytes.
+    args: (u32, u32),
+}
+
+/// What re-encodes a launch's arguments ([`Graph::set_args`]): its shape and its kernel's
+/// metadata (`None` for blit kernels, whose arguments the graph owns).
+#[derive(Clone)]
+struct Rebuild {
     kernel: String,
+    with: Option<(LaunchGeometry, Arc<KernelMetadata>)>,
 }
 
 #[derive(Clone)]
@@ -74,6 +79,10 @@ pub struct Graph {
     queue_id: u32,
     context: LaunchContext,
     nodes: Vec<Node>,
+    /// Every launch's argument bytes, one after the other.
+    args: Vec<u8>,
+    /// Per node, how to give it new arguments (waits have none).
+    rebuild: Vec<Option<Rebuild>>,
     /// What each node keeps allocated (its kernel's code and its arguments' buffers). A replay
     /// holds one handle on all of it; [`Graph::set_args`] copies it if a replay still does.
     resources: Arc<Vec<NodeResources>>,
@@ -93,6 +102,8 @@ pub struct Capture<'s> {
     stream: &'s Stream,
     context: LaunchContext,
     nodes: Vec<Node>,
+    args: Vec<u8>,
+    rebuild: Vec<Option<Rebuild>>,
     resources: Vec<NodeResources>,
 }
 
@@ -103,6 +114,8 @@ impl Stream {
             stream: self,
             context: LaunchContext::for_queue(&self.queue),
             nodes: Vec::new(),
+            args: Vec::new(),
+            rebuild: Vec::new(),
             resources: Vec::new(),
         }
     }
@@ -133,7 +146,10 @@ impl Stream {
                     l.group_segment,
                     l.private_segment,
                     l.kernarg_size,
-                    &l.args,
+                    graph
+                        .args
+                        .get(l.args.0 as usize..l.args.1 as usize)
+                        .unwrap_or(&[]),
                 ),
                 Node::Wait(e) => {
                     b.barrier_and(&[e.signal()])?;
@@ -147,10 +163,29 @@ impl Stream {
 }
 
 impl Capture<'_> {
-    fn push(&mut self, node: Node, held: NodeResources) -> GraphNode {
+    fn push(&mut self, node: Node, rebuild: Option<Rebuild>, held: NodeResources) -> GraphNode {
         self.nodes.push(node);
+        self.rebuild.push(rebuild);
         self.resources.push(held);
         GraphNode(self.nodes.len() - 1)
+    }
+
+    /// A launch of `d` (prepared as `p`) with `args` as its argument bytes.
+    fn launch_node(
+        &mut self,
+        p: &crate::PreparedDispatch<'_>,
+        d: &Dispatch<'_>,
+        args: &[u8],
+    ) -> Node {
+        let start = self.args.len() as u32;
+        self.args.extend_from_slice(args);
+        Node::Launch(Launch {
+            packet: p.packet,
+            group_segment: p.group_segment,
+            private_segment: d.kernel().private_segment_size(),
+            kernarg_size: d.kernel().kernarg_size(),
+            args: (start, self.args.len() as u32),
+        })
     }
 
     /// Records a launch. Its arguments must be metadata-checked ([`Dispatch::with_args`]) or
@@ -181,16 +216,12 @@ impl Capture<'_> {
                 )
             }
         };
-        let launch = Launch {
-            packet: p.packet,
-            group_segment: p.group_segment,
-            private_segment: d.kernel().private_segment_size(),
-            kernarg_size: d.kernel().kernarg_size(),
-            args,
-            rebuild,
+        let node = self.launch_node(&p, d, &args);
+        let rebuild = Rebuild {
             kernel: d.kernel().name().to_owned(),
+            with: rebuild,
         };
-        Ok(self.push(Node::Launch(launch), held))
+        Ok(self.push(node, Some(rebuild), held))
     }
 
     /// Records blit-kernel launches, which hold `buffers`.
@@ -209,16 +240,12 @@ impl Capture<'_> {
             for b in buffers {
                 held.buffers.push(b.retain());
             }
-            let launch = Launch {
-                packet: p.packet,
-                group_segment: p.group_segment,
-                private_segment: d.kernel().private_segment_size(),
-                kernarg_size: d.kernel().kernarg_size(),
-                args: l.args.to_vec(),
-                rebuild: None,
+            let node = self.launch_node(&p, &d, &l.args);
+            let rebuild = Rebuild {
                 kernel: d.kernel().name().to_owned(),
+                with: None,
             };
-            self.push(Node::Launch(launch), held);
+            self.push(node, Some(rebuild), held);
         }
         Ok(())
     }
@@ -251,7 +278,11 @@ impl Capture<'_> {
     /// Records a wait for `event` (of another stream): every replay waits for it.
     pub fn wait_event(&mut self, event: &StreamEvent) -> Result<()> {
         event.check_device(&self.stream.gpu)?;
-        self.push(Node::Wait(event.marker().clone()), NodeResources::default());
+        self.push(
+            Node::Wait(event.marker().clone()),
+            None,
+            NodeResources::default(),
+        );
         Ok(())
     }
 
@@ -261,6 +292,8 @@ impl Capture<'_> {
             queue_id: self.stream.queue.id(),
             context: self.context,
             nodes: self.nodes,
+            args: self.args,
+            rebuild: self.rebuild,
             resources: Arc::new(self.resources),
         }
     }
@@ -280,32 +313,43 @@ impl Graph {
     /// Gives the launch `node` new arguments for later replays (replays already submitted keep
     /// theirs). They must be built for the same kernel.
     pub fn set_args(&mut self, node: GraphNode, args: &KernelArgs) -> Result<()> {
-        let Some(Node::Launch(launch)) = self.nodes.get_mut(node.0) else {
+        let (Some(Node::Launch(launch)), Some(Some(rebuild))) =
+            (self.nodes.get_mut(node.0), self.rebuild.get(node.0))
+        else {
             return Err(Error::InvalidArgument(format!(
                 "{node:?} is not a launch of the graph"
             )));
         };
-        let Some((geometry, metadata)) = &launch.rebuild else {
+        let Some((geometry, metadata)) = &rebuild.with else {
             return Err(Error::InvalidArgument(format!(
                 "{node:?} ({}) has no metadata-checked arguments to replace",
-                launch.kernel
+                rebuild.kernel
             )));
         };
         if !Arc::ptr_eq(metadata, args.metadata_arc()) && **metadata != *args.metadata() {
             return Err(crate::kernel_args::KernelArgError::OtherKernel {
                 built_for: args.metadata().name.clone(),
-                kernel: launch.kernel.clone(),
+                kernel: rebuild.kernel.clone(),
             }
             .into());
         }
         let bytes = args.encode(geometry, &self.context)?;
+        let (start, end) = (launch.args.0 as usize, launch.args.1 as usize);
+        if bytes.len() == end - start {
+            self.args[start..end].copy_from_slice(&bytes);
+        } else {
+            // Not the same layout after all (metadata equal but encoded differently): put
+            // them at the end.
+            let start = self.args.len();
+            self.args.extend_from_slice(&bytes);
+            launch.args = (start as u32, self.args.len() as u32);
+        }
         let resources = Arc::make_mut(&mut self.resources);
         let Some(held) = resources.get_mut(node.0) else {
             return Err(Error::InvalidArgument(format!("{node:?} has no resources")));
         };
         // The old arguments' buffers go (a running replay keeps its own copy of the list).
         held.buffers = args.held().clone();
-        launch.args = bytes;
         Ok(())
     }
 }
