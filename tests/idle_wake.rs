@@ -174,9 +174,11 @@ fn a_busy_queue_does_not_keep_an_idle_one_awake() {
     }
     let slept = emu.deep_sleeps(gpu.id()) - before;
     assert!(round_trips > 100, "{round_trips} round trips");
-    // The idle processor sleeps on (its safety timeout is 1 s); the busy one never idles 10 ms.
+    // The idle processor sleeps on (its safety timeout is 1 s), and the busy one idles 10 ms
+    // only if this thread is kept off the CPU that long. Woken at every look of the watcher,
+    // the idle one began about 600 here.
     assert!(
-        slept <= 2,
+        slept <= 10,
         "{slept} deep sleeps begun in 300 ms beside a busy queue"
     );
 }
