@@ -472,3 +472,44 @@ fn a_buffer_argument_not_mapped_on_the_gpu_is_refused_unless_checks_are_off() {
             .unwrap();
     }
 }
+
+#[test]
+fn raw_arguments_shorter_than_the_kernarg_segment_are_refused() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let co = gpu
+        .load_code_object(&crate::co_util::fixture("kernels-gfx90a.elf"))
+        .unwrap();
+    let k = co.kernel("vector_add").unwrap();
+    assert_eq!(k.kernarg_size(), 28);
+    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let short = [0u8; 8];
+    // SAFETY: refused before anything is published.
+    let d = unsafe { Dispatch::linear(&k, 64, 64).with_raw_args(&short) };
+    let before = q.write_index();
+    for r in [
+        q.dispatch(&d).map(drop),
+        q.batch().unwrap().dispatch(&d).map(drop),
+    ] {
+        match r {
+            Err(Error::KernelArgs(KernelArgError::ShortArguments {
+                expected, given, ..
+            })) => assert_eq!((expected, given), (28, 8)),
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(q.write_index(), before, "nothing was published");
+    // The full segment, pointing at a real buffer, runs.
+    let buf = gpu.alloc(256, MemoryKind::GttCoherent).unwrap();
+    let mut bytes = Vec::new();
+    for _ in 0..3 {
+        bytes.extend_from_slice(&buf.gpu_address().to_le_bytes());
+    }
+    bytes.extend_from_slice(&16u32.to_le_bytes());
+    // SAFETY: the three pointers name `buf`, which outlives the wait.
+    let d = unsafe { Dispatch::linear(&k, 64, 64).with_raw_args(&bytes) };
+    q.dispatch(&d)
+        .unwrap()
+        .wait(Some(Duration::from_secs(20)))
+        .unwrap();
+}

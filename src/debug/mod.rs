@@ -50,8 +50,8 @@ pub const CAPTURE_ENV: &str = "KFDRT_CAPTURE";
 /// `KFDRT_SUBSTITUTE`: `kernel_name=path.co`, several separated by `;`.
 pub const SUBSTITUTE_ENV: &str = "KFDRT_SUBSTITUTE";
 /// Environment variable that turns off the cheap per-dispatch checks kfdrt makes by default
-/// (`1`): that the kernel is loaded on the GPU that runs it and that every buffer its
-/// [`crate::kernel_args::KernelArgs`] name is mapped there.
+/// (`1`): that every buffer a dispatch's [`crate::kernel_args::KernelArgs`] name is mapped on
+/// the GPU that runs it, and that raw argument bytes cover the kernel's kernarg segment.
 pub const UNCHECKED_ENV: &str = "KFDRT_UNCHECKED";
 
 /// The debugging switches of an open device. Start from [`DebugOptions::default`] (all off) or
@@ -82,8 +82,9 @@ pub struct DebugOptions {
     /// Kernels to dispatch from other code objects: `(kernel name, code object path)`.
     pub substitute: Vec<(String, PathBuf)>,
     /// Skip the cheap per-dispatch checks that are on by default (`KFDRT_UNCHECKED=1`): the
-    /// buffers a dispatch's arguments name are mapped on its GPU. (Whether the kernel is
-    /// loaded there is one comparison, always made.)
+    /// buffers a dispatch's arguments name are mapped on its GPU, and raw argument bytes cover
+    /// the kernel's kernarg segment (short ones are then zero-padded). Whether the kernel is
+    /// loaded there is one comparison, always made.
     pub unchecked: bool,
 }
 

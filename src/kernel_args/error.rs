@@ -88,6 +88,17 @@ pub enum KernelArgError {
         /// Bytes of kernel arguments it reads.
         bytes: u32,
     },
+    /// Raw argument bytes shorter than the kernarg segment the kernel reads: the rest would
+    /// be zeroes (or, on hardware, whatever follows in memory).
+    #[error("kernel {kernel:?} reads {expected} bytes of arguments; {given} were given")]
+    ShortArguments {
+        /// The kernel.
+        kernel: String,
+        /// Bytes it reads.
+        expected: u32,
+        /// Bytes given.
+        given: usize,
+    },
     /// An explicit argument was never set.
     #[error("argument {arg} of kernel {kernel:?} was not set")]
     Missing {

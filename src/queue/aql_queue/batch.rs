@@ -166,6 +166,8 @@ impl Batch<'_> {
         let group_segment = d.check()?;
         if self.validating {
             self.validate(d, bytes)?;
+        } else {
+            d.check_raw_len(bytes, &self.queue.0.gpu)?;
         }
         // Encoded in its staging slot, not copied there (see `Dispatch::encode_into`).
         self.packets.push([0; 16]);

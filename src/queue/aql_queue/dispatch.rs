@@ -312,6 +312,31 @@ impl<'a> Dispatch<'a> {
         })
     }
 
+    /// Refuses raw argument bytes shorter than the kernel's kernarg segment on `gpu`'s device
+    /// (a cheap check made by default; `KFDRT_UNCHECKED=1` lets them through, zero-padded;
+    /// `KFDRT_VALIDATE` makes it too, naming the packet field).
+    #[inline]
+    pub(crate) fn check_raw_len(&self, bytes: &[u8], gpu: &crate::Gpu) -> Result<()> {
+        if bytes.len() >= self.kernel.kernarg_size() as usize {
+            return Ok(());
+        }
+        self.short_arguments(bytes.len(), gpu)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn short_arguments(&self, given: usize, gpu: &crate::Gpu) -> Result<()> {
+        if gpu.kfd().shared.debug.unchecked {
+            return Ok(());
+        }
+        Err(crate::kernel_args::KernelArgError::ShortArguments {
+            kernel: self.kernel.name().to_owned(),
+            expected: self.kernel.kernarg_size(),
+            given,
+        }
+        .into())
+    }
+
     /// The empty argument segment of a dispatch given no arguments, refused when the kernel
     /// reads some (it would run on zeroes). A prepared dispatch takes its arguments later.
     #[inline]

@@ -38,6 +38,7 @@ impl AqlQueue {
         if !d.barrier || !self.plain_submission() {
             return self.dispatch_batched(d);
         }
+        d.check_raw_len(kernargs, &self.0.gpu)?;
         let p = d.encode()?;
         self.before_submission()?;
         self.check_group_segment(p.group_segment)?;
