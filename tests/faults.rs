@@ -391,3 +391,57 @@ fn an_instruction_the_gpu_cannot_run_stops_the_queue_with_an_illegal_instruction
         }
     }
 }
+
+#[test]
+fn a_fault_report_names_the_source_line_from_the_code_objects_line_tables() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let co = gpu
+        .load_code_object(&crate::co_util::fixture("lines-gfx90a.elf"))
+        .unwrap();
+    let k = co.kernel("poke_through").unwrap();
+    let mut args = kfdrt::KernelArgs::new(&k).unwrap();
+    // SAFETY: the address is chosen to fault; no memory is named that could be freed.
+    unsafe { args.set_address(0, BAD) }.unwrap();
+    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let e = q
+        .dispatch(&Dispatch::linear(&k, 64, 64).with_args(&args))
+        .unwrap()
+        .wait(T)
+        .unwrap_err();
+    let report = e.report().expect("a fault carries a report");
+    let fault = &report.faults[0];
+    // The store is line 7, in `poke`, inlined into the kernel at line 11 (lines.hip).
+    assert_eq!(
+        fault.source,
+        ["./lines.hip:7 in poke", "./lines.hip:11 in poke_through"],
+        "{fault}"
+    );
+    let text = e.to_string();
+    assert!(text.contains("at ./lines.hip:7 in poke"), "{text}");
+    assert!(
+        text.contains("inlined into ./lines.hip:11 in poke_through"),
+        "{text}"
+    );
+    // A code object without line tables gives none (on a fresh device: this GPU faulted).
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let (_co, plain) = compiled_vector_add(&gpu);
+    let out = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    let mut args = kfdrt::KernelArgs::new(&plain).unwrap();
+    // SAFETY: as above.
+    unsafe { args.set_address(0, BAD) }.unwrap();
+    args.set_buffer(1, &out)
+        .unwrap()
+        .set_buffer(2, &out)
+        .unwrap();
+    args.set_u32(3, 64).unwrap();
+    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let e = q
+        .dispatch(&Dispatch::linear(&plain, 64, 64).with_args(&args))
+        .unwrap()
+        .wait(T)
+        .unwrap_err();
+    let fault = &e.report().expect("a report").faults[0];
+    assert!(fault.pc.is_some() && fault.source.is_empty(), "{fault}");
+}

@@ -341,8 +341,14 @@ impl Gpu {
         if let Some(rec) = &self.kfd().shared.recorder {
             rec.code_object(memory.gpu_address(), memory.size(), bytes);
         }
+        let memory = Arc::new(memory);
+        self.kfd()
+            .shared
+            .reports
+            .sources
+            .register(aligned.as_slice(), elf.image_start, &memory);
         Ok(CodeObject {
-            memory: Arc::new(memory),
+            memory,
             version: elf.version,
             target: checked.target,
             metadata: checked.metadata,

@@ -299,7 +299,7 @@ pub fn inspect(elf: &[u8]) -> std::result::Result<CodeObjectInfo, CodeObjectErro
 }
 
 /// The C++ name of an Itanium-mangled symbol (`_Z...`), or `None`.
-fn demangle(symbol: &str) -> Option<String> {
+pub(crate) fn demangle(symbol: &str) -> Option<String> {
     if !symbol.starts_with("_Z") {
         return None;
     }

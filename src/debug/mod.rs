@@ -25,6 +25,7 @@ pub mod r_debug;
 pub(crate) mod recorder;
 pub mod replay;
 pub mod report;
+pub(crate) mod source_lines;
 pub(crate) mod substitute;
 mod trace;
 pub(crate) mod validate;

@@ -76,6 +76,10 @@ pub struct FaultReport {
     pub pc: Option<u64>,
     /// Instructions around `pc`, disassembled, with their addresses.
     pub around_pc: Vec<(u64, String)>,
+    /// Where `pc` is in the source, when its code object has line tables (`hipcc -g` or
+    /// `-gline-tables-only`): `file:line in function`, innermost first, then each place an
+    /// inlined function was inlined at.
+    pub source: Vec<String>,
 }
 
 /// Every queue of a device and the faults it reported.
@@ -137,6 +141,10 @@ impl fmt::Display for FaultReport {
         match self.pc {
             Some(pc) => {
                 write!(f, "\n    pc {pc:#x}:")?;
+                for (i, place) in self.source.iter().enumerate() {
+                    let how = if i == 0 { "at" } else { "inlined into" };
+                    write!(f, "\n      {how} {place}")?;
+                }
                 for (addr, text) in &self.around_pc {
                     let mark = if *addr == pc { "=>" } else { "  " };
                     write!(f, "\n    {mark} {addr:#x}: {text}")?;
@@ -209,6 +217,8 @@ impl Progress {
 pub(crate) struct Registry {
     probes: Mutex<Vec<Arc<dyn QueueProbe>>>,
     kernels: Mutex<Kernels>,
+    /// Line tables of the loaded code objects that have them.
+    pub(crate) sources: super::source_lines::SourceMap,
 }
 
 /// What is known of each kernel object kfdrt handed out.
@@ -336,6 +346,7 @@ fn fault_report(
         kernel: None,
         pc: None,
         around_pc: Vec::new(),
+        source: Vec::new(),
     };
     #[cfg(feature = "emu")]
     if let Some(emu) = &shared.dev.emulator {
@@ -353,6 +364,7 @@ fn fault_report(
             r.kernel = Some(kernel_label(names, m.kernel_object));
             r.pc = Some(m.pc);
             r.around_pc = m.around_pc.clone();
+            r.source = shared.reports.sources.locate(m.pc).unwrap_or_default();
         }
     }
     #[cfg(not(feature = "emu"))]
