@@ -20,6 +20,24 @@ use std::time::{Duration, Instant};
 
 const WAIT: Option<Duration> = Some(Duration::from_secs(30));
 
+/// Times `submit` alone over `iters` rounds, finishing each round (a wait, untimed) with
+/// `finish`; `state` is what both use.
+fn host_time<S, T>(
+    iters: u64,
+    state: &mut S,
+    mut submit: impl FnMut(&mut S) -> T,
+    mut finish: impl FnMut(&mut S, T),
+) -> Duration {
+    let mut spent = Duration::ZERO;
+    for _ in 0..iters {
+        let t = Instant::now();
+        let r = submit(state);
+        spent += t.elapsed();
+        finish(state, r);
+    }
+    spent
+}
+
 fn device() -> Kfd {
     Kfd::emulated(EmuConfig::new(Preset::Gfx90a, 1)).expect("emulated device")
 }
@@ -38,46 +56,46 @@ fn launches(c: &mut Criterion) {
     g.throughput(Throughput::Elements(1));
     g.bench_function("queue_dispatch_single", |b| {
         b.iter_custom(|iters| {
-            let mut spent = Duration::ZERO;
-            for _ in 0..iters {
-                let t = Instant::now();
-                let s = queue
-                    .dispatch(&Dispatch::linear(&kernel, black_box(1), black_box(1)))
-                    .expect("dispatch");
-                spent += t.elapsed();
-                s.wait(WAIT).expect("wait");
-            }
-            spent
+            host_time(
+                iters,
+                &mut (),
+                |_| {
+                    queue
+                        .dispatch(&Dispatch::linear(&kernel, black_box(1), black_box(1)))
+                        .expect("dispatch")
+                },
+                |_, s| s.wait(WAIT).expect("wait"),
+            )
         })
     });
-    // The stream's own (profiled) queue, directly: what the stream adds is the difference.
+    // The stream's own queue, directly: what the stream adds is the difference.
     g.bench_function("stream_queue_dispatch_single", |b| {
         b.iter_custom(|iters| {
-            let mut spent = Duration::ZERO;
-            for _ in 0..iters {
-                let t = Instant::now();
-                let s = stream
-                    .queue()
-                    .dispatch(&Dispatch::linear(&kernel, black_box(1), black_box(1)))
-                    .expect("dispatch");
-                spent += t.elapsed();
-                s.wait(WAIT).expect("wait");
-            }
-            spent
+            host_time(
+                iters,
+                &mut (),
+                |_| {
+                    stream
+                        .queue()
+                        .dispatch(&Dispatch::linear(&kernel, black_box(1), black_box(1)))
+                        .expect("dispatch")
+                },
+                |_, s| s.wait(WAIT).expect("wait"),
+            )
         })
     });
     g.bench_function("stream_launch", |b| {
         b.iter_custom(|iters| {
-            let mut spent = Duration::ZERO;
-            for _ in 0..iters {
-                let t = Instant::now();
-                stream
-                    .launch(&Dispatch::linear(&kernel, black_box(1), black_box(1)))
-                    .expect("launch");
-                spent += t.elapsed();
-                stream.synchronize().expect("sync");
-            }
-            spent
+            host_time(
+                iters,
+                &mut stream,
+                |stream| {
+                    stream
+                        .launch(&Dispatch::linear(&kernel, black_box(1), black_box(1)))
+                        .expect("launch")
+                },
+                |stream, ()| stream.synchronize().expect("sync"),
+            )
         })
     });
 
@@ -93,31 +111,29 @@ fn launches(c: &mut Criterion) {
     g.throughput(Throughput::Elements(64));
     g.bench_function("prepared_dispatch_batch_64", |b| {
         b.iter_custom(|iters| {
-            let mut spent = Duration::ZERO;
-            for _ in 0..iters {
-                let t = Instant::now();
-                let mut bt = queue.batch().expect("batch");
-                for _ in 0..64 {
-                    // SAFETY: no arguments, so no address the kernel could use.
-                    unsafe { bt.dispatch_prepared(&prepared, &[]) };
-                }
-                let s = bt.submit().expect("submit");
-                spent += t.elapsed();
-                s.wait(WAIT).expect("wait");
-            }
-            spent
+            host_time(
+                iters,
+                &mut (),
+                |_| {
+                    let mut bt = queue.batch().expect("batch");
+                    for _ in 0..64 {
+                        // SAFETY: no arguments, so no address the kernel could use.
+                        unsafe { bt.dispatch_prepared(&prepared, &[]) };
+                    }
+                    bt.submit().expect("submit")
+                },
+                |_, s| s.wait(WAIT).expect("wait"),
+            )
         })
     });
     g.bench_function("graph_replay_64", |b| {
         b.iter_custom(|iters| {
-            let mut spent = Duration::ZERO;
-            for _ in 0..iters {
-                let t = Instant::now();
-                stream.replay(&graph).expect("replay");
-                spent += t.elapsed();
-                stream.synchronize().expect("sync");
-            }
-            spent
+            host_time(
+                iters,
+                &mut stream,
+                |stream| stream.replay(&graph).expect("replay"),
+                |stream, ()| stream.synchronize().expect("sync"),
+            )
         })
     });
 
@@ -145,30 +161,28 @@ fn launches(c: &mut Criterion) {
     let graph = capture.finish();
     g.bench_function("args_dispatch_batch_64", |b| {
         b.iter_custom(|iters| {
-            let mut spent = Duration::ZERO;
-            for _ in 0..iters {
-                let t = Instant::now();
-                let mut bt = queue.batch().expect("batch");
-                for _ in 0..64 {
-                    bt.dispatch(&d).expect("dispatch");
-                }
-                let s = bt.submit().expect("submit");
-                spent += t.elapsed();
-                s.wait(WAIT).expect("wait");
-            }
-            spent
+            host_time(
+                iters,
+                &mut (),
+                |_| {
+                    let mut bt = queue.batch().expect("batch");
+                    for _ in 0..64 {
+                        bt.dispatch(&d).expect("dispatch");
+                    }
+                    bt.submit().expect("submit")
+                },
+                |_, s| s.wait(WAIT).expect("wait"),
+            )
         })
     });
     g.bench_function("args_graph_replay_64", |b| {
         b.iter_custom(|iters| {
-            let mut spent = Duration::ZERO;
-            for _ in 0..iters {
-                let t = Instant::now();
-                stream.replay(&graph).expect("replay");
-                spent += t.elapsed();
-                stream.synchronize().expect("sync");
-            }
-            spent
+            host_time(
+                iters,
+                &mut stream,
+                |stream| stream.replay(&graph).expect("replay"),
+                |stream, ()| stream.synchronize().expect("sync"),
+            )
         })
     });
     g.finish();
@@ -182,14 +196,12 @@ fn events(c: &mut Criterion) {
     let mut g = c.benchmark_group("stream_event");
     g.bench_function("record", |b| {
         b.iter_custom(|iters| {
-            let mut spent = Duration::ZERO;
-            for _ in 0..iters {
-                let t = Instant::now();
-                let e = stream.record().expect("record");
-                spent += t.elapsed();
-                e.wait(WAIT).expect("wait");
-            }
-            spent
+            host_time(
+                iters,
+                &mut stream,
+                |stream| stream.record().expect("record"),
+                |_, e| e.wait(WAIT).expect("wait"),
+            )
         })
     });
     g.bench_function("record_two_and_elapsed", |b| {

@@ -368,16 +368,7 @@ impl CopyEngine {
         src_off: u64,
         bytes: u64,
     ) -> Result<Vec<BlitLaunch<'_>>> {
-        if bytes == 0 {
-            return Err(Error::InvalidArgument("copy of 0 bytes".into()));
-        }
-        let d = check_range(&self.gpu, dst, dst_off, bytes, "destination")?;
-        let s = check_range(&self.gpu, src, src_off, bytes, "source")?;
-        let kind = if (d | s | bytes) % 4 == 0 {
-            Blit::CopyAligned
-        } else {
-            Blit::CopyUnaligned
-        };
+        let (kind, d, s) = self.plan_copy(dst, dst_off, src, src_off, bytes)?;
         Ok(self.shader()?.launches(kind, d, s, bytes).collect())
     }
 
@@ -446,6 +437,19 @@ impl CopyEngine {
                 }
             },
         };
+        let (kind, d, s) = self.plan_copy(dst, dst_off, src, src_off, bytes)?;
+        Self::blit(shader, kind, d, s, bytes, deps, &[dst, src])
+    }
+
+    /// Checks a blit copy's ranges: the kernel to use and the two addresses.
+    fn plan_copy(
+        &self,
+        dst: &Buffer,
+        dst_off: u64,
+        src: &Buffer,
+        src_off: u64,
+        bytes: u64,
+    ) -> Result<(Blit, u64, u64)> {
         if bytes == 0 {
             return Err(Error::InvalidArgument("copy of 0 bytes".into()));
         }
@@ -456,7 +460,7 @@ impl CopyEngine {
         } else {
             Blit::CopyUnaligned
         };
-        Self::blit(shader, kind, d, s, bytes, deps, &[dst, src])
+        Ok((kind, d, s))
     }
 
     /// Fills `bytes` (a multiple of 4) of `dst[dst_off..]` with `pattern`.

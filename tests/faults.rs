@@ -321,14 +321,12 @@ fn compiled_vector_add(gpu: &Gpu) -> (kfdrt::CodeObject, Kernel) {
     (co, k)
 }
 
-#[test]
-fn machine_code_touching_unmapped_memory_is_a_gpu_page_fault() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
-    let gpu = kfd.gpu(0).unwrap();
-    let (_co, k) = compiled_vector_add(&gpu);
+/// hipcc's `vector_add` run with its first input at [`BAD`], which nothing maps: the first
+/// wave's load of it faults. Returns the wait's result and the queue.
+fn wild_vector_add(gpu: &Gpu) -> (kfdrt::Result<()>, u32) {
+    let (_co, k) = compiled_vector_add(gpu);
     let out = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
     let mut args = kfdrt::KernelArgs::new(&k).unwrap();
-    // `a` is an address nothing maps: the first wave's load of it faults.
     // SAFETY: the address is chosen to fault; no memory is named that could be freed.
     unsafe { args.set_address(0, BAD) }.unwrap();
     args.set_buffer(1, &out)
@@ -341,7 +339,15 @@ fn machine_code_touching_unmapped_memory_is_a_gpu_page_fault() {
         .dispatch(&Dispatch::linear(&k, 64, 64).with_args(&args))
         .unwrap()
         .wait(T);
-    let f = expect_fault(r, &gpu, q.id(), "wild load");
+    (r, q.id())
+}
+
+#[test]
+fn machine_code_touching_unmapped_memory_is_a_gpu_page_fault() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let (r, queue) = wild_vector_add(&gpu);
+    let f = expect_fault(r, &gpu, queue, "wild load");
     assert_eq!(f.va & !0xFFF, BAD & !0xFFF, "{f}");
     assert!(f.not_present && !f.read_only, "{f}");
 }
@@ -425,23 +431,8 @@ fn a_fault_report_names_the_source_line_from_the_code_objects_line_tables() {
     );
     // A code object without line tables gives none (on a fresh device: this GPU faulted).
     let kfd = common::emulated(Preset::Gfx90a, 1);
-    let gpu = kfd.gpu(0).unwrap();
-    let (_co, plain) = compiled_vector_add(&gpu);
-    let out = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
-    let mut args = kfdrt::KernelArgs::new(&plain).unwrap();
-    // SAFETY: as above.
-    unsafe { args.set_address(0, BAD) }.unwrap();
-    args.set_buffer(1, &out)
-        .unwrap()
-        .set_buffer(2, &out)
-        .unwrap();
-    args.set_u32(3, 64).unwrap();
-    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
-    let e = q
-        .dispatch(&Dispatch::linear(&plain, 64, 64).with_args(&args))
-        .unwrap()
-        .wait(T)
-        .unwrap_err();
+    let (r, _) = wild_vector_add(&kfd.gpu(0).unwrap());
+    let e = r.unwrap_err();
     let fault = &e.report().expect("a report").faults[0];
     assert!(fault.pc.is_some() && fault.source.is_empty(), "{fault}");
 }

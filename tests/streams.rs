@@ -27,6 +27,21 @@ fn from_bytes(b: &[u8]) -> Vec<f32> {
         .collect()
 }
 
+/// `saxpy(alpha, x, y, n)`'s arguments: y = alpha * x + y over `n` floats.
+fn saxpy_args(
+    saxpy: &kfdrt::Kernel,
+    alpha: f32,
+    x: &kfdrt::Buffer,
+    y: &kfdrt::Buffer,
+    n: usize,
+) -> KernelArgs {
+    let mut args = KernelArgs::new(saxpy).unwrap();
+    args.set_f32(0, alpha).unwrap();
+    args.set_buffer(1, x).unwrap().set_buffer(2, y).unwrap();
+    args.set_u32(3, n as u32).unwrap();
+    args
+}
+
 fn stream(gpu: &Gpu, path: CopyPath) -> kfdrt::Stream {
     gpu.create_stream_with(StreamOptions {
         copy_path: path,
@@ -56,11 +71,7 @@ fn upload_compute_download_on_one_stream_needs_no_signals() {
         s.fill(&dy, 0, 0xdead_beef, 4 * n as u64).unwrap();
         s.copy_from_host(&dx, 0, &floats(&x)).unwrap();
         s.copy_from_host(&dy, 0, &floats(&y)).unwrap();
-        let mut args = KernelArgs::new(&saxpy).unwrap();
-        args.set_f32(0, 2.0).unwrap();
-        args.set_buffer(1, &dx).unwrap();
-        args.set_buffer(2, &dy).unwrap();
-        args.set_u32(3, n as u32).unwrap();
+        let args = saxpy_args(&saxpy, 2.0, &dx, &dy, n);
         s.launch(&Dispatch::linear(&saxpy, n as u32, 256).with_args(&args))
             .unwrap();
         let mut out = vec![0u8; 4 * n];
@@ -213,11 +224,7 @@ fn a_graph_replays_with_new_arguments_and_keeps_what_it_uses() {
         let out = gpu.alloc(4 * n as u64, MemoryKind::DeviceLocal).unwrap();
         s.copy_from_host(&x, 0, &floats(&vec![1.0; n])).unwrap();
         // The graph: y = 0; y = alpha * x + y; out = y.
-        let mut args = KernelArgs::new(&saxpy).unwrap();
-        args.set_f32(0, 1.0).unwrap();
-        args.set_buffer(1, &x).unwrap();
-        args.set_buffer(2, &y).unwrap();
-        args.set_u32(3, n as u32).unwrap();
+        let args = saxpy_args(&saxpy, 1.0, &x, &y, n);
         let mut c = s.capture();
         c.fill(&y, 0, 0, 4 * n as u64).unwrap();
         let node = c
