@@ -425,6 +425,19 @@ fn a_fault_report_names_the_source_line_from_the_code_objects_line_tables() {
     );
     let text = e.to_string();
     assert!(text.contains("at ./lines.hip:7 in poke"), "{text}");
+    // The wave's registers: the pointer in s[0:1] from the kernel arguments, threadIdx.x in v0
+    // and the store's offset (threadIdx.x * 4096) in v1, for all 64 lanes.
+    let wave = fault.wave.as_deref().expect("the failed wave's state");
+    assert!(
+        wave.starts_with("wave 0 of work-group [0, 0, 0]: pc ")
+            && wave.contains("exec 0xffffffffffffffff"),
+        "{wave}"
+    );
+    assert!(wave.contains("\n  s0   00001000 00007e57 "), "{wave}");
+    assert!(wave.contains("(and 60 more active lanes)"), "{wave}");
+    assert!(wave.contains("\n  v0    00000000 00000001 00000002 00000003"), "{wave}");
+    assert!(wave.contains("\n  v1    00000000 00001000 00002000 00003000"), "{wave}");
+    assert!(text.contains(wave.lines().next().unwrap_or("-")), "{text}");
     assert!(
         text.contains("inlined into ./lines.hip:11 in poke_through"),
         "{text}"

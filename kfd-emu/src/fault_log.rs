@@ -25,6 +25,8 @@ pub struct MachineFault {
     /// Instructions around `pc` (a few before, the one at `pc`, a few after), disassembled as
     /// `llvm-objdump` prints them, with their addresses.
     pub around_pc: Vec<(u64, String)>,
+    /// The failed wave's state (its registers), when the failure was one wave's.
+    pub wave: Option<kfd_emu_isa::WaveSnapshot>,
 }
 
 /// The recent machine faults of one GPU.

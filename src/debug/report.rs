@@ -80,6 +80,10 @@ pub struct FaultReport {
     /// `-gline-tables-only`): `file:line in function`, innermost first, then each place an
     /// inlined function was inlined at.
     pub source: Vec<String>,
+    /// The failed wave's registers, on kfd-emu: its work-group and index, PC, EXEC, VCC, SCC,
+    /// M0, the SGPRs its kernel allocates and its VGPRs in the first active lanes (one text
+    /// block; hardware reports none of it through KFD).
+    pub wave: Option<String>,
 }
 
 /// Every queue of a device and the faults it reported.
@@ -151,6 +155,11 @@ impl fmt::Display for FaultReport {
                 }
             }
             None => write!(f, "\n    (the PC is not known on this device)")?,
+        }
+        if let Some(w) = &self.wave {
+            for line in w.lines() {
+                write!(f, "\n    {line}")?;
+            }
         }
         Ok(())
     }
@@ -347,6 +356,7 @@ fn fault_report(
         pc: None,
         around_pc: Vec::new(),
         source: Vec::new(),
+        wave: None,
     };
     #[cfg(feature = "emu")]
     if let Some(emu) = &shared.dev.emulator {
@@ -365,6 +375,7 @@ fn fault_report(
             r.pc = Some(m.pc);
             r.around_pc = m.around_pc.clone();
             r.source = shared.reports.sources.locate(m.pc).unwrap_or_default();
+            r.wave = m.wave.as_ref().map(|w| w.to_string());
         }
     }
     #[cfg(not(feature = "emu"))]

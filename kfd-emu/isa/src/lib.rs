@@ -143,7 +143,7 @@ pub use dispatch::{
     TrapRouting,
 };
 pub use error::WaveError;
-pub use exec::{run_workgroup, run_workgroups, Stats};
+pub use exec::{run_workgroup, run_workgroups, run_workgroups_noting, Stats, WaveSnapshot};
 pub use memory::{AccessKind, AtomicOp, MemFault, Memory};
 pub use paged::PagedMemory;
 pub use program::CodeCache;

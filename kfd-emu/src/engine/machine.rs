@@ -6,7 +6,9 @@
 use super::error::QueueErrorCode;
 use crate::isa_memory::gpu_fault;
 use crate::vm::{GpuFault, GpuVm};
-use kfd_emu_isa::{run_workgroups, DispatchSetup, MemFault, RunControl, WaveError};
+use kfd_emu_isa::{
+    run_workgroups_noting, DispatchSetup, MemFault, RunControl, WaveError, WaveSnapshot,
+};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -95,7 +97,7 @@ impl MachineLaunch<'_> {
         let failed = AtomicBool::new(false);
         // The error of the earliest work-groups that failed (by the index of their batch's first
         // work-group), so a fault every work-group hits is reported where the first one hits it.
-        let first_error: Mutex<Option<(u64, WaveError)>> = Mutex::new(None);
+        let first_error: Mutex<Option<(u64, WaveError, Option<WaveSnapshot>)>> = Mutex::new(None);
         let instructions = AtomicU64::new(0);
         let worker = |thread: u32| {
             let control = RunControl {
@@ -122,14 +124,15 @@ impl MachineLaunch<'_> {
                         .map(|i| [(i % gx) as u32, ((i % gxy) / gx) as u32, (i / gxy) as u32]),
                 );
                 // With scratch a batch is one work-group, on its XCC.
-                match run_workgroups(setup_of(first), &ids, self.vm, &control) {
+                let mut wave = None;
+                match run_workgroups_noting(setup_of(first), &ids, self.vm, &control, &mut wave) {
                     Ok(stats) => {
                         instructions.fetch_add(stats.wave_instructions, Ordering::Relaxed);
                     }
                     Err(e) => {
                         let mut earliest = first_error.lock().unwrap_or_else(|p| p.into_inner());
-                        if earliest.as_ref().is_none_or(|(at, _)| first < *at) {
-                            *earliest = Some((first, e));
+                        if earliest.as_ref().is_none_or(|(at, _, _)| first < *at) {
+                            *earliest = Some((first, e, wave));
                         }
                         failed.store(true, Ordering::Release);
                         return;
@@ -149,7 +152,7 @@ impl MachineLaunch<'_> {
             });
         }
         match first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
-            Some((_, e)) => Err(self.stop(e)),
+            Some((_, e, wave)) => Err(self.stop_wave(e, wave)),
             None => Ok(instructions.into_inner()),
         }
     }
@@ -223,8 +226,9 @@ impl MachineLaunch<'_> {
         out
     }
 
-    /// Records a wave's error with the code around it (see [`crate::fault_log`]).
-    fn record(&self, pc: u64, address: Option<u64>, what: String) {
+    /// Records a wave's error with the code around it and the wave's state (see
+    /// [`crate::fault_log`]).
+    fn record(&self, pc: u64, address: Option<u64>, what: String, wave: Option<WaveSnapshot>) {
         self.fault_log.record(crate::fault_log::MachineFault {
             queue_id: self.queue_id,
             kernel_object: self.setup.kernel_object,
@@ -232,11 +236,17 @@ impl MachineLaunch<'_> {
             address,
             what,
             around_pc: self.disassemble_around(pc),
+            wave,
         });
     }
 
     /// The GPU's answer to a wave's error, logged with what a person debugging it needs.
     fn stop(&self, e: WaveError) -> MachineStop {
+        self.stop_wave(e, None)
+    }
+
+    /// [`MachineLaunch::stop`] with the failed wave's state, when known.
+    fn stop_wave(&self, e: WaveError, wave: Option<WaveSnapshot>) -> MachineStop {
         let q = self.queue_id;
         let kernel = self.setup.kernel_object;
         if let Some(pc) = e.pc() {
@@ -244,7 +254,7 @@ impl MachineLaunch<'_> {
                 WaveError::MemoryFault { va, .. } => Some(*va),
                 _ => None,
             };
-            self.record(pc, address, e.to_string());
+            self.record(pc, address, e.to_string(), wave);
         }
         match e {
             WaveError::Cancelled { .. } => MachineStop::Stopped,

@@ -18,6 +18,7 @@ mod lds;
 pub(crate) mod mfma;
 mod salu;
 mod smem;
+mod snapshot;
 mod trap;
 mod valu;
 mod valu_misc;
@@ -35,6 +36,8 @@ use init::{start_wave, GroupStart};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use wave::{Wave, WaveState};
+
+pub use snapshot::WaveSnapshot;
 
 /// Instructions a wave runs before the next wave of its work-group gets a turn.
 const TIME_SLICE: u32 = 2048;
@@ -101,7 +104,7 @@ pub fn run_workgroup<M: Memory + ?Sized>(
     setup.validate()?;
     let entry = entry_region(setup, mem);
     let mut group = Group::new(setup, group_id, control.scratch_slot, mem, entry.as_ref())?;
-    while !group.round(TIME_SLICE, control)? {}
+    while !group.round(TIME_SLICE, control, None)? {}
     Ok(group.stats)
 }
 
@@ -121,6 +124,18 @@ pub fn run_workgroups<M: Memory + ?Sized>(
     mem: &M,
     control: &RunControl<'_>,
 ) -> Result<Stats, WaveError> {
+    run_workgroups_noting(setup, group_ids, mem, control, &mut None)
+}
+
+/// [`run_workgroups`], noting in `failed` the state of the wave whose error ends the run (its
+/// registers as they were when the failing instruction started, or after a partial update).
+pub fn run_workgroups_noting<M: Memory + ?Sized>(
+    setup: &DispatchSetup,
+    group_ids: &[[u32; 3]],
+    mem: &M,
+    control: &RunControl<'_>,
+    failed: &mut Option<WaveSnapshot>,
+) -> Result<Stats, WaveError> {
     setup.validate()?;
     let entry = entry_region(setup, mem);
     let mut groups = Vec::with_capacity(group_ids.len());
@@ -137,7 +152,7 @@ pub fn run_workgroups<M: Memory + ?Sized>(
     while !groups.is_empty() {
         let mut k = 0;
         while k < groups.len() {
-            if groups[k].round(slice, control)? {
+            if groups[k].round(slice, control, Some(&mut *failed))? {
                 let g = groups.swap_remove(k);
                 total.wave_instructions += g.stats.wave_instructions;
                 total.waves += g.stats.waves;
@@ -148,6 +163,14 @@ pub fn run_workgroups<M: Memory + ?Sized>(
         }
     }
     Ok(total)
+}
+
+/// The registers a report shows of `w`: the SGPRs and VGPRs its kernel's descriptor allocates
+/// (at most 64 VGPRs).
+fn snapshot_of(w: &Wave, group: [u32; 3], setup: &DispatchSetup) -> WaveSnapshot {
+    let d = &setup.descriptor;
+    let sgprs = (((d.compute_pgm_rsrc1 >> 6) & 0xF) as usize + 1) * 16;
+    WaveSnapshot::of(w, group, sgprs, d.vgpr_count().min(64))
 }
 
 /// The decoded code at the kernel's entry, looked up once for all the waves about to start
@@ -169,6 +192,7 @@ struct Group<'a, M: Memory + ?Sized> {
     ctx: Ctx<'a, M>,
     waves: Vec<Wave>,
     stats: Stats,
+    id: [u32; 3],
 }
 
 impl<'a, M: Memory + ?Sized> Group<'a, M> {
@@ -221,13 +245,23 @@ impl<'a, M: Memory + ?Sized> Group<'a, M> {
             waves: waves.len() as u32,
             ..Stats::default()
         };
-        Ok(Group { ctx, waves, stats })
+        Ok(Group {
+            ctx,
+            waves,
+            stats,
+            id: group_id,
+        })
     }
 
     /// One round: every running wave runs up to `slice` instructions (until it ends or waits
     /// at the barrier); when none can run, the barrier they all wait at is released. Returns
     /// whether the work-group has finished.
-    fn round(&mut self, slice: u32, control: &RunControl<'_>) -> Result<bool, WaveError> {
+    fn round(
+        &mut self,
+        slice: u32,
+        control: &RunControl<'_>,
+        mut failed: Option<&mut Option<WaveSnapshot>>,
+    ) -> Result<bool, WaveError> {
         let stats = &mut self.stats;
         let mut any_running = false;
         for w in self.waves.iter_mut() {
@@ -238,6 +272,11 @@ impl<'a, M: Memory + ?Sized> Group<'a, M> {
             let before = w.executed;
             let r = run_slice(w, &mut self.ctx, slice);
             stats.wave_instructions += w.executed - before;
+            if let (Err(_), Some(failed)) = (&r, failed.as_deref_mut()) {
+                if failed.is_none() {
+                    *failed = Some(snapshot_of(w, self.id, self.ctx.setup));
+                }
+            }
             r?;
             if stats.wave_instructions >= control.max_wave_instructions {
                 return Err(WaveError::BudgetExhausted {
