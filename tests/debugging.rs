@@ -220,3 +220,67 @@ fn substitution_dispatches_the_other_code_objects_kernel() {
     // Other kernels are not affected.
     co.kernel("saxpy").unwrap();
 }
+
+/// kfd-emu's address watch (issue 31 item 4): every lane's store into a watched range is
+/// reported with the instruction, the wave, the lane and (through kfdrt) the source line;
+/// loads only when asked; nothing outside the range.
+#[test]
+fn a_watch_reports_each_access_to_its_range_with_the_source_line() {
+    let kfd = device(1, DebugOptions::default());
+    let emu = kfd.emulator().unwrap().clone();
+    let gpu = kfd.gpu(0).unwrap();
+    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    // poke_through writes p[lane * 1024] (lines.hip:7), one 4 KiB page apart per lane.
+    let co = gpu
+        .load_code_object(&crate::co_util::fixture("lines-gfx90a.elf"))
+        .unwrap();
+    let poke = co.kernel("poke_through").unwrap();
+    let p = gpu.alloc(64 << 12, MemoryKind::GttCoherent).unwrap();
+    let planted = p.gpu_address() + (3 << 12);
+    emu.watch(&[(planted, planted + 4)], false);
+    let mut args = KernelArgs::new(&poke).unwrap();
+    args.set_buffer(0, &p).unwrap();
+    q.dispatch(&Dispatch::linear(&poke, 64, 64).with_args(&args))
+        .unwrap()
+        .wait(T)
+        .unwrap();
+    let hits = emu.watch_hits();
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    let h = &hits[0];
+    assert_eq!(
+        (h.address, h.bytes, h.write, h.lane, h.wave, h.work_group),
+        (planted, 4, true, 3, 0, [0, 0, 0])
+    );
+    assert_eq!(h.instruction, "global_store_dword v1, v0, s[0:1]");
+    assert_eq!(
+        kfd.source_location(h.pc),
+        ["./lines.hip:7 in poke", "./lines.hip:11 in poke_through"]
+    );
+    // Loads are reported when asked: vector_add reads a[i] and b[i], writes c[i].
+    let co = gpu.load_code_object(VECTOR_ADD).unwrap();
+    let vadd = co.kernel("vector_add").unwrap();
+    let (a, c) = (
+        gpu.alloc(4096, MemoryKind::GttCoherent).unwrap(),
+        gpu.alloc(4096, MemoryKind::GttCoherent).unwrap(),
+    );
+    let watched = a.gpu_address() + 4 * 10;
+    emu.watch(&[(watched, watched + 8)], true);
+    let mut args = KernelArgs::new(&vadd).unwrap();
+    args.set_buffer(0, &a).unwrap().set_buffer(1, &a).unwrap();
+    args.set_buffer(2, &c).unwrap().set_u32(3, 64).unwrap();
+    q.dispatch(&Dispatch::linear(&vadd, 64, 64).with_args(&args))
+        .unwrap()
+        .wait(T)
+        .unwrap();
+    let mut lanes: Vec<(u32, bool)> = emu.watch_hits().iter().map(|h| (h.lane, h.write)).collect();
+    lanes.sort_unstable();
+    // a is both inputs: lanes 10 and 11 read it twice; nothing writes it.
+    assert_eq!(lanes, [(10, false), (10, false), (11, false), (11, false)]);
+    // Off: nothing more.
+    emu.watch(&[], false);
+    q.dispatch(&Dispatch::linear(&vadd, 64, 64).with_args(&args))
+        .unwrap()
+        .wait(T)
+        .unwrap();
+    assert!(emu.watch_hits().is_empty());
+}

@@ -435,8 +435,14 @@ fn a_fault_report_names_the_source_line_from_the_code_objects_line_tables() {
     );
     assert!(wave.contains("\n  s0   00001000 00007e57 "), "{wave}");
     assert!(wave.contains("(and 60 more active lanes)"), "{wave}");
-    assert!(wave.contains("\n  v0    00000000 00000001 00000002 00000003"), "{wave}");
-    assert!(wave.contains("\n  v1    00000000 00001000 00002000 00003000"), "{wave}");
+    assert!(
+        wave.contains("\n  v0    00000000 00000001 00000002 00000003"),
+        "{wave}"
+    );
+    assert!(
+        wave.contains("\n  v1    00000000 00001000 00002000 00003000"),
+        "{wave}"
+    );
     assert!(text.contains(wave.lines().next().unwrap_or("-")), "{text}");
     assert!(
         text.contains("inlined into ./lines.hip:11 in poke_through"),

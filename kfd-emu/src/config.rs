@@ -362,12 +362,50 @@ pub struct EmuConfig {
     pub cgroup_hidden_gpus: Vec<usize>,
     /// The host around the GPUs (PCIe atomics, virtual functions).
     pub platform: Platform,
+    /// Address ranges `[start, end)` whose accesses by machine code are reported from the
+    /// start (see [`crate::Emulator::watch`]; `KFDRT_EMU_WATCH=addr[:len][,...]`).
+    pub watch: Vec<(u64, u64)>,
+    /// Loads of watched ranges are reported too, not only stores and atomics
+    /// (`KFDRT_EMU_WATCH_READS=1`).
+    pub watch_reads: bool,
 }
 
 /// Environment variable naming the preset for [`EmuConfig::from_env`].
 pub const PRESET_ENV: &str = "KFDRT_EMU_PRESET";
 /// Environment variable giving the GPU count for [`EmuConfig::from_env`].
 pub const GPUS_ENV: &str = "KFDRT_EMU_GPUS";
+/// Environment variable naming address ranges to watch: `addr[:len][,...]`, hexadecimal
+/// (`0x...`) or decimal, `len` 4 bytes when left out (see [`EmuConfig::watch`]).
+pub const WATCH_ENV: &str = "KFDRT_EMU_WATCH";
+/// Environment variable that, set to `1`, reports loads of watched ranges too.
+pub const WATCH_READS_ENV: &str = "KFDRT_EMU_WATCH_READS";
+
+/// Parses `addr[:len][,...]` into `[start, end)` ranges.
+pub(crate) fn parse_watch(v: &str) -> Result<Vec<(u64, u64)>, String> {
+    let number = |s: &str| -> Result<u64, String> {
+        let s = s.trim();
+        match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+            Some(hex) => u64::from_str_radix(hex, 16),
+            None => s.parse::<u64>(),
+        }
+        .map_err(|_| format!("{s:?} is not a number"))
+    };
+    v.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|item| {
+            let (addr, len) = match item.split_once(':') {
+                Some((a, l)) => (number(a)?, number(l)?),
+                None => (number(item)?, 4),
+            };
+            match (len, addr.checked_add(len)) {
+                (1.., Some(end)) => Ok((addr, end)),
+                _ => Err(format!("{item:?} is not a range")),
+            }
+        })
+        .collect()
+}
+
 /// Environment variable that, set to `1`, makes [`EmuConfig::from_env`] spin-poll (see
 /// [`EmuConfig::spin_poll`]).
 pub const SPIN_ENV: &str = "KFDRT_EMU_SPIN";
@@ -466,6 +504,8 @@ impl EmuConfig {
             trap_doorbell_writes: false,
             cgroup_hidden_gpus: Vec::new(),
             platform: Platform::default(),
+            watch: Vec::new(),
+            watch_reads: false,
         }
     }
 
@@ -520,6 +560,28 @@ impl EmuConfig {
         if let Ok(v) = std::env::var(PLATFORM_ENV) {
             config.platform = v.parse()?;
         }
+        if let Ok(v) = std::env::var(WATCH_ENV) {
+            config.watch = parse_watch(&v)
+                .map_err(|why| EmuError::Config(format!("{WATCH_ENV}={v:?}: {why}")))?;
+        }
+        config.watch_reads = env_flag(WATCH_READS_ENV, false)?;
         Ok(config)
+    }
+}
+
+#[cfg(test)]
+mod watch_tests {
+    use super::parse_watch;
+
+    #[test]
+    fn watch_ranges_parse_from_addresses_and_lengths() {
+        assert_eq!(
+            parse_watch("0x1000:16, 8192,0X20"),
+            Ok(vec![(0x1000, 0x1010), (8192, 8196), (0x20, 0x24)])
+        );
+        assert_eq!(parse_watch(""), Ok(vec![]));
+        for bad in ["0x1000:0", "zz", "0x10:", "18446744073709551615:2"] {
+            assert!(parse_watch(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -67,6 +67,8 @@ pub(crate) struct GpuState {
     hints: AtomicU64,
     /// Deep sleeps its processors began.
     pub(crate) deep_sleeps: AtomicU64,
+    /// The address watch its dispatches check.
+    pub(crate) watch: crate::watch::WatchState,
     /// Recent wave errors of machine-code dispatches, with their code.
     pub(crate) fault_log: crate::fault_log::FaultLog,
     /// The GPU's global wave sync resources, which waves of the queue holding them reach.
@@ -160,6 +162,7 @@ impl GpuState {
             rung_generation: AtomicU64::new(0),
             hints: AtomicU64::new(0),
             deep_sleeps: AtomicU64::new(0),
+            watch: Default::default(),
             deep: crate::wake::DeepSleepers::default(),
             fault_log: Default::default(),
             gws: Default::default(),

@@ -279,12 +279,13 @@ mod topology;
 mod user_access;
 mod vm;
 mod wake;
+mod watch;
 mod wave_state;
 
 pub use config::{
     host_memory_bytes, EmuConfig, EmuError, GpuParams, Platform, Preset, GPUS_ENV, HIDDEN_GPUS_ENV,
-    KFD_VERSION_ENV, PLATFORM_ENV, PRESET_ENV, SPIN_ENV, STRICT_ENV, TRAP_DOORBELLS_ENV,
-    WAVE_THREADS_ENV,
+    KFD_VERSION_ENV, PLATFORM_ENV, PRESET_ENV, SPIN_ENV, STRICT_ENV, TRAP_DOORBELLS_ENV, WATCH_ENV,
+    WATCH_READS_ENV, WAVE_THREADS_ENV,
 };
 pub use device::FIRST_RENDER_MINOR;
 pub use engine::QueueErrorCode;
@@ -367,10 +368,10 @@ impl Emulator {
         let id = hdp::next_emulator_id();
         let mut gpus = Vec::new();
         for (i, p) in config.gpus.iter().enumerate() {
-            gpus.push(Arc::new(
-                GpuState::new(i, p.clone(), config.platform, config.strict, id)
-                    .map_err(EmuError::Host)?,
-            ));
+            let g = GpuState::new(i, p.clone(), config.platform, config.strict, id)
+                .map_err(EmuError::Host)?;
+            g.watch.set(&config.watch, config.watch_reads);
+            gpus.push(Arc::new(g));
         }
         let topology = topology::TopologyTree::build(&config, &gpus);
         let faults = Arc::new(FaultInjector::default());
@@ -525,6 +526,22 @@ impl Emulator {
     /// how many.
     pub fn doorbell_hints(&self, gpu_id: u32) -> u64 {
         self.gpu(gpu_id).map_or(0, |g| g.hints())
+    }
+
+    /// Reports every access of machine code on any GPU to the `[start, end)` `ranges` from
+    /// now on (stores and atomics; loads too with `reads`), as a debugger's address watch:
+    /// logged at `warn` and kept for [`Emulator::watch_hits`]. No ranges: watch nothing.
+    /// Dispatches already running keep what they started with.
+    pub fn watch(&self, ranges: &[(u64, u64)], reads: bool) {
+        for g in &self.gpus {
+            g.watch.set(ranges, reads);
+        }
+    }
+
+    /// The watched accesses reported since the last call, oldest first (at most 4096 per GPU
+    /// are kept).
+    pub fn watch_hits(&self) -> Vec<kfd_emu_isa::WatchHit> {
+        self.gpus.iter().flat_map(|g| g.watch.take_hits()).collect()
     }
 
     /// Deep sleeps `gpu_id`'s packet processors have begun (each after about 10 ms without

@@ -2,6 +2,7 @@
 //! `-gline-tables-only`) maps a PC to `file:line`, with the chain of functions inlined there,
 //! through its DWARF (`addr2line`). Fault reports use it for the faulting PC.
 
+use crate::device::Kfd;
 use crate::memory::Buffer;
 use addr2line::gimli;
 use object::{Object, ObjectSection};
@@ -98,4 +99,14 @@ fn frames(elf: &[u8], vaddr: u64) -> Result<Vec<String>, gimli::Error> {
         });
     }
     Ok(found)
+}
+
+impl Kfd {
+    /// Where GPU address `pc` is in the source, when it lies in a loaded code object built with
+    /// line tables: `file:line in function`, innermost first, then each place an inlined
+    /// function was inlined at (empty otherwise). Fault reports use it; so can a debugger's
+    /// address-watch hits (kfd-emu's `Emulator::watch_hits`).
+    pub fn source_location(&self, pc: u64) -> Vec<String> {
+        self.shared.reports.sources.locate(pc).unwrap_or_default()
+    }
 }

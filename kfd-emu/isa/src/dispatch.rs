@@ -97,6 +97,57 @@ pub struct DispatchSetup {
     pub xccs: u32,
     /// Where the waves' `s_sendmsg` interrupt messages go (none: they are dropped).
     pub messages: Option<MessageSink>,
+    /// Address ranges whose accesses are reported, as a debugger's address watch (none: no
+    /// check at all).
+    pub watch: Option<Arc<WatchSet>>,
+}
+
+/// Address ranges whose vector-memory accesses (global, flat, buffer) a dispatch reports.
+pub struct WatchSet {
+    /// `[start, end)` ranges of GPU virtual addresses.
+    pub ranges: Vec<(u64, u64)>,
+    /// Report loads too, not only stores and atomics.
+    pub reads: bool,
+    /// Gets each access that touches a range, once per lane.
+    pub sink: Arc<dyn Fn(&WatchHit) + Send + Sync>,
+}
+
+impl std::fmt::Debug for WatchSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WatchSet")
+            .field("ranges", &self.ranges)
+            .field("reads", &self.reads)
+            .finish()
+    }
+}
+
+impl WatchSet {
+    /// Whether `[address, address + bytes)` touches a watched range.
+    pub fn touches(&self, address: u64, bytes: u64) -> bool {
+        let end = address.saturating_add(bytes);
+        self.ranges.iter().any(|&(s, e)| address < e && s < end)
+    }
+}
+
+/// One lane's access to a watched range.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WatchHit {
+    /// The address accessed.
+    pub address: u64,
+    /// Bytes accessed.
+    pub bytes: u32,
+    /// A store or an atomic (`false`: a load).
+    pub write: bool,
+    /// The instruction's PC.
+    pub pc: u64,
+    /// The instruction, disassembled.
+    pub instruction: String,
+    /// The work-group, the wave's index in it, and the lane.
+    pub work_group: [u32; 3],
+    /// The wave's index in its work-group.
+    pub wave: u32,
+    /// The lane.
+    pub lane: u32,
 }
 
 /// What a wave does at an `s_trap` or an exception (an illegal instruction).
@@ -197,6 +248,7 @@ impl DispatchSetup {
             group_segment_size: u32_at(packet, 28),
             private_segment_size: u32_at(packet, 24),
             scratch: None,
+            watch: None,
             apertures: Apertures::default(),
             code,
             entry_override: None,

@@ -140,7 +140,7 @@ pub mod target;
 pub use descriptor::KernelDescriptor;
 pub use dispatch::{
     Apertures, DispatchSetup, MessageSink, RunControl, ScratchBacking, SqMessage, TrapHandler,
-    TrapRouting,
+    TrapRouting, WatchHit, WatchSet,
 };
 pub use error::WaveError;
 pub use exec::{run_workgroup, run_workgroups, run_workgroups_noting, Stats, WaveSnapshot};

@@ -453,6 +453,7 @@ impl<'a> Interpreter<'a> {
             trap: self.ctl.trap_routing(),
             xccs: self.ctl.gpu.params.num_xcc.max(1),
             messages: Some(self.ctl.message_sink()),
+            watch: self.ctl.gpu.watch.current(),
             code,
             entry_override: Some(entry),
             user_sgprs_override: Some(user),

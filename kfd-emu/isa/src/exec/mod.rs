@@ -77,6 +77,8 @@ pub(crate) struct Ctx<'a, M: Memory + ?Sized> {
     pub apertures: (u64, u64),
     /// The XCC the work-group runs on.
     pub xcc: u32,
+    /// The work-group's id.
+    pub group_id: [u32; 3],
 }
 
 impl<M: Memory + ?Sized> Ctx<'_, M> {
@@ -233,6 +235,7 @@ impl<'a, M: Memory + ?Sized> Group<'a, M> {
                         * (u64::from(group_id[1]) + u64::from(groups[1]) * u64::from(group_id[2]));
                 (linear % u64::from(setup.xccs.max(1))) as u32
             },
+            group_id,
         };
         let waves = (0..group.waves())
             .map(|i| {

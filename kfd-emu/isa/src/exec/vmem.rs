@@ -257,6 +257,9 @@ pub(super) fn exec<M: Memory + ?Sized>(
     if matches!(inst.format, Format::Global | Format::Flat) {
         let mut va = [0u64; LANES];
         if global_addrs(w, inst, ctx, exec, &mut va)? {
+            if let Some(watch) = &ctx.setup.watch {
+                report_watched(w, inst, ctx, watch, class, exec, size, |l| Some(va[l]));
+            }
             let run = single_run(&va, exec, size as u64);
             match class {
                 MemClass::Load => {
@@ -286,10 +289,57 @@ pub(super) fn exec<M: Memory + ?Sized>(
         flat_addrs(w, inst, ctx, &mut addrs)?;
     }
     let addrs = &addrs;
+    if let Some(watch) = &ctx.setup.watch {
+        report_watched(w, inst, ctx, watch, class, exec, size, |l| match addrs[l] {
+            Addr::Linear(va) => Some(va),
+            _ => None,
+        });
+    }
     match class {
         MemClass::Load => load(w, inst, ctx, addrs, exec, size),
         MemClass::Store => store(w, inst, ctx, addrs, exec, size),
         _ => atomic(w, inst, ctx, addrs, exec, size),
+    }
+}
+
+/// Reports the lanes of an access whose linear address (`va` of the lane, `None` for LDS and
+/// scratch) touches a watched range: stores and atomics always, loads when asked.
+#[allow(clippy::too_many_arguments)]
+#[cold]
+#[inline(never)]
+fn report_watched<M: Memory + ?Sized>(
+    w: &Wave,
+    inst: &Inst,
+    ctx: &Ctx<'_, M>,
+    watch: &crate::dispatch::WatchSet,
+    class: MemClass,
+    exec: u64,
+    size: usize,
+    va: impl Fn(usize) -> Option<u64>,
+) {
+    let write = class != MemClass::Load;
+    if !write && !watch.reads {
+        return;
+    }
+    let mut instruction = None;
+    for l in (0..LANES).filter(|l| exec >> l & 1 == 1) {
+        let Some(address) = va(l) else { continue };
+        if !watch.touches(address, size as u64) {
+            continue;
+        }
+        let text = instruction
+            .get_or_insert_with(|| crate::disasm::disassemble(ctx.setup.target, inst))
+            .clone();
+        (watch.sink)(&crate::dispatch::WatchHit {
+            address,
+            bytes: size as u32,
+            write,
+            pc: w.pc,
+            instruction: text,
+            work_group: ctx.group_id,
+            wave: w.index,
+            lane: l as u32,
+        });
     }
 }
 
