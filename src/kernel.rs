@@ -255,7 +255,7 @@ impl Gpu {
         self.kfd()
             .shared
             .reports
-            .name_kernel(k.object, name, kernarg_size, None);
+            .name_kernel(k.object, name, kernarg_size, None, None);
         Ok(k)
     }
 }

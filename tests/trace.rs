@@ -162,3 +162,41 @@ fn timeline_and_graph_of_a_small_workload() {
     // Queue order: the second kernel follows the barrier on its queue (dashed).
     assert!(dot.contains("style=dashed"), "{dot}");
 }
+
+#[test]
+fn device_spans_name_the_kernels_source_location_from_line_tables() {
+    let trace = out("lines-trace.json");
+    let kfd = Kfd::emulated_with(
+        EmuConfig::new(Preset::Gfx90a, 1),
+        DebugOptions::default().with_trace(&trace),
+    )
+    .unwrap();
+    let gpu = kfd.gpu(0).unwrap();
+    let co = gpu
+        .load_code_object(&crate::co_util::fixture("lines-gfx90a.elf"))
+        .unwrap();
+    let poke = co.kernel("poke_through").unwrap();
+    let p = gpu.alloc(64 << 12, MemoryKind::GttCoherent).unwrap();
+    let mut args = kfdrt::kernel_args::KernelArgs::new(&poke).unwrap();
+    args.set_buffer(0, &p).unwrap();
+    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    q.dispatch(&Dispatch::linear(&poke, 64, 64).with_args(&args))
+        .unwrap()
+        .wait(T)
+        .unwrap();
+    drop((q, args, p, poke, co, gpu));
+    drop(kfd);
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    let _ = std::fs::remove_file(trace);
+    let names: Vec<&str> = json["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cat"] == "device")
+        .filter_map(|e| e["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"poke_through (./lines.hip:11)"),
+        "{names:?}"
+    );
+}

@@ -189,11 +189,13 @@ impl CodeObject {
             .map_or(k.descriptor.kernarg_size, |m| {
                 m.kernarg_segment_size.max(k.descriptor.kernarg_size)
             });
-        self.memory
-            .kfd()
-            .shared
-            .reports
-            .name_kernel(object, name, kernarg_size, pointers);
+        self.memory.kfd().shared.reports.name_kernel(
+            object,
+            name,
+            kernarg_size,
+            pointers,
+            object.checked_add_signed(k.descriptor.kernel_code_entry_byte_offset),
+        );
         Ok(Kernel::loaded(
             name,
             object,

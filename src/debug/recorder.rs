@@ -164,7 +164,7 @@ pub(crate) fn aql_submission(
     for p in packets {
         match aql::Packet::decode(p) {
             Ok(aql::Packet::KernelDispatch(k)) => {
-                labels.push(shared.reports.kernel_name(k.kernel_object));
+                labels.push(shared.reports.kernel_label_with_source(k.kernel_object));
                 completion = k.completion_signal;
             }
             Ok(aql::Packet::BarrierAnd(b)) => {

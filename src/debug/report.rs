@@ -243,6 +243,9 @@ pub(crate) struct KernelInfo {
     pub(crate) pointer_args: Vec<u32>,
     /// Whether metadata said which arguments are pointers.
     pub(crate) has_metadata: bool,
+    /// Where the kernel is in the source (`file:line` of its own frame at its entry), when
+    /// its code object has line tables.
+    pub(crate) source: Option<String>,
 }
 
 impl Registry {
@@ -262,14 +265,6 @@ impl Registry {
             .retain(|p| p.queue_id() != queue_id);
     }
 
-    /// The name of `kernel_object`, or `kernel 0x...`.
-    pub(crate) fn kernel_name(&self, kernel_object: u64) -> String {
-        match self.lock_kernels().get(&kernel_object) {
-            Some(k) => k.name.clone(),
-            None => format!("kernel {kernel_object:#x}"),
-        }
-    }
-
     fn lock_kernels(&self) -> std::sync::MutexGuard<'_, Kernels> {
         self.kernels.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -282,7 +277,14 @@ impl Registry {
         name: &str,
         kernarg_size: u32,
         pointer_args: Option<Vec<u32>>,
+        entry: Option<u64>,
     ) {
+        // The kernel's own frame at its entry: the line in the kernel function (innermost
+        // frames there are often inlined runtime helpers).
+        let source = entry
+            .and_then(|pc| self.sources.locate(pc))
+            .and_then(|frames| frames.last().cloned())
+            .map(|f| f.split(" in ").next().unwrap_or_default().to_owned());
         self.lock_kernels().insert(
             kernel_object,
             KernelInfo {
@@ -290,8 +292,22 @@ impl Registry {
                 kernarg_size,
                 has_metadata: pointer_args.is_some(),
                 pointer_args: pointer_args.unwrap_or_default(),
+                source,
             },
         );
+    }
+
+    /// The kernel's name, with where it is in the source when known (for timelines).
+    pub(crate) fn kernel_label_with_source(&self, kernel_object: u64) -> String {
+        match self.lock_kernels().get(&kernel_object) {
+            Some(KernelInfo {
+                name,
+                source: Some(s),
+                ..
+            }) => format!("{name} ({s})"),
+            Some(k) => k.name.clone(),
+            None => format!("kernel {kernel_object:#x}"),
+        }
     }
 
     /// What is known of `kernel_object`.
