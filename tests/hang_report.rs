@@ -162,3 +162,43 @@ fn a_faulting_kernel_reports_its_code_around_the_pc() {
     assert!(text.contains("kernel vector_add"), "{text}");
     eprintln!("{text}");
 }
+
+/// A hang report on kfd-emu shows the stuck waves: what each does, its instruction and source
+/// line, and its registers (issue 31 item 3).
+#[test]
+fn a_hang_report_shows_the_stuck_waves_with_their_source_lines() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let co = gpu
+        .load_code_object(&crate::co_util::fixture("lines-gfx90a.elf"))
+        .unwrap();
+    let k = co.kernel("wait_for").unwrap();
+    let flag = gpu.alloc(4096, kfdrt::MemoryKind::GttCoherent).unwrap();
+    flag.write(0, &[0; 4]).unwrap();
+    let mut args = kfdrt::kernel_args::KernelArgs::new(&k).unwrap();
+    args.set_buffer(0, &flag).unwrap();
+    let q = gpu
+        .create_aql_queue(kfdrt::AqlQueueOptions::default())
+        .unwrap();
+    let s = q
+        .dispatch(&kfdrt::Dispatch::linear(&k, 64, 64).with_args(&args))
+        .unwrap();
+    let e = s.wait(Some(Duration::from_millis(300))).unwrap_err();
+    let report = e.report().expect("a timeout carries a report");
+    assert_eq!(report.waves.len(), 1, "{e}");
+    let w = &report.waves[0];
+    assert!(w.starts_with("kernel wait_for ("), "{w}");
+    // Somewhere in the loop of lines 16-17.
+    assert!(
+        w.contains("\n  in ./lines.hip:16") || w.contains("\n  in ./lines.hip:17"),
+        "{w}"
+    );
+    assert!(
+        w.contains("wave 0 of work-group [0, 0, 0]") && w.contains("exec 0x"),
+        "{w}"
+    );
+    assert!(e.to_string().contains("kernel wait_for ("), "{e}");
+    // Let it go: the same submission completes.
+    flag.write(0, &[1, 0, 0, 0]).unwrap();
+    s.wait(Some(Duration::from_secs(20))).unwrap();
+}

@@ -544,6 +544,23 @@ impl Emulator {
         self.gpus.iter().flat_map(|g| g.watch.take_hits()).collect()
     }
 
+    /// The waves of machine code running on `gpu_id` now, with what each is doing and its
+    /// registers: each work-group notes its waves the next time it switches waves, and this
+    /// collects what was noted within `within` (a few milliseconds suffice: work-groups
+    /// switch every few hundred instructions). For hang reports.
+    pub fn running_waves(
+        &self,
+        gpu_id: u32,
+        within: std::time::Duration,
+    ) -> Vec<kfd_emu_isa::RunningWave> {
+        let Some(g) = self.gpu(gpu_id) else {
+            return Vec::new();
+        };
+        let request = g.probe.ask();
+        std::thread::sleep(within);
+        g.probe.answers(request)
+    }
+
     /// Deep sleeps `gpu_id`'s packet processors have begun (each after about 10 ms without
     /// work; see `engine::backoff`), or 0 for an unknown GPU. An idle processor left alone
     /// sleeps once per second at most; more means something keeps waking it.

@@ -94,6 +94,10 @@ pub struct DeviceReport {
     pub queues: Vec<QueueReport>,
     /// The faults behind the error, if it is one.
     pub faults: Vec<FaultReport>,
+    /// On kfd-emu, when work is pending: every wave of machine code still running, with what
+    /// it does (at a barrier, sleeping, waiting for memory, running), its instruction and
+    /// source line, and its registers (one text block per wave).
+    pub waves: Vec<String>,
 }
 
 impl DeviceReport {
@@ -172,6 +176,12 @@ impl fmt::Display for DeviceReport {
         }
         for q in &self.queues {
             writeln!(f, "  {q}")?;
+        }
+        for w in &self.waves {
+            for (i, line) in w.lines().enumerate() {
+                let indent = if i == 0 { "  " } else { "    " };
+                writeln!(f, "{indent}{line}")?;
+            }
         }
         Ok(())
     }
@@ -345,7 +355,7 @@ pub(crate) fn gather(
     fault: Option<&crate::event::MemoryException>,
 ) -> DeviceReport {
     let names = shared.reports.lock_kernels();
-    let queues = shared
+    let queues: Vec<QueueReport> = shared
         .reports
         .probes()
         .iter()
@@ -355,7 +365,52 @@ pub(crate) fn gather(
         .map(|f| fault_report(shared, f, &names))
         .into_iter()
         .collect();
-    DeviceReport { queues, faults }
+    let waves = running_waves(shared, &queues, &names);
+    DeviceReport {
+        queues,
+        faults,
+        waves,
+    }
+}
+
+/// On kfd-emu, the waves running on the GPUs whose queues have work pending (a hang report's
+/// view of what the stuck work does).
+fn running_waves(shared: &KfdShared, queues: &[QueueReport], names: &Kernels) -> Vec<String> {
+    #[cfg(feature = "emu")]
+    if let Some(emu) = &shared.dev.emulator {
+        let mut gpus: Vec<u32> = queues
+            .iter()
+            .filter(|q| q.read < q.write)
+            .map(|q| q.gpu_id)
+            .collect();
+        gpus.sort_unstable();
+        gpus.dedup();
+        let mut out = Vec::new();
+        for gpu in gpus {
+            for w in emu.running_waves(gpu, std::time::Duration::from_millis(10)) {
+                let mut text = format!(
+                    "kernel {}: {}, at {:#x}: {}",
+                    kernel_label(names, w.kernel_object),
+                    w.doing,
+                    w.state.pc,
+                    w.instruction
+                );
+                for place in shared
+                    .reports
+                    .sources
+                    .locate(w.state.pc)
+                    .unwrap_or_default()
+                {
+                    text.push_str(&format!("\n  in {place}"));
+                }
+                text.push_str(&format!("\n{}", w.state));
+                out.push(text);
+            }
+        }
+        return out;
+    }
+    let _ = (shared, queues, names);
+    Vec::new()
 }
 
 fn fault_report(

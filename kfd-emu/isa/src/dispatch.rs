@@ -100,6 +100,63 @@ pub struct DispatchSetup {
     /// Address ranges whose accesses are reported, as a debugger's address watch (none: no
     /// check at all).
     pub watch: Option<Arc<WatchSet>>,
+    /// Where the running waves' state is noted when asked (hang reports; none: never).
+    pub probe: Option<Arc<WaveProbe>>,
+}
+
+/// Asks the running waves of a GPU for their state: a reporter bumps the request, and each
+/// work-group notes its waves the next time it switches waves (within a time slice).
+#[derive(Debug, Default)]
+pub struct WaveProbe {
+    request: std::sync::atomic::AtomicU64,
+    noted: std::sync::Mutex<Vec<(u64, RunningWave)>>,
+}
+
+/// A wave as a hang report shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunningWave {
+    /// The dispatch's kernel object.
+    pub kernel_object: u64,
+    /// What it is doing: `running`, `at a barrier`, `sleeping (s_sleep)`, `waiting for
+    /// memory (s_waitcnt)`.
+    pub doing: &'static str,
+    /// The instruction at its PC, disassembled.
+    pub instruction: String,
+    /// Its registers.
+    pub state: crate::exec::WaveSnapshot,
+}
+
+impl WaveProbe {
+    /// Asks the running waves for their state; returns the request's number.
+    pub fn ask(&self) -> u64 {
+        self.request
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel)
+            + 1
+    }
+
+    /// The current request (what a work-group compares with the last it answered).
+    pub fn current(&self) -> u64 {
+        self.request.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Notes `wave` as an answer to request `request`.
+    pub fn note(&self, request: u64, wave: RunningWave) {
+        let mut n = self.noted.lock().unwrap_or_else(|p| p.into_inner());
+        // Only the latest request's answers are kept.
+        n.retain(|(r, _)| *r >= request);
+        n.push((request, wave));
+    }
+
+    /// The answers to request `request` so far.
+    pub fn answers(&self, request: u64) -> Vec<RunningWave> {
+        self.noted
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter(|(r, _)| *r == request)
+            .map(|(_, w)| w.clone())
+            .collect()
+    }
 }
 
 /// Address ranges whose vector-memory accesses (global, flat, buffer) a dispatch reports.
@@ -249,6 +306,7 @@ impl DispatchSetup {
             private_segment_size: u32_at(packet, 24),
             scratch: None,
             watch: None,
+            probe: None,
             apertures: Apertures::default(),
             code,
             entry_override: None,

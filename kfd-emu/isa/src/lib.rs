@@ -139,8 +139,8 @@ pub mod target;
 
 pub use descriptor::KernelDescriptor;
 pub use dispatch::{
-    Apertures, DispatchSetup, MessageSink, RunControl, ScratchBacking, SqMessage, TrapHandler,
-    TrapRouting, WatchHit, WatchSet,
+    Apertures, DispatchSetup, MessageSink, RunControl, RunningWave, ScratchBacking, SqMessage,
+    TrapHandler, TrapRouting, WatchHit, WatchSet, WaveProbe,
 };
 pub use error::WaveError;
 pub use exec::{run_workgroup, run_workgroups, run_workgroups_noting, Stats, WaveSnapshot};

@@ -454,6 +454,7 @@ impl<'a> Interpreter<'a> {
             xccs: self.ctl.gpu.params.num_xcc.max(1),
             messages: Some(self.ctl.message_sink()),
             watch: self.ctl.gpu.watch.current(),
+            probe: Some(self.ctl.gpu.probe.clone()),
             code,
             entry_override: Some(entry),
             user_sgprs_override: Some(user),

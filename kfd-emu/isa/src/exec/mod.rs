@@ -195,6 +195,8 @@ struct Group<'a, M: Memory + ?Sized> {
     waves: Vec<Wave>,
     stats: Stats,
     id: [u32; 3],
+    /// The last [`crate::dispatch::WaveProbe`] request the group answered.
+    answered: u64,
 }
 
 impl<'a, M: Memory + ?Sized> Group<'a, M> {
@@ -253,7 +255,43 @@ impl<'a, M: Memory + ?Sized> Group<'a, M> {
             waves,
             stats,
             id: group_id,
+            answered: setup.probe.as_ref().map_or(0, |p| p.current()),
         })
+    }
+
+    /// Notes every wave that has not ended for a hang report.
+    #[cold]
+    #[inline(never)]
+    fn answer(&self, probe: &crate::dispatch::WaveProbe, request: u64) {
+        let setup = self.ctx.setup;
+        for w in self.waves.iter().filter(|w| w.state != WaveState::Done) {
+            let instruction = match setup.code.lookup(w.pc, self.ctx.mem) {
+                Ok((region, i)) => region
+                    .insts
+                    .get(i)
+                    .map(|inst| crate::disasm::disassemble(setup.target, inst))
+                    .unwrap_or_default(),
+                Err(_) => String::new(),
+            };
+            let doing = if w.state == WaveState::Barrier {
+                "at a barrier"
+            } else if instruction.starts_with("s_sleep") {
+                "sleeping (s_sleep)"
+            } else if instruction.starts_with("s_waitcnt") {
+                "waiting for memory (s_waitcnt)"
+            } else {
+                "running"
+            };
+            probe.note(
+                request,
+                crate::dispatch::RunningWave {
+                    kernel_object: setup.kernel_object,
+                    doing,
+                    instruction,
+                    state: snapshot_of(w, self.id, setup),
+                },
+            );
+        }
     }
 
     /// One round: every running wave runs up to `slice` instructions (until it ends or waits
@@ -265,6 +303,13 @@ impl<'a, M: Memory + ?Sized> Group<'a, M> {
         control: &RunControl<'_>,
         mut failed: Option<&mut Option<WaveSnapshot>>,
     ) -> Result<bool, WaveError> {
+        if let Some(probe) = &self.ctx.setup.probe {
+            let request = probe.current();
+            if request != self.answered {
+                self.answered = request;
+                self.answer(probe, request);
+            }
+        }
         let stats = &mut self.stats;
         let mut any_running = false;
         for w in self.waves.iter_mut() {

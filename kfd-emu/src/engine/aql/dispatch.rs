@@ -131,6 +131,7 @@ impl Processor {
         setup.xccs = self.ctl.gpu.params.num_xcc.max(1);
         setup.messages = Some(self.ctl.message_sink());
         setup.watch = self.ctl.gpu.watch.current();
+        setup.probe = Some(self.ctl.gpu.probe.clone());
         let mut xcc_stride = 0;
         if d.private_segment_size > 0 {
             // `ensure_scratch` made sure the queue serves it before the packet got here.
