@@ -7,6 +7,7 @@ use crate::code_object::KernelMetadata;
 use crate::device::Gpu;
 #[cfg(feature = "emu")]
 use crate::error::{Error, Result};
+use crate::hostcall::HostcallService;
 use crate::memory::Buffer;
 #[cfg(feature = "emu")]
 use crate::memory::{AllocOptions, MemoryKind};
@@ -32,6 +33,8 @@ pub struct Kernel {
     code: Option<Arc<dyn Send + Sync>>,
     /// What the code object's metadata note says about the kernel.
     metadata: Option<Arc<KernelMetadata>>,
+    /// The GPU's hostcall service, for a kernel whose metadata asks for its buffer.
+    hostcall: Option<Arc<HostcallService>>,
 }
 
 /// A kernel's code as GPU work needs it: the memory holding it and, on the emulated device, the
@@ -39,6 +42,8 @@ pub struct Kernel {
 /// it are gone.
 struct KernelCode {
     _memory: Arc<Buffer>,
+    /// The hostcall service answers the kernel's waves until its last dispatch completes.
+    _hostcall: Option<Arc<HostcallService>>,
     #[cfg(feature = "emu")]
     binding: Option<(Arc<kfd_emu::Emulator>, u64)>,
 }
@@ -52,9 +57,10 @@ impl Drop for KernelCode {
     }
 }
 
-fn code(memory: &Arc<Buffer>) -> Arc<dyn Send + Sync> {
+fn code(memory: &Arc<Buffer>, hostcall: &Option<Arc<HostcallService>>) -> Arc<dyn Send + Sync> {
     Arc::new(KernelCode {
         _memory: memory.clone(),
+        _hostcall: hostcall.clone(),
         #[cfg(feature = "emu")]
         binding: None,
     })
@@ -94,6 +100,7 @@ impl Kernel {
             memory: None,
             code: None,
             metadata: None,
+            hostcall: None,
         }
     }
 
@@ -104,6 +111,7 @@ impl Kernel {
         kd: aql::KernelDescriptor,
         memory: Arc<Buffer>,
         metadata: Option<Arc<KernelMetadata>>,
+        hostcall: Option<Arc<HostcallService>>,
     ) -> Kernel {
         Kernel {
             name: name.to_owned(),
@@ -112,9 +120,10 @@ impl Kernel {
             group_segment_size: kd.group_segment_fixed_size,
             private_segment_size: kd.private_segment_fixed_size,
             descriptor: Some(kd),
-            code: Some(code(&memory)),
+            code: Some(code(&memory, &hostcall)),
             memory: Some(memory),
             metadata,
+            hostcall,
         }
     }
 
@@ -132,6 +141,7 @@ impl Kernel {
         emu.bind_kernel(self.object, &self.name, f);
         self.code = Some(Arc::new(KernelCode {
             _memory: memory,
+            _hostcall: self.hostcall.clone(),
             binding: Some((emu, self.object)),
         }));
     }
@@ -184,6 +194,15 @@ impl Kernel {
     /// The metadata, shared (for [`crate::kernel_args::KernelArgs`]).
     pub fn metadata_arc(&self) -> Option<&Arc<KernelMetadata>> {
         self.metadata.as_ref()
+    }
+
+    /// The GPU address of the hostcall buffer kfdrt serves for this kernel (HIP's device
+    /// `printf`), when its metadata asks for one ([`crate::hostcall`]); [`KernelArgs`] passes
+    /// it by itself, a raw-argument launch must write it at the argument's offset.
+    ///
+    /// [`KernelArgs`]: crate::KernelArgs
+    pub fn hostcall_buffer(&self) -> Option<u64> {
+        self.hostcall.as_ref().map(|h| h.address())
     }
 
     /// Static LDS bytes per work-group.
@@ -250,6 +269,7 @@ impl Gpu {
             memory: Some(Arc::new(code)),
             code: None,
             metadata: None,
+            hostcall: None,
         };
         k.bind_emulation(emu, f);
         self.kfd()

@@ -99,6 +99,7 @@ mod device;
 mod error;
 pub mod event;
 mod exception;
+pub mod hostcall;
 pub mod kernel;
 pub mod kernel_args;
 pub mod memory;

@@ -37,6 +37,7 @@ mod ordering;
 mod oversubscription;
 mod ownership;
 mod pm4;
+mod printf;
 mod queue_buffers;
 mod scratch;
 mod sdma;

@@ -4,7 +4,7 @@
 use super::bundle::{is_bundle, OffloadBundle};
 use super::elf::{ParsedElf, PAGE};
 use super::error::CodeObjectError;
-use super::metadata::{CodeObjectMetadata, KernelMetadata};
+use super::metadata::{ArgKind, CodeObjectMetadata, KernelMetadata};
 use super::target::{self, TargetId};
 use super::{note, reloc, CodeObject, LoadedKernel, LoadedSegment, SymbolInfo, SymbolKind};
 use crate::device::Gpu;
@@ -297,6 +297,14 @@ impl Gpu {
             });
         }
         memory.write(0, &image)?;
+        let wants_hostcall = kernels.iter().any(|k| {
+            k.metadata
+                .as_deref()
+                .is_some_and(|m| m.hidden_arg(&ArgKind::HiddenHostcallBuffer).is_some())
+        });
+        let hostcall = wants_hostcall
+            .then(|| crate::hostcall::service_for(self))
+            .transpose()?;
         let at = |vaddr: u64| base.wrapping_add(vaddr.wrapping_sub(elf.image_start));
         let segments = elf
             .segments
@@ -355,6 +363,7 @@ impl Gpu {
             kernels,
             symbols,
             segments,
+            hostcall,
             _icache_queue: owned.then_some(queue),
             _debugger_entry: crate::debug::r_debug::register(
                 aligned.as_slice(),

@@ -105,6 +105,8 @@ pub struct CodeObject {
     kernels: Vec<LoadedKernel>,
     symbols: Vec<SymbolInfo>,
     segments: Vec<LoadedSegment>,
+    /// The GPU's hostcall service, when a kernel takes its buffer.
+    hostcall: Option<Arc<crate::hostcall::HostcallService>>,
     /// Keeps the GPU's loader queue alive while code objects use it.
     _icache_queue: Option<AqlQueue>,
     /// Its entry in the debugger's list of loaded code objects.
@@ -202,6 +204,11 @@ impl CodeObject {
             k.descriptor,
             self.memory.clone(),
             k.metadata.clone(),
+            k.metadata
+                .as_deref()
+                .is_some_and(|m| m.hidden_arg(&ArgKind::HiddenHostcallBuffer).is_some())
+                .then(|| self.hostcall.clone())
+                .flatten(),
         ))
     }
 

@@ -82,6 +82,10 @@ pub(crate) struct KfdShared {
     pub(crate) hdp_queues: Vec<Mutex<WeakSdmaQueue>>,
     /// Per GPU, kfdrt's trap handler while queues use it (see `queue::wave_exception`).
     pub(crate) trap_handlers: crate::queue::wave_exception::TrapHandlers,
+    /// Per GPU, the hostcall service while kernels that take its buffer exist.
+    pub(crate) hostcall: crate::hostcall::HostcallServices,
+    /// Where kernels' `printf` output goes ([`Kfd::set_printf_handler`]).
+    pub(crate) printf_handler: crate::hostcall::PrintfHandler,
     /// The debugging switches, fixed at open.
     pub(crate) debug: DebugOptions,
     /// The live queues and kernel names, for hang and fault reports.
@@ -110,6 +114,8 @@ impl KfdShared {
             loader_queues: (0..gpus).map(|_| Mutex::default()).collect(),
             hdp_queues: (0..gpus).map(|_| Mutex::default()).collect(),
             trap_handlers: crate::queue::wave_exception::TrapHandlers::new(gpus),
+            hostcall: (0..gpus).map(|_| Mutex::default()).collect(),
+            printf_handler: Default::default(),
             recorder: crate::debug::recorder::Recorder::new(&debug),
             clocks_at_open: Vec::new(),
             buffers: (debug.validate || debug.capture.is_some()).then(Default::default),

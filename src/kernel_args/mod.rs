@@ -179,7 +179,13 @@ impl KernelArgs {
             .ok_or_else(|| KernelArgError::NoMetadata {
                 kernel: kernel.name().to_owned(),
             })?;
-        Ok(KernelArgs::from_metadata(md.clone()))
+        let mut args = KernelArgs::from_metadata(md.clone());
+        if let Some(address) = kernel.hostcall_buffer() {
+            // The kernel holds the service, and every dispatch holds the kernel's code.
+            args.hidden_pointers
+                .push((ArgKind::HiddenHostcallBuffer, address));
+        }
+        Ok(args)
     }
 
     /// Arguments laid out as `metadata` says (for a kernel whose metadata came from elsewhere).

@@ -19,7 +19,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 /// Every program in `tests/hip/` (without `.hip`).
-const PROGRAMS: [&str; 12] = [
+const PROGRAMS: [&str; 13] = [
     "device",
     "memcpy",
     "memcpy_d2d",
@@ -32,6 +32,7 @@ const PROGRAMS: [&str; 12] = [
     "scratch",
     "managed",
     "lane_ops",
+    "printf",
 ];
 
 /// The scratch directory holding the compiled programs: `Ok(None)` when the run skips, `Err`
@@ -250,4 +251,25 @@ fn hip_managed_memory_and_its_range_queries() {
 #[test]
 fn hip_lane_built_ins_in_a_partial_wave() {
     passes("lane_ops", &[], 1);
+}
+
+/// HIP's device printf through ROCclr's own hostcall listener: every work-item's line, and one
+/// work-item's lines in program order, before the synchronisation after its launch returns.
+#[test]
+fn hip_device_printf() {
+    let Some(run) = passes("printf", &[], 1) else {
+        return;
+    };
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    let at = |step: &str| lines.iter().position(|l| *l == step).unwrap();
+    let (greet, countdown) = (at("ok greet"), at("ok countdown"));
+    let mut greeted: Vec<&str> = lines[..greet].to_vec();
+    greeted.sort_unstable();
+    let mut expected: Vec<String> = (0..100)
+        .map(|i| format!("device says {i} of 100 ({:.1})", 0.5 * f64::from(i)))
+        .collect();
+    expected.sort_unstable();
+    assert_eq!(greeted, expected, "{}", run.stdout);
+    let steps: Vec<String> = (1..=5).rev().map(|k| format!("device step {k}")).collect();
+    assert_eq!(lines[greet + 1..countdown], steps, "{}", run.stdout);
 }
