@@ -39,6 +39,7 @@ mod ownership;
 mod pm4;
 mod printf;
 mod queue_buffers;
+mod sanitizer;
 mod scratch;
 mod sdma;
 mod streams;

@@ -368,6 +368,11 @@ pub struct EmuConfig {
     /// Loads of watched ranges are reported too, not only stores and atomics
     /// (`KFDRT_EMU_WATCH_READS=1`).
     pub watch_reads: bool,
+    /// Every dispatch of machine code runs the sanitizer: global accesses outside the buffer
+    /// their pointer came from, reads of LDS never written, LDS races between waves
+    /// (`KFDRT_EMU_SANITIZE=1`; see [`crate::Emulator::sanitizer_findings`]). Dispatches run
+    /// slower.
+    pub sanitize: bool,
 }
 
 /// Environment variable naming the preset for [`EmuConfig::from_env`].
@@ -379,6 +384,8 @@ pub const GPUS_ENV: &str = "KFDRT_EMU_GPUS";
 pub const WATCH_ENV: &str = "KFDRT_EMU_WATCH";
 /// Environment variable that, set to `1`, reports loads of watched ranges too.
 pub const WATCH_READS_ENV: &str = "KFDRT_EMU_WATCH_READS";
+/// Environment variable that, set to `1`, turns the sanitizer on (see [`EmuConfig::sanitize`]).
+pub const SANITIZE_ENV: &str = "KFDRT_EMU_SANITIZE";
 
 /// Parses `addr[:len][,...]` into `[start, end)` ranges.
 pub(crate) fn parse_watch(v: &str) -> Result<Vec<(u64, u64)>, String> {
@@ -506,6 +513,7 @@ impl EmuConfig {
             platform: Platform::default(),
             watch: Vec::new(),
             watch_reads: false,
+            sanitize: false,
         }
     }
 
@@ -565,6 +573,7 @@ impl EmuConfig {
                 .map_err(|why| EmuError::Config(format!("{WATCH_ENV}={v:?}: {why}")))?;
         }
         config.watch_reads = env_flag(WATCH_READS_ENV, false)?;
+        config.sanitize = env_flag(SANITIZE_ENV, false)?;
         Ok(config)
     }
 }

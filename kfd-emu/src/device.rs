@@ -69,6 +69,8 @@ pub(crate) struct GpuState {
     pub(crate) deep_sleeps: AtomicU64,
     /// The address watch its dispatches check.
     pub(crate) watch: crate::watch::WatchState,
+    /// The emulator's sanitizer (one for all its GPUs).
+    pub(crate) sanitizer: std::sync::Arc<crate::sanitize::SanitizerState>,
     /// Where its running waves note their state when a hang report asks.
     pub(crate) probe: std::sync::Arc<kfd_emu_isa::WaveProbe>,
     /// Recent wave errors of machine-code dispatches, with their code.
@@ -165,6 +167,7 @@ impl GpuState {
             hints: AtomicU64::new(0),
             deep_sleeps: AtomicU64::new(0),
             watch: Default::default(),
+            sanitizer: Default::default(),
             probe: Default::default(),
             deep: crate::wake::DeepSleepers::default(),
             fault_log: Default::default(),

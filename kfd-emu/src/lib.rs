@@ -272,6 +272,7 @@ mod memory;
 mod module_params;
 mod pagesize;
 mod queue;
+mod sanitize;
 mod smi;
 mod stats;
 mod svm;
@@ -284,8 +285,8 @@ mod wave_state;
 
 pub use config::{
     host_memory_bytes, EmuConfig, EmuError, GpuParams, Platform, Preset, GPUS_ENV, HIDDEN_GPUS_ENV,
-    KFD_VERSION_ENV, PLATFORM_ENV, PRESET_ENV, SPIN_ENV, STRICT_ENV, TRAP_DOORBELLS_ENV, WATCH_ENV,
-    WATCH_READS_ENV, WAVE_THREADS_ENV,
+    KFD_VERSION_ENV, PLATFORM_ENV, PRESET_ENV, SANITIZE_ENV, SPIN_ENV, STRICT_ENV,
+    TRAP_DOORBELLS_ENV, WATCH_ENV, WATCH_READS_ENV, WAVE_THREADS_ENV,
 };
 pub use device::FIRST_RENDER_MINOR;
 pub use engine::QueueErrorCode;
@@ -293,8 +294,10 @@ pub use fault::FaultInjector;
 pub use fault_log::MachineFault;
 pub use ioctl::OLDEST_VERSION as OLDEST_KFD_VERSION;
 pub use kernel::{KernelFn, WorkGroup};
+pub use kfd_emu_isa::sanitize::{self as sanitizer, Finding, FindingKind, OtherAccess};
 pub use live::LiveObjects;
 pub use pagesize::{classify as classify_pages, PageSizeStats};
+pub use sanitize::Symbolizer;
 pub use stats::EmuStats;
 pub use vm::{GpuFault, GpuVm};
 
@@ -366,10 +369,12 @@ impl Emulator {
             )));
         }
         let id = hdp::next_emulator_id();
+        let sanitizer = Arc::new(sanitize::SanitizerState::new(config.sanitize));
         let mut gpus = Vec::new();
         for (i, p) in config.gpus.iter().enumerate() {
-            let g = GpuState::new(i, p.clone(), config.platform, config.strict, id)
+            let mut g = GpuState::new(i, p.clone(), config.platform, config.strict, id)
                 .map_err(EmuError::Host)?;
+            g.sanitizer = sanitizer.clone();
             g.watch.set(&config.watch, config.watch_reads);
             gpus.push(Arc::new(g));
         }
@@ -536,6 +541,40 @@ impl Emulator {
         for g in &self.gpus {
             g.watch.set(ranges, reads);
         }
+    }
+
+    /// Whether dispatches run the sanitizer ([`EmuConfig::sanitize`], `KFDRT_EMU_SANITIZE=1`).
+    pub fn sanitizing(&self) -> bool {
+        self.config.sanitize
+    }
+
+    /// Registers the buffer `[start, start + len)` for the sanitizer's bounds checks: accesses
+    /// through pointers into it must stay inside it. A runtime that suballocates registers each
+    /// buffer at the size it was asked for. Nothing when the sanitizer is off.
+    pub fn track_buffer(&self, start: u64, len: u64) {
+        self.sanitizer().track(start, len);
+    }
+
+    /// Forgets the buffer registered at `start` (it was freed).
+    pub fn untrack_buffer(&self, start: u64) {
+        self.sanitizer().untrack(start);
+    }
+
+    /// What the sanitizer found since the last call, oldest first: each kind of finding once
+    /// per instruction (at most 1024 are kept).
+    pub fn sanitizer_findings(&self) -> Vec<kfd_emu_isa::sanitize::Finding> {
+        self.sanitizer().take_findings()
+    }
+
+    /// Names source lines in the sanitizer's log lines: `f(pc)` gives the lines of a PC,
+    /// innermost first (kfdrt installs one that reads the line tables of the code objects it
+    /// loaded). `None` removes it.
+    pub fn set_symbolizer(&self, f: Option<Arc<Symbolizer>>) {
+        self.sanitizer().set_symbolizer(f);
+    }
+
+    fn sanitizer(&self) -> &sanitize::SanitizerState {
+        &self.gpus[0].sanitizer
     }
 
     /// The watched accesses reported since the last call, oldest first (at most 4096 per GPU

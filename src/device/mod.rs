@@ -323,9 +323,25 @@ impl Kfd {
         if shared.recorder.is_some() {
             shared.clocks_at_open = shared.sample_clocks();
         }
-        Ok(Kfd {
-            shared: Arc::new(shared),
-        })
+        let shared = Arc::new(shared);
+        #[cfg(feature = "emu")]
+        if let Some(emu) = shared.dev.emulator.as_ref().filter(|e| e.sanitizing()) {
+            // The sanitizer's findings name source lines from the code objects loaded here
+            // (weak: the emulator must not keep the device open).
+            let weak = Arc::downgrade(&shared);
+            emu.set_symbolizer(Some(Arc::new(move |pc| {
+                weak.upgrade()
+                    .and_then(|s| s.reports.sources.locate(pc))
+                    .unwrap_or_default()
+            })));
+        }
+        Ok(Kfd { shared })
+    }
+
+    /// The emulator when its sanitizer runs (kfdrt then registers every buffer with it).
+    #[cfg(feature = "emu")]
+    pub(crate) fn sanitizing_emulator(&self) -> Option<&Arc<kfd_emu::Emulator>> {
+        self.shared.dev.emulator.as_ref().filter(|e| e.sanitizing())
     }
 
     /// The debugging switches this device was opened with.

@@ -208,6 +208,10 @@ impl Gpu {
 impl Buffer {
     pub(super) fn new(a: Allocation) -> Buffer {
         let b = Buffer { inner: Arc::new(a) };
+        #[cfg(feature = "emu")]
+        if let Some(emu) = b.inner.lease.kfd.sanitizing_emulator() {
+            emu.track_buffer(b.gpu_address(), b.inner.size);
+        }
         if let Some(map) = &b.inner.lease.kfd.shared.buffers {
             map.insert(
                 b.gpu_address(),
@@ -565,6 +569,14 @@ impl Allocation {
 
 impl Drop for Allocation {
     fn drop(&mut self) {
+        #[cfg(feature = "emu")]
+        if let Some(emu) = self.lease.kfd.sanitizing_emulator() {
+            match &self.backing {
+                Some(Backing::Whole(r)) => emu.untrack_buffer(r.va.addr),
+                Some(Backing::Sub(s, _)) => emu.untrack_buffer(s.va),
+                None => {}
+            }
+        }
         if let Some(map) = &self.lease.kfd.shared.buffers {
             match &self.backing {
                 Some(Backing::Whole(r)) => map.remove(r.va.addr),

@@ -102,6 +102,8 @@ pub struct DispatchSetup {
     pub watch: Option<Arc<WatchSet>>,
     /// Where the running waves' state is noted when asked (hang reports; none: never).
     pub probe: Option<Arc<WaveProbe>>,
+    /// Checks every global and LDS access, and reports what it finds (none: no check at all).
+    pub sanitize: Option<Arc<crate::sanitize::Sanitizer>>,
 }
 
 /// Asks the running waves of a GPU for their state: a reporter bumps the request, and each
@@ -307,6 +309,7 @@ impl DispatchSetup {
             scratch: None,
             watch: None,
             probe: None,
+            sanitize: None,
             apertures: Apertures::default(),
             code,
             entry_override: None,

@@ -135,6 +135,7 @@ pub mod gws;
 pub mod memory;
 pub mod paged;
 pub mod program;
+pub mod sanitize;
 pub mod target;
 
 pub use descriptor::KernelDescriptor;

@@ -455,6 +455,7 @@ impl<'a> Interpreter<'a> {
             messages: Some(self.ctl.message_sink()),
             watch: self.ctl.gpu.watch.current(),
             probe: Some(self.ctl.gpu.probe.clone()),
+            sanitize: self.ctl.gpu.sanitizer.for_dispatch(&self.ctl.gpu),
             code,
             entry_override: Some(entry),
             user_sgprs_override: Some(user),

@@ -13,6 +13,14 @@ use crate::decode::{Inst, Op, Operand};
 use crate::error::WaveError;
 use crate::memory::{AtomicOp, Memory};
 
+/// A lane's LDS address: the VGPR plus the instruction's offset, in 32 bits. The sum wraps as
+/// the hardware's does, and compilers count on it: LLVM folds a constant into the offset of a
+/// base that is negative as an integer (`ds_read_b32 v0, v0 offset:508` with `v0 = -4 * t`).
+#[inline]
+fn lds_address(vgpr: u32, offset: u64) -> u64 {
+    u64::from(vgpr.wrapping_add(offset as u32))
+}
+
 fn lds_read(lds: &[u8], addr: u64, out: &mut [u8]) {
     let a = addr as usize;
     match lds.get(a..a + out.len()) {
@@ -89,6 +97,9 @@ pub(super) fn exec<M: Memory + ?Sized>(
         return Err(w.unimplemented(inst));
     };
     let elem = usize::from(ds.size);
+    if ctx.lds_shadow.is_some() {
+        note_lds(w, inst, ctx, exec, ds, offset16)?;
+    }
     match ds.class {
         DsClass::Read2 | DsClass::Write2 => two_addresses(w, inst, ctx, exec, ds),
         DsClass::Read if elem % 4 == 0 && ds.d16.is_none() => {
@@ -98,7 +109,7 @@ pub(super) fn exec<M: Memory + ?Sized>(
             let mut vals = [[0u32; LANES]; 4];
             for l in 0..LANES {
                 if exec >> l & 1 != 0 {
-                    let a = u64::from(addr[l]) + offset16;
+                    let a = lds_address(addr[l], offset16);
                     for (k, v) in vals.iter_mut().enumerate().take(words) {
                         v[l] = lds_u32(&ctx.lds, a + 4 * k as u64);
                     }
@@ -124,7 +135,7 @@ pub(super) fn exec<M: Memory + ?Sized>(
                 let mut b = [0u8; 16];
                 lds_read(
                     &ctx.lds,
-                    u64::from(addr[l]) + offset16,
+                    lds_address(addr[l], offset16),
                     b.get_mut(..elem).unwrap_or(&mut []),
                 );
                 for (k, reg) in regs.iter_mut().enumerate() {
@@ -172,7 +183,7 @@ pub(super) fn exec<M: Memory + ?Sized>(
                 }
                 lds_write(
                     &mut ctx.lds,
-                    u64::from(addr[l]) + offset16,
+                    lds_address(addr[l], offset16),
                     b.get(..elem).unwrap_or(&[]),
                 );
             }
@@ -218,6 +229,86 @@ pub(super) fn exec<M: Memory + ?Sized>(
         }
         DsClass::Other | DsClass::Gws(_) => Err(w.unimplemented(inst)),
     }
+}
+
+/// The sanitizer's view of a DS instruction: each active lane's LDS accesses checked against
+/// and recorded in the work-group's shadow (see [`crate::sanitize`]); the first finding of the
+/// instruction is reported.
+#[cold]
+#[inline(never)]
+fn note_lds<M: Memory + ?Sized>(
+    w: &Wave,
+    inst: &Inst,
+    ctx: &mut Ctx<'_, M>,
+    exec: u64,
+    ds: DsOp,
+    offset16: u64,
+) -> Result<(), WaveError> {
+    use crate::sanitize::{DsAccess, Finding, LdsAccess};
+    let elem = u64::from(ds.size);
+    let scale = if ds.st64 { 64 } else { 1 } * elem;
+    let pair = [
+        (inst.offset as u64 & 0xFF) * scale,
+        u64::from(inst.offset1) * scale,
+    ];
+    let (how, offsets): (LdsAccess, &[u64]) = match ds.class {
+        DsClass::Read => (LdsAccess::Read, &[offset16]),
+        DsClass::Write => (LdsAccess::Write, &[offset16]),
+        DsClass::Read2 => (LdsAccess::Read, &pair),
+        DsClass::Write2 => (LdsAccess::Write, &pair),
+        DsClass::Xchg2 => (LdsAccess::Atomic, &pair),
+        DsClass::Atomic(_) | DsClass::RSub | DsClass::MskOr => (LdsAccess::Atomic, &[offset16]),
+        DsClass::Append(_) => (LdsAccess::Atomic, &[offset16]),
+        DsClass::Other | DsClass::Gws(_) => return Ok(()),
+    };
+    // Each lane's address, or for an append the wave's one access at M0's address.
+    let (addr, lanes) = if matches!(ds.class, DsClass::Append(_)) {
+        let mut a = [0u32; LANES];
+        a[0] = w.s[124] & 0xFFFF;
+        (a, exec.min(1))
+    } else {
+        (*w.vreg(inst, inst.src[0], 0)?, exec)
+    };
+    let Ctx {
+        lds_shadow: Some(shadow),
+        setup,
+        group_id,
+        ..
+    } = ctx
+    else {
+        return Ok(());
+    };
+    let mut reported = false;
+    for l in (0..LANES).filter(|l| lanes >> l & 1 == 1) {
+        for &o in offsets {
+            let offset = lds_address(addr[l], o);
+            let found = shadow.access(&DsAccess {
+                pc: w.pc,
+                wave: w.index,
+                offset,
+                bytes: elem as u32,
+                how,
+            });
+            let (Some((kind, other)), false, Some(s)) = (found, reported, &setup.sanitize) else {
+                continue;
+            };
+            reported = true;
+            (s.sink)(&Finding {
+                kind,
+                pc: w.pc,
+                instruction: crate::disasm::disassemble(setup.target, inst),
+                work_group: *group_id,
+                wave: w.index,
+                lane: l as u32,
+                address: offset,
+                bytes: elem as u32,
+                write: how != LdsAccess::Read,
+                buffer: None,
+                other,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// A global wave sync instruction (see [`crate::gws`]): the resource is `offset0 + M0[21:16]`;
@@ -277,9 +368,8 @@ fn two_addresses<M: Memory + ?Sized>(
         let mut v1 = [0u32; LANES];
         for l in 0..LANES {
             if exec >> l & 1 != 0 {
-                let a = u64::from(addr[l]);
-                v0[l] = lds_u32(&ctx.lds, a + o0);
-                v1[l] = lds_u32(&ctx.lds, a + o1);
+                v0[l] = lds_u32(&ctx.lds, lds_address(addr[l], o0));
+                v1[l] = lds_u32(&ctx.lds, lds_address(addr[l], o1));
             }
         }
         for (k, vals) in [v0, v1].iter().enumerate() {
@@ -300,7 +390,7 @@ fn two_addresses<M: Memory + ?Sized>(
                     let mut b = [0u8; 8];
                     lds_read(
                         &ctx.lds,
-                        u64::from(addr[l]) + o,
+                        lds_address(addr[l], o),
                         b.get_mut(..elem).unwrap_or(&mut []),
                     );
                     vals[l] = u64::from_le_bytes(b);
@@ -322,7 +412,7 @@ fn two_addresses<M: Memory + ?Sized>(
                     let b = vals[l].to_le_bytes();
                     lds_write(
                         &mut ctx.lds,
-                        u64::from(addr[l]) + o,
+                        lds_address(addr[l], o),
                         b.get(..elem).unwrap_or(&[]),
                     );
                 }
@@ -358,7 +448,7 @@ fn rmw<M: Memory + ?Sized>(
         if exec >> l & 1 == 0 {
             continue;
         }
-        let a = u64::from(addr[l]) + offset16;
+        let a = lds_address(addr[l], offset16);
         let mut b = [0u8; 8];
         lds_read(&ctx.lds, a, b.get_mut(..n).unwrap_or(&mut []));
         let o = u64::from_le_bytes(b);
@@ -398,7 +488,7 @@ fn xchg2<M: Memory + ?Sized>(
             continue;
         }
         for k in 0..2 {
-            let a = u64::from(addr[l]) + offs[k];
+            let a = lds_address(addr[l], offs[k]);
             let mut b = [0u8; 8];
             lds_read(&ctx.lds, a, b.get_mut(..elem).unwrap_or(&mut []));
             old[k][l] = u64::from_le_bytes(b);

@@ -79,6 +79,8 @@ pub(crate) struct Ctx<'a, M: Memory + ?Sized> {
     pub xcc: u32,
     /// The work-group's id.
     pub group_id: [u32; 3],
+    /// The sanitizer's record of the LDS (when the dispatch is sanitized).
+    pub lds_shadow: Option<crate::sanitize::LdsShadow>,
 }
 
 impl<M: Memory + ?Sized> Ctx<'_, M> {
@@ -238,6 +240,10 @@ impl<'a, M: Memory + ?Sized> Group<'a, M> {
                 (linear % u64::from(setup.xccs.max(1))) as u32
             },
             group_id,
+            lds_shadow: setup
+                .sanitize
+                .as_ref()
+                .map(|_| crate::sanitize::LdsShadow::new(lds_bytes)),
         };
         let waves = (0..group.waves())
             .map(|i| {
@@ -349,6 +355,9 @@ impl<'a, M: Memory + ?Sized> Group<'a, M> {
             return Ok(true);
         }
         stats.barriers += 1;
+        if let Some(shadow) = &mut self.ctx.lds_shadow {
+            shadow.epoch += 1;
+        }
         for w in self.waves.iter_mut() {
             if w.state == WaveState::Barrier {
                 w.state = WaveState::Running;

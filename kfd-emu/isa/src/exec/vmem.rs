@@ -260,6 +260,9 @@ pub(super) fn exec<M: Memory + ?Sized>(
             if let Some(watch) = &ctx.setup.watch {
                 report_watched(w, inst, ctx, watch, class, exec, size, |l| Some(va[l]));
             }
+            if let Some(s) = &ctx.setup.sanitize {
+                check_bounds(w, inst, ctx, s, class, exec, size, &va);
+            }
             let run = single_run(&va, exec, size as u64);
             match class {
                 MemClass::Load => {
@@ -299,6 +302,57 @@ pub(super) fn exec<M: Memory + ?Sized>(
         MemClass::Load => load(w, inst, ctx, addrs, exec, size),
         MemClass::Store => store(w, inst, ctx, addrs, exec, size),
         _ => atomic(w, inst, ctx, addrs, exec, size),
+    }
+}
+
+/// The sanitizer's bounds check of a global access: each active lane must stay inside the
+/// buffer its pointer came from (the scalar base's, or the first active lane's; see
+/// [`crate::sanitize`]). Reports the first lane that does not.
+#[allow(clippy::too_many_arguments)]
+#[cold]
+#[inline(never)]
+fn check_bounds<M: Memory + ?Sized>(
+    w: &Wave,
+    inst: &Inst,
+    ctx: &Ctx<'_, M>,
+    s: &crate::sanitize::Sanitizer,
+    class: MemClass,
+    exec: u64,
+    size: usize,
+    va: &[u64; LANES],
+) {
+    if exec == 0 {
+        return;
+    }
+    let base = match (inst.format, inst.saddr) {
+        (Format::Global, Operand::Sgpr(r, _)) => w.sgpr64(r),
+        _ => va[exec.trailing_zeros() as usize],
+    };
+    use crate::sanitize::Owner;
+    let (buffer, outside) = match s.buffers.buffer_at(base) {
+        Owner::Unknown => return,
+        Owner::Nobody => (None, Some(exec.trailing_zeros() as usize)),
+        Owner::Buffer(start, end) => (
+            Some((start, end)),
+            (0..LANES).find(|&l| {
+                exec >> l & 1 == 1 && (va[l] < start || va[l].saturating_add(size as u64) > end)
+            }),
+        ),
+    };
+    if let Some(l) = outside {
+        (s.sink)(&crate::sanitize::Finding {
+            kind: crate::sanitize::FindingKind::OutOfBounds,
+            pc: w.pc,
+            instruction: crate::disasm::disassemble(ctx.setup.target, inst),
+            work_group: ctx.group_id,
+            wave: w.index,
+            lane: l as u32,
+            address: va[l],
+            bytes: size as u32,
+            write: class != MemClass::Load,
+            buffer,
+            other: None,
+        });
     }
 }
 

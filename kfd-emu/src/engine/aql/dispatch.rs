@@ -132,6 +132,7 @@ impl Processor {
         setup.messages = Some(self.ctl.message_sink());
         setup.watch = self.ctl.gpu.watch.current();
         setup.probe = Some(self.ctl.gpu.probe.clone());
+        setup.sanitize = self.ctl.gpu.sanitizer.for_dispatch(&self.ctl.gpu);
         let mut xcc_stride = 0;
         if d.private_segment_size > 0 {
             // `ensure_scratch` made sure the queue serves it before the packet got here.
