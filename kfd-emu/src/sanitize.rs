@@ -114,7 +114,9 @@ impl SanitizerState {
         );
         let message = match (f.kind, f.buffer, &f.other) {
             (FindingKind::OutOfBounds, Some((start, end)), _) => {
-                let relation = if f.address >= end {
+                let relation = if f.address == end {
+                    "just past its end".to_owned()
+                } else if f.address > end {
                     format!("{} bytes past its end", f.address - end)
                 } else if f.address < start {
                     format!("{} bytes before its start", start - f.address)
@@ -177,14 +179,13 @@ struct Buffers {
 
 impl BufferMap for Buffers {
     fn buffer_at(&self, address: u64) -> Owner {
-        let mapping = self.gpu.vm.mapping_at(address);
         let b = self.state.buffers.read().unwrap_or_else(|p| p.into_inner());
         if let Some((&start, &end)) = b.range(..=address).next_back() {
             if address < end {
                 return Owner::Buffer(start, end);
             }
         }
-        let Some(m) = mapping else {
+        let Some(m) = self.gpu.vm.mapping_at(address) else {
             return Owner::Unknown;
         };
         let end = m.start + m.len;

@@ -111,11 +111,12 @@ pub(crate) enum LdsAccess {
     Atomic,
 }
 
-const WRITTEN: u8 = 1;
-const ATOMIC_WRITE: u8 = 2;
-const ATOMIC_READS: u8 = 4;
+const ATOMIC_WRITE: u8 = 1;
+const ATOMIC_READS: u8 = 2;
 
-/// What the sanitizer remembers of one LDS byte.
+/// What the sanitizer remembers of one LDS dword: which of its bytes were ever written, and the
+/// last write and the reads of the current epoch with the bytes they touched (a byte array
+/// shared by waves, each its own bytes, is no race).
 #[derive(Clone, Copy, Default)]
 struct Cell {
     write_pc: u64,
@@ -126,9 +127,15 @@ struct Cell {
     readers: u32,
     write_wave: u8,
     flags: u8,
+    /// Bytes ever written.
+    written: u8,
+    /// Bytes of the last write.
+    write_bytes: u8,
+    /// Bytes read in `read_epoch`.
+    read_bytes: u8,
 }
 
-/// The shadow of a work-group's LDS.
+/// The shadow of a work-group's LDS, a cell per dword.
 pub(crate) struct LdsShadow {
     cells: Vec<Cell>,
     /// Barriers the work-group passed.
@@ -147,72 +154,95 @@ pub(crate) struct DsAccess {
 impl LdsShadow {
     pub(crate) fn new(bytes: usize) -> LdsShadow {
         LdsShadow {
-            cells: vec![Cell::default(); bytes],
+            cells: vec![Cell::default(); bytes.div_ceil(4)],
             epoch: 0,
         }
     }
 
     /// Checks one lane's access and records it; returns what it found (one finding per access,
-    /// the first byte's).
+    /// the first dword's). Accesses outside the LDS are not recorded (they read 0 and write
+    /// nothing).
     pub(crate) fn access(&mut self, a: &DsAccess) -> Option<(FindingKind, Option<OtherAccess>)> {
         let epoch = self.epoch;
         let wave = a.wave.min(31);
-        let me = 1u32 << wave;
-        let start = a.offset as usize;
-        let end = start.saturating_add(a.bytes as usize).min(self.cells.len());
+        let end = a.offset.saturating_add(u64::from(a.bytes));
+        let atomic = a.how == LdsAccess::Atomic;
+        let reads = a.how != LdsAccess::Write;
+        let writes = a.how != LdsAccess::Read;
         let mut found = None;
-        for c in self.cells.get_mut(start..end).unwrap_or(&mut []) {
-            let atomic = a.how == LdsAccess::Atomic;
-            let reads = a.how != LdsAccess::Write;
-            let writes = a.how != LdsAccess::Read;
+        let mut at = a.offset;
+        while at < end {
+            let dword = at / 4;
+            let Some(c) = self.cells.get_mut(dword as usize) else {
+                break;
+            };
+            // The bytes of this dword the access covers.
+            let first = (at % 4) as u32;
+            let last = (end - dword * 4).min(4) as u32;
+            let bytes = ((1u32 << last) - (1u32 << first)) as u8;
+            at = (dword + 1) * 4;
+            let access = Touch {
+                epoch,
+                wave,
+                bytes,
+                atomic,
+                reads,
+                writes,
+            };
             if found.is_none() {
-                found = check(c, epoch, wave, me, atomic, reads, writes);
+                found = check(c, &access);
             }
-            if reads {
-                if c.read_epoch != epoch {
-                    c.read_epoch = epoch;
-                    c.readers = 0;
-                    c.flags &= !ATOMIC_READS;
-                }
-                if c.readers == 0 {
-                    // Only atomic reads so far: a plain write races with none of them.
-                    c.flags |= if atomic { ATOMIC_READS } else { 0 };
-                } else if !atomic {
-                    c.flags &= !ATOMIC_READS;
-                }
-                c.readers |= me;
-                c.read_pc = a.pc;
-            }
-            if writes {
-                c.write_epoch = epoch;
-                c.write_wave = wave as u8;
-                c.write_pc = a.pc;
-                c.flags =
-                    (c.flags | WRITTEN) & !ATOMIC_WRITE | if atomic { ATOMIC_WRITE } else { 0 };
-            }
+            record(c, &access, a.pc);
         }
         found
     }
 }
 
-/// What an access by `wave` finds in a cell before it is recorded.
-fn check(
-    c: &Cell,
+/// One access's part of one dword.
+struct Touch {
     epoch: u32,
     wave: u32,
-    me: u32,
+    bytes: u8,
     atomic: bool,
     reads: bool,
     writes: bool,
-) -> Option<(FindingKind, Option<OtherAccess>)> {
-    if reads && c.flags & WRITTEN == 0 {
+}
+
+fn record(c: &mut Cell, t: &Touch, pc: u64) {
+    if t.reads {
+        if c.read_epoch != t.epoch || c.readers == 0 {
+            c.read_epoch = t.epoch;
+            c.readers = 0;
+            c.read_bytes = 0;
+            // Only atomic reads so far: an atomic write races with none of them.
+            c.flags = (c.flags & !ATOMIC_READS) | if t.atomic { ATOMIC_READS } else { 0 };
+        } else if !t.atomic {
+            c.flags &= !ATOMIC_READS;
+        }
+        c.readers |= 1 << t.wave;
+        c.read_bytes |= t.bytes;
+        c.read_pc = pc;
+    }
+    if t.writes {
+        c.write_epoch = t.epoch;
+        c.write_wave = t.wave as u8;
+        c.write_pc = pc;
+        c.written |= t.bytes;
+        c.write_bytes = t.bytes;
+        c.flags = (c.flags & !ATOMIC_WRITE) | if t.atomic { ATOMIC_WRITE } else { 0 };
+    }
+}
+
+/// What an access finds in a cell before it is recorded.
+fn check(c: &Cell, t: &Touch) -> Option<(FindingKind, Option<OtherAccess>)> {
+    if t.reads && c.written & t.bytes != t.bytes {
         return Some((FindingKind::UninitializedLds, None));
     }
-    let both_atomic_write = atomic && c.flags & ATOMIC_WRITE != 0;
-    if c.flags & WRITTEN != 0
-        && c.write_epoch == epoch
-        && u32::from(c.write_wave) != wave
-        && !both_atomic_write
+    let both_atomic = t.atomic && c.flags & ATOMIC_WRITE != 0;
+    if c.write_bytes & t.bytes != 0
+        && c.write_epoch == t.epoch
+        && u32::from(c.write_wave) != t.wave
+        && !both_atomic
     {
         let other = OtherAccess {
             pc: c.write_pc,
@@ -221,9 +251,14 @@ fn check(
         };
         return Some((FindingKind::LdsRace, Some(other)));
     }
-    let other_readers = c.readers & !me;
+    let other_readers = c.readers & !(1 << t.wave);
     let atomic_reads_only = c.flags & ATOMIC_READS != 0;
-    if writes && c.read_epoch == epoch && other_readers != 0 && !(atomic && atomic_reads_only) {
+    if t.writes
+        && c.read_epoch == t.epoch
+        && other_readers != 0
+        && c.read_bytes & t.bytes != 0
+        && !(t.atomic && atomic_reads_only)
+    {
         let other = OtherAccess {
             pc: c.read_pc,
             wave: other_readers.trailing_zeros(),
@@ -282,6 +317,21 @@ mod tests {
             access(&mut s, 5, 16, LdsAccess::Read),
             Some(FindingKind::LdsRace)
         );
+        // Waves writing and reading their own bytes of one dword do not race.
+        s.epoch += 1;
+        for w in 0..4u32 {
+            let byte = |s: &mut LdsShadow, how| {
+                s.access(&DsAccess {
+                    pc: 0x200,
+                    wave: w,
+                    offset: 32 + u64::from(w),
+                    bytes: 1,
+                    how,
+                })
+            };
+            assert_eq!(byte(&mut s, LdsAccess::Write), None, "wave {w}");
+            assert_eq!(byte(&mut s, LdsAccess::Read), None, "wave {w}");
+        }
         // Outside the shadow: nothing (the access itself reads 0 and writes nothing).
         assert_eq!(access(&mut s, 0, 4096, LdsAccess::Read), None);
     }
