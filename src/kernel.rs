@@ -33,8 +33,17 @@ pub struct Kernel {
     code: Option<Arc<dyn Send + Sync>>,
     /// What the code object's metadata note says about the kernel.
     metadata: Option<Arc<KernelMetadata>>,
-    /// The GPU's hostcall service, for a kernel whose metadata asks for its buffer.
-    hostcall: Option<Arc<HostcallService>>,
+    /// For a kernel whose metadata asks for the hostcall buffer: its claim on the GPU's
+    /// hostcall service.
+    hostcall: Option<Arc<HostcallSlot>>,
+}
+
+/// A kernel's claim on its GPU's hostcall service, taken up the first time the buffer's address
+/// is asked for (kernels that declare the buffer without printing then cost nothing). Shared by
+/// the kernel's clones and held by its dispatches, which keep the service alive.
+pub(crate) struct HostcallSlot {
+    gpu: Gpu,
+    service: std::sync::OnceLock<Arc<HostcallService>>,
 }
 
 /// A kernel's code as GPU work needs it: the memory holding it and, on the emulated device, the
@@ -43,7 +52,7 @@ pub struct Kernel {
 struct KernelCode {
     _memory: Arc<Buffer>,
     /// The hostcall service answers the kernel's waves until its last dispatch completes.
-    _hostcall: Option<Arc<HostcallService>>,
+    _hostcall: Option<Arc<HostcallSlot>>,
     #[cfg(feature = "emu")]
     binding: Option<(Arc<kfd_emu::Emulator>, u64)>,
 }
@@ -57,7 +66,7 @@ impl Drop for KernelCode {
     }
 }
 
-fn code(memory: &Arc<Buffer>, hostcall: &Option<Arc<HostcallService>>) -> Arc<dyn Send + Sync> {
+fn code(memory: &Arc<Buffer>, hostcall: &Option<Arc<HostcallSlot>>) -> Arc<dyn Send + Sync> {
     Arc::new(KernelCode {
         _memory: memory.clone(),
         _hostcall: hostcall.clone(),
@@ -111,8 +120,14 @@ impl Kernel {
         kd: aql::KernelDescriptor,
         memory: Arc<Buffer>,
         metadata: Option<Arc<KernelMetadata>>,
-        hostcall: Option<Arc<HostcallService>>,
+        hostcall_gpu: Option<Gpu>,
     ) -> Kernel {
+        let hostcall = hostcall_gpu.map(|gpu| {
+            Arc::new(HostcallSlot {
+                gpu,
+                service: std::sync::OnceLock::new(),
+            })
+        });
         Kernel {
             name: name.to_owned(),
             object,
@@ -197,12 +212,22 @@ impl Kernel {
     }
 
     /// The GPU address of the hostcall buffer kfdrt serves for this kernel (HIP's device
-    /// `printf`), when its metadata asks for one ([`crate::hostcall`]); [`KernelArgs`] passes
-    /// it by itself, a raw-argument launch must write it at the argument's offset.
+    /// `printf`), when its metadata asks for one ([`crate::hostcall`]); the first call starts the
+    /// GPU's hostcall service. [`KernelArgs`] passes it by itself; a raw-argument launch writes
+    /// it at the argument's offset.
     ///
     /// [`KernelArgs`]: crate::KernelArgs
-    pub fn hostcall_buffer(&self) -> Option<u64> {
-        self.hostcall.as_ref().map(|h| h.address())
+    pub fn hostcall_buffer(&self) -> Result<Option<u64>> {
+        let Some(slot) = &self.hostcall else {
+            return Ok(None);
+        };
+        if let Some(s) = slot.service.get() {
+            return Ok(Some(s.address()));
+        }
+        let service = crate::hostcall::service_for(&slot.gpu)?;
+        // Two threads may both have started it: the service is per GPU, so both got the same.
+        let s = slot.service.get_or_init(|| service);
+        Ok(Some(s.address()))
     }
 
     /// Static LDS bytes per work-group.

@@ -39,7 +39,7 @@ fn every_work_item_prints_its_line_each_wave_in_lane_order() {
         .load_code_object(&crate::co_util::fixture("printf-gfx90a.elf"))
         .unwrap();
     let greet = co.kernel("greet").unwrap();
-    assert!(greet.hostcall_buffer().is_some());
+    assert!(greet.hostcall_buffer().unwrap().is_some());
     let out = gpu.alloc(4 * 128, MemoryKind::GttCoherent).unwrap();
     let mut args = KernelArgs::new(&greet).unwrap();
     args.set_buffer(0, &out).unwrap().set_f32(1, 0.5).unwrap();

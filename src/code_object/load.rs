@@ -302,9 +302,9 @@ impl Gpu {
                 .as_deref()
                 .is_some_and(|m| m.hidden_arg(&ArgKind::HiddenHostcallBuffer).is_some())
         });
-        let hostcall = wants_hostcall
-            .then(|| crate::hostcall::service_for(self))
-            .transpose()?;
+        // The hostcall service starts when arguments are first built for such a kernel: many
+        // compilers' kernels declare the buffer without ever printing.
+        let hostcall_gpu = wants_hostcall.then(|| self.clone());
         let at = |vaddr: u64| base.wrapping_add(vaddr.wrapping_sub(elf.image_start));
         let segments = elf
             .segments
@@ -363,7 +363,7 @@ impl Gpu {
             kernels,
             symbols,
             segments,
-            hostcall,
+            hostcall_gpu,
             _icache_queue: owned.then_some(queue),
             _debugger_entry: crate::debug::r_debug::register(
                 aligned.as_slice(),

@@ -105,8 +105,8 @@ pub struct CodeObject {
     kernels: Vec<LoadedKernel>,
     symbols: Vec<SymbolInfo>,
     segments: Vec<LoadedSegment>,
-    /// The GPU's hostcall service, when a kernel takes its buffer.
-    hostcall: Option<Arc<crate::hostcall::HostcallService>>,
+    /// The GPU, when a kernel takes the hostcall buffer (its service starts on first use).
+    hostcall_gpu: Option<crate::Gpu>,
     /// Keeps the GPU's loader queue alive while code objects use it.
     _icache_queue: Option<AqlQueue>,
     /// Its entry in the debugger's list of loaded code objects.
@@ -207,7 +207,7 @@ impl CodeObject {
             k.metadata
                 .as_deref()
                 .is_some_and(|m| m.hidden_arg(&ArgKind::HiddenHostcallBuffer).is_some())
-                .then(|| self.hostcall.clone())
+                .then(|| self.hostcall_gpu.clone())
                 .flatten(),
         ))
     }

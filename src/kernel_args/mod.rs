@@ -180,7 +180,7 @@ impl KernelArgs {
                 kernel: kernel.name().to_owned(),
             })?;
         let mut args = KernelArgs::from_metadata(md.clone());
-        if let Some(address) = kernel.hostcall_buffer() {
+        if let Some(address) = kernel.hostcall_buffer()? {
             // The kernel holds the service, and every dispatch holds the kernel's code.
             args.hidden_pointers
                 .push((ArgKind::HiddenHostcallBuffer, address));

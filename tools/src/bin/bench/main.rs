@@ -17,15 +17,16 @@ mod stats;
 
 use clap::{value_parser, Arg, Command};
 use kfdrt::{DriverKind, Gpu, Kernel, Kfd};
-use serde_json::{json, Value};
+use kfdrt_tools::machine;
+use serde_json::json;
 use std::path::PathBuf;
 
 /// The empty kernel, per target (`kernels/build.sh`).
 fn empty_kernel_object(target: &str) -> Option<&'static [u8]> {
     Some(match target {
-        "gfx90a" => include_bytes!("../kernels/empty-gfx90a.co"),
-        "gfx942" => include_bytes!("../kernels/empty-gfx942.co"),
-        "gfx1100" => include_bytes!("../kernels/empty-gfx1100.co"),
+        "gfx90a" => include_bytes!("../../../kernels/empty-gfx90a.co"),
+        "gfx942" => include_bytes!("../../../kernels/empty-gfx942.co"),
+        "gfx1100" => include_bytes!("../../../kernels/empty-gfx1100.co"),
         _ => return None,
     })
 }
@@ -81,55 +82,6 @@ fn main() {
     }
 }
 
-/// What the run measured on, printed first and kept in the JSON.
-fn machine(kfd: &Kfd, gpu: &Gpu) -> Value {
-    let i = gpu.info();
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
-        .map(|s| s.trim().to_owned())
-        .unwrap_or_else(|_| "unknown".into());
-    let (major, minor) = kfd.version();
-    json!({
-        "device": kfd.describe(),
-        "emulated": kfd.kind() == DriverKind::Emulated,
-        "gpu": i.name,
-        "gfx_target": i.gfx_target,
-        "gpu_id": gpu.id(),
-        "compute_units": i.compute_units,
-        "max_engine_clock_mhz": i.max_engine_clk_mhz,
-        "cp_firmware": i.fw_version,
-        "sdma_firmware": i.sdma_fw_version,
-        "kfd_version": format!("{major}.{minor}"),
-        "kernel": kernel,
-        "kfdrt": env!("CARGO_PKG_VERSION"),
-    })
-}
-
-fn print_machine(m: &Value) {
-    println!("kfdrt-bench {}", m["kfdrt"].as_str().unwrap_or(""));
-    println!("  device:   {}", m["device"].as_str().unwrap_or(""));
-    println!(
-        "  GPU:      {} ({}, id {:#x}), {} CUs, {} MHz max engine clock",
-        m["gpu"].as_str().unwrap_or(""),
-        m["gfx_target"].as_str().unwrap_or(""),
-        m["gpu_id"].as_u64().unwrap_or(0),
-        m["compute_units"],
-        m["max_engine_clock_mhz"]
-    );
-    println!(
-        "  driver:   KFD {}, CP firmware {}, SDMA firmware {}, Linux {}",
-        m["kfd_version"].as_str().unwrap_or(""),
-        m["cp_firmware"],
-        m["sdma_firmware"],
-        m["kernel"].as_str().unwrap_or("")
-    );
-    if m["emulated"].as_bool() == Some(true) {
-        println!(
-            "  NOTE: this is kfd-emu, the emulated device: the figures measure kfdrt's host side \
-             and the emulator on this CPU, not GPU hardware."
-        );
-    }
-}
-
 fn run() -> Result<(), String> {
     let args = cli().get_matches();
     let what = args
@@ -145,8 +97,8 @@ fn run() -> Result<(), String> {
     let gpu = kfd
         .gpu(index)
         .ok_or_else(|| format!("no GPU {index} (there are {})", gpus.len()))?;
-    let machine = machine(&kfd, &gpu);
-    print_machine(&machine);
+    let machine = machine::describe(&kfd, &gpu);
+    machine::print("kfdrt-bench", &machine);
     let mut results = json!({ "machine": machine });
     let svg = args.get_one::<PathBuf>("svg").cloned();
     if let Some(dir) = &svg {
