@@ -27,8 +27,9 @@ pub fn describe(kfd: &Kfd, gpu: &Gpu) -> Value {
     })
 }
 
-/// Prints [`describe`]'s description under `tool`'s name, with a warning on kfd-emu.
-pub fn print(tool: &str, m: &Value) {
+/// Prints [`describe`]'s description under `tool`'s name; on kfd-emu, `emulated_note` follows
+/// (what the emulator means for the tool's results).
+pub fn print(tool: &str, m: &Value, emulated_note: &str) {
     let text = |k: &str| m[k].as_str().unwrap_or("").to_owned();
     println!("{tool} {}", text("kfdrt"));
     println!("  device:   {}", text("device"));
@@ -48,9 +49,6 @@ pub fn print(tool: &str, m: &Value) {
         text("kernel")
     );
     if m["emulated"].as_bool() == Some(true) {
-        println!(
-            "  NOTE: this is kfd-emu, the emulated device: the figures measure kfdrt's host side \
-             and the emulator on this CPU, not GPU hardware."
-        );
+        println!("  NOTE: this is kfd-emu, the emulated device, not GPU hardware: {emulated_note}");
     }
 }

@@ -16,6 +16,8 @@ fn a_short_run_prints_tables_and_writes_json_and_plots() {
         .arg(&json)
         .arg("--svg")
         .arg(&dir)
+        // kfd-emu's gfx11 has no wave interpreter: measure a gfx90a when emulating.
+        .env("KFDRT_EMU_PRESET", "gfx90a")
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -7,7 +7,7 @@
 //! numbers are the emulator's.
 //!
 //! ```text
-//! cargo run --release -p kfdrt-bench -- all --json run.json --svg docs/
+//! cargo run --release -p kfdrt-tools --bin kfdrt-bench -- all --json run.json --svg plots/
 //! ```
 
 mod bandwidth;
@@ -18,7 +18,7 @@ mod stats;
 use clap::{value_parser, Arg, Command};
 use kfdrt::{DriverKind, Gpu, Kernel, Kfd};
 use kfdrt_tools::machine;
-use serde_json::json;
+use serde_json::{json, Value};
 use std::path::PathBuf;
 
 /// The empty kernel, per target (`kernels/build.sh`).
@@ -98,7 +98,11 @@ fn run() -> Result<(), String> {
         .gpu(index)
         .ok_or_else(|| format!("no GPU {index} (there are {})", gpus.len()))?;
     let machine = machine::describe(&kfd, &gpu);
-    machine::print("kfdrt-bench", &machine);
+    machine::print(
+        "kfdrt-bench",
+        &machine,
+        "the figures measure kfdrt's host side and the emulator on this CPU.",
+    );
     let mut results = json!({ "machine": machine });
     let svg = args.get_one::<PathBuf>("svg").cloned();
     if let Some(dir) = &svg {
@@ -113,44 +117,82 @@ fn run() -> Result<(), String> {
         format!("{what}: {} {}{emu}", gpu.info().name, gpu.info().gfx_target)
     };
 
-    if want("latency") || want("queues") {
-        let kernel = empty_kernel(&gpu)?;
-        if want("latency") {
-            let l = latency::measure(&gpu, &kernel, samples).map_err(|e| e.to_string())?;
-            l.print();
-            results["latency"] = l.json();
-            if let Some(dir) = &svg {
-                let path = dir.join("latency.svg");
-                plot::latency(&path, &l.dispatch, &title("empty-kernel round trips"))?;
-                println!("  plot: {}", path.display());
-            }
+    // Each part stands alone: one that cannot run (no empty kernel for the target, no copy
+    // engine) is reported and the others still run.
+    let mut failed: Vec<Value> = Vec::new();
+    let mut note = |part: &str, r: Result<(), String>| {
+        if let Err(e) = r {
+            eprintln!("kfdrt-bench: {part} not measured: {e}");
+            failed.push(json!({ "part": part, "error": e }));
         }
-        if want("queues") {
-            let rows = latency::scaling(&gpu, &kernel, (samples / 4).max(100))
-                .map_err(|e| e.to_string())?;
-            latency::print_scaling(&rows);
-            results["queue_scaling"] = latency::scaling_json(&rows);
+    };
+    if want("latency") || want("queues") {
+        match empty_kernel(&gpu) {
+            Err(e) => note("latency", Err(e)),
+            Ok(kernel) => {
+                if want("latency") {
+                    note(
+                        "latency",
+                        (|| {
+                            let l = latency::measure(&gpu, &kernel, samples)
+                                .map_err(|e| e.to_string())?;
+                            l.print();
+                            results["latency"] = l.json();
+                            if let Some(dir) = &svg {
+                                let path = dir.join("latency.svg");
+                                let t = title("empty-kernel round trips");
+                                plot::latency(&path, &l.dispatch, &t)?;
+                                println!("  plot: {}", path.display());
+                            }
+                            Ok(())
+                        })(),
+                    );
+                }
+                if want("queues") {
+                    note(
+                        "queues",
+                        (|| {
+                            let rows = latency::scaling(&gpu, &kernel, (samples / 4).max(100))
+                                .map_err(|e| e.to_string())?;
+                            latency::print_scaling(&rows);
+                            results["queue_scaling"] = latency::scaling_json(&rows);
+                            Ok(())
+                        })(),
+                    );
+                }
+            }
         }
     }
     if want("copy") {
-        let series = bandwidth::measure(&gpu, max).map_err(|e| e.to_string())?;
-        bandwidth::print(&series);
-        results["bandwidth"] = bandwidth::json(&series);
-        if let Some(dir) = &svg {
-            let path = dir.join("bandwidth.svg");
-            plot::bandwidth(&path, &series, &title("copy bandwidth"))?;
-            println!("  plot: {}", path.display());
-        }
-        if gpus.len() > 1 {
-            let m = bandwidth::matrix(&gpus, max).map_err(|e| e.to_string())?;
-            bandwidth::print_matrix(&m, max);
-            results["gpu_to_gpu_gb_per_s"] = json!(m);
-        }
+        note(
+            "copy",
+            (|| {
+                let series = bandwidth::measure(&gpu, max).map_err(|e| e.to_string())?;
+                bandwidth::print(&series);
+                results["bandwidth"] = bandwidth::json(&series);
+                if let Some(dir) = &svg {
+                    let path = dir.join("bandwidth.svg");
+                    plot::bandwidth(&path, &series, &title("copy bandwidth"))?;
+                    println!("  plot: {}", path.display());
+                }
+                if gpus.len() > 1 {
+                    let m = bandwidth::matrix(&gpus, max).map_err(|e| e.to_string())?;
+                    bandwidth::print_matrix(&m, max);
+                    results["gpu_to_gpu_gb_per_s"] = json!(m);
+                }
+                Ok(())
+            })(),
+        );
     }
+    let failures = failed.len();
+    results["not_measured"] = Value::Array(failed);
     if let Some(path) = args.get_one::<PathBuf>("json") {
         let text = serde_json::to_string_pretty(&results).map_err(|e| e.to_string())?;
         std::fs::write(path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
         println!("\nresults: {}", path.display());
+    }
+    if failures > 0 {
+        return Err(format!("{failures} part(s) not measured"));
     }
     Ok(())
 }

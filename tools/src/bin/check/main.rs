@@ -96,7 +96,11 @@ fn run() -> Result<bool, String> {
     let kfd = Kfd::from_env().map_err(|e| format!("opening the device: {e}"))?;
     let gpu = kfd.gpu(0).ok_or("the device has no GPU")?;
     let machine = machine::describe(&kfd, &gpu);
-    machine::print("kfdrt-check", &machine);
+    machine::print(
+        "kfdrt-check",
+        &machine,
+        "tests that open the device from the environment run on it.",
+    );
     let target = gpu.info().gfx_target.clone();
     let kind = if kfd.kind() == DriverKind::Emulated {
         "emu"
