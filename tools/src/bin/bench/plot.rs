@@ -11,17 +11,31 @@ fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
 
-/// The empty-kernel round trips as a histogram over power-of-two buckets.
+type Canvas<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+
+/// A white SVG canvas of `size` pixels at `path`.
+fn canvas(path: &Path, size: (u32, u32)) -> Result<Canvas<'_>, String> {
+    let root = SVGBackend::new(path, size).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    Ok(root)
+}
+
+/// Both plots' frame: the title, margins and room for the axis labels.
+fn framed<'a, 'b>(root: &'a Canvas<'b>, title: &str) -> ChartBuilder<'a, 'b, SVGBackend<'b>> {
+    let mut b = ChartBuilder::on(root);
+    b.caption(title, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(48)
+        .y_label_area_size(56);
+    b
+}
+
+/// The empty-kernel round trips as a histogram over quarter-octave buckets.
 pub fn latency(path: &Path, samples: &Samples, title: &str) -> PlotResult {
     let buckets = samples.log2_histogram();
     let most = buckets.iter().map(|&(_, c)| c).max().unwrap_or(1) as u32;
-    let root = SVGBackend::new(path, (800, 420)).into_drawing_area();
-    root.fill(&WHITE).map_err(err)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 18))
-        .margin(12)
-        .x_label_area_size(48)
-        .y_label_area_size(56)
+    let root = canvas(path, (800, 420))?;
+    let mut chart = framed(&root, title)
         .build_cartesian_2d(
             (0..buckets.len() as u32).into_segmented(),
             0u32..most + most / 10 + 1,
@@ -74,13 +88,8 @@ pub fn bandwidth(path: &Path, series: &[Series], title: &str) -> PlotResult {
     if x0 > x1 {
         return Err("no bandwidth to plot".into());
     }
-    let root = SVGBackend::new(path, (800, 480)).into_drawing_area();
-    root.fill(&WHITE).map_err(err)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 18))
-        .margin(12)
-        .x_label_area_size(48)
-        .y_label_area_size(56)
+    let root = canvas(path, (800, 480))?;
+    let mut chart = framed(&root, title)
         .build_cartesian_2d(x0..x1, 0.0..top)
         .map_err(err)?;
     chart
