@@ -156,3 +156,39 @@ fn without_a_handler_lines_go_to_stdout() {
     );
     assert!(stdout.contains("step 3\nstep 2\nstep 1\n"), "{stdout}");
 }
+
+/// Launches through a stream and a replayed graph pass the buffer too: the graph's arguments
+/// keep the hostcall pointer their `KernelArgs` had.
+#[test]
+fn kernels_launched_on_streams_and_in_graphs_print() {
+    let (kfd, lines) = device();
+    let gpu = kfd.gpu(0).unwrap();
+    let co = gpu
+        .load_code_object(&crate::co_util::fixture("printf-gfx90a.elf"))
+        .unwrap();
+    let countdown = co.kernel("countdown").unwrap();
+    let mut args = KernelArgs::new(&countdown).unwrap();
+    args.set_i32(0, 2).unwrap();
+    let mut stream = gpu.create_stream().unwrap();
+    stream
+        .launch(&Dispatch::linear(&countdown, 64, 64).with_args(&args))
+        .unwrap();
+    stream.synchronize().unwrap();
+    assert_eq!(texts(&lines), ["step 2\n", "step 1\n"]);
+    let mut capture = stream.capture();
+    let node = capture
+        .launch(&Dispatch::linear(&countdown, 64, 64).with_args(&args))
+        .unwrap();
+    let mut graph = capture.finish();
+    lines.lock().unwrap().clear();
+    stream.replay(&graph).unwrap();
+    stream.synchronize().unwrap();
+    args.set_i32(0, 3).unwrap();
+    graph.set_args(node, &args).unwrap();
+    stream.replay(&graph).unwrap();
+    stream.synchronize().unwrap();
+    assert_eq!(
+        texts(&lines),
+        ["step 2\n", "step 1\n", "step 3\n", "step 2\n", "step 1\n"]
+    );
+}
