@@ -3,7 +3,6 @@
 //! graphs replayed with new arguments. Every scenario runs on both copy paths where copies are
 //! involved: an SDMA engine and the blit-kernel fallback.
 
-use crate::co_util::fixture;
 use crate::common;
 
 use kfdrt::emu::{GpuFault, Preset, WorkGroup};
@@ -42,6 +41,11 @@ fn saxpy_args(
     args
 }
 
+/// The `kernels` fixture for `gpu`'s target ([`common::under_test`] checked there is one).
+fn kernels(gpu: &Gpu) -> Vec<u8> {
+    common::code_object_for("kernels", &gpu.info().gfx_target).unwrap()
+}
+
 fn stream(gpu: &Gpu, path: CopyPath) -> kfdrt::Stream {
     gpu.create_stream_with(StreamOptions {
         copy_path: path,
@@ -52,11 +56,16 @@ fn stream(gpu: &Gpu, path: CopyPath) -> kfdrt::Stream {
 
 #[test]
 fn upload_compute_download_on_one_stream_needs_no_signals() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "streams::upload_compute_download_on_one_stream_needs_no_signals",
+        Preset::Gfx90a,
+        1,
+        &["kernels"],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
-    let co = gpu
-        .load_code_object(&fixture("kernels-gfx90a.elf"))
-        .unwrap();
+    let co = gpu.load_code_object(&kernels(&gpu)).unwrap();
     let saxpy = co.kernel("saxpy").unwrap();
     let n = 4096usize;
     let x: Vec<f32> = (0..n).map(|i| i as f32).collect();
@@ -86,7 +95,14 @@ fn upload_compute_download_on_one_stream_needs_no_signals() {
 
 #[test]
 fn a_stream_waits_for_another_streams_event_and_no_longer() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "streams::a_stream_waits_for_another_streams_event_and_no_longer",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     for path in PATHS {
         let (mut a, mut b) = (stream(&gpu, path), stream(&gpu, path));
@@ -119,7 +135,14 @@ fn a_stream_waits_for_another_streams_event_and_no_longer() {
 
 #[test]
 fn host_callbacks_run_in_stream_order_after_the_work_before_them() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "streams::host_callbacks_run_in_stream_order_after_the_work_before_them",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     let mut s = stream(&gpu, CopyPath::Sdma);
     let host = Arc::new(gpu.alloc(4096, MemoryKind::GttCoherent).unwrap());
@@ -142,7 +165,14 @@ fn host_callbacks_run_in_stream_order_after_the_work_before_them() {
 
 #[test]
 fn events_time_gpu_work_in_nanoseconds_of_the_measured_clock() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "streams::events_time_gpu_work_in_nanoseconds_of_the_measured_clock",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     let mut s = gpu.create_stream().unwrap();
     let hz = gpu.timestamp_frequency().unwrap();
@@ -210,11 +240,16 @@ fn a_queue_error_ends_the_streams_waits_and_reaches_its_callbacks() {
 
 #[test]
 fn a_graph_replays_with_new_arguments_and_keeps_what_it_uses() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "streams::a_graph_replays_with_new_arguments_and_keeps_what_it_uses",
+        Preset::Gfx90a,
+        1,
+        &["kernels"],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
-    let co = gpu
-        .load_code_object(&fixture("kernels-gfx90a.elf"))
-        .unwrap();
+    let co = gpu.load_code_object(&kernels(&gpu)).unwrap();
     let saxpy = co.kernel("saxpy").unwrap();
     let n = 1024usize;
     for path in PATHS {
@@ -304,18 +339,29 @@ fn a_graph_waits_for_events_captured_in_it_on_every_replay() {
     assert_eq!(runs.load(Ordering::SeqCst), 2);
 }
 
-fn mlp_kernels(gpu: &Gpu) -> kfdrt::CodeObject {
+/// The MLP example's kernels for `gpu`'s target, if they are built for it.
+fn mlp_kernels(gpu: &Gpu) -> Option<kfdrt::CodeObject> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/kernels");
     let file = dir.join(format!("mlp-{}.co", gpu.info().gfx_target));
-    gpu.load_code_object(&std::fs::read(&file).unwrap())
-        .unwrap()
+    let bytes = std::fs::read(&file).ok()?;
+    Some(gpu.load_code_object(&bytes).unwrap())
 }
 
 #[test]
 fn hip_kernels_are_found_by_their_cpp_names() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "streams::hip_kernels_are_found_by_their_cpp_names",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
-    let co = mlp_kernels(&gpu);
+    let Some(co) = mlp_kernels(&gpu) else {
+        eprintln!("streams::hip_kernels_are_found_by_their_cpp_names: skipped: no MLP kernels for this target");
+        return;
+    };
     let by_symbol = co.kernel("_Z7softmaxPKfPfi").unwrap();
     for name in [
         "softmax",
@@ -362,7 +408,7 @@ fn the_mlp_examples_kernels_compute_what_the_cpu_does() {
     for preset in [Preset::Gfx90a, Preset::Gfx942] {
         let kfd = common::emulated(preset, 1);
         let gpu = kfd.gpu(0).unwrap();
-        let co = mlp_kernels(&gpu);
+        let co = mlp_kernels(&gpu).unwrap();
         let mut s = gpu.create_stream().unwrap();
         let upload = |s: &mut kfdrt::Stream, v: &[f32]| {
             let b = gpu
@@ -462,7 +508,14 @@ fn the_mlp_examples_kernels_compute_what_the_cpu_does() {
 
 #[test]
 fn a_pool_reuses_memory_in_stream_order_and_across_streams_once_the_gpu_has_passed() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "streams::a_pool_reuses_memory_in_stream_order_and_across_streams_once_the_gpu_has_passed",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     let pool = gpu.create_memory_pool(MemoryKind::DeviceLocal);
     let (mut a, b) = (gpu.create_stream().unwrap(), gpu.create_stream().unwrap());
@@ -522,7 +575,14 @@ fn a_pool_reuses_memory_in_stream_order_and_across_streams_once_the_gpu_has_pass
 
 #[test]
 fn a_pooled_buffer_dropped_outside_a_stream_waits_for_the_gpu_work_that_holds_it() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "streams::a_pooled_buffer_dropped_outside_a_stream_waits_for_the_gpu_work_that_holds_it",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     let pool = gpu.create_memory_pool(MemoryKind::GttCoherent);
     let mut s = gpu.create_stream().unwrap();
@@ -562,9 +622,16 @@ fn other_address(pair: &[u64; 2], known: u64) -> u64 {
 
 #[test]
 fn device_wide_synchronize_waits_for_every_queue_of_the_gpus_it_covers() {
-    let kfd = common::emulated(Preset::Gfx90a, 2);
+    let Some(kfd) = common::under_test(
+        "streams::device_wide_synchronize_waits_for_every_queue_of_the_gpus_it_covers",
+        Preset::Gfx90a,
+        2,
+        &["kernels"],
+    ) else {
+        return;
+    };
     let cos = kfd
-        .load_code_object_on_all(&fixture("kernels-gfx90a.elf"))
+        .load_code_object_on_all(&kernels(&kfd.gpu(0).unwrap()))
         .unwrap();
     assert_eq!(cos.len(), 2);
     let gpus = kfd.gpus();
@@ -612,11 +679,16 @@ fn device_wide_synchronize_waits_for_every_queue_of_the_gpus_it_covers() {
 
 #[test]
 fn typed_slices_carry_tensors_through_streams_and_kernel_arguments() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "streams::typed_slices_carry_tensors_through_streams_and_kernel_arguments",
+        Preset::Gfx90a,
+        1,
+        &["kernels"],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
-    let co = gpu
-        .load_code_object(&fixture("kernels-gfx90a.elf"))
-        .unwrap();
+    let co = gpu.load_code_object(&kernels(&gpu)).unwrap();
     let saxpy = co.kernel("saxpy").unwrap();
     // One allocation holding two tensors, as a tensor library's arena would.
     let arena = Arc::new(gpu.alloc(8 * 1024, MemoryKind::DeviceLocal).unwrap());

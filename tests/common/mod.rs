@@ -1,8 +1,9 @@
 //! Shared helpers of the integration tests.
 //!
 //! Tests open the device `KFDRT_DEVICE` names (default `auto`: `/dev/kfd` when present, else the
-//! emulator). Tests that need the emulator's counters or several GPUs create their own emulated
-//! device; tests that need real hardware call [`hardware_or_skip`].
+//! emulator): [`device`], or [`under_test`] for tests that fall back to an emulated preset when
+//! no device is selected. Tests that need the emulator's counters, controls or presets create
+//! their own emulated device; tests that need real hardware call [`hardware_or_skip`].
 #![allow(dead_code)]
 
 use kfdrt::emu::{EmuConfig, Emulator, Preset};
@@ -83,6 +84,42 @@ pub fn device() -> Checked {
         Ok(k) => Checked::new(k),
         Err(e) => panic!("cannot open the device under test: {e}"),
     }
+}
+
+/// The device under test for a test that needs no emulator-only control: the one the
+/// environment selects when it selects one (`KFDRT_DEVICE` set, or `/dev/kfd` present), else a
+/// fresh emulated `preset` with `gpus` GPUs. `None`, after printing why, when the device has fewer
+/// than `gpus` GPUs or no code object `stems` names is built for its target (see
+/// [`code_object_for`]).
+pub fn under_test(test: &str, preset: Preset, gpus: usize, stems: &[&str]) -> Option<Checked> {
+    let selected = std::env::var_os(kfdrt::DEVICE_ENV).is_some() || kfd_sys::DevKfd::present();
+    let kfd = if selected {
+        device()
+    } else {
+        emulated(preset, gpus)
+    };
+    let have = kfd.gpus().len();
+    if have < gpus {
+        eprintln!("{test}: skipped: needs {gpus} GPUs, the device under test has {have}");
+        return None;
+    }
+    let target = kfd.gpu(0)?.info().gfx_target.clone();
+    if let Some(stem) = stems.iter().find(|s| code_object_for(s, &target).is_none()) {
+        eprintln!("{test}: skipped: no {stem} code object is built for {target}");
+        return None;
+    }
+    Some(kfd)
+}
+
+/// The checked-in code object `tests/fixtures/code_objects/{stem}-{target}.elf` (or `.co`), if
+/// one is built for `target`.
+pub fn code_object_for(stem: &str, target: &str) -> Option<Vec<u8>> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/code_objects");
+    ["elf", "co"]
+        .iter()
+        .map(|ext| dir.join(format!("{stem}-{target}.{ext}")))
+        .find(|p| p.exists())
+        .and_then(|p| std::fs::read(p).ok())
 }
 
 /// A fresh emulated device (checked for leaks when it drops).
