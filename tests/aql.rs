@@ -410,7 +410,14 @@ fn lds_beyond_the_gpu_or_overflowing_is_refused_before_the_ring() {
 
 #[test]
 fn profiling_turns_on_and_off_while_the_queue_runs() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "aql::profiling_turns_on_and_off_while_the_queue_runs",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     let stamps = |q: &kfdrt::AqlQueue| {

@@ -117,7 +117,14 @@ fn kfdrt_writer_is_never_torn_even_with_a_detection_window() {
 
 #[test]
 fn doorbells_fill_the_first_page_then_the_second() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "aql_protocol::doorbells_fill_the_first_page_then_the_second",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     let small = AqlQueueOptions::default()
         .with_size_packets(64)
@@ -150,7 +157,14 @@ fn doorbells_fill_the_first_page_then_the_second() {
 
 #[test]
 fn profiling_queues_get_ordered_timestamps() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "aql_protocol::profiling_queues_get_ordered_timestamps",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     let queue = gpu
         .create_aql_queue(AqlQueueOptions::default().profiled())

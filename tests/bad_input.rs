@@ -180,7 +180,14 @@ fn host_access_out_of_range_or_to_device_memory() {
 #[test]
 fn objects_of_another_device() {
     let (_kfd, gpu) = device();
-    let other = common::emulated(Preset::Gfx90a, 1);
+    let Some(other) = common::under_test(
+        "bad_input::objects_of_another_device",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let foreign = other.gpu(0).unwrap();
     let theirs = foreign.alloc(4096, MemoryKind::GttCoherent).unwrap();
     let mine = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
@@ -475,10 +482,19 @@ fn a_buffer_argument_not_mapped_on_the_gpu_is_refused_unless_checks_are_off() {
 
 #[test]
 fn raw_arguments_shorter_than_the_kernarg_segment_are_refused() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "bad_input::raw_arguments_shorter_than_the_kernarg_segment_are_refused",
+        Preset::Gfx90a,
+        1,
+        &["kernels"],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     let co = gpu
-        .load_code_object(&crate::co_util::fixture("kernels-gfx90a.elf"))
+        .load_code_object(
+            &common::code_object_for("kernels", &kfd.gpu(0).unwrap().info().gfx_target).unwrap(),
+        )
         .unwrap();
     let k = co.kernel("vector_add").unwrap();
     assert_eq!(k.kernarg_size(), 28);

@@ -28,7 +28,14 @@ fn co_error(r: kfdrt::Result<kfdrt::CodeObject>) -> CodeObjectError {
 
 #[test]
 fn gpu_target_ids_come_from_topology_and_the_xnack_mode() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "code_object::gpu_target_ids_come_from_topology_and_the_xnack_mode",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let t = gpu(&kfd).target_id();
     assert_eq!(t.to_string(), "gfx90a:sramecc+:xnack-");
     let kfd = common::emulated(Preset::Gfx942, 1);
@@ -41,9 +48,18 @@ fn gpu_target_ids_come_from_topology_and_the_xnack_mode() {
 
 #[test]
 fn hipcc_bundle_loads_with_its_metadata_and_segments() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "code_object::hipcc_bundle_loads_with_its_metadata_and_segments",
+        Preset::Gfx90a,
+        1,
+        &["kernels"],
+    ) else {
+        return;
+    };
     let co = gpu(&kfd)
-        .load_code_object(&fixture("kernels-gfx90a.co"))
+        .load_code_object(
+            &common::code_object_for("kernels", &kfd.gpu(0).unwrap().info().gfx_target).unwrap(),
+        )
         .unwrap();
     assert_eq!(co.version(), CodeObjectVersion::V4);
     assert_eq!(co.target().to_string(), "gfx90a");
@@ -95,7 +111,8 @@ fn hipcc_bundle_loads_with_its_metadata_and_segments() {
     let code = segs.iter().find(|s| s.executable).unwrap();
     assert!((code.address..code.address + code.mem_size).contains(&entry));
     // The bytes in GPU memory are the ELF's (the code segment, byte for byte).
-    let elf = Elf(fixture("kernels-gfx90a.elf"));
+    let elf =
+        Elf(common::code_object_for("kernels", &kfd.gpu(0).unwrap().info().gfx_target).unwrap());
     let text = elf
         .loads()
         .into_iter()
@@ -114,10 +131,25 @@ fn hipcc_bundle_loads_with_its_metadata_and_segments() {
 
 #[test]
 fn the_bundle_and_its_elf_load_the_same() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "code_object::the_bundle_and_its_elf_load_the_same",
+        Preset::Gfx90a,
+        1,
+        &["kernels"],
+    ) else {
+        return;
+    };
     let g = gpu(&kfd);
-    let a = g.load_code_object(&fixture("kernels-gfx90a.co")).unwrap();
-    let b = g.load_code_object(&fixture("kernels-gfx90a.elf")).unwrap();
+    let a = g
+        .load_code_object(
+            &common::code_object_for("kernels", &kfd.gpu(0).unwrap().info().gfx_target).unwrap(),
+        )
+        .unwrap();
+    let b = g
+        .load_code_object(
+            &common::code_object_for("kernels", &kfd.gpu(0).unwrap().info().gfx_target).unwrap(),
+        )
+        .unwrap();
     assert_eq!(a.metadata(), b.metadata());
     assert!(a.metadata().is_some());
     assert_ne!(a.base_address(), b.base_address());
@@ -171,9 +203,18 @@ fn target_and_feature_mismatches_name_both_sides() {
 
 #[test]
 fn code_object_v3_takes_its_target_from_e_flags() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "code_object::code_object_v3_takes_its_target_from_e_flags",
+        Preset::Gfx90a,
+        1,
+        &["hidden_v3"],
+    ) else {
+        return;
+    };
     let co = gpu(&kfd)
-        .load_code_object(&fixture("hidden_v3-gfx90a.elf"))
+        .load_code_object(
+            &common::code_object_for("hidden_v3", &kfd.gpu(0).unwrap().info().gfx_target).unwrap(),
+        )
         .unwrap();
     assert_eq!(co.version(), CodeObjectVersion::V3);
     assert_eq!(co.target().to_string(), "gfx90a:sramecc+:xnack-");
@@ -184,9 +225,17 @@ fn code_object_v3_takes_its_target_from_e_flags() {
 
 #[test]
 fn version_and_target_disagreements_between_header_and_metadata_are_refused() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "code_object::version_and_target_disagreements_between_header_and_metadata_are_refused",
+        Preset::Gfx90a,
+        1,
+        &["hidden_v5"],
+    ) else {
+        return;
+    };
     // A v5 ELF header over v4 metadata: EI_ABIVERSION 3 -> 2.
-    let mut elf = Elf(fixture("hidden_v5-gfx90a.elf"));
+    let mut elf =
+        Elf(common::code_object_for("hidden_v5", &kfd.gpu(0).unwrap().info().gfx_target).unwrap());
     elf.0[8] = 2;
     let e = co_error(gpu(&kfd).load_code_object(&elf.0));
     assert_eq!(
@@ -194,13 +243,15 @@ fn version_and_target_disagreements_between_header_and_metadata_are_refused() {
         "the ELF header says code object v4, the metadata says v5 (amdhsa.version 1.2)"
     );
     // e_flags saying xnack+ while the metadata's target says "any".
-    let mut elf = Elf(fixture("hidden_v5-gfx90a.elf"));
+    let mut elf =
+        Elf(common::code_object_for("hidden_v5", &kfd.gpu(0).unwrap().info().gfx_target).unwrap());
     let flags = elf.u32_at(48);
     elf.put_u32(48, flags | 0x300);
     let e = co_error(gpu(&kfd).load_code_object(&elf.0));
     assert!(matches!(e, CodeObjectError::Inconsistent { .. }), "{e}");
     // Code object v2 (EI_ABIVERSION 0) and v6 are named.
-    let mut elf = Elf(fixture("hidden_v5-gfx90a.elf"));
+    let mut elf =
+        Elf(common::code_object_for("hidden_v5", &kfd.gpu(0).unwrap().info().gfx_target).unwrap());
     elf.0[8] = 0;
     let e = co_error(gpu(&kfd).load_code_object(&elf.0));
     assert!(
@@ -254,7 +305,14 @@ fn overlapping_or_oversized_segments_are_refused() {
 
 #[test]
 fn misplaced_descriptors_are_refused() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "code_object::misplaced_descriptors_are_refused",
+        Preset::Gfx90a,
+        1,
+        &["kernels"],
+    ) else {
+        return;
+    };
     let g = gpu(&kfd);
     type Move = fn(u64) -> u64;
     let cases: [(&str, Move); 3] = [
@@ -264,7 +322,10 @@ fn misplaced_descriptors_are_refused() {
         ("not a descriptor", |_| 0x1700),
     ];
     for (what, new_value) in cases {
-        let mut elf = Elf(fixture("kernels-gfx90a.elf"));
+        let mut elf =
+            Elf(
+                common::code_object_for("kernels", &kfd.gpu(0).unwrap().info().gfx_target).unwrap(),
+            );
         let sym = elf.dynsym("saxpy.kd");
         let value = elf.u64_at(sym + 8);
         elf.put_u64(sym + 8, new_value(value));
@@ -275,7 +336,8 @@ fn misplaced_descriptors_are_refused() {
         );
     }
     // An entry offset pointing outside the code.
-    let mut elf = Elf(fixture("kernels-gfx90a.elf"));
+    let mut elf =
+        Elf(common::code_object_for("kernels", &kfd.gpu(0).unwrap().info().gfx_target).unwrap());
     let sym = elf.dynsym("saxpy.kd");
     let kd = elf.u64_at(sym + 8) as usize; // vaddr == file offset in the first segment
     elf.put_u64(kd + 16, 0x7FFF_0000);
@@ -285,15 +347,24 @@ fn misplaced_descriptors_are_refused() {
 
 #[test]
 fn a_bad_metadata_note_is_an_error() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "code_object::a_bad_metadata_note_is_an_error",
+        Preset::Gfx90a,
+        1,
+        &["kernels"],
+    ) else {
+        return;
+    };
     let g = gpu(&kfd);
-    let mut elf = Elf(fixture("kernels-gfx90a.elf"));
+    let mut elf =
+        Elf(common::code_object_for("kernels", &kfd.gpu(0).unwrap().info().gfx_target).unwrap());
     let desc = elf.metadata_desc();
     elf.0[desc.start] = 0xC1; // never used by msgpack
     let e = co_error(g.load_code_object(&elf.0));
     assert!(matches!(e, CodeObjectError::Metadata(_)), "{e}");
     // Cut short: the document ends inside a string.
-    let mut elf = Elf(fixture("kernels-gfx90a.elf"));
+    let mut elf =
+        Elf(common::code_object_for("kernels", &kfd.gpu(0).unwrap().info().gfx_target).unwrap());
     let desc = elf.metadata_desc();
     for b in &mut elf.0[desc.start + desc.len() / 2..desc.end] {
         *b = 0;
@@ -301,7 +372,8 @@ fn a_bad_metadata_note_is_an_error() {
     let e = co_error(g.load_code_object(&elf.0));
     assert!(matches!(e, CodeObjectError::Metadata(_)), "{e}");
     // A kernel's descriptor symbol renamed: the metadata's kernel has no descriptor.
-    let mut elf = Elf(fixture("kernels-gfx90a.elf"));
+    let mut elf =
+        Elf(common::code_object_for("kernels", &kfd.gpu(0).unwrap().info().gfx_target).unwrap());
     let dynstr = elf.section(".dynstr");
     let at = dynstr.sh_offset as usize
         + elf.0[dynstr.sh_offset as usize..]
@@ -318,7 +390,14 @@ fn a_bad_metadata_note_is_an_error() {
 
 #[test]
 fn not_code_objects_are_named() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "code_object::not_code_objects_are_named",
+        Preset::Gfx90a,
+        1,
+        &["kernels"],
+    ) else {
+        return;
+    };
     let g = gpu(&kfd);
     for (bytes, what) in [
         (&b""[..], "malformed"),
@@ -331,13 +410,15 @@ fn not_code_objects_are_named() {
         let e = co_error(g.load_code_object(bytes));
         assert!(e.to_string().contains(what), "{e}");
     }
-    let mut elf = Elf(fixture("kernels-gfx90a.elf"));
+    let mut elf =
+        Elf(common::code_object_for("kernels", &kfd.gpu(0).unwrap().info().gfx_target).unwrap());
     elf.put_u16(18, 62); // EM_X86_64
     assert!(matches!(
         co_error(g.load_code_object(&elf.0)),
         CodeObjectError::NotAmdgpu(_)
     ));
-    let mut elf = Elf(fixture("kernels-gfx90a.elf"));
+    let mut elf =
+        Elf(common::code_object_for("kernels", &kfd.gpu(0).unwrap().info().gfx_target).unwrap());
     elf.0[48] = 0xEE; // EF_AMDGPU_MACH nobody knows
     assert_eq!(
         co_error(g.load_code_object(&elf.0)),

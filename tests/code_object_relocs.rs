@@ -32,9 +32,18 @@ fn table(co: &kfdrt::CodeObject) -> [u64; 3] {
 
 #[test]
 fn dynamic_relocations_point_the_table_at_the_loaded_variables() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "code_object_relocs::dynamic_relocations_point_the_table_at_the_loaded_variables",
+        Preset::Gfx90a,
+        1,
+        &["relocs"],
+    ) else {
+        return;
+    };
     let co = gpu(&kfd)
-        .load_code_object(&fixture("relocs-gfx90a.elf"))
+        .load_code_object(
+            &common::code_object_for("relocs", &kfd.gpu(0).unwrap().info().gfx_target).unwrap(),
+        )
         .unwrap();
     let expect =
         ["first_value", "second_value", "exported_value"].map(|n| co.symbol_address(n).unwrap());
@@ -73,7 +82,14 @@ fn with_abs_relocation_type(r_type: u32) -> (Elf, usize) {
 
 #[test]
 fn abs32_relocations_write_the_halves_of_the_address() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "code_object_relocs::abs32_relocations_write_the_halves_of_the_address",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let g = gpu(&kfd);
     for (r_type, half) in [(1u32, 0u32), (2, 32)] {
         let (elf, _) = with_abs_relocation_type(r_type);
@@ -93,7 +109,14 @@ fn abs32_relocations_write_the_halves_of_the_address() {
 
 #[test]
 fn bad_relocations_are_errors_naming_them() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "code_object_relocs::bad_relocations_are_errors_naming_them",
+        Preset::Gfx90a,
+        1,
+        &["relocs"],
+    ) else {
+        return;
+    };
     let g = gpu(&kfd);
     let (elf, _) = with_abs_relocation_type(4);
     let e = co_error(g.load_code_object(&elf.0));
@@ -107,7 +130,8 @@ fn bad_relocations_are_errors_naming_them() {
         .to_string()
         .contains("(200)"));
     // A target outside the image.
-    let mut elf = Elf(fixture("relocs-gfx90a.elf"));
+    let mut elf =
+        Elf(common::code_object_for("relocs", &kfd.gpu(0).unwrap().info().gfx_target).unwrap());
     let rela = elf.relas()[0];
     elf.put_u64(rela, 0x10_0000);
     let e = co_error(g.load_code_object(&elf.0));
@@ -122,7 +146,8 @@ fn bad_relocations_are_errors_naming_them() {
         "{e}"
     );
     // A target straddling the end of its segment.
-    let mut elf = Elf(fixture("relocs-gfx90a.elf"));
+    let mut elf =
+        Elf(common::code_object_for("relocs", &kfd.gpu(0).unwrap().info().gfx_target).unwrap());
     let data = elf.loads().into_iter().last().unwrap();
     let rela = elf.relas()[0];
     elf.put_u64(rela, data.p_vaddr + data.p_memsz - 4);
@@ -131,7 +156,8 @@ fn bad_relocations_are_errors_naming_them() {
         CodeObjectError::BadRelocation { .. }
     ));
     // An undefined symbol: exported_value's section index set to SHN_UNDEF.
-    let mut elf = Elf(fixture("relocs-gfx90a.elf"));
+    let mut elf =
+        Elf(common::code_object_for("relocs", &kfd.gpu(0).unwrap().info().gfx_target).unwrap());
     let sym = elf.dynsym("exported_value");
     elf.put_u16(sym + 6, 0);
     let e = co_error(g.load_code_object(&elf.0));
@@ -143,7 +169,8 @@ fn bad_relocations_are_errors_naming_them() {
         }
     );
     // A symbol index past the end of .dynsym.
-    let mut elf = Elf(fixture("relocs-gfx90a.elf"));
+    let mut elf =
+        Elf(common::code_object_for("relocs", &kfd.gpu(0).unwrap().info().gfx_target).unwrap());
     let rela = elf.relas()[2];
     elf.put_u32(rela + 12, 999);
     assert!(co_error(g.load_code_object(&elf.0))

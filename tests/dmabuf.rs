@@ -15,7 +15,14 @@ const LEN: u64 = 1 << 20;
 
 #[test]
 fn an_exported_buffer_is_the_same_memory_on_the_importing_gpu() {
-    let kfd = common::emulated(Preset::Gfx90a, 2);
+    let Some(kfd) = common::under_test(
+        "dmabuf::an_exported_buffer_is_the_same_memory_on_the_importing_gpu",
+        Preset::Gfx90a,
+        2,
+        &[],
+    ) else {
+        return;
+    };
     let (g0, g1) = (kfd.gpu(0).unwrap(), kfd.gpu(1).unwrap());
     for kind in [MemoryKind::GttCoherent, MemoryKind::DeviceLocal] {
         let original = g0
@@ -96,7 +103,14 @@ fn an_exported_buffer_is_the_same_memory_on_the_importing_gpu() {
 
 #[test]
 fn what_cannot_be_shared_is_refused() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "dmabuf::what_cannot_be_shared_is_refused",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     let small = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
     assert!(small.is_suballocated());

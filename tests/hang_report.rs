@@ -170,7 +170,9 @@ fn a_hang_report_shows_the_stuck_waves_with_their_source_lines() {
     let kfd = common::emulated(Preset::Gfx90a, 1);
     let gpu = kfd.gpu(0).unwrap();
     let co = gpu
-        .load_code_object(&crate::co_util::fixture("lines-gfx90a.elf"))
+        .load_code_object(
+            &common::code_object_for("lines", &kfd.gpu(0).unwrap().info().gfx_target).unwrap(),
+        )
         .unwrap();
     let k = co.kernel("wait_for").unwrap();
     let flag = gpu.alloc(4096, kfdrt::MemoryKind::GttCoherent).unwrap();

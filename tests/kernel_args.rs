@@ -264,7 +264,14 @@ fn kernel_args_error(e: Error) -> KernelArgError {
 
 #[test]
 fn arguments_by_name_are_checked_against_the_metadata() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "kernel_args::arguments_by_name_are_checked_against_the_metadata",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     let data = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
     let md = metadata("args-gfx90a.elf", "scale_rows");

@@ -33,7 +33,14 @@ fn probes(len: u64) -> Vec<u64> {
 
 #[test]
 fn copies_and_fills_past_4_gib_through_blit_kernels() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "large_copies::copies_and_fills_past_4_gib_through_blit_kernels",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     let engine = gpu.copy_engine_preferring(CopyPath::Shader).unwrap();
     let len = 4 * GIB + 64 * 1024;

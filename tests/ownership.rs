@@ -204,7 +204,14 @@ fn signals_of_submissions_dropped_on_a_destroyed_queue_are_reused() {
 
 #[test]
 fn a_signal_a_barrier_waits_on_is_not_recycled_under_it() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "ownership::a_signal_a_barrier_waits_on_is_not_recycled_under_it",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     let dep = kfd.create_signal(1).unwrap();
@@ -222,7 +229,14 @@ fn a_signal_a_barrier_waits_on_is_not_recycled_under_it() {
 
 #[test]
 fn objects_of_another_device_are_refused() {
-    let a = common::emulated(Preset::Gfx90a, 1);
+    let Some(a) = common::under_test(
+        "ownership::objects_of_another_device_are_refused",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let b = common::emulated(Preset::Gfx90a, 1);
     let (ga, gb) = (a.gpu(0).unwrap(), b.gpu(0).unwrap());
     let foreign_signal = b.create_signal(1).unwrap();

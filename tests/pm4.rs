@@ -31,7 +31,9 @@ fn read_u32s(b: &kfdrt::Buffer, n: usize) -> Vec<u32> {
 
 #[test]
 fn nop_is_consumed() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test("pm4::nop_is_consumed", Preset::Gfx90a, 1, &[]) else {
+        return;
+    };
     let q = kfd
         .gpu(0)
         .unwrap()
@@ -63,7 +65,14 @@ fn write_data_lands() {
 
 #[test]
 fn wraparound_with_a_packet_size_that_does_not_divide_the_ring() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "pm4::wraparound_with_a_packet_size_that_does_not_divide_the_ring",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     let q = gpu
         .create_pm4_queue(Pm4QueueOptions::default().with_ring_bytes(1024))
@@ -91,7 +100,14 @@ fn wraparound_with_a_packet_size_that_does_not_divide_the_ring() {
 
 #[test]
 fn sixty_five_queues_with_a_hundred_packets_each_drain() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "pm4::sixty_five_queues_with_a_hundred_packets_each_drain",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     let buf = gpu.alloc(65 * 100 * 4, MemoryKind::GttCoherent).unwrap();
     let queues: Vec<_> = (0..65)
@@ -150,7 +166,14 @@ fn release_mem_interrupt_wakes_an_event_wait() {
 
 #[test]
 fn disabled_queue_runs_nothing_until_enabled() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "pm4::disabled_queue_runs_nothing_until_enabled",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     let q = gpu.create_pm4_queue(Pm4QueueOptions::default()).unwrap();
     let buf = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
@@ -165,7 +188,14 @@ fn disabled_queue_runs_nothing_until_enabled() {
 
 #[test]
 fn wait_reg_mem_holds_later_packets() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "pm4::wait_reg_mem_holds_later_packets",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     let q = gpu.create_pm4_queue(Pm4QueueOptions::default()).unwrap();
     let buf = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
@@ -354,7 +384,14 @@ fn a_dispatch_whose_work_group_wraps_32_bits_stops_the_queue() {
 /// computes free ring space from it and overran when it lagged).
 #[test]
 fn the_read_pointer_passes_a_packet_before_it_runs() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "pm4::the_read_pointer_passes_a_packet_before_it_runs",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     let q = gpu.create_pm4_queue(Pm4QueueOptions::default()).unwrap();
     let flag = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();

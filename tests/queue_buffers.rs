@@ -365,7 +365,14 @@ fn kfdrt_queues_pass_the_checks_on_every_preset() {
 /// pointer and run its packets again.
 #[test]
 fn a_new_pm4_queue_starts_fresh() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "queue_buffers::a_new_pm4_queue_starts_fresh",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     let target = gpu.alloc(4096, MemoryKind::GttUncached).unwrap();
     let q = gpu.create_pm4_queue(Pm4QueueOptions::default()).unwrap();
@@ -388,7 +395,14 @@ fn a_new_pm4_queue_starts_fresh() {
 #[test]
 fn a_doorbell_mmap_must_cover_the_whole_slice() {
     // kfd_doorbell_mmap: the process's doorbells of a GPU (two pages) are mapped whole.
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "queue_buffers::a_doorbell_mmap_must_cover_the_whole_slice",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     let offset = q.doorbell_offset() & !8191;
@@ -537,7 +551,14 @@ fn a_read_only_ring_stops_the_queue_at_its_first_packet() {
 #[test]
 fn a_cwsr_area_in_svm_ranges_is_taken_as_the_driver_takes_it() {
     use kfdrt::memory::svm::SvmAttribute as A;
-    let kfd = common::emulated(Preset::Gfx90a, 2);
+    let Some(kfd) = common::under_test(
+        "queue_buffers::a_cwsr_area_in_svm_ranges_is_taken_as_the_driver_takes_it",
+        Preset::Gfx90a,
+        2,
+        &[],
+    ) else {
+        return;
+    };
     let (gpu, other) = (kfd.gpu(0).unwrap(), kfd.gpu(1).unwrap());
     let p = Parts::new(&gpu);
     let sizes = cwsr_sizes(gpu.info(), gpu.kfd().driver().page_size()).unwrap();

@@ -295,7 +295,14 @@ fn a_request_is_served_when_nobody_waits_on_its_queue() {
 fn a_kernel_needing_more_than_a_wave_can_hold_stops_its_queue() {
     // A dispatch asking for more scratch per work-item than one wave's slot can hold
     // (WAVESIZE is 13 bits of KiB) cannot be served: the queue stops with an allocation error.
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "scratch::a_kernel_needing_more_than_a_wave_can_hold_stops_its_queue",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     let co = kernels(&gpu);
     let spill = co.kernel("scratch_spill").unwrap();

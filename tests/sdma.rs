@@ -50,7 +50,14 @@ fn copy_larger_than_one_packet_and_fill() {
 fn fills_split_at_the_fill_limit_not_the_copy_limit() {
     // On gfx90a one COPY_LINEAR may move 1 GiB but one CONSTANT_FILL only 4 MiB - 4: a 10 MiB
     // fill takes three fill packets.
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "sdma::fills_split_at_the_fill_limit_not_the_copy_limit",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     let q = gpu.create_sdma_queue().unwrap();
     let n = 10 << 20;
@@ -76,7 +83,14 @@ fn fills_split_at_the_fill_limit_not_the_copy_limit() {
 
 #[test]
 fn ring_wraps_with_packets_of_several_sizes_and_every_copy_lands() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "sdma::ring_wraps_with_packets_of_several_sizes_and_every_copy_lands",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     let q = gpu.create_sdma_queue().unwrap();
     let src = gpu.alloc(1 << 20, MemoryKind::GttCoherent).unwrap();
@@ -165,7 +179,14 @@ fn exhausted_sdma_slots_fall_back_to_copy_kernels() {
 
 #[test]
 fn dependencies_hold_the_copy_until_signalled() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "sdma::dependencies_hold_the_copy_until_signalled",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     for engine in [
         gpu.copy_engine_preferring(CopyPath::Sdma).unwrap(),
@@ -198,7 +219,14 @@ fn dependencies_hold_the_copy_until_signalled() {
 
 #[test]
 fn peer_copies_need_the_destination_mapped_to_the_source_gpu() {
-    let kfd = common::emulated(Preset::Gfx90a, 2);
+    let Some(kfd) = common::under_test(
+        "sdma::peer_copies_need_the_destination_mapped_to_the_source_gpu",
+        Preset::Gfx90a,
+        2,
+        &[],
+    ) else {
+        return;
+    };
     let (g0, g1) = (kfd.gpu(0).unwrap(), kfd.gpu(1).unwrap());
     let src = g0.alloc(1 << 20, MemoryKind::DeviceLocal).unwrap();
     let dst = g1.alloc(1 << 20, MemoryKind::HostVisibleVram).unwrap();
@@ -299,7 +327,14 @@ fn fences_traps_and_timestamps() {
 
 #[test]
 fn the_engine_scribbles_past_its_read_pointer_but_not_on_the_write_pointer() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "sdma::the_engine_scribbles_past_its_read_pointer_but_not_on_the_write_pointer",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     let q = gpu.create_sdma_queue().unwrap();
     let aql = gpu
@@ -442,7 +477,14 @@ fn copies_on_sdma_5_and_later_write_back_and_invalidate_the_caches() {
 /// to a local and a peer destination.
 #[test]
 fn a_broadcast_copy_writes_both_destinations() {
-    let kfd = common::emulated(Preset::Gfx90a, 2);
+    let Some(kfd) = common::under_test(
+        "sdma::a_broadcast_copy_writes_both_destinations",
+        Preset::Gfx90a,
+        2,
+        &[],
+    ) else {
+        return;
+    };
     let (g0, g1) = (kfd.gpu(0).unwrap(), kfd.gpu(1).unwrap());
     let n = 1u64 << 20;
     let src = g0.alloc(n, MemoryKind::GttCoherent).unwrap();

@@ -154,7 +154,14 @@ fn gpus_with_access_read_and_write_process_memory_in_place() {
 #[test]
 fn bad_ranges_get_the_drivers_errnos() {
     let _memory = host_memory();
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "svm::bad_ranges_get_the_drivers_errnos",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let g = kfd.gpu(0).unwrap();
     let host = HostPages::new(1 << 20);
     let access = [SvmAttribute::Access(g.id())];
@@ -215,7 +222,14 @@ fn xnack_mode_cannot_change_while_queues_exist() {
         };
         kfd.driver().kfd_ioctl(&mut a).map(|_| a.xnack_enabled)
     };
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "svm::xnack_mode_cannot_change_while_queues_exist",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     assert_eq!(set(&kfd, -1), Ok(0));
     assert_eq!(set(&kfd, 0), Ok(0));
@@ -474,7 +488,14 @@ fn flag_queries_answer_what_every_range_has_and_what_none_has() {
         args: kfd_ioctl_svm_args,
         attrs: [kfd_ioctl_svm_attribute; 2],
     }
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "svm::flag_queries_answer_what_every_range_has_and_what_none_has",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     let host = HostPages::new(2 * 4096);
     let (ro, rm) = (
