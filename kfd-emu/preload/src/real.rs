@@ -1,4 +1,5 @@
-//! The C library's own definitions of the functions this library overrides, found with
+//! The C library's own definitions of the functions this library overrides (and ROCr's, for
+//! its memory-pool hooks), found with
 //! `dlsym(RTLD_NEXT, ...)` on first use and cached.
 
 use core::ffi::{c_char, c_int, c_ulong, c_void, CStr};
@@ -106,4 +107,6 @@ next_fns! {
     dup3: fn(fd: c_int, new: c_int, flags: c_int) -> c_int;
     popen: fn(command: *const c_char, mode: *const c_char) -> *mut FILE;
     pclose: fn(stream: *mut FILE) -> c_int;
+    hsa_amd_memory_pool_allocate: fn(pool: u64, size: size_t, flags: u32, ptr: *mut *mut c_void) -> c_int;
+    hsa_amd_memory_pool_free: fn(ptr: *mut c_void) -> c_int;
 }

@@ -19,7 +19,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 /// Every program in `tests/hip/` (without `.hip`).
-const PROGRAMS: [&str; 13] = [
+const PROGRAMS: [&str; 14] = [
     "device",
     "memcpy",
     "memcpy_d2d",
@@ -33,6 +33,7 @@ const PROGRAMS: [&str; 13] = [
     "managed",
     "lane_ops",
     "printf",
+    "sanitize",
 ];
 
 /// The scratch directory holding the compiled programs: `Ok(None)` when the run skips, `Err`
@@ -272,4 +273,38 @@ fn hip_device_printf() {
     assert_eq!(greeted, expected, "{}", run.stdout);
     let steps: Vec<String> = (1..=5).rev().map(|k| format!("device step {k}")).collect();
     assert_eq!(lines[greet + 1..countdown], steps, "{}", run.stdout);
+}
+
+/// kfd-emu's sanitizer on a HIP program: the preload registers each `hsa_amd_memory_pool_allocate`
+/// (ROCr carves both 4 KiB `hipMalloc`s from one 2 MiB block), so a kernel writing past the end
+/// of the first into the second is reported, naming the first as the pointer's buffer.
+#[test]
+fn hip_overrun_into_the_next_allocation_is_caught_by_the_sanitizer() {
+    let Some(program) = hip_program("sanitize") else {
+        return;
+    };
+    let run = run_preloaded_env(&program, &[], 1, "warn", &[("KFDRT_EMU_SANITIZE", "1")]);
+    assert_success("sanitize", &run);
+    assert!(run.stdout.lines().any(|l| l == "ok done"), "{}", run.stdout);
+    let a = run
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("ok allocated a=0x"))
+        .and_then(|l| u64::from_str_radix(l.split(' ').next()?, 16).ok())
+        .expect("the program prints its allocations");
+    let findings: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.contains("sanitizer: out-of-bounds write"))
+        .collect();
+    assert_eq!(findings.len(), 1, "{}", run.stderr);
+    let expect = format!(
+        "out-of-bounds write of 4 bytes at {:#x}, just past its end: the pointer came from the buffer [{a:#x}, {:#x}) (4096 bytes)",
+        a + 4096,
+        a + 4096
+    );
+    assert!(findings[0].contains(&expect), "{}", findings[0]);
+    // Without the sanitizer: nothing to say.
+    let quiet = run_preloaded(&program, &[], 1);
+    assert!(!quiet.stderr.contains("sanitizer"), "{}", quiet.stderr);
 }

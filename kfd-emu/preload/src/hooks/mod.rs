@@ -40,6 +40,7 @@ macro_rules! forwarding_hooks {
 }
 
 mod descriptors;
+mod hsa;
 mod memory;
 mod paths;
 mod stat;

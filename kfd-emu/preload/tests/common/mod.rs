@@ -93,6 +93,17 @@ pub fn run_preloaded(program: &Path, args: &[&str], gpus: u32) -> Run {
 
 /// [`run_preloaded`] with the interposer's log level (`trace` logs every ioctl and buffer).
 pub fn run_preloaded_logging(program: &Path, args: &[&str], gpus: u32, log: &str) -> Run {
+    run_preloaded_env(program, args, gpus, log, &[])
+}
+
+/// [`run_preloaded_logging`] with more environment variables for the program.
+pub fn run_preloaded_env(
+    program: &Path,
+    args: &[&str],
+    gpus: u32,
+    log: &str,
+    env: &[(&str, &str)],
+) -> Run {
     // Tests run in parallel: every run gets its own directory.
     static RUNS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -105,6 +116,7 @@ pub fn run_preloaded_logging(program: &Path, args: &[&str], gpus: u32, log: &str
         .env("KFDRT_EMU_PRESET", "gfx90a")
         .env("KFDRT_EMU_GPUS", gpus.to_string())
         .env("KFDRT_EMU_LOG", log)
+        .envs(env.iter().copied())
         .stdout(std::fs::File::create(&out_path).expect("stdout file"))
         .stderr(std::fs::File::create(&err_path).expect("stderr file"))
         .spawn()
