@@ -22,6 +22,15 @@ fn device() -> (common::Checked, Arc<Mutex<Vec<KernelPrint>>>) {
     (kfd, lines)
 }
 
+/// The GPU and its `printf.hip` kernels.
+fn printing_kernels(kfd: &Kfd) -> (kfdrt::Gpu, kfdrt::CodeObject) {
+    let gpu = kfd.gpu(0).unwrap();
+    let co = gpu
+        .load_code_object(&crate::co_util::fixture("printf-gfx90a.elf"))
+        .unwrap();
+    (gpu, co)
+}
+
 fn texts(lines: &Mutex<Vec<KernelPrint>>) -> Vec<String> {
     lines
         .lock()
@@ -34,10 +43,7 @@ fn texts(lines: &Mutex<Vec<KernelPrint>>) -> Vec<String> {
 #[test]
 fn every_work_item_prints_its_line_each_wave_in_lane_order() {
     let (kfd, lines) = device();
-    let gpu = kfd.gpu(0).unwrap();
-    let co = gpu
-        .load_code_object(&crate::co_util::fixture("printf-gfx90a.elf"))
-        .unwrap();
+    let (gpu, co) = printing_kernels(&kfd);
     let greet = co.kernel("greet").unwrap();
     assert!(greet.hostcall_buffer().unwrap().is_some());
     let out = gpu.alloc(4 * 128, MemoryKind::GttCoherent).unwrap();
@@ -82,10 +88,7 @@ fn every_work_item_prints_its_line_each_wave_in_lane_order() {
 #[test]
 fn a_work_items_lines_come_in_program_order_and_conversions_follow_c() {
     let (kfd, lines) = device();
-    let gpu = kfd.gpu(0).unwrap();
-    let co = gpu
-        .load_code_object(&crate::co_util::fixture("printf-gfx90a.elf"))
-        .unwrap();
+    let (gpu, co) = printing_kernels(&kfd);
     let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     let countdown = co.kernel("countdown").unwrap();
     let mut args = KernelArgs::new(&countdown).unwrap();
@@ -129,10 +132,7 @@ fn without_a_handler_lines_go_to_stdout() {
     const NAME: &str = "printf::without_a_handler_lines_go_to_stdout";
     if std::env::var_os(CHILD).is_some() {
         let kfd = common::Checked::new(Kfd::emulated(EmuConfig::new(Preset::Gfx90a, 1)).unwrap());
-        let gpu = kfd.gpu(0).unwrap();
-        let co = gpu
-            .load_code_object(&crate::co_util::fixture("printf-gfx90a.elf"))
-            .unwrap();
+        let (gpu, co) = printing_kernels(&kfd);
         let countdown = co.kernel("countdown").unwrap();
         let mut args = KernelArgs::new(&countdown).unwrap();
         args.set_i32(0, 3).unwrap();
@@ -162,10 +162,7 @@ fn without_a_handler_lines_go_to_stdout() {
 #[test]
 fn kernels_launched_on_streams_and_in_graphs_print() {
     let (kfd, lines) = device();
-    let gpu = kfd.gpu(0).unwrap();
-    let co = gpu
-        .load_code_object(&crate::co_util::fixture("printf-gfx90a.elf"))
-        .unwrap();
+    let (gpu, co) = printing_kernels(&kfd);
     let countdown = co.kernel("countdown").unwrap();
     let mut args = KernelArgs::new(&countdown).unwrap();
     args.set_i32(0, 2).unwrap();
