@@ -81,9 +81,18 @@ pub fn assert_all_released(emu: &Arc<Emulator>) {
 /// The device under test, as `KFDRT_DEVICE` selects (checked for leaks when it drops).
 pub fn device() -> Checked {
     match Kfd::from_env() {
-        Ok(k) => Checked::new(k),
+        Ok(k) => {
+            hardware_capable(&k);
+            Checked::new(k)
+        }
         Err(e) => panic!("cannot open the device under test: {e}"),
     }
+}
+
+/// Says, for `kfdrt-check` to count, that the running test needs no emulator-only control and
+/// runs on the device under test when one is selected.
+fn hardware_capable(kfd: &Kfd) {
+    eprintln!("kfdrt-test: hardware-capable, on {}", kfd.describe());
 }
 
 /// The device under test for a test that needs no emulator-only control: the one the
@@ -96,7 +105,9 @@ pub fn under_test(test: &str, preset: Preset, gpus: usize, stems: &[&str]) -> Op
     let kfd = if selected {
         device()
     } else {
-        emulated(preset, gpus)
+        let kfd = emulated(preset, gpus);
+        hardware_capable(&kfd);
+        kfd
     };
     let have = kfd.gpus().len();
     if have < gpus {

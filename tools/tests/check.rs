@@ -14,7 +14,11 @@ fn armed() -> bool {
 }
 
 #[test]
-fn fixture_passes() {}
+fn fixture_passes() {
+    if armed() {
+        eprintln!("kfdrt-test: hardware-capable, on a fixture");
+    }
+}
 
 #[test]
 fn fixture_fails() {
@@ -111,6 +115,7 @@ fn each_ending_is_classified_in_its_own_process() {
         ("EXCLUDED".into(), "planted".into())
     );
     assert_eq!(v["counts"]["PASS"], 1);
+    assert_eq!(v["hardware_capable"], 1, "only fixture_passes says it is");
     assert!(v["machine"]["device"].is_string());
     let _ = std::fs::remove_dir_all(&dir);
 }

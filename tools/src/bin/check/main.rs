@@ -178,6 +178,11 @@ fn run() -> Result<bool, String> {
         outcomes.len(),
         summary.join(", ")
     );
+    let capable = outcomes.iter().filter(|(_, o)| o.hardware_capable).count();
+    println!(
+        "  {capable} of them hardware-capable: they run on the device under test when one is \
+         selected; the rest need an emulator-only control"
+    );
     if let Some(path) = args.get_one::<PathBuf>("json") {
         let results: Vec<_> = outcomes
             .iter()
@@ -187,6 +192,7 @@ fn run() -> Result<bool, String> {
                     "status": o.status.name(),
                     "seconds": o.duration.as_secs_f64(),
                     "detail": o.detail,
+                    "hardware_capable": o.hardware_capable,
                 })
             })
             .collect();
@@ -195,6 +201,7 @@ fn run() -> Result<bool, String> {
             "binary": binary.display().to_string(),
             "families": families,
             "counts": counts.iter().map(|(s, n)| (s.name().to_owned(), json!(n))).collect::<serde_json::Map<_, _>>(),
+            "hardware_capable": capable,
             "results": results,
         });
         let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
@@ -226,6 +233,7 @@ fn run_all(
                         duration: Duration::ZERO,
                         detail: r.reason.clone(),
                         output: String::new(),
+                        hardware_capable: false,
                     },
                     None => run::run(binary, name, limit),
                 };

@@ -42,7 +42,13 @@ pub struct Outcome {
     pub detail: String,
     /// Its whole output, kept for failures.
     pub output: String,
+    /// The test said it needs no emulator-only control: it runs on the device under test when
+    /// one is selected (kfdrt's tests print `kfdrt-test: hardware-capable`).
+    pub hardware_capable: bool,
 }
+
+/// What kfdrt's tests print when they use the device under test.
+const HARDWARE_CAPABLE: &str = "kfdrt-test: hardware-capable";
 
 /// The tests of `binary`, by libtest's `--list`.
 pub fn list(binary: &Path) -> Result<Vec<String>, String> {
@@ -111,6 +117,7 @@ pub fn run(binary: &Path, name: &str, limit: Duration) -> Outcome {
                 duration: started.elapsed(),
                 detail: format!("could not start: {e}"),
                 output: String::new(),
+                hardware_capable: false,
             }
         }
     };
@@ -160,6 +167,7 @@ pub fn run(binary: &Path, name: &str, limit: Duration) -> Outcome {
         status,
         duration,
         detail,
+        hardware_capable: output.contains(HARDWARE_CAPABLE),
         output,
     }
 }
