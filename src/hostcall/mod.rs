@@ -188,7 +188,8 @@ fn packets_for(gpu: &Gpu) -> u64 {
         0 => 10,
         w => w,
     };
-    let cus = u64::from(info.compute_units.max(1)) * u64::from(info.num_xcc.max(1));
+    // `compute_units` already counts every XCC's.
+    let cus = u64::from(info.compute_units.max(1));
     (cus * u64::from(info.simd_per_cu.max(1)) * waves_per_simd).max(64)
 }
 
@@ -274,6 +275,7 @@ impl HostcallBuffer {
         };
         let mut printf = printf::Messages::default();
         let mut seen = 1;
+        let mut warned = false;
         loop {
             // Read the doorbell before taking the stack: a packet pushed after the take moves
             // it past this value, so its ring is not lost.
@@ -286,7 +288,15 @@ impl HostcallBuffer {
             ) {
                 Ok(v) => seen = v,
                 Err(Error::Timeout { .. }) => {}
-                Err(_) => {}
+                Err(_) if stop.load(Ordering::Acquire) => {}
+                // The wait itself failed (the device went away): look at the buffer every
+                // 10 ms rather than spin on the failing wait.
+                Err(e) => {
+                    if !std::mem::replace(&mut warned, true) {
+                        log::warn!("kfdrt: hostcall thread: waiting on the doorbell: {e}; polling");
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
             }
             self.answer_ready(&mut printf);
             if stop.load(Ordering::Acquire) {

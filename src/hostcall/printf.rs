@@ -180,6 +180,8 @@ impl Spec {
         // call has exactly one variadic argument. Length modifiers are dropped; the argument is
         // passed as the type they ask for.
         let mut spec = Vec::with_capacity(self.text.len() + 8);
+        // `h` and `hh` stay for integer conversions: C narrows the int it is passed itself.
+        let mut narrow = 0;
         for &b in &self.text[..self.text.len() - 1] {
             match b {
                 b'*' => {
@@ -187,7 +189,8 @@ impl Spec {
                     *args = rest;
                     spec.extend_from_slice((v as u32 as i32).to_string().as_bytes());
                 }
-                b'h' | b'l' | b'j' | b'z' | b't' | b'L' | b'q' => {}
+                b'h' => narrow += 1,
+                b'l' | b'j' | b'z' | b't' | b'L' | b'q' => {}
                 b => spec.push(b),
             }
         }
@@ -207,11 +210,15 @@ impl Spec {
                     b'f' | b'F' | b'e' | b'E' | b'g' | b'G' | b'a' | b'A' => {
                         Arg::Double(f64::from_bits(v))
                     }
+                    b'c' => Arg::Int(v as u32),
                     _ if self.wide => {
                         spec.extend_from_slice(b"ll");
                         Arg::Long(v)
                     }
-                    _ => Arg::Int(v as u32),
+                    _ => {
+                        spec.extend(std::iter::repeat_n(b'h', narrow.min(2)));
+                        Arg::Int(v as u32)
+                    }
                 }
             }
         };
@@ -301,6 +308,11 @@ mod tests {
         assert_eq!(
             text(&message("%lld %lu", &[(-3i64) as u64, u64::MAX])),
             "-3 18446744073709551615"
+        );
+        // C narrows for `h` and `hh` itself; `%lc` is still one character.
+        assert_eq!(
+            text(&message("%hhd %hu %lc", &[300, 70_000, b'z' as u64])),
+            "44 4464 z"
         );
         assert_eq!(
             text(&message(
