@@ -18,6 +18,8 @@ mod code_object_fuzz;
 mod code_object_relocs;
 mod compiled_kernels;
 mod debugger;
+mod debugger_remote;
+mod debugger_waves;
 mod debugging;
 mod device_reset;
 mod dmabuf;

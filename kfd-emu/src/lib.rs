@@ -23,8 +23,11 @@
 //! bindings' 1.18, default the newest) and answers each request from the version that brought
 //! it, looking requests up by number and zero-extending shorter arguments as `kfd_ioctl` does.
 //! Besides memory, events and queues it models: the debugger's ABI (`debugger`: runtime
-//! enable, debug-trap attach and detach, exception reporting, queue and device snapshots,
-//! queue suspend and resume; not the wave-level operations), shared virtual memory (`svm`),
+//! enable, debug-trap attach and detach, also to another process through a record file per
+//! target (`debugger::remote`), exception reporting, queue and device snapshots, queue suspend
+//! and resume, the trap-mask override with wave start and end traps where the GPU has them,
+//! address watches that trap the wave, the precise-memory flag; launch modes halt and single
+//! step are taken but not modelled), shared virtual memory (`svm`),
 //! dma-buf export and import, also of render-node GEM objects (`dmabuf`, `drm_gem`), global wave
 //! sync for one queue per GPU, SMI event streams (`smi`), and amdgpu's module parameters
 //! ([`Emulator::module_parameters`]). A process may have more queues than the GPU has hardware

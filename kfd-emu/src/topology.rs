@@ -167,6 +167,7 @@ impl TopologyTree {
                 link(0, node, LINK_PCIE, 20),
             );
             let p = &g.params;
+            let (debug_caps, debug_prop) = crate::debugger::topology_bits(p);
             let base = format!("nodes/{node}");
             files.insert(format!("{base}/gpu_id"), format!("{}\n", g.gpu_id));
             files.insert(
@@ -232,12 +233,12 @@ impl TopologyTree {
                         "capability",
                         // gfx9 data-centre parts (MI210, MI300X) run with SRAM ECC on.
                         if p.gfx_target_version / 10000 == 9 {
-                            CAPABILITY | CAP_SRAM_EDC
+                            CAPABILITY | CAP_SRAM_EDC | debug_caps
                         } else {
-                            CAPABILITY
+                            CAPABILITY | debug_caps
                         },
                     ),
-                    ("debug_prop", 0),
+                    ("debug_prop", debug_prop),
                     ("sdma_fw_version", u64::from(p.sdma_fw_version)),
                     ("unique_id", 0xC0FF_EE00_0000 + u64::from(g.gpu_id)),
                     ("num_xcc", u64::from(p.num_xcc)),

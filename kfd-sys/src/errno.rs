@@ -45,6 +45,8 @@ impl Errno {
     pub const ERANGE: Errno = Errno(libc::ERANGE);
     /// Operation not supported.
     pub const EOPNOTSUPP: Errno = Errno(libc::EOPNOTSUPP);
+    /// Operation already in progress (a debugger already attached).
+    pub const EALREADY: Errno = Errno(libc::EALREADY);
     /// Timer expired.
     pub const ETIME: Errno = Errno(libc::ETIME);
     /// Function not implemented.
@@ -89,6 +91,7 @@ impl Errno {
             libc::ENOSPC => "ENOSPC",
             libc::ERANGE => "ERANGE",
             libc::EOPNOTSUPP => "EOPNOTSUPP",
+            libc::EALREADY => "EALREADY",
             libc::ETIME => "ETIME",
             libc::ENOSYS => "ENOSYS",
             _ => return None,

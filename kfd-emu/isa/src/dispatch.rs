@@ -92,6 +92,8 @@ pub struct DispatchSetup {
     pub gws: Option<Arc<crate::gws::Gws>>,
     /// What a trap or a wave exception does (see [`TrapRouting`]).
     pub trap: TrapRouting,
+    /// What an attached debugger made the waves trap on (see [`crate::WaveDebug`]).
+    pub debug: crate::wave_debug::WaveDebug,
     /// The XCCs the dispatch's work-groups are spread over, in turn (work-group `g` of the
     /// grid, counted x fastest, runs on XCC `g % xccs`): what `HW_REG_XCC_ID` reads on gfx94x.
     pub xccs: u32,
@@ -316,6 +318,7 @@ impl DispatchSetup {
             user_sgprs_override: None,
             gws: None,
             trap: TrapRouting::Report,
+            debug: crate::wave_debug::WaveDebug::default(),
             messages: None,
             xccs: 1,
         }

@@ -137,6 +137,7 @@ pub mod paged;
 pub mod program;
 pub mod sanitize;
 pub mod target;
+pub mod wave_debug;
 
 pub use descriptor::KernelDescriptor;
 pub use dispatch::{
@@ -149,3 +150,4 @@ pub use memory::{AccessKind, AtomicOp, MemFault, Memory};
 pub use paged::PagedMemory;
 pub use program::CodeCache;
 pub use target::Target;
+pub use wave_debug::{AddressWatch, WatchAccess, WatchMode, WaveDebug};

@@ -104,6 +104,17 @@ impl QueueCtl {
     /// No completion signal and no AQL error signal is written.
     pub(crate) fn raise_device_exception(&self, code: QueueErrorCode, fault: Option<GpuFault>) {
         self.record_error(code);
+        // kfd_set_dbg_ev_from_interrupt: a debugger subscribed to memory violations takes a
+        // page fault instead (it forwards it with SEND_RUNTIME_EVENT if it wants to).
+        let violation = 1u64 << (kfd_sys::bindings::EC_DEVICE_MEMORY_VIOLATION - 1);
+        if fault.is_some() && self.debug.raise_device(self.gpu.gpu_id, violation) {
+            log::warn!(
+                "kfd-emu: GPU {:#x}: memory violation from queue {} reported to the debugger",
+                self.gpu.gpu_id,
+                self.id
+            );
+            return;
+        }
         log::warn!(
             "kfd-emu: GPU {:#x}: device exception from queue {} ({}); its queues are evicted",
             self.gpu.gpu_id,

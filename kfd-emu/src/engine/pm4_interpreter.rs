@@ -451,6 +451,7 @@ impl<'a> Interpreter<'a> {
             apertures: kfd_emu_isa::Apertures::default(),
             gws: self.ctl.gws(),
             trap: self.ctl.trap_routing(),
+            debug: self.ctl.debug.wave_debug(self.ctl.gpu.gpu_id),
             xccs: self.ctl.gpu.params.num_xcc.max(1),
             messages: Some(self.ctl.message_sink()),
             watch: self.ctl.gpu.watch.current(),

@@ -248,6 +248,7 @@ impl<'a, M: Memory + ?Sized> Group<'a, M> {
         let waves = (0..group.waves())
             .map(|i| {
                 let mut w = start_wave(setup, &group, i, mem)?;
+                trap::wave_start(&mut w, setup);
                 w.region = entry.filter(|_| w.pc == setup.entry()).cloned();
                 Ok(w)
             })
@@ -398,6 +399,14 @@ fn run_slice<M: Memory + ?Sized>(
             Flow::Next | Flow::Barrier => {
                 w.pc = w.pc.wrapping_add(inst.size());
                 idx += 1;
+                if w.exception_pending {
+                    let target = trap::exception(w, w.pc, ctx.setup)?;
+                    if target != w.pc {
+                        w.pc = target;
+                        (region, idx) = ctx.setup.code.lookup(target, ctx.mem)?;
+                        continue;
+                    }
+                }
                 if matches!(flow, Flow::Barrier) {
                     w.state = WaveState::Barrier;
                     w.region = Some((region, idx));
@@ -412,6 +421,11 @@ fn run_slice<M: Memory + ?Sized>(
                 }
             }
             Flow::End => {
+                if let Some(handler) = trap::wave_end(w, w.pc, ctx.setup) {
+                    w.pc = handler;
+                    (region, idx) = ctx.setup.code.lookup(handler, ctx.mem)?;
+                    continue;
+                }
                 w.state = WaveState::Done;
                 return Ok(());
             }

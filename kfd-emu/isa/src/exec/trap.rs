@@ -48,6 +48,58 @@ pub(super) fn take(w: &mut Wave, e: WaveError, setup: &DispatchSetup) -> Result<
     }
 }
 
+/// Takes the exception the instruction before `pc` raised ([`Wave::exception_pending`]: an
+/// address watch): the handler is entered with `pc` to return to, as for any exception the
+/// hardware raises after an instruction; without a second-level handler the first-level one
+/// halts the wave.
+pub(super) fn exception(w: &mut Wave, pc: u64, setup: &DispatchSetup) -> Result<u64, WaveError> {
+    w.exception_pending = false;
+    if w.trap_mode {
+        return Ok(pc);
+    }
+    match setup.trap {
+        TrapRouting::Handler(h) => Ok(enter(w, pc, 0, &h)),
+        _ => Err(WaveError::Halted {
+            pc,
+            trapsts: w.trapsts,
+        }),
+    }
+}
+
+/// `TRAPSTS.WAVE_BEGIN` and `WAVE_END` (9.4.3): the debugger's wave start and end traps.
+const TRAPSTS_WAVE_BEGIN: u32 = 1 << 23;
+const TRAPSTS_WAVE_END: u32 = 1 << 24;
+
+/// A debugger's trap on wave start (`KFD_DBG_TRAP_MASK_TRAP_ON_WAVE_START`, which only 9.4.3
+/// offers): a new wave enters the second-level handler before its first instruction, which
+/// the saved PC names. Without a second-level handler the wave starts as usual.
+pub(super) fn wave_start(w: &mut Wave, setup: &DispatchSetup) {
+    use crate::wave_debug::WaveDebug;
+    if setup.debug.trap_mask & WaveDebug::WAVE_START == 0 {
+        return;
+    }
+    if let TrapRouting::Handler(h) = setup.trap {
+        w.trapsts |= TRAPSTS_WAVE_BEGIN;
+        w.pc = enter(w, w.pc, 0, &h);
+    }
+}
+
+/// A debugger's trap on wave end: at its `s_endpgm` (`pc`) the wave enters the handler once,
+/// with that PC saved; when the handler returns to it, the wave ends. `None`: it ends now.
+pub(super) fn wave_end(w: &mut Wave, pc: u64, setup: &DispatchSetup) -> Option<u64> {
+    use crate::wave_debug::WaveDebug;
+    if setup.debug.trap_mask & WaveDebug::WAVE_END == 0 || w.trapsts & TRAPSTS_WAVE_END != 0 {
+        return None;
+    }
+    match setup.trap {
+        TrapRouting::Handler(h) if !w.trap_mode => {
+            w.trapsts |= TRAPSTS_WAVE_END;
+            Some(enter(w, pc, 0, &h))
+        }
+        _ => None,
+    }
+}
+
 /// Enters the second-level handler for a trap at `pc`; returns the handler's address.
 fn enter(w: &mut Wave, pc: u64, trap_id: u16, h: &TrapHandler) -> u64 {
     w.s[TTMP0] = pc as u32;

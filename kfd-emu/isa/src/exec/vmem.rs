@@ -257,6 +257,9 @@ pub(super) fn exec<M: Memory + ?Sized>(
     if matches!(inst.format, Format::Global | Format::Flat) {
         let mut va = [0u64; LANES];
         if global_addrs(w, inst, ctx, exec, &mut va)? {
+            if ctx.setup.debug.watches.iter().any(Option::is_some) {
+                hardware_watch(w, ctx.setup, class, exec, size, |l| Some(va[l]));
+            }
             if let Some(watch) = &ctx.setup.watch {
                 report_watched(w, inst, ctx, watch, class, exec, size, |l| Some(va[l]));
             }
@@ -292,6 +295,12 @@ pub(super) fn exec<M: Memory + ?Sized>(
         flat_addrs(w, inst, ctx, &mut addrs)?;
     }
     let addrs = &addrs;
+    if ctx.setup.debug.watches.iter().any(Option::is_some) {
+        hardware_watch(w, ctx.setup, class, exec, size, |l| match addrs[l] {
+            Addr::Linear(va) => Some(va),
+            _ => None,
+        });
+    }
     if let Some(watch) = &ctx.setup.watch {
         report_watched(w, inst, ctx, watch, class, exec, size, |l| match addrs[l] {
             Addr::Linear(va) => Some(va),
@@ -353,6 +362,39 @@ fn check_bounds<M: Memory + ?Sized>(
             buffer,
             other: None,
         });
+    }
+}
+
+/// The debugger's address watches (`TCP_WATCH`): an active lane's access that one catches sets
+/// the watch's `TRAPSTS` bit, and the trap is taken after the instruction if the trap mask
+/// enables it (see [`crate::dispatch::WaveDebug`]).
+#[cold]
+#[inline(never)]
+fn hardware_watch(
+    w: &mut Wave,
+    setup: &crate::dispatch::DispatchSetup,
+    class: MemClass,
+    exec: u64,
+    size: usize,
+    va: impl Fn(usize) -> Option<u64>,
+) {
+    use crate::wave_debug::{WatchAccess, WaveDebug};
+    let access = match class {
+        MemClass::Load => WatchAccess::Load,
+        MemClass::Store => WatchAccess::Store,
+        _ => WatchAccess::Atomic,
+    };
+    let mut bits = 0;
+    for l in (0..LANES).filter(|l| exec >> l & 1 == 1) {
+        if let Some(address) = va(l) {
+            bits |= setup.debug.hits(address, size as u64, access);
+        }
+    }
+    if bits != 0 {
+        w.trapsts |= bits;
+        if setup.debug.trap_mask & WaveDebug::ADDRESS_WATCH != 0 {
+            w.exception_pending = true;
+        }
     }
 }
 

@@ -127,6 +127,9 @@ pub(crate) struct Wave {
     pub trap_mode: bool,
     /// The trap handler set STATUS.HALT: the wave halts when it leaves the handler.
     pub halt_on_return: bool,
+    /// An exception the last instruction raised (an address watch): the trap is taken before
+    /// the next one.
+    pub exception_pending: bool,
     /// This wave's index within its work-group.
     pub index: u32,
     /// Base address of the wave's scratch (0 without scratch).
@@ -154,6 +157,7 @@ impl Wave {
             trapsts: 0,
             trap_mode: false,
             halt_on_return: false,
+            exception_pending: false,
             index,
             scratch_base: 0,
             executed: 0,

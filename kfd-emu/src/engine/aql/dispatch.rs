@@ -128,6 +128,7 @@ impl Processor {
         setup.dispatch_id = at.index;
         setup.gws = self.ctl.gws();
         setup.trap = self.ctl.trap_routing();
+        setup.debug = self.ctl.debug.wave_debug(self.ctl.gpu.gpu_id);
         setup.xccs = self.ctl.gpu.params.num_xcc.max(1);
         setup.messages = Some(self.ctl.message_sink());
         setup.watch = self.ctl.gpu.watch.current();

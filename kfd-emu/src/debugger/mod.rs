@@ -13,8 +13,12 @@
 //! `GET_QUEUE_WAVE_STATE`); queue exceptions a wave's trap handler reports go to an attached
 //! debugger that subscribed to them before the runtime (`route_wave_exception`).
 //!
-//! What is not: the wave-level hardware operations (launch override and mode, address
-//! watches, flags) answer ENODEV, as for a GPU without debug support; no wave is ever saved
+//! The wave-level operations (the trap-mask override, the launch mode, address watches and the
+//! precise-memory flag) are in [`wave_controls`]; dispatches started afterwards follow them
+//! ([`DebugState::wave_debug`]). The launch modes halt and debug (single step) are taken but
+//! waves still start running.
+//!
+//! What is not modelled: no wave is ever saved
 //! into a context-save area (suspension waits for a packet boundary), so the control stack and
 //! wave state a debugger finds are empty; a runtime enabling while
 //! a debugger is attached is not held until the debugger acknowledges (`ENABLED_BUSY`); a
@@ -22,12 +26,20 @@
 //! target pid must be this process's (the ptrace check KFD makes for another process does not
 //! arise).
 
+mod devices;
+mod remote;
+mod wave_controls;
+
+pub(crate) use devices::topology_bits;
+
 use crate::Emulator;
+use devices::{copy_entries, debug_ips, device_snapshots, gpu_ip};
 use kfd_sys::bindings::*;
 use kfd_sys::Errno;
 use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::Mutex;
+use wave_controls::WaveControls;
 
 /// `KFD_EC_MASK(code)`.
 const fn ec_mask(code: u32) -> u64 {
@@ -38,10 +50,22 @@ struct Session {
     exception_mask: u64,
     /// The debugger's notification descriptor (KFD holds a reference to its file).
     notify: OwnedFd,
-    /// Raised process exceptions.
+    /// Raised process exceptions (`kfd_process.exception_status`).
     process_raised: u64,
-    /// Raised queue exceptions, by (gpu id, queue id).
+    /// Raised device exceptions, by gpu id (`kfd_process_device.exception_status`).
+    device_raised: BTreeMap<u32, u64>,
+    /// Raised queue exceptions, by (gpu id, queue id) (`queue_properties.exception_status`).
     queue_raised: BTreeMap<(u32, u32), u64>,
+    /// The trap-mask override, launch mode, address watches and flags.
+    controls: WaveControls,
+}
+
+/// Where an exception was raised.
+#[derive(Clone, Copy)]
+enum Source {
+    Process,
+    Device(u32),
+    Queue(u32, u32),
 }
 
 #[derive(Default)]
@@ -65,19 +89,25 @@ pub(crate) enum Heard {
 #[derive(Default)]
 pub(crate) struct DebugState {
     state: Mutex<State>,
+    /// The notification descriptors this process attached to other processes with, by
+    /// target pid (KFD's `fget` reference; see [`remote`]).
+    remote_notify: Mutex<BTreeMap<u32, OwnedFd>>,
 }
 
 impl Session {
-    /// Raises `mask` (if the debugger asked for it) and tells the debugger, as
-    /// `kfd_dbg_ev_raise` does: one byte written to its descriptor.
-    fn raise(&mut self, mask: u64, queue: Option<(u32, u32)>) {
-        let mask = mask & self.exception_mask;
-        if mask == 0 {
-            return;
+    /// Raises `mask` as `kfd_dbg_ev_raise` does: it is noted where it was raised whether or
+    /// not the debugger subscribed, and a debugger that subscribed is told (one byte written
+    /// to its descriptor). Returns whether it was told.
+    fn raise(&mut self, mask: u64, source: Source) -> bool {
+        match source {
+            Source::Process => self.process_raised |= mask,
+            Source::Device(gpu) => *self.device_raised.entry(gpu).or_default() |= mask,
+            Source::Queue(gpu, queue) => {
+                *self.queue_raised.entry((gpu, queue)).or_default() |= mask
+            }
         }
-        match queue {
-            Some(q) => *self.queue_raised.entry(q).or_default() |= mask,
-            None => self.process_raised |= mask,
+        if mask & self.exception_mask == 0 {
+            return false;
         }
         let byte = b'.';
         // SAFETY: writes one byte from a live local to a descriptor the session owns.
@@ -85,12 +115,48 @@ impl Session {
         if n != 1 {
             log::debug!("kfd-emu: could not notify the debugger");
         }
+        true
+    }
+
+    /// `kfd_dbg_ev_query_debug_event`: the first queue, then device, then the process whose
+    /// raised exceptions include one the debugger subscribed to; all its raised exceptions
+    /// are returned, and those in `clear` cleared.
+    fn query(&mut self, clear: u64) -> Option<(u64, u32, u32)> {
+        let enabled = self.exception_mask;
+        if let Some((&(gpu, queue), m)) = self
+            .queue_raised
+            .iter_mut()
+            .find(|(_, m)| **m & enabled != 0)
+        {
+            let status = *m;
+            *m &= !clear;
+            return Some((status, gpu, queue));
+        }
+        if let Some((&gpu, m)) = self
+            .device_raised
+            .iter_mut()
+            .find(|(_, m)| **m & enabled != 0)
+        {
+            let status = *m;
+            *m &= !clear;
+            return Some((status, gpu, KFD_INVALID_QUEUEID));
+        }
+        if self.process_raised & enabled != 0 {
+            let status = self.process_raised;
+            self.process_raised &= !clear;
+            return Some((status, KFD_INVALID_GPUID, KFD_INVALID_QUEUEID));
+        }
+        None
     }
 }
 
 impl DebugState {
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn remote_notify_lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u32, OwnedFd>> {
+        self.remote_notify.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Who hears the queue exceptions `mask` a wave of queue `queue_id` on `gpu_id` raised, as
@@ -100,8 +166,7 @@ impl DebugState {
     pub(crate) fn route_wave_exception(&self, gpu_id: u32, queue_id: u32, mask: u64) -> Heard {
         let mut g = self.lock();
         if let Some(s) = &mut g.session {
-            if s.exception_mask & mask != 0 {
-                s.raise(mask, Some((gpu_id, queue_id)));
+            if s.raise(mask, Source::Queue(gpu_id, queue_id)) {
                 return Heard::Debugger;
             }
         }
@@ -112,15 +177,40 @@ impl DebugState {
         }
     }
 
+    /// A device exception (`EC_DEVICE_*`) raised on `gpu_id`: an attached debugger that
+    /// subscribed hears it. Returns whether it did.
+    pub(crate) fn raise_device(&self, gpu_id: u32, mask: u64) -> bool {
+        match &mut self.lock().session {
+            Some(s) => s.raise(mask, Source::Device(gpu_id)),
+            None => remote::raise_device(gpu_id, mask),
+        }
+    }
+
     /// Whether the runtime enabled itself (`RUNTIME_ENABLE`).
     pub(crate) fn runtime_enabled(&self) -> bool {
         self.lock().runtime.runtime_state == DEBUG_RUNTIME_STATE_ENABLED
     }
 
+    /// What an attached debugger made the waves of `gpu_id`'s dispatches trap on: nothing
+    /// without a debugger, or while the runtime is not enabled (KFD activates the debug trap
+    /// only then, `kfd_dbg_trap_activate`).
+    pub(crate) fn wave_debug(&self, gpu_id: u32) -> kfd_emu_isa::WaveDebug {
+        let g = self.lock();
+        match &g.session {
+            Some(s) if g.runtime.runtime_state == DEBUG_RUNTIME_STATE_ENABLED => {
+                kfd_emu_isa::WaveDebug {
+                    trap_mask: s.controls.trap_mask,
+                    watches: s.controls.watches.get(&gpu_id).copied().unwrap_or_default(),
+                }
+            }
+            _ => kfd_emu_isa::WaveDebug::default(),
+        }
+    }
+
     /// A queue was created: an attached debugger hears of it (`EC_QUEUE_NEW`).
     pub(crate) fn queue_created(&self, gpu_id: u32, queue_id: u32) {
         if let Some(s) = &mut self.lock().session {
-            s.raise(ec_mask(EC_QUEUE_NEW), Some((gpu_id, queue_id)));
+            s.raise(ec_mask(EC_QUEUE_NEW), Source::Queue(gpu_id, queue_id));
         }
     }
 }
@@ -153,8 +243,36 @@ pub(crate) fn runtime_enable(
         }
     }
     if let Some(s) = &mut g.session {
-        s.raise(ec_mask(EC_PROCESS_RUNTIME), None);
+        s.raise(ec_mask(EC_PROCESS_RUNTIME), Source::Process);
     }
+    let info = g.runtime;
+    drop(g);
+    // A debugger in another process hears of it, and holds the call until it answers.
+    remote::runtime_changed(&info);
+    Ok(())
+}
+
+/// Copies the runtime information (up to `*size` bytes of it) to `at` and sets `*size` to
+/// its full size, as `kfd_dbg_trap_enable` does.
+///
+/// # Safety
+/// `at` must be valid for `*size` bytes.
+unsafe fn copy_runtime_info(info: &kfd_runtime_info, at: u64, size: &mut u32) -> Result<(), Errno> {
+    let n = (*size as usize).min(std::mem::size_of::<kfd_runtime_info>());
+    if n > 0 {
+        if at == 0 {
+            return Err(Errno::EFAULT);
+        }
+        // SAFETY: the caller's contract covers `n <= *size` bytes at `at`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                (info as *const kfd_runtime_info).cast::<u8>(),
+                at as *mut u8,
+                n,
+            )
+        };
+    }
+    *size = std::mem::size_of::<kfd_runtime_info>() as u32;
     Ok(())
 }
 
@@ -168,7 +286,8 @@ pub(crate) unsafe fn dbg_trap(
     a: &mut kfd_ioctl_dbg_trap_args,
 ) -> Result<i32, Errno> {
     if a.pid != std::process::id() {
-        return Err(Errno::ESRCH);
+        // SAFETY: forwarded from the caller's contract.
+        return unsafe { remote::dbg_trap(emu, a) };
     }
     let mut g = emu.debug.lock();
     match a.op {
@@ -176,7 +295,8 @@ pub(crate) unsafe fn dbg_trap(
             // SAFETY: the members are plain integers; the operation names the one the caller filled.
             let e = unsafe { &mut a.__bindgen_anon_1.enable };
             if g.session.is_some() {
-                return Err(Errno::EINVAL);
+                // kfd_dbg_trap_enable
+                return Err(Errno::EALREADY);
             }
             // fget(): a reference on the debugger's file, released on disable.
             // SAFETY: F_DUPFD_CLOEXEC on any number is safe; failure means it is not open.
@@ -187,26 +307,15 @@ pub(crate) unsafe fn dbg_trap(
             // SAFETY: `fd` was just created and is owned by nobody else.
             let notify = unsafe { OwnedFd::from_raw_fd(fd) };
             let info = g.runtime;
-            let n = (e.rinfo_size as usize).min(std::mem::size_of::<kfd_runtime_info>());
-            if n > 0 {
-                if e.rinfo_ptr == 0 {
-                    return Err(Errno::EFAULT);
-                }
-                // SAFETY: the caller's contract covers `rinfo_size` bytes at `rinfo_ptr`.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        (&info as *const kfd_runtime_info).cast::<u8>(),
-                        e.rinfo_ptr as *mut u8,
-                        n,
-                    )
-                };
-            }
-            e.rinfo_size = std::mem::size_of::<kfd_runtime_info>() as u32;
+            // SAFETY: the caller's contract covers `rinfo_size` bytes at `rinfo_ptr`.
+            unsafe { copy_runtime_info(&info, e.rinfo_ptr, &mut e.rinfo_size)? };
             g.session = Some(Session {
                 exception_mask: e.exception_mask,
                 notify,
                 process_raised: 0,
+                device_raised: BTreeMap::new(),
                 queue_raised: BTreeMap::new(),
+                controls: WaveControls::default(),
             });
             log::debug!(
                 "kfd-emu: debugger attached (exception mask {:#x})",
@@ -257,7 +366,13 @@ pub(crate) unsafe fn dbg_trap(
                         unsafe { std::slice::from_raw_parts_mut(ptr as *mut u32, n as usize) };
                     let mut done = 0;
                     for id in ids {
-                        if !crate::queue::exists(emu, *id) {
+                        let new = s
+                            .queue_raised
+                            .iter()
+                            .any(|(&(_, q), m)| q == *id && m & ec_mask(EC_QUEUE_NEW) != 0);
+                        if !crate::queue::exists(emu, *id) || (suspend && new) {
+                            // A queue the debugger has not yet seen created cannot be
+                            // suspended (`suspend_queues`: EC_QUEUE_NEW still raised).
                             *id |= KFD_DBG_QUEUE_INVALID_MASK;
                         } else if emu.faults.debug_suspend(*id, suspend) {
                             done += 1;
@@ -275,25 +390,10 @@ pub(crate) unsafe fn dbg_trap(
                 KFD_IOC_DBG_TRAP_QUERY_DEBUG_EVENT => {
                     // SAFETY: the members are plain integers; the operation names the one the caller filled.
                     let q = unsafe { &mut a.__bindgen_anon_1.query_debug_event };
-                    let clear = q.exception_mask;
-                    if s.process_raised != 0 {
-                        q.exception_mask = s.process_raised;
-                        q.gpu_id = KFD_INVALID_GPUID;
-                        q.queue_id = KFD_INVALID_QUEUEID;
-                        s.process_raised &= !clear;
-                        return Ok(0);
-                    }
-                    let Some((&(gpu, queue), &raised)) =
-                        s.queue_raised.iter().find(|(_, m)| **m != 0)
-                    else {
-                        return Err(Errno::EAGAIN);
-                    };
-                    q.exception_mask = raised;
+                    let (status, gpu, queue) = s.query(q.exception_mask).ok_or(Errno::EAGAIN)?;
+                    q.exception_mask = status;
                     q.gpu_id = gpu;
                     q.queue_id = queue;
-                    if let Some(m) = s.queue_raised.get_mut(&(gpu, queue)) {
-                        *m &= !clear;
-                    }
                     Ok(0)
                 }
                 KFD_IOC_DBG_TRAP_QUERY_EXCEPTION_INFO => {
@@ -323,7 +423,15 @@ pub(crate) unsafe fn dbg_trap(
                 KFD_IOC_DBG_TRAP_GET_QUEUE_SNAPSHOT => {
                     // SAFETY: the members are plain integers; the operation names the one the caller filled.
                     let q = unsafe { &mut a.__bindgen_anon_1.queue_snapshot };
-                    let entries = crate::queue::snapshots(emu);
+                    let mut entries = crate::queue::snapshots(emu);
+                    // set_queue_snapshot_entry: each queue's raised exceptions, then those in
+                    // the mask cleared.
+                    for e in &mut entries {
+                        if let Some(m) = s.queue_raised.get_mut(&(e.gpu_id, e.queue_id)) {
+                            e.exception_status = *m;
+                            *m &= !q.exception_mask;
+                        }
+                    }
                     // SAFETY: forwarded from the caller's contract on the snapshot buffer.
                     unsafe {
                         copy_entries(&entries, q.snapshot_buf_ptr, q.num_queues, q.entry_size)?
@@ -335,7 +443,13 @@ pub(crate) unsafe fn dbg_trap(
                 KFD_IOC_DBG_TRAP_GET_DEVICE_SNAPSHOT => {
                     // SAFETY: the members are plain integers; the operation names the one the caller filled.
                     let d = unsafe { &mut a.__bindgen_anon_1.device_snapshot };
-                    let entries = device_snapshots(emu);
+                    let mut entries = device_snapshots(emu);
+                    for e in &mut entries {
+                        if let Some(m) = s.device_raised.get_mut(&e.gpu_id) {
+                            e.exception_status = *m;
+                            *m &= !d.exception_mask;
+                        }
+                    }
                     // SAFETY: forwarded from the caller's contract on the snapshot buffer.
                     unsafe {
                         copy_entries(&entries, d.snapshot_buf_ptr, d.num_devices, d.entry_size)?
@@ -344,85 +458,66 @@ pub(crate) unsafe fn dbg_trap(
                     d.entry_size = std::mem::size_of::<kfd_dbg_device_info_entry>() as u32;
                     Ok(0)
                 }
-                KFD_IOC_DBG_TRAP_SET_WAVE_LAUNCH_OVERRIDE
-                | KFD_IOC_DBG_TRAP_SET_WAVE_LAUNCH_MODE
-                | KFD_IOC_DBG_TRAP_SET_NODE_ADDRESS_WATCH
-                | KFD_IOC_DBG_TRAP_CLEAR_NODE_ADDRESS_WATCH
-                | KFD_IOC_DBG_TRAP_SET_FLAGS => {
-                    log::warn!("kfd-emu: debug trap operation {op} is not modelled");
-                    Err(Errno::ENODEV)
+                KFD_IOC_DBG_TRAP_SET_WAVE_LAUNCH_OVERRIDE..=KFD_IOC_DBG_TRAP_SET_FLAGS
+                    if !runtime_enabled =>
+                {
+                    // kfd_ioctl_set_debug_trap: the hardware operations need the runtime.
+                    Err(Errno::EPERM)
+                }
+                KFD_IOC_DBG_TRAP_SET_WAVE_LAUNCH_OVERRIDE => {
+                    // SAFETY: the members are plain integers; the operation names the one the caller filled.
+                    let o = unsafe { &mut a.__bindgen_anon_1.launch_override };
+                    let ips = debug_ips(emu);
+                    let mut supported = 0;
+                    let r = wave_controls::set_override(
+                        &mut s.controls,
+                        &ips,
+                        o.override_mode,
+                        o.enable_mask,
+                        o.support_request_mask,
+                        &mut supported,
+                    );
+                    o.support_request_mask = supported;
+                    o.enable_mask = r?;
+                    Ok(0)
+                }
+                KFD_IOC_DBG_TRAP_SET_WAVE_LAUNCH_MODE => {
+                    // SAFETY: the members are plain integers; the operation names the one the caller filled.
+                    let m = unsafe { a.__bindgen_anon_1.launch_mode.launch_mode };
+                    wave_controls::set_launch_mode(&mut s.controls, m).map(|()| 0)
+                }
+                KFD_IOC_DBG_TRAP_SET_NODE_ADDRESS_WATCH => {
+                    // SAFETY: the members are plain integers; the operation names the one the caller filled.
+                    let w = unsafe { &mut a.__bindgen_anon_1.set_node_address_watch };
+                    let ip = gpu_ip(emu, w.gpu_id)?;
+                    let id = wave_controls::set_watch(
+                        &mut s.controls,
+                        w.gpu_id,
+                        ip,
+                        w.address,
+                        w.mode,
+                        w.mask,
+                    );
+                    // kfd_dbg_get_dev_watch_id leaves -1 when none is free.
+                    w.id = *id.as_ref().unwrap_or(&u32::MAX);
+                    id.map(|_| 0)
+                }
+                KFD_IOC_DBG_TRAP_CLEAR_NODE_ADDRESS_WATCH => {
+                    // SAFETY: the members are plain integers; the operation names the one the caller filled.
+                    let w = unsafe { &a.__bindgen_anon_1.clear_node_address_watch };
+                    gpu_ip(emu, w.gpu_id)?;
+                    wave_controls::clear_watch(&mut s.controls, w.gpu_id, w.id).map(|()| 0)
+                }
+                KFD_IOC_DBG_TRAP_SET_FLAGS => {
+                    // SAFETY: the members are plain integers; the operation names the one the caller filled.
+                    let f = unsafe { &mut a.__bindgen_anon_1.set_flags };
+                    let (prev, r) =
+                        wave_controls::set_flags(&mut s.controls, &debug_ips(emu), f.flags);
+                    f.flags = prev;
+                    r.map(|()| 0)
                 }
                 _ => Err(Errno::EINVAL),
             }
         }
     }
-}
-
-/// Copies up to `room` entries of `entry_size` bytes each (the caller's stride; bytes past
-/// the driver's entry are left alone) to `buf`.
-///
-/// # Safety
-/// `buf` must be valid for `room * entry_size` bytes.
-unsafe fn copy_entries<T>(
-    entries: &[T],
-    buf: u64,
-    room: u32,
-    entry_size: u32,
-) -> Result<(), Errno> {
-    if room == 0 {
-        return Ok(());
-    }
-    if buf == 0 {
-        return Err(Errno::EFAULT);
-    }
-    let n = std::mem::size_of::<T>().min(entry_size as usize);
-    for (i, e) in entries.iter().take(room as usize).enumerate() {
-        // SAFETY: entry `i` of the caller's buffer, `n <= entry_size` bytes.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                (e as *const T).cast::<u8>(),
-                (buf as *mut u8).add(i * entry_size as usize),
-                n,
-            )
-        };
-    }
-    Ok(())
-}
-
-fn device_snapshots(emu: &Emulator) -> Vec<kfd_dbg_device_info_entry> {
-    use crate::device::{LDS_APERTURE_BASE, SCRATCH_APERTURE_BASE};
-    emu.gpus
-        .iter()
-        .enumerate()
-        .map(|(i, g)| {
-            let node = i + 1;
-            let prop = |key: &str| emu.topology.node_property(node, key).unwrap_or(0);
-            let p = &g.params;
-            kfd_dbg_device_info_entry {
-                exception_status: 0,
-                lds_base: LDS_APERTURE_BASE,
-                lds_limit: LDS_APERTURE_BASE | 0xFFFF_FFFF,
-                scratch_base: SCRATCH_APERTURE_BASE,
-                scratch_limit: SCRATCH_APERTURE_BASE | 0xFFFF_FFFF,
-                gpuvm_base: 0x1_0000,
-                gpuvm_limit: 0x0000_7FFF_FFFF_FFFF,
-                gpu_id: g.gpu_id,
-                location_id: prop("location_id") as u32,
-                vendor_id: 0x1002,
-                device_id: p.device_id,
-                revision_id: p.pci_revision,
-                subsystem_vendor_id: 0x1002,
-                subsystem_device_id: p.device_id,
-                fw_version: p.fw_version,
-                gfx_target_version: p.gfx_target_version,
-                simd_count: p.compute_units * p.simd_per_cu,
-                max_waves_per_simd: p.max_waves_per_simd,
-                array_count: p.array_count,
-                simd_arrays_per_engine: p.simd_arrays_per_engine,
-                num_xcc: p.num_xcc,
-                capability: prop("capability") as u32,
-                debug_prop: prop("debug_prop") as u32,
-            }
-        })
-        .collect()
 }
