@@ -8,6 +8,7 @@
 mod co_util;
 mod common;
 
+mod address_watch;
 mod aql;
 mod aql_protocol;
 mod bad_input;
@@ -41,6 +42,7 @@ mod ownership;
 mod pm4;
 mod printf;
 mod queue_buffers;
+mod queue_priority;
 mod sanitizer;
 mod scratch;
 mod sdma;

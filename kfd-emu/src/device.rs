@@ -75,6 +75,8 @@ pub(crate) struct GpuState {
     pub(crate) probe: std::sync::Arc<kfd_emu_isa::WaveProbe>,
     /// Recent wave errors of machine-code dispatches, with their code.
     pub(crate) fault_log: crate::fault_log::FaultLog,
+    /// The CP's arbitration between the GPU's queues by priority.
+    pub(crate) arbiter: crate::engine::arbiter::PipeArbiter,
     /// The GPU's global wave sync resources, which waves of the queue holding them reach.
     pub(crate) gws: std::sync::Arc<kfd_emu_isa::gws::Gws>,
     /// Processors in a deep sleep, woken queue by queue.
@@ -171,6 +173,7 @@ impl GpuState {
             probe: Default::default(),
             deep: crate::wake::DeepSleepers::default(),
             fault_log: Default::default(),
+            arbiter: Default::default(),
             gws: Default::default(),
             exceptions: AtomicU64::new(0),
             faulted: AtomicBool::new(false),

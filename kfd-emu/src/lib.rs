@@ -32,7 +32,9 @@
 //! sync for one queue per GPU, SMI event streams (`smi`), and amdgpu's module parameters
 //! ([`Emulator::module_parameters`]). A process may have more queues than the GPU has hardware
 //! queue slots; every queue has a processor of its own, so all of them progress at once (the
-//! hardware scheduler would time-slice them: only the cost differs).
+//! hardware scheduler would time-slice them: only the cost differs). Queue priorities are the
+//! CP's (`engine::arbiter`): while a queue of a higher pipe priority has work-groups to start,
+//! lower ones start none.
 //!
 //! # Shape
 //!

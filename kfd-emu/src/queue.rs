@@ -436,6 +436,7 @@ fn install(
         ctl_stack_size: a.ctl_stack_size,
         debug: emu.debug.clone(),
         wedged: AtomicBool::new(false),
+        priority: std::sync::atomic::AtomicU32::new(a.queue_priority),
         sink: Default::default(),
     });
     // The references come before the processor starts: it resolves the ring's and the
@@ -582,6 +583,7 @@ pub(crate) fn update(emu: &Emulator, a: &kfd_ioctl_update_queue_args) -> Result<
     let e = g.0.get(&a.queue_id).ok_or(Errno::EINVAL)?;
     let on = a.queue_percentage > 0 && a.ring_base_address != 0;
     e.ctl.enabled.store(on, Ordering::Release);
+    e.ctl.priority.store(a.queue_priority, Ordering::Release);
     e.ctl.gpu.doorbell_rung();
     Ok(())
 }

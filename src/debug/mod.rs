@@ -18,6 +18,7 @@
 //! | `KFDRT_CAPTURE=dir` | record every kernel dispatch for `kfdrt-replay` (serializes submissions) |
 //! | `KFDRT_SUBSTITUTE=name=path.co[;name=path.co]` | dispatch kernel `name` from another code object |
 
+pub mod address_watch;
 pub(crate) mod capture;
 mod depgraph;
 mod log;

@@ -96,6 +96,8 @@ pub(crate) struct KfdShared {
     pub(crate) clocks_at_open: Vec<(u32, ClockCounters)>,
     /// With `KFDRT_VALIDATE` or `KFDRT_CAPTURE`, where the device's buffers are.
     pub(crate) buffers: Option<crate::debug::validate::AddressMap>,
+    /// kfdrt as its own debugger while address watches are armed.
+    pub(crate) self_debugger: crate::debug::address_watch::SelfDebuggerSlot,
 }
 
 impl KfdShared {
@@ -119,6 +121,7 @@ impl KfdShared {
             recorder: crate::debug::recorder::Recorder::new(&debug),
             clocks_at_open: Vec::new(),
             buffers: (debug.validate || debug.capture.is_some()).then(Default::default),
+            self_debugger: Default::default(),
             debug,
             reports: Default::default(),
             dev,

@@ -145,15 +145,21 @@ impl TrapHandlers {
     }
 }
 
+/// kfdrt's trap handler for a GPU of `gfx_target_version`, if it has one (GFX9).
+pub(crate) fn handler_code(gfx_target_version: u32) -> Option<&'static [u8]> {
+    match gfx_target_version {
+        90000..=90399 => Some(GFX90A),
+        90400..=90499 => Some(GFX940),
+        _ => None,
+    }
+}
+
 /// kfdrt's trap handler on `gpu`, installed if no live queue has it yet; `None` where kfdrt
 /// has none (not GFX9, or the runtime is not enabled: see the module docs).
 pub(crate) fn trap_handler(gpu: &Gpu) -> Result<Option<Arc<InstalledTrapHandler>>> {
     let shared = &gpu.kfd().shared;
-    let version = gpu.info().gfx_target_version;
-    let code = match version {
-        90000..=90399 => GFX90A,
-        90400..=90499 => GFX940,
-        _ => return Ok(None),
+    let Some(code) = handler_code(gpu.info().gfx_target_version) else {
+        return Ok(None);
     };
     if !shared.dev.runtime_enabled {
         return Ok(None);

@@ -141,8 +141,16 @@ pub(crate) fn classify(path: &CStr) -> Target {
     } else {
         raw
     };
-    if !may_be_emulated(bytes) || CREATING.with(|c| c.get()) {
+    if CREATING.with(|c| c.get()) {
         return Target::Real;
+    }
+    if !may_be_emulated(bytes) {
+        // The emulated GPUs' PCI devices, once there are emulated GPUs: a program reading PCI
+        // devices before any GPU path (hwloc at start-up) sees only the real ones.
+        return match current() {
+            Some(sys) if bytes.starts_with(b"/sys/bus/pci/devices/") => sys.classify(bytes),
+            _ => Target::Real,
+        };
     }
     let Some(sys) = system() else {
         return Target::Real;
@@ -246,9 +254,10 @@ impl System {
             "/sys/class/kfd".to_owned(),
             "/sys/module/amdgpu".to_owned(),
         ];
-        for m in minors {
+        for (i, m) in minors.iter().enumerate() {
             p.push(format!("/sys/dev/char/{DRM_MAJOR}:{m}"));
             p.push(format!("/sys/class/drm/renderD{m}"));
+            p.push(format!("/sys/bus/pci/devices/{}", pci_slot(i)));
         }
         p
     }
@@ -299,7 +308,7 @@ impl System {
         for (i, &minor) in self.minors.iter().enumerate() {
             let gpu = &config.gpus[i];
             let dev = format!("/sys/dev/char/{DRM_MAJOR}:{minor}/device");
-            let slot = format!("0000:{:02x}:00.0", 3 + i);
+            let slot = pci_slot(i);
             put(&format!("{dev}/vendor"), "0x1002\n")?;
             put(
                 &format!("{dev}/device"),
@@ -330,6 +339,13 @@ impl System {
                 self.root.join("sys/bus/pci/drivers/amdgpu"),
                 self.root.join(format!("{}/driver", &dev[1..])),
             )?;
+            write_pci_identity(&self.root, &dev, gpu)?;
+            // Where tools that know the bus address look (hwloc, RCCL, libnuma users).
+            std::fs::create_dir_all(self.root.join("sys/bus/pci/devices"))?;
+            std::os::unix::fs::symlink(
+                self.root.join(&dev[1..]),
+                self.root.join(format!("sys/bus/pci/devices/{slot}")),
+            )?;
             put(
                 &format!("/sys/dev/char/{DRM_MAJOR}:{minor}/dev"),
                 &format!("{DRM_MAJOR}:{minor}\n"),
@@ -343,6 +359,51 @@ impl System {
         }
         Ok(())
     }
+}
+
+/// The PCI address of GPU `i`: bus 3 + i, as the topology's `location_id` has it.
+fn pci_slot(i: usize) -> String {
+    format!("0000:{:02x}:00.0", 3 + i)
+}
+
+/// What the PCI core shows of the device in sysfs beyond its ids: its class (MI200 and RDNA
+/// parts are display controllers, MI300 a processing accelerator), NUMA node and local CPUs
+/// (this host's: node 0, or none without NUMA), PCIe link, and the first 64 bytes of its
+/// configuration space (ids, revision, class, subsystem), which hwloc reads.
+fn write_pci_identity(
+    root: &std::path::Path,
+    dev: &str,
+    gpu: &kfd_emu::GpuParams,
+) -> std::io::Result<()> {
+    let at = root.join(dev.trim_start_matches('/'));
+    std::fs::create_dir_all(&at)?;
+    let put = |name: &str, data: &[u8]| std::fs::write(at.join(name), data);
+    let class: u32 = match gpu.gfx_target_version {
+        v if v >= 110000 => 0x03_0000,
+        v if v >= 90400 => 0x12_0000,
+        _ => 0x03_8000,
+    };
+    put("class", format!("{class:#08x}\n").as_bytes())?;
+    let node0 = std::path::Path::new("/sys/devices/system/node/node0").exists();
+    put("numa_node", if node0 { b"0\n" } else { b"-1\n" })?;
+    let cpus = std::fs::read("/sys/devices/system/cpu/online").unwrap_or_else(|_| b"0\n".to_vec());
+    put("local_cpulist", &cpus)?;
+    for (name, value) in [
+        ("current_link_speed", "16.0 GT/s PCIe\n"),
+        ("current_link_width", "16\n"),
+        ("max_link_speed", "16.0 GT/s PCIe\n"),
+        ("max_link_width", "16\n"),
+    ] {
+        put(name, value.as_bytes())?;
+    }
+    let mut config = [0u8; 64];
+    config[0..2].copy_from_slice(&0x1002u16.to_le_bytes());
+    config[2..4].copy_from_slice(&(gpu.device_id as u16).to_le_bytes());
+    config[8] = gpu.pci_revision as u8;
+    config[9..12].copy_from_slice(&class.to_le_bytes()[..3]);
+    config[0x2C..0x2E].copy_from_slice(&0x1002u16.to_le_bytes());
+    config[0x2E..0x30].copy_from_slice(&0x0C34u16.to_le_bytes());
+    put("config", &config)
 }
 
 /// Removes trees left by processes that died without running exit handlers (killed, aborted).

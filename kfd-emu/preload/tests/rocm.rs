@@ -56,6 +56,14 @@ fn plain_libc_calls_see_the_emulated_driver() {
         assert_eq!(field(out, "nodes"), Some(&*(gpus + 1).to_string()), "{out}");
         assert_eq!(field(out, "gfx_target_version"), Some("90010"));
         assert_eq!(field(out, "class_link"), Some("ok"));
+        // The PCI device at the topology's bus address (issue #25 item 12).
+        assert_eq!(field(out, "pci_vendor"), Some("0x1002"), "{out}");
+        assert_eq!(field(out, "pci_class"), Some("0x038000"), "{out}");
+        assert!(
+            matches!(field(out, "pci_numa_node"), Some("0" | "-1")),
+            "{out}"
+        );
+        assert_eq!(field(out, "pci_config_ids"), Some("1002:740f"), "{out}");
         assert_eq!(
             field(out, "kfd_version"),
             Some(&*kfd_sys::KFD_ABI.to_string())

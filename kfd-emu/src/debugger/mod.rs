@@ -92,7 +92,13 @@ pub(crate) struct DebugState {
     /// The notification descriptors this process attached to other processes with, by
     /// target pid (KFD's `fget` reference; see [`remote`]).
     remote_notify: Mutex<BTreeMap<u32, OwnedFd>>,
+    /// What the driver does with a memory violation a debugger took (evict and signal), kept
+    /// per GPU until the debugger hands it back (`vm_fault_exc_data`).
+    withheld: Mutex<BTreeMap<u32, Withheld>>,
 }
+
+/// The delivery of a memory violation the debugger took.
+pub(crate) type Withheld = Box<dyn FnOnce() + Send>;
 
 impl Session {
     /// Raises `mask` as `kfd_dbg_ev_raise` does: it is noted where it was raised whether or
@@ -177,6 +183,15 @@ impl DebugState {
         }
     }
 
+    /// Keeps the delivery of the memory violation a debugger took on `gpu_id` until it hands
+    /// it back.
+    pub(crate) fn withhold(&self, gpu_id: u32, deliver: Withheld) {
+        self.withheld
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(gpu_id, deliver);
+    }
+
     /// A device exception (`EC_DEVICE_*`) raised on `gpu_id`: an attached debugger that
     /// subscribed hears it. Returns whether it did.
     pub(crate) fn raise_device(&self, gpu_id: u32, mask: u64) -> bool {
@@ -250,6 +265,39 @@ pub(crate) fn runtime_enable(
     // A debugger in another process hears of it, and holds the call until it answers.
     remote::runtime_changed(&info);
     Ok(())
+}
+
+/// `kfd_dbg_send_exception_to_runtime`: a memory violation the debugger took is handed back
+/// and delivered now: queues evicted, memory events signalled (ENODEV for a GPU the process
+/// does not have); queue exceptions go to the queue's runtime
+/// as the driver's own delivery would (an unknown queue is ignored, as
+/// `pqm_get_user_queue` finding none is). `EC_PROCESS_RUNTIME` answers a held runtime enable,
+/// which only a debugger in another process can hold here ([`remote`]).
+fn send_exception_to_runtime(
+    emu: &Emulator,
+    e: &kfd_ioctl_dbg_trap_send_runtime_event_args,
+) -> Result<i32, Errno> {
+    let violation = ec_mask(EC_DEVICE_MEMORY_VIOLATION);
+    let mut mask = e.exception_mask & !ec_mask(EC_PROCESS_RUNTIME);
+    if mask & violation != 0 {
+        gpu_ip(emu, e.gpu_id)?;
+        let deliver = emu
+            .debug
+            .withheld
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&e.gpu_id);
+        if let Some(deliver) = deliver {
+            deliver();
+        }
+        mask &= !violation;
+    }
+    if mask != 0 {
+        if let Some(ctl) = emu.queues.ctl(e.queue_id) {
+            ctl.send_exception_to_runtime(mask);
+        }
+    }
+    Ok(0)
 }
 
 /// Copies the runtime information (up to `*size` bytes of it) to `at` and sets `*size` to
@@ -337,7 +385,12 @@ pub(crate) unsafe fn dbg_trap(
             let runtime_enabled = g.runtime.runtime_state == DEBUG_RUNTIME_STATE_ENABLED;
             let s = g.session.as_mut().ok_or(Errno::EINVAL)?;
             match op {
-                KFD_IOC_DBG_TRAP_SEND_RUNTIME_EVENT => Ok(0),
+                KFD_IOC_DBG_TRAP_SEND_RUNTIME_EVENT => {
+                    // SAFETY: the members are plain integers; the operation names the one the caller filled.
+                    let e = unsafe { a.__bindgen_anon_1.send_runtime_event };
+                    drop(g);
+                    send_exception_to_runtime(emu, &e)
+                }
                 KFD_IOC_DBG_TRAP_SET_EXCEPTIONS_ENABLED => {
                     s.exception_mask =
                         // SAFETY: the members are plain integers; the operation names the one the caller filled.

@@ -50,6 +50,8 @@ pub(crate) struct QueueCtl {
     /// A wave of the queue halted: its dispatch never completes and the queue runs nothing
     /// more (only destroying it ends that).
     pub(crate) wedged: AtomicBool,
+    /// The queue's priority (0-15), from create or update: its dispatches' pipe priority.
+    pub(crate) priority: std::sync::atomic::AtomicU32,
     /// Where the queue's waves' interrupt messages go, made on the first dispatch.
     pub(crate) sink: std::sync::OnceLock<kfd_emu_isa::MessageSink>,
 }
@@ -104,16 +106,35 @@ impl QueueCtl {
     /// No completion signal and no AQL error signal is written.
     pub(crate) fn raise_device_exception(&self, code: QueueErrorCode, fault: Option<GpuFault>) {
         self.record_error(code);
+        let data = MemoryFault {
+            va: fault.map_or(0, |f| f.va),
+            gpu_id: self.gpu.gpu_id,
+            kind: fault.map(|f| f.kind),
+            error_type: 0,
+        };
+        let (gpu, events, faults) = (self.gpu.clone(), self.events.clone(), self.faults.clone());
+        let deliver = move || {
+            // kfd_dqm_evict_pasid: the process's queues on the GPU are evicted, and nothing
+            // restores them; later queues are created evicted (create_queue_cpsch).
+            gpu.raise_fault();
+            events.signal_kind(KFD_IOC_EVENT_MEMORY, Some(data));
+            if fault.is_some() {
+                faults.smi.vm_fault(gpu.gpu_id);
+            }
+        };
         // kfd_set_dbg_ev_from_interrupt: a debugger subscribed to memory violations takes a
-        // page fault instead (it forwards it with SEND_RUNTIME_EVENT if it wants to).
-        let violation = 1u64 << (kfd_sys::bindings::EC_DEVICE_MEMORY_VIOLATION - 1);
-        if fault.is_some() && self.debug.raise_device(self.gpu.gpu_id, violation) {
-            log::warn!(
-                "kfd-emu: GPU {:#x}: memory violation from queue {} reported to the debugger",
-                self.gpu.gpu_id,
-                self.id
-            );
-            return;
+        // page fault instead, and may hand it back (SEND_RUNTIME_EVENT), which delivers it then.
+        if fault.is_some() {
+            let violation = 1u64 << (kfd_sys::bindings::EC_DEVICE_MEMORY_VIOLATION - 1);
+            if self.debug.raise_device(self.gpu.gpu_id, violation) {
+                log::warn!(
+                    "kfd-emu: GPU {:#x}: memory violation from queue {} reported to the debugger",
+                    self.gpu.gpu_id,
+                    self.id
+                );
+                self.debug.withhold(self.gpu.gpu_id, Box::new(deliver));
+                return;
+            }
         }
         log::warn!(
             "kfd-emu: GPU {:#x}: device exception from queue {} ({}); its queues are evicted",
@@ -121,18 +142,6 @@ impl QueueCtl {
             self.id,
             fault.map_or_else(|| "no address".to_owned(), |f| f.to_string())
         );
-        // kfd_dqm_evict_pasid: the process's queues on the GPU are evicted, and nothing
-        // restores them; later queues are created evicted (create_queue_cpsch).
-        self.gpu.raise_fault();
-        let data = MemoryFault {
-            va: fault.map_or(0, |f| f.va),
-            gpu_id: self.gpu.gpu_id,
-            kind: fault.map(|f| f.kind),
-            error_type: 0,
-        };
-        self.events.signal_kind(KFD_IOC_EVENT_MEMORY, Some(data));
-        if fault.is_some() {
-            self.faults.smi.vm_fault(self.gpu.gpu_id);
-        }
+        deliver();
     }
 }

@@ -17,6 +17,9 @@ pub(crate) struct KernelLaunch<'a> {
     /// Work-items in the grid, per dimension.
     pub(crate) grid_size: [u32; 3],
     pub(crate) kernarg_address: u64,
+    /// The GPU's arbitration between queues, and this dispatch's pipe priority.
+    pub(crate) arbiter: &'a super::arbiter::PipeArbiter,
+    pub(crate) pipe_priority: usize,
 }
 
 /// Why a launch did not run to the end.
@@ -30,11 +33,14 @@ pub(crate) enum LaunchStop {
 
 impl KernelLaunch<'_> {
     /// Runs every work-group in order (x fastest), checking `stopped` before each so a queue
-    /// being destroyed does not wait for a long grid.
+    /// being destroyed does not wait for a long grid, and giving way to queues of a higher
+    /// priority (`super::arbiter`).
     pub(crate) fn run(&self, stopped: &dyn Fn() -> bool) -> Result<(), LaunchStop> {
+        let launching = self.arbiter.begin(self.pipe_priority);
         for z in 0..self.groups[2] {
             for y in 0..self.groups[1] {
                 for x in 0..self.groups[0] {
+                    launching.wait_turn(stopped);
                     if stopped() {
                         return Err(LaunchStop::Stopped);
                     }

@@ -29,6 +29,9 @@ pub(crate) struct MachineLaunch<'a> {
     /// `scratch::QueueScratch::xcc_stride`).
     pub(crate) xccs: u32,
     pub(crate) xcc_stride: u64,
+    /// The GPU's arbitration between queues, and this dispatch's pipe priority.
+    pub(crate) arbiter: &'a super::arbiter::PipeArbiter,
+    pub(crate) pipe_priority: usize,
 }
 
 /// Why a launch did not run to the end.
@@ -99,6 +102,7 @@ impl MachineLaunch<'_> {
         // work-group), so a fault every work-group hits is reported where the first one hits it.
         let first_error: Mutex<Option<(u64, WaveError, Option<WaveSnapshot>)>> = Mutex::new(None);
         let instructions = AtomicU64::new(0);
+        let launching = self.arbiter.begin(self.pipe_priority);
         let worker = |thread: u32| {
             let control = RunControl {
                 cancel: Some(self.cancel),
@@ -114,8 +118,10 @@ impl MachineLaunch<'_> {
                 if failed.load(Ordering::Acquire) {
                     return;
                 }
+                launching.wait_turn(|| self.cancel.load(Ordering::Relaxed));
                 let first = next.fetch_add(batch, Ordering::Relaxed);
                 if first >= total {
+                    launching.done();
                     return;
                 }
                 ids.clear();

@@ -383,6 +383,10 @@ impl<'a> Interpreter<'a> {
             workgroup_size: wg,
             grid_size: grid,
             kernarg_address: kernarg,
+            arbiter: &self.ctl.gpu.arbiter,
+            pipe_priority: crate::engine::arbiter::pipe_priority(
+                self.ctl.priority.load(Ordering::Acquire),
+            ),
         };
         launch.run(stopped).map_err(|stop| match stop {
             LaunchStop::Stopped => Pm4Error::Stopped,
@@ -471,6 +475,10 @@ impl<'a> Interpreter<'a> {
             // The PM4 path models one XCC's scratch registers.
             xccs: 1,
             xcc_stride: 0,
+            arbiter: &self.ctl.gpu.arbiter,
+            pipe_priority: crate::engine::arbiter::pipe_priority(
+                self.ctl.priority.load(Ordering::Acquire),
+            ),
         };
         self.stats
             .machine_dispatches

@@ -58,17 +58,27 @@ impl QueueCtl {
     pub(crate) fn message_sink(&self) -> MessageSink {
         self.sink
             .get_or_init(|| {
-                let r = Reporter {
-                    id: self.id,
-                    doorbell_index: self.doorbell_index,
-                    cwsr: self.cwsr,
-                    gpu_id: self.gpu.gpu_id,
-                    events: self.events.clone(),
-                    debug: self.debug.clone(),
-                };
+                let r = self.reporter();
                 MessageSink(Arc::new(move |m| r.sq_interrupt(m)))
             })
             .clone()
+    }
+
+    /// Queue exceptions a debugger hands on to the runtime (`SEND_RUNTIME_EVENT`:
+    /// `kfd_send_exception_to_runtime`), delivered as the driver delivers the runtime's own.
+    pub(crate) fn send_exception_to_runtime(&self, mask: u64) {
+        self.reporter().send_exception_to_runtime(mask);
+    }
+
+    fn reporter(&self) -> Reporter {
+        Reporter {
+            id: self.id,
+            doorbell_index: self.doorbell_index,
+            cwsr: self.cwsr,
+            gpu_id: self.gpu.gpu_id,
+            events: self.events.clone(),
+            debug: self.debug.clone(),
+        }
     }
 }
 

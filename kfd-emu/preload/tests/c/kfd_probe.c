@@ -66,14 +66,39 @@ int main(void)
 	if (!f)
 		fail("fopen properties");
 	char key[128];
-	unsigned long long value, minor = 0;
+	unsigned long long value, minor = 0, location = 0;
 	while (fscanf(f, "%127s %llu", key, &value) == 2) {
 		if (!strcmp(key, "gfx_target_version"))
 			printf("gfx_target_version %llu\n", value);
 		if (!strcmp(key, "drm_render_minor"))
 			minor = value;
+		if (!strcmp(key, "location_id"))
+			location = value;
 	}
 	fclose(f);
+
+	/* The GPU's PCI device, at the bus address the topology gives (as hwloc finds it). */
+	char pci[96];
+	snprintf(pci, sizeof(pci), "/sys/bus/pci/devices/0000:%02llx:%02llx.%llx/", location >> 8,
+		 (location >> 3) & 0x1f, location & 7);
+	char pci_file[128], text[32] = {0};
+	const char *names[] = {"vendor", "class", "numa_node"};
+	for (unsigned i = 0; i < 3; i++) {
+		snprintf(pci_file, sizeof(pci_file), "%s%s", pci, names[i]);
+		FILE *pf = fopen(pci_file, "r");
+		printf("pci_%s %s", names[i], pf && fgets(text, sizeof(text), pf) ? text : "missing\n");
+		if (pf)
+			fclose(pf);
+	}
+	snprintf(pci_file, sizeof(pci_file), "%sconfig", pci);
+	unsigned char config[64] = {0};
+	FILE *cf = fopen(pci_file, "rb");
+	if (cf) {
+		if (fread(config, 1, sizeof(config), cf) != sizeof(config))
+			memset(config, 0, sizeof(config));
+		fclose(cf);
+	}
+	printf("pci_config_ids %02x%02x:%02x%02x\n", config[1], config[0], config[3], config[2]);
 	struct stat st;
 	if (stat("/sys/class/kfd/kfd/topology/generation_id", &st) != 0)
 		fail("stat generation_id");

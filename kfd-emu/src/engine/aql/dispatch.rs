@@ -100,6 +100,10 @@ impl Processor {
             workgroup_size: wg,
             grid_size: d.grid_size,
             kernarg_address: d.kernarg_address,
+            arbiter: &self.ctl.gpu.arbiter,
+            pipe_priority: crate::engine::arbiter::pipe_priority(
+                self.ctl.priority.load(Ordering::Acquire),
+            ),
         };
         match launch.run(&|| self.stopped()) {
             Ok(()) => Outcome::Done,
@@ -154,6 +158,10 @@ impl Processor {
             fault_log: &self.ctl.gpu.fault_log,
             xccs: self.ctl.gpu.params.num_xcc.max(1),
             xcc_stride,
+            arbiter: &self.ctl.gpu.arbiter,
+            pipe_priority: crate::engine::arbiter::pipe_priority(
+                self.ctl.priority.load(Ordering::Acquire),
+            ),
         };
         self.stats
             .machine_dispatches

@@ -1,0 +1,81 @@
+//! kfdrt's hardware address watch (issue #31 item 4): armed through KFD's debugger interface,
+//! it stops the kernel at the first store to the watched granule, and the wait on its queue
+//! ends with the trap instead of hanging; kfd-emu plays the driver's and the hardware's part
+//! (`SET_NODE_ADDRESS_WATCH`, the trap, `SEND_RUNTIME_EVENT`).
+
+use crate::common;
+use crate::debugger::attach;
+
+use kfdrt::debug::address_watch::WatchAccess;
+use kfdrt::emu::Preset;
+use kfdrt::{AqlQueueOptions, Dispatch, Errno, Error, Gpu, KernelArgs, MemoryKind, WaveExceptions};
+use std::time::Duration;
+
+const T: Option<Duration> = Some(Duration::from_secs(20));
+
+/// hipcc's `vector_add` of ones over 256 work-items into `c`, on a new queue.
+fn vector_add(gpu: &Gpu, c: &kfdrt::Buffer) -> kfdrt::Result<()> {
+    let co = gpu
+        .load_code_object(&crate::co_util::fixture("kernels-gfx90a.elf"))
+        .unwrap();
+    let k = co.kernel("vector_add").unwrap();
+    let ab = gpu.alloc(256 * 4, MemoryKind::GttCoherent).unwrap();
+    let ones: Vec<u8> = (0..256).flat_map(|_| 1.0f32.to_le_bytes()).collect();
+    ab.write(0, &ones).unwrap();
+    let mut args = KernelArgs::new(&k).unwrap();
+    args.set_buffer(0, &ab).unwrap();
+    args.set_buffer(1, &ab).unwrap();
+    args.set_buffer(2, c).unwrap();
+    args.set_u32(3, 256).unwrap();
+    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    q.dispatch(&Dispatch::linear(&k, 256, 64).with_args(&args))
+        .unwrap()
+        .wait(T)
+}
+
+#[test]
+fn a_hardware_watch_stops_the_kernel_at_its_first_store_there() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let c = gpu.alloc(256 * 4, MemoryKind::GttCoherent).unwrap();
+    let at = c.gpu_address() + 400;
+    // A read watch lets the stores through.
+    let reads = gpu.watch_address(at, WatchAccess::Reads).unwrap();
+    vector_add(&gpu, &c).unwrap();
+    assert!(reads.hits().is_empty());
+    drop(reads);
+
+    let w = gpu.watch_address(at, WatchAccess::Writes).unwrap();
+    assert_eq!((w.address(), w.granule()), (at & !63, 64));
+    // kfdrt is the process's debugger meanwhile.
+    assert_eq!(attach(&kfd).err(), Some(Errno::EALREADY));
+    match vector_add(&gpu, &c) {
+        Err(Error::QueueError {
+            fault, queue_id, ..
+        }) => {
+            assert_eq!(fault.exceptions, WaveExceptions::TRAP, "{fault}");
+            let hits = w.hits();
+            assert_eq!(hits.len(), 1, "{hits:?}");
+            assert_eq!((hits[0].gpu_id, hits[0].queue_id), (gpu.id(), queue_id));
+        }
+        other => panic!("expected the watch's trap, got {other:?}"),
+    }
+    drop(w);
+
+    // Disarmed: the kernel runs to its end, and a debugger may attach, which then keeps
+    // kfdrt from arming a watch.
+    vector_add(&gpu, &c).unwrap();
+    let _debugger = attach(&kfd).unwrap();
+    match gpu.watch_address(at, WatchAccess::Writes) {
+        Err(Error::Driver { errno, .. }) => assert_eq!(errno, Errno::EALREADY),
+        other => panic!("armed under another debugger: {other:?}"),
+    }
+}
+
+#[test]
+fn a_gpu_without_kfdrts_trap_handler_refuses_a_watch() {
+    let kfd = common::emulated(Preset::Gfx1100, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let r = gpu.watch_address(0x10_0000, WatchAccess::All);
+    assert!(matches!(r, Err(Error::Unsupported(_))), "{r:?}");
+}
