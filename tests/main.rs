@@ -27,6 +27,7 @@ mod dmabuf;
 mod events;
 mod eviction;
 mod faults;
+mod graphics_cs;
 mod gws;
 mod hang_report;
 mod idle_wake;

@@ -4,8 +4,8 @@
 //! metadata, which KFD's `GET_DMABUF_INFO` hands on), `DRM_IOCTL_PRIME_HANDLE_TO_FD` (a dma-buf
 //! of the buffer, which KFD's `IMPORT_DMABUF` then maps for compute: what
 //! `hsaKmtRegisterGraphicsHandleToNodes` does) and `DRM_IOCTL_AMDGPU_CTX` (contexts, which
-//! graphics clients create first). Layouts are those of uapi `drm.h` and `amdgpu_drm.h`; the
-//! emulator runs no graphics work, so a context only exists and reports no reset.
+//! graphics clients create first). Layouts are those of uapi `drm.h` and `amdgpu_drm.h`. A
+//! context reports no reset; what runs on it is `drm_cs`'s (SDMA IBs only).
 
 use crate::memfd::SharedMem;
 use crate::Emulator;
@@ -225,10 +225,18 @@ pub(crate) unsafe fn dispatch(
     } else if request == DRM_IOCTL_GEM_CLOSE {
         // SAFETY: matched just above.
         let c = unsafe { &*(a as *const DrmGemClose) };
-        t.bos
+        let closed = t
+            .bos
             .remove(&(minor, c.handle))
             .map(drop)
-            .ok_or(Errno::EINVAL)
+            .ok_or(Errno::EINVAL);
+        drop(t);
+        if closed.is_ok() {
+            if let Some(i) = emu.gpus.iter().position(|g| g.gpu_id == gpu_id) {
+                crate::drm_cs::gem_closed(emu, minor, i, c.handle);
+            }
+        }
+        closed
     } else if request == DRM_IOCTL_PRIME_HANDLE_TO_FD {
         // SAFETY: matched just above.
         let p = unsafe { &mut *(a as *mut DrmPrimeHandle) };
@@ -332,4 +340,16 @@ pub(crate) fn mmap_target(emu: &Emulator, minor: u32, offset: u64) -> Option<Arc
     let handle = u32::try_from(offset.checked_sub(GEM_MMAP_BASE)? / 4096).ok()?;
     let t = emu.gem.t.lock().unwrap_or_else(|p| p.into_inner());
     t.bos.get(&(minor, handle)).map(|g| g.mem.clone())
+}
+
+/// GEM object `handle` of render node `minor`: its memory, and whether it is in VRAM.
+pub(crate) fn object(emu: &Emulator, minor: u32, handle: u32) -> Option<(Arc<SharedMem>, bool)> {
+    let t = emu.gem.t.lock().unwrap_or_else(|p| p.into_inner());
+    t.bos.get(&(minor, handle)).map(|g| (g.mem.clone(), g.vram))
+}
+
+/// Whether render node `minor` has context `ctx`.
+pub(crate) fn context_exists(emu: &Emulator, minor: u32, ctx: u32) -> bool {
+    let t = emu.gem.t.lock().unwrap_or_else(|p| p.into_inner());
+    t.ctxs.contains_key(&(minor, ctx))
 }

@@ -48,6 +48,10 @@ pub(crate) unsafe fn dispatch(
             return r.map(|()| 0);
         }
         // SAFETY: forwarded from the caller's contract on `a`.
+        if let Some(r) = unsafe { crate::drm_cs::dispatch(emu, minor, gpu.index, request, a) } {
+            return r.map(|()| 0);
+        }
+        // SAFETY: forwarded from the caller's contract on `a`.
         return unsafe {
             crate::drm::dispatch(gpu, emu.config.system_memory_bytes / 2, request, a)
         }

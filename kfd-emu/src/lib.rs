@@ -28,7 +28,8 @@
 //! and resume, the trap-mask override with wave start and end traps where the GPU has them,
 //! address watches that trap the wave, the precise-memory flag; launch modes halt and single
 //! step are taken but not modelled), shared virtual memory (`svm`),
-//! dma-buf export and import, also of render-node GEM objects (`dmabuf`, `drm_gem`), global wave
+//! dma-buf export and import, also of render-node GEM objects (`dmabuf`, `drm_gem`), graphics
+//! command submission of SDMA IBs into the same VM (`drm_cs`), global wave
 //! sync for one queue per GPU, SMI event streams (`smi`), and amdgpu's module parameters
 //! ([`Emulator::module_parameters`]). A process may have more queues than the GPU has hardware
 //! queue slots; every queue has a processor of its own, so all of them progress at once (the
@@ -259,6 +260,7 @@ mod device;
 mod dmabuf;
 mod doorbell_trap;
 pub mod drm;
+pub mod drm_cs;
 pub mod drm_gem;
 mod engine;
 mod events;
@@ -324,6 +326,7 @@ pub struct Emulator {
     pub(crate) dmabufs: dmabuf::DmabufTable,
     pub(crate) svm: svm::SvmTable,
     pub(crate) gem: drm_gem::GemTable,
+    pub(crate) cs: drm_cs::CsTable,
     pub(crate) kernels: Arc<kernel::KernelRegistry>,
     /// Shared with every queue's processor thread (its stall controls).
     pub(crate) faults: Arc<FaultInjector>,
@@ -400,6 +403,7 @@ impl Emulator {
             dmabufs: dmabuf::DmabufTable::default(),
             svm: svm::SvmTable::default(),
             gem: drm_gem::GemTable::default(),
+            cs: drm_cs::CsTable::default(),
             kernels: Arc::new(kernel::KernelRegistry::default()),
             faults,
             stats: Arc::new(stats::Counters::default()),

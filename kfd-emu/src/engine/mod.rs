@@ -43,6 +43,7 @@ pub(crate) use self::clock::Clock;
 pub(crate) use self::control::QueueCtl;
 pub(crate) use self::env::{EngineEnv, EngineOptions};
 pub use self::error::QueueErrorCode;
+pub(crate) use self::sdma::ib_memory_packet as sdma_ib_packet;
 
 use kfd_sys::bindings::{
     KFD_IOC_QUEUE_TYPE_COMPUTE, KFD_IOC_QUEUE_TYPE_SDMA, KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID,

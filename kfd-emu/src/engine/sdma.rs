@@ -117,6 +117,7 @@ impl Engine {
         }
     }
 
+    /// Runs packet `p` of the queue.
     fn execute(&self, p: &SdmaPacket) -> Result<(), Stop> {
         let vm = &self.ctl.gpu.vm;
         match p {
@@ -136,24 +137,12 @@ impl Engine {
                     .sdma_cache_requests
                     .fetch_add(1, Ordering::Relaxed);
             }
-            SdmaPacket::CopyLinear { src, dst, bytes } => vm.copy(*dst, *src, *bytes)?,
-            SdmaPacket::CopyLinearBroadcast {
-                src,
-                dst1,
-                dst2,
-                bytes,
-            } => {
-                vm.copy(*dst1, *src, *bytes)?;
-                vm.copy(*dst2, *src, *bytes)?;
-            }
-            SdmaPacket::CopyLinearSubWindow(c) => sub_window::run(vm, c)?,
-            SdmaPacket::ConstantFill { dst, data, bytes } => vm.fill_u32(*dst, *data, *bytes)?,
-            SdmaPacket::Write { dst, data } => {
-                for (i, d) in data.iter().enumerate() {
-                    vm.write_u32(dst + 4 * i as u64, *d)?;
-                }
-            }
-            SdmaPacket::Fence { addr, data, .. } => vm.write_u32(*addr, *data)?,
+            SdmaPacket::CopyLinear { .. }
+            | SdmaPacket::CopyLinearBroadcast { .. }
+            | SdmaPacket::CopyLinearSubWindow(_)
+            | SdmaPacket::ConstantFill { .. }
+            | SdmaPacket::Write { .. }
+            | SdmaPacket::Fence { .. } => memory_packet(vm, p).unwrap_or(Ok(()))?,
             SdmaPacket::Trap { int_context } => self.ctl.events.signal_from_device(*int_context),
             SdmaPacket::PollRegMem {
                 addr,
@@ -211,4 +200,44 @@ impl Engine {
         // the memory-exception event, with every queue of the GPU evicted.
         self.ctl.raise_device_exception(code, fault);
     }
+}
+
+/// [`memory_packet`] for an indirect buffer: the failure as text.
+pub(crate) fn ib_memory_packet(
+    vm: &crate::vm::GpuVm,
+    p: &SdmaPacket,
+) -> Option<Result<(), String>> {
+    memory_packet(vm, p).map(|r| {
+        r.map_err(|e| match e {
+            Stop::Fault(f) => f.to_string(),
+            Stop::Malformed => "a malformed packet".to_owned(),
+            Stop::Stopped => "stopped".to_owned(),
+        })
+    })
+}
+
+/// Runs `p` if it only moves memory (a NOP, a copy, a fill, a write, a fence): what any SDMA
+/// engine does with it, queue or indirect buffer alike. `None`: not such a packet.
+fn memory_packet(vm: &crate::vm::GpuVm, p: &SdmaPacket) -> Option<Result<(), Stop>> {
+    let r: Result<(), GpuFault> = match p {
+        SdmaPacket::Nop { .. } => Ok(()),
+        SdmaPacket::CopyLinear { src, dst, bytes } => vm.copy(*dst, *src, *bytes),
+        SdmaPacket::CopyLinearBroadcast {
+            src,
+            dst1,
+            dst2,
+            bytes,
+        } => vm
+            .copy(*dst1, *src, *bytes)
+            .and_then(|()| vm.copy(*dst2, *src, *bytes)),
+        SdmaPacket::CopyLinearSubWindow(c) => return Some(sub_window::run(vm, c)),
+        SdmaPacket::ConstantFill { dst, data, bytes } => vm.fill_u32(*dst, *data, *bytes),
+        SdmaPacket::Write { dst, data } => data
+            .iter()
+            .enumerate()
+            .try_for_each(|(i, d)| vm.write_u32(dst + 4 * i as u64, *d)),
+        SdmaPacket::Fence { addr, data, .. } => vm.write_u32(*addr, *data),
+        _ => return None,
+    };
+    Some(r.map_err(Stop::from))
 }
