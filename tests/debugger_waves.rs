@@ -85,9 +85,8 @@ fn query(kfd: &kfdrt::Kfd, clear: u64) -> Result<(u64, u32, u32), Errno> {
 /// hipcc's `vector_add(a, b, c, n)` over 256 work-items (64 per group) on a new queue:
 /// the wait's result and `c`.
 fn vector_add(gpu: &Gpu, c_out: &kfdrt::Buffer, timeout: Option<Duration>) -> kfdrt::Result<()> {
-    let co = gpu
-        .load_code_object(&crate::co_util::fixture("kernels-gfx90a.elf"))
-        .unwrap();
+    let elf = common::code_object_for("kernels", &gpu.info().gfx_target).unwrap();
+    let co = gpu.load_code_object(&elf).unwrap();
     let k = co.kernel("vector_add").unwrap();
     let ab = gpu.alloc(256 * 4, MemoryKind::GttCoherent).unwrap();
     let ones: Vec<u8> = (0..256).flat_map(|_| 1.0f32.to_le_bytes()).collect();
@@ -105,6 +104,22 @@ fn vector_add(gpu: &Gpu, c_out: &kfdrt::Buffer, timeout: Option<Duration>) -> kf
     q.dispatch(&Dispatch::linear(&k, 256, 64).with_args(&args))
         .unwrap()
         .wait(timeout)
+}
+
+/// The device under test for `test` if a debugger can attach to it (KFD 1.13+ and debugger
+/// firmware on its GPUs); `None`, after saying why, otherwise.
+fn debuggable(test: &str, stems: &[&str]) -> Option<common::Checked> {
+    const FIRMWARE: u64 = 0x2000_0000;
+    let kfd = common::under_test(test, Preset::Gfx90a, 1, stems)?;
+    let firmware = kfd
+        .gpus()
+        .iter()
+        .all(|g| g.info().properties.get_or_zero("capability") & FIRMWARE != 0);
+    if !kfd.supports(kfdrt::Feature::Debugger) || !firmware {
+        eprintln!("{test}: skipped: the device has no debugger support");
+        return None;
+    }
+    Some(kfd)
 }
 
 #[test]
@@ -183,7 +198,12 @@ fn the_trap_override_launch_mode_and_flags_follow_kfds_rules() {
 
 #[test]
 fn address_watch_ids_are_four_per_gpu_and_owned() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = debuggable(
+        "debugger_waves::address_watch_ids_are_four_per_gpu_and_owned",
+        &[],
+    ) else {
+        return;
+    };
     let gpu_id = kfd.gpu(0).unwrap().id();
     let _session = attach(&kfd).unwrap();
     let mode = KFD_DBG_TRAP_ADDRESS_WATCH_MODE_ALL;
@@ -211,7 +231,12 @@ fn address_watch_ids_are_four_per_gpu_and_owned() {
 
 #[test]
 fn a_watched_store_traps_its_wave_and_the_debugger_hears_a_wave_trap() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = debuggable(
+        "debugger_waves::a_watched_store_traps_its_wave_and_the_debugger_hears_a_wave_trap",
+        &["kernels"],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     let c = gpu.alloc(256 * 4, MemoryKind::GttCoherent).unwrap();
     let (_info, mut notify) = attach(&kfd).unwrap();
@@ -306,7 +331,12 @@ fn a_page_fault_goes_to_a_subscribed_debugger_as_a_device_exception() {
 
 #[test]
 fn a_queue_is_not_suspended_before_the_debugger_has_seen_it_created() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = debuggable(
+        "debugger_waves::a_queue_is_not_suspended_before_the_debugger_has_seen_it_created",
+        &[],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     let _session = attach(&kfd).unwrap();
     let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();

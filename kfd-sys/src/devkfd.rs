@@ -70,6 +70,9 @@ impl Driver for DevKfd {
         arg: *mut c_void,
     ) -> Result<i32, Errno> {
         let fd = self.fd_of(node)?;
+        // EAGAIN from the debugger's request is an answer ("no event pending" from
+        // QUERY_DEBUG_EVENT), not a busy driver: retrying it would wait forever.
+        let eagain_answers = node == Node::Kfd && request == crate::ioctl::request::DBG_TRAP;
         loop {
             // SAFETY: the caller guarantees `arg` is valid for `request` (see the trait).
             let r = unsafe { libc::ioctl(fd, request.raw() as libc::c_ulong, arg) };
@@ -78,7 +81,7 @@ impl Driver for DevKfd {
             }
             let e = Errno::last();
             // libhsakmt retries these too: a signal or a busy driver is not a failure of the call.
-            if e != Errno::EINTR && e != Errno::EAGAIN {
+            if e != Errno::EINTR && (e != Errno::EAGAIN || eagain_answers) {
                 return Err(e);
             }
         }

@@ -13,6 +13,10 @@
 //! stops the kernel at its first access to the address, like a data breakpoint.
 //! (`KFDRT_EMU_WATCH` on kfd-emu reports every access instead and lets the kernel run on.)
 //!
+//! The trap is enabled for the waves of dispatches that start after the first watch is armed
+//! (the override applies at wave launch; a debugger such as rocgdb also patches the waves
+//! already running, which kfdrt does not).
+//!
 //! While a watch is armed, kfdrt is the process's debugger: a debugger that tries to attach
 //! meanwhile gets EALREADY, and arming fails with [`crate::Error::Driver`] (`EALREADY`) while
 //! one is attached. Dropping the last watch detaches.

@@ -25,7 +25,7 @@ use kfd_sys::bindings::*;
 use kfd_sys::Errno;
 use std::fs::File;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -169,7 +169,7 @@ fn raise(r: &mut Record, mask: u64, gpu: Option<u32>) -> bool {
     let at = format!("/proc/{}/fd/{}", r[W_DEBUGGER_PID], r[W_NOTIFY_FD]);
     let told = std::fs::OpenOptions::new()
         .write(true)
-        .custom_flags_nonblock()
+        .custom_flags(libc::O_NONBLOCK)
         .open(&at)
         .and_then(|f| std::io::Write::write(&mut &f, b"."))
         .is_ok();
@@ -177,17 +177,6 @@ fn raise(r: &mut Record, mask: u64, gpu: Option<u32>) -> bool {
         log::warn!("kfd-emu: could not tell the debugger through {at}");
     }
     true
-}
-
-trait NonBlock {
-    fn custom_flags_nonblock(&mut self) -> &mut Self;
-}
-
-impl NonBlock for std::fs::OpenOptions {
-    fn custom_flags_nonblock(&mut self) -> &mut Self {
-        use std::os::unix::fs::OpenOptionsExt;
-        self.custom_flags(libc::O_NONBLOCK)
-    }
 }
 
 // The target's side.
