@@ -5,32 +5,14 @@
 
 use crate::common;
 use crate::debugger::attach;
+use crate::debugger_waves::vector_add;
 
 use kfdrt::debug::address_watch::WatchAccess;
 use kfdrt::emu::Preset;
-use kfdrt::{AqlQueueOptions, Dispatch, Errno, Error, Gpu, KernelArgs, MemoryKind, WaveExceptions};
+use kfdrt::{Errno, Error, MemoryKind, WaveExceptions};
 use std::time::Duration;
 
 const T: Option<Duration> = Some(Duration::from_secs(20));
-
-/// hipcc's `vector_add` of ones over 256 work-items into `c`, on a new queue.
-fn vector_add(gpu: &Gpu, c: &kfdrt::Buffer) -> kfdrt::Result<()> {
-    let elf = common::code_object_for("kernels", &gpu.info().gfx_target).unwrap();
-    let co = gpu.load_code_object(&elf).unwrap();
-    let k = co.kernel("vector_add").unwrap();
-    let ab = gpu.alloc(256 * 4, MemoryKind::GttCoherent).unwrap();
-    let ones: Vec<u8> = (0..256).flat_map(|_| 1.0f32.to_le_bytes()).collect();
-    ab.write(0, &ones).unwrap();
-    let mut args = KernelArgs::new(&k).unwrap();
-    args.set_buffer(0, &ab).unwrap();
-    args.set_buffer(1, &ab).unwrap();
-    args.set_buffer(2, c).unwrap();
-    args.set_u32(3, 256).unwrap();
-    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
-    q.dispatch(&Dispatch::linear(&k, 256, 64).with_args(&args))
-        .unwrap()
-        .wait(T)
-}
 
 #[test]
 fn a_hardware_watch_stops_the_kernel_at_its_first_store_there() {
@@ -49,7 +31,7 @@ fn a_hardware_watch_stops_the_kernel_at_its_first_store_there() {
         }
         r => r.unwrap(),
     };
-    vector_add(&gpu, &c).unwrap();
+    vector_add(&gpu, &c, T).unwrap();
     assert!(reads.hits().is_empty());
     drop(reads);
 
@@ -59,7 +41,7 @@ fn a_hardware_watch_stops_the_kernel_at_its_first_store_there() {
     assert_eq!((w.address(), w.granule()), (at & !(granule - 1), granule));
     // kfdrt is the process's debugger meanwhile.
     assert_eq!(attach(&kfd).err(), Some(Errno::EALREADY));
-    match vector_add(&gpu, &c) {
+    match vector_add(&gpu, &c, T) {
         Err(Error::QueueError {
             fault, queue_id, ..
         }) => {
@@ -74,7 +56,7 @@ fn a_hardware_watch_stops_the_kernel_at_its_first_store_there() {
 
     // Disarmed: the kernel runs to its end, and a debugger may attach, which then keeps
     // kfdrt from arming a watch.
-    vector_add(&gpu, &c).unwrap();
+    vector_add(&gpu, &c, T).unwrap();
     let _debugger = attach(&kfd).unwrap();
     match gpu.watch_address(at, WatchAccess::Writes) {
         Err(Error::Driver { errno, .. }) => assert_eq!(errno, Errno::EALREADY),

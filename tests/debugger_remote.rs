@@ -11,10 +11,9 @@ use crate::debugger::{dbg_trap, dbg_trap_out, pipe};
 
 use kfd_sys::bindings::*;
 use kfd_sys::Errno;
-use kfdrt::emu::{GpuFault, Preset, WorkGroup};
+use kfdrt::emu::Preset;
 use kfdrt::{AqlQueueOptions, Dispatch};
 use std::io::Read;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const fn ec(code: u32) -> u64 {
@@ -82,16 +81,7 @@ fn tracee() -> ! {
         }
         let kfd = common::emulated(Preset::Gfx90a, 1);
         let gpu = kfd.gpu(0).unwrap();
-        let k = gpu
-            .emulated_kernel(
-                "fault",
-                0,
-                Arc::new(|wg: &WorkGroup<'_>| -> Result<(), GpuFault> {
-                    wg.mem.read_u32(0xDEAD_0000)?;
-                    Ok(())
-                }),
-            )
-            .unwrap();
+        let k = common::page_faulting_kernel(&gpu);
         let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
         let r = q
             .dispatch(&Dispatch::linear(&k, 1, 1))

@@ -9,9 +9,8 @@ use crate::debugger::{attach, dbg_trap, dbg_trap_out, pending_bytes};
 
 use kfd_sys::bindings::*;
 use kfd_sys::Errno;
-use kfdrt::emu::{GpuFault, Preset, WorkGroup};
+use kfdrt::emu::Preset;
 use kfdrt::{AqlQueueOptions, Dispatch, Error, Gpu, KernelArgs, MemoryKind};
-use std::sync::Arc;
 use std::time::Duration;
 
 const T: Option<Duration> = Some(Duration::from_secs(20));
@@ -84,7 +83,11 @@ fn query(kfd: &kfdrt::Kfd, clear: u64) -> Result<(u64, u32, u32), Errno> {
 
 /// hipcc's `vector_add(a, b, c, n)` over 256 work-items (64 per group) on a new queue:
 /// the wait's result and `c`.
-fn vector_add(gpu: &Gpu, c_out: &kfdrt::Buffer, timeout: Option<Duration>) -> kfdrt::Result<()> {
+pub(crate) fn vector_add(
+    gpu: &Gpu,
+    c_out: &kfdrt::Buffer,
+    timeout: Option<Duration>,
+) -> kfdrt::Result<()> {
     let elf = common::code_object_for("kernels", &gpu.info().gfx_target).unwrap();
     let co = gpu.load_code_object(&elf).unwrap();
     let k = co.kernel("vector_add").unwrap();
@@ -290,16 +293,7 @@ fn a_page_fault_goes_to_a_subscribed_debugger_as_a_device_exception() {
     let (_info, mut notify) = attach(&kfd).unwrap();
     let violation = ec(EC_DEVICE_MEMORY_VIOLATION);
     set_exceptions(&kfd, violation);
-    let k = gpu
-        .emulated_kernel(
-            "fault",
-            0,
-            Arc::new(|wg: &WorkGroup<'_>| -> Result<(), GpuFault> {
-                wg.mem.read_u32(0xDEAD_0000)?;
-                Ok(())
-            }),
-        )
-        .unwrap();
+    let k = common::page_faulting_kernel(&gpu);
     let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     let r = q.dispatch(&Dispatch::linear(&k, 1, 1)).unwrap().wait(NEVER);
     assert!(r.is_err(), "{r:?}");

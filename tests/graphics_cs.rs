@@ -28,6 +28,19 @@ impl Drm<'_> {
         }
     }
 
+    /// A new 4 KiB GTT object: its handle.
+    fn gem_create(&self) -> u32 {
+        let mut create = DrmAmdgpuGemCreate {
+            bo_size: 4096,
+            alignment: 4096,
+            domains: AMDGPU_GEM_DOMAIN_GTT,
+            domain_flags: 0,
+        };
+        self.ioctl(DRM_IOCTL_AMDGPU_GEM_CREATE, &mut create)
+            .unwrap();
+        create.bo_size as u32
+    }
+
     fn gem_va(&self, handle: u32, operation: u32, va: u64, size: u64) -> Result<i32, Errno> {
         let mut v = DrmAmdgpuGemVa {
             handle,
@@ -56,14 +69,7 @@ fn an_sdma_ib_submitted_on_the_render_node_writes_into_kfd_memory() {
     };
     drm.ioctl(DRM_IOCTL_AMDGPU_CTX, &mut ctx).unwrap();
     let ctx_id = ctx.op;
-    let mut create = DrmAmdgpuGemCreate {
-        bo_size: 4096,
-        alignment: 4096,
-        domains: AMDGPU_GEM_DOMAIN_GTT,
-        domain_flags: 0,
-    };
-    drm.ioctl(DRM_IOCTL_AMDGPU_GEM_CREATE, &mut create).unwrap();
-    let ib = create.bo_size as u32;
+    let ib = drm.gem_create();
 
     // The IB's place in the VM, clear of KFD's buffers.
     let target = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
@@ -190,12 +196,5 @@ fn an_sdma_ib_submitted_on_the_render_node_writes_into_kfd_memory() {
     let mut close = DrmGemClose { handle: ib, pad: 0 };
     drm.ioctl(DRM_IOCTL_GEM_CLOSE, &mut close).unwrap();
     assert_eq!(drm.gem_va(ib, 2, va, 4096), Err(Errno::ENOENT));
-    let mut again = DrmAmdgpuGemCreate {
-        bo_size: 4096,
-        alignment: 4096,
-        domains: AMDGPU_GEM_DOMAIN_GTT,
-        domain_flags: 0,
-    };
-    drm.ioctl(DRM_IOCTL_AMDGPU_GEM_CREATE, &mut again).unwrap();
-    drm.gem_va(again.bo_size as u32, 1, va, 4096).unwrap();
+    drm.gem_va(drm.gem_create(), 1, va, 4096).unwrap();
 }

@@ -13,6 +13,25 @@ const T: Option<Duration> = Some(Duration::from_secs(30));
 const TAG0: [u8; 8] = 0u64.to_le_bytes();
 const TAG1: [u8; 8] = 1u64.to_le_bytes();
 
+/// An emulated kernel whose work-groups note their argument (a tag) as they start, then take
+/// 2 ms; and the tags noted.
+fn tagging_kernel(gpu: &kfdrt::Gpu) -> (kfdrt::Kernel, Arc<Mutex<Vec<u32>>>) {
+    let starts: Arc<Mutex<Vec<u32>>> = Arc::default();
+    let noted = starts.clone();
+    let k = gpu
+        .emulated_kernel(
+            "tagged",
+            8,
+            Arc::new(move |wg: &WorkGroup<'_>| -> Result<(), GpuFault> {
+                noted.lock().unwrap().push(wg.kernarg_u64(0)? as u32);
+                std::thread::sleep(Duration::from_millis(2));
+                Ok(())
+            }),
+        )
+        .unwrap();
+    (k, starts)
+}
+
 /// `k` over `groups` one-item work-groups, with `tag` as its argument.
 fn tagged<'a>(k: &'a kfdrt::Kernel, groups: u32, tag: &'a [u8; 8]) -> Dispatch<'a> {
     // SAFETY: the argument is a tag, not a GPU address.
@@ -23,22 +42,7 @@ fn tagged<'a>(k: &'a kfdrt::Kernel, groups: u32, tag: &'a [u8; 8]) -> Dispatch<'
 fn a_high_priority_queue_starts_its_work_groups_before_a_low_one_starts_more() {
     let kfd = common::emulated(Preset::Gfx90a, 1);
     let gpu = kfd.gpu(0).unwrap();
-    // Each work-group notes its queue's tag when it starts, then takes 2 ms.
-    let starts: Arc<Mutex<Vec<u32>>> = Arc::default();
-    let k = {
-        let starts = starts.clone();
-        gpu.emulated_kernel(
-            "tagged",
-            8,
-            Arc::new(move |wg: &WorkGroup<'_>| -> Result<(), GpuFault> {
-                let tag = wg.kernarg_u64(0)? as u32;
-                starts.lock().unwrap().push(tag);
-                std::thread::sleep(Duration::from_millis(2));
-                Ok(())
-            }),
-        )
-        .unwrap()
-    };
+    let (k, starts) = tagging_kernel(&gpu);
     let queue = |priority| {
         gpu.create_aql_queue(AqlQueueOptions::default().with_priority(priority))
             .unwrap()
@@ -70,20 +74,7 @@ fn a_high_priority_queue_starts_its_work_groups_before_a_low_one_starts_more() {
 fn queues_of_the_same_priority_share_the_gpu() {
     let kfd = common::emulated(Preset::Gfx90a, 1);
     let gpu = kfd.gpu(0).unwrap();
-    let starts: Arc<Mutex<Vec<u32>>> = Arc::default();
-    let k = {
-        let starts = starts.clone();
-        gpu.emulated_kernel(
-            "tagged",
-            8,
-            Arc::new(move |wg: &WorkGroup<'_>| -> Result<(), GpuFault> {
-                starts.lock().unwrap().push(wg.kernarg_u64(0)? as u32);
-                std::thread::sleep(Duration::from_millis(2));
-                Ok(())
-            }),
-        )
-        .unwrap()
-    };
+    let (k, starts) = tagging_kernel(&gpu);
     let a = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     let b = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     let ra = a.dispatch(&tagged(&k, 40, &TAG0)).unwrap();

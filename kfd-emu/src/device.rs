@@ -14,6 +14,23 @@ pub(crate) const LDS_APERTURE_BASE: u64 = 1 << 48;
 /// Base of the scratch (private) aperture of flat addresses (`MAKE_SCRATCH_APP_BASE_V9`).
 pub(crate) const SCRATCH_APERTURE_BASE: u64 = 2 << 48;
 
+/// The apertures of GPU `gpu_id` in KFD's gfx9+ layout (`kfd_init_apertures_v9`): the same LDS
+/// and scratch apertures for every GPU, in the non-canonical high range the shaders'
+/// SH_MEM_BASES point at; GPUVM covering all of user space (GPU VA = host VA). What
+/// `GET_PROCESS_APERTURES_NEW` and the debugger's device snapshot report.
+pub(crate) fn process_apertures(gpu_id: u32) -> kfd_sys::bindings::kfd_process_device_apertures {
+    kfd_sys::bindings::kfd_process_device_apertures {
+        lds_base: LDS_APERTURE_BASE,
+        lds_limit: LDS_APERTURE_BASE | 0xFFFF_FFFF,
+        scratch_base: SCRATCH_APERTURE_BASE,
+        scratch_limit: SCRATCH_APERTURE_BASE | 0xFFFF_FFFF,
+        gpuvm_base: 0x1_0000,
+        gpuvm_limit: 0x0000_7FFF_FFFF_FFFF,
+        gpu_id,
+        pad: 0,
+    }
+}
+
 /// The first render-node minor of emulated GPUs.
 pub const FIRST_RENDER_MINOR: u32 = 128;
 

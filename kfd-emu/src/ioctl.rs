@@ -345,8 +345,6 @@ fn clock_ns(clock: libc::clockid_t) -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-use crate::device::{LDS_APERTURE_BASE, SCRATCH_APERTURE_BASE};
-
 fn apertures(
     emu: &Emulator,
     v: &mut kfd_ioctl_get_process_apertures_new_args,
@@ -369,19 +367,7 @@ fn apertures(
         )
     };
     for (slot, g) in out.iter_mut().zip(emu.process_gpus()) {
-        // KFD's gfx9+ layout (`kfd_init_apertures_v9`): the same LDS and scratch apertures for
-        // every GPU, in the non-canonical high range the shaders' SH_MEM_BASES point at; GPUVM
-        // covering all of user space (GPU VA = host VA).
-        *slot = kfd_process_device_apertures {
-            lds_base: LDS_APERTURE_BASE,
-            lds_limit: LDS_APERTURE_BASE | 0xFFFF_FFFF,
-            scratch_base: SCRATCH_APERTURE_BASE,
-            scratch_limit: SCRATCH_APERTURE_BASE | 0xFFFF_FFFF,
-            gpuvm_base: 0x1_0000,
-            gpuvm_limit: 0x0000_7FFF_FFFF_FFFF,
-            gpu_id: g.gpu_id,
-            pad: 0,
-        };
+        *slot = crate::device::process_apertures(g.gpu_id);
     }
     v.num_of_nodes = count as u32;
     Ok(())

@@ -271,3 +271,18 @@ pub fn raw_publish(queue: &kfdrt::AqlQueue, p: &aql::Packet) -> u64 {
     unsafe { &*slot }.store(d[0], Ordering::Release);
     id
 }
+
+/// An emulated kernel whose every work-group reads an address no GPU maps: a page fault.
+pub fn page_faulting_kernel(gpu: &kfdrt::Gpu) -> kfdrt::Kernel {
+    gpu.emulated_kernel(
+        "fault",
+        0,
+        std::sync::Arc::new(
+            |wg: &kfdrt::emu::WorkGroup<'_>| -> Result<(), kfdrt::emu::GpuFault> {
+                wg.mem.read_u32(0xDEAD_0000)?;
+                Ok(())
+            },
+        ),
+    )
+    .unwrap()
+}

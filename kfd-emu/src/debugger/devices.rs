@@ -60,7 +60,7 @@ pub(super) fn gpu_ip(emu: &Emulator, gpu_id: u32) -> Result<DebugIp, Errno> {
 ///
 /// # Safety
 /// `buf` must be valid for `room * entry_size` bytes.
-pub(super) unsafe fn copy_entries<T>(
+unsafe fn copy_entries<T>(
     entries: &[T],
     buf: u64,
     room: u32,
@@ -87,7 +87,6 @@ pub(super) unsafe fn copy_entries<T>(
 }
 
 pub(super) fn device_snapshots(emu: &Emulator) -> Vec<kfd_dbg_device_info_entry> {
-    use crate::device::{LDS_APERTURE_BASE, SCRATCH_APERTURE_BASE};
     emu.gpus
         .iter()
         .enumerate()
@@ -95,14 +94,15 @@ pub(super) fn device_snapshots(emu: &Emulator) -> Vec<kfd_dbg_device_info_entry>
             let node = i + 1;
             let prop = |key: &str| emu.topology.node_property(node, key).unwrap_or(0);
             let p = &g.params;
+            let ap = crate::device::process_apertures(g.gpu_id);
             kfd_dbg_device_info_entry {
                 exception_status: 0,
-                lds_base: LDS_APERTURE_BASE,
-                lds_limit: LDS_APERTURE_BASE | 0xFFFF_FFFF,
-                scratch_base: SCRATCH_APERTURE_BASE,
-                scratch_limit: SCRATCH_APERTURE_BASE | 0xFFFF_FFFF,
-                gpuvm_base: 0x1_0000,
-                gpuvm_limit: 0x0000_7FFF_FFFF_FFFF,
+                lds_base: ap.lds_base,
+                lds_limit: ap.lds_limit,
+                scratch_base: ap.scratch_base,
+                scratch_limit: ap.scratch_limit,
+                gpuvm_base: ap.gpuvm_base,
+                gpuvm_limit: ap.gpuvm_limit,
                 gpu_id: g.gpu_id,
                 location_id: prop("location_id") as u32,
                 vendor_id: 0x1002,
@@ -122,4 +122,31 @@ pub(super) fn device_snapshots(emu: &Emulator) -> Vec<kfd_dbg_device_info_entry>
             }
         })
         .collect()
+}
+
+/// Hands a snapshot to the caller as `GET_QUEUE_SNAPSHOT` and `GET_DEVICE_SNAPSHOT` do: up to
+/// `*count` entries into `buf` at the caller's stride, then the number of entries there are and
+/// the driver's entry size.
+///
+/// # Safety
+/// `buf` must be valid for `*count * *entry_size` bytes.
+pub(super) unsafe fn snapshot_out<T>(
+    entries: &[T],
+    buf: u64,
+    count: &mut u32,
+    entry_size: &mut u32,
+) -> Result<i32, Errno> {
+    // SAFETY: forwarded from the caller's contract on the snapshot buffer.
+    unsafe { copy_entries(entries, buf, *count, *entry_size)? };
+    *count = entries.len() as u32;
+    *entry_size = std::mem::size_of::<T>() as u32;
+    Ok(0)
+}
+
+/// The exceptions raised in `status`, which then loses those in `clear` (what every query and
+/// snapshot does with the status it reports).
+pub(super) fn report(status: &mut u64, clear: u64) -> u64 {
+    let raised = *status;
+    *status &= !clear;
+    raised
 }

@@ -33,7 +33,7 @@ mod wave_controls;
 pub(crate) use devices::topology_bits;
 
 use crate::Emulator;
-use devices::{copy_entries, debug_ips, device_snapshots, gpu_ip};
+use devices::{debug_ips, device_snapshots, gpu_ip, report, snapshot_out};
 use kfd_sys::bindings::*;
 use kfd_sys::Errno;
 use std::collections::BTreeMap;
@@ -134,22 +134,17 @@ impl Session {
             .iter_mut()
             .find(|(_, m)| **m & enabled != 0)
         {
-            let status = *m;
-            *m &= !clear;
-            return Some((status, gpu, queue));
+            return Some((report(m, clear), gpu, queue));
         }
         if let Some((&gpu, m)) = self
             .device_raised
             .iter_mut()
             .find(|(_, m)| **m & enabled != 0)
         {
-            let status = *m;
-            *m &= !clear;
-            return Some((status, gpu, KFD_INVALID_QUEUEID));
+            return Some((report(m, clear), gpu, KFD_INVALID_QUEUEID));
         }
         if self.process_raised & enabled != 0 {
-            let status = self.process_raised;
-            self.process_raised &= !clear;
+            let status = report(&mut self.process_raised, clear);
             return Some((status, KFD_INVALID_GPUID, KFD_INVALID_QUEUEID));
         }
         None
@@ -481,17 +476,18 @@ pub(crate) unsafe fn dbg_trap(
                     // the mask cleared.
                     for e in &mut entries {
                         if let Some(m) = s.queue_raised.get_mut(&(e.gpu_id, e.queue_id)) {
-                            e.exception_status = *m;
-                            *m &= !q.exception_mask;
+                            e.exception_status = report(m, q.exception_mask);
                         }
                     }
                     // SAFETY: forwarded from the caller's contract on the snapshot buffer.
                     unsafe {
-                        copy_entries(&entries, q.snapshot_buf_ptr, q.num_queues, q.entry_size)?
-                    };
-                    q.num_queues = entries.len() as u32;
-                    q.entry_size = std::mem::size_of::<kfd_queue_snapshot_entry>() as u32;
-                    Ok(0)
+                        snapshot_out(
+                            &entries,
+                            q.snapshot_buf_ptr,
+                            &mut q.num_queues,
+                            &mut q.entry_size,
+                        )
+                    }
                 }
                 KFD_IOC_DBG_TRAP_GET_DEVICE_SNAPSHOT => {
                     // SAFETY: the members are plain integers; the operation names the one the caller filled.
@@ -499,17 +495,18 @@ pub(crate) unsafe fn dbg_trap(
                     let mut entries = device_snapshots(emu);
                     for e in &mut entries {
                         if let Some(m) = s.device_raised.get_mut(&e.gpu_id) {
-                            e.exception_status = *m;
-                            *m &= !d.exception_mask;
+                            e.exception_status = report(m, d.exception_mask);
                         }
                     }
                     // SAFETY: forwarded from the caller's contract on the snapshot buffer.
                     unsafe {
-                        copy_entries(&entries, d.snapshot_buf_ptr, d.num_devices, d.entry_size)?
-                    };
-                    d.num_devices = entries.len() as u32;
-                    d.entry_size = std::mem::size_of::<kfd_dbg_device_info_entry>() as u32;
-                    Ok(0)
+                        snapshot_out(
+                            &entries,
+                            d.snapshot_buf_ptr,
+                            &mut d.num_devices,
+                            &mut d.entry_size,
+                        )
+                    }
                 }
                 KFD_IOC_DBG_TRAP_SET_WAVE_LAUNCH_OVERRIDE..=KFD_IOC_DBG_TRAP_SET_FLAGS
                     if !runtime_enabled =>

@@ -331,13 +331,16 @@ unsafe fn on_record(
             let enabled = r[W_EXCEPTION_MASK];
             let device = (0..DEVICES).find(|&i| r[W_DEVICE_RAISED + i] & enabled != 0);
             let (status, gpu) = if let Some(i) = device {
-                let s = r[W_DEVICE_RAISED + i];
-                r[W_DEVICE_RAISED + i] &= !q.exception_mask;
-                (s, r[W_DEVICE_IDS + i] as u32)
+                let gpu = r[W_DEVICE_IDS + i] as u32;
+                (
+                    super::report(&mut r[W_DEVICE_RAISED + i], q.exception_mask),
+                    gpu,
+                )
             } else if r[W_PROCESS_RAISED] & enabled != 0 {
-                let s = r[W_PROCESS_RAISED];
-                r[W_PROCESS_RAISED] &= !q.exception_mask;
-                (s, KFD_INVALID_GPUID)
+                (
+                    super::report(&mut r[W_PROCESS_RAISED], q.exception_mask),
+                    KFD_INVALID_GPUID,
+                )
             } else {
                 return Err(Errno::EAGAIN);
             };
@@ -352,19 +355,21 @@ unsafe fn on_record(
             // The target's GPUs are this emulator's: both processes are configured alike.
             let mut entries = super::device_snapshots(emu);
             for e in &mut entries {
-                if let Some(i) = (0..DEVICES).find(|&i| r[W_DEVICE_IDS + i] == u64::from(e.gpu_id))
-                {
-                    e.exception_status = r[W_DEVICE_RAISED + i];
-                    r[W_DEVICE_RAISED + i] &= !d.exception_mask;
+                let at = (0..DEVICES).find(|&i| r[W_DEVICE_IDS + i] == u64::from(e.gpu_id));
+                if let Some(i) = at {
+                    e.exception_status =
+                        super::report(&mut r[W_DEVICE_RAISED + i], d.exception_mask);
                 }
             }
             // SAFETY: forwarded from the caller's contract on the snapshot buffer.
             unsafe {
-                super::copy_entries(&entries, d.snapshot_buf_ptr, d.num_devices, d.entry_size)?
-            };
-            d.num_devices = entries.len() as u32;
-            d.entry_size = std::mem::size_of::<kfd_dbg_device_info_entry>() as u32;
-            Ok(0)
+                super::snapshot_out(
+                    &entries,
+                    d.snapshot_buf_ptr,
+                    &mut d.num_devices,
+                    &mut d.entry_size,
+                )
+            }
         }
         KFD_IOC_DBG_TRAP_GET_QUEUE_SNAPSHOT => {
             // SAFETY: as above.
