@@ -157,7 +157,14 @@ fn try_submit_reports_full_while_stalled_and_everything_runs_after() {
 
 #[test]
 fn barrier_and_waits_for_all_five_and_chains_beyond_five() {
-    let kfd = emu();
+    let Some(kfd) = common::under_test(
+        "aql::barrier_and_waits_for_all_five_and_chains_beyond_five",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     for n in [5usize, 12] {
@@ -179,7 +186,10 @@ fn barrier_and_waits_for_all_five_and_chains_beyond_five() {
 
 #[test]
 fn barrier_or_completes_on_any() {
-    let kfd = emu();
+    let Some(kfd) = common::under_test("aql::barrier_or_completes_on_any", Preset::Gfx90a, 1, &[])
+    else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     let deps: Vec<_> = (0..5).map(|_| kfd.create_signal(1).unwrap()).collect();

@@ -22,6 +22,14 @@ fn device() -> (Checked, Gpu) {
     (kfd, gpu)
 }
 
+/// The device under test (see [`common::under_test`]), for a test that needs no emulator-only
+/// control.
+fn under_test(test: &str) -> Option<(Checked, Gpu)> {
+    let kfd = common::under_test(test, Preset::Gfx90a, 1, &[])?;
+    let gpu = kfd.gpu(0).unwrap();
+    Some((kfd, gpu))
+}
+
 /// A refusal lost nothing: allocation, a dispatch and a copy still work.
 fn still_works(gpu: &Gpu) {
     let b = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
@@ -47,7 +55,9 @@ fn invalid<T: std::fmt::Debug>(r: kfdrt::Result<T>, what: &str) -> String {
 
 #[test]
 fn zero_sized_allocation() {
-    let (_kfd, gpu) = device();
+    let Some((_kfd, gpu)) = under_test("bad_input::zero_sized_allocation") else {
+        return;
+    };
     let m = invalid(gpu.alloc(0, MemoryKind::DeviceLocal), "alloc(0)");
     assert!(m.contains("size is 0"), "{m}");
     still_works(&gpu);
@@ -55,7 +65,9 @@ fn zero_sized_allocation() {
 
 #[test]
 fn allocation_larger_than_vram() {
-    let (_kfd, gpu) = device();
+    let Some((_kfd, gpu)) = under_test("bad_input::allocation_larger_than_vram") else {
+        return;
+    };
     let too_big = gpu.info().vram_bytes + (1 << 30);
     match gpu.alloc(too_big, MemoryKind::DeviceLocal) {
         Err(Error::OutOfMemory {
@@ -76,7 +88,9 @@ fn allocation_larger_than_vram() {
 
 #[test]
 fn allocation_with_a_bad_alignment() {
-    let (_kfd, gpu) = device();
+    let Some((_kfd, gpu)) = under_test("bad_input::allocation_with_a_bad_alignment") else {
+        return;
+    };
     let options = AllocOptions::new(MemoryKind::DeviceLocal).with_alignment(3000);
     invalid(gpu.alloc_with(4096, options), "alignment 3000");
     still_works(&gpu);
@@ -84,9 +98,16 @@ fn allocation_with_a_bad_alignment() {
 
 #[test]
 fn unknown_gpu() {
-    let (kfd, gpu) = device();
-    assert!(kfd.gpu(7).is_none());
-    assert!(kfd.gpu_by_id(0xdead).is_none());
+    let Some((kfd, gpu)) = under_test("bad_input::unknown_gpu") else {
+        return;
+    };
+    // Index 7, or past the last GPU of a larger device (an MI300X node has 8 GPUs or more).
+    assert!(kfd.gpu(kfd.gpus().len().max(7)).is_none());
+    // 0xdead, or the next id no GPU of the device has.
+    let unknown = (0xdead..)
+        .find(|&id| kfd.gpus().iter().all(|g| g.id() != id))
+        .unwrap();
+    assert!(kfd.gpu_by_id(unknown).is_none());
     still_works(&gpu);
 }
 
@@ -133,7 +154,11 @@ fn grid_or_work_group_zero_and_work_group_over_1024() {
 
 #[test]
 fn queue_sizes_that_are_not_powers_of_two_or_out_of_range() {
-    let (_kfd, gpu) = device();
+    let Some((_kfd, gpu)) =
+        under_test("bad_input::queue_sizes_that_are_not_powers_of_two_or_out_of_range")
+    else {
+        return;
+    };
     for packets in [0, 100, 32, 1 << 20] {
         invalid(
             gpu.create_aql_queue(AqlQueueOptions::default().with_size_packets(packets)),
@@ -149,7 +174,9 @@ fn queue_sizes_that_are_not_powers_of_two_or_out_of_range() {
 
 #[test]
 fn copies_out_of_range_or_empty() {
-    let (_kfd, gpu) = device();
+    let Some((_kfd, gpu)) = under_test("bad_input::copies_out_of_range_or_empty") else {
+        return;
+    };
     let a = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
     let b = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
     let e = gpu.copy_engine().unwrap();
@@ -167,7 +194,10 @@ fn copies_out_of_range_or_empty() {
 
 #[test]
 fn host_access_out_of_range_or_to_device_memory() {
-    let (_kfd, gpu) = device();
+    let Some((_kfd, gpu)) = under_test("bad_input::host_access_out_of_range_or_to_device_memory")
+    else {
+        return;
+    };
     let b = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
     invalid(b.write(4090, &[0; 16]), "write past the end");
     let mut out = [0u8; 16];

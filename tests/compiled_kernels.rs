@@ -930,10 +930,17 @@ fn code_object_v5_dims_from_hidden_arguments() {
 #[test]
 fn a_fence_before_an_atomic_counts_every_work_item() {
     use kfdrt::{Dispatch, KernelArgs, MemoryKind};
-    const FENCE: &[u8] = include_bytes!("fixtures/code_objects/fence-gfx90a.elf");
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "compiled_kernels::a_fence_before_an_atomic_counts_every_work_item",
+        Preset::Gfx90a,
+        1,
+        &["fence"],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
-    let co = gpu.load_code_object(FENCE).unwrap();
+    let fence = common::code_object_for("fence", &gpu.info().gfx_target).unwrap();
+    let co = gpu.load_code_object(&fence).unwrap();
     let k = co.kernel("fence_then_count").unwrap();
     let n = 256u32;
     let out = gpu

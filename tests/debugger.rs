@@ -287,7 +287,14 @@ fn parse_memory_uri(uri: &str) -> (usize, usize) {
 /// EEXIST, as amdkfd answers.
 #[test]
 fn runtime_enable_follows_amdkfds_rules() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "debugger::runtime_enable_follows_amdkfds_rules",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let mut a = kfd_ioctl_runtime_enable_args {
         r_debug: r_debug::address(),
         mode_mask: KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK,
@@ -394,14 +401,27 @@ fn header_at(at: u64) -> [u32; 4] {
 /// limits and apertures. `GET_QUEUE_WAVE_STATE` fails as the driver does.
 #[test]
 fn a_debugger_reads_the_wave_state_headers_and_the_queue_descriptor() {
-    for preset in [Preset::Gfx90a, Preset::Gfx942] {
-        let kfd = common::emulated(preset, 1);
+    let Some(dut) = common::under_test(
+        "debugger::a_debugger_reads_the_wave_state_headers_and_the_queue_descriptor",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
+    // The device under test; when that is emulated, an emulated MI300X too (one XCC, and eight).
+    let mi300 = dut
+        .emulator()
+        .is_some()
+        .then(|| common::emulated(Preset::Gfx942, 1));
+    for kfd in std::iter::once(&dut).chain(mi300.as_ref()) {
         let gpu = kfd.gpu(0).unwrap();
+        let preset = gpu.info().gfx_target.clone();
         let info = gpu.info().clone();
         let sizes = kfdrt::queue::cwsr::cwsr_sizes(&info, kfd.driver().page_size()).unwrap();
         let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
-        let (_info, _notify) = attach(&kfd).unwrap();
-        let entry = queue_snapshot(&kfd)
+        let (_info, _notify) = attach(kfd).unwrap();
+        let entry = queue_snapshot(kfd)
             .into_iter()
             .find(|e| e.queue_id == q.id())
             .unwrap();
@@ -411,11 +431,11 @@ fn a_debugger_reads_the_wave_state_headers_and_the_queue_descriptor() {
         // A running queue has no saved state to give.
         let mut mine = vec![0u8; (sizes.ctx_save_restore_size as usize) * xccs as usize];
         assert_eq!(
-            wave_state(&kfd, q.id(), mine.as_mut_ptr() as u64).err(),
+            wave_state(kfd, q.id(), mine.as_mut_ptr() as u64).err(),
             Some(Errno::EINVAL),
             "{preset:?}"
         );
-        suspend(&kfd, q.id());
+        suspend(kfd, q.id());
         let ctl = sizes.ctl_stack_size;
         for x in 0..xccs {
             let at = cwsr + u64::from(sizes.ctx_save_restore_size) * u64::from(x);
@@ -433,16 +453,16 @@ fn a_debugger_reads_the_wave_state_headers_and_the_queue_descriptor() {
             assert_ne!(payload, 0, "{preset:?}: XCC {x}");
         }
         // Into the debugger's own buffer, once per XCC.
-        let a = wave_state(&kfd, q.id(), mine.as_mut_ptr() as u64).unwrap();
+        let a = wave_state(kfd, q.id(), mine.as_mut_ptr() as u64).unwrap();
         assert_eq!((a.ctl_stack_used_size, a.save_area_used_size), (0, 0));
         for x in 0..xccs {
             let at = mine.as_ptr() as u64 + u64::from(sizes.ctx_save_restore_size) * u64::from(x);
             assert_eq!(header_at(at), [ctl, 0, ctl, 0], "{preset:?}: XCC {x}");
         }
         // Memory the process cannot write, and a queue that does not exist.
-        assert_eq!(wave_state(&kfd, q.id(), 0x1000).err(), Some(Errno::EFAULT));
+        assert_eq!(wave_state(kfd, q.id(), 0x1000).err(), Some(Errno::EFAULT));
         assert_eq!(
-            wave_state(&kfd, 0xFFFF, mine.as_mut_ptr() as u64).err(),
+            wave_state(kfd, 0xFFFF, mine.as_mut_ptr() as u64).err(),
             Some(Errno::EFAULT)
         );
 
@@ -455,6 +475,6 @@ fn a_debugger_reads_the_wave_state_headers_and_the_queue_descriptor() {
         assert_eq!(d.max_wave_id, waves * info.simd_per_cu - 1, "{preset:?}");
         assert_ne!(d.group_segment_aperture_base_hi, 0, "{preset:?}");
         assert_ne!(d.private_segment_aperture_base_hi, 0, "{preset:?}");
-        dbg_trap(&kfd, KFD_IOC_DBG_TRAP_DISABLE, |_| {}).unwrap();
+        dbg_trap(kfd, KFD_IOC_DBG_TRAP_DISABLE, |_| {}).unwrap();
     }
 }

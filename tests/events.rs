@@ -209,7 +209,14 @@ fn an_already_signalled_event_stays_signalled_for_a_wait_for_all() {
     // waiter (consuming it: auto-reset) without joining its queue, so setting it again while
     // the wait goes on for the other event leaves it signalled for the next wait.
     use kfd_sys::bindings::{KFD_IOC_WAIT_RESULT_COMPLETE, KFD_IOC_WAIT_RESULT_TIMEOUT};
-    let kfd = common::emulated(kfdrt::emu::Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "events::an_already_signalled_event_stays_signalled_for_a_wait_for_all",
+        kfdrt::emu::Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let a = kfd
         .create_event(EventKind::Signal, EventReset::Auto)
         .unwrap();
@@ -238,7 +245,14 @@ fn an_already_signalled_event_stays_signalled_for_a_wait_for_all() {
 fn destroying_an_event_fails_the_waits_on_it() {
     use kfd_sys::bindings::*;
     use kfd_sys::DriverExt;
-    let kfd = common::emulated(kfdrt::emu::Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "events::destroying_an_event_fails_the_waits_on_it",
+        kfdrt::emu::Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     // A raw event, so this test owns its lifetime.
     let mut c = kfd_ioctl_create_event_args {
         event_type: KFD_IOC_EVENT_NODECHANGE,

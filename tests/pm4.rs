@@ -53,7 +53,9 @@ fn nop_is_consumed() {
 
 #[test]
 fn write_data_lands() {
-    let kfd = common::emulated(Preset::Gfx1100, 1);
+    let Some(kfd) = common::under_test("pm4::write_data_lands", Preset::Gfx1100, 1, &[]) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     let q = gpu.create_pm4_queue(Pm4QueueOptions::default()).unwrap();
     let buf = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();

@@ -13,21 +13,23 @@ use std::time::Duration;
 
 const T: Option<Duration> = Some(Duration::from_secs(60));
 
-/// An emulated gfx90a whose kernels' printf lines are collected.
-fn device() -> (common::Checked, Arc<Mutex<Vec<KernelPrint>>>) {
-    let kfd = common::Checked::new(Kfd::emulated(EmuConfig::new(Preset::Gfx90a, 1)).unwrap());
+/// The device under test (see [`common::under_test`]), whose kernels' printf lines are
+/// collected; `None` after printing why the test is skipped.
+fn device(test: &str) -> Option<(common::Checked, Arc<Mutex<Vec<KernelPrint>>>)> {
+    let kfd = common::under_test(test, Preset::Gfx90a, 1, &["printf"])?;
     let lines = Arc::new(Mutex::new(Vec::new()));
     let sink = lines.clone();
     kfd.set_printf_handler(move |p| sink.lock().unwrap().push(p.clone()));
-    (kfd, lines)
+    Some((kfd, lines))
 }
 
 /// The GPU and its `printf.hip` kernels.
 fn printing_kernels(kfd: &Kfd) -> (kfdrt::Gpu, kfdrt::CodeObject) {
     let gpu = kfd.gpu(0).unwrap();
-    let co = gpu
-        .load_code_object(&crate::co_util::fixture("printf-gfx90a.elf"))
-        .unwrap();
+    let target = &gpu.info().gfx_target;
+    let elf = common::code_object_for("printf", target)
+        .unwrap_or_else(|| panic!("no printf code object is built for {target}"));
+    let co = gpu.load_code_object(&elf).unwrap();
     (gpu, co)
 }
 
@@ -42,7 +44,11 @@ fn texts(lines: &Mutex<Vec<KernelPrint>>) -> Vec<String> {
 
 #[test]
 fn every_work_item_prints_its_line_each_wave_in_lane_order() {
-    let (kfd, lines) = device();
+    let Some((kfd, lines)) =
+        device("printf::every_work_item_prints_its_line_each_wave_in_lane_order")
+    else {
+        return;
+    };
     let (gpu, co) = printing_kernels(&kfd);
     let greet = co.kernel("greet").unwrap();
     assert!(greet.hostcall_buffer().unwrap().is_some());
@@ -87,7 +93,11 @@ fn every_work_item_prints_its_line_each_wave_in_lane_order() {
 
 #[test]
 fn a_work_items_lines_come_in_program_order_and_conversions_follow_c() {
-    let (kfd, lines) = device();
+    let Some((kfd, lines)) =
+        device("printf::a_work_items_lines_come_in_program_order_and_conversions_follow_c")
+    else {
+        return;
+    };
     let (gpu, co) = printing_kernels(&kfd);
     let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     let countdown = co.kernel("countdown").unwrap();
@@ -161,7 +171,10 @@ fn without_a_handler_lines_go_to_stdout() {
 /// keep the hostcall pointer their `KernelArgs` had.
 #[test]
 fn kernels_launched_on_streams_and_in_graphs_print() {
-    let (kfd, lines) = device();
+    let Some((kfd, lines)) = device("printf::kernels_launched_on_streams_and_in_graphs_print")
+    else {
+        return;
+    };
     let (gpu, co) = printing_kernels(&kfd);
     let countdown = co.kernel("countdown").unwrap();
     let mut args = KernelArgs::new(&countdown).unwrap();

@@ -285,7 +285,11 @@ fn copy_to_an_unmapped_address_reports_it() {
 
 #[test]
 fn fences_traps_and_timestamps() {
-    let kfd = common::emulated(Preset::Gfx1100, 1);
+    let Some(kfd) =
+        common::under_test("sdma::fences_traps_and_timestamps", Preset::Gfx1100, 1, &[])
+    else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     let q = gpu.create_sdma_queue().unwrap();
     let _first = kfd
@@ -402,7 +406,14 @@ fn blit_code_objects_load_for_every_preset_and_reject_other_targets() {
 
 #[test]
 fn shader_copies_of_unaligned_ranges() {
-    let kfd = common::emulated(Preset::Gfx942, 1);
+    let Some(kfd) = common::under_test(
+        "sdma::shader_copies_of_unaligned_ranges",
+        Preset::Gfx942,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     let engine = gpu.shader_copy_engine().unwrap();
     let src = gpu.alloc(1 << 20, MemoryKind::GttCoherent).unwrap();

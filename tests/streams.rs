@@ -404,11 +404,26 @@ fn hip_kernels_are_found_by_their_cpp_names() {
 /// shapes that are not multiples of the matmul's tile, rows wider than a work-group.
 #[test]
 fn the_mlp_examples_kernels_compute_what_the_cpu_does() {
+    const TEST: &str = "streams::the_mlp_examples_kernels_compute_what_the_cpu_does";
     let (m, n, k, cols) = (20usize, 18usize, 24usize, 300usize);
-    for preset in [Preset::Gfx90a, Preset::Gfx942] {
-        let kfd = common::emulated(preset, 1);
+    let Some(dut) = common::under_test(TEST, Preset::Gfx90a, 1, &[]) else {
+        return;
+    };
+    // The device under test; when that is emulated, an emulated MI300X too (both instruction
+    // sets).
+    let emulated = dut.emulator().is_some();
+    let mi300 = emulated.then(|| common::emulated(Preset::Gfx942, 1));
+    for kfd in std::iter::once(&dut).chain(mi300.as_ref()) {
         let gpu = kfd.gpu(0).unwrap();
-        let co = mlp_kernels(&gpu).unwrap();
+        let preset = gpu.info().gfx_target.clone();
+        let co = match mlp_kernels(&gpu) {
+            Some(co) => co,
+            None if !emulated => {
+                eprintln!("{TEST}: skipped: no MLP kernels for {preset}");
+                return;
+            }
+            None => panic!("no MLP kernels for the emulated {preset}"),
+        };
         let mut s = gpu.create_stream().unwrap();
         let upload = |s: &mut kfdrt::Stream, v: &[f32]| {
             let b = gpu

@@ -240,7 +240,14 @@ fn threads_allocating_and_freeing_never_collide_on_addresses() {
     // Each allocation has its own KFD buffer and address range; a range freed by one thread
     // and reserved at once by another must not still be in the GPU's address space (kfdrt
     // used to give the range back before freeing the buffer: EINVAL under contention).
-    let kfd = common::emulated(Preset::Gfx90a, 2);
+    let Some(kfd) = common::under_test(
+        "stress::threads_allocating_and_freeing_never_collide_on_addresses",
+        Preset::Gfx90a,
+        2,
+        &[],
+    ) else {
+        return;
+    };
     let rounds = 400 * scale() as usize;
     std::thread::scope(|s| {
         for t in 0..4 {

@@ -16,12 +16,10 @@ const T: Option<Duration> = Some(Duration::from_secs(20));
 const NEVER: Option<Duration> = Some(Duration::from_millis(700));
 
 fn trap_kernels(gpu: &Gpu) -> kfdrt::CodeObject {
-    let elf: &[u8] = if gpu.info().gfx_target_version >= 90400 {
-        include_bytes!("fixtures/code_objects/trap-gfx942.elf")
-    } else {
-        include_bytes!("fixtures/code_objects/trap-gfx90a.elf")
-    };
-    gpu.load_code_object(elf).unwrap()
+    let target = &gpu.info().gfx_target;
+    let elf = common::code_object_for("trap", target)
+        .unwrap_or_else(|| panic!("no trap code object is built for {target}"));
+    gpu.load_code_object(&elf).unwrap()
 }
 
 /// Runs `kernel` over 256 work-items (`victim` as `store_then_abort`'s second argument) and
@@ -55,11 +53,18 @@ fn run(
     (r, ids)
 }
 
-/// Runs `f` on a GPU of each preset with kfdrt's trap handler (gfx90a and gfx942).
-fn each_preset(f: impl Fn(&Gpu, Preset)) {
-    for preset in [Preset::Gfx90a, Preset::Gfx942] {
-        let kfd = common::emulated(preset, 1);
-        f(&kfd.gpu(0).unwrap(), preset);
+/// Runs `f` on the device under test (see [`common::under_test`]), with its target's name; when
+/// that device is emulated, on one of each preset with kfdrt's trap handler (gfx90a and gfx942).
+fn each_preset(test: &str, f: impl Fn(&Gpu, &str)) {
+    let Some(kfd) = common::under_test(test, Preset::Gfx90a, 1, &["trap"]) else {
+        return;
+    };
+    let gpu = kfd.gpu(0).unwrap();
+    f(&gpu, &gpu.info().gfx_target);
+    if kfd.emulator().is_some() {
+        let mi300 = common::emulated(Preset::Gfx942, 1);
+        let gpu = mi300.gpu(0).unwrap();
+        f(&gpu, &gpu.info().gfx_target);
     }
 }
 
@@ -94,27 +99,40 @@ fn expect_wave_exception(r: kfdrt::Result<()>, want: WaveExceptions, what: &str)
 
 #[test]
 fn abort_in_a_kernel_ends_the_wait_with_a_wave_exception() {
-    each_preset(|gpu, preset| {
-        let (r, ids) = run(gpu, "store_then_abort", 70, T);
-        expect_wave_exception(r, WaveExceptions::ABORT, &format!("{preset:?}"));
-        // The waves before the trap stored; the one that trapped did too, before it trapped.
-        assert_eq!(ids[70], 70, "{preset:?}");
-        assert_eq!(ids[3], 3, "{preset:?}");
-    });
+    each_preset(
+        "wave_exceptions::abort_in_a_kernel_ends_the_wait_with_a_wave_exception",
+        |gpu, preset| {
+            let (r, ids) = run(gpu, "store_then_abort", 70, T);
+            expect_wave_exception(r, WaveExceptions::ABORT, &format!("{preset:?}"));
+            // The waves before the trap stored; the one that trapped did too, before it trapped.
+            assert_eq!(ids[70], 70, "{preset:?}");
+            assert_eq!(ids[3], 3, "{preset:?}");
+        },
+    );
 }
 
 #[test]
 fn an_illegal_instruction_ends_the_wait_with_a_wave_exception() {
-    each_preset(|gpu, preset| {
-        let (r, _) = run(gpu, "store_then_illegal", 0, T);
-        let what = format!("{preset:?}");
-        expect_wave_exception(r, WaveExceptions::ILLEGAL_INSTRUCTION, &what);
-    });
+    each_preset(
+        "wave_exceptions::an_illegal_instruction_ends_the_wait_with_a_wave_exception",
+        |gpu, preset| {
+            let (r, _) = run(gpu, "store_then_illegal", 0, T);
+            let what = format!("{preset:?}");
+            expect_wave_exception(r, WaveExceptions::ILLEGAL_INSTRUCTION, &what);
+        },
+    );
 }
 
 #[test]
 fn a_queue_whose_wave_raised_an_exception_refuses_more_work_at_once() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "wave_exceptions::a_queue_whose_wave_raised_an_exception_refuses_more_work_at_once",
+        Preset::Gfx90a,
+        1,
+        &["trap"],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     let (_co, k, _out, args, q) = abort_dispatch(&gpu);
     let first = q
@@ -127,12 +145,15 @@ fn a_queue_whose_wave_raised_an_exception_refuses_more_work_at_once() {
 
 #[test]
 fn llvm_debugtrap_without_a_debugger_is_stepped_over() {
-    each_preset(|gpu, preset| {
-        let (r, ids) = run(gpu, "debugtrap_then_store", 0, T);
-        r.unwrap();
-        let all = ids.iter().enumerate().all(|(i, &v)| v == i as i32);
-        assert!(all, "{preset:?}");
-    });
+    each_preset(
+        "wave_exceptions::llvm_debugtrap_without_a_debugger_is_stepped_over",
+        |gpu, preset| {
+            let (r, ids) = run(gpu, "debugtrap_then_store", 0, T);
+            r.unwrap();
+            let all = ids.iter().enumerate().all(|(i, &v)| v == i as i32);
+            assert!(all, "{preset:?}");
+        },
+    );
 }
 
 /// The driver reads the header with `get_user`: a header naming a word the process cannot
@@ -175,18 +196,26 @@ fn without_a_trap_handler_an_abort_is_stepped_over_and_an_illegal_instruction_ha
 /// A PM4 queue's waves report their exceptions the same way: its fence wait returns them.
 #[test]
 fn an_abort_in_a_pm4_dispatch_ends_the_queues_wait_with_a_wave_exception() {
-    each_preset(|gpu, preset| {
-        let (_co, k, _out, args, _aql) = abort_dispatch(gpu);
-        let q = gpu
-            .create_pm4_queue(kfdrt::Pm4QueueOptions::default())
-            .unwrap();
-        let kernarg = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
-        let packets = q
-            .dispatch_packets_with_args(&k, &kfdrt::LaunchGeometry::linear(64, 64), &args, &kernarg)
-            .unwrap();
-        // SAFETY: the kernel, its arguments and its output outlive the wait below.
-        unsafe { q.submit(&packets, T.unwrap()) }.unwrap();
-        let r = q.finish(T.unwrap());
-        expect_wave_exception(r, WaveExceptions::ABORT, &format!("{preset:?} PM4"));
-    });
+    each_preset(
+        "wave_exceptions::an_abort_in_a_pm4_dispatch_ends_the_queues_wait_with_a_wave_exception",
+        |gpu, preset| {
+            let (_co, k, _out, args, _aql) = abort_dispatch(gpu);
+            let q = gpu
+                .create_pm4_queue(kfdrt::Pm4QueueOptions::default())
+                .unwrap();
+            let kernarg = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+            let packets = q
+                .dispatch_packets_with_args(
+                    &k,
+                    &kfdrt::LaunchGeometry::linear(64, 64),
+                    &args,
+                    &kernarg,
+                )
+                .unwrap();
+            // SAFETY: the kernel, its arguments and its output outlive the wait below.
+            unsafe { q.submit(&packets, T.unwrap()) }.unwrap();
+            let r = q.finish(T.unwrap());
+            expect_wave_exception(r, WaveExceptions::ABORT, &format!("{preset:?} PM4"));
+        },
+    );
 }
