@@ -89,6 +89,8 @@ pub(crate) enum Heard {
 #[derive(Default)]
 pub(crate) struct DebugState {
     state: Mutex<State>,
+    /// A debugger is attached (so dispatches need not lock `state` to learn there is none).
+    attached: std::sync::atomic::AtomicBool,
     /// The notification descriptors this process attached to other processes with, by
     /// target pid (KFD's `fget` reference; see [`remote`]).
     remote_notify: Mutex<BTreeMap<u32, OwnedFd>>,
@@ -205,6 +207,9 @@ impl DebugState {
     /// without a debugger, or while the runtime is not enabled (KFD activates the debug trap
     /// only then, `kfd_dbg_trap_activate`).
     pub(crate) fn wave_debug(&self, gpu_id: u32) -> kfd_emu_isa::WaveDebug {
+        if !self.attached.load(std::sync::atomic::Ordering::Acquire) {
+            return kfd_emu_isa::WaveDebug::default();
+        }
         let g = self.lock();
         match &g.session {
             Some(s) if g.runtime.runtime_state == DEBUG_RUNTIME_STATE_ENABLED => {
@@ -360,6 +365,9 @@ pub(crate) unsafe fn dbg_trap(
                 queue_raised: BTreeMap::new(),
                 controls: WaveControls::default(),
             });
+            emu.debug
+                .attached
+                .store(true, std::sync::atomic::Ordering::Release);
             log::debug!(
                 "kfd-emu: debugger attached (exception mask {:#x})",
                 e.exception_mask
@@ -370,6 +378,9 @@ pub(crate) unsafe fn dbg_trap(
             if g.session.take().is_none() {
                 return Err(Errno::EINVAL);
             }
+            emu.debug
+                .attached
+                .store(false, std::sync::atomic::Ordering::Release);
             drop(g);
             // Queues the debugger left suspended run again.
             emu.faults.resume_debug_suspended();
