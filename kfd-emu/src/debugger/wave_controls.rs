@@ -7,7 +7,10 @@
 //!
 //! The dispatches started afterwards see them through [`super::DebugState::wave_debug`]: the
 //! override is applied as the SPI applies it at wave launch, the watches as TCP checks every
-//! vector-memory access (`kfd_emu_isa::WaveDebug`).
+//! vector-memory access (`kfd_emu_isa::WaveDebug`). One difference from the hardware: a watch
+//! set or cleared while a dispatch runs changes nothing for that dispatch (the TCP's registers
+//! take effect at once), so a debugger that arms a watch on a running kernel misses its hits
+//! here until the next dispatch.
 
 use kfd_emu_isa::{AddressWatch, WatchMode};
 use kfd_sys::bindings::*;
