@@ -325,7 +325,7 @@ fn a_graphics_buffer_registers_for_compute() {
 #[test]
 fn a_graphics_buffer_maps_for_the_cpu_and_carries_its_metadata() {
     use kfd_sys::bindings::kfd_ioctl_get_dmabuf_info_args;
-    use kfd_sys::{DriverExt, MapSource, Node};
+    use kfd_sys::{DriverExt, Node};
     use kfdrt::emu::drm_gem::*;
     let kfd = common::emulated(Preset::Gfx90a, 1);
     let gpu = kfd.gpu(0).unwrap();
@@ -344,18 +344,8 @@ fn a_graphics_buffer_maps_for_the_cpu_and_carries_its_metadata() {
         (&mut mm as *mut DrmAmdgpuGemMmap).cast(),
     )
     .unwrap();
-    // SAFETY: a new shared mapping of the buffer through the render node, unmapped below.
-    let p = unsafe {
-        kfd.driver().mmap(
-            MapSource::File(Node::Render(minor)),
-            std::ptr::null_mut(),
-            4096,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED,
-            mm.handle_or_offset,
-        )
-    }
-    .unwrap();
+    // Unmapped below.
+    let p = common::map_render_node(&kfd, minor, mm.handle_or_offset, 4096);
     // SAFETY: `p` maps 4096 writable bytes.
     unsafe { std::ptr::write_bytes(p as *mut u8, 0xAA, 4096) };
     let text = b"graphics metadata\0";

@@ -5,7 +5,7 @@
 //! KFD buffer of the same VM; its fence; and the driver's refusals.
 
 use crate::common;
-use kfd_sys::{Errno, MapSource, Node};
+use kfd_sys::{Errno, Node};
 use kfdrt::emu::drm_cs::*;
 use kfdrt::emu::drm_gem::*;
 use kfdrt::emu::Preset;
@@ -71,9 +71,22 @@ fn an_sdma_ib_submitted_on_the_render_node_writes_into_kfd_memory() {
     let ctx_id = ctx.op;
     let ib = drm.gem_create();
 
-    // The IB's place in the VM, clear of KFD's buffers.
+    // The IB's place in the VM, clear of KFD's buffers: GPU addresses are host addresses here,
+    // so a range reserved on the host holds none of them.
     let target = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
-    let va = 0x7f00_0000_0000u64;
+    // SAFETY: a new private reservation at an address the kernel picks; unmapped at the end.
+    let reserved = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            8192,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    assert_ne!(reserved, libc::MAP_FAILED);
+    let va = reserved as u64;
     assert_eq!(
         drm.gem_va(ib, 1, va + 12, 4096),
         Err(Errno::EINVAL),
@@ -111,18 +124,7 @@ fn an_sdma_ib_submitted_on_the_render_node_writes_into_kfd_memory() {
         handle_or_offset: u64::from(ib),
     };
     drm.ioctl(DRM_IOCTL_AMDGPU_GEM_MMAP, &mut mm).unwrap();
-    // SAFETY: a new shared mapping of the IB object through the render node.
-    let cpu = unsafe {
-        kfd.driver().mmap(
-            MapSource::File(Node::Render(drm.minor)),
-            std::ptr::null_mut(),
-            4096,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED,
-            mm.handle_or_offset,
-        )
-    }
-    .unwrap();
+    let cpu = common::map_render_node(&kfd, drm.minor, mm.handle_or_offset, 4096);
     // SAFETY: `cpu` maps 4096 writable bytes; the IB is far shorter.
     unsafe { std::ptr::copy_nonoverlapping(words.as_ptr(), cpu as *mut u32, words.len()) };
     // SAFETY: the mapping made just above, used no more.
@@ -196,5 +198,11 @@ fn an_sdma_ib_submitted_on_the_render_node_writes_into_kfd_memory() {
     let mut close = DrmGemClose { handle: ib, pad: 0 };
     drm.ioctl(DRM_IOCTL_GEM_CLOSE, &mut close).unwrap();
     assert_eq!(drm.gem_va(ib, 2, va, 4096), Err(Errno::ENOENT));
-    drm.gem_va(drm.gem_create(), 1, va, 4096).unwrap();
+    let again = drm.gem_create();
+    drm.gem_va(again, 1, va, 4096).unwrap();
+    drm.gem_va(again, 2, va, 4096).unwrap();
+    // A range that would run past the low half of the VM is refused, not wrapped.
+    assert_eq!(drm.gem_va(again, 1, !0xFFF, 4096), Err(Errno::EINVAL));
+    // SAFETY: the reservation made above, no longer mapped for the GPU.
+    unsafe { libc::munmap(reserved, 8192) };
 }

@@ -13,6 +13,10 @@
 //!   number of the context's ring.
 //! - `DRM_IOCTL_AMDGPU_WAIT_CS`: the fence of a submission, always signalled.
 //!
+//! Lenient: an IB that faults (unmapped, or a packet touching unmapped memory) is logged and its
+//! fence still signals, where the GPU would raise a VM fault in the process's VM (which KFD then
+//! reports and answers by evicting the process's queues).
+//!
 //! Not modelled: IBs for the graphics and compute rings (the GFX and compute command processors
 //! run only KFD queues here; such a submission is refused with EINVAL and a warning), user
 //! fences, syncobjs, and the eviction of KFD buffers that graphics memory pressure causes
@@ -41,6 +45,9 @@ const VM_PAGE_WRITEABLE: u32 = 1 << 2;
 const VM_PAGE_EXECUTABLE: u32 = 1 << 3;
 /// `AMDGPU_VA_RESERVED_BOTTOM`: the lowest 2 MiB are the kernel's.
 const VA_RESERVED_BOTTOM: u64 = 2 << 20;
+/// `AMDGPU_GMC_HOLE_START`: the low half of the VM ends here (what `AMDGPU_INFO_DEV_INFO`
+/// reports as `virtual_address_max`); the high half is not mapped for these objects.
+const VA_LOW_END: u64 = 0x8000_0000_0000;
 /// `AMDGPU_BO_LIST_OP_*`.
 const BO_LIST_CREATE: u32 = 0;
 const BO_LIST_DESTROY: u32 = 1;
@@ -242,7 +249,9 @@ fn gem_va(emu: &Emulator, minor: u32, gpu_index: usize, v: &DrmAmdgpuGemVa) -> R
             let (mem, vram) = crate::drm_gem::object(emu, minor, v.handle).ok_or(Errno::ENOENT)?;
             let page = 4096u64;
             let end = v.offset_in_bo.checked_add(v.map_size);
+            let va_end = v.va_address.checked_add(v.map_size);
             if v.va_address % page != 0
+                || va_end.is_none_or(|e| e > VA_LOW_END)
                 || v.offset_in_bo % page != 0
                 || v.map_size % page != 0
                 || v.map_size == 0
@@ -251,10 +260,9 @@ fn gem_va(emu: &Emulator, minor: u32, gpu_index: usize, v: &DrmAmdgpuGemVa) -> R
             {
                 return Err(Errno::EINVAL);
             }
-            let overlaps = vm
-                .mappings()
-                .iter()
-                .any(|&(s, len)| v.va_address < s + len && s < v.va_address + v.map_size);
+            let overlaps = vm.mappings().iter().any(|&(s, len)| {
+                v.va_address < s.saturating_add(len) && s < v.va_address + v.map_size
+            });
             if overlaps {
                 log::debug!("kfd-emu: GEM_VA at {:#x} overlaps a mapping", v.va_address);
                 return Err(Errno::EINVAL);
@@ -463,7 +471,16 @@ unsafe fn submit(
 /// Runs an IB on the GPU's SDMA engine: its packets in order, until its end, a fault or a
 /// packet the engine here does not run (each logged).
 fn run_sdma_ib(gpu: &crate::device::GpuState, ib: &DrmAmdgpuCsChunkIb) {
-    let mut bytes = vec![0u8; ib.ib_bytes as usize & !3];
+    let len = u64::from(ib.ib_bytes & !3);
+    // The IB's size is the caller's: check it lies in mapped memory before reading it all.
+    if !gpu.vm.is_mapped(ib.va_start, len) {
+        log::warn!(
+            "kfd-emu: command submission: the IB at {:#x} ({len} bytes) is not mapped",
+            ib.va_start
+        );
+        return;
+    }
+    let mut bytes = vec![0u8; len as usize];
     if let Err(f) = gpu.vm.read(ib.va_start, &mut bytes) {
         log::warn!(
             "kfd-emu: command submission: the IB at {:#x} is not readable: {f}",

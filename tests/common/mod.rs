@@ -286,3 +286,23 @@ pub fn page_faulting_kernel(gpu: &kfdrt::Gpu) -> kfdrt::Kernel {
     )
     .unwrap()
 }
+
+/// Maps `len` bytes of the render node `minor` at `offset` (what `GEM_MMAP` gave a GEM object)
+/// for the CPU, read-write and shared, as libdrm's `amdgpu_bo_cpu_map` does. The caller unmaps
+/// it with the driver's `munmap`.
+pub fn map_render_node(kfd: &Kfd, minor: u32, offset: u64, len: usize) -> *mut std::ffi::c_void {
+    use kfd_sys::{MapSource, Node};
+    // SAFETY: a new shared mapping at an address the kernel picks (no MAP_FIXED): nothing
+    // existing is replaced.
+    unsafe {
+        kfd.driver().mmap(
+            MapSource::File(Node::Render(minor)),
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            offset,
+        )
+    }
+    .unwrap()
+}

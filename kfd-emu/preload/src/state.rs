@@ -147,10 +147,10 @@ pub(crate) fn classify(path: &CStr) -> Target {
     if !may_be_emulated(bytes) {
         // The emulated GPUs' PCI devices, once there are emulated GPUs: a program reading PCI
         // devices before any GPU path (hwloc at start-up) sees only the real ones.
-        return match current() {
-            Some(sys) if bytes.starts_with(b"/sys/bus/pci/devices/") => sys.classify(bytes),
-            _ => Target::Real,
-        };
+        if !bytes.starts_with(b"/sys/bus/pci/devices/") {
+            return Target::Real;
+        }
+        return current().map_or(Target::Real, |sys| sys.classify(bytes));
     }
     let Some(sys) = system() else {
         return Target::Real;

@@ -15,6 +15,11 @@
 //! The debugger is told through its notification descriptor, which the target opens through
 //! `/proc/<debugger>/fd/<n>` (a FIFO or a pipe; not an eventfd).
 //!
+//! Differences from the driver: the held `RUNTIME_ENABLE` is not interrupted by a signal (the
+//! kernel's `down_interruptible` returns EINTR; here only the debugger's answer, or the end of
+//! the process, ends the wait); and the record is per process, so several emulators in one
+//! process (kfdrt's tests) publish into the same one, the last runtime change winning.
+//!
 //! Not modelled across processes: the target's queues (queue snapshots are empty; suspend,
 //! resume and wave-state requests, and the wave controls, answer EOPNOTSUPP with a log line),
 //! and queue exceptions (they go to the target's runtime).
