@@ -88,6 +88,19 @@ fn an_exported_buffer_is_the_same_memory_on_the_importing_gpu() {
             let seen = unsafe { std::slice::from_raw_parts(p as *const u8, LEN as usize) };
             assert_eq!(seen[4096], 0x5A);
             assert_eq!(seen[0], pattern[0]);
+            // The exporter's CPU view, the descriptor and the GPUs stay one memory after the
+            // export (kfd-emu moves a pooled buffer to a file of its own when it is exported).
+            original.write(0, &[0xC3; 16]).unwrap();
+            assert_eq!(seen[15], 0xC3, "the descriptor missed a CPU write");
+            e0.copy(&staging0, 0, &original, 0, 4096, &[])
+                .unwrap()
+                .wait(T)
+                .unwrap();
+            assert_eq!(
+                staging0.to_vec().unwrap()[15],
+                0xC3,
+                "GPU 0 missed a CPU write"
+            );
             // SAFETY: unmapping what was mapped above.
             unsafe { libc::munmap(p, LEN as usize) };
         }

@@ -8,8 +8,13 @@
 //! queues). A test may bind a host function to a kernel object instead (an *emulated kernel*,
 //! run once per work-group), the quick way to fake a kernel.
 //!
-//! GPU VA equals host VA. Buffers are `memfd`s mapped by the emulator for its engines and by the
-//! runtime at the buffer's VA through the render node, so CPU and GPU share the pages.
+//! GPU VA equals host VA. Buffers are ranges of pooled `memfd`s (large ones a file each) mapped
+//! by the emulator for its engines and by the runtime at the buffer's VA through the render
+//! node, so CPU and GPU share the pages; a buffer costs the process no file descriptor. A freed
+//! buffer's memory lives while a CPU mapping of it does, as a GEM object's. An exported buffer
+//! moves to a file of its own (a dma-buf is that buffer alone); a write racing the export (a
+//! GPU engine or another thread writing the buffer meanwhile) can be lost there, where the
+//! driver has no such window.
 //!
 //! The render nodes answer the amdgpu queries libdrm makes ([`drm`]), KFD answers what ROCr's
 //! image support asks when HIP starts it (`GET_TILE_CONFIG` with gfx9's address configuration),

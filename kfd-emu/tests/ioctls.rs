@@ -196,3 +196,185 @@ fn the_platform_shapes_what_the_driver_gives() {
         free(&emu, h).unwrap();
     }
 }
+
+/// Runs the calling test again in a child process with `var` set, and asserts it passes there
+/// (for tests that change process-wide state such as resource limits).
+fn in_child_process(test: &str, var: &str) {
+    let exe = std::env::current_exe().expect("the test binary");
+    let out = std::process::Command::new(exe)
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .env(var, "1")
+        .output()
+        .expect("the child test runs");
+    assert!(
+        out.status.success(),
+        "the child failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_process_holds_more_buffers_than_it_has_file_descriptors() {
+    // Buffers are GEM objects in the kernel, not descriptors of the process: kfdtest's
+    // Fragmentation holds some 65 000 at once. Here with a descriptor limit of 256.
+    const CHILD: &str = "KFD_EMU_TEST_LOW_FD_LIMIT";
+    if std::env::var_os(CHILD).is_none() {
+        return in_child_process(
+            "a_process_holds_more_buffers_than_it_has_file_descriptors",
+            CHILD,
+        );
+    }
+    let limit = libc::rlimit {
+        rlim_cur: 256,
+        rlim_max: libc::RLIM_INFINITY,
+    };
+    let mut old = limit;
+    // SAFETY: reads and lowers this (child) process's own limit; the structs are locals.
+    unsafe {
+        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut old), 0);
+        let lower = libc::rlimit {
+            rlim_max: old.rlim_max,
+            ..limit
+        };
+        assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &lower), 0);
+    }
+    let emu = emulator(EmuConfig::new(Preset::Gfx90a, 1));
+    let gpu = acquire(&emu, 0);
+    let visible = VRAM | KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC;
+    const N: u64 = 3000;
+    let mut held = Vec::new();
+    for round in 0..2u64 {
+        for i in 0..N {
+            let mut a = kfd_ioctl_alloc_memory_of_gpu_args {
+                va_addr: VA + i * 8192,
+                size: 4096,
+                gpu_id: gpu,
+                flags: visible,
+                ..Default::default()
+            };
+            // SAFETY: no user pointer is passed.
+            unsafe { emu.kfd_ioctl_unchecked(&mut a) }
+                .unwrap_or_else(|e| panic!("buffer {i} of round {round}: {e}"));
+            // Every other buffer mapped for the CPU, as a runtime maps host-visible VRAM.
+            let cpu = if i % 2 == 0 {
+                // SAFETY: a new shared mapping wherever the kernel chooses.
+                let p = unsafe {
+                    emu.mmap(
+                        kfd_sys::MapSource::File(kfd_sys::Node::Render(
+                            kfd_emu::FIRST_RENDER_MINOR,
+                        )),
+                        std::ptr::null_mut(),
+                        4096,
+                        libc::PROT_READ | libc::PROT_WRITE,
+                        libc::MAP_SHARED,
+                        a.mmap_offset,
+                    )
+                }
+                .unwrap_or_else(|e| panic!("CPU mapping of buffer {i}: {e}"));
+                let p = p as *mut u64;
+                // SAFETY: 4096 bytes are mapped read-write at `p`; a new buffer reads zero.
+                unsafe {
+                    assert_eq!(p.read(), 0, "buffer {i} of round {round} is not zeroed");
+                    p.write(round << 32 | i);
+                }
+                Some(p)
+            } else {
+                None
+            };
+            held.push((a.handle, cpu));
+        }
+        // No two buffers share memory.
+        for (i, (_, cpu)) in held.iter().enumerate() {
+            if let Some(p) = cpu {
+                // SAFETY: mapped above and not yet unmapped.
+                assert_eq!(unsafe { p.read() }, round << 32 | i as u64);
+            }
+        }
+        let mut one = [gpu];
+        assert_eq!(map(&emu, held[0].0, &mut one, false), (Ok(0), 1));
+        assert_eq!(map(&emu, held[0].0, &mut one, true), (Ok(0), 1));
+        // Freed with their CPU mappings gone (the next round reuses the memory), or, for the
+        // last ones, still mapped: their bytes stay until the mapping goes.
+        let keep = held.len() - 8;
+        for (i, (h, cpu)) in held.drain(..).enumerate() {
+            if let Some(p) = cpu.filter(|_| i < keep) {
+                // SAFETY: unmapping what was mapped above.
+                unsafe { emu.munmap(p.cast(), 4096) }.unwrap();
+            }
+            free(&emu, h).unwrap();
+            if let Some(p) = cpu.filter(|_| i >= keep) {
+                // SAFETY: still mapped: a freed buffer's memory lives while a mapping does.
+                assert_eq!(unsafe { p.read() }, round << 32 | i as u64);
+                // SAFETY: as above.
+                unsafe { emu.munmap(p.cast(), 4096) }.unwrap();
+            }
+        }
+    }
+    assert_eq!(emu.stats().live_allocations, 0);
+}
+
+#[test]
+fn cpu_mappings_of_neighbouring_buffers_stay_separate_mappings() {
+    // The kernel never merges two GEM objects' mappings (VM_PFNMAP | VM_IO), so a process's
+    // mapping count (vm.max_map_count) grows by one per mapped buffer, here as there.
+    let emu = emulator(EmuConfig::new(Preset::Gfx90a, 1));
+    let gpu = acquire(&emu, 0);
+    let va = VA + (1 << 30);
+    let mut offsets = Vec::new();
+    for i in 0..2 {
+        let mut a = kfd_ioctl_alloc_memory_of_gpu_args {
+            va_addr: va + i * 4096,
+            size: 4096,
+            gpu_id: gpu,
+            flags: VRAM | KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC,
+            ..Default::default()
+        };
+        // SAFETY: no user pointer is passed.
+        unsafe { emu.kfd_ioctl_unchecked(&mut a) }.unwrap();
+        offsets.push((a.handle, a.mmap_offset));
+    }
+    // SAFETY: a fresh reservation of two pages for the mappings below.
+    let at = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            8192,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert_ne!(at, libc::MAP_FAILED);
+    for (i, &(_, offset)) in offsets.iter().enumerate() {
+        // SAFETY: replaces a page of the reservation above.
+        unsafe {
+            emu.mmap(
+                kfd_sys::MapSource::File(kfd_sys::Node::Render(kfd_emu::FIRST_RENDER_MINOR)),
+                at.cast::<u8>().add(i * 4096).cast(),
+                4096,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_FIXED,
+                offset,
+            )
+        }
+        .unwrap();
+    }
+    let start = format!("{:x}-", at as usize);
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    let first = maps
+        .lines()
+        .find(|l| l.starts_with(&start))
+        .expect("the first mapping");
+    let end = first.split(['-', ' ']).nth(1).unwrap();
+    assert_eq!(
+        usize::from_str_radix(end, 16).unwrap(),
+        at as usize + 4096,
+        "two buffers' mappings merged: {first}"
+    );
+    // SAFETY: unmapping what was mapped above.
+    unsafe { emu.munmap(at, 8192) }.unwrap();
+    for (h, _) in offsets {
+        free(&emu, h).unwrap();
+    }
+}

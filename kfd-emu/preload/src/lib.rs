@@ -13,7 +13,8 @@
 //! - the KFD topology tree (`/sys/devices/virtual/kfd`, `/sys/class/kfd`), the render nodes'
 //!   `/sys/dev/char/226:*` and `/sys/class/drm/renderD*` entries, the GPUs' PCI devices at the
 //!   bus addresses the topology gives (`/sys/bus/pci/devices/<bdf>`: ids, class, NUMA node,
-//!   local CPUs, link, configuration header; once an emulated GPU exists) and `/sys/module/amdgpu` are
+//!   local CPUs, link, configuration header; listed in `/sys/bus/pci/devices` beside the host's
+//!   own devices from the first look, as a GPU is there from boot) and `/sys/module/amdgpu` are
 //!   served from files written once into a private temporary directory, by rewriting paths in
 //!   `open`/`openat`/`fopen`/`opendir`/`stat`/`access`/`realpath`/`readlink` (so `readdir`,
 //!   `fscanf` and friends work unchanged on real directory streams and files);

@@ -145,12 +145,12 @@ pub(crate) fn classify(path: &CStr) -> Target {
         return Target::Real;
     }
     if !may_be_emulated(bytes) {
-        // The emulated GPUs' PCI devices, once there are emulated GPUs: a program reading PCI
-        // devices before any GPU path (hwloc at start-up) sees only the real ones.
-        if !bytes.starts_with(b"/sys/bus/pci/devices/") {
+        // The emulated GPUs' PCI devices are there from the start, as a real GPU's are from
+        // boot: a program that lists PCI devices before any GPU path (hwloc at start-up) finds
+        // them too.
+        if !under(bytes, PCI_DEVICES.as_bytes()) {
             return Target::Real;
         }
-        return current().map_or(Target::Real, |sys| sys.classify(bytes));
     }
     let Some(sys) = system() else {
         return Target::Real;
@@ -272,7 +272,11 @@ impl System {
                 _ => Target::Real,
             };
         }
-        if self.prefixes.iter().any(|p| under(path, p.as_bytes())) {
+        // The listing of PCI devices: the private tree holds the real ones beside the
+        // emulated ones.
+        if path.strip_suffix(b"/").unwrap_or(path) == PCI_DEVICES.as_bytes()
+            || self.prefixes.iter().any(|p| under(path, p.as_bytes()))
+        {
             let mut full = self.root.as_os_str().as_bytes().to_vec();
             full.extend_from_slice(path);
             if let Ok(c) = CString::new(full) {
@@ -304,6 +308,7 @@ impl System {
             put(&format!("/sys/module/amdgpu/parameters/{name}"), &value)?;
         }
         std::fs::create_dir_all(self.root.join("sys/bus/pci/drivers/amdgpu"))?;
+        self.mirror_real_pci_devices()?;
         let config = self.emu.config();
         for (i, &minor) in self.minors.iter().enumerate() {
             let gpu = &config.gpus[i];
@@ -341,7 +346,6 @@ impl System {
             )?;
             write_pci_identity(&self.root, &dev, gpu)?;
             // Where tools that know the bus address look (hwloc, RCCL, libnuma users).
-            std::fs::create_dir_all(self.root.join("sys/bus/pci/devices"))?;
             std::os::unix::fs::symlink(
                 self.root.join(&dev[1..]),
                 self.root.join(format!("sys/bus/pci/devices/{slot}")),
@@ -362,6 +366,34 @@ impl System {
 }
 
 /// The PCI address of GPU `i`: bus 3 + i, as the topology's `location_id` has it.
+/// Where the PCI core lists devices by bus address.
+const PCI_DEVICES: &str = "/sys/bus/pci/devices";
+
+impl System {
+    /// Links the host's own PCI devices into the private `/sys/bus/pci/devices`, so a listing
+    /// of it shows them beside the emulated GPUs (a real slot an emulated GPU takes is left
+    /// out). Each link leads to the device's real sysfs directory.
+    fn mirror_real_pci_devices(&self) -> std::io::Result<()> {
+        let dir = self.root.join(&PCI_DEVICES[1..]);
+        std::fs::create_dir_all(&dir)?;
+        let emulated: Vec<String> = (0..self.minors.len()).map(pci_slot).collect();
+        // A host without PCI (some containers) lists nothing but the emulated GPUs.
+        let Ok(entries) = std::fs::read_dir(PCI_DEVICES) else {
+            return Ok(());
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            if emulated.iter().any(|s| name == s.as_str()) {
+                continue;
+            }
+            if let Ok(target) = std::fs::canonicalize(entry.path()) {
+                std::os::unix::fs::symlink(target, dir.join(&name))?;
+            }
+        }
+        Ok(())
+    }
+}
+
 fn pci_slot(i: usize) -> String {
     format!("0000:{:02x}:00.0", 3 + i)
 }

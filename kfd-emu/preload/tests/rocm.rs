@@ -64,6 +64,18 @@ fn plain_libc_calls_see_the_emulated_driver() {
             "{out}"
         );
         assert_eq!(field(out, "pci_config_ids"), Some("1002:740f"), "{out}");
+        // Listed before any GPU path was opened, beside the host's own devices.
+        assert_eq!(
+            field(out, "pci_listed_amd"),
+            Some(&*gpus.to_string()),
+            "{out}"
+        );
+        let host = std::fs::read_dir("/sys/bus/pci/devices").map_or(0, |d| d.count());
+        assert_eq!(
+            field(out, "pci_listed"),
+            Some(&*(host + gpus as usize).to_string()),
+            "{out}"
+        );
         assert_eq!(
             field(out, "kfd_version"),
             Some(&*kfd_sys::KFD_ABI.to_string())

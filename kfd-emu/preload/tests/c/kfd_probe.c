@@ -48,8 +48,33 @@ static void fail(const char *what)
 	exit(1);
 }
 
+/* Lists the PCI devices as hwloc does at start-up, before any GPU path: how many there are, and
+ * how many of them are AMD's. */
+static void list_pci_devices(void)
+{
+	DIR *d = opendir("/sys/bus/pci/devices");
+	int total = 0, amd = 0;
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		total++;
+		char path[PATH_MAX], vendor[16] = {0};
+		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/vendor", e->d_name);
+		FILE *f = fopen(path, "r");
+		if (f && fgets(vendor, sizeof(vendor), f) && !strcmp(vendor, "0x1002\n"))
+			amd++;
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+	printf("pci_listed %d\npci_listed_amd %d\n", total, amd);
+}
+
 int main(void)
 {
+	list_pci_devices();
 	/* Topology: count node directories, read a GPU node's properties. */
 	DIR *d = opendir(TOPO "/nodes");
 	if (!d)
