@@ -52,11 +52,19 @@ fn executes(t: Target, words: &[u32]) -> Option<bool> {
 /// ops.rs, abi.rs, blit.rs).
 fn checked_ops(t: Target) -> std::collections::HashSet<kfd_emu_isa::decode::Op> {
     let dir = common::elf::kernels_dir();
-    let mut objects: Vec<_> = ["kernels", "kernels_v5", "abi", "ops", "mfma", "mfma_fp8"]
-        .iter()
-        .map(|o| dir.join(format!("{o}-{}.co", t.name())))
-        .filter(|p| p.exists())
-        .collect();
+    let mut objects: Vec<_> = [
+        "kernels",
+        "kernels_v5",
+        "abi",
+        "ops",
+        "mfma",
+        "mfma_fp8",
+        "mfma_sparse",
+    ]
+    .iter()
+    .map(|o| dir.join(format!("{o}-{}.co", t.name())))
+    .filter(|p| p.exists())
+    .collect();
     objects.push(common::elf::blit_dir().join(format!("{}.co", t.name())));
     let mut ops = std::collections::HashSet::new();
     for path in objects {

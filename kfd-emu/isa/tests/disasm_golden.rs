@@ -81,6 +81,12 @@ fn fp8_mfma_kernels_match_llvm_objdump() {
         Target::Gfx942,
     );
     report("mfma_fp8-gfx942", n, &bad);
+    let (n, bad) = check_object(
+        &dir.join("mfma_sparse-gfx942.co"),
+        &dir.join("mfma_sparse-gfx942.dis"),
+        Target::Gfx942,
+    );
+    report("mfma_sparse-gfx942", n, &bad);
 }
 
 #[test]
@@ -234,5 +240,35 @@ fn operand_forms_match_llvm_mc() {
             }
         }
         report(file, count, &bad);
+    }
+}
+
+/// Forms the random operand corpus did not draw: an SMFMAC writing AGPRs keeps its compression
+/// index in a VGPR (acc_cd moves only C/D), and abid. Encodings and text from
+/// `llvm-mc-16 -arch=amdgcn -mcpu=gfx940 --show-encoding`.
+#[test]
+fn sparse_and_xf32_forms_match_llvm_mc() {
+    let cases: [(&[u32], &str); 4] = [
+        (
+            &[0xd3e2_8000, 0x041a_0500],
+            "v_smfmac_f32_16x16x32_f16 a[0:3], v[0:1], v[2:5], v6",
+        ),
+        (
+            &[0xd3e2_0800, 0x042a_0d04],
+            "v_smfmac_f32_16x16x32_f16 v[0:3], v[4:5], v[6:9], v10 abid:1",
+        ),
+        (
+            &[0xd3be_0000, 0x0402_0d04],
+            "v_mfma_f32_16x16x8_xf32 v[0:3], v[4:5], v[6:7], v[0:3]",
+        ),
+        (
+            &[0xd3be_8000, 0x0402_0d04],
+            "v_mfma_f32_16x16x8_xf32 a[0:3], v[4:5], v[6:7], a[0:3]",
+        ),
+    ];
+    for (words, want) in cases {
+        let inst = decode(Target::Gfx942, words);
+        assert_eq!(inst.len, 2, "{want}");
+        assert_eq!(squeeze(&disassemble(Target::Gfx942, &inst)), squeeze(want));
     }
 }

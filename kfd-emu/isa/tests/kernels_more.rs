@@ -284,3 +284,121 @@ fn fp8_mfma_gemms_match_the_cpu() {
         }
     }
 }
+
+/// A 4:2-sparse `rows`×`k` matrix of small integers (two of every four consecutive k nonzero, the
+/// pair's places drawn at random), compressed as mfma_sparse.hip takes it: the kept values in
+/// k order, and a byte per group of four with their places in bits [1:0] and [3:2].
+fn sparse_a(rng: &mut Rng, rows: usize, k: usize) -> (Vec<f64>, Vec<f64>, Vec<u8>) {
+    let mut dense = vec![0.0; rows * k];
+    let (mut kept, mut places) = (Vec::new(), Vec::new());
+    for i in 0..rows {
+        for g in 0..k / 4 {
+            let first = rng.next_u32() % 3;
+            let second = first + 1 + rng.next_u32() % (3 - first);
+            places.push((first | second << 2) as u8);
+            for p in [first, second] {
+                let v = f64::from(rng.next_u32() % 9) - 4.0;
+                dense[i * k + 4 * g + p as usize] = v;
+                kept.push(v);
+            }
+        }
+    }
+    (dense, kept, places)
+}
+
+/// gfx94x's sparse matrix cores (SMFMAC, clang-16 builtins) in f16, bf16 and i8, with the
+/// index set chosen by ABID, and the xf32 MFMA, checked against the CPU.
+#[test]
+fn sparse_and_xf32_mfma_gemms_match_the_cpu() {
+    let t = Target::Gfx942;
+    let mut rng = Rng(0x5A);
+    let co =
+        common::elf::CodeObject::load(&common::elf::kernels_dir().join("mfma_sparse-gfx942.co"));
+    let run = |kernel: &str, n: usize, a: &[u8], ai: Option<&[u8]>, b: &[u8], k: usize| {
+        let mut gpu = Gpu::new(t);
+        let base = gpu.load(&co);
+        let ko = base + co.symbol(&format!("{kernel}.kd"));
+        let pa = gpu.upload(a);
+        let pb = gpu.upload(b);
+        let pc = gpu.alloc(n as u64 * n as u64 * 4);
+        let args = match ai {
+            Some(ai) => Args::new().ptr(pa).ptr(gpu.upload(ai)).ptr(pb),
+            None => Args::new().ptr(pa).ptr(pb),
+        };
+        let args = args.ptr(pc).i32(k as i32).done();
+        gpu.run(ko, &Launch::linear(64, 64, args))
+            .unwrap_or_else(|e| panic!("{kernel}: {e}"));
+        gpu.download(pc, n * n * 4)
+    };
+    let f16 = |v: &[f64]| -> Vec<u8> {
+        v.iter()
+            .flat_map(|&x| kfd_emu_isa::decode::operand::f32_to_f16(x as f32).to_le_bytes())
+            .collect()
+    };
+    let bf16 = |v: &[f64]| -> Vec<u8> {
+        v.iter()
+            .flat_map(|&x| (((x as f32).to_bits() >> 16) as u16).to_le_bytes())
+            .collect()
+    };
+    let i8s = |v: &[f64]| -> Vec<u8> { v.iter().map(|&x| x as i8 as u8).collect() };
+    let fp8 = |v: &[f64]| -> Vec<u8> { v.iter().map(|&x| fnuz8(x as i32, 3, 8)).collect() };
+    let bf8 = |v: &[f64]| -> Vec<u8> { v.iter().map(|&x| fnuz8(x as i32, 2, 16)).collect() };
+    type Encode<'a> = &'a dyn Fn(&[f64]) -> Vec<u8>;
+    let cases: [(&str, usize, usize, Encode<'_>, Encode<'_>); 6] = [
+        ("smfmac_f32_16x16x32_f16", 16, 64, &f16, &f16),
+        ("smfmac_f32_16x16x32_f16_set3", 16, 64, &f16, &f16),
+        ("smfmac_f32_16x16x32_bf16", 16, 64, &bf16, &bf16),
+        ("smfmac_i32_16x16x64_i8", 16, 128, &i8s, &i8s),
+        ("smfmac_f32_32x32x16_f16", 32, 32, &f16, &f16),
+        ("smfmac_f32_16x16x64_fp8_bf8", 16, 128, &fp8, &bf8),
+    ];
+    for (kernel, n, k, encode_a, encode_b) in cases {
+        let (dense, kept, places) = sparse_a(&mut rng, n, k);
+        let b: Vec<f64> = (0..k * n)
+            .map(|_| f64::from(rng.next_u32() % 9) - 4.0)
+            .collect();
+        let out = run(kernel, n, &encode_a(&kept), Some(&places), &encode_b(&b), k);
+        let got: Vec<f64> = if kernel.contains("i8") {
+            to_i32(&out).into_iter().map(f64::from).collect()
+        } else {
+            to_f32(&out).into_iter().map(f64::from).collect()
+        };
+        for (e, (g, w)) in got.iter().zip(cpu_gemm(&dense, &b, n, k)).enumerate() {
+            assert_eq!(*g, w, "{kernel} C[{}][{}]", e / n, e % n);
+        }
+    }
+    // xf32 keeps 10 mantissa bits of each input: 1 + 2^-10 survives, 1 + 2^-12 does not. One
+    // instruction's k, so that the sum is rounded once, as the CPU's is.
+    let k = 8;
+    let mut a = vec![0f32; 16 * k];
+    let mut b = vec![0f32; k * 16];
+    for i in 0..16 {
+        for kk in 0..k {
+            a[i * k + kk] = if (i + kk) % 2 == 0 {
+                1.0 + 2f32.powi(-10)
+            } else {
+                1.0 + 2f32.powi(-12)
+            };
+            b[kk * 16 + i] = rng.f32(-2.0, 2.0);
+        }
+    }
+    let bytes = |v: &[f32]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+    let got = to_f32(&run(
+        "mfma_f32_16x16x8_xf32",
+        16,
+        &bytes(&a),
+        None,
+        &bytes(&b),
+        k,
+    ));
+    let tf32 = |x: f32| -> f64 {
+        // To nearest with ties to even at 10 mantissa bits (no input here is near a tie).
+        let bits = x.to_bits();
+        f64::from(f32::from_bits((bits + 0x1000) & !0x1FFF))
+    };
+    let a64: Vec<f64> = a.iter().map(|&x| tf32(x)).collect();
+    let b64: Vec<f64> = b.iter().map(|&x| tf32(x)).collect();
+    for (e, (&g, w)) in got.iter().zip(cpu_gemm(&a64, &b64, 16, k)).enumerate() {
+        assert_eq!(g, w as f32, "xf32 C[{}][{}]", e / 16, e % 16);
+    }
+}

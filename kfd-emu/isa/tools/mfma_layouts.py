@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
-"""Writes the register layouts of every dense MFMA instruction of CDNA2 (gfx90a) and CDNA3
-(gfx940..gfx942), as AMD's matrix instruction calculator gives them, for tests/mfma.rs:
+"""Writes the register layouts of every MFMA and SMFMAC instruction of CDNA2 (gfx90a) and CDNA3
+(gfx940..gfx942), as AMD's matrix instruction calculator gives them, for kfd-emu-isa's
+exec/mfma.rs tests:
 
     ARCH INSTRUCTION MATRIX BLOCK : REG.LANE.BIT ...
 
 one entry per matrix element in row-major order ([M][K] for A, [K][N] for B, [M][N] for D;
 C is laid out as D), REG the register (of a pair, the low one) within the operand, LANE the
-lane, BIT the element's lowest bit in the register.
+lane, BIT the element's lowest bit in the register. The sparse (SMFMAC) instructions' A holds
+two of every four k values, so the cells of one group of four name the register and lowest bit
+of the group's pair; their K matrix is the compression index (the group's four bits).
 
 Usage: mfma_layouts.py PATH/TO/matrix_calculator.py > mfma-layouts.txt
 (the calculator: github.com/ROCm/amd_matrix_instruction_calculator; needs `tabulate`.)
-The sparse (SMFMAC) and xf32 instructions are left out: kfd-emu does not run them.
 """
 import csv
 import io
@@ -30,14 +32,14 @@ def run(*args):
 
 def instructions(arch):
     out = run("--architecture", arch, "--list-instructions")
-    names = [l.strip() for l in out.splitlines() if l.startswith("    v_mfma")]
-    return [n for n in names if "xf32" not in n]
+    return [l.strip() for l in out.splitlines() if l.startswith(("    v_mfma", "    v_smfmac"))]
 
 
 def layout(arch, inst, matrix, controls=()):
     """{block: [cell, ...]} in row-major order."""
-    out = run("--architecture", arch, "--instruction", inst, "--register-layout",
-              f"--{matrix}-matrix", "--csv", *controls)
+    which = "--compression" if matrix == "K" else f"--{matrix}-matrix"
+    out = run("--architecture", arch, "--instruction", inst, "--register-layout", which,
+              "--csv", *controls)
     blocks, group, rows = {}, None, []
 
     def close():
@@ -67,6 +69,9 @@ CONTROLS = [("A", "cbsz=1,abid=1", ("--cbsz", "1", "--abid", "1")),
             ("A", "cbsz=2,abid=3", ("--cbsz", "2", "--abid", "3")),
             ("A", "cbsz=4,abid=9", ("--cbsz", "4", "--abid", "9"))] + [
     ("B", f"blgp={g}", ("--blgp", str(g))) for g in range(1, 8)]
+# The compression index sets ABID chooses (when CBSZ is 0) on the sparse instructions.
+SPARSE_CONTROLS = [("K", f"abid={a}", ("--abid", str(a))) for a in (1, 2, 3)] + [
+    ("K", "cbsz=1,abid=1", ("--cbsz", "1", "--abid", "1"))]
 WITH_CONTROLS = ("v_mfma_f32_32x32x1f32", "v_mfma_f32_4x4x4f16", "v_mfma_f32_16x16x1f32",
                  "v_mfma_f32_32x32x8f16", "v_mfma_f32_4x4x1_16b_f32", "v_mfma_i32_4x4x4_16b_i8")
 
@@ -74,12 +79,17 @@ WITH_CONTROLS = ("v_mfma_f32_32x32x1f32", "v_mfma_f32_4x4x4f16", "v_mfma_f32_16x
 def main():
     for arch, label in (("cdna2", "gfx90a"), ("cdna3", "gfx940")):
         for inst in instructions(arch):
-            for matrix in ("A", "B", "D"):
+            sparse = inst.startswith("v_smfmac")
+            for matrix in ("A", "B", "K", "D") if sparse else ("A", "B", "D"):
                 for b, cells in sorted(layout(arch, inst, matrix).items()):
                     print(f"{label} {inst} {matrix} {b} : {' '.join(cells)}", flush=True)
-            if inst not in WITH_CONTROLS:
+            if sparse:
+                controls = SPARSE_CONTROLS
+            elif inst in WITH_CONTROLS:
+                controls = CONTROLS
+            else:
                 continue
-            for matrix, name, args in CONTROLS:
+            for matrix, name, args in controls:
                 try:
                     blocks = layout(arch, inst, matrix, args)
                 except subprocess.CalledProcessError:

@@ -223,8 +223,14 @@ pub(super) fn vop3p(t: Target, w0: u32, w1: u32) -> Option<Inst> {
             Operand::Vgpr(vdst, w[0].max(1))
         };
         let acc = bits(w1, 27, 2);
+        // An SMFMAC's src2 is its compression index, a VGPR whatever acc_cd says.
+        let sparse = e.name.starts_with("v_smfmac");
         for (k, s) in i.src.iter_mut().enumerate() {
-            let to_acc = if k == 2 { acc_cd } else { acc >> k & 1 != 0 };
+            let to_acc = if k == 2 {
+                acc_cd && !sparse
+            } else {
+                acc >> k & 1 != 0
+            };
             if let (true, Operand::Vgpr(r, n)) = (to_acc, *s) {
                 *s = Operand::Agpr(r, n);
             }

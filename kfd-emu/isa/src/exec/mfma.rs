@@ -1,4 +1,5 @@
-//! Matrix cores: the dense MFMA instructions of gfx90a and gfx94x (`v_mfma_*`).
+//! Matrix cores: the MFMA instructions of gfx90a and gfx94x (`v_mfma_*`) and gfx94x's sparse
+//! SMFMAC instructions (`v_smfmac_*`).
 //!
 //! `D = A × B + C` for each of B independent blocks, A being M×K, B K×N and C, D M×N, with the
 //! operands spread over the wave's lanes and registers as AMD's matrix instruction calculator
@@ -10,8 +11,19 @@
 //! fused multiply-adds in k order. The broadcast controls are run: `cbsz`/`abid` give groups of
 //! 2^cbsz blocks the A of their block `abid`, `blgp` reads B from other lanes (on gfx94x's f64
 //! MFMAs the same bits negate A, B and C). gfx94x's FP8 and BF8 inputs are its "FNUZ" formats
-//! (E4M3 and E5M2, biases 8 and 16, NaN at 0x80, no infinities). The sparse (SMFMAC) and xf32
-//! forms are not run: they stop the wave as unimplemented.
+//! (E4M3 and E5M2, biases 8 and 16, NaN at 0x80, no infinities).
+//!
+//! gfx94x's xf32 MFMAs take f32 registers and multiply at reduced precision; AMD does not
+//! publish the exact format, and kfd-emu rounds each input to TF32's 10 mantissa bits (to
+//! nearest, ties to even) before the exact products, which may differ from the hardware in the
+//! last bits of the inputs it keeps.
+//!
+//! SMFMAC multiplies a 4:2 structured-sparse A: of every group of four consecutive k values of
+//! a row, A's registers hold two, and the compression index (src2, one VGPR) says where each
+//! sits in its group (two bits per value, four per group). C is the destination itself
+//! (D = A × B + D). With `cbsz` 0, `abid` chooses which set of index bits the instruction reads
+//! (four sets of eight bits for 16-bit inputs, two of sixteen for 8-bit ones; higher `abid`
+//! bits are ignored); with `cbsz` set, the first set is read. `blgp` has no effect.
 
 use super::wave::Wave;
 use crate::decode::{Inst, Operand};
@@ -30,12 +42,14 @@ pub(crate) enum Input {
     Fp8,
     /// gfx94x's BF8: E5M2 with exponent bias 16, no infinities, NaN at 0x80.
     Bf8,
+    /// f32 registers multiplied at reduced precision (gfx94x's xf32 MFMAs).
+    Xf32,
 }
 
 impl Input {
     fn bits(self) -> u32 {
         match self {
-            Input::F32 => 32,
+            Input::F32 | Input::Xf32 => 32,
             Input::F16 | Input::Bf16 => 16,
             Input::I8 | Input::Fp8 | Input::Bf8 => 8,
             Input::F64 => 64,
@@ -52,8 +66,22 @@ impl Input {
             Input::F64 => f64::from_bits(raw),
             Input::Fp8 => fnuz8(raw as u8, 3, 8),
             Input::Bf8 => fnuz8(raw as u8, 2, 16),
+            Input::Xf32 => f64::from(tf32(raw as u32)),
         }
     }
+}
+
+/// `bits` as an f32 rounded to TF32's 10 mantissa bits, to nearest with ties to even (NaN and
+/// infinity kept).
+fn tf32(bits: u32) -> f32 {
+    if bits & 0x7F80_0000 == 0x7F80_0000 {
+        return f32::from_bits(bits);
+    }
+    const DROP: u32 = 13;
+    let half = 1 << (DROP - 1);
+    let odd = bits >> DROP & 1;
+    // Rounding may carry into the exponent, up to infinity, as a wider rounding would.
+    f32::from_bits(bits.wrapping_add(half - 1 + odd) & !((1 << DROP) - 1))
 }
 
 /// An 8-bit "FNUZ" float: sign, exponent, `mantissa` bits, exponent `bias`; 0x80 is NaN, there
@@ -116,13 +144,21 @@ pub(crate) struct Shape {
     /// A's element type (and B's, but for the mixed FP8/BF8 forms).
     pub input: Input,
     pub input_b: Input,
+    /// An SMFMAC: A holds two of every four k values (`per_lane` counts the dense k).
+    pub sparse: bool,
+    /// Consecutive k values of B in each lane (`per_lane` but for the sparse forms).
+    pub b_per_lane: u32,
 }
 
 impl Shape {
-    /// The shape of `name` (`v_mfma_f32_32x32x8f16`, `v_mfma_f32_32x32x1_2b_f32`, ...) whose A
-    /// operand is `a_regs` registers wide; `None` for a form kfd-emu does not run.
-    pub(crate) fn of(name: &str, a_regs: u32) -> Option<Shape> {
-        let rest = name.strip_prefix("v_mfma_")?;
+    /// The shape of `name` (`v_mfma_f32_32x32x8f16`, `v_mfma_f32_32x32x1_2b_f32`,
+    /// `v_smfmac_f32_16x16x32_f16`, ...) whose A and B operands are `a_regs` and `b_regs`
+    /// registers wide; `None` for a form kfd-emu does not run.
+    pub(crate) fn of(name: &str, a_regs: u32, b_regs: u32) -> Option<Shape> {
+        let (sparse, rest) = match name.strip_prefix("v_smfmac_") {
+            Some(rest) => (true, rest),
+            None => (false, name.strip_prefix("v_mfma_")?),
+        };
         let (_, rest) = rest.split_once('_')?;
         let eight = |t: &str| match t {
             "fp8" => Some(Input::Fp8),
@@ -142,7 +178,9 @@ impl Shape {
             Input::F16
         } else if rest.ends_with("i8") {
             Input::I8
-        } else if rest.ends_with("f32") && !rest.contains("xf32") {
+        } else if rest.ends_with("xf32") {
+            Input::Xf32
+        } else if rest.ends_with("f32") {
             Input::F32
         } else {
             return None;
@@ -154,9 +192,17 @@ impl Shape {
         let k: u32 = k_text[..k_text.find(|c: char| !c.is_ascii_digit())?]
             .parse()
             .ok()?;
-        let per_lane = (a_regs * 32 / input.bits()).max(1);
+        let stored = (a_regs * 32 / input.bits()).max(1);
+        // A sparse A keeps two values of each group of four k.
+        let per_lane = if sparse { 2 * stored } else { stored };
+        let b_per_lane = if sparse {
+            (b_regs * 32 / input.bits()).max(1)
+        } else {
+            per_lane
+        };
         let blocks = 64 * per_lane / (k * m);
-        (m * k * blocks == 64 * per_lane && m == n).then_some(Shape {
+        let fits = m * k * blocks == 64 * per_lane && m == n && n * k * blocks == 64 * b_per_lane;
+        (fits && (!sparse || blocks == 1)).then_some(Shape {
             m,
             n,
             k,
@@ -164,27 +210,51 @@ impl Shape {
             per_lane,
             input,
             input_b: mixed.map_or(input, |(_, b)| b),
+            sparse,
+            b_per_lane,
         })
+    }
+
+    /// Where the pair of stored values of A's group holding `k` (of row `i`) is, for a sparse
+    /// shape: (register, lane, lowest bit of the first value; the second follows it).
+    pub(crate) fn a_pair(&self, i: u32, k: u32) -> (u32, u32, u32) {
+        let groups = self.per_lane / 4;
+        let lane = i + self.m * (k / self.per_lane);
+        let bit = (k / 4 % groups) * 2 * self.input.bits();
+        (bit / 32, lane, bit % 32)
+    }
+
+    /// Where the compression index of A's group holding `k` (of row `i`) is, in index set
+    /// `set`: (lane, lowest of its four bits).
+    pub(crate) fn index(&self, i: u32, k: u32, set: u32) -> (u32, u32) {
+        let groups = self.per_lane / 4;
+        let lane = i + self.m * (k / self.per_lane);
+        (lane, 4 * (k / 4 % groups) + 4 * groups * set)
+    }
+
+    /// How many index sets one index register holds.
+    pub(crate) fn index_sets(&self) -> u32 {
+        32 / self.per_lane
     }
 
     /// Where A[i][k] of block `b` is: (register, lane, lowest bit).
     pub(crate) fn a(&self, b: u32, i: u32, k: u32) -> (u32, u32, u32) {
-        self.ab(b, i, k, self.m)
+        self.ab(b, i, k, self.m, self.per_lane)
     }
 
     /// Where B[k][j] of block `b` is.
     pub(crate) fn b(&self, b: u32, k: u32, j: u32) -> (u32, u32, u32) {
-        self.ab(b, j, k, self.n)
+        self.ab(b, j, k, self.n, self.b_per_lane)
     }
 
-    fn ab(&self, b: u32, row: u32, k: u32, rows: u32) -> (u32, u32, u32) {
+    fn ab(&self, b: u32, row: u32, k: u32, rows: u32, per_lane: u32) -> (u32, u32, u32) {
         if self.input == Input::F64 {
             // Blocks side by side in each 16-lane group, k across the groups.
             return (0, row + rows * b + 16 * k, 0);
         }
-        let groups = self.k / self.per_lane;
-        let lane = row + rows * (k / self.per_lane + groups * b);
-        let bit = (k % self.per_lane) * self.input.bits();
+        let groups = self.k / per_lane;
+        let lane = row + rows * (k / per_lane + groups * b);
+        let bit = (k % per_lane) * self.input.bits();
         (bit / 32, lane, bit % 32)
     }
 
@@ -209,14 +279,20 @@ fn bf16_to_f32(h: u32) -> f32 {
 
 /// Runs `inst`, an MFMA of `target`.
 pub(super) fn exec(w: &mut Wave, inst: &Inst, target: Target) -> Result<(), WaveError> {
-    let a_regs = match inst.src[0] {
-        Operand::Vgpr(_, n) | Operand::Agpr(_, n) => u32::from(n),
-        _ => return Err(w.unimplemented(inst)),
+    let regs = |op: Operand| match op {
+        Operand::Vgpr(_, n) | Operand::Agpr(_, n) => Some(u32::from(n)),
+        _ => None,
     };
-    let m = inst.vop3;
-    let Some(s) = Shape::of(inst.name, a_regs) else {
+    let (Some(a_regs), Some(b_regs)) = (regs(inst.src[0]), regs(inst.src[1])) else {
         return Err(w.unimplemented(inst));
     };
+    let m = inst.vop3;
+    let Some(s) = Shape::of(inst.name, a_regs, b_regs) else {
+        return Err(w.unimplemented(inst));
+    };
+    if s.sparse {
+        return exec_sparse(w, inst, &s);
+    }
     // The encoding's cbsz (the abs field), abid (op_sel and bit 14) and blgp (the neg field);
     // gfx940's f64 MFMAs negate A, B and C with the blgp bits instead.
     let f64_neg = s.input == Input::F64 && target.gfx940_cache_bits();
@@ -226,14 +302,8 @@ pub(super) fn exec(w: &mut Wave, inst: &Inst, target: Target) -> Result<(), Wave
         abid: u32::from(m.opsel) | (inst.words[0] >> 14 & 1) << 3,
         blgp: if f64_neg { 0 } else { u32::from(m.neg) },
     };
-    let read = |w: &Wave, op: Operand, (reg, lane, bit): (u32, u32, u32), bits: u32| {
-        let lo = w.vreg(inst, op, reg as usize)?[lane as usize];
-        Ok::<u64, WaveError>(if bits == 64 {
-            u64::from(lo) | u64::from(w.vreg(inst, op, reg as usize + 1)?[lane as usize]) << 32
-        } else {
-            u64::from((lo >> bit) & (((1u64 << bits) - 1) as u32))
-        })
-    };
+    let read =
+        |w: &Wave, op: Operand, at: (u32, u32, u32), bits: u32| read_element(w, inst, op, at, bits);
     let (a_op, b_op, c_op) = (inst.src[0], inst.src[1], inst.src[2]);
     let c_const = match c_op {
         Operand::Vgpr(..) | Operand::Agpr(..) => None,
@@ -304,6 +374,79 @@ pub(super) fn exec(w: &mut Wave, inst: &Inst, target: Target) -> Result<(), Wave
     Ok(())
 }
 
+/// Reads `bits` bits at (register, lane, bit) of operand `op` (a pair of registers for 64).
+fn read_element(
+    w: &Wave,
+    inst: &Inst,
+    op: Operand,
+    (reg, lane, bit): (u32, u32, u32),
+    bits: u32,
+) -> Result<u64, WaveError> {
+    let lo = w.vreg(inst, op, reg as usize)?[lane as usize];
+    Ok(if bits == 64 {
+        u64::from(lo) | u64::from(w.vreg(inst, op, reg as usize + 1)?[lane as usize]) << 32
+    } else {
+        u64::from((lo >> bit) & (((1u64 << bits) - 1) as u32))
+    })
+}
+
+/// Runs an SMFMAC: `D = A × B + D` with A 4:2 sparse (see the module's docs).
+fn exec_sparse(w: &mut Wave, inst: &Inst, s: &Shape) -> Result<(), WaveError> {
+    let m = inst.vop3;
+    let abid = u32::from(m.opsel) | (inst.words[0] >> 14 & 1) << 3;
+    let set = if m.abs == 0 { abid % s.index_sets() } else { 0 };
+    let (a_op, b_op, index_op, dst) = (inst.src[0], inst.src[1], inst.src[2], inst.dst);
+    let bits = s.input.bits();
+    // Every A value with the dense k it multiplies, per row.
+    let mut rows: Vec<Vec<(u32, u64)>> = Vec::with_capacity(s.m as usize);
+    for i in 0..s.m {
+        let mut row = Vec::with_capacity((s.k / 2) as usize);
+        for group in (0..s.k).step_by(4) {
+            let (reg, lane, bit) = s.a_pair(i, group);
+            let (ilane, ibit) = s.index(i, group, set);
+            let index = w.vreg(inst, index_op, 0)?[ilane as usize] >> ibit & 0xF;
+            for v in 0..2 {
+                let at = bit + v * bits;
+                let value = read_element(w, inst, a_op, (reg + at / 32, lane, at % 32), bits)?;
+                row.push((group + (index >> (2 * v) & 3), value));
+            }
+        }
+        rows.push(row);
+    }
+    let mut bm = vec![0u64; (s.k * s.n) as usize];
+    for k in 0..s.k {
+        for j in 0..s.n {
+            bm[(k * s.n + j) as usize] = read_element(w, inst, b_op, s.b(0, k, j), bits)?;
+        }
+    }
+    let mut out = Vec::with_capacity((s.m * s.n) as usize);
+    for (i, row) in (0..s.m).zip(&rows) {
+        for j in 0..s.n {
+            let at = s.d(0, i, j);
+            let c = read_element(w, inst, dst, at, 32)? as u32;
+            let r = if s.input == Input::I8 {
+                let mut acc = c as i32;
+                for &(k, a) in row {
+                    let y = bm[(k * s.n + j) as usize] as u8 as i8 as i32;
+                    acc = acc.wrapping_add(a as u8 as i8 as i32 * y);
+                }
+                acc as u32
+            } else {
+                let mut acc = f64::from(f32::from_bits(c));
+                for &(k, a) in row {
+                    acc += s.input.value(a) * s.input_b.value(bm[(k * s.n + j) as usize]);
+                }
+                (acc as f32).to_bits()
+            };
+            out.push((at, r));
+        }
+    }
+    for ((reg, lane, _), v) in out {
+        w.vreg_mut(inst, dst, reg as usize)?[lane as usize] = v;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -353,12 +496,25 @@ mod tests {
                 .or_default()
                 .insert(f[3], cells);
         }
-        assert!(all.len() >= 45, "{} instructions", all.len());
+        // 27 gfx90a and 46 gfx940 instructions, the 14 SMFMACs among them.
+        assert_eq!(all.len(), 27 + 46, "{} instructions", all.len());
+        assert_eq!(
+            all.keys().filter(|k| k.1.starts_with("v_smfmac")).count(),
+            14
+        );
         for ((arch, name), matrices) in &all {
-            let a = &matrices["A"];
-            let top = a.values().flatten().map(|c| c.0).max().unwrap_or(0);
-            let a_regs = top + if name.ends_with("f64") { 2 } else { 1 };
-            let s = Shape::of(name, a_regs).unwrap_or_else(|| panic!("{arch} {name}"));
+            let regs = |m: &str| {
+                let top = matrices[m]
+                    .values()
+                    .flatten()
+                    .map(|c| c.0)
+                    .max()
+                    .unwrap_or(0);
+                top + if name.ends_with("f64") { 2 } else { 1 }
+            };
+            let s =
+                Shape::of(name, regs("A"), regs("B")).unwrap_or_else(|| panic!("{arch} {name}"));
+            assert_eq!(s.sparse, matrices.contains_key("K"), "{arch} {name}");
             for (matrix, blocks) in matrices {
                 let plain = blocks.keys().filter(|k| !k.contains(',')).count();
                 assert_eq!(plain as u32, s.blocks, "{arch} {name} {matrix} blocks");
@@ -367,6 +523,16 @@ mod tests {
                     for (e, &want) in cells.iter().enumerate() {
                         let e = e as u32;
                         let got = match *matrix {
+                            "A" if s.sparse => s.a_pair(e / s.k, e % s.k),
+                            "K" => {
+                                let set = if c.cbsz == 0 {
+                                    c.abid % s.index_sets()
+                                } else {
+                                    0
+                                };
+                                let (lane, bit) = s.index(e / s.k, e % s.k, set);
+                                (0, lane, bit)
+                            }
                             "A" => s.a(c.a_block(b), e / s.k, e % s.k),
                             "B" => {
                                 let (reg, lane, bit) = s.b(b, e / s.n, e % s.n);

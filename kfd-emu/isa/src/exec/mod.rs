@@ -452,7 +452,10 @@ fn step<M: Memory + ?Sized>(
             salu::exec(w, inst, ctx)
         }
         Format::Smem => smem::exec(w, inst, ctx),
-        Format::Vop3p if inst.name.as_bytes().get(2..6) == Some(b"mfma") => {
+        Format::Vop3p
+            if inst.name.as_bytes().get(2..6) == Some(b"mfma")
+                || inst.name.starts_with("v_smfmac") =>
+        {
             mfma::exec(w, inst, w.target).map(|()| Flow::Next)
         }
         Format::Vop1 | Format::Vop2 | Format::Vopc | Format::Vop3 | Format::Vop3p => {

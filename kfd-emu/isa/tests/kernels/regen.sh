@@ -59,6 +59,11 @@ clang-16 -x hip --offload-arch=gfx940 --cuda-device-only --no-gpu-bundle-output 
   -nogpuinc -O2 mfma_fp8.hip -o "$tmp/mfma_fp8-gfx940.co"
 relabel_gfx942 "$tmp/mfma_fp8-gfx940.co" mfma_fp8-gfx942.co
 golden mfma_fp8-gfx942.co gfx940 mfma_fp8-gfx942.dis
+# gfx94x sparse (SMFMAC) and xf32 GEMMs, clang-16 likewise.
+clang-16 -x hip --offload-arch=gfx940 --cuda-device-only --no-gpu-bundle-output -nogpulib \
+  -nogpuinc -O2 mfma_sparse.hip -o "$tmp/mfma_sparse-gfx940.co"
+relabel_gfx942 "$tmp/mfma_sparse-gfx940.co" mfma_sparse-gfx942.co
+golden mfma_sparse-gfx942.co gfx940 mfma_sparse-gfx942.dis
 # Kernel-argument layout from the metadata note: "kernel offset size value_kind" per argument.
 kernarg_layout() { # object output
   llvm-readelf-16 --notes "$1" | python3 -c '
