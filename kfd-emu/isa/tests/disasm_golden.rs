@@ -61,7 +61,7 @@ fn report(what: &str, count: usize, bad: &[String]) {
 fn compiled_kernels_match_llvm_objdump() {
     for (t, name) in [(Target::Gfx90a, "gfx90a"), (Target::Gfx942, "gfx942")] {
         let dir = kernels_dir();
-        for obj in ["kernels", "kernels_v5", "abi", "ops", "mfma"] {
+        for obj in ["kernels", "kernels_v5", "abi", "ops", "mfma", "formats"] {
             let (n, bad) = check_object(
                 &dir.join(format!("{obj}-{name}.co")),
                 &dir.join(format!("{obj}-{name}.dis")),

@@ -10,6 +10,7 @@
 #![allow(clippy::needless_range_loop)]
 
 mod access;
+mod buffer_format;
 mod fpmath;
 mod hwreg;
 mod init;
@@ -465,9 +466,12 @@ fn step<M: Memory + ?Sized>(
             Some(crate::decode::memop::DsClass::Gws(op)) => lds::gws(w, inst, ctx, op),
             _ => lds::exec(w, inst, ctx).map(|()| Flow::Next),
         },
+        Format::Mubuf if inst.name.contains("_format_") => {
+            buffer_format::exec(w, inst, ctx).map(|()| Flow::Next)
+        }
         Format::Flat | Format::Global | Format::Scratch | Format::Mubuf => {
             vmem::exec(w, inst, ctx).map(|()| Flow::Next)
         }
-        Format::Mtbuf => Err(w.unimplemented(inst)),
+        Format::Mtbuf => buffer_format::exec(w, inst, ctx).map(|()| Flow::Next),
     }
 }

@@ -158,8 +158,8 @@ fn flat_addrs<M: Memory + ?Sized>(
     Ok(())
 }
 
-/// Per-lane addresses of a MUBUF instruction (GFX9 buffer addressing).
-fn buffer_addrs(
+/// Per-lane addresses of a MUBUF or MTBUF instruction (GFX9 buffer addressing).
+pub(super) fn buffer_addrs(
     w: &Wave,
     inst: &Inst,
     ap: (u64, u64),

@@ -123,6 +123,18 @@ relabel_gfx942 "$tmp/ops-gfx940.co" ops-gfx942.co
 golden ops-gfx90a.co gfx90a ops-gfx90a.dis
 golden ops-gfx942.co gfx940 ops-gfx942.dis
 
+# Formatted buffer access cases (tests/buffer_formats.rs).
+formats() { # mcpu out
+  { echo ".amdgcn_target \"amdgcn-amd-amdhsa--$1\""; cat formats.s; } > "$tmp/formats-$1.s"
+  llvm-mc-16 -triple amdgcn-amd-amdhsa -mcpu="$1" -filetype=obj -o "$tmp/formats-$1.o" "$tmp/formats-$1.s"
+  ld.lld-16 -shared --no-undefined -o "$2" "$tmp/formats-$1.o"
+}
+formats gfx90a formats-gfx90a.co
+formats gfx940 "$tmp/formats-gfx940.co"
+relabel_gfx942 "$tmp/formats-gfx940.co" formats-gfx942.co
+golden formats-gfx90a.co gfx90a formats-gfx90a.dis
+golden formats-gfx942.co gfx940 formats-gfx942.dis
+
 # kfdrt's own blit kernels (read only; built by blit/build.sh).
 golden ../../../../blit/gfx90a.co gfx90a blit-gfx90a.dis
 golden ../../../../blit/gfx942.co gfx940 blit-gfx942.dis
