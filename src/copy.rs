@@ -27,6 +27,10 @@ pub const DISABLE_SDMA_ENV: &str = "KFDRT_DISABLE_SDMA";
 const BLIT_GROUP: u64 = 64;
 /// Most work-groups a blit launches; work-items stride through larger copies.
 const MAX_BLIT_GROUPS: u64 = 1024;
+/// Elements each work-item takes at least, before a launch uses more work-groups: 128 groups
+/// for 1 MiB (more than an MI210 has compute units), and far fewer work-group starts, which
+/// cost more than a loop iteration everywhere (on kfd-emu most of a small copy's time).
+const MIN_BLIT_ELEMENTS_PER_ITEM: u64 = 8;
 /// Bytes one blit launch covers at most: the kernels' element indices and byte offsets are
 /// 32-bit registers.
 const MAX_BLIT_BYTES: u64 = 1 << 31;
@@ -180,13 +184,16 @@ impl ShaderPath {
             } else {
                 src_or_pattern + done
             };
+            // Bytes for the unaligned copy; 16-byte quads for the others (see `blit/gfx9.s`).
             let items = if kind == Blit::CopyUnaligned {
                 piece
             } else {
-                piece / 4
+                piece.div_ceil(16)
             };
             // Enough groups to fill the GPU, then each work-item strides through the rest.
-            let groups = items.div_ceil(BLIT_GROUP).clamp(1, MAX_BLIT_GROUPS);
+            let groups = items
+                .div_ceil(BLIT_GROUP * MIN_BLIT_ELEMENTS_PER_ITEM)
+                .clamp(1, MAX_BLIT_GROUPS);
             let stride = groups * BLIT_GROUP;
             let mut args = [0u8; 32];
             for (i, v) in [dst + done, src, piece].into_iter().enumerate() {

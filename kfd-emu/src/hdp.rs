@@ -244,16 +244,36 @@ pub(crate) fn flush(owner: u64) {
     }
     let mut d = lock();
     drain(&mut d);
-    let mine: Vec<u64> = d
+    let mut mine: Vec<u64> = d
         .pages
         .iter()
         .filter(|(_, &o)| o == owner)
         .map(|(&p, _)| p)
         .collect();
+    mine.sort_unstable();
     for p in &mine {
         d.pages.remove(p);
-        // SAFETY: the page is in a tracked mapping (untracking drops its pages under this lock).
-        unsafe { libc::mprotect(*p as *mut libc::c_void, PAGE, libc::PROT_READ) };
+    }
+    // Runs of neighbouring pages are protected with one call each: a large buffer written by
+    // the CPU is one system call, not one per page (and one mapping, not one per page).
+    let mut i = 0;
+    while i < mine.len() {
+        let start = mine[i];
+        let mut end = start + PAGE as u64;
+        i += 1;
+        while i < mine.len() && mine[i] == end {
+            end += PAGE as u64;
+            i += 1;
+        }
+        // SAFETY: every page of the run is in a tracked mapping (untracking drops its pages
+        // under this lock), and contiguous pages of tracked mappings are mapped.
+        unsafe {
+            libc::mprotect(
+                start as *mut libc::c_void,
+                (end - start) as usize,
+                libc::PROT_READ,
+            )
+        };
     }
     if OVERFLOW.swap(false, Ordering::AcqRel) {
         log::warn!("kfd-emu: more VRAM pages written between flushes than the HDP model tracks");

@@ -89,6 +89,10 @@ fn aligned_copies_crossing_pages() {
             (4092, 8, 4100),
             (4000, 4088, 12 * 1024 + 4),
             (0, 4, 300_004),
+            // Whole quads, and tails of two and three dwords after them.
+            (16, 32, 4096),
+            (0, 8, 24),
+            (4, 0, 65_548),
         ] {
             check_copy(t, k, &mut gpu, so, d_o, bytes, 4);
         }
@@ -113,7 +117,7 @@ fn fills() {
         let (mut gpu, base) = setup(t);
         let co = CodeObject::load(&blit_dir().join(format!("{}.co", t.name())));
         let k = base + co.symbol("kfdrt_blit_fill.kd");
-        for (off, bytes) in [(0u64, 4u64), (4092, 4104), (8, 65_540)] {
+        for (off, bytes) in [(0u64, 4u64), (4092, 4104), (8, 65_540), (0, 4096), (4, 44)] {
             let (dst, dbase, dlen) = buffer(&mut gpu, off, bytes, 0x11);
             let pattern = 0xA1B2_C3D4u64;
             blit(&mut gpu, k, dst, pattern, bytes, 4);
