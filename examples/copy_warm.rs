@@ -18,7 +18,28 @@ fn best(runs: usize, mut f: impl FnMut() -> kfdrt::Result<()>) -> kfdrt::Result<
     Ok(best)
 }
 
+/// A host `memcpy` of `size` bytes, warm; small sizes repeat so that the timer's cost does not
+/// count.
+fn memcpy(size: u64) -> kfdrt::Result<Duration> {
+    let src = vec![1u8; size as usize];
+    let mut dst = vec![0u8; size as usize];
+    let reps = ((64u64 << 20) / size).max(1) as u32;
+    Ok(best(5, || {
+        for _ in 0..reps {
+            dst.copy_from_slice(std::hint::black_box(&src));
+            std::hint::black_box(&mut dst);
+        }
+        Ok(())
+    })? / reps)
+}
+
 fn main() -> kfdrt::Result<()> {
+    const SIZES: [u64; 3] = [4 << 10, 1 << 20, 64 << 20];
+    // Before the device opens: an emulator's threads would share the CPUs with it.
+    let host: Vec<Duration> = SIZES
+        .iter()
+        .map(|&s| memcpy(s))
+        .collect::<kfdrt::Result<_>>()?;
     let kfd = Kfd::from_env()?;
     println!("device: {}", kfd.describe());
     let gpu = kfd
@@ -26,18 +47,7 @@ fn main() -> kfdrt::Result<()> {
         .ok_or_else(|| kfdrt::Error::NoDevice("no GPU".into()))?;
     let engine = gpu.copy_engine()?;
     let wait = Some(Duration::from_secs(120));
-    for size in [4u64 << 10, 1 << 20, 64 << 20] {
-        let src_host = vec![1u8; size as usize];
-        let mut dst_host = vec![0u8; size as usize];
-        // Small copies repeat, so that the timer's cost does not count.
-        let reps = (64 << 20) / size as u32;
-        let memcpy = best(5, || {
-            for _ in 0..reps {
-                dst_host.copy_from_slice(std::hint::black_box(&src_host));
-                std::hint::black_box(&mut dst_host);
-            }
-            Ok(())
-        })? / reps;
+    for (size, memcpy) in SIZES.into_iter().zip(host) {
         println!(
             "{size:>9} bytes: memcpy {memcpy:>9.2?} ({:.2} GB/s)",
             size as f64 / memcpy.as_secs_f64() / 1e9
