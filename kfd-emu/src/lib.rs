@@ -406,7 +406,7 @@ impl Emulator {
             queues: queue::QueueTable::default(),
             debug: Default::default(),
             dmabufs: dmabuf::DmabufTable::default(),
-            svm: svm::SvmTable::default(),
+            svm: svm::SvmTable::new(config.platform.page_size),
             gem: drm_gem::GemTable::default(),
             cs: drm_cs::CsTable::default(),
             kernels: Arc::new(kernel::KernelRegistry::default()),

@@ -194,6 +194,65 @@ fn the_platform_shapes_what_the_driver_gives() {
             free(&emu, taken.unwrap()).unwrap();
         }
         free(&emu, h).unwrap();
+        // SVM requests come in the kernel's pages (kfd_ioctl_svm: "start_addr & ~PAGE_MASK ...
+        // -EINVAL"): a 4 KiB-aligned range is refused by a kernel of 64 KiB pages.
+        let host = HostRange::new(4 << 20);
+        let aligned = host.0.next_multiple_of(64 << 10);
+        assert_eq!(svm_get_attr(&emu, aligned, 64 << 10), Ok(0));
+        let small = svm_get_attr(&emu, aligned + 4096, 4096);
+        if page > 4096 {
+            assert_eq!(small, Err(Errno::EINVAL), "page {page:#x}");
+        } else {
+            assert_eq!(small, Ok(0));
+        }
+    }
+}
+
+/// Anonymous host memory, unmapped on drop.
+struct HostRange(u64, usize);
+
+impl HostRange {
+    fn new(len: usize) -> HostRange {
+        // SAFETY: a fresh private mapping wherever the kernel chooses.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(p, libc::MAP_FAILED);
+        HostRange(p as u64, len)
+    }
+}
+
+impl Drop for HostRange {
+    fn drop(&mut self) {
+        // SAFETY: unmapping the mapping `new` made.
+        unsafe { libc::munmap(self.0 as *mut libc::c_void, self.1) };
+    }
+}
+
+/// `AMDKFD_IOC_SVM` GET_ATTR of `addr..addr + len` with no attributes.
+fn svm_get_attr(emu: &Emulator, addr: u64, len: u64) -> Result<i32, Errno> {
+    let mut a = kfd_ioctl_svm_args {
+        start_addr: addr,
+        size: len,
+        op: KFD_IOCTL_SVM_OP_GET_ATTR,
+        nattr: 0,
+        ..Default::default()
+    };
+    let request = kfd_sys::IoctlRequest::iowr(b'K', 0x20, std::mem::size_of_val(&a));
+    // SAFETY: the argument is the header alone, as the request's size says; no attributes.
+    unsafe {
+        emu.ioctl(
+            kfd_sys::Node::Kfd,
+            request,
+            (&mut a as *mut kfd_ioctl_svm_args).cast(),
+        )
     }
 }
 

@@ -121,15 +121,26 @@ impl State {
 }
 
 /// The process's SVM ranges.
-#[derive(Default)]
 pub(crate) struct SvmTable {
     state: Mutex<State>,
     migrated: AtomicU64,
     /// The process runs with XNACK on (`SET_XNACK_MODE`).
     xnack: std::sync::atomic::AtomicBool,
+    /// The kernel's page (`PAGE_SIZE`): the unit of every SVM request's address and size.
+    page: u64,
 }
 
 impl SvmTable {
+    /// The table of a kernel whose page is `page` bytes.
+    pub(crate) fn new(page: u64) -> SvmTable {
+        SvmTable {
+            state: Mutex::default(),
+            migrated: AtomicU64::new(0),
+            xnack: std::sync::atomic::AtomicBool::new(false),
+            page: page.max(PAGE),
+        }
+    }
+
     /// Whether the process runs with XNACK on.
     pub(crate) fn xnack(&self) -> bool {
         self.xnack.load(Ordering::Acquire)
@@ -160,10 +171,11 @@ impl SvmTable {
         let mut g = self.state.lock().unwrap_or_else(|p| p.into_inner());
         // In pages, as the driver walks it. Like the driver, each range found advances the walk
         // by its whole length, wherever in it the walk stood.
-        let (mut at, mut left) = (addr / PAGE, size / PAGE);
+        let page = self.page;
+        let (mut at, mut left) = (addr / page, size.div_ceil(page));
         let mut taken = Vec::new();
         while left > 0 {
-            let va = at * PAGE;
+            let va = at * page;
             let Some(i) = g.ranges.iter().position(|r| r.start <= va && va < r.end) else {
                 return Err(format!("{va:#x} is in no SVM range"));
             };
@@ -181,7 +193,7 @@ impl SvmTable {
                 ));
             }
             taken.push(i);
-            let pages = (r.end - r.start) / PAGE;
+            let pages = (r.end - r.start) / page;
             left = left.saturating_sub(pages);
             at += pages;
         }
@@ -216,7 +228,10 @@ impl SvmTable {
 /// # Safety
 /// `a` must be followed by `a.nattr` attributes (the request's size covers them).
 pub(crate) unsafe fn ioctl(emu: &Emulator, a: &mut kfd_ioctl_svm_args) -> Result<(), Errno> {
-    if a.start_addr % PAGE != 0 || a.size % PAGE != 0 || a.start_addr == 0 || a.size == 0 {
+    // kfd_ioctl_svm: "if ((args->start_addr & ~PAGE_MASK) || (args->size & ~PAGE_MASK))
+    // return -EINVAL", in the kernel's pages (64 KiB on some AArch64 hosts).
+    let page = emu.svm.page;
+    if a.start_addr % page != 0 || a.size % page != 0 || a.start_addr == 0 || a.size == 0 {
         return Err(Errno::EINVAL);
     }
     let start = a.start_addr;
