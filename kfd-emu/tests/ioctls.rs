@@ -437,3 +437,59 @@ fn cpu_mappings_of_neighbouring_buffers_stay_separate_mappings() {
         free(&emu, h).unwrap();
     }
 }
+
+#[test]
+fn buffers_work_in_an_address_space_too_small_for_a_memory_pool() {
+    // `ulimit -v` leaves no room for a pool's 16 GiB mapping: buffers get files of their own.
+    const CHILD: &str = "KFD_EMU_TEST_SMALL_ADDRESS_SPACE";
+    if std::env::var_os(CHILD).is_none() {
+        return in_child_process(
+            "buffers_work_in_an_address_space_too_small_for_a_memory_pool",
+            CHILD,
+        );
+    }
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmSize:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmSize");
+    let limit = libc::rlimit {
+        rlim_cur: (kib << 10) + (4 << 30),
+        rlim_max: libc::RLIM_INFINITY,
+    };
+    // SAFETY: lowers this (child) process's own limit; the struct is a local.
+    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &limit) }, 0);
+    let emu = emulator(EmuConfig::new(Preset::Gfx90a, 1));
+    let gpu = acquire(&emu, 0);
+    let mut a = kfd_ioctl_alloc_memory_of_gpu_args {
+        va_addr: VA,
+        size: 1 << 20,
+        gpu_id: gpu,
+        flags: VRAM | KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC,
+        ..Default::default()
+    };
+    // SAFETY: no user pointer is passed.
+    unsafe { emu.kfd_ioctl_unchecked(&mut a) }.expect("a buffer without a pool");
+    // SAFETY: a new shared mapping wherever the kernel chooses.
+    let p = unsafe {
+        emu.mmap(
+            kfd_sys::MapSource::File(kfd_sys::Node::Render(kfd_emu::FIRST_RENDER_MINOR)),
+            std::ptr::null_mut(),
+            1 << 20,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            a.mmap_offset,
+        )
+    }
+    .expect("a CPU mapping");
+    // SAFETY: 1 MiB is mapped read-write at `p`.
+    unsafe {
+        let p = p.cast::<u64>();
+        assert_eq!(p.read(), 0);
+        p.write(42);
+        assert_eq!(p.read(), 42);
+        emu.munmap(p.cast(), 1 << 20).unwrap();
+    }
+    free(&emu, a.handle).unwrap();
+}

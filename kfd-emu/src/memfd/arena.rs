@@ -97,6 +97,9 @@ struct ArenaState {
     quarantined_bytes: u64,
     /// Quarantined ranges that make the next look.
     next_look: usize,
+    /// Quarantined ranges the last look left waiting: an allocation that finds no room looks
+    /// again only when more have come since (the others' mappings were there a moment ago).
+    left_waiting: usize,
 }
 
 /// One pooled file and the emulator's mapping of all of it.
@@ -124,6 +127,7 @@ impl Arena {
                 quarantine: Vec::new(),
                 quarantined_bytes: 0,
                 next_look: QUARANTINE_BATCH,
+                left_waiting: 0,
             }),
         })
     }
@@ -157,7 +161,7 @@ impl Arena {
         if let Some(offset) = s.free.take(len) {
             return Some(offset);
         }
-        if s.quarantine.is_empty() {
+        if s.quarantine.len() <= s.left_waiting {
             return None;
         }
         self.release_unmapped(&mut s);
@@ -217,6 +221,7 @@ impl Arena {
             }
         }
         s.next_look = s.quarantine.len() + QUARANTINE_BATCH.max(looked_at);
+        s.left_waiting = s.quarantine.len();
     }
 
     /// Whether the range at `offset` waits in the quarantine (tests).

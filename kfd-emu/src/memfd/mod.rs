@@ -115,12 +115,21 @@ impl SharedMem {
     /// Creates `len` bytes, zeroed (sparse: pages cost memory only when touched).
     pub(crate) fn new(len: u64) -> Result<SharedMem, Errno> {
         let size = usize::try_from(len).map_err(|_| Errno::ENOMEM)?;
-        let (host, place) = if len <= arena::POOLED_MAX {
-            let (arena, offset) = arena::allocate(len)?;
-            (arena.host(offset), Place::Pooled { arena, offset })
+        let pooled = if len <= arena::POOLED_MAX {
+            // A process whose address space is capped (`ulimit -v`) may have no room for an
+            // arena's mapping: its buffers then get files of their own, as large ones do.
+            arena::allocate(len)
+                .inspect_err(|e| log::debug!("kfd-emu: no pooled memory ({e}); a file of its own"))
+                .ok()
         } else {
-            let fd = create_file(len, c"kfd-emu-bo")?;
-            (map_whole(&fd, size)?, Place::Own { fd, was: None })
+            None
+        };
+        let (host, place) = match pooled {
+            Some((arena, offset)) => (arena.host(offset), Place::Pooled { arena, offset }),
+            None => {
+                let fd = create_file(len, c"kfd-emu-bo")?;
+                (map_whole(&fd, size)?, Place::Own { fd, was: None })
+            }
         };
         Ok(SharedMem {
             host,
