@@ -208,6 +208,8 @@ fn operand_forms_match_llvm_mc() {
     for (t, file) in [
         (Target::Gfx90a, "corpus-gfx90a.txt"),
         (Target::Gfx942, "corpus-gfx940.txt"),
+        // Image instructions (gfx90a only: gfx94x has none), from tools/mimg_corpus.py.
+        (Target::Gfx90a, "corpus-mimg-gfx90a.txt"),
     ] {
         let corpus = std::fs::read_to_string(tools.join(file)).expect("corpus");
         let mut bad = Vec::new();

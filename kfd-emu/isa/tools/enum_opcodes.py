@@ -163,6 +163,16 @@ def mtbuf(op):
     return [[0xE8000000 | (op << 15) | (1 << 12) | (4 << 19) | 0x10, 0x80040402]]
 
 
+def mimg(op):
+    # dmask 0xf (or 0x1), unorm; vaddr v2, vdata v8, the resource at s[4:11], the sampler at s[8:11].
+    out = []
+    for ssamp in (0, 2 << 21):
+        for dmask in (0xF, 0x1):
+            for unorm in (1 << 12, 0):
+                out.append([0xF0000000 | (op << 18) | (dmask << 8) | unorm, 2 | (8 << 8) | (1 << 16) | ssamp])
+    return out
+
+
 run("SOP2", sop2, 0x60)
 run("SOPK", sopk, 0x20)
 run("SOP1", sop1, 0x100)
@@ -180,3 +190,4 @@ run("SCRATCH", flat_seg(1), 0x80)
 run("GLOBAL", flat_seg(2), 0x80)
 run("MUBUF", mubuf, 0x80)
 run("MTBUF", mtbuf, 0x10)
+run("MIMG", mimg, 0x80)

@@ -15,11 +15,12 @@ import re
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(HERE, "..", "src", "decode")
 FORMATS = ["SOP2", "SOPK", "SOP1", "SOPC", "SOPP", "SMEM", "VOP2", "VOP1", "VOPC", "VOP3",
-           "VOP3P", "DS", "FLAT", "SCRATCH", "GLOBAL", "MUBUF", "MTBUF"]
+           "VOP3P", "DS", "FLAT", "SCRATCH", "GLOBAL", "MUBUF", "MTBUF", "MIMG"]
 FMT_RUST = {"SOP2": "Sop2", "SOPK": "Sopk", "SOP1": "Sop1", "SOPC": "Sopc", "SOPP": "Sopp",
             "SMEM": "Smem", "VOP2": "Vop2", "VOP1": "Vop1", "VOPC": "Vopc", "VOP3": "Vop3",
             "VOP3P": "Vop3p", "DS": "Ds", "FLAT": "Flat", "SCRATCH": "Scratch",
-            "GLOBAL": "Global", "MUBUF": "Mubuf", "MTBUF": "Mtbuf"}
+            "GLOBAL": "Global", "MUBUF": "Mubuf", "MTBUF": "Mtbuf",
+            "MIMG": "Mimg"}
 REG = re.compile(r"^(?:\[?)(v|s|a|ttmp)(?:(\d+)|\[(\d+):(\d+)\])$")
 
 

@@ -275,3 +275,61 @@ pub(super) fn mtbuf(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     buffer_common(&mut i, t, w0, w1, e.widths[0]);
     Some(i)
 }
+
+/// MIMG (gfx90a): image loads, stores, atomics and samples. The address is one VGPR as LLVM
+/// prints it (the coordinates follow in the next ones, as many as the image's type needs); the
+/// data registers are as many as DMASK has bits (half that with D16), or the atomic's width.
+pub(super) fn mimg(t: Target, w0: u32, w1: u32) -> Option<Inst> {
+    let e = lookup(t, Format::Mimg, bits(w0, 18, 7) as u16)?;
+    let mut i = start(e, [w0, w1], 2);
+    let dmask = bits(w0, 8, 4) as u8;
+    let d16 = bits(w1, 31, 1) != 0;
+    let acc = bits(w0, 16, 1) != 0;
+    i.offset1 = dmask;
+    i.flags = flag(bits(w0, 12, 1) != 0, flags::UNORM)
+        | flag(bits(w0, 13, 1) != 0, flags::GLC)
+        | flag(bits(w0, 14, 1) != 0, flags::DA)
+        | flag(bits(w0, 15, 1) != 0, flags::A16)
+        | flag(acc, flags::ACC)
+        | flag(bits(w0, 17, 1) != 0, flags::NV)
+        | flag(bits(w0, 25, 1) != 0, flags::SLC)
+        | flag(d16, flags::D16);
+    let atomic = e.name.contains("_atomic_");
+    let width = if atomic {
+        // A 32-bit atomic's data (two for a compare-swap); DMASK with twice as many bits says
+        // 64-bit (LLVM decodes it so).
+        let base = if e.name.contains("cmpswap") { 2 } else { 1 };
+        if dmask.count_ones() == 2 * base {
+            2 * base as u8
+        } else {
+            base as u8
+        }
+    } else {
+        let n = (dmask.count_ones() as u8).max(1);
+        if d16 {
+            n.div_ceil(2)
+        } else {
+            n
+        }
+    };
+    let vdata = bits(w1, 8, 8) as u16;
+    let data = if acc {
+        Operand::Agpr(vdata, width)
+    } else {
+        Operand::Vgpr(vdata, width)
+    };
+    i.src[0] = Operand::Vgpr(bits(w1, 0, 8) as u16, 1);
+    i.saddr = Operand::Sgpr((bits(w1, 16, 5) * 4) as u8, 8);
+    if e.name.starts_with("image_sample") || e.name.starts_with("image_gather") {
+        i.soffset = Operand::Sgpr((bits(w1, 21, 5) * 4) as u8, 4);
+    }
+    if e.name.starts_with("image_store") || atomic {
+        i.src[1] = data;
+        if atomic {
+            i.dst = data;
+        }
+    } else {
+        i.dst = data;
+    }
+    Some(i)
+}

@@ -57,8 +57,16 @@ pub mod flags {
     pub const SOE: u16 = 1 << 9;
     /// Scratch (gfx940): the address VGPR is used (SVE).
     pub const SVE: u16 = 1 << 10;
-    /// SMEM NV / MUBUF TFE.
+    /// SMEM NV / MUBUF TFE / MIMG LWE.
     pub const NV: u16 = 1 << 11;
+    /// MIMG: coordinates are unnormalised (texels, not [0, 1)).
+    pub const UNORM: u16 = 1 << 12;
+    /// MIMG: the image is an array (the last coordinate is the slice).
+    pub const DA: u16 = 1 << 13;
+    /// MIMG: coordinates are 16-bit, two to a register.
+    pub const A16: u16 = 1 << 14;
+    /// MIMG: data is 16-bit, two to a register.
+    pub const D16: u16 = 1 << 15;
 }
 
 /// VOP3/VOP3P modifiers.

@@ -94,6 +94,7 @@ fn gfx9(target: Target, w0: u32, words: &[u32]) -> Option<Inst> {
         0x37 => gfx9_mem::flat(target, w0, w1),
         0x38 => gfx9_mem::mubuf(target, w0, w1),
         0x3A => gfx9_mem::mtbuf(target, w0, w1),
+        0x3C => gfx9_mem::mimg(target, w0, w1),
         _ => None,
     }
 }

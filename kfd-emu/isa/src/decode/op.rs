@@ -642,6 +642,56 @@ pub enum Op {
     GlobalStoreShort,
     /// `global_store_short_d16_hi`
     GlobalStoreShortD16Hi,
+    /// `image_atomic_add`
+    ImageAtomicAdd,
+    /// `image_atomic_and`
+    ImageAtomicAnd,
+    /// `image_atomic_cmpswap`
+    ImageAtomicCmpswap,
+    /// `image_atomic_dec`
+    ImageAtomicDec,
+    /// `image_atomic_inc`
+    ImageAtomicInc,
+    /// `image_atomic_or`
+    ImageAtomicOr,
+    /// `image_atomic_smax`
+    ImageAtomicSmax,
+    /// `image_atomic_smin`
+    ImageAtomicSmin,
+    /// `image_atomic_sub`
+    ImageAtomicSub,
+    /// `image_atomic_swap`
+    ImageAtomicSwap,
+    /// `image_atomic_umax`
+    ImageAtomicUmax,
+    /// `image_atomic_umin`
+    ImageAtomicUmin,
+    /// `image_atomic_xor`
+    ImageAtomicXor,
+    /// `image_get_resinfo`
+    ImageGetResinfo,
+    /// `image_load`
+    ImageLoad,
+    /// `image_load_mip`
+    ImageLoadMip,
+    /// `image_load_mip_pck`
+    ImageLoadMipPck,
+    /// `image_load_mip_pck_sgn`
+    ImageLoadMipPckSgn,
+    /// `image_load_pck`
+    ImageLoadPck,
+    /// `image_load_pck_sgn`
+    ImageLoadPckSgn,
+    /// `image_sample`
+    ImageSample,
+    /// `image_store`
+    ImageStore,
+    /// `image_store_mip`
+    ImageStoreMip,
+    /// `image_store_mip_pck`
+    ImageStoreMipPck,
+    /// `image_store_pck`
+    ImageStorePck,
     /// `s_abs_i32`
     SAbsI32,
     /// `s_absdiff_i32`

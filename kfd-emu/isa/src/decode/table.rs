@@ -44,6 +44,8 @@ pub enum Format {
     Mubuf,
     /// Typed buffer memory.
     Mtbuf,
+    /// Image memory (gfx90a; gfx94x has none).
+    Mimg,
 }
 
 /// One opcode of one target.

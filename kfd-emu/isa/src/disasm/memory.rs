@@ -223,6 +223,7 @@ pub(super) fn print(out: &mut String, t: Target, i: &Inst) {
         Format::Smem => smem(out, i),
         Format::Ds => ds(out, i),
         Format::Flat | Format::Global | Format::Scratch => flat(out, t, i),
+        Format::Mimg => image(out, i),
         _ => buffer(out, t, i),
     }
 }
@@ -272,5 +273,40 @@ fn mtbuf_format(out: &mut String, dfmt: u8, nfmt: u8) {
     }
     if !parts.is_empty() {
         let _ = write!(out, " format:[{}]", parts.join(","));
+    }
+}
+
+/// MIMG: data, address, resource (and sampler), then the modifiers in LLVM's order.
+fn image(out: &mut String, i: &Inst) {
+    out.push(' ');
+    let data = if matches!(i.dst, Operand::None) {
+        i.src[1]
+    } else {
+        i.dst
+    };
+    operand(out, data);
+    out.push_str(", ");
+    operand(out, i.src[0]);
+    out.push_str(", ");
+    operand(out, i.saddr);
+    if !matches!(i.soffset, Operand::None) {
+        out.push_str(", ");
+        operand(out, i.soffset);
+    }
+    if i.offset1 != 0 {
+        let _ = write!(out, " dmask:{:#x}", i.offset1);
+    }
+    for (flag, name) in [
+        (flags::UNORM, " unorm"),
+        (flags::GLC, " glc"),
+        (flags::SLC, " slc"),
+        (flags::A16, " a16"),
+        (flags::NV, " lwe"),
+        (flags::DA, " da"),
+        (flags::D16, " d16"),
+    ] {
+        if i.has(flag) {
+            out.push_str(name);
+        }
     }
 }

@@ -29,7 +29,8 @@ pub fn disassemble(target: Target, inst: &Inst) -> String {
         | Format::Global
         | Format::Scratch
         | Format::Mubuf
-        | Format::Mtbuf => memory::print(&mut out, target, inst),
+        | Format::Mtbuf
+        | Format::Mimg => memory::print(&mut out, target, inst),
     }
     out
 }

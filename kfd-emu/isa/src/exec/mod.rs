@@ -473,5 +473,7 @@ fn step<M: Memory + ?Sized>(
             vmem::exec(w, inst, ctx).map(|()| Flow::Next)
         }
         Format::Mtbuf => buffer_format::exec(w, inst, ctx).map(|()| Flow::Next),
+        // Image instructions are decoded and printed, not run.
+        Format::Mimg => Err(w.unimplemented(inst)),
     }
 }
