@@ -87,6 +87,12 @@ fn fp8_mfma_kernels_match_llvm_objdump() {
         Target::Gfx942,
     );
     report("mfma_sparse-gfx942", n, &bad);
+    let (n, bad) = check_object(
+        &dir.join("images-gfx90a.co"),
+        &dir.join("images-gfx90a.dis"),
+        Target::Gfx90a,
+    );
+    report("images-gfx90a", n, &bad);
 }
 
 #[test]

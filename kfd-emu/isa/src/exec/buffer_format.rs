@@ -28,7 +28,7 @@ use crate::error::WaveError;
 use crate::memory::Memory;
 
 /// A data format's channels: (lowest bit, width) of X, Y, Z, W, as many as it has.
-fn channels(dfmt: u8) -> &'static [(u32, u32)] {
+pub(super) fn channels(dfmt: u8) -> &'static [(u32, u32)] {
     match dfmt {
         1 => &[(0, 8)],
         2 => &[(0, 16)],
@@ -50,7 +50,7 @@ fn channels(dfmt: u8) -> &'static [(u32, u32)] {
 }
 
 /// Bytes of one element.
-fn element_bytes(dfmt: u8) -> usize {
+pub(super) fn element_bytes(dfmt: u8) -> usize {
     channels(dfmt)
         .iter()
         .map(|&(lo, n)| (lo + n).div_ceil(8) as usize)
@@ -62,12 +62,12 @@ const UNORM: u8 = 0;
 const SNORM: u8 = 1;
 const USCALED: u8 = 2;
 const SSCALED: u8 = 3;
-const UINT: u8 = 4;
-const SINT: u8 = 5;
+pub(super) const UINT: u8 = 4;
+pub(super) const SINT: u8 = 5;
 const FLOAT: u8 = 7;
 
 /// Whether a number format's values are floats in registers.
-fn float_valued(nfmt: u8) -> bool {
+pub(super) fn float_valued(nfmt: u8) -> bool {
     !matches!(nfmt, UINT | SINT)
 }
 
@@ -119,7 +119,7 @@ fn to_small_float(x: f32, mantissa: u32) -> u32 {
 }
 
 /// A channel's raw bits as a register value.
-fn unpack(raw: u32, bits: u32, nfmt: u8) -> u32 {
+pub(super) fn unpack(raw: u32, bits: u32, nfmt: u8) -> u32 {
     let umax = if bits == 32 {
         u32::MAX as f64
     } else {
@@ -148,7 +148,7 @@ fn unpack(raw: u32, bits: u32, nfmt: u8) -> u32 {
 }
 
 /// A register value as a channel's raw bits.
-fn pack(v: u32, bits: u32, nfmt: u8) -> u32 {
+pub(super) fn pack(v: u32, bits: u32, nfmt: u8) -> u32 {
     let mask = if bits == 32 {
         u32::MAX
     } else {
@@ -181,7 +181,7 @@ fn pack(v: u32, bits: u32, nfmt: u8) -> u32 {
 }
 
 /// Bits `lo..lo + n` of a little-endian element.
-fn field(bytes: &[u8], lo: u32, n: u32) -> u32 {
+pub(super) fn field(bytes: &[u8], lo: u32, n: u32) -> u32 {
     let mut v = 0u128;
     for (i, b) in bytes.iter().enumerate().take(16) {
         v |= u128::from(*b) << (8 * i);
@@ -189,7 +189,7 @@ fn field(bytes: &[u8], lo: u32, n: u32) -> u32 {
     ((v >> lo) as u32) & if n == 32 { u32::MAX } else { (1 << n) - 1 }
 }
 
-fn set_field(bytes: &mut [u8], lo: u32, n: u32, value: u32) {
+pub(super) fn set_field(bytes: &mut [u8], lo: u32, n: u32, value: u32) {
     for bit in 0..n {
         let at = (lo + bit) as usize;
         if let Some(b) = bytes.get_mut(at / 8) {

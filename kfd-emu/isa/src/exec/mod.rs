@@ -13,6 +13,7 @@ mod access;
 mod buffer_format;
 mod fpmath;
 mod hwreg;
+mod image;
 mod init;
 mod lanes;
 mod lds;
@@ -473,7 +474,6 @@ fn step<M: Memory + ?Sized>(
             vmem::exec(w, inst, ctx).map(|()| Flow::Next)
         }
         Format::Mtbuf => buffer_format::exec(w, inst, ctx).map(|()| Flow::Next),
-        // Image instructions are decoded and printed, not run.
-        Format::Mimg => Err(w.unimplemented(inst)),
+        Format::Mimg => image::exec(w, inst, ctx).map(|()| Flow::Next),
     }
 }

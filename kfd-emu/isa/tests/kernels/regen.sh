@@ -135,6 +135,12 @@ relabel_gfx942 "$tmp/formats-gfx940.co" formats-gfx942.co
 golden formats-gfx90a.co gfx90a formats-gfx90a.dis
 golden formats-gfx942.co gfx940 formats-gfx942.dis
 
+# Image load and store cases (tests/images.rs), gfx90a only: gfx94x has no image instructions.
+{ echo ".amdgcn_target \"amdgcn-amd-amdhsa--gfx90a\""; cat images.s; } > "$tmp/images-gfx90a.s"
+llvm-mc-16 -triple amdgcn-amd-amdhsa -mcpu=gfx90a -filetype=obj -o "$tmp/images.o" "$tmp/images-gfx90a.s"
+ld.lld-16 -shared --no-undefined -o images-gfx90a.co "$tmp/images.o"
+golden images-gfx90a.co gfx90a images-gfx90a.dis
+
 # kfdrt's own blit kernels (read only; built by blit/build.sh).
 golden ../../../../blit/gfx90a.co gfx90a blit-gfx90a.dis
 golden ../../../../blit/gfx942.co gfx940 blit-gfx942.dis
