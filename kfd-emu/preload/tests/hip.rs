@@ -19,7 +19,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 /// Every program in `tests/hip/` (without `.hip`).
-const PROGRAMS: [&str; 15] = [
+const PROGRAMS: [&str; 16] = [
     "arrays",
     "device",
     "memcpy",
@@ -35,6 +35,7 @@ const PROGRAMS: [&str; 15] = [
     "lane_ops",
     "printf",
     "sanitize",
+    "textures",
 ];
 
 /// The scratch directory holding the compiled programs: `Ok(None)` when the run skips, `Err`
@@ -217,6 +218,23 @@ fn hip_array_copies_run_through_rocrs_image_kernels() {
         "ok float4 array round trip",
         "ok array through device memory to array",
         "ok uchar4 array round trip",
+    ] {
+        assert!(run.stdout.lines().any(|l| l == step), "{}", run.stdout);
+    }
+}
+
+/// HIP texture reads (`tex2D` on a texture object: `image_sample` with a sampler), point and
+/// bilinear, in texel and normalised coordinates, clamped and wrapped.
+#[test]
+fn hip_texture_reads_sample_as_the_sampler_says() {
+    let Some(run) = passes("textures", &[], 1) else {
+        return;
+    };
+    for step in [
+        "ok point sampling",
+        "ok normalised, clamped",
+        "ok normalised, wrapped",
+        "ok bilinear",
     ] {
         assert!(run.stdout.lines().any(|l| l == step), "{}", run.stdout);
     }

@@ -1,5 +1,6 @@
-//! Image loads and stores (gfx90a MIMG `image_load`, `image_store` and their `_mip` forms), the
-//! instructions ROCr's image blit kernels and HIP's array copies use.
+//! Image loads, stores and samples (gfx90a MIMG `image_load`, `image_store`, their `_mip` forms
+//! and `image_sample`), the instructions ROCr's image blit kernels, HIP's array copies and HIP
+//! texture reads use.
 //!
 //! The image resource (T#, eight SGPRs) gives the base address (256-byte aligned), the data and
 //! number formats (the buffer formats' codes, converted as in [`super::buffer_format`]), the
@@ -9,6 +10,13 @@
 //! consecutive registers) and which a store writes; a load's channels pass through DST_SEL, and
 //! a store's through its inverse. A lane whose coordinates fall outside the image reads 0 and
 //! writes nothing, as does every lane of a resource that is no image.
+//!
+//! `image_sample` reads the sampler (four SGPRs) too: float coordinates, normalised unless the
+//! instruction's `unorm` bit or the sampler's FORCE_UNNORMALIZED says otherwise (an array's
+//! slice is a texel index, rounded), point or bilinear filtering (XY_MAG_FILTER), and per axis
+//! wrap, mirror, clamp to the last texel or clamp to a transparent black border. Level 0 only;
+//! bilinear weights are exact floats where the hardware keeps 8 fractional bits, so filtered
+//! values may differ from the hardware's in their last bits.
 //!
 //! Not modelled: the hardware's tiled layouts. Every image is laid out linearly, row after row
 //! at the descriptor's pitch and slice after slice, whatever its swizzle mode: the image
@@ -108,6 +116,9 @@ pub(super) fn exec<M: Memory + ?Sized>(
     inst: &Inst,
     ctx: &mut Ctx<'_, M>,
 ) -> Result<(), WaveError> {
+    if inst.name == "image_sample" {
+        return sample(w, inst, ctx);
+    }
     let load = inst.name.starts_with("image_load");
     let store = inst.name.starts_with("image_store");
     let plain = matches!(
@@ -235,4 +246,180 @@ pub(super) fn exec<M: Memory + ?Sized>(
         }
     }
     Ok(())
+}
+
+/// The sampler's addressing modes (SQ_TEX_CLAMP): wrap, mirror, clamp to the last texel, clamp
+/// to the border.
+const WRAP: u32 = 0;
+const MIRROR: u32 = 1;
+const CLAMP_LAST_TEXEL: u32 = 2;
+const CLAMP_BORDER: u32 = 6;
+
+/// Texel index `i` on an axis of `n` texels under addressing `mode`; `None` for the border.
+fn address(i: i64, n: i64, mode: u32) -> Option<i64> {
+    match mode {
+        WRAP => Some(i.rem_euclid(n)),
+        MIRROR => {
+            let p = i.rem_euclid(2 * n);
+            Some(if p < n { p } else { 2 * n - 1 - p })
+        }
+        CLAMP_LAST_TEXEL => Some(i.clamp(0, n - 1)),
+        _ => (0..n).contains(&i).then_some(i),
+    }
+}
+
+/// Runs `image_sample`: level 0, point or bilinear (see the module's docs).
+fn sample<M: Memory + ?Sized>(
+    w: &mut Wave,
+    inst: &Inst,
+    ctx: &mut Ctx<'_, M>,
+) -> Result<(), WaveError> {
+    if inst.has(flags::A16) || inst.has(flags::NV) || inst.has(flags::D16) {
+        return Err(w.unimplemented(inst));
+    }
+    let img = Image::read(w, inst)?;
+    let Operand::Sgpr(r, _) = inst.soffset else {
+        return Err(w.illegal(inst, "sampler is not in SGPRs"));
+    };
+    let samp: [u32; 4] = std::array::from_fn(|k| w.s.get(usize::from(r) + k).copied().unwrap_or(0));
+    let modes = [samp[0] & 7, samp[0] >> 3 & 7, samp[0] >> 6 & 7];
+    let unnormalized = inst.has(flags::UNORM) || samp[0] >> 15 & 1 != 0;
+    let bilinear = samp[2] >> 20 & 3 == 1;
+    let (Some(dims), true) = (
+        img.dims(),
+        modes
+            .iter()
+            .all(|m| matches!(*m, WRAP | MIRROR | CLAMP_LAST_TEXEL | CLAMP_BORDER)),
+    ) else {
+        return Err(w.unimplemented(inst));
+    };
+    if img.nfmt > 7 {
+        return Err(w.unimplemented(inst));
+    }
+    let coords: Vec<crate::exec::wave::Lanes> = (0..dims)
+        .map(|k| w.vreg(inst, inst.src[0], k).copied())
+        .collect::<Result<_, _>>()?;
+    let exec = w.exec();
+    let dmask = inst.offset1 & 0xF;
+    let enabled: Vec<usize> = (0..4).filter(|c| dmask >> c & 1 != 0).collect();
+    let chans = channels(img.dfmt);
+    let size = element_bytes(img.dfmt);
+    let float = float_valued(img.nfmt);
+    let one = if float { 1f32.to_bits() } else { 1 };
+    // The axes that filter (x, then y for 2D types) and the texel extent of each.
+    let array = matches!(img.kind, TYPE_1D_ARRAY | TYPE_2D_ARRAY);
+    let axes = if array { dims - 1 } else { dims };
+    let extent = [img.width, img.height, img.depth];
+    let mut values = vec![[0u32; 4]; LANES];
+    for l in (0..LANES).filter(|l| exec >> l & 1 != 0) {
+        // Per filtering axis: the (index, weight) pairs to blend.
+        let mut taps: Vec<Vec<(Option<i64>, f32)>> = Vec::with_capacity(3);
+        for a in 0..axes {
+            let n = extent[a] as i64;
+            let c = f32::from_bits(coords[a][l]);
+            let t = if unnormalized { c } else { c * n as f32 };
+            if bilinear {
+                let p = t - 0.5;
+                let i = p.floor();
+                let f = p - i;
+                let i = i as i64;
+                taps.push(vec![
+                    (address(i, n, modes[a]), 1.0 - f),
+                    (address(i + 1, n, modes[a]), f),
+                ]);
+            } else {
+                taps.push(vec![(address(t.floor() as i64, n, modes[a]), 1.0)]);
+            }
+        }
+        let slice = if array {
+            let n = if img.kind == TYPE_1D_ARRAY {
+                img.height
+            } else {
+                img.depth
+            } as i64;
+            // The slice counts from BASE_ARRAY; the descriptor's depth is the last one.
+            let base = img.base_array as i64;
+            let s = f32::from_bits(coords[dims - 1][l]).round_ties_even() as i64;
+            ((s + base).clamp(base, (n - 1).max(base)) - base) as u64
+        } else {
+            0
+        };
+        // Every combination of the axes' taps, with the product of their weights.
+        let mut acc = [0f32; 4];
+        let mut raw = [0u32; 4];
+        let combos: usize = taps.iter().map(Vec::len).product();
+        for k in 0..combos {
+            let (mut idx, mut weight, mut rest, mut border) = ([0u64; 3], 1f32, k, false);
+            for (a, t) in taps.iter().enumerate() {
+                let (i, wgt) = t[rest % t.len()];
+                rest /= t.len();
+                weight *= wgt;
+                match i {
+                    Some(i) => idx[a] = i as u64,
+                    None => border = true,
+                }
+            }
+            if weight == 0.0 {
+                continue;
+            }
+            let mut texel = [0u32; 4];
+            if !border {
+                let c = match img.kind {
+                    TYPE_1D_ARRAY => [idx[0], slice, 0],
+                    TYPE_2D_ARRAY => [idx[0], idx[1], slice],
+                    _ => idx,
+                };
+                if let (Some(at), true) = (img.texel(c), size > 0) {
+                    let mut element = [0u8; 16];
+                    access::read(w, ctx, Addr::Linear(at), 0, &mut element[..size])?;
+                    for (ch, v) in texel.iter_mut().enumerate() {
+                        *v = match chans.get(ch) {
+                            Some(&(lo, n)) => unpack(field(&element, lo, n), n, img.nfmt),
+                            None if ch == 3 => one,
+                            None => 0,
+                        };
+                    }
+                }
+            }
+            // The transparent black border is 0 in every channel.
+            for ch in 0..4 {
+                if float {
+                    acc[ch] += weight * f32::from_bits(texel[ch]);
+                } else {
+                    raw[ch] = texel[ch];
+                }
+            }
+        }
+        let sampled = |ch: usize| if float { acc[ch].to_bits() } else { raw[ch] };
+        for (i, &c) in enabled.iter().enumerate() {
+            values[l][i] = match img.dst_sel[c] {
+                1 => one,
+                s @ 4..=7 => sampled(s as usize - 4),
+                _ => 0,
+            };
+        }
+    }
+    for k in 0..enabled.len().max(1) {
+        let reg = w.vreg_mut(inst, inst.dst, k)?;
+        for (l, r) in reg.iter_mut().enumerate() {
+            if exec >> l & 1 != 0 {
+                *r = values[l][k];
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sampler_addressing_wraps_mirrors_clamps_and_borders() {
+        let at = |mode| [-5, -1, 0, 3, 4, 9].map(|i| address(i, 4, mode));
+        assert_eq!(at(WRAP), [3, 3, 0, 3, 0, 1].map(Some));
+        assert_eq!(at(MIRROR), [3, 0, 0, 3, 3, 1].map(Some));
+        assert_eq!(at(CLAMP_LAST_TEXEL), [0, 0, 0, 3, 3, 3].map(Some));
+        assert_eq!(at(CLAMP_BORDER), [None, None, Some(0), Some(3), None, None]);
+    }
 }
