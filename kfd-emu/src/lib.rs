@@ -224,7 +224,8 @@
 //! - The interpreter's float arithmetic is the host's (IEEE, round to nearest, denormals kept):
 //!   MODE's rounding and denormal controls change nothing, transcendentals are exact where the
 //!   hardware is within an ulp; `COVERAGE.md` of `kfd-emu-isa` lists the instructions it
-//!   decodes but does not run (MFMA among them).
+//!   decodes but does not run. Images are laid out linearly at their descriptor's pitch,
+//!   whatever their tiling (a CPU or DMA view of a tiled image's bytes is not the hardware's).
 //! - A system-scope acquire fence flushes the HDP (so a packet sees what the CPU wrote to VRAM
 //!   through the BAR), as HIP relies on; this is inferred from HIP 5.2's direct VRAM writes,
 //!   not from a public description of the firmware.

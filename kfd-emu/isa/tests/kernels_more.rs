@@ -132,6 +132,20 @@ fn mfma_gemm(
 }
 
 /// C = A·B on the CPU, in f64, over `n`×`k` and `k`×`n` row-major matrices.
+/// `v` as little-endian f16 bytes.
+fn f16_bytes(v: &[f64]) -> Vec<u8> {
+    v.iter()
+        .flat_map(|&x| kfd_emu_isa::decode::operand::f32_to_f16(x as f32).to_le_bytes())
+        .collect()
+}
+
+/// `v` as little-endian bf16 bytes (truncated: the tests' values are exact in bf16).
+fn bf16_bytes(v: &[f64]) -> Vec<u8> {
+    v.iter()
+        .flat_map(|&x| (((x as f32).to_bits() >> 16) as u16).to_le_bytes())
+        .collect()
+}
+
 fn cpu_gemm(a: &[f64], b: &[f64], n: usize, k: usize) -> Vec<f64> {
     let mut c = vec![0.0; n * n];
     for i in 0..n {
@@ -155,16 +169,7 @@ fn mfma_gemms_match_the_cpu() {
                 .collect()
         };
         let k = 32usize;
-        let f16 = |v: &[f64]| -> Vec<u8> {
-            v.iter()
-                .flat_map(|&x| kfd_emu_isa::decode::operand::f32_to_f16(x as f32).to_le_bytes())
-                .collect()
-        };
-        let bf16 = |v: &[f64]| -> Vec<u8> {
-            v.iter()
-                .flat_map(|&x| (((x as f32).to_bits() >> 16) as u16).to_le_bytes())
-                .collect()
-        };
+        let (f16, bf16) = (f16_bytes, bf16_bytes);
         let f32s =
             |v: &[f64]| -> Vec<u8> { v.iter().flat_map(|&x| (x as f32).to_le_bytes()).collect() };
         for (kernel, n, encode) in [
@@ -330,16 +335,7 @@ fn sparse_and_xf32_mfma_gemms_match_the_cpu() {
             .unwrap_or_else(|e| panic!("{kernel}: {e}"));
         gpu.download(pc, n * n * 4)
     };
-    let f16 = |v: &[f64]| -> Vec<u8> {
-        v.iter()
-            .flat_map(|&x| kfd_emu_isa::decode::operand::f32_to_f16(x as f32).to_le_bytes())
-            .collect()
-    };
-    let bf16 = |v: &[f64]| -> Vec<u8> {
-        v.iter()
-            .flat_map(|&x| (((x as f32).to_bits() >> 16) as u16).to_le_bytes())
-            .collect()
-    };
+    let (f16, bf16) = (f16_bytes, bf16_bytes);
     let i8s = |v: &[f64]| -> Vec<u8> { v.iter().map(|&x| x as i8 as u8).collect() };
     let fp8 = |v: &[f64]| -> Vec<u8> { v.iter().map(|&x| fnuz8(x as i32, 3, 8)).collect() };
     let bf8 = |v: &[f64]| -> Vec<u8> { v.iter().map(|&x| fnuz8(x as i32, 2, 16)).collect() };

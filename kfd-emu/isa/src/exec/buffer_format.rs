@@ -227,6 +227,51 @@ fn shape(name: &str) -> (usize, bool, bool) {
     (count, name.contains("_d16"), name.contains("_d16_hi"))
 }
 
+/// Writes loaded channel values (`values[lane][i]`, `count` of them) into the destination
+/// registers of the lanes of `exec`: one to a register, or with D16 (`d16.0`) two 16-bit halves
+/// to a register (f16 for the float-valued number formats), into the high half alone with
+/// D16_HI (`d16.1`). A last half with no partner keeps the register's other half.
+pub(super) fn write_channels(
+    w: &mut Wave,
+    inst: &Inst,
+    values: &[[u32; 4]],
+    count: usize,
+    nfmt: u8,
+    (d16, hi): (bool, bool),
+    exec: u64,
+) -> Result<(), WaveError> {
+    let regs = if d16 { count.div_ceil(2) } else { count }.max(1);
+    for k in 0..regs {
+        let reg = w.vreg_mut(inst, inst.dst, k)?;
+        for (l, r) in reg.iter_mut().enumerate() {
+            if exec >> l & 1 == 0 {
+                continue;
+            }
+            let v = &values[l];
+            *r = if !d16 {
+                v[k]
+            } else {
+                let half = |c: usize| -> u32 {
+                    if float_valued(nfmt) {
+                        u32::from(f32_to_f16(f32::from_bits(v[c])))
+                    } else {
+                        v[c] & 0xFFFF
+                    }
+                };
+                let lo = half(2 * k);
+                if hi {
+                    (*r & 0xFFFF) | lo << 16
+                } else if 2 * k + 1 < count {
+                    lo | half(2 * k + 1) << 16
+                } else {
+                    (*r & 0xFFFF_0000) | lo
+                }
+            };
+        }
+    }
+    Ok(())
+}
+
 /// Runs a formatted buffer load or store.
 pub(super) fn exec<M: Memory + ?Sized>(
     w: &mut Wave,
@@ -302,35 +347,7 @@ pub(super) fn exec<M: Memory + ?Sized>(
             };
         }
     }
-    for k in 0..regs {
-        let reg = w.vreg_mut(inst, inst.dst, k)?;
-        for (l, r) in reg.iter_mut().enumerate() {
-            if exec >> l & 1 == 0 {
-                continue;
-            }
-            let v = &values[l];
-            *r = if !d16 {
-                v[k]
-            } else {
-                let half = |c: usize| -> u32 {
-                    if float_valued(nfmt) {
-                        u32::from(f32_to_f16(f32::from_bits(v[c])))
-                    } else {
-                        v[c] & 0xFFFF
-                    }
-                };
-                let lo = half(2 * k);
-                if hi {
-                    (*r & 0xFFFF) | lo << 16
-                } else if 2 * k + 1 < count {
-                    lo | half(2 * k + 1) << 16
-                } else {
-                    (*r & 0xFFFF_0000) | lo
-                }
-            };
-        }
-    }
-    Ok(())
+    write_channels(w, inst, &values, count, nfmt, (d16, hi), exec)
 }
 
 #[cfg(test)]

@@ -26,10 +26,12 @@
 //! unimplemented.
 
 use super::access::{self, Addr};
-use super::buffer_format::{channels, element_bytes, field, float_valued, pack, set_field, unpack};
+use super::buffer_format::{
+    channels, element_bytes, field, float_valued, pack, set_field, unpack, write_channels,
+};
 use super::wave::{Wave, LANES};
 use super::Ctx;
-use crate::decode::operand::{f16_to_f32, f32_to_f16};
+use crate::decode::operand::f16_to_f32;
 use crate::decode::{flags, Inst, Operand};
 use crate::error::WaveError;
 use crate::memory::Memory;
@@ -224,28 +226,15 @@ pub(super) fn exec<M: Memory + ?Sized>(
             };
         }
     }
-    for k in 0..regs {
-        let reg = w.vreg_mut(inst, inst.dst, k)?;
-        for (l, r) in reg.iter_mut().enumerate() {
-            if exec >> l & 1 == 0 {
-                continue;
-            }
-            let v = &values[l];
-            let half = |i: usize| -> u32 {
-                if float_valued(img.nfmt) {
-                    u32::from(f32_to_f16(f32::from_bits(v[i])))
-                } else {
-                    v[i] & 0xFFFF
-                }
-            };
-            *r = if d16 {
-                half(2 * k) | half(2 * k + 1) << 16
-            } else {
-                v[k]
-            };
-        }
-    }
-    Ok(())
+    write_channels(
+        w,
+        inst,
+        &values,
+        enabled.len(),
+        img.nfmt,
+        (d16, false),
+        exec,
+    )
 }
 
 /// The sampler's addressing modes (SQ_TEX_CLAMP): wrap, mirror, clamp to the last texel, clamp
