@@ -308,6 +308,14 @@ fn hip_device_printf() {
     assert_eq!(greeted, expected, "{}", run.stdout);
     let steps: Vec<String> = (1..=5).rev().map(|k| format!("device step {k}")).collect();
     assert_eq!(lines[greet + 1..countdown], steps, "{}", run.stdout);
+    let crowd = at("ok crowd");
+    let mut crowded: Vec<&str> = lines[countdown + 1..crowd].to_vec();
+    crowded.sort_unstable();
+    let mut expected: Vec<String> = (0..2048i64)
+        .map(|i| format!("crowd {i}: hello {:.1} {}", 0.5 * i as f64, i << 33))
+        .collect();
+    expected.sort_unstable();
+    assert_eq!(crowded, expected, "{}", run.stdout);
 }
 
 /// kfd-emu's sanitizer on a HIP program: the preload registers each `hsa_amd_memory_pool_allocate`
