@@ -227,6 +227,16 @@ fn shape(name: &str) -> (usize, bool, bool) {
     (count, name.contains("_d16"), name.contains("_d16_hi"))
 }
 
+/// What a destination select (SQ_SEL: 0, 1, or 4-7 for X-W) gives: 0, `one` (1 or 1.0 for the
+/// format), or the channel `channel` reads.
+pub(super) fn selected(sel: u32, one: u32, channel: impl Fn(usize) -> u32) -> u32 {
+    match sel {
+        1 => one,
+        s @ 4..=7 => channel(s as usize - 4),
+        _ => 0,
+    }
+}
+
 /// Writes loaded channel values (`values[lane][i]`, `count` of them) into the destination
 /// registers of the lanes of `exec`: one to a register, or with D16 (`d16.0`) two 16-bit halves
 /// to a register (f16 for the float-valued number formats), into the high half alone with
@@ -340,11 +350,7 @@ pub(super) fn exec<M: Memory + ?Sized>(
             None => 0,
         };
         for (c, v) in values[l].iter_mut().enumerate() {
-            *v = match dst_sel[c] {
-                1 => one,
-                s @ 4..=7 => channel(s as usize - 4),
-                _ => 0,
-            };
+            *v = selected(dst_sel[c], one, channel);
         }
     }
     write_channels(w, inst, &values, count, nfmt, (d16, hi), exec)

@@ -27,7 +27,7 @@
 
 use super::access::{self, Addr};
 use super::buffer_format::{
-    channels, element_bytes, field, float_valued, pack, set_field, unpack, write_channels,
+    channels, element_bytes, field, float_valued, pack, selected, set_field, unpack, write_channels,
 };
 use super::wave::{Wave, LANES};
 use super::Ctx;
@@ -219,11 +219,7 @@ pub(super) fn exec<M: Memory + ?Sized>(
             None => 0,
         };
         for (i, &c) in enabled.iter().enumerate() {
-            values[l][i] = match img.dst_sel[c] {
-                1 => one,
-                s @ 4..=7 => channel(s as usize - 4),
-                _ => 0,
-            };
+            values[l][i] = selected(img.dst_sel[c], one, channel);
         }
     }
     write_channels(
@@ -321,12 +317,9 @@ fn sample<M: Memory + ?Sized>(
             }
         }
         let slice = if array {
-            let n = if img.kind == TYPE_1D_ARRAY {
-                img.height
-            } else {
-                img.depth
-            } as i64;
-            // The slice counts from BASE_ARRAY; the descriptor's depth is the last one.
+            // Both array types keep their last slice in DEPTH (ROCr's PopulateImageSrd), as
+            // `Image::texel` reads it; the slice counts from BASE_ARRAY.
+            let n = img.depth as i64;
             let base = img.base_array as i64;
             let s = f32::from_bits(coords[dims - 1][l]).round_ties_even() as i64;
             ((s + base).clamp(base, (n - 1).max(base)) - base) as u64
@@ -381,11 +374,7 @@ fn sample<M: Memory + ?Sized>(
         }
         let sampled = |ch: usize| if float { acc[ch].to_bits() } else { raw[ch] };
         for (i, &c) in enabled.iter().enumerate() {
-            values[l][i] = match img.dst_sel[c] {
-                1 => one,
-                s @ 4..=7 => sampled(s as usize - 4),
-                _ => 0,
-            };
+            values[l][i] = selected(img.dst_sel[c], one, sampled);
         }
     }
     for k in 0..enabled.len().max(1) {
