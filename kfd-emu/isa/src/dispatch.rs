@@ -364,14 +364,23 @@ impl DispatchSetup {
         if let Some(s) = self.scratch.filter(|s| s.wave_bytes > 0) {
             return s.wave_bytes;
         }
-        let raw = u64::from(self.private_segment_size()) * u64::from(self.target.wave_size());
+        let raw = u64::from(self.private_segment_size()) * u64::from(self.wave_lanes());
         raw.div_ceil(SCRATCH_WAVE_GRANULE) * SCRATCH_WAVE_GRANULE
+    }
+
+    /// Lanes per wave: 32 for a wave32 kernel on a target that runs them (GFX11), else 64.
+    pub fn wave_lanes(&self) -> u32 {
+        if self.descriptor.wavefront_size32() && self.target.supports_wave32() {
+            32
+        } else {
+            self.target.wave_size()
+        }
     }
 
     /// Waves per work-group.
     pub fn waves_per_group(&self) -> u32 {
         let items: u64 = self.workgroup_size.iter().map(|&s| u64::from(s)).product();
-        u32::try_from(items.div_ceil(u64::from(self.target.wave_size()))).unwrap_or(u32::MAX)
+        u32::try_from(items.div_ceil(u64::from(self.wave_lanes()))).unwrap_or(u32::MAX)
     }
 
     /// Scratch bytes one slot (one concurrently running work-group) needs.
@@ -405,7 +414,7 @@ impl DispatchSetup {
                 self.group_segment_size()
             ));
         }
-        if self.descriptor.wavefront_size32() && self.target.wave_size() != 32 {
+        if self.descriptor.wavefront_size32() && !self.target.supports_wave32() {
             return bad(format!("wave32 kernel on {}", self.target));
         }
         if self.code.target() != self.target {

@@ -10,6 +10,9 @@ pub enum Target {
     /// MI300 (CDNA3): GFX9.4.2 (also accepts gfx940/gfx941 code objects, same ISA), wave64,
     /// architected flat scratch.
     Gfx942,
+    /// RX 7900 (RDNA3): GFX11.0.0 (also accepts gfx1101/gfx1102 code objects, same ISA), wave32
+    /// or wave64 per kernel, FLAT_SCRATCH a hardware register the SPI sets per wave.
+    Gfx1100,
 }
 
 /// An instruction-set generation: the encodings and opcode numbering it uses.
@@ -17,6 +20,8 @@ pub enum Target {
 pub enum Generation {
     /// GFX9 ("Vega" encodings): gfx900 .. gfx90a, gfx940 .. gfx942.
     Gfx9,
+    /// GFX11 (RDNA3 encodings: VOPD, VOP3 with op_sel, DPP8, the renamed memory operations).
+    Gfx11,
 }
 
 /// `EF_AMDGPU_MACH_AMDGCN_GFX90A` in an ELF header's `e_flags` (low byte).
@@ -27,10 +32,19 @@ pub const EF_AMDGPU_MACH_GFX940: u32 = 0x40;
 pub const EF_AMDGPU_MACH_GFX941: u32 = 0x4B;
 /// `EF_AMDGPU_MACH_AMDGCN_GFX942`.
 pub const EF_AMDGPU_MACH_GFX942: u32 = 0x4C;
+/// `EF_AMDGPU_MACH_AMDGCN_GFX1100`.
+pub const EF_AMDGPU_MACH_GFX1100: u32 = 0x41;
+/// `EF_AMDGPU_MACH_AMDGCN_GFX1101`.
+pub const EF_AMDGPU_MACH_GFX1101: u32 = 0x46;
+/// `EF_AMDGPU_MACH_AMDGCN_GFX1102`.
+pub const EF_AMDGPU_MACH_GFX1102: u32 = 0x47;
 
 impl Target {
     /// Every target, in the order they were added.
-    pub const ALL: [Target; 2] = [Target::Gfx90a, Target::Gfx942];
+    pub const ALL: [Target; 3] = [Target::Gfx90a, Target::Gfx942, Target::Gfx1100];
+
+    /// The GFX9 targets (one encoding; tests of hand-encoded GFX9 code run on these).
+    pub const GFX9: [Target; 2] = [Target::Gfx90a, Target::Gfx942];
 
     /// The target named by an LLVM processor name (`gfx90a`, `gfx940`, `gfx941`, `gfx942`),
     /// ignoring feature suffixes such as `:sramecc+:xnack-`.
@@ -40,6 +54,7 @@ impl Target {
         match base {
             "gfx90a" => Some(Target::Gfx90a),
             "gfx940" | "gfx941" | "gfx942" => Some(Target::Gfx942),
+            "gfx1100" | "gfx1101" | "gfx1102" => Some(Target::Gfx1100),
             _ => None,
         }
     }
@@ -51,6 +66,9 @@ impl Target {
             EF_AMDGPU_MACH_GFX940 | EF_AMDGPU_MACH_GFX941 | EF_AMDGPU_MACH_GFX942 => {
                 Some(Target::Gfx942)
             }
+            EF_AMDGPU_MACH_GFX1100 | EF_AMDGPU_MACH_GFX1101 | EF_AMDGPU_MACH_GFX1102 => {
+                Some(Target::Gfx1100)
+            }
             _ => None,
         }
     }
@@ -60,6 +78,7 @@ impl Target {
         match self {
             Target::Gfx90a => "gfx90a",
             Target::Gfx942 => "gfx942",
+            Target::Gfx1100 => "gfx1100",
         }
     }
 
@@ -67,18 +86,32 @@ impl Target {
     pub fn generation(self) -> Generation {
         match self {
             Target::Gfx90a | Target::Gfx942 => Generation::Gfx9,
+            Target::Gfx1100 => Generation::Gfx11,
         }
     }
 
-    /// Lanes per wave (GFX9 runs only wave64).
+    /// Lanes of a wave when the kernel descriptor does not ask for wave32 (GFX9 runs only
+    /// wave64; GFX11 runs wave32 kernels too, see [`Target::supports_wave32`]).
     pub fn wave_size(self) -> u32 {
         64
+    }
+
+    /// Whether kernels may run as wave32 (the descriptor's `ENABLE_WAVEFRONT_SIZE32`).
+    pub fn supports_wave32(self) -> bool {
+        self.generation() == Generation::Gfx11
+    }
+
+    /// Whether FLAT_SCRATCH is a hardware register the SPI initialises to each wave's
+    /// scratch (GFX11: the SGPR field's 102-105 are then ordinary SGPRs), rather than an SGPR
+    /// pair at 102-103.
+    pub fn hardware_flat_scratch(self) -> bool {
+        self.generation() == Generation::Gfx11
     }
 
     /// Whether the work-item ids arrive packed in v0 (x in bits 0-9, y 10-19, z 20-29) rather
     /// than in v0, v1, v2.
     pub fn packed_work_item_ids(self) -> bool {
-        matches!(self, Target::Gfx90a | Target::Gfx942)
+        matches!(self, Target::Gfx90a | Target::Gfx942 | Target::Gfx1100)
     }
 
     /// Whether the hardware sets FLAT_SCRATCH to the wave's scratch base itself (gfx940+), so
@@ -121,13 +154,16 @@ mod tests {
             Some(Target::Gfx942)
         );
         assert_eq!(Target::from_name("gfx940"), Some(Target::Gfx942));
-        assert_eq!(Target::from_name("gfx1100"), None);
+        assert_eq!(Target::from_name("gfx1100"), Some(Target::Gfx1100));
+        assert_eq!(Target::from_name("gfx1030"), None);
+        assert_eq!(Target::from_elf_flags(0x541), Some(Target::Gfx1100));
         assert_eq!(Target::from_elf_flags(0x53F), Some(Target::Gfx90a));
         assert_eq!(Target::from_elf_flags(0x54C), Some(Target::Gfx942));
-        assert_eq!(Target::from_elf_flags(0x41), None);
+        assert_eq!(Target::from_elf_flags(0x36), None);
         for t in Target::ALL {
             assert_eq!(Target::from_name(t.name()), Some(t));
             assert_eq!(t.wave_size(), 64);
         }
+        assert!(Target::Gfx1100.supports_wave32() && !Target::Gfx90a.supports_wave32());
     }
 }

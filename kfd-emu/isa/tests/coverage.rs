@@ -91,6 +91,7 @@ fn listing(t: Target) -> String {
     let file = match t {
         Target::Gfx90a => "opcodes-gfx90a.txt",
         Target::Gfx942 => "opcodes-gfx940.txt",
+        Target::Gfx1100 => "opcodes-gfx1100.txt",
     };
     std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -70,6 +70,14 @@ fn compiled_kernels_match_llvm_objdump() {
             report(&format!("{obj}-{name}"), n, &bad);
         }
     }
+    // hipcc's gfx1100 (wave32) build of the same kernels.
+    let dir = kernels_dir();
+    let (n, bad) = check_object(
+        &dir.join("kernels-gfx1100.co"),
+        &dir.join("kernels-gfx1100.dis"),
+        Target::Gfx1100,
+    );
+    report("kernels-gfx1100", n, &bad);
 }
 
 #[test]
@@ -97,7 +105,11 @@ fn fp8_mfma_kernels_match_llvm_objdump() {
 
 #[test]
 fn blit_kernels_match_llvm_objdump() {
-    for (t, name) in [(Target::Gfx90a, "gfx90a"), (Target::Gfx942, "gfx942")] {
+    for (t, name) in [
+        (Target::Gfx90a, "gfx90a"),
+        (Target::Gfx942, "gfx942"),
+        (Target::Gfx1100, "gfx1100"),
+    ] {
         let (n, bad) = check_object(
             &blit_dir().join(format!("{name}.co")),
             &kernels_dir().join(format!("blit-{name}.dis")),
@@ -113,6 +125,7 @@ fn every_opcode_matches_llvm_mc() {
     for (t, file) in [
         (Target::Gfx90a, "opcodes-gfx90a.txt"),
         (Target::Gfx942, "opcodes-gfx940.txt"),
+        (Target::Gfx1100, "opcodes-gfx1100.txt"),
     ] {
         let listing = std::fs::read_to_string(tools.join(file)).expect("opcode listing");
         let mut bad = Vec::new();

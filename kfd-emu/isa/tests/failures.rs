@@ -53,7 +53,7 @@ fn one_wave(out: u64) -> Launch {
 
 #[test]
 fn undecodable_words_name_pc_and_words() {
-    for t in Target::ALL {
+    for t in Target::GFX9 {
         let (mut gpu, ko) = tiny(t, &[V_MOV_V1_0, 0xFFFF_FFFF, S_ENDPGM]);
         let e = gpu.run(ko, &one_wave(0)).unwrap_err();
         assert_eq!(
@@ -94,7 +94,7 @@ fn unimplemented_instruction_names_pc_words_and_text() {
 
 #[test]
 fn stores_and_loads_outside_memory_fault_with_the_address() {
-    for t in Target::ALL {
+    for t in Target::GFX9 {
         let (mut gpu, base, co) = kernels(t);
         let k = base + co.symbol("vector_add.kd");
         let a = gpu.alloc(4096);
@@ -123,7 +123,7 @@ fn stores_and_loads_outside_memory_fault_with_the_address() {
 
 #[test]
 fn instruction_fetch_faults_and_wild_jumps() {
-    for t in Target::ALL {
+    for t in Target::GFX9 {
         // s_mov_b32 s0, 0x1000; s_mov_b32 s1, 0; s_setpc_b64 s[0:1]
         let code = [0xBE80_00FF, 0x1000, 0xBE81_0080, 0xBE80_1D00];
         let (mut gpu, ko) = tiny(t, &code);
@@ -153,7 +153,7 @@ fn instruction_fetch_faults_and_wild_jumps() {
 
 #[test]
 fn registers_outside_the_allocation_are_illegal() {
-    for t in Target::ALL {
+    for t in Target::GFX9 {
         let (mut gpu, ko) = tiny(t, &[0x7F90_0280, S_ENDPGM]); // v_mov_b32 v200, 0
         match gpu.run(ko, &one_wave(0)).unwrap_err() {
             WaveError::IllegalOperand { pc, text, .. } => {
@@ -167,7 +167,7 @@ fn registers_outside_the_allocation_are_illegal() {
 
 #[test]
 fn s_trap_stops_the_wave() {
-    for t in Target::ALL {
+    for t in Target::GFX9 {
         let (mut gpu, ko) = tiny(t, &[S_TRAP_2, S_ENDPGM]);
         assert_eq!(
             gpu.run(ko, &one_wave(0)).unwrap_err(),
@@ -227,7 +227,7 @@ fn traps_go_to_the_second_level_handler_or_as_the_first_level_handler_leaves_the
         0xBF90_0001, // s_sendmsg sendmsg(MSG_INTERRUPT)
         0xBE80_1F6C, // s_rfe_b64 ttmp[0:1]
     ];
-    for t in Target::ALL {
+    for t in Target::GFX9 {
         let (mut gpu, ko) = tiny(t, &kernel);
         let out = gpu.alloc(4);
         let tba = gpu.upload(&u32_bytes(&returning));
@@ -273,7 +273,7 @@ fn an_illegal_instruction_halts_the_wave_after_the_handler_reports_it() {
         0xBF8D_0001, // s_sethalt 1
         S_ENDPGM,
     ];
-    for t in Target::ALL {
+    for t in Target::GFX9 {
         let (mut gpu, ko) = tiny(t, &kernel);
         let tba = gpu.upload(&u32_bytes(&parking));
         let h = TrapHandler {
@@ -321,7 +321,7 @@ fn work_groups_read_the_xcc_they_run_on() {
         0x0004_0201,
         S_ENDPGM,
     ];
-    for t in Target::ALL {
+    for t in Target::GFX9 {
         let (mut gpu, ko) = tiny(t, &code);
         let out = gpu.alloc(4 * 16);
         let mut setup = gpu.setup(
@@ -345,7 +345,7 @@ fn work_groups_read_the_xcc_they_run_on() {
 
 #[test]
 fn scratch_kernel_without_scratch_backing() {
-    for t in Target::ALL {
+    for t in Target::GFX9 {
         let (mut gpu, base, co) = kernels(t);
         let k = base + co.symbol("scratch_spill.kd");
         let args = Args::new().ptr(0).ptr(0).i32(0).done();
@@ -374,7 +374,7 @@ fn scratch_kernel_without_scratch_backing() {
 
 #[test]
 fn invalid_dispatches() {
-    for t in Target::ALL {
+    for t in Target::GFX9 {
         let (mut gpu, ko) = tiny(t, &[S_ENDPGM]);
         let mut l = one_wave(0);
         l.workgroup = [64, 32, 1];
@@ -399,7 +399,7 @@ fn invalid_dispatches() {
 
 #[test]
 fn runaway_loop_stops_at_the_budget() {
-    for t in Target::ALL {
+    for t in Target::GFX9 {
         let (mut gpu, ko) = tiny(t, &[V_MOV_V1_0, S_BRANCH_SELF]);
         let mut l = one_wave(0);
         l.budget = 100_000;
@@ -434,7 +434,7 @@ fn runaway_loop_stops_when_cancelled() {
 
 #[test]
 fn code_cache_is_stale_until_invalidated() {
-    for t in Target::ALL {
+    for t in Target::GFX9 {
         let code = [
             S_LOAD_OUT[0],
             S_LOAD_OUT[1],

@@ -167,6 +167,30 @@ pub(super) fn flat(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     } else {
         Operand::Off
     };
+    flat_data(
+        &mut i,
+        e.name,
+        e.widths,
+        bits(w1, 24, 8),
+        bits(w1, 8, 8),
+        acc,
+        glc,
+    );
+    Some(i)
+}
+
+/// A FLAT/GLOBAL/SCRATCH instruction's data and destination registers, by its (GFX9) name:
+/// `vdst` and `data` are the register fields, `acc` puts them in AGPRs, `glc` makes an
+/// atomic return the old value.
+pub(super) fn flat_data(
+    i: &mut Inst,
+    name: &str,
+    w: [u8; 6],
+    vdst: u32,
+    data: u32,
+    acc: bool,
+    glc: bool,
+) {
     let reg = |r: u32, w: u8| {
         if acc {
             Operand::Agpr(r as u16, w.max(1))
@@ -174,19 +198,16 @@ pub(super) fn flat(t: Target, w0: u32, w1: u32) -> Option<Inst> {
             Operand::Vgpr(r as u16, w.max(1))
         }
     };
-    let w = e.widths;
     // The data operand is printed last (the address may be `off` and then has no width).
     let data_w = w.iter().copied().rfind(|&x| x != 0).unwrap_or(1);
-    let vdst = bits(w1, 24, 8);
-    let data = bits(w1, 8, 8);
-    if e.name.contains("_load_lds_") {
+    if name.contains("_load_lds_") {
         // Loads straight into LDS (gfx940): no destination register.
-    } else if e.name.contains("_load_") {
+    } else if name.contains("_load_") {
         i.dst = reg(vdst, w[0]);
-    } else if e.name.contains("_atomic_") {
+    } else if name.contains("_atomic_") {
         i.src[1] = reg(data, data_w);
         if glc {
-            let dw = if e.name.contains("cmpswap") {
+            let dw = if name.contains("cmpswap") {
                 (data_w / 2).max(1)
             } else {
                 data_w
@@ -196,7 +217,6 @@ pub(super) fn flat(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     } else {
         i.src[1] = reg(data, data_w);
     }
-    Some(i)
 }
 
 /// The MUBUF/MTBUF fields both share.
@@ -221,18 +241,24 @@ fn buffer_common(i: &mut Inst, t: Target, w0: u32, w1: u32, data_w: u8) {
     if let Operand::Int(v) = i.soffset {
         i.imm[2] = v as i64 as u64;
     }
-    let vdata = bits(w1, 8, 8) as u16;
+    buffer_data(i, i.name, data_w, bits(w1, 8, 8) as u16, acc, glc);
+}
+
+/// A MUBUF/MTBUF instruction's data register (`vdata`, `data_w` wide), by its (GFX9) name: the
+/// destination of a load, the source of a store or atomic, and an atomic's destination when
+/// `glc` returns the old value.
+pub(super) fn buffer_data(i: &mut Inst, name: &str, data_w: u8, vdata: u16, acc: bool, glc: bool) {
     let data = if acc {
         Operand::Agpr(vdata, data_w.max(1))
     } else {
         Operand::Vgpr(vdata, data_w.max(1))
     };
-    if i.name.contains("_load_") {
+    if name.contains("_load_") {
         i.dst = data;
     } else {
         i.src[1] = data;
-        if glc && i.name.contains("_atomic_") {
-            let dw = if i.name.contains("cmpswap") {
+        if glc && name.contains("_atomic_") {
+            let dw = if name.contains("cmpswap") {
                 (data_w / 2).max(1)
             } else {
                 data_w.max(1)

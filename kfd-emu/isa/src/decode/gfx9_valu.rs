@@ -33,6 +33,8 @@ fn extension(i: &mut Inst, w1: u32, w_src0: u8, vopc: bool) -> Operand {
             row_mask: bits(w1, 28, 4) as u8,
             bank_mask: bits(w1, 24, 4) as u8,
             bound_ctrl: bits(w1, 19, 1) != 0,
+            fetch_inactive: false,
+            lanes8: None,
         });
         i.vop3.neg = (bits(w1, 20, 1) | bits(w1, 22, 1) << 1) as u8;
         i.vop3.abs = (bits(w1, 21, 1) | bits(w1, 23, 1) << 1) as u8;

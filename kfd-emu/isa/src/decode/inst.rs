@@ -16,6 +16,11 @@ pub struct Dpp {
     pub bank_mask: u8,
     /// A lane whose source is out of range reads 0 (instead of not writing).
     pub bound_ctrl: bool,
+    /// GFX10+ FI: lanes read a source lane's value even when EXEC disables that lane.
+    pub fetch_inactive: bool,
+    /// GFX10+ DPP8: lane `l` reads lane `(l & !7) | sel[l % 8]`, the eight 3-bit selects in
+    /// order (`ctrl` and the masks then play no part).
+    pub lanes8: Option<u32>,
 }
 
 /// SDWA (sub-dword addressing) controls of a VOP1/VOP2/VOPC instruction.
@@ -41,6 +46,8 @@ pub mod flags {
     pub const SLC: u16 = 1 << 1;
     /// SCC (gfx940: SC1): system coherent.
     pub const SCC: u16 = 1 << 2;
+    /// GFX11 DLC (device level coherent), in the bit GFX9's SCC has (GFX11 has no SCC bit).
+    pub const DLC: u16 = SCC;
     /// MUBUF: the address VGPR holds an offset.
     pub const OFFEN: u16 = 1 << 3;
     /// MUBUF: the address VGPR holds an index.
@@ -133,6 +140,8 @@ pub struct Inst {
     pub aux: u16,
     /// For DS instructions, what they do.
     pub ds: Option<super::memop::DsOp>,
+    /// GFX11 VOPD: the two halves (X, Y), each as the VOP2 instruction it performs.
+    pub pair: Option<&'static [Inst; 2]>,
 }
 
 impl Inst {
@@ -163,6 +172,7 @@ impl Inst {
             widths: [0; 6],
             aux: 0,
             ds: None,
+            pair: None,
         }
     }
 

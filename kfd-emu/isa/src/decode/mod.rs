@@ -5,6 +5,7 @@
 //! format split and tables without touching GFX9's.
 
 pub mod compare;
+mod gfx11;
 mod gfx9_mem;
 mod gfx9_salu;
 mod gfx9_valu;
@@ -13,9 +14,11 @@ pub mod memop;
 /// The operations (generated from the opcode tables).
 pub mod op;
 pub mod operand;
+mod pair;
 pub mod table;
 mod tables;
 
+pub use gfx11::{DPP8, DPP8_FI};
 pub use inst::{flags, Dpp, Inst, Sdwa, Vop3Mods};
 pub use op::Op;
 pub use operand::{DataSize, Operand};
@@ -24,7 +27,7 @@ pub use table::{Entry, Format};
 use crate::target::{Generation, Target};
 use operand::align_sgpr;
 
-/// Most dwords one instruction takes (GFX9: 2; room for gfx11's 3).
+/// Most dwords one instruction takes (GFX9: 2; GFX11: 3, a VOP3 with a literal or DPP).
 pub const MAX_INST_DWORDS: usize = 3;
 
 /// Decodes the instruction at the start of `words` (which should hold up to
@@ -37,6 +40,7 @@ pub fn decode(target: Target, words: &[u32]) -> Inst {
     };
     let decoded = match target.generation() {
         Generation::Gfx9 => gfx9(target, w0, words),
+        Generation::Gfx11 => gfx11::decode(target, w0, words),
     };
     match decoded {
         Some(mut i) if usize::from(i.len) <= words.len() => {
@@ -53,7 +57,9 @@ pub fn decode(target: Target, words: &[u32]) -> Inst {
 fn align_sgpr_tuples(i: &mut Inst) {
     let fix = |op: &mut Operand| {
         if let Operand::Sgpr(r, n) = *op {
-            *op = Operand::Sgpr(align_sgpr(r, n), n);
+            if r != operand::sreg::NULL {
+                *op = Operand::Sgpr(align_sgpr(r, n), n);
+            }
         }
     };
     fix(&mut i.dst);
@@ -107,8 +113,10 @@ fn start(e: &'static Entry, words: [u32; 2], len: u8) -> Inst {
     i.name = e.name;
     i.widths = e.widths;
     i.len = len;
+    // The summaries parse GFX9 mnemonics: a GFX11 entry's operation carries GFX9's name.
     i.aux = match e.format {
-        Format::Flat | Format::Global | Format::Scratch | Format::Mubuf => memop::kind(e.name),
+        Format::Flat | Format::Global | Format::Scratch | Format::Mubuf => memop::kind(e.op.name()),
+        _ if e.name.starts_with("v_cmp") => compare::kind(e.op.name()),
         _ => compare::kind(e.name),
     };
     i

@@ -15,6 +15,9 @@ pub mod sreg {
     pub const TTMP0: u8 = 108;
     /// M0.
     pub const M0: u8 = 124;
+    /// GFX10+ `null` (reads 0, writes are dropped), which GFX9 leaves unused. GFX11 encodes
+    /// it as 124 and M0 as 125; its decoder swaps them, so M0 is 124 on every target.
+    pub const NULL: u8 = 125;
     /// EXEC low half.
     pub const EXEC_LO: u8 = 126;
     /// EXEC high half.

@@ -46,6 +46,11 @@ pub enum Format {
     Mtbuf,
     /// Image memory (gfx90a; gfx94x has none).
     Mimg,
+    /// GFX11 dual issue (VOPD), its X half: an instruction of this format carries both halves
+    /// in [`crate::decode::Inst::pair`].
+    VopdX,
+    /// GFX11 dual issue, its Y half (table entries only).
+    VopdY,
 }
 
 /// One opcode of one target.
@@ -86,6 +91,7 @@ fn table(target: Target) -> &'static [Entry] {
     match target {
         Target::Gfx90a => tables::GFX90A,
         Target::Gfx942 => tables::GFX940,
+        Target::Gfx1100 => tables::GFX1100,
     }
 }
 
@@ -114,7 +120,8 @@ mod tests {
             assert!(e
                 .windows(2)
                 .all(|w| (w[0].format, w[0].opcode) < (w[1].format, w[1].opcode)));
-            let add = lookup(t, Format::Vop2, 1).map(|e| e.name);
+            let add_opcode = if t == Target::Gfx1100 { 3 } else { 1 };
+            let add = lookup(t, Format::Vop2, add_opcode).map(|e| e.name);
             assert_eq!(add, Some("v_add_f32_e32"));
             assert!(lookup(t, Format::Sop2, 0x7F).is_none());
         }

@@ -3,7 +3,7 @@
 use super::operand::operand;
 use super::sep;
 use crate::decode::{flags, Format, Inst, Operand};
-use crate::target::Target;
+use crate::target::{Generation, Target};
 use std::fmt::Write;
 
 /// Cache-policy modifiers: gfx940 names the GLC/SLC/SCC bits sc0/nt/sc1.
@@ -19,10 +19,16 @@ fn cache_bits(out: &mut String, t: Target, i: &Inst) {
             }
         }
     } else {
+        // GFX11 has DLC where GFX9 has SCC.
+        let third = if t.generation() == Generation::Gfx11 {
+            " dlc"
+        } else {
+            " scc"
+        };
         for (f, name) in [
             (flags::GLC, " glc"),
             (flags::SLC, " slc"),
-            (flags::SCC, " scc"),
+            (flags::SCC, third),
         ] {
             if i.has(f) {
                 out.push_str(name);
@@ -31,7 +37,7 @@ fn cache_bits(out: &mut String, t: Target, i: &Inst) {
     }
 }
 
-fn smem(out: &mut String, i: &Inst) {
+fn smem(out: &mut String, t: Target, i: &Inst) {
     let mut first = true;
     if i.name.starts_with("s_atc_probe") {
         if i.offset1 <= 64 {
@@ -52,7 +58,20 @@ fn smem(out: &mut String, i: &Inst) {
         || (i.dst != Operand::None && i.saddr != Operand::None)
     {
         sep(out, &mut first);
-        if i.has(flags::IMM) {
+        if t.generation() == Generation::Gfx11 {
+            // GFX11 always has both offsets: the SGPR (or `null`) and an immediate printed
+            // after it when not zero (alone when the SGPR is null).
+            if i.has(flags::SOE) {
+                operand(out, i.soffset);
+                if i.offset != 0 {
+                    let _ = write!(out, " offset:{}", hex_offset(i.offset));
+                }
+            } else if i.offset != 0 {
+                out.push_str(&hex_offset(i.offset));
+            } else {
+                out.push_str("null");
+            }
+        } else if i.has(flags::IMM) {
             if i.has(flags::SOE) {
                 operand(out, i.soffset);
                 out.push_str(" offset:");
@@ -73,6 +92,18 @@ fn smem(out: &mut String, i: &Inst) {
     if i.has(flags::GLC) && !no_glc {
         out.push_str(" glc");
     }
+    if i.has(flags::DLC) && t.generation() == Generation::Gfx11 {
+        out.push_str(" dlc");
+    }
+}
+
+/// A signed byte offset in hex, as LLVM prints SMEM offsets.
+fn hex_offset(off: i32) -> String {
+    if off < 0 {
+        format!("-{:#x}", off.unsigned_abs())
+    } else {
+        format!("{off:#x}")
+    }
 }
 
 fn ds(out: &mut String, i: &Inst) {
@@ -83,7 +114,9 @@ fn ds(out: &mut String, i: &Inst) {
             operand(out, op);
         }
     }
-    if i.name.contains("read2") || i.name.contains("write2") || i.name.contains("xchg2") {
+    // By the GFX9 name (GFX11 spells these `_2addr_`).
+    let name = i.op.name();
+    if name.contains("read2") || name.contains("write2") || name.contains("xchg2") {
         if i.offset != 0 {
             let _ = write!(out, " offset0:{}", i.offset);
         }
@@ -153,8 +186,11 @@ fn flat(out: &mut String, t: Target, i: &Inst) {
         sep(out, &mut first);
         operand(out, i.dst);
     }
-    sep(out, &mut first);
-    operand(out, i.src[0]);
+    // GFX11's addtid forms have no address register.
+    if i.src[0] != Operand::None {
+        sep(out, &mut first);
+        operand(out, i.src[0]);
+    }
     if i.src[1] != Operand::None {
         sep(out, &mut first);
         operand(out, i.src[1]);
@@ -173,7 +209,7 @@ fn flat(out: &mut String, t: Target, i: &Inst) {
 }
 
 fn buffer(out: &mut String, t: Target, i: &Inst) {
-    if i.src[1] == Operand::None && i.dst == Operand::None {
+    if i.src[1] == Operand::None && i.dst == Operand::None && !i.has(flags::LDS) {
         // Cache maintenance: the L2 write-back and gfx940's invalidate take cache bits.
         if i.name.starts_with("buffer_wbl2") || i.name == "buffer_inv" {
             // Their scope bits (glc/scc, sc0/sc1); slc means nothing to them.
@@ -199,7 +235,9 @@ fn buffer(out: &mut String, t: Target, i: &Inst) {
     operand(out, i.saddr);
     out.push_str(", ");
     operand(out, i.soffset);
-    if i.format == Format::Mtbuf {
+    if i.format == Format::Mtbuf && t.generation() == Generation::Gfx11 {
+        unified_format(out, i.offset1);
+    } else if i.format == Format::Mtbuf {
         mtbuf_format(out, i.offset1 & 0xF, i.offset1 >> 4);
     }
     if i.has(flags::IDXEN) {
@@ -212,17 +250,98 @@ fn buffer(out: &mut String, t: Target, i: &Inst) {
         let _ = write!(out, " offset:{}", i.offset);
     }
     cache_bits(out, t, i);
-    if i.has(flags::LDS) {
+    // GFX11 names its loads into LDS `buffer_load_lds_*` instead of the modifier.
+    if i.has(flags::LDS) && !i.name.contains("_lds_") {
         out.push_str(" lds");
+    }
+}
+
+/// GFX10+ unified buffer formats (`format:[BUF_FMT_*]`), leaving out the default 8_UNORM.
+fn unified_format(out: &mut String, format: u8) {
+    const NAMES: [&str; 64] = [
+        "INVALID",
+        "8_UNORM",
+        "8_SNORM",
+        "8_USCALED",
+        "8_SSCALED",
+        "8_UINT",
+        "8_SINT",
+        "16_UNORM",
+        "16_SNORM",
+        "16_USCALED",
+        "16_SSCALED",
+        "16_UINT",
+        "16_SINT",
+        "16_FLOAT",
+        "8_8_UNORM",
+        "8_8_SNORM",
+        "8_8_USCALED",
+        "8_8_SSCALED",
+        "8_8_UINT",
+        "8_8_SINT",
+        "32_UINT",
+        "32_SINT",
+        "32_FLOAT",
+        "16_16_UNORM",
+        "16_16_SNORM",
+        "16_16_USCALED",
+        "16_16_SSCALED",
+        "16_16_UINT",
+        "16_16_SINT",
+        "16_16_FLOAT",
+        "10_11_11_FLOAT",
+        "11_11_10_FLOAT",
+        "10_10_10_2_UNORM",
+        "10_10_10_2_SNORM",
+        "10_10_10_2_UINT",
+        "10_10_10_2_SINT",
+        "2_10_10_10_UNORM",
+        "2_10_10_10_SNORM",
+        "2_10_10_10_USCALED",
+        "2_10_10_10_SSCALED",
+        "2_10_10_10_UINT",
+        "2_10_10_10_SINT",
+        "8_8_8_8_UNORM",
+        "8_8_8_8_SNORM",
+        "8_8_8_8_USCALED",
+        "8_8_8_8_SSCALED",
+        "8_8_8_8_UINT",
+        "8_8_8_8_SINT",
+        "32_32_UINT",
+        "32_32_SINT",
+        "32_32_FLOAT",
+        "16_16_16_16_UNORM",
+        "16_16_16_16_SNORM",
+        "16_16_16_16_USCALED",
+        "16_16_16_16_SSCALED",
+        "16_16_16_16_UINT",
+        "16_16_16_16_SINT",
+        "16_16_16_16_FLOAT",
+        "32_32_32_UINT",
+        "32_32_32_SINT",
+        "32_32_32_FLOAT",
+        "32_32_32_32_UINT",
+        "32_32_32_32_SINT",
+        "32_32_32_32_FLOAT",
+    ];
+    match NAMES.get(usize::from(format)) {
+        Some(_) if format == 1 => {}
+        Some(n) => {
+            let _ = write!(out, " format:[BUF_FMT_{n}]");
+        }
+        None => {
+            let _ = write!(out, " format:{format}");
+        }
     }
 }
 
 pub(super) fn print(out: &mut String, t: Target, i: &Inst) {
     out.push_str(i.name);
     match i.format {
-        Format::Smem => smem(out, i),
+        Format::Smem => smem(out, t, i),
         Format::Ds => ds(out, i),
         Format::Flat | Format::Global | Format::Scratch => flat(out, t, i),
+        Format::Mimg if t.generation() == Generation::Gfx11 => image_gfx11(out, i),
         Format::Mimg => image(out, i),
         _ => buffer(out, t, i),
     }
@@ -303,6 +422,53 @@ fn image(out: &mut String, i: &Inst) {
         (flags::A16, " a16"),
         (flags::NV, " lwe"),
         (flags::DA, " da"),
+        (flags::D16, " d16"),
+    ] {
+        if i.has(flag) {
+            out.push_str(name);
+        }
+    }
+}
+
+/// GFX11 MIMG: as GFX9's, with the image's dimension named and GFX11's modifiers.
+fn image_gfx11(out: &mut String, i: &Inst) {
+    const DIMS: [&str; 8] = [
+        "1D",
+        "2D",
+        "3D",
+        "CUBE",
+        "1D_ARRAY",
+        "2D_ARRAY",
+        "2D_MSAA",
+        "2D_MSAA_ARRAY",
+    ];
+    out.push(' ');
+    let data = if matches!(i.dst, Operand::None) {
+        i.src[1]
+    } else {
+        i.dst
+    };
+    operand(out, data);
+    out.push_str(", ");
+    operand(out, i.src[0]);
+    out.push_str(", ");
+    operand(out, i.saddr);
+    if !matches!(i.soffset, Operand::None) {
+        out.push_str(", ");
+        operand(out, i.soffset);
+    }
+    let _ = write!(out, " dmask:{:#x}", i.offset1);
+    let dim = DIMS.get(i.offset as usize).unwrap_or(&"1D");
+    let _ = write!(out, " dim:SQ_RSRC_IMG_{dim}");
+    for (flag, name) in [
+        (flags::UNORM, " unorm"),
+        (flags::GLC, " glc"),
+        (flags::SLC, " slc"),
+        (flags::DLC, " dlc"),
+        (flags::DA, " r128"),
+        (flags::A16, " a16"),
+        (flags::NV, " tfe"),
+        (flags::ACC, " lwe"),
         (flags::D16, " d16"),
     ] {
         if i.has(flag) {

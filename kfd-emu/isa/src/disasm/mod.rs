@@ -31,6 +31,14 @@ pub fn disassemble(target: Target, inst: &Inst) -> String {
         | Format::Mubuf
         | Format::Mtbuf
         | Format::Mimg => memory::print(&mut out, target, inst),
+        Format::VopdX | Format::VopdY => match inst.pair {
+            Some([x, y]) => {
+                vector::print(&mut out, target, x);
+                out.push_str(" :: ");
+                vector::print(&mut out, target, y);
+            }
+            None => out.push_str("<unknown>"),
+        },
     }
     out
 }

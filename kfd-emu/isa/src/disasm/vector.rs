@@ -138,6 +138,8 @@ pub(super) fn print(out: &mut String, t: Target, i: &Inst) {
     let m = i.vop3;
     // Destinations.
     match i.format {
+        // GFX10+ v_cmpx has no destination at all.
+        Format::Vopc | Format::Vop3 if i.dst == Operand::None && i.sdst == Operand::None => {}
         Format::Vopc => {
             sep(out, &mut first);
             operand(out, i.sdst);
@@ -181,7 +183,8 @@ pub(super) fn print(out: &mut String, t: Target, i: &Inst) {
             modified(out, *s, neg, abs, LitSize::of(i.name));
         }
     }
-    if i.format == Format::Vop2 && reads_vcc(i.name) {
+    // GFX9's decoder leaves the implicit VCC out of the sources; GFX11's keeps it (VCC_LO).
+    if i.format == Format::Vop2 && reads_vcc(i.name) && sources < 3 {
         out.push_str(", vcc");
     }
     if let Some(d) = &i.dpp {

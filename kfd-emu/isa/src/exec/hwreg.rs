@@ -21,6 +21,11 @@ pub(super) fn getreg<M: Memory + ?Sized>(w: &Wave, simm: u16, ctx: &Ctx<'_, M>) 
         6 => ((ctx.lds.len() / 512) as u32 & 0x1FF) << 12,
         // HW_REG_XCC_ID (gfx94x): XCC_ID in bits 3:0.
         20 if w.target.gfx940_cache_bits() => ctx.xcc & 0xF,
+        // GFX10+ FLAT_SCR_LO/HI: the hardware FLAT_SCRATCH.
+        20 if w.target.hardware_flat_scratch() => w.flat_scratch as u32,
+        21 if w.target.hardware_flat_scratch() => (w.flat_scratch >> 32) as u32,
+        // GFX10+ HW_ID1: wave id in bits 4:0.
+        23 if w.target.hardware_flat_scratch() => w.index & 0x1F,
         15 => {
             let (shared, private) = ctx.apertures;
             ((private >> 48) as u32 & 0xFFFF) | ((shared >> 48) as u32 & 0xFFFF) << 16
@@ -58,6 +63,11 @@ pub(super) fn setreg(w: &mut Wave, simm: u16, v: u32) {
         w.mode = (w.mode & !mask) | ((v << offset) & mask);
     } else if id == 3 {
         w.trapsts = (w.trapsts & !mask) | ((v << offset) & mask);
+    } else if (id == 20 || id == 21) && w.target.hardware_flat_scratch() {
+        let shift = if id == 20 { 0 } else { 32 };
+        let old = (w.flat_scratch >> shift) as u32;
+        let new = (old & !mask) | ((v << offset) & mask);
+        w.flat_scratch = (w.flat_scratch & !(0xFFFF_FFFF << shift)) | u64::from(new) << shift;
     } else if id == 2 && w.trap_mode {
         let s = (status(w) & !mask) | ((v << offset) & mask);
         w.scc = s & 1 != 0;

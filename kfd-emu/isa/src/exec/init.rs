@@ -23,6 +23,8 @@ pub(crate) struct GroupStart {
     pub size: [u32; 3],
     /// Byte offset of the group's first wave's scratch from the backing's base.
     pub scratch_offset: u64,
+    /// Lanes per wave (32 for a GFX11 wave32 kernel, else 64).
+    pub lanes: u32,
 }
 
 impl GroupStart {
@@ -36,6 +38,7 @@ impl GroupStart {
             group_id,
             size,
             scratch_offset: u64::from(slot).wrapping_mul(setup.scratch_per_slot()),
+            lanes: setup.wave_lanes(),
         }
     }
 
@@ -46,7 +49,7 @@ impl GroupStart {
 
     /// Waves in the group.
     pub fn waves(&self) -> u32 {
-        self.items().div_ceil(LANES as u32)
+        self.items().div_ceil(self.lanes)
     }
 }
 
@@ -59,13 +62,21 @@ pub(crate) fn start_wave<M: Memory + ?Sized>(
 ) -> Result<Wave, WaveError> {
     let d = &setup.descriptor;
     let target = setup.target;
-    let vgprs = d.vgpr_count().min(512);
+    let wave32 = group.lanes == 32;
+    // GFX10+ wave64 allocates VGPRs in granules of 4, not 8.
+    let vgprs = if target.supports_wave32() && !wave32 {
+        d.vgpr_count() / 2
+    } else {
+        d.vgpr_count()
+    }
+    .min(512);
     let accum = if target.unified_vgpr_file() {
         d.accum_offset().min(vgprs)
     } else {
         vgprs
     };
     let mut w = Wave::new(target, vgprs, accum, index);
+    w.wave32 = wave32;
     w.pc = setup.entry();
     w.mode = mode_from_rsrc1(d.compute_pgm_rsrc1);
     let wave_scratch = setup.scratch.map_or(0, |s| {
@@ -151,6 +162,9 @@ pub(crate) fn start_wave<M: Memory + ?Sized>(
     if target.architected_flat_scratch() {
         w.set_sgpr64(102, wave_scratch);
     }
+    if target.hardware_flat_scratch() {
+        w.flat_scratch = wave_scratch;
+    }
 
     // Work-item ids and EXEC.
     let items = group.items();
@@ -159,23 +173,24 @@ pub(crate) fn start_wave<M: Memory + ?Sized>(
     let mut exec = 0u64;
     let (sx, sy) = (sx.max(1), sy.max(1));
     // The first lane's id, then one step per lane (x fastest), without a division per lane.
-    let first = index * LANES as u32;
+    let lanes = group.lanes as usize;
+    let first = index * group.lanes;
     let (mut x, mut y, mut z) = (first % sx, (first / sx) % sy, first / (sx * sy));
-    let whole_row = u64::from(first) + LANES as u64 <= u64::from(items)
-        && u64::from(x) + LANES as u64 <= u64::from(sx);
+    let whole_row = u64::from(first) + lanes as u64 <= u64::from(items)
+        && u64::from(x) + lanes as u64 <= u64::from(sx);
     if whole_row && target.packed_work_item_ids() {
         // Every lane exists and only x differs along the wave (the common case).
         let (y, z) = (if dims >= 1 { y } else { 0 }, if dims >= 2 { z } else { 0 });
         let yz = y << 10 | z << 20;
         if let Some(v0) = w.v.get_mut(0) {
-            for (lane, r) in v0.iter_mut().enumerate() {
+            for (lane, r) in v0.iter_mut().enumerate().take(lanes) {
                 *r = (x + lane as u32) | yz;
             }
         }
-        w.set_exec(u64::MAX);
+        w.set_exec(w.lane_limit());
         return Ok(w);
     }
-    for lane in 0..LANES {
+    for lane in 0..lanes.min(LANES) {
         let flat = first + lane as u32;
         if flat >= items {
             break;

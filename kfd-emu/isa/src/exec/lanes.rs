@@ -28,23 +28,36 @@ pub(super) fn dpp_source(ctrl: u16, lane: usize) -> Option<usize> {
         0x141 => Some((lane & !7) | (7 - (lane & 7))),
         0x142 => (lane >= 16).then(|| row - 1),
         0x143 => (lane >= 32).then_some(31),
-        // row_newbcast:n (gfx90a, gfx94x): every lane of a row reads its row's lane n.
+        // row_newbcast:n (gfx90a, gfx94x) and GFX10+'s row_share:n: every lane of a row reads
+        // its row's lane n.
         0x150..=0x15F => Some(row | (c & 15)),
+        // row_xmask:n (GFX10+): lane i of a row reads lane i ^ n.
+        0x160..=0x16F => Some(row | (in_row ^ (c & 15))),
         _ => None,
     }
 }
 
-/// The lane `lane` reads under DPP control `ctrl`, if that source is valid: in range, and
-/// enabled in `exec`. GFX9 has no fetch-inactive control: a lane EXEC disables is an invalid
-/// source like one out of range (HIP's `__syncthreads_and` in a partial wave relies on it).
-fn dpp_valid_source(ctrl: u16, lane: usize, exec: u64) -> Option<usize> {
-    dpp_source(ctrl, lane).filter(|&s| (exec >> s) & 1 != 0)
+/// The lane `lane` reads under DPP `d`: its DPP16 control, or GFX10+'s DPP8 selects (each
+/// lane reads a lane of its group of eight).
+fn dpp_lane(d: &Dpp, lane: usize) -> Option<usize> {
+    match d.lanes8 {
+        Some(sel) => Some((lane & !7) | ((sel >> (3 * (lane & 7))) & 7) as usize),
+        None => dpp_source(d.ctrl, lane),
+    }
+}
+
+/// The lane `lane` reads under DPP `d`, if that source is valid: in range, and enabled in
+/// `exec` unless GFX10+'s fetch-inactive (FI) bit reads disabled lanes too. Without FI (GFX9
+/// has none) a lane EXEC disables is an invalid source like one out of range (HIP's
+/// `__syncthreads_and` in a partial wave relies on it).
+fn dpp_valid_source(d: &Dpp, lane: usize, exec: u64) -> Option<usize> {
+    dpp_lane(d, lane).filter(|&s| d.fetch_inactive || (exec >> s) & 1 != 0)
 }
 
 /// Source values as DPP delivers them (invalid sources read 0).
 pub(super) fn dpp_permute(vals: &Lanes, d: &Dpp, exec: u64) -> Lanes {
     std::array::from_fn(|l| {
-        dpp_valid_source(d.ctrl, l, exec)
+        dpp_valid_source(d, l, exec)
             .and_then(|s| vals.get(s).copied())
             .unwrap_or(0)
     })
@@ -57,7 +70,8 @@ pub(super) fn dpp_write_mask(d: &Dpp, exec: u64) -> u64 {
     for l in 0..LANES {
         let row_on = (d.row_mask >> (l / 16)) & 1 != 0;
         let bank_on = (d.bank_mask >> ((l % 16) / 4)) & 1 != 0;
-        let src_ok = d.bound_ctrl || dpp_valid_source(d.ctrl, l, exec).is_some();
+        // DPP8 writes every lane (an invalid source reads 0).
+        let src_ok = d.bound_ctrl || d.lanes8.is_some() || dpp_valid_source(d, l, exec).is_some();
         if row_on && bank_on && src_ok {
             m |= 1 << l;
         }
@@ -153,6 +167,8 @@ mod tests {
             row_mask: 0xF,
             bank_mask: 0xF,
             bound_ctrl: false,
+            fetch_inactive: false,
+            lanes8: None,
         };
         assert_eq!(dpp_write_mask(&d, u64::MAX) & 0x3, 0b10);
         let v: Lanes = std::array::from_fn(|l| l as u32);
@@ -170,6 +186,35 @@ mod tests {
             0,
             "written, with 0"
         );
+        // GFX10+ fetch-inactive reads the disabled lane.
+        let fi = Dpp {
+            fetch_inactive: true,
+            ..d
+        };
+        assert_eq!(dpp_permute(&v, &fi, exec)[17], 16);
+    }
+
+    #[test]
+    fn gfx11_dpp_forms() {
+        assert_eq!(dpp_source(0x161, 16), Some(17), "row_xmask:1");
+        assert_eq!(dpp_source(0x16F, 20), Some(16 + (4 ^ 15)));
+        // dpp8:[7,6,5,4,3,2,1,0] reverses each group of eight lanes.
+        let sel = (0..8).fold(0u32, |a, i| a | (7 - i) << (3 * i));
+        let d = Dpp {
+            ctrl: 0,
+            row_mask: 0xF,
+            bank_mask: 0xF,
+            bound_ctrl: false,
+            fetch_inactive: false,
+            lanes8: Some(sel),
+        };
+        let v: Lanes = std::array::from_fn(|l| l as u32);
+        let p = dpp_permute(&v, &d, u64::MAX);
+        assert_eq!((p[0], p[7], p[8], p[63]), (7, 0, 15, 56));
+        // A disabled source reads 0 without FI; DPP8 still writes every lane.
+        let exec = !(1u64 << 7);
+        assert_eq!(dpp_permute(&v, &d, exec)[0], 0);
+        assert_eq!(dpp_write_mask(&d, exec), exec);
     }
 
     #[test]

@@ -29,7 +29,7 @@ mod valu_wide;
 mod vmem;
 mod wave;
 
-use crate::decode::{Format, Inst, Op};
+use crate::decode::{Format, Inst, Op, Operand};
 use crate::dispatch::{DispatchSetup, RunControl};
 use crate::error::WaveError;
 use crate::memory::{MemFault, Memory};
@@ -474,6 +474,33 @@ fn step<M: Memory + ?Sized>(
             vmem::exec(w, inst, ctx).map(|()| Flow::Next)
         }
         Format::Mtbuf => buffer_format::exec(w, inst, ctx).map(|()| Flow::Next),
+        Format::Mimg if w.target.generation() == crate::target::Generation::Gfx11 => {
+            Err(w.unimplemented(inst))
+        }
         Format::Mimg => image::exec(w, inst, ctx).map(|()| Flow::Next),
+        Format::VopdX | Format::VopdY => vopd(w, inst, ctx.apertures).map(|()| Flow::Next),
     }
+}
+
+/// A GFX11 dual-issue instruction: both halves read their sources before either writes. The
+/// assembler pairs independent operations, so running one half after the other gives the
+/// same result, in the order where the second half does not read what the first wrote.
+fn vopd(w: &mut Wave, inst: &Inst, ap: (u64, u64)) -> Result<(), WaveError> {
+    let Some([x, y]) = inst.pair else {
+        return Err(w.unimplemented(inst));
+    };
+    let reads = |h: &Inst, r: Operand| {
+        let mut srcs = h.src.iter().copied().collect::<Vec<_>>();
+        // fmac and dot2acc accumulate into their destination.
+        if matches!(h.op, Op::VFmacF32 | Op::VDot2cF32F16) {
+            srcs.push(h.dst);
+        }
+        srcs.into_iter().any(|s| s == r)
+    };
+    let (first, second) = if reads(y, x.dst) { (y, x) } else { (x, y) };
+    if reads(second, first.dst) {
+        return Err(w.illegal(inst, "each half of the pair reads the other's destination"));
+    }
+    valu::exec(w, first, ap)?;
+    valu::exec(w, second, ap)
 }

@@ -3,6 +3,7 @@
 use super::hwreg::{getreg, setreg};
 use super::wave::Wave;
 use super::{Ctx, Flow};
+use crate::decode::operand::sreg;
 use crate::decode::{Inst, Op, Operand};
 use crate::error::WaveError;
 use crate::memory::Memory;
@@ -337,21 +338,29 @@ pub(super) fn exec<M: Memory + ?Sized>(
         | Op::SAndn1WrexecB64
         | Op::SAndn2WrexecB64 => {
             let e = w.exec();
-            let new = match inst.op {
-                Op::SAndSaveexecB64 => a64 & e,
-                Op::SOrSaveexecB64 => a64 | e,
-                Op::SXorSaveexecB64 => a64 ^ e,
-                Op::SAndn2SaveexecB64 | Op::SAndn2WrexecB64 => a64 & !e,
-                Op::SOrn2SaveexecB64 => a64 | !e,
-                Op::SNandSaveexecB64 => !(a64 & e),
-                Op::SNorSaveexecB64 => !(a64 | e),
-                Op::SXnorSaveexecB64 => !(a64 ^ e),
-                Op::SAndn1SaveexecB64 | Op::SAndn1WrexecB64 => !a64 & e,
-                _ => !a64 | e,
-            };
-            let wrexec = matches!(inst.op, Op::SAndn1WrexecB64 | Op::SAndn2WrexecB64);
+            let (new, wrexec) = saveexec(inst.op, a64, e);
             w.set_sgpr64(d, if wrexec { new } else { e });
             w.set_exec(new);
+            w.scc = new != 0;
+        }
+        // GFX10+'s wave32 forms: EXEC_LO only.
+        Op::SAndSaveexecB32
+        | Op::SOrSaveexecB32
+        | Op::SXorSaveexecB32
+        | Op::SAndNot1SaveexecB32
+        | Op::SOrNot1SaveexecB32
+        | Op::SNandSaveexecB32
+        | Op::SNorSaveexecB32
+        | Op::SXnorSaveexecB32
+        | Op::SAndNot0SaveexecB32
+        | Op::SOrNot0SaveexecB32
+        | Op::SAndNot0WrexecB32
+        | Op::SAndNot1WrexecB32 => {
+            let e = w.s[sreg::EXEC_LO as usize];
+            let (new, wrexec) = saveexec(inst.op, u64::from(a), u64::from(e));
+            let new = new as u32;
+            w.set_sgpr(d, if wrexec { new } else { e });
+            w.s[sreg::EXEC_LO as usize] = new;
             w.scc = new != 0;
         }
         Op::SQuadmaskB32 => r32 = Some(quadmask(u64::from(a)) as u32),
@@ -394,7 +403,22 @@ pub(super) fn exec<M: Memory + ?Sized>(
         | Op::SWakeup
         | Op::SIncperflevel
         | Op::SDecperflevel
-        | Op::STtracedata => {}
+        | Op::STtracedata
+        // GFX11's scheduling hints, split waits and mode shortcuts: the interpreter runs in
+        // order, waits for nothing and keeps IEEE modes (see the crate docs).
+        | Op::SClause
+        | Op::SDelayAlu
+        | Op::SWaitcntDepctr
+        | Op::SWaitcntVscnt
+        | Op::SWaitcntVmcnt
+        | Op::SWaitcntExpcnt
+        | Op::SWaitcntLgkmcnt
+        | Op::SSetInstPrefetchDistance
+        | Op::SWaitIdle
+        | Op::SWaitEvent
+        | Op::SRoundMode
+        | Op::SDenormMode
+        | Op::STtracedataImm => {}
         Op::SSethalt => super::trap::sethalt(w, inst.offset as u16)?,
         Op::SSendmsg => super::trap::sendmsg(w, inst.offset as u16, ctx.setup),
         Op::SSendmsghalt => {
@@ -469,6 +493,35 @@ fn movrel(w: &mut Wave, inst: &Inst) -> Result<(), WaveError> {
         w.s[dst + k] = v;
     }
     Ok(())
+}
+
+/// The new EXEC of a save-exec operation (either width) from its source `a` and the old EXEC
+/// `e`, and whether it writes the new value (`wrexec`) rather than the old one to its
+/// destination.
+fn saveexec(op: Op, a: u64, e: u64) -> (u64, bool) {
+    let new = match op {
+        Op::SAndSaveexecB64 | Op::SAndSaveexecB32 => a & e,
+        Op::SOrSaveexecB64 | Op::SOrSaveexecB32 => a | e,
+        Op::SXorSaveexecB64 | Op::SXorSaveexecB32 => a ^ e,
+        Op::SAndn2SaveexecB64
+        | Op::SAndn2WrexecB64
+        | Op::SAndNot1SaveexecB32
+        | Op::SAndNot1WrexecB32 => a & !e,
+        Op::SOrn2SaveexecB64 | Op::SOrNot1SaveexecB32 => a | !e,
+        Op::SNandSaveexecB64 | Op::SNandSaveexecB32 => !(a & e),
+        Op::SNorSaveexecB64 | Op::SNorSaveexecB32 => !(a | e),
+        Op::SXnorSaveexecB64 | Op::SXnorSaveexecB32 => !(a ^ e),
+        Op::SAndn1SaveexecB64
+        | Op::SAndn1WrexecB64
+        | Op::SAndNot0SaveexecB32
+        | Op::SAndNot0WrexecB32 => !a & e,
+        _ => !a | e,
+    };
+    let wrexec = matches!(
+        op,
+        Op::SAndn1WrexecB64 | Op::SAndn2WrexecB64 | Op::SAndNot0WrexecB32 | Op::SAndNot1WrexecB32
+    );
+    (new, wrexec)
 }
 
 #[cfg(test)]

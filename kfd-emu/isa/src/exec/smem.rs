@@ -114,6 +114,7 @@ pub(super) fn exec<M: Memory + ?Sized>(
         }
         // The scalar cache is not modelled: every load reads memory.
         Op::SDcacheInv
+        | Op::SGl1Inv
         | Op::SDcacheWb
         | Op::SDcacheInvVol
         | Op::SDcacheWbVol

@@ -208,15 +208,18 @@ impl V<'_> {
     /// as 0.
     pub fn write_sdst(&mut self, bits: u64) {
         if let Operand::Sgpr(r, _) = self.i.sdst {
-            self.w.set_sgpr64(r, bits);
+            self.w.set_lane_mask(r, bits);
         }
     }
 
     /// A lane mask from a 64-bit scalar source (carry-in, cndmask select).
     pub fn mask_src(&self, k: usize) -> u64 {
         let op = self.i.src.get(k).copied().unwrap_or_default();
-        self.w
-            .scalar64(op, self.i.imm.get(k).copied().unwrap_or(0), self.ap)
+        let imm = self.i.imm.get(k).copied().unwrap_or(0);
+        match op {
+            Operand::Sgpr(r, _) => self.w.lane_mask(r),
+            _ => self.w.scalar64(op, imm, self.ap) & self.w.lane_limit(),
+        }
     }
 
     /// f32 source `k` with the instruction's abs/neg modifiers.

@@ -13,12 +13,22 @@ use crate::decode::{flags, Format, Inst, Operand};
 use crate::error::WaveError;
 use crate::memory::{AtomicOp, Memory};
 
-/// Bytes per dword row of swizzled scratch (wave64, 4-byte elements).
-const SCRATCH_ROW: u64 = 4 * LANES as u64;
+/// Bytes per dword row of swizzled scratch (4-byte elements, one per lane of the wave).
+fn scratch_row(w: &Wave) -> u64 {
+    if w.wave32 {
+        4 * 32
+    } else {
+        4 * LANES as u64
+    }
+}
 
-/// The wave's FLAT_SCRATCH base.
+/// The wave's FLAT_SCRATCH base: SGPRs 102-103 on GFX9, a hardware register on GFX11.
 fn flat_scratch(w: &Wave) -> u64 {
-    w.sgpr64(102)
+    if w.target.hardware_flat_scratch() {
+        w.flat_scratch
+    } else {
+        w.sgpr64(102)
+    }
 }
 
 fn vgpr32<'w>(
@@ -118,7 +128,7 @@ fn flat_addrs<M: Memory + ?Sized>(
                 *a = Addr::Swizzled {
                     base: base.wrapping_add(4 * l as u64),
                     off: lane_off,
-                    row: SCRATCH_ROW,
+                    row: scratch_row(w),
                     elem: 4,
                 };
             }
@@ -146,7 +156,7 @@ fn flat_addrs<M: Memory + ?Sized>(
                     Addr::Swizzled {
                         base: flat_scratch(w).wrapping_add(4 * l as u64),
                         off: va & 0xFFFF_FFFF,
-                        row: SCRATCH_ROW,
+                        row: scratch_row(w),
                         elem: 4,
                     }
                 } else {
@@ -244,7 +254,12 @@ pub(super) fn exec<M: Memory + ?Sized>(
     if class == MemClass::Other {
         // Cache maintenance is a no-op: memory is coherent here.
         return match inst.name {
-            n if n.starts_with("buffer_wb") || n.starts_with("buffer_inv") => Ok(()),
+            n if n.starts_with("buffer_wb")
+                || n.starts_with("buffer_inv")
+                || n.starts_with("buffer_gl") =>
+            {
+                Ok(())
+            }
             _ => Err(w.unimplemented(inst)),
         };
     }

@@ -140,6 +140,12 @@ pub(crate) struct Wave {
     pub target: Target,
     /// The current VALU instruction's scalar sources broadcast to every lane (by source).
     pub broadcast: [Lanes; 3],
+    /// A wave32 wave (GFX11): lanes 32-63 never exist, and lane masks in SGPRs (VCC, compare
+    /// results, carries) are one register, not a pair.
+    pub wave32: bool,
+    /// GFX11's FLAT_SCRATCH hardware register (the SPI sets it to the wave's scratch; it is
+    /// not in the SGPR file there, where 102-105 are ordinary SGPRs).
+    pub flat_scratch: u64,
 }
 
 impl Wave {
@@ -163,6 +169,8 @@ impl Wave {
             executed: 0,
             target,
             broadcast: [[0; LANES]; 3],
+            wave32: false,
+            flat_scratch: 0,
         }
     }
 
@@ -179,24 +187,60 @@ impl Wave {
         self.s[sreg::EXEC_HI as usize] = (v >> 32) as u32;
     }
 
-    /// VCC.
+    /// VCC (VCC_LO alone in a wave32).
     #[inline]
     pub fn vcc(&self) -> u64 {
-        self.sgpr64(sreg::VCC_LO)
+        self.lane_mask(sreg::VCC_LO)
     }
 
-    /// A 64-bit scalar register pair.
+    /// A lane mask held in scalar registers from `r`: a pair, or one register in a wave32.
+    #[inline]
+    pub fn lane_mask(&self, r: u8) -> u64 {
+        if self.wave32 {
+            u64::from(self.s.get(usize::from(r)).copied().unwrap_or(0))
+        } else {
+            self.sgpr64(r)
+        }
+    }
+
+    /// Writes a lane mask to scalar registers from `r` (one register in a wave32).
+    #[inline]
+    pub fn set_lane_mask(&mut self, r: u8, v: u64) {
+        if self.wave32 {
+            self.set_sgpr(r, v as u32);
+        } else {
+            self.set_sgpr64(r, v);
+        }
+    }
+
+    /// The lanes a wave has: all 64, or the low 32 of a wave32.
+    #[inline]
+    pub fn lane_limit(&self) -> u64 {
+        if self.wave32 {
+            0xFFFF_FFFF
+        } else {
+            u64::MAX
+        }
+    }
+
+    /// A 64-bit scalar register pair (`null` reads 0).
     #[inline]
     pub fn sgpr64(&self, r: u8) -> u64 {
+        if r == sreg::NULL {
+            return 0;
+        }
         let lo = self.s.get(usize::from(r)).copied().unwrap_or(0);
         let hi = self.s.get(usize::from(r) + 1).copied().unwrap_or(0);
         u64::from(lo) | u64::from(hi) << 32
     }
 
-    /// Writes a scalar register (writes beyond the file are dropped, as the hardware ignores
-    /// them).
+    /// Writes a scalar register (writes beyond the file, and to `null`, are dropped, as the
+    /// hardware ignores them).
     #[inline]
     pub fn set_sgpr(&mut self, r: u8, v: u32) {
+        if r == sreg::NULL {
+            return;
+        }
         if let Some(d) = self.s.get_mut(usize::from(r)) {
             *d = v;
         }
@@ -205,6 +249,9 @@ impl Wave {
     /// Writes a scalar register pair.
     #[inline]
     pub fn set_sgpr64(&mut self, r: u8, v: u64) {
+        if r == sreg::NULL {
+            return;
+        }
         self.set_sgpr(r, v as u32);
         self.set_sgpr(r.wrapping_add(1), (v >> 32) as u32);
     }

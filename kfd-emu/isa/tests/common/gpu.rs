@@ -282,6 +282,7 @@ pub fn kernels(target: Target) -> (Gpu, u64, CodeObject) {
     let name = match target {
         Target::Gfx90a => "kernels-gfx90a.co",
         Target::Gfx942 => "kernels-gfx942.co",
+        Target::Gfx1100 => "kernels-gfx1100.co",
     };
     let co = CodeObject::load(&super::elf::kernels_dir().join(name));
     let mut gpu = Gpu::new(target);

@@ -46,6 +46,29 @@ golden() { # object mcpu output
     }' > "$3"
 }
 
+# GFX11 (RDNA3, wave32): Debian's device libraries (ROCm 5.2) have no ISA-version library for
+# gfx1100, which clang-15 links for every target. The one it needs only defines
+# __oclc_ISA_version; a copy of the library directory gets one for 11.0.0, the others are
+# target-independent bitcode.
+gfx11_devlib() {
+  mkdir -p "$tmp/devlib"
+  cp "$DEVLIB"/*.bc "$tmp/devlib/"
+  cat > "$tmp/isa1100.ll" <<'LL'
+target triple = "amdgcn-amd-amdhsa"
+@__oclc_ISA_version = linkonce_odr hidden local_unnamed_addr addrspace(4) constant i32 11000, align 4
+LL
+  /usr/lib/llvm-15/bin/llvm-as "$tmp/isa1100.ll" -o "$tmp/devlib/oclc_isa_version_1100.bc"
+}
+gfx11_devlib
+hip_gfx11() { # source output [extra flags]
+  /usr/bin/clang++-15 -std=c++17 --rocm-path=/usr --hip-device-lib-path="$tmp/devlib" \
+    --offload-arch=gfx1100 --cuda-device-only --no-gpu-bundle-output -O2 ${3:-} \
+    -mllvm -amdgpu-early-inline-all=true -mllvm -amdgpu-function-calls=false \
+    -x hip "$1" -o "$2"
+}
+hip_gfx11 kernels.hip kernels-gfx1100.co
+golden kernels-gfx1100.co gfx1100 kernels-gfx1100.dis
+
 for src in kernels.hip mfma.hip; do
   base=${src%.hip}
   hip "$src" gfx90a "$base-gfx90a.co"
@@ -144,4 +167,5 @@ golden images-gfx90a.co gfx90a images-gfx90a.dis
 # kfdrt's own blit kernels (read only; built by blit/build.sh).
 golden ../../../../blit/gfx90a.co gfx90a blit-gfx90a.dis
 golden ../../../../blit/gfx942.co gfx940 blit-gfx942.dis
+golden ../../../../blit/gfx1100.co gfx1100 blit-gfx1100.dis
 ls -l ./*.co ./*.dis
