@@ -27,7 +27,9 @@
 //!    [`KernelDescriptor`] whose `compute_pgm_rsrc1/2/3` are the register values (its
 //!    `kernel_code_properties` play no part), `entry_override` = `COMPUTE_PGM_LO/HI << 8`,
 //!    `user_sgprs_override` = `COMPUTE_USER_DATA_0..`, the work-group size from
-//!    `COMPUTE_NUM_THREAD_*` and the grid from the packet (in threads or in groups).
+//!    `COMPUTE_NUM_THREAD_*` and the grid from the packet (in threads or in groups); on GFX11
+//!    the packet's `DISPATCH_INITIATOR.CS_W32_EN` (bit 15) sets the descriptor's
+//!    `ENABLE_WAVEFRONT_SIZE32` bit, the one property that then matters.
 //! 4. Run every work-group id of [`DispatchSetup::workgroup_ids`] with [`run_workgroup`],
 //!    spread over a pool of host threads. Give work-groups that run at the same time distinct
 //!    [`RunControl::scratch_slot`]s (the host thread's index): a work-group's waves use the

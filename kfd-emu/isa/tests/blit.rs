@@ -167,7 +167,9 @@ fn fill_dispatched_from_pm4_registers() {
         l.scratch = None;
         let mut s = gpu.setup(k, &l);
         let entry = s.entry();
-        s.descriptor.kernel_code_properties = 0;
+        // A PM4 dispatch says wave32 in DISPATCH_INITIATOR.CS_W32_EN, which the caller turns
+        // into the descriptor's wave32 bit; nothing else of the properties applies.
+        s.descriptor.kernel_code_properties &= 1 << 10;
         s.entry_override = Some(entry);
         s.kernel_object = 0;
         s.user_sgprs_override = Some(vec![

@@ -16,7 +16,14 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
 
-const S_ENDPGM: u32 = 0xBF81_0000;
+/// `s_endpgm` of each generation.
+fn s_endpgm(t: Target) -> u32 {
+    if t == Target::Gfx1100 {
+        0xBFB0_0000
+    } else {
+        0xBF81_0000
+    }
+}
 
 /// Runs `words` then `s_endpgm`; `Some(true)` if executed, `Some(false)` if unimplemented.
 fn executes(t: Target, words: &[u32]) -> Option<bool> {
@@ -35,7 +42,7 @@ fn executes(t: Target, words: &[u32]) -> Option<bool> {
     };
     gpu.mem.write(ko, &desc.to_bytes()).unwrap();
     let mut code: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-    code.extend_from_slice(&S_ENDPGM.to_le_bytes());
+    code.extend_from_slice(&s_endpgm(t).to_le_bytes());
     gpu.mem.write(ko + 256, &code).unwrap();
     let mut l = Launch::linear(64, 64, Args::new().ptr(0).done());
     l.scratch = None;
@@ -43,6 +50,8 @@ fn executes(t: Target, words: &[u32]) -> Option<bool> {
     l.threads = 1;
     match gpu.run(ko, &l) {
         Err(WaveError::Unimplemented { .. }) => Some(false),
+        // A branch may land past the code, where zeros are no GFX11 instruction.
+        Err(WaveError::Undecodable { pc, .. }) if pc != ko + 256 => Some(true),
         Err(WaveError::Undecodable { .. }) => None,
         _ => Some(true),
     }

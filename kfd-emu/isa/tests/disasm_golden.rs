@@ -78,6 +78,12 @@ fn compiled_kernels_match_llvm_objdump() {
         Target::Gfx1100,
     );
     report("kernels-gfx1100", n, &bad);
+    let (n, bad) = check_object(
+        &dir.join("kernels_v5-gfx1100.co"),
+        &dir.join("kernels_v5-gfx1100.dis"),
+        Target::Gfx1100,
+    );
+    report("kernels_v5-gfx1100", n, &bad);
 }
 
 #[test]

@@ -214,7 +214,7 @@ mod tests {
         // A disabled source reads 0 without FI; DPP8 still writes every lane.
         let exec = !(1u64 << 7);
         assert_eq!(dpp_permute(&v, &d, exec)[0], 0);
-        assert_eq!(dpp_write_mask(&d, exec), exec);
+        assert_eq!(dpp_write_mask(&d, exec), u64::MAX);
     }
 
     #[test]

@@ -23,6 +23,7 @@ mod smem;
 mod snapshot;
 mod trap;
 mod valu;
+mod valu_gfx11;
 mod valu_misc;
 mod valu_ops;
 mod valu_wide;
@@ -467,6 +468,14 @@ fn step<M: Memory + ?Sized>(
             Some(crate::decode::memop::DsClass::Gws(op)) => lds::gws(w, inst, ctx, op),
             _ => lds::exec(w, inst, ctx).map(|()| Flow::Next),
         },
+        // GFX10+ buffer descriptors and MTBUF name formats differently (one unified format
+        // number); only GFX9's are modelled, so GFX11's formatted accesses refuse.
+        Format::Mubuf | Format::Mtbuf
+            if w.target.generation() == crate::target::Generation::Gfx11
+                && (inst.format == Format::Mtbuf || inst.name.contains("_format_")) =>
+        {
+            Err(w.unimplemented(inst))
+        }
         Format::Mubuf if inst.name.contains("_format_") => {
             buffer_format::exec(w, inst, ctx).map(|()| Flow::Next)
         }
@@ -489,13 +498,9 @@ fn vopd(w: &mut Wave, inst: &Inst, ap: (u64, u64)) -> Result<(), WaveError> {
     let Some([x, y]) = inst.pair else {
         return Err(w.unimplemented(inst));
     };
+    // fmac and dot2acc also read their destination (they accumulate into it).
     let reads = |h: &Inst, r: Operand| {
-        let mut srcs = h.src.iter().copied().collect::<Vec<_>>();
-        // fmac and dot2acc accumulate into their destination.
-        if matches!(h.op, Op::VFmacF32 | Op::VDot2cF32F16) {
-            srcs.push(h.dst);
-        }
-        srcs.into_iter().any(|s| s == r)
+        h.src.contains(&r) || (matches!(h.op, Op::VFmacF32 | Op::VDot2cF32F16) && h.dst == r)
     };
     let (first, second) = if reads(y, x.dst) { (y, x) } else { (x, y) };
     if reads(second, first.dst) {

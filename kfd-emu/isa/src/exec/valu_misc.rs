@@ -187,6 +187,6 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
             v.write(&out, m)
         }
         Op::VFmaMixF32 | Op::VFmaMixloF16 | Op::VFmaMixhiF16 => mix(v),
-        _ => Err(v.w.unimplemented(v.i)),
+        _ => super::valu_gfx11::exec(v),
     }
 }

@@ -114,9 +114,11 @@ for line in sys.stdin:
 hip kernels_v5.hip gfx90a kernels_v5-gfx90a.co -mcode-object-version=5
 hip kernels_v5.hip gfx940 "$tmp/kernels_v5-gfx940.co" -mcode-object-version=5
 relabel_gfx942 "$tmp/kernels_v5-gfx940.co" kernels_v5-gfx942.co
-for t in gfx90a gfx942; do kernarg_layout kernels_v5-$t.co kernels_v5-$t.args; done
+hip_gfx11 kernels_v5.hip kernels_v5-gfx1100.co -mcode-object-version=5
+for t in gfx90a gfx942 gfx1100; do kernarg_layout kernels_v5-$t.co kernels_v5-$t.args; done
 golden kernels_v5-gfx90a.co gfx90a kernels_v5-gfx90a.dis
 golden kernels_v5-gfx942.co gfx940 kernels_v5-gfx942.dis
+golden kernels_v5-gfx1100.co gfx1100 kernels_v5-gfx1100.dis
 
 # The start-state dump kernel, assembled per target (gfx940 has architected flat scratch:
 # no private-segment-buffer or flat-scratch-init SGPRs).
