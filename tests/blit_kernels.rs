@@ -1,6 +1,6 @@
-//! kfdrt's own blit kernels (`blit/gfx9.s`: aligned copy, unaligned copy, fill) through
-//! `Gpu::shader_copy_engine`, on the emulated gfx90a and gfx942, where they run as machine code
-//! on kfd-emu's wave interpreter: aligned and unaligned copies of sizes that are not multiples of
+//! kfdrt's own blit kernels (`blit/gfx9.s` and `blit/gfx11.s`: aligned copy, unaligned copy,
+//! fill) through `Gpu::shader_copy_engine`, on the emulated gfx90a, gfx942 and gfx1100 (wave32),
+//! where they run as machine code on kfd-emu's wave interpreter: aligned and unaligned copies of sizes that are not multiples of
 //! 4 or of the 64-lane vector width, offsets crossing page boundaries, copies long enough that
 //! work-items stride (more elements than 1024 groups of 64), fills, and the fills `CopyEngine`
 //! refuses; between host-visible VRAM and GTT in every direction, and through device-local VRAM.
@@ -199,7 +199,9 @@ fn check_bytes(got: &[u8], want: &[u8], at: usize, n: usize, what: &str) {
 const KINDS: [(MemoryKind, MemoryKind); 4] = [(GTT, GTT), (VRAM, GTT), (GTT, VRAM), (VRAM, VRAM)];
 
 fn presets() -> impl Iterator<Item = Rig> {
-    [Preset::Gfx90a, Preset::Gfx942].into_iter().map(Rig::new)
+    [Preset::Gfx90a, Preset::Gfx942, Preset::Gfx1100]
+        .into_iter()
+        .map(Rig::new)
 }
 
 #[test]

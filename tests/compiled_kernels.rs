@@ -59,9 +59,10 @@ struct Device {
 /// gfx942: those fixtures are gfx940 builds (the same ISA) with the ELF machine set to gfx942,
 /// whose metadata still names gfx940, which kfdrt's loader rightly refuses; name gfx942 there
 /// too (same length, same layout), as `tests/scratch.rs` does.
-fn fixture(gpu: &Gpu, v90a: &[u8], v942: &[u8]) -> CodeObject {
+fn fixture(gpu: &Gpu, v90a: &[u8], v942: &[u8], v1100: &[u8]) -> CodeObject {
     let bytes = match gpu.info().gfx_target.as_str() {
         "gfx90a" => v90a.to_vec(),
+        "gfx1100" => v1100.to_vec(),
         "gfx942" => {
             let mut b = v942.to_vec();
             let from = b"amdgcn-amd-amdhsa--gfx940";
@@ -82,6 +83,7 @@ impl Device {
             &gpu,
             include_bytes!("../kfd-emu/isa/tests/kernels/kernels-gfx90a.co"),
             include_bytes!("../kfd-emu/isa/tests/kernels/kernels-gfx942.co"),
+            include_bytes!("../kfd-emu/isa/tests/kernels/kernels-gfx1100.co"),
         );
         let aql = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
         let pm4 = gpu.create_pm4_queue(Pm4QueueOptions::default()).unwrap();
@@ -92,6 +94,15 @@ impl Device {
             aql,
             pm4,
             kfd,
+        }
+    }
+
+    /// HIP's `warpSize` in the fixture: hipcc builds gfx1100 code for wave32.
+    fn lanes(&self) -> usize {
+        if self.preset == Preset::Gfx1100 {
+            32
+        } else {
+            64
         }
     }
 
@@ -196,7 +207,7 @@ fn download<V: Le>(b: &Buffer, n: usize) -> Vec<V> {
 
 /// Every preset, each of `vias`.
 fn each(vias: &[Via], f: impl Fn(&Device, Via)) {
-    for preset in [Preset::Gfx90a, Preset::Gfx942] {
+    for preset in [Preset::Gfx90a, Preset::Gfx942, Preset::Gfx1100] {
         let dev = Device::new(preset);
         for &via in vias {
             f(&dev, via);
@@ -379,9 +390,23 @@ fn check_reduce_with_cross_lane_shuffles(dev: &Device, via: Via) {
         args.set_i32(2, n as i32).unwrap();
     });
     let got: Vec<f32> = download(&out, groups as usize);
+    let w = dev.lanes();
     for g in 0..groups as usize {
-        // Multiples of 0.5 this small add exactly in any order.
-        let want: f32 = v.iter().skip(g * 256).take(256).sum();
+        // The kernel as HIP defines it for a wave of `w` lanes: `__shfl_down(v, off)` reads
+        // lane + off within the wave, or keeps v past its end; lanes whose id is a multiple
+        // of 64 publish. In wave64 that is the group's sum (multiples of 0.5 this small add
+        // exactly in any order).
+        let mut x: Vec<f32> = (0..256)
+            .map(|t| v.get(g * 256 + t).copied().unwrap_or(0.0))
+            .collect();
+        let mut off = 32;
+        while off > 0 {
+            x = (0..256)
+                .map(|t| x[t] + if t % w + off < w { x[t + off] } else { x[t] })
+                .collect();
+            off >>= 1;
+        }
+        let want: f32 = (0..256).step_by(64).map(|t| x[t]).sum();
         assert_eq!(got[g], want, "{} {via:?} group {g}", dev.preset);
     }
 }
@@ -764,20 +789,30 @@ fn check_lane_intrinsics(dev: &Device, via: Via) {
     let got: Vec<i32> = download(&out, n as usize);
     let b: Vec<u64> = download(&ballots, waves);
     let val = |i: usize| if i < n as usize { v[i] } else { 0 };
-    for w in 0..waves {
-        let want: u64 = (0..64)
-            .filter(|&l| val(w * 64 + l) > 0)
-            .fold(0, |a, l| a | 1 << l);
-        assert_eq!(b[w], want, "{} {via:?} ballot of wave {w}", dev.preset);
-        for l in 0..64 {
-            let i = w * 64 + l;
-            if i >= n as usize {
-                continue;
-            }
-            let x = val(w * 64 + (l ^ 5));
-            let e = want.count_ones() as i32 + l as i32 * 1000 + val(w * 64) * 7 + x * 3;
-            assert_eq!(got[i], e, "{} {via:?} lane {i}", dev.preset);
-        }
+    let lanes = dev.lanes();
+    let ballot = |wave: usize| -> u64 {
+        (0..lanes)
+            .filter(|&l| val(wave * lanes + l) > 0)
+            .fold(0, |a, l| a | 1 << l)
+    };
+    for slot in 0..waves {
+        // Lane 0 of each wave starting in this 64-item slot writes it: in wave32 two waves
+        // race for each slot, and either may be last.
+        let candidates: Vec<u64> = (slot * 64 / lanes..(slot + 1) * 64 / lanes)
+            .map(ballot)
+            .collect();
+        assert!(
+            candidates.contains(&b[slot]),
+            "{} {via:?} ballot of slot {slot}: {:#x}",
+            dev.preset,
+            b[slot]
+        );
+    }
+    for i in 0..n as usize {
+        let (wave, l) = (i / lanes, i % lanes);
+        let x = val(wave * lanes + (l ^ 5));
+        let e = ballot(wave).count_ones() as i32 + l as i32 * 1000 + val(wave * lanes) * 7 + x * 3;
+        assert_eq!(got[i], e, "{} {via:?} lane {i}", dev.preset);
     }
 }
 
@@ -887,6 +922,7 @@ fn check_code_object_v5_dims_from_hidden_arguments(dev: &Device, via: Via) {
         &dev.gpu,
         include_bytes!("../kfd-emu/isa/tests/kernels/kernels_v5-gfx90a.co"),
         include_bytes!("../kfd-emu/isa/tests/kernels/kernels_v5-gfx942.co"),
+        include_bytes!("../kfd-emu/isa/tests/kernels/kernels_v5-gfx1100.co"),
     );
     let (wg, grid) = ([8u16, 4, 1], [24u32, 12, 1]);
     let items = (grid[0] * grid[1]) as usize;

@@ -145,6 +145,7 @@ fn interpreter_target(gfx_target_version: u32) -> Option<kfd_emu_isa::Target> {
     match gfx_target_version {
         90010 => Some(kfd_emu_isa::Target::Gfx90a),
         90400..=90402 => Some(kfd_emu_isa::Target::Gfx942),
+        110000..=110002 => Some(kfd_emu_isa::Target::Gfx1100),
         _ => None,
     }
 }

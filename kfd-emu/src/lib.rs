@@ -236,9 +236,10 @@
 //! - The events page the driver allocates itself when user space gives none (the APU path) is
 //!   not modelled; `F_GETFL` on a device descriptor (under the preload) does not reflect its
 //!   open flags.
-//! - The wave interpreter runs GFX9 (gfx90a, gfx942) code only: on the gfx1100 preset machine
-//!   code stops its queue with an illegal-instruction error (bind a host function to run
-//!   something there).
+//! - The wave interpreter runs GFX9 (gfx90a, gfx942) and GFX11 (gfx1100, wave32 and wave64)
+//!   code; on gfx1100 it refuses images and formatted buffer access (GFX10+ descriptor and
+//!   format layouts are not modelled), which stop the queue with an illegal-instruction error
+//!   (see kfd-emu-isa's `COVERAGE.md`).
 //! - Shared virtual memory (`AMDKFD_IOC_SVM`) keeps the bytes in host memory: a prefetch
 //!   records the location, counts the bytes and reports the migration, but moves nothing.
 //!   GPU mappings of a range follow the process's VMAs (read-only where it may not write, as

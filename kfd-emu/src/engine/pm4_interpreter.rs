@@ -335,7 +335,7 @@ impl<'a> Interpreter<'a> {
             .and_then(|kd| self.kernels.get(kd).map(|f| (kd, f)))
         {
             Some((kd_addr, f)) => self.dispatch_bound(&*f, kd_addr, wg, groups, grid, stopped),
-            None => self.dispatch_machine_code(entry, wg, grid),
+            None => self.dispatch_machine_code(entry, wg, grid, init),
         }
     }
 
@@ -398,12 +398,18 @@ impl<'a> Interpreter<'a> {
     /// registers (`COMPUTE_PGM_RSRC1/2/3`) instead of a descriptor, the user-data registers as
     /// the user SGPRs, LDS from `RSRC2.LDS_SIZE` and scratch laid out by
     /// `COMPUTE_TMPRING_SIZE` (its base from `COMPUTE_DISPATCH_SCRATCH_BASE` where the target
-    /// has architected flat scratch; elsewhere the kernel gets it through its user SGPRs).
+    /// has architected flat scratch or GFX11's hardware FLAT_SCRATCH; elsewhere the kernel gets
+    /// it through its user SGPRs).
+    ///
+    /// On GFX10+ the packet's `DISPATCH_INITIATOR.CS_W32_EN` runs the waves as wave32 (the
+    /// one kernel property the registers do not hold), and `COMPUTE_TMPRING_SIZE` is in
+    /// GFX11's format (`WAVESIZE` in 256-byte units, `WAVES` per shader engine).
     fn dispatch_machine_code(
         &self,
         entry: u64,
         wg: [u32; 3],
         grid: [u32; 3],
+        init: u32,
     ) -> Result<(), Pm4Error> {
         let Some(code) = self.gpu.code.clone() else {
             log::error!(
@@ -415,17 +421,30 @@ impl<'a> Interpreter<'a> {
             return Err(Pm4Error::Wave(QueueErrorCode::IllegalInstruction));
         };
         let rsrc2 = self.reg(regs::COMPUTE_PGM_RSRC2);
+        let p = &self.gpu.params;
+        let wave32 = p.gfx_target_version >= 100000 && init & initiator::CS_W32_EN != 0;
         let descriptor = kfd_emu_isa::KernelDescriptor {
             compute_pgm_rsrc1: self.reg(regs::COMPUTE_PGM_RSRC1),
             compute_pgm_rsrc2: rsrc2,
             compute_pgm_rsrc3: regs::compute_pgm_rsrc3(self.family).map_or(0, |r| self.reg(r)),
+            kernel_code_properties: if wave32 {
+                aql::code_properties::ENABLE_WAVEFRONT_SIZE32
+            } else {
+                0
+            },
             ..Default::default()
         };
-        let tmpring = self.reg(regs::COMPUTE_TMPRING_SIZE);
-        let (waves, wave_bytes) = (
-            u64::from(tmpring & 0xFFF),
-            u64::from((tmpring >> 12) & 0x1FFF) * 1024,
-        );
+        let format = aql::scratch::ScratchFormat::for_gfx_target_version(p.gfx_target_version)
+            .unwrap_or_default();
+        let (waves, wave_bytes) = format.decode_tmpring(self.reg(regs::COMPUTE_TMPRING_SIZE));
+        let waves = match format {
+            aql::scratch::ScratchFormat::Gfx9 => u64::from(waves),
+            aql::scratch::ScratchFormat::Gfx11 => {
+                let engines = p.array_count / p.simd_arrays_per_engine.max(1) / p.num_xcc.max(1);
+                u64::from(waves) * u64::from(engines.max(1))
+            }
+        };
+        let lanes = if wave32 { 32 } else { 64 };
         let scratch_base = (u64::from(self.reg(regs::COMPUTE_DISPATCH_SCRATCH_BASE_LO))
             | u64::from(self.reg(regs::COMPUTE_DISPATCH_SCRATCH_BASE_HI) & 0xFF) << 32)
             << 8;
@@ -445,7 +464,7 @@ impl<'a> Interpreter<'a> {
             dispatch_id: 0,
             // LDS_SIZE, bits 23:15, in 128-dword granules.
             group_segment_size: ((rsrc2 >> 15) & 0x1FF) * 512,
-            private_segment_size: (wave_bytes / 64) as u32,
+            private_segment_size: (wave_bytes / lanes) as u32,
             scratch: (waves > 0 && wave_bytes > 0).then_some(kfd_emu_isa::ScratchBacking {
                 base: scratch_base,
                 size: waves * wave_bytes,

@@ -200,8 +200,10 @@ impl Pm4Queue {
         set(&mut p, regs::COMPUTE_RESOURCE_LIMITS, vec![0]);
         let layout = scratch.unwrap_or_default();
         set(&mut p, regs::COMPUTE_TMPRING_SIZE, vec![layout.tmpring()]);
-        if matches!(self.family, pm4::GfxFamily::Gfx94x) {
-            // Architected flat scratch: the SPI starts each wave's FLAT_SCRATCH from here.
+        if matches!(self.family, pm4::GfxFamily::Gfx94x | pm4::GfxFamily::Gfx11) {
+            // gfx94x's architected flat scratch and GFX11's hardware FLAT_SCRATCH: the SPI
+            // starts each wave's FLAT_SCRATCH from here (mesa's radv writes it on GFX11 too,
+            // `radv_emit_compute_scratch`).
             set(
                 &mut p,
                 regs::COMPUTE_DISPATCH_SCRATCH_BASE_LO,
