@@ -29,6 +29,7 @@ mod valu_ops;
 mod valu_wide;
 mod vmem;
 mod wave;
+mod wmma;
 
 use crate::decode::{Format, Inst, Op, Operand};
 use crate::dispatch::{DispatchSetup, RunControl};
@@ -460,6 +461,9 @@ fn step<M: Memory + ?Sized>(
                 || inst.name.starts_with("v_smfmac") =>
         {
             mfma::exec(w, inst, w.target).map(|()| Flow::Next)
+        }
+        Format::Vop3p if inst.name.starts_with("v_wmma") => {
+            wmma::exec(w, inst).map(|()| Flow::Next)
         }
         Format::Vop1 | Format::Vop2 | Format::Vopc | Format::Vop3 | Format::Vop3p => {
             valu::exec(w, inst, ctx.apertures).map(|()| Flow::Next)

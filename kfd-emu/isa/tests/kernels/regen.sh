@@ -68,6 +68,8 @@ hip_gfx11() { # source output [extra flags]
 }
 hip_gfx11 kernels.hip kernels-gfx1100.co
 golden kernels-gfx1100.co gfx1100 kernels-gfx1100.dis
+hip_gfx11 wmma.hip wmma-gfx1100.co
+golden wmma-gfx1100.co gfx1100 wmma-gfx1100.dis
 
 for src in kernels.hip mfma.hip; do
   base=${src%.hip}
