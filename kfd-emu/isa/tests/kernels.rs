@@ -1,28 +1,56 @@
-//! The compiled HIP kernels (tests/kernels/kernels.hip) run on the interpreter for gfx90a and
-//! gfx942, every result checked against the same computation on the CPU.
+//! The compiled HIP kernels (tests/kernels/kernels.hip) run on the interpreter for gfx90a,
+//! gfx942 and gfx1100 (hipcc's default wave32 build and a `-mwavefrontsize64` build), every
+//! result checked against the same computation on the CPU.
 
 // Results are compared element by element against parallel CPU arrays by index.
 #![allow(clippy::needless_range_loop)]
 
 mod common;
 
-use common::gpu::*;
+use common::elf::CodeObject;
+use common::gpu::{Gpu, *};
 use kfd_emu_isa::Target;
 
-fn both(f: impl Fn(Target)) {
-    for t in Target::ALL {
-        f(t);
+/// A build of kernels.hip: its target and wave size.
+#[derive(Clone, Copy, Debug)]
+struct Build {
+    target: Target,
+    /// Lanes per wave (HIP's `warpSize`): hipcc builds gfx1100 code for wave32 unless told
+    /// `-mwavefrontsize64`; GFX9 runs wave64 only.
+    lanes: usize,
+}
+
+impl std::fmt::Display for Build {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} wave{}", self.target, self.lanes)
     }
 }
 
-/// Lanes per wave of the fixture for `t`: hipcc builds gfx1100 code for wave32 (its
-/// default), so HIP's `warpSize` there is 32.
-fn lanes(t: Target) -> usize {
-    if t == Target::Gfx1100 {
-        32
-    } else {
-        64
+/// Every build: each target's, and gfx1100's in both wave sizes.
+fn both(f: impl Fn(Build)) {
+    for target in Target::ALL {
+        let lanes = if target == Target::Gfx1100 { 32 } else { 64 };
+        f(Build { target, lanes });
     }
+    f(Build {
+        target: Target::Gfx1100,
+        lanes: 64,
+    });
+}
+
+fn lanes(b: Build) -> usize {
+    b.lanes
+}
+
+/// A loaded copy of build `b`'s kernels.
+fn kernels(b: Build) -> (Gpu, u64, CodeObject) {
+    if b.target == Target::Gfx1100 && b.lanes == 64 {
+        let co = CodeObject::load(&common::elf::kernels_dir().join("kernels_w64-gfx1100.co"));
+        let mut gpu = Gpu::new(b.target);
+        let base = gpu.load(&co);
+        return (gpu, base, co);
+    }
+    common::gpu::kernels(b.target)
 }
 
 #[test]

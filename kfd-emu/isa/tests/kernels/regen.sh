@@ -68,6 +68,9 @@ hip_gfx11() { # source output [extra flags]
 }
 hip_gfx11 kernels.hip kernels-gfx1100.co
 golden kernels-gfx1100.co gfx1100 kernels-gfx1100.dis
+# The same kernels as wave64 code (GFX11 runs both; the disassembler prints wave32 forms, as
+# llvm-objdump does without -mattr=+wavefrontsize64, so this build has no golden).
+hip_gfx11 kernels.hip kernels_w64-gfx1100.co -mwavefrontsize64
 hip_gfx11 wmma.hip wmma-gfx1100.co
 golden wmma-gfx1100.co gfx1100 wmma-gfx1100.dis
 
