@@ -1,6 +1,7 @@
-//! AMDGPU machine code for kfd-emu: a GFX9 (gfx90a, gfx942) decoder, a disassembler that
-//! prints what `llvm-objdump-16 -d` prints, and a wave64 interpreter that runs one AQL
-//! dispatch's work-groups against a [`Memory`] the caller provides. Pure Rust, no system calls,
+//! AMDGPU machine code for kfd-emu: a GFX9 (gfx90a, gfx942) and GFX11 (gfx1100) decoder, a
+//! disassembler that prints what `llvm-objdump-16 -d` prints, and a wave interpreter (wave64,
+//! and wave32 on GFX11) that runs one AQL dispatch's work-groups against a [`Memory`] the
+//! caller provides. Pure Rust, no system calls,
 //! no threads and no `unsafe`: callers run work-groups on as many host threads as they like.
 //!
 //! # Integration (how kfd-emu's AQL/PM4 processors use it)
@@ -82,8 +83,9 @@
 //! kernarg pointer, dispatch id, flat-scratch init, private segment size, then preloaded
 //! kernel arguments on gfx940+), the system SGPRs from `USER_SGPR_COUNT` on (work-group ids
 //! x/y/z, work-group info, private segment wave offset), FLAT_SCRATCH set to the wave's
-//! scratch on gfx942 (architected flat scratch), work-item ids packed into v0 (x | y << 10 |
-//! z << 20) on gfx90a/gfx942, EXEC holding the lanes that exist (a partial work-group at the
+//! scratch on gfx942 (architected flat scratch) and GFX11's hardware FLAT_SCRATCH register
+//! likewise, work-item ids packed into v0 (x | y << 10 | z << 20), EXEC holding the lanes that
+//! exist (32 of them in a GFX11 wave32, whose lane masks in SGPRs are one register) (a partial work-group at the
 //! grid's edge has its real size and fewer lanes), the MODE register from
 //! `COMPUTE_PGM_RSRC1`, and the unified VGPR/AGPR file split at the descriptor's
 //! `accum_offset`. A kernel that needs scratch on a dispatch without scratch backing gets
@@ -93,8 +95,11 @@
 //!
 //! Decoding and disassembly: every opcode llvm-mc-16 knows for gfx90a and gfx940/942 in the
 //! SOP1/SOP2/SOPK/SOPC/SOPP, SMEM, VOP1/VOP2/VOPC (with DPP and SDWA), VOP3 (a and b),
-//! VOP3P (packed, MFMA, SMFMAC), DS, FLAT/GLOBAL/SCRATCH, MUBUF and MTBUF encodings, checked
-//! against llvm-mc's text for each opcode and llvm-objdump's for every checked-in code object.
+//! VOP3P (packed, MFMA, SMFMAC), DS, FLAT/GLOBAL/SCRATCH, MUBUF and MTBUF encodings, and for
+//! gfx1100 in GFX11's (VOP3 with literals and DPP, DPP8, VOPD, WMMA, MIMG without NSA),
+//! checked against llvm-mc's text for each opcode and operand-form corpora and llvm-objdump's
+//! for every checked-in code object. GFX11 code prints as wave32 code (lane masks as `vcc_lo`
+//! and one SGPR), as llvm-objdump prints it without `-mattr=+wavefrontsize64`.
 //!
 //! Execution: the scalar ALU and program control (all branches, calls through
 //! `s_setpc`/`s_swappc`/`s_getpc`/`s_call`, `s_barrier`, `s_trap`, waits and cache controls as
@@ -115,14 +120,20 @@
 //! hardware is within about 1 ulp); `v_div_scale` pre-scaling (it returns its operand, so
 //! quotients whose operands are near the ends of the exponent range may differ in the last
 //! bit from hardware); caches and memory ordering (every access goes to memory; waits are
-//! no-ops); the GDS; traps into a trap handler; wave32. Clocks (`s_memtime`) count executed
+//! no-ops); the GDS; traps into a trap handler. Clocks (`s_memtime`) count executed
 //! instructions.
 //!
-//! Another generation (gfx11, wave32) adds a [`target::Generation`], its format split and
-//! opcode tables beside the GFX9 ones ([`decode::decode`] dispatches on the generation; the
-//! operations are a shared [`decode::Op`] enum, so the executor's semantics are reused). The
-//! interpreter itself is wave64 with GFX9's numbering of the special scalar registers; wave32
-//! would make the lane count a per-wave parameter (the [`Target`] already reports it).
+//! GFX11 (gfx1100) has its own format split and opcode table ([`decode::decode`] dispatches on
+//! the [`target::Generation`]); operations GFX11 only renamed decode to GFX9's [`decode::Op`],
+//! so the executor's semantics serve both, and GFX11's register numbering (`null` at 124, M0 at
+//! 125) is swapped into GFX9's at decode. GFX11 adds: wave32 (the descriptor's
+//! `ENABLE_WAVEFRONT_SIZE32`; a wave32 runs 32 lanes, its lane masks one SGPR), VOPD dual issue
+//! (both halves read before either writes), DPP8 and fetch-inactive, the `_b32` save-exec
+//! forms, three-way XOR, min-max pairs, DX9 multiply-adds, cross-row permutes and WMMA
+//! (`exec/wmma.rs`, whose rounding assumption is written there). Not run on GFX11: images and
+//! formatted buffer access (GFX10+ descriptors and unified formats are not modelled), `v_dot*`
+//! with mixed signedness, and the other opcodes `COVERAGE.md` lists. RDNA4 (gfx1200/gfx1201)
+//! is not modelled; `kfd-emu/isa/README.md` says what it would take.
 #![warn(missing_docs)]
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
 #![forbid(unsafe_code)]

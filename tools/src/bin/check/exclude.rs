@@ -58,7 +58,7 @@ mod tests {
     fn rules_match_by_family_and_pattern() {
         let rules = parse(
             "# a comment\n\
-             gfx1100: wave_exceptions::*  # no gfx11 interpreter in kfd-emu\n\
+             gfx1100: wave_exceptions::*  # no gfx11 trap handler build\n\
              all: stress::long\n\
              hw: debugging::a_watch*\n",
         )
@@ -67,7 +67,7 @@ mod tests {
         let on = |families: &[&str], t: &str| excluded(&rules, families, t).map(|r| &r.reason);
         assert_eq!(
             on(&["gfx1100", "emu"], "wave_exceptions::abort").map(String::as_str),
-            Some("no gfx11 interpreter in kfd-emu")
+            Some("no gfx11 trap handler build")
         );
         assert_eq!(on(&["gfx90a", "emu"], "wave_exceptions::abort"), None);
         assert!(on(&["gfx90a", "emu"], "stress::long").is_some());
