@@ -68,6 +68,10 @@ hip_gfx11() { # source output [extra flags]
 }
 hip_gfx11 kernels.hip kernels-gfx1100.co
 golden kernels-gfx1100.co gfx1100 kernels-gfx1100.dis
+# GFX11 instruction-level cases (tests/ops11.rs).
+llvm-mc-16 -triple amdgcn-amd-amdhsa -mcpu=gfx1100 -filetype=obj -o "$tmp/ops11.o" ops11.s
+ld.lld-16 -shared --no-undefined -o ops11-gfx1100.co "$tmp/ops11.o"
+golden ops11-gfx1100.co gfx1100 ops11-gfx1100.dis
 # The same kernels as wave64 code (GFX11 runs both; the disassembler prints wave32 forms, as
 # llvm-objdump does without -mattr=+wavefrontsize64, so this build has no golden).
 hip_gfx11 kernels.hip kernels_w64-gfx1100.co -mwavefrontsize64
