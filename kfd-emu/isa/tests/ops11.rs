@@ -5,6 +5,10 @@
 //! save-exec forms, three-way XOR and min-max pairs. Each case's 32 lane results are checked
 //! against a CPU model of the instruction as the RDNA3 ISA guide defines it.
 
+// Lane models index per-lane arrays by lane; the min-max models spell out the ISA's max-then-min
+// (a clamp only when the bounds are ordered, which the instruction does not require).
+#![allow(clippy::needless_range_loop, clippy::manual_clamp)]
+
 mod common;
 
 use common::elf::{kernels_dir, CodeObject};
