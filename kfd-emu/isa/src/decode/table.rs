@@ -1,7 +1,8 @@
 //! Opcode tables: for each target, which operation each (encoding, opcode) pair is.
 //!
-//! The entries themselves are generated (`tables.rs`, from `tools/gen_tables.py`); this module
-//! defines their shape and looks them up.
+//! The entries themselves are generated (`tables.rs`, from `tools/gen_tables.py`): one table for
+//! every target, each entry carrying the set of targets it is for (gfx90a and gfx940 share most
+//! of theirs); this module defines their shape and looks them up.
 
 use super::op::Op;
 use super::tables;
@@ -66,6 +67,8 @@ pub struct Entry {
     pub name: &'static str,
     /// Widths in dwords of the register operands in printed order (0: none).
     pub widths: [u8; 6],
+    /// The targets the entry is for ([`target_bit`] of each).
+    pub targets: u8,
 }
 
 impl Entry {
@@ -75,6 +78,7 @@ impl Entry {
         op: Op,
         name: &'static str,
         widths: [u8; 6],
+        targets: u8,
     ) -> Entry {
         Entry {
             format,
@@ -82,30 +86,35 @@ impl Entry {
             op,
             name,
             widths,
+            targets,
         }
     }
 }
 
-/// The sorted table of a target.
-fn table(target: Target) -> &'static [Entry] {
+/// A target's bit in [`Entry::targets`].
+pub fn target_bit(target: Target) -> u8 {
     match target {
-        Target::Gfx90a => tables::GFX90A,
-        Target::Gfx942 => tables::GFX940,
-        Target::Gfx1100 => tables::GFX1100,
+        Target::Gfx90a => 1,
+        Target::Gfx942 => 2,
+        Target::Gfx1100 => 4,
     }
 }
 
 /// The entry for `opcode` in `format` on `target`.
 pub fn lookup(target: Target, format: Format, opcode: u16) -> Option<&'static Entry> {
-    let t = table(target);
-    t.binary_search_by(|e| (e.format, e.opcode).cmp(&(format, opcode)))
-        .ok()
-        .and_then(|i| t.get(i))
+    let t = tables::ENTRIES;
+    let first = t.partition_point(|e| (e.format, e.opcode) < (format, opcode));
+    let bit = target_bit(target);
+    t.get(first..)?
+        .iter()
+        .take_while(|e| (e.format, e.opcode) == (format, opcode))
+        .find(|e| e.targets & bit != 0)
 }
 
-/// Every opcode of `target` (for coverage listings and tests).
-pub fn entries(target: Target) -> &'static [Entry] {
-    table(target)
+/// Every opcode of `target`, sorted by encoding and opcode (for coverage listings and tests).
+pub fn entries(target: Target) -> impl Iterator<Item = &'static Entry> {
+    let bit = target_bit(target);
+    tables::ENTRIES.iter().filter(move |e| e.targets & bit != 0)
 }
 
 #[cfg(test)]
@@ -115,7 +124,7 @@ mod tests {
     #[test]
     fn tables_are_sorted_and_unique() {
         for t in Target::ALL {
-            let e = entries(t);
+            let e: Vec<&Entry> = entries(t).collect();
             assert!(e.len() > 1000, "{t}: {} entries", e.len());
             assert!(e
                 .windows(2)
