@@ -58,7 +58,7 @@ fn executes(t: Target, words: &[u32]) -> Option<bool> {
 }
 
 /// The opcodes of the code objects whose results tests check (kernels.rs, kernels_more.rs,
-/// ops.rs, ops11.rs, buffer_formats.rs, images.rs, abi.rs, blit.rs, wmma.rs).
+/// ops.rs, ops11.rs, buffer_formats.rs, images.rs, abi.rs, blit.rs, wmma.rs, math.rs).
 fn checked_ops(t: Target) -> std::collections::HashSet<kfd_emu_isa::decode::Op> {
     let dir = common::elf::kernels_dir();
     let mut objects: Vec<_> = [
@@ -73,6 +73,7 @@ fn checked_ops(t: Target) -> std::collections::HashSet<kfd_emu_isa::decode::Op> 
         "mfma_sparse",
         "wmma",
         "ops11",
+        "math",
     ]
     .iter()
     .map(|o| dir.join(format!("{o}-{}.co", t.name())))

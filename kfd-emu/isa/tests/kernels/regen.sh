@@ -76,6 +76,11 @@ golden ops11-gfx1100.co gfx1100 ops11-gfx1100.dis
 # llvm-objdump does without -mattr=+wavefrontsize64, so this build has no golden).
 hip_gfx11 kernels.hip kernels_w64-gfx1100.co -mwavefrontsize64
 hip_gfx11 wmma.hip wmma-gfx1100.co
+# The device math library (ocml) element-wise, for gfx90a and gfx1100 (tests/math.rs).
+hip math.hip gfx90a math-gfx90a.co
+golden math-gfx90a.co gfx90a math-gfx90a.dis
+hip_gfx11 math.hip math-gfx1100.co
+golden math-gfx1100.co gfx1100 math-gfx1100.dis
 golden wmma-gfx1100.co gfx1100 wmma-gfx1100.dis
 
 for src in kernels.hip mfma.hip; do
