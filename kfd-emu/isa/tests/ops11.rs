@@ -2,7 +2,8 @@
 //! compiled kernels do not reach: VOPD halves that read each other's registers, DPP8 and the
 //! GFX10+ DPP16 row controls and fetch-inactive, `v_permlane16`/`v_permlanex16`, `v_cmpx`
 //! writing EXEC alone, wave32 lane masks in VCC_LO, `null` destinations and sources, the b32
-//! save-exec forms, three-way XOR and min-max pairs. Each case's 32 lane results are checked
+//! save-exec forms, three-way XOR and min-max pairs, the mixed-signedness and bf16 dot
+//! products, saturating f32-to-i16 packing and `s_pack_hl_b32_b16`. Each case's 32 lane results are checked
 //! against a CPU model of the instruction as the RDNA3 ISA guide defines it.
 
 // Lane models index per-lane arrays by lane; the min-max models spell out the ISA's max-then-min
@@ -15,7 +16,7 @@ use common::elf::{kernels_dir, CodeObject};
 use common::gpu::*;
 use kfd_emu_isa::Target;
 
-const CASES: usize = 12;
+const CASES: usize = 17;
 const LANES: usize = 32;
 
 fn run() -> Vec<Vec<u32>> {
@@ -89,4 +90,24 @@ fn gfx11_instruction_cases() {
     check(10, &case10);
     // 11: with FI, the even lanes read their odd (disabled) neighbours; odd lanes did not run.
     check(11, &|l| if l & 1 == 0 { v2(l ^ 1) } else { case10(l) });
+    // 12: signed bytes of 3l + 1 times unsigned bytes of l << 8, plus 5.
+    let byte = |x: u32, k: u32| (x >> (8 * k)) & 0xFF;
+    check(12, &|l| {
+        let dot: i32 = (0..4)
+            .map(|k| i32::from(byte(v2(l), k) as u8 as i8) * byte((l as u32) << 8, k) as i32)
+            .sum();
+        (dot + 5) as u32
+    });
+    // 13: unsigned nibbles of 3l + 1 times signed nibbles of 0x1000 (only nibble 3 is 1).
+    check(13, &|l| ((v2(l) >> 12) & 0xF) + l as u32);
+    // 14: 1.0 * l + 2.0 * l + 0.5.
+    check(14, &|l| (3.0 * l as f32 + 0.5).to_bits());
+    // 15: saturated to i16: low half 2000 l - 40000, high half 40000 - 3000 l.
+    let sat = |x: f32| (x as i32).clamp(-32768, 32767) as u32 & 0xFFFF;
+    check(15, &|l| {
+        let f = l as f32;
+        sat(2000.0 * f - 40000.0) | sat(40000.0 - 3000.0 * f) << 16
+    });
+    // 16: {s11[15:0], s10[31:16]}.
+    check(16, &|_| 0xDEF0_1234);
 }

@@ -202,6 +202,7 @@ pub(super) fn exec<M: Memory + ?Sized>(
         Op::SPackLlB32B16 => w.set_sgpr(d, (a & 0xFFFF) | b << 16),
         Op::SPackLhB32B16 => w.set_sgpr(d, (a & 0xFFFF) | (b & 0xFFFF_0000)),
         Op::SPackHhB32B16 => w.set_sgpr(d, a >> 16 | (b & 0xFFFF_0000)),
+        Op::SPackHlB32B16 => w.set_sgpr(d, a >> 16 | b << 16),
         // SOPK
         Op::SMovkI32 => w.set_sgpr(d, simm as i32 as u32),
         Op::SCmovkI32 => {

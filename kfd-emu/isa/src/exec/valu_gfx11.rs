@@ -3,6 +3,7 @@
 
 use super::fpmath::{d2h, fmax32, fmin32, h2d};
 use super::valu::V;
+use super::valu_misc::{fields, sext};
 use super::valu_wide::{h3, i16op};
 use super::wave::{per_lane, select_into, Lanes, LANES};
 use crate::decode::Op;
@@ -73,6 +74,51 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
             v.write16(&out, m)
         }
         Op::VPermlane16B32 | Op::VPermlanex16B32 => permlane16(v),
+        // Mixed-signedness dot products: NEG_LO[0] and [1] make A and B signed.
+        Op::VDot4I32Iu8 | Op::VDot8I32Iu4 => {
+            let bits = if v.i.op == Op::VDot4I32Iu8 { 8 } else { 4 };
+            let (sa, sb) = (v.i.vop3.neg & 1 != 0, v.i.vop3.neg & 2 != 0);
+            let clamp = v.i.vop3.clamp;
+            v.map3(|a, b, c| {
+                let dot = fields(a, b, bits, |x, y| {
+                    let x = if sa { sext(x, bits) } else { i64::from(x) };
+                    let y = if sb { sext(y, bits) } else { i64::from(y) };
+                    x * y
+                });
+                let sum = dot + i64::from(c as i32);
+                if clamp {
+                    sum.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32 as u32
+                } else {
+                    sum as i32 as u32
+                }
+            })
+        }
+        Op::VDot2F32Bf16 => {
+            let clamp = v.i.vop3.clamp;
+            v.map3(|a, b, c| {
+                let bf = |x: u32| f64::from(f32::from_bits(x << 16));
+                let r = bf(a & 0xFFFF) * bf(b & 0xFFFF)
+                    + bf(a >> 16) * bf(b >> 16)
+                    + f64::from(f32::from_bits(c));
+                let r = r as f32;
+                (if clamp { r.clamp(0.0, 1.0) } else { r }).to_bits()
+            })
+        }
+        Op::VCvtPkI16F32 | Op::VCvtPkU16F32 => {
+            let signed = v.i.op == Op::VCvtPkI16F32;
+            let (a, b) = (v.src(0)?, v.src(1)?);
+            let sat = |x: f32| -> u32 {
+                if signed {
+                    // NaN converts to 0, as the f32-to-integer conversions do.
+                    (x as i32).clamp(-32768, 32767) as u32 & 0xFFFF
+                } else {
+                    (x as u32).min(0xFFFF)
+                }
+            };
+            let out: Lanes = per_lane(|l| sat(v.fmod32(a[l], 0)) | sat(v.fmod32(b[l], 1)) << 16);
+            let m = v.mask();
+            v.write(&out, m)
+        }
         Op::VPermlane64B32 => {
             // Each lane reads the lane 32 away (the other half of a wave64); a wave32 has
             // no other half and keeps its value.

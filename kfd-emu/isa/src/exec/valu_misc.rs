@@ -18,7 +18,7 @@ fn sat_i16(x: i64) -> u32 {
 }
 
 /// Sum over `n` lanes of `bits`-wide fields of `f(a_field, b_field)`.
-fn fields(a: u32, b: u32, bits: u32, f: impl Fn(u32, u32) -> i64) -> i64 {
+pub(super) fn fields(a: u32, b: u32, bits: u32, f: impl Fn(u32, u32) -> i64) -> i64 {
     let mask = (1u64 << bits) - 1;
     (0..32 / bits)
         .map(|k| {
@@ -29,7 +29,7 @@ fn fields(a: u32, b: u32, bits: u32, f: impl Fn(u32, u32) -> i64) -> i64 {
         .sum()
 }
 
-fn sext(x: u32, bits: u32) -> i64 {
+pub(super) fn sext(x: u32, bits: u32) -> i64 {
     let shift = 64 - bits;
     (i64::from(x) << shift) >> shift
 }

@@ -99,6 +99,32 @@ ops11:
     v_mov_b32_dpp v10, v2 quad_perm:[1,0,3,2] row_mask:0xf bank_mask:0xf fi:1
     s_mov_b32 exec_lo, -1
     STORE
+    // 12: v_dot4_i32_iu8, A signed, B unsigned: bytes of 3l + 1 times bytes of l << 8, plus 5
+    v_dot4_i32_iu8 v10, v2, v4, 5 neg_lo:[1,0,0]
+    STORE
+    // 13: v_dot8_i32_iu4, A unsigned, B signed, plus the lane
+    v_dot8_i32_iu4 v10, v2, v3, v0 neg_lo:[0,1,0]
+    STORE
+    // 14: v_dot2_f32_bf16: {1.0, 2.0} . {l, l} + 0.5
+    v_mov_b32 v12, 0x40003f80
+    v_cvt_f32_u32 v14, v0
+    v_lshrrev_b32 v13, 16, v14
+    v_and_or_b32 v13, v14, 0xffff0000, v13
+    v_dot2_f32_bf16 v10, v12, v13, 0.5
+    STORE
+    // 15: v_cvt_pk_i16_f32 saturating: {2000 l - 40000, 40000 - 3000 l}
+    v_mul_f32 v7, 0x44fa0000, v14
+    v_sub_f32 v7, v7, 0x471c4000
+    v_mul_f32 v8, 0x453b8000, v14
+    v_sub_f32 v8, 0x471c4000, v8
+    v_cvt_pk_i16_f32 v10, v7, v8
+    STORE
+    // 16: s_pack_hl_b32_b16: {s11[15:0], s10[31:16]}
+    s_mov_b32 s10, 0x12345678
+    s_mov_b32 s11, 0x9abcdef0
+    s_pack_hl_b32_b16 s9, s10, s11
+    v_mov_b32 v10, s9
+    STORE
     s_endpgm
 
 .rodata
