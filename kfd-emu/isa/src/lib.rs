@@ -131,8 +131,8 @@
 //! (both halves read before either writes), DPP8 and fetch-inactive, the `_b32` save-exec
 //! forms, three-way XOR, min-max pairs, DX9 multiply-adds, cross-row permutes and WMMA
 //! (`exec/wmma.rs`, whose rounding assumption is written there). Not run on GFX11: images and
-//! formatted buffer access (GFX10+ descriptors and unified formats are not modelled), `v_dot*`
-//! with mixed signedness, and the other opcodes `COVERAGE.md` lists. RDNA4 (gfx1200/gfx1201)
+//! formatted buffer access (GFX10+ descriptors and unified formats are not modelled), and the
+//! other opcodes `COVERAGE.md` lists. RDNA4 (gfx1200/gfx1201)
 //! is not modelled; `kfd-emu/isa/README.md` says what it would take.
 #![warn(missing_docs)]
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
