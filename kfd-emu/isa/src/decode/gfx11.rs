@@ -10,7 +10,7 @@
 //! writes EXEC only; `ds_cmpstore` swaps its data operands) the decoder says so here.
 
 use super::inst::{flags, Dpp};
-use super::operand::{src, sreg, Operand};
+use super::operand::{src, sreg, DataSize, Operand};
 use super::table::{lookup, Entry, Format};
 use super::{resolve_constants, start, with_literal, Inst};
 use crate::target::Target;
@@ -123,7 +123,7 @@ fn smem(t: Target, w0: u32, w1: u32) -> Option<Inst> {
         | flag(bits(w0, 13, 1) != 0, flags::DLC);
     let [w_data, w_base, ..] = e.widths;
     let sdata = bits(w0, 6, 7);
-    let sbase = (bits(w0, 0, 6) * 2) as u8;
+    let sbase = sgpr(bits(w0, 0, 6) * 2);
     match e.name {
         "s_gl1_inv" | "s_dcache_inv" => {}
         "s_atc_probe" | "s_atc_probe_buffer" => {
@@ -146,8 +146,16 @@ fn smem(t: Target, w0: u32, w1: u32) -> Option<Inst> {
 }
 
 /// Applies a DPP16 or DPP8 extension word when src0 says one follows; returns the real src0
-/// and how many words the extension adds.
-fn extension(i: &mut Inst, code: u32, ext: u32, width: u8, literal: u32) -> (Operand, u8) {
+/// and how many words the extension adds. The DPP16 word's neg/abs bits are the source
+/// modifiers of a VOP1/VOP2/VOPC (`short`); a VOP3 keeps its own and ignores them.
+fn extension(
+    i: &mut Inst,
+    code: u32,
+    ext: u32,
+    width: u8,
+    literal: u32,
+    short: bool,
+) -> (Operand, u8) {
     match code as u16 {
         src::DPP => {
             i.dpp = Some(Dpp {
@@ -158,8 +166,10 @@ fn extension(i: &mut Inst, code: u32, ext: u32, width: u8, literal: u32) -> (Ope
                 fetch_inactive: bits(ext, 18, 1) != 0,
                 lanes8: None,
             });
-            i.vop3.neg |= (bits(ext, 20, 1) | bits(ext, 22, 1) << 1) as u8;
-            i.vop3.abs |= (bits(ext, 21, 1) | bits(ext, 23, 1) << 1) as u8;
+            if short {
+                i.vop3.neg |= (bits(ext, 20, 1) | bits(ext, 22, 1) << 1) as u8;
+                i.vop3.abs |= (bits(ext, 21, 1) | bits(ext, 23, 1) << 1) as u8;
+            }
             (Operand::Vgpr(bits(ext, 0, 8) as u16, width.max(1)), 1)
         }
         DPP8 | DPP8_FI => {
@@ -189,7 +199,12 @@ fn vop1(t: Target, w0: u32, w1: u32) -> Option<Inst> {
         return Some(i);
     }
     let [wd, ws, ..] = e.widths;
-    let (s0, ext) = extension(&mut i, bits(w0, 0, 9), w1, ws, w1);
+    // The swaps take only a VGPR: the field's low byte, never a constant or an extension.
+    let (s0, ext) = if matches!(e.name, "v_swap_b32" | "v_swaprel_b32") {
+        (Operand::Vgpr(bits(w0, 0, 8) as u16, ws.max(1)), 0)
+    } else {
+        extension(&mut i, bits(w0, 0, 9), w1, ws, w1, true)
+    };
     let vdst = bits(w0, 17, 8);
     i.dst = match sem(e) {
         "v_readfirstlane_b32" => sdst(vdst, 1),
@@ -211,7 +226,7 @@ fn vop2(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     } else {
         (w[0], w[1], w[2])
     };
-    let (s0, ext) = extension(&mut i, bits(w0, 0, 9), w1, ws0, w1);
+    let (s0, ext) = extension(&mut i, bits(w0, 0, 9), w1, ws0, w1, true);
     let s1 = Operand::Vgpr(bits(w0, 9, 8) as u16, ws1.max(1));
     i.dst = Operand::Vgpr(bits(w0, 17, 8) as u16, wd.max(1));
     let mask = Operand::Sgpr(sreg::VCC_LO, 1);
@@ -255,7 +270,7 @@ fn vopc(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     if !cmpx {
         i.sdst = Operand::Sgpr(sreg::VCC_LO, 1);
     }
-    let (s0, ext) = extension(&mut i, bits(w0, 0, 9), w1, ws0, w1);
+    let (s0, ext) = extension(&mut i, bits(w0, 0, 9), w1, ws0, w1, true);
     let s1 = Operand::Vgpr(bits(w0, 9, 8) as u16, ws1.max(1));
     i.src = [s0, s1, Operand::None];
     i.len = with_literal(1 + ext, &[s0]);
@@ -283,7 +298,7 @@ fn vop3_sources(i: &mut Inst, w1: u32, next: u32, count: usize, widths: [u8; 3])
     for k in 0..count {
         let code = bits(w1, 9 * k as u32, 9);
         let (op, ext) = if k == 0 {
-            extension(i, code, next, widths[0], next)
+            extension(i, code, next, widths[0], next, false)
         } else {
             (src9(code, widths[k], next), 0)
         };
@@ -310,7 +325,13 @@ fn vop3(t: Target, w0: u32, w1: u32, w2: u32) -> Option<Inst> {
     let (dsts, src_w): (usize, [u8; 3]) = if compare && cmpx {
         (0, [w[0], w[1], w[2]])
     } else if compare {
-        i.sdst = sdst(vdst, 1);
+        // An 8-bit scalar field: codes past the SGPRs name the special sources (LLVM prints
+        // `src_shared_limit` there).
+        i.sdst = if vdst < 128 {
+            sdst(vdst, 1)
+        } else {
+            src9(vdst, 1, 0)
+        };
         (1, [w[1], w[2], w[3]])
     } else if vop3b {
         i.dst = Operand::Vgpr(vdst as u16, w[0].max(1));
@@ -442,6 +463,11 @@ fn ds(t: Target, w0: u32, w1: u32) -> Option<Inst> {
         i.src[0] = v(bits(w1, 0, 8), w[0]);
         return Some(i);
     }
+    // The GS register operations' one source is the data field, not the address.
+    if name.ends_with("_gs_reg_rtn") {
+        i.src[0] = v(bits(w1, 8, 8), rest.first().copied().unwrap_or(1));
+        return Some(i);
+    }
     let no_addr = name.contains("addtid")
         || name.starts_with("ds_append")
         || name.starts_with("ds_consume")
@@ -546,7 +572,11 @@ fn buffer(t: Target, format: Format, w0: u32, w1: u32) -> Option<Inst> {
     i.flags |= flag(glc, flags::GLC)
         | flag(offen, flags::OFFEN)
         | flag(idxen, flags::IDXEN)
-        | flag(bits(w1, 21, 1) != 0, flags::NV);
+        // LLVM gives TFE to MUBUF loads and stores only (not atomics, not MTBUF).
+        | flag(
+            bits(w1, 21, 1) != 0 && format == Format::Mubuf && !e.name.contains("_atomic_"),
+            flags::NV,
+        );
     i.offset = bits(w0, 0, 12) as i32;
     let vaddr = bits(w1, 0, 8) as u16;
     i.src[0] = match (offen, idxen) {
@@ -554,11 +584,15 @@ fn buffer(t: Target, format: Format, w0: u32, w1: u32) -> Option<Inst> {
         (true, true) => Operand::Vgpr(vaddr, 2),
         _ => Operand::Vgpr(vaddr, 1),
     };
-    i.saddr = Operand::Sgpr((bits(w1, 16, 5) * 4) as u8, 4);
-    i.soffset = src9(bits(w1, 24, 8), 1, 0);
-    if let Operand::Int(v) = i.soffset {
-        i.imm[2] = v as i64 as u64;
+    i.saddr = Operand::Sgpr(sgpr(bits(w1, 16, 5) * 4), 4);
+    // Memory instructions take no literal (llvm-mc refuses one in SOFFSET; its disassembler
+    // reads a third dword for code 255 all the same): the encoding is refused.
+    let soffset = bits(w1, 24, 8);
+    if soffset == u32::from(src::LITERAL) {
+        return None;
     }
+    i.soffset = src9(soffset, 1, 0);
+    i.imm[2] = i.soffset.constant(DataSize::B32, false).unwrap_or(0);
     if !i.has(flags::LDS) {
         let data_w = e.widths[0];
         super::gfx9_mem::buffer_data(&mut i, sem(e), data_w, bits(w1, 8, 8) as u16, false, glc);
@@ -588,15 +622,15 @@ fn mimg(t: Target, w0: u32, w1: u32) -> Option<Inst> {
         | flag(bits(w0, 17, 1) != 0, flags::D16)
         | flag(bits(w1, 21, 1) != 0, flags::NV)
         | flag(bits(w1, 22, 1) != 0, flags::ACC);
-    let [wd, wa, ..] = e.widths;
-    let data = Operand::Vgpr(bits(w1, 8, 8) as u16, wd.max(1));
-    i.src[0] = Operand::Vgpr(bits(w1, 0, 8) as u16, wa.max(1));
-    i.saddr = Operand::Sgpr((bits(w1, 16, 5) * 4) as u8, 8);
+    let (wd, wa) = mimg_sizes(&i, e.name, dmask, bits(w1, 8, 8), bits(w1, 0, 8));
+    let data = Operand::Vgpr(bits(w1, 8, 8) as u16, wd);
+    i.src[0] = Operand::Vgpr(bits(w1, 0, 8) as u16, wa);
+    i.saddr = Operand::Sgpr(sgpr(bits(w1, 16, 5) * 4), 8);
     if e.name.starts_with("image_sample")
         || e.name.starts_with("image_gather")
         || e.name == "image_get_lod"
     {
-        i.soffset = Operand::Sgpr((bits(w1, 26, 5) * 4) as u8, 4);
+        i.soffset = Operand::Sgpr(sgpr(bits(w1, 26, 5) * 4), 4);
     }
     if e.name.starts_with("image_store") || e.name.contains("_atomic_") {
         i.src[1] = data;
@@ -607,4 +641,130 @@ fn mimg(t: Target, w0: u32, w1: u32) -> Option<Inst> {
         i.dst = data;
     }
     Some(i)
+}
+
+/// The data and address register counts of a GFX11 image instruction, as LLVM's
+/// disassembler settles them (`convertMIMGInst`): the data from DMASK (four for gathers and
+/// MSAA loads), halved by packed D16, one more with TFE; the address from the dimension's
+/// coordinates, the operation's extra arguments (offset, bias, compare, LOD/clamp/mip,
+/// gradients) and A16 packing. LLVM has a register-size variant of each operation only for
+/// the sizes some dimension needs; when the two counts name no variant, it keeps the one it
+/// decoded first: one data register (two for a compare-swap) and the smallest address.
+fn mimg_sizes(i: &Inst, name: &str, dmask: u8, vdata: u32, vaddr: u32) -> (u8, u8) {
+    // Coordinates and gradients per dimension (1D, 2D, 3D, cube, 1D and 2D arrays, MSAA, MSAA
+    // array).
+    const COORDS: [u8; 8] = [1, 2, 3, 3, 2, 3, 3, 4];
+    const GRADIENTS: [u8; 8] = [2, 4, 6, 4, 2, 4, 4, 4];
+    let dim = (i.offset & 7) as usize;
+    let a16 = i.has(flags::A16);
+    let op = name.strip_prefix("image_").unwrap_or(name);
+    let atomic = op.starts_with("atomic_");
+    let cmpswap = op == "atomic_cmpswap";
+    let sampler = op.starts_with("sample") || op.starts_with("gather4") || op == "get_lod";
+    // The modifier letters after the operation's base name.
+    let (base, tail) = if let Some(rest) = op.strip_prefix("sample") {
+        ("sample", rest)
+    } else if let Some(rest) = op.strip_prefix("gather4h") {
+        ("gather4", rest)
+    } else if let Some(rest) = op.strip_prefix("gather4") {
+        ("gather4", rest)
+    } else {
+        (op, "")
+    };
+    let parts: Vec<&str> = tail.split('_').filter(|p| !p.is_empty()).collect();
+    let has = |p: &str| parts.contains(&p);
+    let gradients = has("d") || has("cd");
+    let g16 = has("g16");
+    let lod_clamp = has("l") || has("cl");
+    let extra = u8::from(has("o")) + u8::from(has("b")) + u8::from(has("c"));
+    let mip = !sampler && (op.contains("_mip") || op == "get_resinfo");
+    let coords = if op == "get_resinfo" { 0 } else { COORDS[dim] };
+    let components = coords + u8::from(lod_clamp || mip);
+    let mut addr = extra
+        + if a16 {
+            components.div_ceil(2)
+        } else {
+            components
+        };
+    if gradients {
+        // GFX11 has G16 forms, so A16 leaves the gradients 32-bit.
+        addr += if g16 {
+            (GRADIENTS[dim] / 2).next_multiple_of(2)
+        } else {
+            GRADIENTS[dim]
+        };
+    }
+    if addr > 12 {
+        addr = 16;
+    }
+    let gather = base == "gather4";
+    let mut data = if gather || op == "msaa_load" {
+        4
+    } else {
+        (dmask.count_ones() as u8).max(1)
+    };
+    if i.has(flags::D16) {
+        data = data.div_ceil(2);
+    }
+    if i.has(flags::NV) {
+        data += 1;
+    }
+    // The address sizes LLVM has a variant for (`MIMG_Sampler_AddrSizes`: the sizes any
+    // dimension needs, in its register classes; four for the others).
+    let addr_sizes: Vec<u8> = if sampler {
+        let mut needed: Vec<u8> = match (gradients, g16, lod_clamp) {
+            (false, _, false) => vec![1, 2, 3],
+            (false, _, true) => vec![1, 2, 3, 4],
+            (true, true, false) => vec![2, 3, 4, 5, 6, 7],
+            (true, true, true) => vec![2, 3, 4, 5, 6, 7, 8],
+            (true, false, false) => vec![2, 3, 4, 5, 6, 7, 8, 9],
+            (true, false, true) => vec![2, 3, 4, 5, 6, 7, 8, 9, 10],
+        };
+        needed.iter_mut().for_each(|n| *n += extra);
+        const RANGES: [(u8, u8); 13] = [
+            (1, 1),
+            (2, 2),
+            (3, 3),
+            (3, 4),
+            (5, 5),
+            (6, 6),
+            (7, 7),
+            (5, 8),
+            (9, 9),
+            (10, 10),
+            (11, 11),
+            (12, 12),
+            (13, 16),
+        ];
+        RANGES
+            .iter()
+            .filter(|(lo, hi)| needed.iter().any(|n| (lo..=hi).contains(&n)))
+            .map(|&(_, hi)| hi)
+            .collect()
+    } else {
+        vec![1, 2, 3, 4]
+    };
+    // The data sizes LLVM has a variant for, the first the one it decodes.
+    let data_sizes: &[u8] = if cmpswap {
+        &[2, 4]
+    } else if atomic {
+        &[1, 2]
+    } else if gather {
+        &[4, 2, 5]
+    } else {
+        &[1, 2, 3, 4, 5]
+    };
+    let first_addr = addr_sizes.first().copied().unwrap_or(1);
+    let first_data = data_sizes.first().copied().unwrap_or(1);
+    // A register range past v255 is no operand either: LLVM keeps the first variant then.
+    let fits = |first: u32, n: u8| first + u32::from(n) <= 256;
+    if data_sizes.contains(&data)
+        && addr_sizes.contains(&addr)
+        && fits(vdata, data)
+        && fits(vaddr, addr)
+    {
+        (data, addr)
+    } else {
+        (first_data, first_addr)
+    }
 }

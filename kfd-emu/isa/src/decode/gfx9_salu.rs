@@ -52,7 +52,8 @@ pub(super) fn sop1(t: Target, w0: u32, w1: u32) -> Option<Inst> {
         e.name,
         "s_setpc_b64" | "s_cbranch_join" | "s_set_gpr_idx_idx" | "s_rfe_b64"
     );
-    let no_src = e.name == "s_getpc_b64";
+    // s_sendmsg_rtn's source field is the message id itself, never a register or literal.
+    let no_src = e.name == "s_getpc_b64" || e.name.starts_with("s_sendmsg_rtn");
     let (wd, ws) = if no_dst {
         (0, e.widths[0])
     } else {

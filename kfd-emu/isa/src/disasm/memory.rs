@@ -50,7 +50,7 @@ fn smem(out: &mut String, t: Target, i: &Inst) {
     for op in [i.dst, i.saddr] {
         if op != Operand::None {
             sep(out, &mut first);
-            operand(out, op);
+            operand(out, t, op);
         }
     }
     if i.name.starts_with("s_dcache_discard")
@@ -62,7 +62,7 @@ fn smem(out: &mut String, t: Target, i: &Inst) {
             // GFX11 always has both offsets: the SGPR (or `null`) and an immediate printed
             // after it when not zero (alone when the SGPR is null).
             if i.has(flags::SOE) {
-                operand(out, i.soffset);
+                operand(out, t, i.soffset);
                 if i.offset != 0 {
                     let _ = write!(out, " offset:{}", hex_offset(i.offset));
                 }
@@ -73,7 +73,7 @@ fn smem(out: &mut String, t: Target, i: &Inst) {
             }
         } else if i.has(flags::IMM) {
             if i.has(flags::SOE) {
-                operand(out, i.soffset);
+                operand(out, t, i.soffset);
                 out.push_str(" offset:");
             }
             if i.offset < 0 {
@@ -82,7 +82,7 @@ fn smem(out: &mut String, t: Target, i: &Inst) {
                 let _ = write!(out, "{:#x}", i.offset);
             }
         } else {
-            operand(out, i.soffset);
+            operand(out, t, i.soffset);
         }
     }
     // Only loads, stores and atomics take glc.
@@ -106,12 +106,19 @@ fn hex_offset(off: i32) -> String {
     }
 }
 
-fn ds(out: &mut String, i: &Inst) {
+fn ds(out: &mut String, t: Target, i: &Inst) {
     let mut first = true;
-    for op in [i.dst, i.src[0], i.src[1], i.src[2]] {
+    // The GFX11 decoder swaps a compare-store's data operands into GFX9's order for the
+    // executor; the text keeps the encoding's.
+    let (d0, d1) = if t.generation() == Generation::Gfx11 && i.name.starts_with("ds_cmpstore") {
+        (i.src[2], i.src[1])
+    } else {
+        (i.src[1], i.src[2])
+    };
+    for op in [i.dst, i.src[0], d0, d1] {
         if op != Operand::None {
             sep(out, &mut first);
-            operand(out, op);
+            operand(out, t, op);
         }
     }
     // By the GFX9 name (GFX11 spells these `_2addr_`).
@@ -126,7 +133,9 @@ fn ds(out: &mut String, i: &Inst) {
     } else {
         let off = (i.offset as u32) | u32::from(i.offset1) << 8;
         if i.name.starts_with("ds_swizzle") {
-            let _ = write!(out, " offset:{}", swizzle_text(off as u16));
+            if off != 0 {
+                let _ = write!(out, " offset:{}", swizzle_text(off as u16));
+            }
         } else if off != 0 {
             let _ = write!(out, " offset:{off}");
         }
@@ -136,9 +145,10 @@ fn ds(out: &mut String, i: &Inst) {
     }
 }
 
-/// `ds_swizzle_b32` offsets as LLVM spells them.
+/// `ds_swizzle_b32` offsets as LLVM spells them (`printSwizzle`): QUAD_PERM when bit 15 is
+/// set and bits 14:8 clear, a bit-mask pattern when bit 15 is clear, the number otherwise.
 fn swizzle_text(off: u16) -> String {
-    if off & 0x8000 != 0 {
+    if off & 0xFF00 == 0x8000 {
         let p = off;
         return format!(
             "swizzle(QUAD_PERM,{},{},{},{})",
@@ -147,6 +157,9 @@ fn swizzle_text(off: u16) -> String {
             (p >> 4) & 3,
             (p >> 6) & 3
         );
+    }
+    if off & 0x8000 != 0 {
+        return off.to_string();
     }
     let and = off & 0x1F;
     let or = (off >> 5) & 0x1F;
@@ -164,17 +177,18 @@ fn swizzle_text(off: u16) -> String {
     }
 }
 
+/// Each lane-id bit's fate, as LLVM probes it: the bit of lane 0 and of lane 31 after the
+/// masks (`1`/`0` constant, `p` kept, `i` inverted).
 fn bitmask_perm(and: u16, or: u16, xor: u16) -> String {
+    let probe0 = or ^ xor;
+    let probe1 = ((0x1F & and) | or) ^ xor;
     (0..5)
         .rev()
-        .map(|b| {
-            let (a, o, x) = ((and >> b) & 1, (or >> b) & 1, (xor >> b) & 1);
-            match (a, o, x) {
-                (0, 0, _) => '0',
-                (0, 1, _) => '1',
-                (1, _, 0) => 'p',
-                _ => 'i',
-            }
+        .map(|b| match (probe0 >> b & 1, probe1 >> b & 1) {
+            (1, 1) => '1',
+            (0, 0) => '0',
+            (0, _) => 'p',
+            _ => 'i',
         })
         .collect()
 }
@@ -184,23 +198,30 @@ fn flat(out: &mut String, t: Target, i: &Inst) {
     // A load into LDS has no destination register.
     if i.dst != Operand::None && !i.has(flags::LDS) {
         sep(out, &mut first);
-        operand(out, i.dst);
+        operand(out, t, i.dst);
     }
     // GFX11's addtid forms have no address register.
     if i.src[0] != Operand::None {
         sep(out, &mut first);
-        operand(out, i.src[0]);
+        operand(out, t, i.src[0]);
     }
     if i.src[1] != Operand::None {
         sep(out, &mut first);
-        operand(out, i.src[1]);
+        operand(out, t, i.src[1]);
     }
     if i.format != Format::Flat {
         sep(out, &mut first);
-        operand(out, i.saddr);
+        operand(out, t, i.saddr);
     }
-    if i.offset != 0 {
-        let _ = write!(out, " offset:{}", i.offset);
+    // GFX11 FLAT ignores the offset field's top bit (a 12-bit unsigned offset); LLVM prints
+    // the whole 13-bit field.
+    let offset = if i.format == Format::Flat && t.generation() == Generation::Gfx11 {
+        (i.words[0] & 0x1FFF) as i32
+    } else {
+        i.offset
+    };
+    if offset != 0 {
+        let _ = write!(out, " offset:{offset}");
     }
     cache_bits(out, t, i);
     if i.has(flags::LDS) {
@@ -219,22 +240,28 @@ fn buffer(out: &mut String, t: Target, i: &Inst) {
         }
         return;
     }
-    let data = if i.name.contains("_load_") {
+    let mut data = if i.name.contains("_load_") {
         i.dst
     } else {
         i.src[1]
     };
+    // GFX11 TFE: LLVM counts the status register TFE writes after a load's data into the data
+    // operand (a store's too).
+    let tfe = t.generation() == Generation::Gfx11 && i.has(flags::NV);
+    if let (true, Operand::Vgpr(r, n)) = (tfe, data) {
+        data = Operand::Vgpr(r, n + 1);
+    }
     out.push(' ');
     // A load into LDS has no data register.
     if !i.has(flags::LDS) {
-        operand(out, data);
+        operand(out, t, data);
         out.push_str(", ");
     }
-    operand(out, i.src[0]);
+    operand(out, t, i.src[0]);
     out.push_str(", ");
-    operand(out, i.saddr);
+    operand(out, t, i.saddr);
     out.push_str(", ");
-    operand(out, i.soffset);
+    operand(out, t, i.soffset);
     if i.format == Format::Mtbuf && t.generation() == Generation::Gfx11 {
         unified_format(out, i.offset1);
     } else if i.format == Format::Mtbuf {
@@ -250,6 +277,9 @@ fn buffer(out: &mut String, t: Target, i: &Inst) {
         let _ = write!(out, " offset:{}", i.offset);
     }
     cache_bits(out, t, i);
+    if tfe {
+        out.push_str(" tfe");
+    }
     // GFX11 names its loads into LDS `buffer_load_lds_*` instead of the modifier.
     if i.has(flags::LDS) && !i.name.contains("_lds_") {
         out.push_str(" lds");
@@ -339,10 +369,10 @@ pub(super) fn print(out: &mut String, t: Target, i: &Inst) {
     out.push_str(i.name);
     match i.format {
         Format::Smem => smem(out, t, i),
-        Format::Ds => ds(out, i),
+        Format::Ds => ds(out, t, i),
         Format::Flat | Format::Global | Format::Scratch => flat(out, t, i),
-        Format::Mimg if t.generation() == Generation::Gfx11 => image_gfx11(out, i),
-        Format::Mimg => image(out, i),
+        Format::Mimg if t.generation() == Generation::Gfx11 => image_gfx11(out, t, i),
+        Format::Mimg => image(out, t, i),
         _ => buffer(out, t, i),
     }
 }
@@ -396,21 +426,21 @@ fn mtbuf_format(out: &mut String, dfmt: u8, nfmt: u8) {
 }
 
 /// MIMG: data, address, resource (and sampler), then the modifiers in LLVM's order.
-fn image(out: &mut String, i: &Inst) {
+fn image(out: &mut String, t: Target, i: &Inst) {
     out.push(' ');
     let data = if matches!(i.dst, Operand::None) {
         i.src[1]
     } else {
         i.dst
     };
-    operand(out, data);
+    operand(out, t, data);
     out.push_str(", ");
-    operand(out, i.src[0]);
+    operand(out, t, i.src[0]);
     out.push_str(", ");
-    operand(out, i.saddr);
+    operand(out, t, i.saddr);
     if !matches!(i.soffset, Operand::None) {
         out.push_str(", ");
-        operand(out, i.soffset);
+        operand(out, t, i.soffset);
     }
     if i.offset1 != 0 {
         let _ = write!(out, " dmask:{:#x}", i.offset1);
@@ -431,7 +461,7 @@ fn image(out: &mut String, i: &Inst) {
 }
 
 /// GFX11 MIMG: as GFX9's, with the image's dimension named and GFX11's modifiers.
-fn image_gfx11(out: &mut String, i: &Inst) {
+fn image_gfx11(out: &mut String, t: Target, i: &Inst) {
     const DIMS: [&str; 8] = [
         "1D",
         "2D",
@@ -448,16 +478,18 @@ fn image_gfx11(out: &mut String, i: &Inst) {
     } else {
         i.dst
     };
-    operand(out, data);
+    operand(out, t, data);
     out.push_str(", ");
-    operand(out, i.src[0]);
+    operand(out, t, i.src[0]);
     out.push_str(", ");
-    operand(out, i.saddr);
+    operand(out, t, i.saddr);
     if !matches!(i.soffset, Operand::None) {
         out.push_str(", ");
-        operand(out, i.soffset);
+        operand(out, t, i.soffset);
     }
-    let _ = write!(out, " dmask:{:#x}", i.offset1);
+    if i.offset1 != 0 {
+        let _ = write!(out, " dmask:{:#x}", i.offset1);
+    }
     let dim = DIMS.get(i.offset as usize).unwrap_or(&"1D");
     let _ = write!(out, " dim:SQ_RSRC_IMG_{dim}");
     for (flag, name) in [

@@ -76,6 +76,32 @@ fn sep(out: &mut String, first: &mut bool) {
 mod tests {
     use super::*;
 
+    /// Swizzle offsets and scalar 16-bit-suffixed sources as llvm-mc-16 prints them for
+    /// gfx90a (the gfx1100 corpus found them; the GFX9 corpora hold none of these forms).
+    #[test]
+    fn swizzles_and_scalar_literals() {
+        let t = Target::Gfx90a;
+        for (words, want) in [
+            (&[0xD87A_0000, 0x0000_0001][..], "ds_swizzle_b32 v0, v1"),
+            (
+                &[0xD87A_9A64, 0x0000_0001],
+                "ds_swizzle_b32 v0, v1 offset:39524",
+            ),
+            (
+                &[0xD87A_1E7F, 0x0000_0001],
+                "ds_swizzle_b32 v0, v1 offset:swizzle(BITMASK_PERM,\"1pi00\")",
+            ),
+            (&[0xBE81_17FF, 0x1234_5678], "s_sext_i32_i16 s1, 0x12345678"),
+            (&[0xBE81_17F2, 0], "s_sext_i32_i16 s1, 1.0"),
+            (
+                &[0x9901_02FF, 0x1234_5678],
+                "s_pack_ll_b32_b16 s1, 0x12345678, s2",
+            ),
+        ] {
+            assert_eq!(disassemble(t, &decode(t, words)), want, "{words:08x?}");
+        }
+    }
+
     /// Forms the goldens do not reach, with llvm-mc-16's text.
     #[test]
     fn negative_smem_offsets() {

@@ -2,6 +2,7 @@
 
 use crate::decode::operand::sreg;
 use crate::decode::Operand;
+use crate::target::{Generation, Target};
 use std::fmt::Write;
 
 fn reg_range(out: &mut String, prefix: &str, first: u32, count: u8) {
@@ -13,7 +14,7 @@ fn reg_range(out: &mut String, prefix: &str, first: u32, count: u8) {
 }
 
 /// A scalar register (or range) by its SGPR-field number.
-pub(super) fn sgpr(out: &mut String, r: u8, count: u8) {
+pub(super) fn sgpr(out: &mut String, t: Target, r: u8, count: u8) {
     let pair = count == 2;
     let named = |lo: &str, hi: &str, both: &str| -> Option<String> {
         Some(
@@ -26,9 +27,11 @@ pub(super) fn sgpr(out: &mut String, r: u8, count: u8) {
             .to_string(),
         )
     };
+    // GFX10+ has no FLAT_SCRATCH or XNACK_MASK in the SGPR space: s102-s105 are SGPRs.
+    let gfx9 = t.generation() == Generation::Gfx9;
     let special = match r {
-        102 | 103 => named("flat_scratch_lo", "flat_scratch_hi", "flat_scratch"),
-        104 | 105 => named("xnack_mask_lo", "xnack_mask_hi", "xnack_mask"),
+        102 | 103 if gfx9 => named("flat_scratch_lo", "flat_scratch_hi", "flat_scratch"),
+        104 | 105 if gfx9 => named("xnack_mask_lo", "xnack_mask_hi", "xnack_mask"),
         sreg::VCC_LO | sreg::VCC_HI => named("vcc_lo", "vcc_hi", "vcc"),
         sreg::EXEC_LO | sreg::EXEC_HI => named("exec_lo", "exec_hi", "exec"),
         sreg::M0 => Some("m0".to_string()),
@@ -110,7 +113,7 @@ impl LitSize {
 }
 
 /// A source operand of an instruction whose literal is `size` wide.
-pub(super) fn source(out: &mut String, op: Operand, size: LitSize) {
+pub(super) fn source(out: &mut String, t: Target, op: Operand, size: LitSize) {
     match op {
         Operand::Literal(l) => literal(out, l, size),
         // 1/(2*pi) has more digits as a double.
@@ -121,7 +124,7 @@ pub(super) fn source(out: &mut String, op: Operand, size: LitSize) {
                 .unwrap_or_default();
             let _ = write!(out, "{bits:#x}");
         }
-        op => operand(out, op),
+        op => operand(out, t, op),
     }
 }
 
@@ -195,10 +198,10 @@ fn literal(out: &mut String, v: u32, size: LitSize) {
 }
 
 /// Appends an operand's text.
-pub(super) fn operand(out: &mut String, op: Operand) {
+pub(super) fn operand(out: &mut String, t: Target, op: Operand) {
     match op {
         Operand::None => {}
-        Operand::Sgpr(r, n) => sgpr(out, r, n),
+        Operand::Sgpr(r, n) => sgpr(out, t, r, n),
         Operand::Vgpr(r, n) => reg_range(out, "v", u32::from(r), n),
         Operand::Agpr(r, n) => reg_range(out, "a", u32::from(r), n),
         Operand::Int(i) => {
@@ -212,7 +215,14 @@ pub(super) fn operand(out: &mut String, op: Operand) {
 }
 
 /// An operand with VOP3-style `neg`/`abs` modifiers.
-pub(super) fn modified(out: &mut String, op: Operand, neg: bool, abs: bool, size: LitSize) {
+pub(super) fn modified(
+    out: &mut String,
+    t: Target,
+    op: Operand,
+    neg: bool,
+    abs: bool,
+    size: LitSize,
+) {
     // A negated constant reads `neg(c)`, so that `-c` stays the constant -c.
     let neg_call = neg
         && !abs
@@ -228,7 +238,7 @@ pub(super) fn modified(out: &mut String, op: Operand, neg: bool, abs: bool, size
     if abs {
         out.push('|');
     }
-    source(out, op, size);
+    source(out, t, op, size);
     if abs {
         out.push('|');
     }

@@ -92,7 +92,8 @@ fn waitcnt(out: &mut String, simm: u16, t: Target) {
     out.push_str(&parts.join(" "));
 }
 
-/// GFX11 `s_delay_alu`: the dependency of the next instruction(s) as LLVM names it.
+/// GFX11 `s_delay_alu`: the dependency of the next instruction(s) as LLVM names it
+/// (`printDelayFlag`: the three fields, bits above them ignored).
 fn delay_alu(simm: u16) -> String {
     const ID: [&str; 12] = [
         "NO_DEP",
@@ -109,21 +110,23 @@ fn delay_alu(simm: u16) -> String {
         "SALU_CYCLE_3",
     ];
     const SKIP: [&str; 6] = ["SAME", "NEXT", "SKIP_1", "SKIP_2", "SKIP_3", "SKIP_4"];
+    const BAD_ID: &str = "/* invalid instid value */";
+    const BAD_SKIP: &str = "/* invalid instskip value */";
     let id0 = usize::from(simm & 0xF);
     let skip = usize::from((simm >> 4) & 7);
     let id1 = usize::from((simm >> 7) & 0xF);
-    if simm == 0 || simm >> 11 != 0 || id0 >= ID.len() || skip >= SKIP.len() || id1 >= ID.len() {
-        return simm.to_string();
-    }
     let mut parts = Vec::new();
     if id0 != 0 {
-        parts.push(format!("instid0({})", ID[id0]));
+        parts.push(format!("instid0({})", ID.get(id0).unwrap_or(&BAD_ID)));
     }
     if skip != 0 {
-        parts.push(format!("instskip({})", SKIP[skip]));
+        parts.push(format!("instskip({})", SKIP.get(skip).unwrap_or(&BAD_SKIP)));
     }
     if id1 != 0 {
-        parts.push(format!("instid1({})", ID[id1]));
+        parts.push(format!("instid1({})", ID.get(id1).unwrap_or(&BAD_ID)));
+    }
+    if parts.is_empty() {
+        return "0".to_string();
     }
     parts.join(" | ")
 }
@@ -226,7 +229,7 @@ pub(super) fn print(out: &mut String, t: Target, i: &Inst) {
         Format::Sopk => match i.name {
             "s_getreg_b32" => {
                 sep(out, &mut first);
-                operand(out, i.dst);
+                operand(out, t, i.dst);
                 sep(out, &mut first);
                 hwreg(out, simm, t);
             }
@@ -234,7 +237,7 @@ pub(super) fn print(out: &mut String, t: Target, i: &Inst) {
                 sep(out, &mut first);
                 hwreg(out, simm, t);
                 sep(out, &mut first);
-                operand(out, i.dst);
+                operand(out, t, i.dst);
             }
             "s_setreg_imm32_b32" => {
                 sep(out, &mut first);
@@ -250,26 +253,32 @@ pub(super) fn print(out: &mut String, t: Target, i: &Inst) {
             | "s_subvector_loop_begin"
             | "s_subvector_loop_end" => {
                 sep(out, &mut first);
-                operand(out, i.dst);
+                operand(out, t, i.dst);
                 let _ = write!(out, ", {simm}");
             }
             _ => {
                 sep(out, &mut first);
-                operand(out, i.dst);
+                operand(out, t, i.dst);
                 let _ = write!(out, ", {simm:#x}");
             }
         },
         _ if i.name.starts_with("s_sendmsg_rtn") => {
             sep(out, &mut first);
-            operand(out, i.dst);
+            operand(out, t, i.dst);
             // The message id is the source field's raw value.
             let _ = write!(out, ", {}", sendmsg(u16::from(i.words[0] as u8), t));
         }
         _ => {
+            // Scalar sources are 32 or 64 bits (`SSrc_b32`), whatever the operation's
+            // suffix: s_pack_*_b16's and s_sext_i32_i16's literals print whole.
+            let size = match LitSize::of(i.name) {
+                LitSize::B16 | LitSize::B16Int => LitSize::B32,
+                size => size,
+            };
             for op in [i.dst, i.src[0], i.src[1]] {
                 if op != Operand::None {
                     sep(out, &mut first);
-                    source(out, op, LitSize::of(i.name));
+                    source(out, t, op, size);
                 }
             }
             if i.name == "s_set_gpr_idx_on" {
@@ -297,7 +306,8 @@ fn gpr_idx(mode: u16) -> String {
 /// immediate holds, else the raw number.
 fn sendmsg(simm: u16, t: Target) -> String {
     if t.generation() == Generation::Gfx11 {
-        // GFX11: an 8-bit message id and no operations.
+        // GFX11: an 8-bit message id and no operations; a known id is named whatever the
+        // bits above it, an unknown one is numbered when nothing else is set.
         let id = simm & 0xFF;
         let name = match id {
             1 => "MSG_INTERRUPT",
@@ -307,7 +317,14 @@ fn sendmsg(simm: u16, t: Target) -> String {
             6 => "MSG_HALT_WAVES",
             7 => "MSG_ORDERED_PS_DONE",
             9 => "MSG_GS_ALLOC_REQ",
-            _ => return format!("sendmsg({id}, 0, 0)"),
+            128 => "MSG_RTN_GET_DOORBELL",
+            129 => "MSG_RTN_GET_DDID",
+            130 => "MSG_RTN_GET_TMA",
+            131 => "MSG_RTN_GET_REALTIME",
+            132 => "MSG_RTN_SAVE_WAVE",
+            133 => "MSG_RTN_GET_TBA",
+            _ if simm == id => return format!("sendmsg({id}, 0, 0)"),
+            _ => return simm.to_string(),
         };
         return format!("sendmsg({name})");
     }
