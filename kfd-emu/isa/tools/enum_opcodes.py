@@ -99,30 +99,42 @@ def vopc(op):
     return [[0x7C000000 | (op << 17) | (4 << 9) | 0x102]]
 
 
-def vop3(op):
-    base = 0xD0000000 | (op << 16) | 8
+def vop3_at(prefix, op):
+    """VOP3 candidates under the encoding bits `prefix` (GFX9 0xD0000000, GFX11 0xD4000000)."""
+    base = prefix | (op << 16) | 8
     out = []
     for s2 in (0, 0x106):
         for s1 in (0, 0x104):
             out.append([base, 0x102 | (s1 << 9) | (s2 << 18)])
             if s2 == 0:
                 out.append([base, 0x102 | (s1 << 9) | (0x6A << 18)])
-    out.append([0xD0000000 | (op << 16) | (0x6A << 8) | 8, 0x102 | (0x104 << 9) | (0x6A << 18)])
-    out.append([0xD0000000 | (op << 16) | 0x6A, 0x102 | (0x104 << 9)])
+    out.append([prefix | (op << 16) | (0x6A << 8) | 8, 0x102 | (0x104 << 9) | (0x6A << 18)])
+    out.append([prefix | (op << 16) | 0x6A, 0x102 | (0x104 << 9)])
     # Scalar sources (v_writelane_b32 takes an SGPR value and lane select).
     out.append([base, 0x02 | (0x04 << 9)])
     return out
 
 
-def vop3p(op):
+def vop3(op):
+    return vop3_at(0xD0000000, op)
+
+
+def vop3p_at(prefix, op, extra=()):
+    """VOP3P candidates under `prefix` (GFX9 0xD3800000, GFX11 0xCC000000), `extra` tried
+    before the single-source form."""
     out = []
     for hi in (3 << 27, 0, 1 << 27):
         for h2 in (1 << 14, 0):
             for s2 in (0x106, 0):
-                out.append([0xD3800000 | (op << 16) | 8 | h2, 0x102 | (0x104 << 9) | (s2 << 18) | hi])
+                out.append([prefix | (op << 16) | 8 | h2, 0x102 | (0x104 << 9) | (s2 << 18) | hi])
+    out.extend(extra)
     # Single-source forms (v_accvgpr_read/write) need src1 and src2 zero.
-    out.append([0xD3800000 | (op << 16) | 8, 0x102])
+    out.append([prefix | (op << 16) | 8, 0x102])
     return out
+
+
+def vop3p(op):
+    return vop3p_at(0xD3800000, op)
 
 
 def ds(op):
@@ -194,30 +206,15 @@ def gfx11_smem(op):
 
 
 def gfx11_vop3(op):
-    base = 0xD4000000 | (op << 16) | 8
-    out = []
-    for s2 in (0, 0x106):
-        for s1 in (0, 0x104):
-            out.append([base, 0x102 | (s1 << 9) | (s2 << 18)])
-            if s2 == 0:
-                out.append([base, 0x102 | (s1 << 9) | (0x6A << 18)])
-    out.append([0xD4000000 | (op << 16) | (0x6A << 8) | 8, 0x102 | (0x104 << 9) | (0x6A << 18)])
-    out.append([0xD4000000 | (op << 16) | 0x6A, 0x102 | (0x104 << 9)])
-    out.append([base, 0x02 | (0x04 << 9)])
-    out.append([0xD4000000 | (op << 16) | 0x6A, 0x102 | (0x104 << 9) | (0x106 << 18)])
-    return out
+    # And a three-source VOP3b form (v_div_scale, v_mad_u64_u32 with an SGPR carry).
+    return vop3_at(0xD4000000, op) + [
+        [0xD4000000 | (op << 16) | 0x6A, 0x102 | (0x104 << 9) | (0x106 << 18)]]
 
 
 def gfx11_vop3p(op):
-    out = []
-    for hi in (3 << 27, 0, 1 << 27):
-        for h2 in (1 << 14, 0):
-            for s2 in (0x106, 0):
-                out.append([0xCC000000 | (op << 16) | 8 | h2, 0x102 | (0x104 << 9) | (s2 << 18) | hi])
     # WMMA takes register tuples at 8-aligned VGPRs.
-    out.append([0xCC000000 | (op << 16) | 8 | (1 << 14), 0x110 | (0x118 << 9) | (0x108 << 18) | (3 << 27)])
-    out.append([0xCC000000 | (op << 16) | 8, 0x102])
-    return out
+    wmma = [0xCC000000 | (op << 16) | 8 | (1 << 14), 0x110 | (0x118 << 9) | (0x108 << 18) | (3 << 27)]
+    return vop3p_at(0xCC000000, op, [wmma])
 
 
 def gfx11_vopd(which):

@@ -234,11 +234,8 @@ fn vop2(t: Target, w0: u32, w1: u32) -> Option<Inst> {
         i.sdst = mask;
     }
     let name = sem(e);
-    if name.ends_with("mk_f32") || name.ends_with("mk_f16") {
-        i.src = [s0, Operand::Literal(w1), s1];
-        i.len = 2;
-    } else if name.ends_with("ak_f32") || name.ends_with("ak_f16") {
-        i.src = [s0, s1, Operand::Literal(w1)];
+    if let Some(srcs) = super::constant_k_sources(name, s0, s1, w1) {
+        i.src = srcs;
         i.len = 2;
     } else {
         // The carry-in and cndmask's select are VCC, implicitly.
@@ -390,10 +387,8 @@ fn vopd_half(
     let s0 = src9(src0, ws0, literal);
     let s1 = Operand::Vgpr(vsrc1 as u16, ws1.max(1));
     let name = sem(e);
-    i.src = if name.ends_with("mk_f32") {
-        [s0, Operand::Literal(literal), s1]
-    } else if name.ends_with("ak_f32") {
-        [s0, s1, Operand::Literal(literal)]
+    i.src = if let Some(srcs) = super::constant_k_sources(name, s0, s1, literal) {
+        srcs
     } else if name == "v_mov_b32" {
         [s0, Operand::None, Operand::None]
     } else {
@@ -425,20 +420,6 @@ fn vopd(t: Target, w0: u32, w1: u32, w2: u32) -> Option<Inst> {
     Some(i)
 }
 
-/// DS operations that return data in a destination VGPR (by their GFX9 names).
-fn ds_returns(name: &str) -> bool {
-    name.contains("_rtn_")
-        || name.starts_with("ds_read")
-        || name.starts_with("ds_swizzle")
-        || name.starts_with("ds_permute")
-        || name.starts_with("ds_bpermute")
-        || name.starts_with("ds_append")
-        || name.starts_with("ds_consume")
-        || name.starts_with("ds_ordered_count")
-        || name.starts_with("ds_bvh_stack")
-        || name.ends_with("_gs_reg_rtn")
-}
-
 fn ds(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     let e = lookup(t, Format::Ds, bits(w0, 18, 8) as u16)?;
     let mut i = start(e, [w0, w1], 2);
@@ -447,41 +428,7 @@ fn ds(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     i.flags = flag(bits(w0, 17, 1) != 0, flags::GDS);
     i.offset = bits(w0, 0, 8) as i32;
     i.offset1 = bits(w0, 8, 8) as u8;
-    let w = e.widths;
-    let regs = w.iter().take_while(|&&x| x != 0).count();
-    if regs == 0 {
-        return Some(i);
-    }
-    let v = |r: u32, w: u8| Operand::Vgpr(r as u16, w.max(1));
-    let rest = if ds_returns(name) {
-        i.dst = v(bits(w1, 24, 8), w[0]);
-        w.get(1..).unwrap_or(&[])
-    } else {
-        &w[..]
-    };
-    if name.starts_with("ds_gws") {
-        i.src[0] = v(bits(w1, 0, 8), w[0]);
-        return Some(i);
-    }
-    // The GS register operations' one source is the data field, not the address.
-    if name.ends_with("_gs_reg_rtn") {
-        i.src[0] = v(bits(w1, 8, 8), rest.first().copied().unwrap_or(1));
-        return Some(i);
-    }
-    let no_addr = name.contains("addtid")
-        || name.starts_with("ds_append")
-        || name.starts_with("ds_consume")
-        || (ds_returns(name) && regs == 1);
-    let mut it = rest.iter().copied();
-    if !no_addr {
-        i.src[0] = Operand::Vgpr(bits(w1, 0, 8) as u16, it.next().unwrap_or(1).max(1));
-    }
-    if let Some(d0) = it.next().filter(|&x| x != 0) {
-        i.src[1] = v(bits(w1, 8, 8), d0);
-    }
-    if let Some(d1) = it.next().filter(|&x| x != 0) {
-        i.src[2] = v(bits(w1, 16, 8), d1);
-    }
+    super::gfx9_mem::ds_operands(&mut i, name, e.widths, w1, false);
     // GFX11's compare-stores take the new value first and the compare value second, GFX9's
     // `ds_cmpst` the other way round: the executor reads GFX9's order.
     if name.starts_with("ds_cmpst") {

@@ -60,7 +60,8 @@ pub(super) fn smem(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     Some(i)
 }
 
-/// DS operations that return data in a destination VGPR.
+/// DS operations that return data in a destination VGPR (by their GFX9 names; GFX11's
+/// additions included).
 fn ds_returns(name: &str) -> bool {
     name.contains("_rtn_")
         || name.starts_with("ds_read")
@@ -70,6 +71,8 @@ fn ds_returns(name: &str) -> bool {
         || name.starts_with("ds_append")
         || name.starts_with("ds_consume")
         || name.starts_with("ds_ordered_count")
+        || name.starts_with("ds_bvh_stack")
+        || name.ends_with("_gs_reg_rtn")
 }
 
 pub(super) fn ds(t: Target, w0: u32, w1: u32) -> Option<Inst> {
@@ -80,6 +83,14 @@ pub(super) fn ds(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     i.flags = flag(bits(w0, 16, 1) != 0, flags::GDS) | flag(acc, flags::ACC);
     i.offset = bits(w0, 0, 8) as i32;
     i.offset1 = bits(w0, 8, 8) as u8;
+    ds_operands(&mut i, e.name, e.widths, w1, acc);
+    Some(i)
+}
+
+/// A DS instruction's registers from its second word, by its (GFX9) name and operand widths:
+/// the destination of the operations that return data, the address, and the data operands
+/// (AGPRs where `acc` says so).
+pub(super) fn ds_operands(i: &mut Inst, name: &str, w: [u8; 6], w1: u32, acc: bool) {
     let reg = |r: u32, w: u8| {
         if acc {
             Operand::Agpr(r as u16, w.max(1))
@@ -87,27 +98,31 @@ pub(super) fn ds(t: Target, w0: u32, w1: u32) -> Option<Inst> {
             Operand::Vgpr(r as u16, w.max(1))
         }
     };
-    let w = e.widths;
     let regs = w.iter().take_while(|&&x| x != 0).count();
     if regs == 0 {
-        return Some(i);
+        return;
     }
-    let rest = if ds_returns(e.name) {
+    let rest = if ds_returns(name) {
         i.dst = reg(bits(w1, 24, 8), w[0]);
         w.get(1..).unwrap_or(&[])
     } else {
         &w[..]
     };
-    if e.name.starts_with("ds_gws") {
+    if name.starts_with("ds_gws") {
         // The one data register of a GWS operation sits in the address field (llvm-mc:
         // `ds_gws_init v5 offset:3 gds` is 0xd9330003 0x00000005).
         i.src[0] = reg(bits(w1, 0, 8), w[0]);
-        return Some(i);
+        return;
     }
-    let no_addr = e.name.contains("addtid")
-        || e.name.starts_with("ds_append")
-        || e.name.starts_with("ds_consume")
-        || (ds_returns(e.name) && regs == 1);
+    if name.ends_with("_gs_reg_rtn") {
+        // GFX11's GS register operations: their one source is the data field.
+        i.src[0] = reg(bits(w1, 8, 8), rest.first().copied().unwrap_or(1));
+        return;
+    }
+    let no_addr = name.contains("addtid")
+        || name.starts_with("ds_append")
+        || name.starts_with("ds_consume")
+        || (ds_returns(name) && regs == 1);
     let mut it = rest.iter().copied();
     if !no_addr {
         i.src[0] = Operand::Vgpr(bits(w1, 0, 8) as u16, it.next().unwrap_or(1).max(1));
@@ -118,7 +133,6 @@ pub(super) fn ds(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     if let Some(d1) = it.next().filter(|&x| x != 0) {
         i.src[2] = reg(bits(w1, 16, 8), d1);
     }
-    Some(i)
 }
 
 pub(super) fn flat(t: Target, w0: u32, w1: u32) -> Option<Inst> {

@@ -127,13 +127,8 @@ pub(super) fn vop2(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     if carry {
         i.sdst = Operand::Sgpr(sreg::VCC_LO, 2);
     }
-    // The `mk`/`ak` forms carry a constant K in a second word: D = S0 * K + S1 (mk) or
-    // S0 * S1 + K (ak). Both become D = src0 * src1 + src2.
-    if e.name.ends_with("mk_f32") || e.name.ends_with("mk_f16") {
-        i.src = [s0, Operand::Literal(w1), s1];
-        i.len = 2;
-    } else if e.name.ends_with("ak_f32") || e.name.ends_with("ak_f16") {
-        i.src = [s0, s1, Operand::Literal(w1)];
+    if let Some(srcs) = super::constant_k_sources(e.name, s0, s1, w1) {
+        i.src = srcs;
         i.len = 2;
     } else {
         i.src = [s0, s1, Operand::None];

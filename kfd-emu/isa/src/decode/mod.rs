@@ -155,6 +155,19 @@ fn resolve_constants(inst: &mut Inst, src_widths: [u8; 3]) {
     }
 }
 
+/// The sources of a `*mk_*`/`*ak_*` operation, which carries a constant K in the word after it:
+/// D = S0 * K + S1 (`mk`) or S0 * S1 + K (`ak`), both as src0 * src1 + src2; `None` for other
+/// operations.
+fn constant_k_sources(name: &str, s0: Operand, s1: Operand, k: u32) -> Option<[Operand; 3]> {
+    if name.ends_with("mk_f32") || name.ends_with("mk_f16") {
+        Some([s0, Operand::Literal(k), s1])
+    } else if name.ends_with("ak_f32") || name.ends_with("ak_f16") {
+        Some([s0, s1, Operand::Literal(k)])
+    } else {
+        None
+    }
+}
+
 /// A literal-carrying instruction's length: one more dword if any source is a literal.
 fn with_literal(len: u8, srcs: &[Operand]) -> u8 {
     if srcs.iter().any(|s| s.is_literal()) {

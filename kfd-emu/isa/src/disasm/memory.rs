@@ -425,8 +425,8 @@ fn mtbuf_format(out: &mut String, dfmt: u8, nfmt: u8) {
     }
 }
 
-/// MIMG: data, address, resource (and sampler), then the modifiers in LLVM's order.
-fn image(out: &mut String, t: Target, i: &Inst) {
+/// An image instruction's operands: data, address, resource (and sampler).
+fn image_operands(out: &mut String, t: Target, i: &Inst) {
     out.push(' ');
     let data = if matches!(i.dst, Operand::None) {
         i.src[1]
@@ -442,6 +442,11 @@ fn image(out: &mut String, t: Target, i: &Inst) {
         out.push_str(", ");
         operand(out, t, i.soffset);
     }
+}
+
+/// MIMG: data, address, resource (and sampler), then the modifiers in LLVM's order.
+fn image(out: &mut String, t: Target, i: &Inst) {
+    image_operands(out, t, i);
     if i.offset1 != 0 {
         let _ = write!(out, " dmask:{:#x}", i.offset1);
     }
@@ -472,21 +477,7 @@ fn image_gfx11(out: &mut String, t: Target, i: &Inst) {
         "2D_MSAA",
         "2D_MSAA_ARRAY",
     ];
-    out.push(' ');
-    let data = if matches!(i.dst, Operand::None) {
-        i.src[1]
-    } else {
-        i.dst
-    };
-    operand(out, t, data);
-    out.push_str(", ");
-    operand(out, t, i.src[0]);
-    out.push_str(", ");
-    operand(out, t, i.saddr);
-    if !matches!(i.soffset, Operand::None) {
-        out.push_str(", ");
-        operand(out, t, i.soffset);
-    }
+    image_operands(out, t, i);
     if i.offset1 != 0 {
         let _ = write!(out, " dmask:{:#x}", i.offset1);
     }
