@@ -2,7 +2,7 @@
 //! with every user and system SGPR enabled dumps its registers, for gfx90a (private segment
 //! buffer, flat scratch init) and gfx942 (architected flat scratch).
 
-mod common;
+use crate::common;
 
 use common::elf::{kernels_dir, CodeObject};
 use common::gpu::*;

@@ -1,7 +1,7 @@
 //! `run_workgroups`: several work-groups interleaved on one thread give the same results and
 //! counts as running them one by one, each with its own LDS, barriers and scratch slot.
 
-mod common;
+use crate::common;
 
 use common::elf::{blit_dir, CodeObject};
 use common::gpu::*;

@@ -3,7 +3,7 @@
 //! dst @0, src-or-pattern @8, bytes @16, stride @24; work-groups of 64; as many groups as
 //! needed up to 1024, each work-item striding through the rest.
 
-mod common;
+use crate::common;
 
 use common::elf::{blit_dir, CodeObject};
 use common::gpu::*;

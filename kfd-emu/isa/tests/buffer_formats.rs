@@ -3,7 +3,7 @@
 //! DST_SEL and range checks. Every expected value is worked out here from the format's
 //! definition (AMD's Vega/CDNA3 ISA documents: data and number formats of buffer resources).
 
-mod common;
+use crate::common;
 
 use common::elf::{kernels_dir, CodeObject};
 use common::gpu::*;

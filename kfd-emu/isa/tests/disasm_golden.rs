@@ -1,7 +1,7 @@
 //! The disassembler against llvm-objdump-16 (golden files written by tests/kernels/regen.sh)
 //! and against llvm-mc-16's text for every opcode of each target (tools/opcodes-*.txt).
 
-mod common;
+use crate::common;
 
 use common::elf::{blit_dir, kernels_dir, CodeObject};
 use kfd_emu_isa::decode::decode;

@@ -4,7 +4,7 @@
 //! runaway loops stopped by the budget and by cancellation. Also the code cache's icache
 //! behaviour: stale until invalidated.
 
-mod common;
+use crate::common;
 
 use common::gpu::*;
 use kfd_emu_isa::{

@@ -2,7 +2,7 @@
 //! formats, DMASK, DST_SEL (and its inverse on stores), D16, pitch, and texels outside the image.
 //! Every expected value is worked out here from the image's definition.
 
-mod common;
+use crate::common;
 
 use common::elf::{kernels_dir, CodeObject};
 use common::gpu::*;

@@ -5,7 +5,7 @@
 // Results are compared element by element against parallel CPU arrays by index.
 #![allow(clippy::needless_range_loop)]
 
-mod common;
+use crate::common;
 
 use common::gpu::*;
 use kfd_emu_isa::Target;

@@ -7,7 +7,7 @@
 //! lgamma) run and must be finite on their domains. The disassembly of both objects is
 //! compared with llvm-objdump's in `disasm_golden.rs`.
 
-mod common;
+use crate::common;
 
 use common::elf::{kernels_dir, CodeObject};
 use common::gpu::*;

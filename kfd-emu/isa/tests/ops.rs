@@ -7,7 +7,7 @@
 // Lane models index several per-lane arrays by lane.
 #![allow(clippy::needless_range_loop)]
 
-mod common;
+use crate::common;
 
 use common::elf::{kernels_dir, CodeObject};
 use common::gpu::*;

@@ -10,7 +10,7 @@
 // (a clamp only when the bounds are ordered, which the instruction does not require).
 #![allow(clippy::needless_range_loop, clippy::manual_clamp)]
 
-mod common;
+use crate::common;
 
 use common::elf::{kernels_dir, CodeObject};
 use common::gpu::*;

@@ -2,7 +2,7 @@
 //! programs (with random register contents) run to an error or the end within the budget.
 //! The dev profile keeps overflow checks on, so arithmetic overflow counts as a failure here.
 
-mod common;
+use crate::common;
 
 use common::gpu::*;
 use kfd_emu_isa::decode::decode;
@@ -15,7 +15,7 @@ proptest! {
 
     #[test]
     fn any_words_decode(w0 in any::<u32>(), w1 in any::<u32>(), w2 in any::<u32>()) {
-        for t in Target::GFX9 {
+        for t in Target::ALL {
             let i = decode(t, &[w0, w1, w2]);
             prop_assert!((1..=3).contains(&i.len));
             let _ = disassemble(t, &i);
@@ -23,10 +23,18 @@ proptest! {
     }
 }
 
-/// First words of the listed encodings whose format passes `keep`.
+/// First words of gfx90a's listed encodings whose format passes `keep`.
 fn listing(keep: impl Fn(&str) -> bool) -> Vec<u32> {
+    listing_of("opcodes-gfx90a.txt", keep)
+}
+
+/// First words of the encodings in `file` (a `tools/opcodes-*.txt` listing) whose format passes
+/// `keep`.
+fn listing_of(file: &str, keep: impl Fn(&str) -> bool) -> Vec<u32> {
     std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/opcodes-gfx90a.txt"),
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tools")
+            .join(file),
     )
     .unwrap()
     .lines()
@@ -54,7 +62,10 @@ fn alu_program() -> impl Strategy<Value = Vec<u32>> {
 /// Words biased towards real encodings: a valid opcode word from the listing with random
 /// operand bits, or a random word.
 fn program() -> impl Strategy<Value = Vec<u32>> {
-    let listing = listing(|_| true);
+    program_from(listing(|_| true))
+}
+
+fn program_from(listing: Vec<u32>) -> impl Strategy<Value = Vec<u32>> {
     let word = prop_oneof![
         3 => (0..listing.len(), any::<u32>()).prop_map(move |(i, noise)| {
             // Keep the encoding and opcode bits, randomise operand fields a little.
@@ -127,4 +138,72 @@ proptest! {
         l.threads = 1;
         let _ = gpu.run(ko, &l);
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+
+    /// The same for GFX11 code, in wave32 and wave64.
+    #[test]
+    fn any_gfx11_program_runs_without_panicking(
+        code in program_from(listing_of("opcodes-gfx1100.txt", |_| true)),
+        seed in any::<u64>(),
+        wave32 in any::<bool>(),
+    ) {
+        let target = Target::Gfx1100;
+        let mut gpu = Gpu::new(target);
+        let ko = gpu.alloc(8192);
+        let desc = KernelDescriptor {
+            group_segment_fixed_size: 256,
+            kernarg_size: 8,
+            kernel_code_entry_byte_offset: 256,
+            compute_pgm_rsrc1: 31,
+            compute_pgm_rsrc2: 2 << 1 | 1 << 7,
+            kernel_code_properties: 1 << 3 | u16::from(wave32) << 10,
+            ..KernelDescriptor::default()
+        };
+        gpu.mem.write(ko, &desc.to_bytes()).unwrap();
+        let bytes: Vec<u8> = code.iter().flat_map(|w| w.to_le_bytes()).collect();
+        gpu.mem.write(ko + 256, &bytes).unwrap();
+        let _ = disassemble_all(target, &bytes);
+        let data = gpu.alloc(4096);
+        let mut rng = Rng(seed | 1);
+        let junk: Vec<u8> = (0..4096).map(|_| rng.next_u32() as u8).collect();
+        gpu.mem.write(data, &junk).unwrap();
+        let mut l = Launch::linear(128, 64, Args::new().ptr(data).done());
+        l.scratch = Some(1 << 16);
+        l.budget = 5000;
+        l.threads = 1;
+        let _ = gpu.run(ko, &l);
+    }
+}
+
+/// An MFMA whose cbsz/abid name a block past the shape's (`v_mfma_f32_32x32x4f16` has two;
+/// cbsz 2 abid 2 asks for the third) read lane 64 and panicked; it is an illegal operand.
+#[test]
+fn an_mfma_broadcast_past_its_blocks_is_refused() {
+    let t = Target::Gfx90a;
+    let mut gpu = Gpu::new(t);
+    let ko = gpu.alloc(8192);
+    let desc = KernelDescriptor {
+        kernel_code_entry_byte_offset: 256,
+        compute_pgm_rsrc1: 31,
+        compute_pgm_rsrc2: 2 << 1 | 1 << 7,
+        compute_pgm_rsrc3: 31,
+        kernel_code_properties: 1 << 3,
+        ..KernelDescriptor::default()
+    };
+    gpu.mem.write(ko, &desc.to_bytes()).unwrap();
+    let code: Vec<u8> = [0xD3C8_1200u32, 0xD0FE_0108, 0xBF81_0000]
+        .iter()
+        .flat_map(|w| w.to_le_bytes())
+        .collect();
+    gpu.mem.write(ko + 256, &code).unwrap();
+    let mut l = Launch::linear(64, 64, Args::new().ptr(0).done());
+    l.scratch = None;
+    let err = gpu.run(ko, &l).unwrap_err();
+    assert!(
+        matches!(err, kfd_emu_isa::WaveError::IllegalOperand { .. }),
+        "{err}"
+    );
 }

@@ -3,7 +3,7 @@
 //! bf16 into f32, f16 into f16 and bf16 into bf16 (low and high halves), signed i8 with
 //! saturation, unsigned-by-signed i4: all six WMMA opcodes. The inputs are small integers, exact in every format, so the sums are exact.
 
-mod common;
+use crate::common;
 
 use common::gpu::*;
 use kfd_emu_isa::Target;

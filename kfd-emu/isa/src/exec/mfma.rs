@@ -310,6 +310,17 @@ pub(super) fn exec(w: &mut Wave, inst: &Inst, target: Target) -> Result<(), Wave
         _ => Some(inst.imm[2]),
     };
     let mut out: Vec<((u32, u32, u32), u64)> = Vec::with_capacity((s.blocks * s.m * s.n) as usize);
+    // cbsz and abid may name a block the shape does not have (cbsz over log2 of the block
+    // count): undefined on the hardware, refused here.
+    if (0..s.blocks).any(|b| ctl.a_block(b) >= s.blocks) {
+        return Err(w.illegal(
+            inst,
+            format!(
+                "cbsz {} / abid {} name a block past the {}",
+                ctl.cbsz, ctl.abid, s.blocks
+            ),
+        ));
+    }
     for b in 0..s.blocks {
         // This block's A and B, read once.
         let mut a = vec![0u64; (s.m * s.k) as usize];
@@ -382,9 +393,18 @@ fn read_element(
     (reg, lane, bit): (u32, u32, u32),
     bits: u32,
 ) -> Result<u64, WaveError> {
-    let lo = w.vreg(inst, op, reg as usize)?[lane as usize];
+    let lane = lane as usize;
+    let outside = || w.illegal(inst, format!("lane {lane} of {op:?} is outside the wave"));
+    let lo = *w
+        .vreg(inst, op, reg as usize)?
+        .get(lane)
+        .ok_or_else(outside)?;
     Ok(if bits == 64 {
-        u64::from(lo) | u64::from(w.vreg(inst, op, reg as usize + 1)?[lane as usize]) << 32
+        let hi = *w
+            .vreg(inst, op, reg as usize + 1)?
+            .get(lane)
+            .ok_or_else(outside)?;
+        u64::from(lo) | u64::from(hi) << 32
     } else {
         u64::from((lo >> bit) & (((1u64 << bits) - 1) as u32))
     })
