@@ -32,7 +32,8 @@ pub const DPP8: u16 = 233;
 /// DPP8 with fetch-inactive (inactive lanes' values are read too).
 pub const DPP8_FI: u16 = 234;
 
-/// The interpreter's number of a GFX11 scalar register field (`null` and M0 swap).
+/// The interpreter's number of a GFX11 scalar register field read as a source (M0 moves to
+/// GFX9's 124, `null` to slots that read 0).
 pub(crate) fn sgpr(code: u32) -> u8 {
     match code {
         124 => sreg::NULL,
@@ -41,19 +42,29 @@ pub(crate) fn sgpr(code: u32) -> u8 {
     }
 }
 
+/// The interpreter's number of a GFX11 scalar register field written as a destination
+/// (`null` goes to slots nothing reads).
+pub(crate) fn sgpr_dst(code: u32) -> u8 {
+    match code {
+        124 => sreg::NULL_SINK,
+        c => sgpr(c),
+    }
+}
+
 /// The operand a GFX11 9-bit source field names.
 fn src9(code: u32, width: u8, literal: u32) -> Operand {
-    let code = if code < 128 {
-        u32::from(sgpr(code))
-    } else {
-        code
-    };
-    Operand::from_src9(code as u16, width.max(1), literal)
+    match code {
+        0..=127 => Operand::Sgpr(
+            super::operand::align_sgpr(sgpr(code), width.max(1)),
+            width.max(1),
+        ),
+        _ => Operand::from_src9(code as u16, width.max(1), literal),
+    }
 }
 
 /// A GFX11 scalar destination field.
 fn sdst(code: u32, width: u8) -> Operand {
-    Operand::Sgpr(sgpr(code), width.max(1))
+    Operand::Sgpr(sgpr_dst(code), width.max(1))
 }
 
 /// The operation's GFX9 mnemonic (what the decoder's shape rules are written against).
@@ -100,14 +111,23 @@ pub(super) fn decode(t: Target, w0: u32, words: &[u32]) -> Option<Inst> {
 }
 
 /// The scalar formats decode as on GFX9; their register fields then take GFX11's numbering.
+///
+/// The destination field of a few SOPK operations is read (`s_cmpk_*`, `s_setreg_b32`, the
+/// split `s_waitcnt_*`) or read and written (`s_addk_i32`, `s_mulk_i32`): there `null` is the
+/// slots that read 0 (the executor drops the read-modify-writes' write to them).
 fn scalar_regs(mut i: Inst) -> Inst {
-    let fix = |op: &mut Operand| {
+    let map = |op: &mut Operand, f: fn(u32) -> u8| {
         if let Operand::Sgpr(r, n) = *op {
-            *op = Operand::Sgpr(sgpr(u32::from(r)), n);
+            *op = Operand::Sgpr(f(u32::from(r)), n);
         }
     };
-    fix(&mut i.dst);
-    i.src.iter_mut().for_each(fix);
+    let dst_read = i.format == Format::Sopk
+        && !matches!(
+            i.op.name(),
+            "s_movk_i32" | "s_cmovk_i32" | "s_getreg_b32" | "s_call_b64"
+        );
+    map(&mut i.dst, if dst_read { sgpr } else { sgpr_dst });
+    i.src.iter_mut().for_each(|s| map(s, sgpr));
     i
 }
 
@@ -140,7 +160,7 @@ fn smem(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     let soffset = bits(w1, 25, 7);
     if sgpr(soffset) != sreg::NULL {
         i.flags |= flags::SOE;
-        i.soffset = sdst(soffset, 1);
+        i.soffset = Operand::Sgpr(sgpr(soffset), 1);
     }
     Some(i)
 }

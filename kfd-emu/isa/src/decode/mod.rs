@@ -57,7 +57,7 @@ pub fn decode(target: Target, words: &[u32]) -> Inst {
 fn align_sgpr_tuples(i: &mut Inst) {
     let fix = |op: &mut Operand| {
         if let Operand::Sgpr(r, n) = *op {
-            if r != operand::sreg::NULL {
+            if r != operand::sreg::NULL && r != operand::sreg::NULL_SINK {
                 *op = Operand::Sgpr(align_sgpr(r, n), n);
             }
         }

@@ -15,9 +15,17 @@ pub mod sreg {
     pub const TTMP0: u8 = 108;
     /// M0.
     pub const M0: u8 = 124;
-    /// GFX10+ `null` (reads 0, writes are dropped), which GFX9 leaves unused. GFX11 encodes
-    /// it as 124 and M0 as 125; its decoder swaps them, so M0 is 124 on every target.
-    pub const NULL: u8 = 125;
+    /// GFX10+ `null` as a source: slots past the SGPR field's range that nothing writes, so
+    /// it reads 0 at any width. GFX11 encodes `null` as 124 and M0 as 125; its
+    /// decoder moves them, so M0 is 124 on every target.
+    pub const NULL: u8 = 128;
+    /// GFX10+ `null` as a destination: slots nothing reads, so writes vanish without a check
+    /// on every register write.
+    pub const NULL_SINK: u8 = 132;
+    /// Slots of the interpreter's scalar file: the SGPR field's 128, then four for `null` read
+    /// (zero at up to four registers wide: a buffer resource) and four for `null` written
+    /// (wider writes fall past the file and are dropped).
+    pub const SLOTS: usize = 136;
     /// EXEC low half.
     pub const EXEC_LO: u8 = 126;
     /// EXEC high half.

@@ -35,8 +35,9 @@ pub(super) fn sgpr(out: &mut String, t: Target, r: u8, count: u8) {
         sreg::VCC_LO | sreg::VCC_HI => named("vcc_lo", "vcc_hi", "vcc"),
         sreg::EXEC_LO | sreg::EXEC_HI => named("exec_lo", "exec_hi", "exec"),
         sreg::M0 => Some("m0".to_string()),
-        // LLVM names the register after M0 `null` on every target.
-        125 => Some("null".to_string()),
+        // LLVM names the register after M0 `null` on every target; GFX11's decodes to the
+        // interpreter's null slots.
+        125 | sreg::NULL | sreg::NULL_SINK => Some("null".to_string()),
         _ => None,
     };
     match special {

@@ -244,15 +244,20 @@ pub(super) fn exec<M: Memory + ?Sized>(
                 _ => x <= k,
             };
         }
+        // Read-modify-writes of their destination: GFX11's `null` there reads 0 and keeps it.
         Op::SAddkI32 => {
             let x = w.s.get(usize::from(d)).copied().unwrap_or(0) as i32;
             let (v, o) = x.overflowing_add(i32::from(simm));
-            w.set_sgpr(d, v as u32);
+            if d != sreg::NULL {
+                w.set_sgpr(d, v as u32);
+            }
             w.scc = o;
         }
         Op::SMulkI32 => {
             let x = w.s.get(usize::from(d)).copied().unwrap_or(0) as i32;
-            w.set_sgpr(d, x.wrapping_mul(i32::from(simm)) as u32);
+            if d != sreg::NULL {
+                w.set_sgpr(d, x.wrapping_mul(i32::from(simm)) as u32);
+            }
         }
         Op::SGetregB32 => {
             let v = getreg(w, inst.offset as u16, ctx);

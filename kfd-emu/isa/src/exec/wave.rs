@@ -106,7 +106,7 @@ pub(crate) enum WaveState {
 pub(crate) struct Wave {
     /// Scalar registers by SGPR-field number (s0..s101, FLAT_SCRATCH 102-103, XNACK_MASK
     /// 104-105, VCC 106-107, TTMP 108-123, M0 124, EXEC 126-127).
-    pub s: [u32; 128],
+    pub s: [u32; sreg::SLOTS],
     /// Scalar condition code.
     pub scc: bool,
     /// The vector register file: VGPR r is `v[r]`, AGPR r is `v[accum_offset + r]`.
@@ -152,7 +152,7 @@ impl Wave {
     /// A wave with `vgprs` vector registers, everything zero.
     pub fn new(target: Target, vgprs: usize, accum_offset: usize, index: u32) -> Wave {
         Wave {
-            s: [0; 128],
+            s: [0; sreg::SLOTS],
             scc: false,
             v: vec![[0; LANES]; vgprs],
             accum_offset,
@@ -223,24 +223,18 @@ impl Wave {
         }
     }
 
-    /// A 64-bit scalar register pair (`null` reads 0).
+    /// A 64-bit scalar register pair.
     #[inline]
     pub fn sgpr64(&self, r: u8) -> u64 {
-        if r == sreg::NULL {
-            return 0;
-        }
         let lo = self.s.get(usize::from(r)).copied().unwrap_or(0);
         let hi = self.s.get(usize::from(r) + 1).copied().unwrap_or(0);
         u64::from(lo) | u64::from(hi) << 32
     }
 
-    /// Writes a scalar register (writes beyond the file, and to `null`, are dropped, as the
-    /// hardware ignores them).
+    /// Writes a scalar register (writes beyond the file are dropped, as the hardware ignores
+    /// them; `null` destinations decode to slots nothing reads).
     #[inline]
     pub fn set_sgpr(&mut self, r: u8, v: u32) {
-        if r == sreg::NULL {
-            return;
-        }
         if let Some(d) = self.s.get_mut(usize::from(r)) {
             *d = v;
         }
@@ -249,9 +243,6 @@ impl Wave {
     /// Writes a scalar register pair.
     #[inline]
     pub fn set_sgpr64(&mut self, r: u8, v: u64) {
-        if r == sreg::NULL {
-            return;
-        }
         self.set_sgpr(r, v as u32);
         self.set_sgpr(r.wrapping_add(1), (v >> 32) as u32);
     }
