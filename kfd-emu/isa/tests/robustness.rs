@@ -111,32 +111,7 @@ proptest! {
         seed in any::<u64>(),
         target in prop_oneof![Just(Target::Gfx90a), Just(Target::Gfx942)],
     ) {
-        let mut gpu = Gpu::new(target);
-        let ko = gpu.alloc(8192);
-        let desc = KernelDescriptor {
-            group_segment_fixed_size: 256,
-            kernarg_size: 8,
-            kernel_code_entry_byte_offset: 256,
-            compute_pgm_rsrc1: 31,
-            compute_pgm_rsrc2: 2 << 1 | 1 << 7,
-            compute_pgm_rsrc3: 31,
-            kernel_code_properties: 1 << 3,
-            ..KernelDescriptor::default()
-        };
-        gpu.mem.write(ko, &desc.to_bytes()).unwrap();
-        let bytes: Vec<u8> = code.iter().flat_map(|w| w.to_le_bytes()).collect();
-        gpu.mem.write(ko + 256, &bytes).unwrap();
-        let _ = disassemble_all(target, &bytes);
-        // A data buffer the program may or may not find.
-        let data = gpu.alloc(4096);
-        let mut rng = Rng(seed | 1);
-        let junk: Vec<u8> = (0..4096).map(|_| rng.next_u32() as u8).collect();
-        gpu.mem.write(data, &junk).unwrap();
-        let mut l = Launch::linear(128, 64, Args::new().ptr(data).done());
-        l.scratch = Some(1 << 16);
-        l.budget = 5000;
-        l.threads = 1;
-        let _ = gpu.run(ko, &l);
+        run_random(target, &code, seed, 1 << 3);
     }
 }
 
@@ -150,32 +125,40 @@ proptest! {
         seed in any::<u64>(),
         wave32 in any::<bool>(),
     ) {
-        let target = Target::Gfx1100;
-        let mut gpu = Gpu::new(target);
-        let ko = gpu.alloc(8192);
-        let desc = KernelDescriptor {
-            group_segment_fixed_size: 256,
-            kernarg_size: 8,
-            kernel_code_entry_byte_offset: 256,
-            compute_pgm_rsrc1: 31,
-            compute_pgm_rsrc2: 2 << 1 | 1 << 7,
-            kernel_code_properties: 1 << 3 | u16::from(wave32) << 10,
-            ..KernelDescriptor::default()
-        };
-        gpu.mem.write(ko, &desc.to_bytes()).unwrap();
-        let bytes: Vec<u8> = code.iter().flat_map(|w| w.to_le_bytes()).collect();
-        gpu.mem.write(ko + 256, &bytes).unwrap();
-        let _ = disassemble_all(target, &bytes);
-        let data = gpu.alloc(4096);
-        let mut rng = Rng(seed | 1);
-        let junk: Vec<u8> = (0..4096).map(|_| rng.next_u32() as u8).collect();
-        gpu.mem.write(data, &junk).unwrap();
-        let mut l = Launch::linear(128, 64, Args::new().ptr(data).done());
-        l.scratch = Some(1 << 16);
-        l.budget = 5000;
-        l.threads = 1;
-        let _ = gpu.run(ko, &l);
+        run_random(Target::Gfx1100, &code, seed, 1 << 3 | u16::from(wave32) << 10);
     }
+}
+
+/// Runs `code` as a one-dispatch kernel (two work-groups of 64, scratch, a buffer of random
+/// bytes as its argument) with the descriptor's `properties`; whatever happens is fine but a
+/// panic or a hang.
+fn run_random(target: Target, code: &[u32], seed: u64, properties: u16) {
+    let mut gpu = Gpu::new(target);
+    let ko = gpu.alloc(8192);
+    let desc = KernelDescriptor {
+        group_segment_fixed_size: 256,
+        kernarg_size: 8,
+        kernel_code_entry_byte_offset: 256,
+        compute_pgm_rsrc1: 31,
+        compute_pgm_rsrc2: 2 << 1 | 1 << 7,
+        compute_pgm_rsrc3: if target.unified_vgpr_file() { 31 } else { 0 },
+        kernel_code_properties: properties,
+        ..KernelDescriptor::default()
+    };
+    gpu.mem.write(ko, &desc.to_bytes()).unwrap();
+    let bytes: Vec<u8> = code.iter().flat_map(|w| w.to_le_bytes()).collect();
+    gpu.mem.write(ko + 256, &bytes).unwrap();
+    let _ = disassemble_all(target, &bytes);
+    // A data buffer the program may or may not find.
+    let data = gpu.alloc(4096);
+    let mut rng = Rng(seed | 1);
+    let junk: Vec<u8> = (0..4096).map(|_| rng.next_u32() as u8).collect();
+    gpu.mem.write(data, &junk).unwrap();
+    let mut l = Launch::linear(128, 64, Args::new().ptr(data).done());
+    l.scratch = Some(1 << 16);
+    l.budget = 5000;
+    l.threads = 1;
+    let _ = gpu.run(ko, &l);
 }
 
 /// An MFMA whose cbsz/abid name a block past the shape's (`v_mfma_f32_32x32x4f16` has two;

@@ -295,14 +295,6 @@ fn vopc(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     Some(i)
 }
 
-/// VOP3 operations in the VOP3b layout (a scalar destination in bits 14:8).
-fn is_vop3b(name: &str) -> bool {
-    name.contains("_co_u32")
-        || name.starts_with("v_div_scale_")
-        || name.starts_with("v_mad_u64_u32")
-        || name.starts_with("v_mad_i64_i32")
-}
-
 /// Number of sources of a VOP3 entry: its printed register operands minus destinations.
 fn source_count(e: &Entry, dsts: usize) -> usize {
     let regs = e.widths.iter().take_while(|&&w| w != 0).count();
@@ -336,7 +328,7 @@ fn vop3(t: Target, w0: u32, w1: u32, w2: u32) -> Option<Inst> {
     let vdst = bits(w0, 0, 8);
     let w = e.widths;
     let name = sem(e);
-    let vop3b = is_vop3b(name);
+    let vop3b = super::gfx9_valu::is_vop3b(name);
     let compare = opcode < 0x100;
     let cmpx = e.name.starts_with("v_cmpx");
     let (dsts, src_w): (usize, [u8; 3]) = if compare && cmpx {

@@ -15,8 +15,9 @@ fn writes_carry(name: &str) -> bool {
     name.contains("_co_u32")
 }
 
-/// VOP3 operations in the VOP3b layout (a scalar destination in bits 14:8).
-fn is_vop3b(name: &str) -> bool {
+/// VOP3 operations in the VOP3b layout (a scalar destination in bits 14:8), by their GFX9
+/// names (GFX11's VOP3 has the same split).
+pub(super) fn is_vop3b(name: &str) -> bool {
     name.contains("_co_u32")
         || name.starts_with("v_div_scale_")
         || name.starts_with("v_mad_u64_u32")
