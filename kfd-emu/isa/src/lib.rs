@@ -130,7 +130,9 @@
 //! `ENABLE_WAVEFRONT_SIZE32`; a wave32 runs 32 lanes, its lane masks one SGPR), VOPD dual issue
 //! (both halves read before either writes), DPP8 and fetch-inactive, the `_b32` save-exec
 //! forms, three-way XOR, min-max pairs, DX9 multiply-adds, cross-row permutes and WMMA
-//! (`exec/wmma.rs`, whose rounding assumption is written there). Not run on GFX11: images and
+//! (`exec/wmma.rs`, whose rounding assumption is written there), and buffer range checks by
+//! the resource's OOB_SELECT (the modes as mesa's `sid.h` names them: structured with offset,
+//! structured, disabled, raw) with GFX11's swizzle field. Not run on GFX11: images and
 //! formatted buffer access (GFX10+ descriptors and unified formats are not modelled), and the
 //! other opcodes `COVERAGE.md` lists. RDNA4 (gfx1200/gfx1201)
 //! is not modelled; `kfd-emu/isa/README.md` says what it would take.

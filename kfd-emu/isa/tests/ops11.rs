@@ -3,7 +3,8 @@
 //! GFX10+ DPP16 row controls and fetch-inactive, `v_permlane16`/`v_permlanex16`, `v_cmpx`
 //! writing EXEC alone, wave32 lane masks in VCC_LO, `null` destinations and sources, the b32
 //! save-exec forms, three-way XOR and min-max pairs, the mixed-signedness and bf16 dot
-//! products, saturating f32-to-i16 packing and `s_pack_hl_b32_b16`. Each case's 32 lane results are checked
+//! products, saturating f32-to-i16 packing, `s_pack_hl_b32_b16`, and buffer range checks by
+//! GFX11's OOB_SELECT. Each case's 32 lane results are checked
 //! against a CPU model of the instruction as the RDNA3 ISA guide defines it.
 
 // Lane models index per-lane arrays by lane; the min-max models spell out the ISA's max-then-min
@@ -16,7 +17,7 @@ use common::elf::{kernels_dir, CodeObject};
 use common::gpu::*;
 use kfd_emu_isa::Target;
 
-const CASES: usize = 17;
+const CASES: usize = 20;
 const LANES: usize = 32;
 
 fn run() -> Vec<Vec<u32>> {
@@ -110,4 +111,11 @@ fn gfx11_instruction_cases() {
     });
     // 16: {s11[15:0], s10[31:16]}.
     check(16, &|_| 0xDEF0_1234);
+    // 17: raw, 64 bytes: 16 dwords.
+    check(17, &|l| if l < 16 { v2(l) } else { 0 });
+    // 18: raw checks the offset (0 < 8 bytes), not the index: every lane (GFX9's rules, by
+    // index for a strided buffer, would stop at lane 8).
+    check(18, &v2);
+    // 19: no checks: every lane, with no records.
+    check(19, &v2);
 }

@@ -182,11 +182,22 @@ pub(super) fn buffer_addrs(
     let d: [u32; 4] = std::array::from_fn(|k| w.s.get(usize::from(r) + k).copied().unwrap_or(0));
     let base = u64::from(d[0]) | u64::from(d[1] & 0xFFFF) << 32;
     let stride = u64::from((d[1] >> 16) & 0x3FFF);
-    let swizzle = d[1] >> 31 != 0;
     let records = u64::from(d[2]);
     let index_stride = 8u64 << ((d[3] >> 21) & 3);
-    // ELEMENT_SIZE: 2, 4, 8 or 16 bytes.
-    let elem = 2u64 << ((d[3] >> 19) & 3);
+    let gfx11 = w.target.generation() == crate::target::Generation::Gfx11;
+    // GFX9: SWIZZLE_EN (dword 1 bit 31) with ELEMENT_SIZE (dword 3, 2 to 16 bytes). GFX11:
+    // SWIZZLE_ENABLE is two bits (dword 1, 31:30) that are the element size themselves (4, 8
+    // or 16 bytes; ROCr's GFX11 scratch resource sets 1), dword 3's old ELEMENT_SIZE bits
+    // being part of its FORMAT.
+    let (swizzle, elem) = if gfx11 {
+        let swz = d[1] >> 30;
+        (swz != 0, 2u64 << swz)
+    } else {
+        (d[1] >> 31 != 0, 2u64 << ((d[3] >> 19) & 3))
+    };
+    // GFX11's OOB_SELECT (dword 3, 29:28; mesa's sid.h names the modes
+    // STRUCTURED_WITH_OFFSET, STRUCTURED, DISABLED and RAW).
+    let oob = (d[3] >> 28) & 3;
     let add_tid = (d[3] >> 23) & 1 != 0;
     let soffset = u64::from(w.scalar32(inst.soffset, inst.imm[2], ap));
     let idxen = inst.has(flags::IDXEN);
@@ -214,11 +225,15 @@ pub(super) fn buffer_addrs(
         };
         let index = vi + if add_tid { l as u64 } else { 0 };
         let offset = (vo + inst.offset as u64) & 0xFFFF_FFFF;
-        // Range check: by offset for raw buffers (stride 0), by index for structured ones.
-        let in_range = if stride == 0 {
-            offset + size <= records
-        } else {
-            index < records
+        // Range check. GFX9: by offset for raw buffers (stride 0), by index for structured
+        // ones. GFX11: as OOB_SELECT says.
+        let in_range = match (gfx11, oob) {
+            (false, _) if stride == 0 => offset + size <= records,
+            (false, _) => index < records,
+            (true, 0) => index < records && offset + size <= stride,
+            (true, 1) => index < records,
+            (true, 2) => true,
+            _ => offset + size <= records,
         };
         if !in_range {
             continue;

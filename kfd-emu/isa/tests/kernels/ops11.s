@@ -125,6 +125,38 @@ ops11:
     s_pack_hl_b32_b16 s9, s10, s11
     v_mov_b32 v10, s9
     STORE
+    // 17-19: buffer loads of 3l + 1 (stored first where the case's result goes) through a
+    // GFX11 resource, by its OOB_SELECT. 17: raw (3), 64 bytes: lanes 16 and up read 0.
+    global_store_b32 v1, v2, s[20:21]
+    s_waitcnt_vscnt null, 0x0
+    s_mov_b32 s12, s20
+    s_and_b32 s13, s21, 0xffff
+    s_mov_b32 s14, 64
+    s_mov_b32 s15, 0x30000000
+    buffer_load_b32 v10, v1, s[12:15], 0 offen
+    s_waitcnt vmcnt(0)
+    STORE
+    // 18: raw with a stride of 4 and 8 bytes of records, indexed by lane: the offset (0) is
+    // what is checked, not the index, so every lane reads
+    global_store_b32 v1, v2, s[20:21]
+    s_waitcnt_vscnt null, 0x0
+    s_mov_b32 s12, s20
+    s_and_b32 s13, s21, 0xffff
+    s_or_b32 s13, s13, 0x40000
+    s_mov_b32 s14, 8
+    buffer_load_b32 v10, v0, s[12:15], 0 idxen
+    s_waitcnt vmcnt(0)
+    STORE
+    // 19: checks disabled (2) with no records: every lane reads
+    global_store_b32 v1, v2, s[20:21]
+    s_waitcnt_vscnt null, 0x0
+    s_mov_b32 s12, s20
+    s_and_b32 s13, s21, 0xffff
+    s_mov_b32 s14, 0
+    s_mov_b32 s15, 0x20000000
+    buffer_load_b32 v10, v1, s[12:15], 0 offen
+    s_waitcnt vmcnt(0)
+    STORE
     s_endpgm
 
 .rodata
