@@ -75,6 +75,17 @@ impl ScratchFormat {
         }
     }
 
+    /// The wave slots and bytes per wave a `compute_tmpring_size` describes on an XCC of
+    /// `shader_engines` engines (GFX11 counts `WAVES` per engine, GFX9 per XCC).
+    pub fn tmpring_slots(self, tmpring: u32, shader_engines: u32) -> (u64, u64) {
+        let (waves, wave_bytes) = self.decode_tmpring(tmpring);
+        let per = match self {
+            ScratchFormat::Gfx9 => 1,
+            ScratchFormat::Gfx11 => u64::from(shader_engines.max(1)),
+        };
+        (u64::from(waves) * per, wave_bytes)
+    }
+
     /// Decodes `compute_tmpring_size`: (`WAVES` field, bytes per wave).
     pub fn decode_tmpring(self, tmpring: u32) -> (u32, u64) {
         let mask = self.max_wavesize() as u32;

@@ -145,6 +145,11 @@ fn mi300x_partition(partitions: u32, mode: &str) -> GpuParams {
 }
 
 impl GpuParams {
+    /// Shader engines of one XCC (what GFX11's `COMPUTE_TMPRING_SIZE.WAVES` counts per).
+    pub fn shader_engines_per_xcc(&self) -> u32 {
+        self.array_count / self.simd_arrays_per_engine.max(1) / self.num_xcc.max(1)
+    }
+
     /// The EOP and CWSR sizes KFD derives from this node's topology on a kernel of
     /// `page_size` pages, which `CREATE_QUEUE` checks.
     pub fn queue_area_sizes(&self, page_size: u64) -> Option<kfd_sys::queue_sizes::QueueAreaSizes> {

@@ -1,6 +1,6 @@
 //! GFX11 instruction-level cases (tests/kernels/ops11.s, one wave32 on gfx1100) that the
-//! compiled kernels do not reach: VOPD halves that read each other's registers, DPP8 and the
-//! GFX10+ DPP16 row controls and fetch-inactive, `v_permlane16`/`v_permlanex16`, `v_cmpx`
+//! compiled kernels do not reach: VOPD halves that read each other's registers (a swap too),
+//! DPP8 and the GFX10+ DPP16 row controls and fetch-inactive, `v_permlane16`/`v_permlanex16`, `v_cmpx`
 //! writing EXEC alone, wave32 lane masks in VCC_LO, `null` destinations and sources, the b32
 //! save-exec forms, three-way XOR and min-max pairs, the mixed-signedness and bf16 dot
 //! products, saturating f32-to-i16 packing, `s_pack_hl_b32_b16`, and buffer range checks by
@@ -17,7 +17,7 @@ use common::elf::{kernels_dir, CodeObject};
 use common::gpu::*;
 use kfd_emu_isa::Target;
 
-const CASES: usize = 20;
+const CASES: usize = 21;
 const LANES: usize = 32;
 
 fn run() -> Vec<Vec<u32>> {
@@ -118,4 +118,6 @@ fn gfx11_instruction_cases() {
     check(18, &v2);
     // 19: no checks: every lane, with no records.
     check(19, &v2);
+    // 20: the pair swapped v10 and v11 (each half read the other's old destination).
+    check(20, &|l| (v2(l) << 16).wrapping_add((l as u32) << 8));
 }

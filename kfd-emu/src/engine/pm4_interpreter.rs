@@ -436,14 +436,10 @@ impl<'a> Interpreter<'a> {
         };
         let format = aql::scratch::ScratchFormat::for_gfx_target_version(p.gfx_target_version)
             .unwrap_or_default();
-        let (waves, wave_bytes) = format.decode_tmpring(self.reg(regs::COMPUTE_TMPRING_SIZE));
-        let waves = match format {
-            aql::scratch::ScratchFormat::Gfx9 => u64::from(waves),
-            aql::scratch::ScratchFormat::Gfx11 => {
-                let engines = p.array_count / p.simd_arrays_per_engine.max(1) / p.num_xcc.max(1);
-                u64::from(waves) * u64::from(engines.max(1))
-            }
-        };
+        let (waves, wave_bytes) = format.tmpring_slots(
+            self.reg(regs::COMPUTE_TMPRING_SIZE),
+            p.shader_engines_per_xcc(),
+        );
         let lanes = if wave32 { 32 } else { 64 };
         let scratch_base = (u64::from(self.reg(regs::COMPUTE_DISPATCH_SCRATCH_BASE_LO))
             | u64::from(self.reg(regs::COMPUTE_DISPATCH_SCRATCH_BASE_HI) & 0xFF) << 32)

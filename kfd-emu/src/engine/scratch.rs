@@ -41,11 +41,7 @@ impl QueueScratch {
         shader_engines: u32,
     ) -> Result<QueueScratch, GpuFault> {
         let tmpring = vm.read_u32(amd_queue + q::COMPUTE_TMPRING_SIZE)?;
-        let (waves, wave_bytes) = format.decode_tmpring(tmpring);
-        let waves = match format {
-            ScratchFormat::Gfx9 => u64::from(waves),
-            ScratchFormat::Gfx11 => u64::from(waves) * u64::from(shader_engines.max(1)),
-        };
+        let (waves, wave_bytes) = format.tmpring_slots(tmpring, shader_engines);
         let mut resource = [0u32; 4];
         for (i, w) in resource.iter_mut().enumerate() {
             *w = vm.read_u32(amd_queue + q::SCRATCH_RESOURCE_DESCRIPTOR + 4 * i as u64)?;

@@ -495,9 +495,9 @@ fn step<M: Memory + ?Sized>(
     }
 }
 
-/// A GFX11 dual-issue instruction: both halves read their sources before either writes. The
-/// assembler pairs independent operations, so running one half after the other gives the
-/// same result, in the order where the second half does not read what the first wrote.
+/// A GFX11 dual-issue instruction: both halves read their sources before either writes. X
+/// runs first; when Y reads X's destination (the bank rules forbid equal destinations, not
+/// that), Y is given that register as it was before X wrote it.
 fn vopd(w: &mut Wave, inst: &Inst, ap: (u64, u64)) -> Result<(), WaveError> {
     let Some([x, y]) = inst.pair else {
         return Err(w.unimplemented(inst));
@@ -506,10 +506,14 @@ fn vopd(w: &mut Wave, inst: &Inst, ap: (u64, u64)) -> Result<(), WaveError> {
     let reads = |h: &Inst, r: Operand| {
         h.src.contains(&r) || (matches!(h.op, Op::VFmacF32 | Op::VDot2cF32F16) && h.dst == r)
     };
-    let (first, second) = if reads(y, x.dst) { (y, x) } else { (x, y) };
-    if reads(second, first.dst) {
-        return Err(w.illegal(inst, "each half of the pair reads the other's destination"));
+    if !reads(y, x.dst) {
+        valu::exec(w, x, ap)?;
+        return valu::exec(w, y, ap);
     }
-    valu::exec(w, first, ap)?;
-    valu::exec(w, second, ap)
+    let before = *w.vreg(inst, x.dst, 0)?;
+    valu::exec(w, x, ap)?;
+    let after = std::mem::replace(w.vreg_mut(inst, x.dst, 0)?, before);
+    valu::exec(w, y, ap)?;
+    *w.vreg_mut(inst, x.dst, 0)? = after;
+    Ok(())
 }

@@ -7,8 +7,10 @@
 //! the copies equal, and here each group's own copy feeds the output rows that group holds.
 //! C and D: element `e` of lane `l` is row `groups * e + l / 16`, column `l % 16` (8
 //! registers in a wave32, 4 in a wave64); 16-bit results sit in the low or, with OPSEL[2],
-//! the high halves. NEG_LO's bits 0 and 1 are the integer forms' signedness of A and B (the
-//! float forms' negation of A, B and C), CLAMP saturates the integer forms.
+//! the high halves, the other half of each register taken from C (the compiler passes D = C;
+//! what the hardware leaves there when they differ is not documented). NEG_LO's bits 0 and 1
+//! are the integer forms' signedness of A and B (the float forms' negation of A, B and C),
+//! CLAMP saturates the integer forms.
 //!
 //! Rounding: products and the K-long sums are exact here (f64; integers in i64) and rounded
 //! once to the result type, round to nearest even. AMD does not publish the order or width of

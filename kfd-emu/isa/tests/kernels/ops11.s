@@ -157,6 +157,12 @@ ops11:
     buffer_load_b32 v10, v1, s[12:15], 0 offen
     s_waitcnt vmcnt(0)
     STORE
+    // 20: VOPD halves reading each other's destinations: a swap
+    v_mov_b32 v10, v2
+    v_mov_b32 v11, v4
+    v_dual_mov_b32 v10, v11 :: v_dual_mov_b32 v11, v10
+    v_lshl_add_u32 v10, v11, 16, v10
+    STORE
     s_endpgm
 
 .rodata

@@ -24,8 +24,12 @@ impl Processor {
         let p = &self.gpu().params;
         let format = aql::scratch::ScratchFormat::for_gfx_target_version(p.gfx_target_version)
             .unwrap_or_default();
-        let engines = p.array_count / p.simd_arrays_per_engine.max(1) / p.num_xcc.max(1);
-        QueueScratch::read(self.vm(), self.amd_queue(), format, engines)
+        QueueScratch::read(
+            self.vm(),
+            self.amd_queue(),
+            format,
+            p.shader_engines_per_xcc(),
+        )
     }
 
     /// Lanes per wave of `d`'s kernel: 32 where its descriptor asks for wave32.
