@@ -109,10 +109,13 @@
 //! dot products, `v_fma_mix*`, DPP and SDWA), AGPR moves, LDS (loads, stores, read2/write2,
 //! atomics, swizzles, permutes, append/consume), FLAT (global, LDS and scratch apertures),
 //! GLOBAL, SCRATCH and MUBUF loads, stores and atomics (32/64-bit, f32/f64 add, min/max), with
-//! swizzled scratch and buffer range checks. `COVERAGE.md` lists, per target and encoding,
-//! the opcodes that run and those that return [`WaveError::Unimplemented`] (MFMA and the
-//! other matrix instructions, formatted buffer loads/stores (MTBUF and `*_format_*`), SMEM
-//! scratch, cube-map and legacy graphics ops, GPR indexing mode, fork/join).
+//! swizzled scratch and buffer range checks, and loads into LDS (MUBUF's `lds` bit,
+//! `global_load_lds_*`, `scratch_load_lds_*`, GFX11's `buffer_load_lds_*`: each lane's value,
+//! extended to a dword, at `M0[15:0] + offset + 4 * lane`, as the ISA guides give it; the
+//! formatted `buffer_load_format_x ... lds` is refused). Matrix-core instructions, formatted
+//! buffer access and images run too (see their modules). `COVERAGE.md` lists, per target and
+//! encoding, the opcodes that run and those that return [`WaveError::Unimplemented`] (SMEM
+//! scratch, cube-map and legacy graphics ops, GPR indexing mode, fork/join, ...).
 //!
 //! Not modelled: float denormal flushing and rounding modes (the host's IEEE round-to-nearest
 //! with denormals is used; MODE is readable but does not change arithmetic); the exact error

@@ -58,7 +58,8 @@ fn executes(t: Target, words: &[u32]) -> Option<bool> {
 }
 
 /// The opcodes of the code objects whose results tests check (kernels.rs, kernels_more.rs,
-/// ops.rs, ops11.rs, buffer_formats.rs, images.rs, abi.rs, blit.rs, wmma.rs, math.rs).
+/// ops.rs, ops11.rs, buffer_formats.rs, images.rs, abi.rs, blit.rs, wmma.rs, math.rs,
+/// lds_dma.rs).
 fn checked_ops(t: Target) -> std::collections::HashSet<kfd_emu_isa::decode::Op> {
     let dir = common::elf::kernels_dir();
     let mut objects: Vec<_> = [
@@ -74,6 +75,7 @@ fn checked_ops(t: Target) -> std::collections::HashSet<kfd_emu_isa::decode::Op> 
         "wmma",
         "ops11",
         "math",
+        "lds_dma",
     ]
     .iter()
     .map(|o| dir.join(format!("{o}-{}.co", t.name())))

@@ -61,7 +61,15 @@ fn report(what: &str, count: usize, bad: &[String]) {
 fn compiled_kernels_match_llvm_objdump() {
     for (t, name) in [(Target::Gfx90a, "gfx90a"), (Target::Gfx942, "gfx942")] {
         let dir = kernels_dir();
-        for obj in ["kernels", "kernels_v5", "abi", "ops", "mfma", "formats"] {
+        for obj in [
+            "kernels",
+            "kernels_v5",
+            "abi",
+            "ops",
+            "mfma",
+            "formats",
+            "lds_dma",
+        ] {
             let (n, bad) = check_object(
                 &dir.join(format!("{obj}-{name}.co")),
                 &dir.join(format!("{obj}-{name}.dis")),
@@ -89,6 +97,7 @@ fn compiled_kernels_match_llvm_objdump() {
         ("math-gfx1100", Target::Gfx1100),
         ("math-gfx90a", Target::Gfx90a),
         ("ops11-gfx1100", Target::Gfx1100),
+        ("lds_dma-gfx1100", Target::Gfx1100),
     ] {
         let (n, bad) = check_object(
             &dir.join(format!("{obj}.co")),

@@ -14,6 +14,7 @@ mod failures;
 mod images;
 mod kernels;
 mod kernels_more;
+mod lds_dma;
 mod math;
 mod ops;
 mod ops11;

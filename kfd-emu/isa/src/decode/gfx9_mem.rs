@@ -151,6 +151,8 @@ pub(super) fn flat(t: Target, w0: u32, w1: u32) -> Option<Inst> {
         | flag(bits(w0, 17, 1) != 0, flags::SLC)
         | flag(bits(w0, 25, 1) != 0, flags::SCC)
         | flag(!sve && bits(w0, 13, 1) != 0, flags::LDS)
+        // gfx940's loads into LDS are operations of their own (`global_load_lds_dword`).
+        | flag(e.name.contains("_load_lds_"), flags::LDS)
         | flag(sve, flags::SVE)
         | flag(acc, flags::ACC);
     i.offset = if format == Format::Flat {

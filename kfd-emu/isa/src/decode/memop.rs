@@ -49,6 +49,19 @@ pub fn kind(name: &str) -> u16 {
     let Some(rest) = rest else {
         return 0;
     };
+    if let Some(t) = rest.strip_prefix("load_lds_") {
+        // Loads into LDS: gfx940's `global_load_lds_dword`, GFX11's `buffer_load_lds_b32`.
+        let k = match t {
+            "u8" => Some("ubyte"),
+            "i8" => Some("sbyte"),
+            "u16" => Some("ushort"),
+            "i16" => Some("sshort"),
+            "b32" => Some("dword"),
+            "ubyte" | "sbyte" | "ushort" | "sshort" | "dword" => Some(t),
+            _ => None,
+        };
+        return k.and_then(data_kind).map_or(0, |k| VALID | 1 | k);
+    }
     if let Some(t) = rest.strip_prefix("load_") {
         return data_kind(t).map_or(0, |k| VALID | 1 | k);
     }

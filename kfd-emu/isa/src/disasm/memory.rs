@@ -224,7 +224,8 @@ fn flat(out: &mut String, t: Target, i: &Inst) {
         let _ = write!(out, " offset:{offset}");
     }
     cache_bits(out, t, i);
-    if i.has(flags::LDS) {
+    // gfx940 names its loads into LDS `global_load_lds_*` instead of the modifier.
+    if i.has(flags::LDS) && !i.name.contains("_lds_") {
         out.push_str(" lds");
     }
 }

@@ -244,7 +244,7 @@ fn note_lds<M: Memory + ?Sized>(
     ds: DsOp,
     offset16: u64,
 ) -> Result<(), WaveError> {
-    use crate::sanitize::{DsAccess, Finding, LdsAccess};
+    use crate::sanitize::LdsAccess;
     let elem = u64::from(ds.size);
     let scale = if ds.st64 { 64 } else { 1 } * elem;
     let pair = [
@@ -269,6 +269,24 @@ fn note_lds<M: Memory + ?Sized>(
     } else {
         (*w.vreg(inst, inst.src[0], 0)?, exec)
     };
+    let accesses = (0..LANES)
+        .filter(|l| lanes >> l & 1 == 1)
+        .flat_map(|l| offsets.iter().map(move |&o| (l, lds_address(addr[l], o))));
+    record(w, inst, ctx, accesses, elem as u32, how);
+    Ok(())
+}
+
+/// Checks `accesses` (lane, LDS offset) of `bytes` each against the work-group's sanitizer
+/// shadow and records them; the first finding is reported.
+fn record<M: Memory + ?Sized>(
+    w: &Wave,
+    inst: &Inst,
+    ctx: &mut Ctx<'_, M>,
+    accesses: impl Iterator<Item = (usize, u64)>,
+    bytes: u32,
+    how: crate::sanitize::LdsAccess,
+) {
+    use crate::sanitize::{DsAccess, Finding, LdsAccess};
     let Ctx {
         lds_shadow: Some(shadow),
         setup,
@@ -276,39 +294,61 @@ fn note_lds<M: Memory + ?Sized>(
         ..
     } = ctx
     else {
-        return Ok(());
+        return;
     };
     let mut reported = false;
-    for l in (0..LANES).filter(|l| lanes >> l & 1 == 1) {
-        for &o in offsets {
-            let offset = lds_address(addr[l], o);
-            let found = shadow.access(&DsAccess {
-                pc: w.pc,
-                wave: w.index,
-                offset,
-                bytes: elem as u32,
-                how,
-            });
-            let (Some((kind, other)), false, Some(s)) = (found, reported, &setup.sanitize) else {
-                continue;
-            };
-            reported = true;
-            (s.sink)(&Finding {
-                kind,
-                pc: w.pc,
-                instruction: crate::disasm::disassemble(setup.target, inst),
-                work_group: *group_id,
-                wave: w.index,
-                lane: l as u32,
-                address: offset,
-                bytes: elem as u32,
-                write: how != LdsAccess::Read,
-                buffer: None,
-                other,
-            });
-        }
+    for (l, offset) in accesses {
+        let found = shadow.access(&DsAccess {
+            pc: w.pc,
+            wave: w.index,
+            offset,
+            bytes,
+            how,
+        });
+        let (Some((kind, other)), false, Some(s)) = (found, reported, &setup.sanitize) else {
+            continue;
+        };
+        reported = true;
+        (s.sink)(&Finding {
+            kind,
+            pc: w.pc,
+            instruction: crate::disasm::disassemble(setup.target, inst),
+            work_group: *group_id,
+            wave: w.index,
+            lane: l as u32,
+            address: offset,
+            bytes,
+            write: how != LdsAccess::Read,
+            buffer: None,
+            other,
+        });
     }
-    Ok(())
+}
+
+/// The LDS half of a load into LDS (MUBUF's `lds` bit, `global_load_lds_*`,
+/// `buffer_load_lds_*`): active lane `l`'s dword `vals[l]` goes to `M0[15:0] + offset + 4 * l`,
+/// the address the Vega and CDNA ISA guides give (`LDS_ADDR = LDSbase + LDS_offset +
+/// inst_offset + TID * 4`, the LDS offset from M0) and LLVM's AMDGPU DMA documentation
+/// repeats (the immediate offset applies to both addresses; lanes 4 bytes apart for sizes up
+/// to 4). Writes outside the allocation are dropped, as DS writes are.
+pub(super) fn dma_write<M: Memory + ?Sized>(
+    w: &Wave,
+    inst: &Inst,
+    ctx: &mut Ctx<'_, M>,
+    exec: u64,
+    vals: &[u32; LANES],
+) {
+    let base = (w.s[124] & 0xFFFF).wrapping_add(inst.offset as u32);
+    let at = |l: usize| u64::from(base.wrapping_add(4 * l as u32));
+    for l in (0..LANES).filter(|l| exec >> l & 1 == 1) {
+        lds_write(&mut ctx.lds, at(l), &vals[l].to_le_bytes());
+    }
+    if ctx.lds_shadow.is_some() {
+        let lanes = (0..LANES)
+            .filter(|l| exec >> l & 1 == 1)
+            .map(|l| (l, at(l)));
+        record(w, inst, ctx, lanes, 4, crate::sanitize::LdsAccess::Write);
+    }
 }
 
 /// A global wave sync instruction (see [`crate::gws`]): the resource is `offset0 + M0[21:16]`;

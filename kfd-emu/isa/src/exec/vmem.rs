@@ -278,12 +278,11 @@ pub(super) fn exec<M: Memory + ?Sized>(
             _ => Err(w.unimplemented(inst)),
         };
     }
-    if inst.has(flags::LDS) {
-        // Loads into LDS (the `lds` bit) are not modelled: refuse rather than load into VGPRs.
-        return Err(w.unimplemented(inst));
-    }
     let size = memop::size(inst.aux);
     let exec = w.exec();
+    if inst.has(flags::LDS) {
+        return load_to_lds(w, inst, ctx, class, exec, size);
+    }
     if matches!(inst.format, Format::Global | Format::Flat) {
         let mut va = [0u64; LANES];
         if global_addrs(w, inst, ctx, exec, &mut va)? {
@@ -478,6 +477,68 @@ fn load<M: Memory + ?Sized>(
     size: usize,
 ) -> Result<(), WaveError> {
     let mut data = [0u8; LANES * 16];
+    gather(w, ctx, addrs, exec, size, &mut data)?;
+    write_back(w, inst, &data, exec, size)
+}
+
+/// A load into LDS: the memory side addressed as the instruction's format addresses it
+/// (buffer range checks, scratch swizzling, FLAT apertures), each lane's value extended to a
+/// dword and written to LDS by [`lds::dma_write`]; no VGPR changes. Only the plain loads of
+/// up to a dword have this form; `buffer_load_format_x ... lds` is refused.
+fn load_to_lds<M: Memory + ?Sized>(
+    w: &mut Wave,
+    inst: &Inst,
+    ctx: &mut Ctx<'_, M>,
+    class: MemClass,
+    exec: u64,
+    size: usize,
+) -> Result<(), WaveError> {
+    if class != MemClass::Load || !matches!(size, 1 | 2 | 4) || memop::d16(inst.aux).is_some() {
+        return Err(w.unimplemented(inst));
+    }
+    let mut addrs = [Addr::Discard; LANES];
+    if inst.format == Format::Mubuf {
+        buffer_addrs(w, inst, ctx.apertures, size as u64, &mut addrs)?;
+    } else {
+        flat_addrs(w, inst, ctx, &mut addrs)?;
+    }
+    if let Some(watch) = &ctx.setup.watch {
+        report_watched(w, inst, ctx, watch, class, exec, size, |l| match addrs[l] {
+            Addr::Linear(va) => Some(va),
+            _ => None,
+        });
+    }
+    let mut data = [0u8; LANES * 16];
+    gather(w, ctx, &addrs, exec, size, &mut data)?;
+    let signed = memop::signed(inst.aux);
+    let vals: [u32; LANES] = std::array::from_fn(|l| extended(&data, l, size, signed));
+    super::lds::dma_write(w, inst, ctx, exec, &vals);
+    Ok(())
+}
+
+/// Lane `l`'s value of `size` (1, 2 or 4) bytes in `data`, zero- or sign-extended to a dword.
+#[inline]
+fn extended(data: &[u8], l: usize, size: usize, signed: bool) -> u32 {
+    let at = l * size;
+    match (size, data.get(at..at + size)) {
+        (1, Some(b)) if signed => b[0] as i8 as i32 as u32,
+        (1, Some(b)) => u32::from(b[0]),
+        (2, Some(b)) if signed => i16::from_le_bytes([b[0], b[1]]) as i32 as u32,
+        (2, Some(b)) => u32::from(u16::from_le_bytes([b[0], b[1]])),
+        (4, Some(b)) => u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+        _ => 0,
+    }
+}
+
+/// Reads each active lane's `size` bytes into `data` (lane `l` at `l * size`).
+fn gather<M: Memory + ?Sized>(
+    w: &Wave,
+    ctx: &mut Ctx<'_, M>,
+    addrs: &[Addr; LANES],
+    exec: u64,
+    size: usize,
+    data: &mut [u8; LANES * 16],
+) -> Result<(), WaveError> {
     // Consecutive lanes reading consecutive global addresses are one memory access.
     let mut from = 0;
     while let Some((lo, count, linear)) = next_run(addrs, exec, from, size as u64) {
@@ -497,7 +558,7 @@ fn load<M: Memory + ?Sized>(
             }
         }
     }
-    write_back(w, inst, &data, exec, size)
+    Ok(())
 }
 
 /// A load whose active lanes are the run `lo..lo + count` of consecutive global addresses
@@ -587,14 +648,7 @@ fn write_back(
         if exec >> l & 1 == 0 {
             continue;
         }
-        let at = l * size;
-        let x = match (size, data.get(at..at + size)) {
-            (1, Some(b)) if signed => b[0] as i8 as i32 as u32,
-            (1, Some(b)) => u32::from(b[0]),
-            (2, Some(b)) if signed => i16::from_le_bytes([b[0], b[1]]) as i32 as u32,
-            (2, Some(b)) => u32::from(u16::from_le_bytes([b[0], b[1]])),
-            _ => 0,
-        };
+        let x = extended(data, l, size, signed);
         *r = match d16 {
             None => x,
             Some(false) => (*r & 0xFFFF_0000) | (x & 0xFFFF),

@@ -174,6 +174,23 @@ relabel_gfx942 "$tmp/formats-gfx940.co" formats-gfx942.co
 golden formats-gfx90a.co gfx90a formats-gfx90a.dis
 golden formats-gfx942.co gfx940 formats-gfx942.dis
 
+# Loads into LDS (tests/lds_dma.rs).
+lds_dma() { # mcpu out defines scratch-descriptor-lines
+  sed -e "s/^    KD_SCRATCH$/    $4/" lds_dma.s |
+    { echo ".amdgcn_target \"amdgcn-amd-amdhsa--$1\""; echo "$3"; cat; } > "$tmp/lds_dma-$1.s"
+  llvm-mc-16 -triple amdgcn-amd-amdhsa -mcpu="$1" -filetype=obj -o "$tmp/lds_dma-$1.o" "$tmp/lds_dma-$1.s"
+  ld.lld-16 -shared --no-undefined -o "$2" "$tmp/lds_dma-$1.o"
+}
+lds_dma gfx90a lds_dma-gfx90a.co "" ""
+lds_dma gfx940 "$tmp/lds_dma-gfx940.co" ".set GFX940, 1" \
+  ".amdhsa_enable_private_segment 1\n    .amdhsa_private_segment_fixed_size 16"
+relabel_gfx942 "$tmp/lds_dma-gfx940.co" lds_dma-gfx942.co
+llvm-mc-16 -triple amdgcn-amd-amdhsa -mcpu=gfx1100 -filetype=obj -o "$tmp/lds_dma11.o" lds_dma11.s
+ld.lld-16 -shared --no-undefined -o lds_dma-gfx1100.co "$tmp/lds_dma11.o"
+golden lds_dma-gfx90a.co gfx90a lds_dma-gfx90a.dis
+golden lds_dma-gfx942.co gfx940 lds_dma-gfx942.dis
+golden lds_dma-gfx1100.co gfx1100 lds_dma-gfx1100.dis
+
 # Image load and store cases (tests/images.rs), gfx90a only: gfx94x has no image instructions.
 { echo ".amdgcn_target \"amdgcn-amd-amdhsa--gfx90a\""; cat images.s; } > "$tmp/images-gfx90a.s"
 llvm-mc-16 -triple amdgcn-amd-amdhsa -mcpu=gfx90a -filetype=obj -o "$tmp/images.o" "$tmp/images-gfx90a.s"
