@@ -64,9 +64,12 @@ pub struct CopyEngine {
     /// Blit kernels beside an SDMA engine (for same-GPU VRAM-to-VRAM copies, and graphs),
     /// made on first use.
     blit_kernels: std::sync::OnceLock<Option<Box<ShaderPath>>>,
-    /// A queue on an XGMI SDMA engine, for copies to and from hive peers' VRAM (on an SDMA
-    /// path, made on first use; `None` where none can be had).
-    xgmi: std::sync::OnceLock<Option<SdmaQueue>>,
+    /// Queues on the XGMI SDMA engines, for copies to and from hive peers' VRAM (on an SDMA
+    /// path): one per engine, made on first use (`None` where none can be had).
+    xgmi: Box<[std::sync::OnceLock<Option<SdmaQueue>>]>,
+    /// The hive peers in the order this engine first copied with them: peer `i` uses XGMI
+    /// engine `i % engines`.
+    xgmi_peers: std::sync::Mutex<Vec<u32>>,
 }
 
 /// Same-GPU VRAM-to-VRAM copies of at least this many bytes run as kernels even when SDMA is
@@ -253,11 +256,15 @@ fn blit_kernels(gpu: &Gpu, queue: &AqlQueue) -> Result<[Kernel; 3]> {
 
 impl CopyEngine {
     fn new(gpu: Gpu, path: Path) -> CopyEngine {
+        let gpu_xgmi_engines = gpu.info().sdma_xgmi_engines;
         CopyEngine {
             gpu,
             path,
             blit_kernels: std::sync::OnceLock::new(),
-            xgmi: std::sync::OnceLock::new(),
+            xgmi: (0..gpu_xgmi_engines)
+                .map(|_| std::sync::OnceLock::new())
+                .collect(),
+            xgmi_peers: std::sync::Mutex::new(Vec::new()),
         }
     }
 
@@ -284,28 +291,50 @@ impl CopyEngine {
             .as_deref()
     }
 
-    /// The XGMI engine's queue when one of `buffers` is the VRAM of a GPU this one reaches over
-    /// XGMI, as ROCr copies between hive peers on the XGMI engines (`BlitDevToDev` over xGMI).
-    /// `None` (use the PCIe engine) otherwise, or when no XGMI queue can be had.
+    /// An XGMI engine's queue when one of `buffers` is the VRAM of a GPU this one reaches over
+    /// XGMI, as ROCr copies between hive peers on the XGMI engines: each peer keeps one engine,
+    /// the peers spread over the engines in the order they first come (ROCr's
+    /// `GpuAgent::GetXgmiBlit`), so copies with one peer stay in order and different peers'
+    /// copies run side by side. `None` (use the PCIe engine) otherwise, or when no XGMI queue
+    /// can be had.
     fn xgmi_for(&self, buffers: &[&Buffer]) -> Option<&SdmaQueue> {
         let me = self.gpu.id();
         let kfd = self.gpu.kfd();
-        let over_xgmi = |b: &&Buffer| {
+        let over_xgmi = |b: &&&Buffer| {
             b.kind().is_vram()
                 && b.owner_gpu_id() != me
                 && kfd
                     .gpu_by_id(b.owner_gpu_id())
                     .is_some_and(|o| self.gpu.peer_access(&o) == crate::PeerAccess::Xgmi)
         };
-        if self.gpu.info().sdma_xgmi_engines == 0 || !buffers.iter().any(over_xgmi) {
+        let peer = buffers.iter().find(over_xgmi)?.owner_gpu_id();
+        if self.xgmi.is_empty() {
             return None;
         }
+        let slot = {
+            let mut peers = self.xgmi_peers.lock().unwrap_or_else(|p| p.into_inner());
+            let index = peers.iter().position(|&p| p == peer).unwrap_or_else(|| {
+                peers.push(peer);
+                peers.len() - 1
+            });
+            index % self.xgmi.len()
+        };
+        let engine = self.gpu.info().sdma_engines + slot as u32;
         self.xgmi
-            .get_or_init(|| match self.gpu.create_sdma_xgmi_queue() {
-                Ok(q) => Some(q),
-                Err(e) => {
-                    log::info!("kfdrt: hive copies stay on the PCIe SDMA engine: {e}");
-                    None
+            .get(slot)?
+            .get_or_init(|| {
+                // The engine by number where the driver takes it (KFD 1.17); otherwise KFD
+                // places an XGMI queue itself (`allocate_sdma_queue`: the lowest free slot).
+                let q = self
+                    .gpu
+                    .create_sdma_queue_on_engine(engine)
+                    .or_else(|_| self.gpu.create_sdma_xgmi_queue());
+                match q {
+                    Ok(q) => Some(q),
+                    Err(e) => {
+                        log::info!("kfdrt: hive copies stay on the PCIe SDMA engine: {e}");
+                        None
+                    }
                 }
             })
             .as_ref()

@@ -151,7 +151,7 @@ fn release_mem_interrupt_wakes_an_event_wait() {
         .unwrap();
     assert_ne!(e.id(), 0);
     assert!(!e.wait(Some(Duration::ZERO)).unwrap());
-    common::pm4_submit(&q, &[q.signal_event(&e).unwrap()], T).unwrap();
+    common::pm4_submit(&q, &q.signal_event(&e).unwrap(), T).unwrap();
     assert!(
         e.wait(Some(T)).unwrap(),
         "the RELEASE_MEM interrupt did not wake the wait"

@@ -369,7 +369,132 @@ fn pm4_dispatches_get_scratch_from_their_registers() {
             );
         }
         assert_eq!(requests(&kfd), 0, "PM4 queues have no scratch requests");
-        assert!(kfd.emulator().unwrap().stats().machine_dispatches >= 2);
+        let stats = kfd.emulator().unwrap().stats();
+        assert!(stats.machine_dispatches >= 2);
+        // On the MI300X each XCC got a share of its own, and the fence waited for them all.
+        assert_eq!(stats.xcc_scratch_overlaps, 0, "{preset}");
+        assert_eq!(stats.unjoined_xcc_fences, 0, "{preset}");
+    }
+}
+
+/// Every XCC of an MI300X runs a PM4 queue's stream, each with its own SH registers: kfdrt
+/// gives each its share of the scratch behind a `PRED_EXEC` naming it, and its fences wait for
+/// every XCC. kfd-emu runs each XCC's work-groups with the scratch its registers name (an
+/// unmapped base for one XCC faults; last, since a fault stops the GPU's queues), counts dispatches whose XCCs share scratch (one base for
+/// all, what kfdrt wrote before), and fences that every XCC would write on its own.
+#[test]
+fn pm4_dispatches_on_an_mi300x_give_each_xcc_its_scratch_and_wait_for_every_xcc() {
+    let kfd = common::emulated(Preset::Gfx942, 1);
+    let emu = kfd.emulator().unwrap().clone();
+    let gpu = kfd.gpu(0).unwrap();
+    assert_eq!(gpu.info().num_xcc, 8);
+    let co = kernels(&gpu);
+    let spill = co.kernel("scratch_spill").unwrap();
+    let idx_words = indices();
+    let idx = buffer_of(&gpu, &idx_words);
+    let geometry = kfdrt::LaunchGeometry::linear(N, 64);
+    let base_reg = pm4::regs::COMPUTE_DISPATCH_SCRATCH_BASE_LO;
+    let is_base =
+        |p: &pm4::Pm4Packet| matches!(p, pm4::Pm4Packet::SetShReg { reg, .. } if *reg == base_reg);
+    // Runs `edit`ed dispatch packets on a new queue; the output and the queue's fault, if any.
+    let run = |edit: &dyn Fn(Vec<pm4::Pm4Packet>) -> Vec<pm4::Pm4Packet>| {
+        let q = gpu
+            .create_pm4_queue(kfdrt::Pm4QueueOptions::default())
+            .unwrap();
+        let out = buffer_of(&gpu, &vec![0; N as usize]);
+        let args = index_args(&spill, &idx, &out);
+        let karg = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+        let packets = q
+            .dispatch_packets_with_args(&spill, &geometry, &args, &karg)
+            .unwrap();
+        assert_eq!(
+            packets.iter().filter(|p| is_base(p)).count(),
+            8,
+            "a scratch base per XCC"
+        );
+        common::pm4_submit(&q, &edit(packets), T.unwrap()).unwrap();
+        let done = q.finish(T.unwrap());
+        (words(&out, N as usize), done)
+    };
+    // kfdrt's packets: right results, no shared scratch, no fence short of an XCC.
+    let (got, done) = run(&|p| p);
+    done.unwrap();
+    assert_eq!(got, spill_expected(&idx_words));
+    assert_eq!(emu.stats().xcc_scratch_overlaps, 0);
+    assert_eq!(emu.stats().unjoined_xcc_fences, 0);
+
+    // One base for every XCC (no PRED_EXEC, XCC 0's base last for all): the XCCs would share.
+    let (_, done) = run(&|p| {
+        let first = p.iter().position(is_base).unwrap();
+        p.into_iter()
+            .enumerate()
+            .filter(|(i, q)| {
+                !matches!(q, pm4::Pm4Packet::PredExec { .. }) && (!is_base(q) || *i == first)
+            })
+            .map(|(_, q)| q)
+            .collect()
+    });
+    done.unwrap();
+    assert_eq!(
+        emu.stats().xcc_scratch_overlaps,
+        1,
+        "shared scratch went unnoticed"
+    );
+
+    // A fence every XCC runs after a dispatch: the first XCC done would report all of it.
+    let word = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    let (_, done) = run(&|mut p| {
+        p.push(pm4::Pm4Packet::ReleaseMem {
+            event_type: pm4::event::CACHE_FLUSH_AND_INV_TS,
+            event_index: 5,
+            cache_action: pm4::release_mem::gfx9::TC_WB_ACTION_EN,
+            dst_sel: 0,
+            int_sel: pm4::int_sel::NONE,
+            data_sel: pm4::data_sel::DATA32,
+            addr: word.gpu_address(),
+            data: 7,
+            int_ctxid: 0,
+        });
+        p
+    });
+    done.unwrap();
+    assert_eq!(word.to_vec().unwrap()[0], 7);
+    assert_eq!(
+        emu.stats().unjoined_xcc_fences,
+        1,
+        "an unjoined fence went unnoticed"
+    );
+
+    // XCC 3's base unmapped: its work-groups (3, 11) fault; the others' registers are theirs.
+    let unmapped: u64 = 0x7000_0000_0000;
+    let (_, done) = run(&|p| {
+        let mut seen = 0;
+        p.into_iter()
+            .map(|q| {
+                if !is_base(&q) {
+                    return q;
+                }
+                seen += 1;
+                if seen != 4 {
+                    return q;
+                }
+                pm4::Pm4Packet::SetShReg {
+                    reg: base_reg,
+                    values: vec![(unmapped >> 8) as u32, (unmapped >> 40) as u32 & 0xFF],
+                }
+            })
+            .collect()
+    });
+    match done {
+        Err(kfdrt::Error::DeviceFault { fault, .. }) => {
+            assert_eq!(
+                fault.va & !0xFFFF_FFFF,
+                unmapped,
+                "faulted at {:#x}",
+                fault.va
+            )
+        }
+        other => panic!("XCC 3's unmapped scratch did not fault: {other:?}"),
     }
 }
 

@@ -807,3 +807,56 @@ fn copies_between_hive_peers_run_on_an_xgmi_engine() {
         Err(Error::Unsupported(_))
     ));
 }
+
+/// Each hive peer keeps one XGMI engine, the peers spread over the engines in the order they
+/// first come (ROCr's `GpuAgent::GetXgmiBlit`): copies with one peer stay in order on one
+/// engine, and two peers' copies run on two (amdkfd numbers the XGMI engines after the PCIe
+/// ones, `allocate_sdma_queue`).
+#[test]
+fn each_hive_peer_keeps_an_xgmi_engine_of_its_own() {
+    let kfd = common::emulated(Preset::Gfx90a, 3);
+    let emu = kfd.emulator().unwrap();
+    let (a, b, c) = (
+        kfd.gpu(0).unwrap(),
+        kfd.gpu(1).unwrap(),
+        kfd.gpu(2).unwrap(),
+    );
+    let pcie = a.info().sdma_engines as usize;
+    assert!(a.info().sdma_xgmi_engines >= 2);
+    let n = 1 << 16;
+    let near = a.alloc(n, MemoryKind::DeviceLocal).unwrap();
+    let engine = a.copy_engine().unwrap();
+    // The counts once the engines are idle (a copy's wait can return before the engine has
+    // counted the packets after its fence).
+    let per_engine = || {
+        let mut last = emu.stats().sdma_engine_packets;
+        loop {
+            std::thread::sleep(Duration::from_millis(20));
+            let now = emu.stats().sdma_engine_packets;
+            if now == last {
+                return now;
+            }
+            last = now;
+        }
+    };
+    let mut used = Vec::new();
+    for peer in [&b, &c, &b] {
+        let far = peer.alloc(n, MemoryKind::DeviceLocal).unwrap();
+        far.map_to(&a).unwrap();
+        let before = per_engine();
+        engine
+            .copy(&far, 0, &near, 0, n, &[])
+            .unwrap()
+            .wait(T)
+            .unwrap();
+        let after = per_engine();
+        let ran: Vec<usize> = (0..16).filter(|&e| after[e] > before[e]).collect();
+        assert_eq!(ran.len(), 1, "one engine per copy: {ran:?}");
+        used.push(ran[0]);
+    }
+    assert_eq!(
+        used,
+        [pcie, pcie + 1, pcie],
+        "peer B on the first XGMI engine, peer C on the second, B again on its own"
+    );
+}

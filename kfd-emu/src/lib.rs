@@ -190,6 +190,11 @@
 //!   no L2 write-back since them (gfx9 `TC_WB_ACTION_EN`, gfx10+ `GL2_WB`, in it or in an
 //!   `ACQUIRE_MEM` between): the CPU may read what they wrote before it leaves the L2
 //!   ([`EmuStats::fences_before_writeback`]);
+//! - on a GPU of several XCCs (MI300X), a PM4 dispatch whose XCCs' scratch ranges overlap (every
+//!   XCC runs the stream with its own registers, so one base for all of them lets their waves
+//!   overwrite each other's private memory: [`EmuStats::xcc_scratch_overlaps`]), and a PM4
+//!   `RELEASE_MEM` that tells the CPU of dispatches and that every XCC runs (each would write it
+//!   when its own share is done: [`EmuStats::unjoined_xcc_fences`]);
 //! - on gfx90a, float atomics (`global_atomic_add_f32` and kin) to fine-grained host memory
 //!   (coherent or uncached GTT and userptr buffers, coherent SVM ranges) do nothing, as an
 //!   MI200's do over PCIe (HIP documents unsafe FP atomics as silently failing there).
@@ -214,10 +219,20 @@
 //!   (ROCr and Mesa never set them); TMZ and SDMA 6 cache-policy bits change nothing.
 //! - A system call that writes into host-visible VRAM (`read(2)` into a VRAM mapping) fails with
 //!   EFAULT in strict mode instead of silently bypassing the HDP model.
-//! - XCCs: only scratch tells them apart (a kernel reading its XCC id gets 0, the PM4 path and
-//!   emulated kernels use one XCC's layout). Compute partitions are presets (`gfx942` is SPX,
-//!   `gfx942-dpx`/`-qpx`/`-cpx` one partition each), all in NPS1 memory mode: NPS4's memory
-//!   partitions are not modelled, and the partitions of one card are separate GPUs of a hive.
+//! - XCCs: work-group `g` runs on XCC `g % XCCs` (what `HW_REG_XCC_ID` reads), with that XCC's
+//!   share of the scratch (AQL) or the scratch its SH registers name (PM4, where `PRED_EXEC`
+//!   sets registers per XCC). A PM4 stream runs in step across the XCCs: a packet runs once,
+//!   after every XCC's share of the dispatches before it, where on the GPU each XCC runs it
+//!   when it gets there (strict mode counts the fences that relies on); a `DISPATCH_DIRECT` or
+//!   `INDIRECT_BUFFER` predicated to some XCCs stops the queue (not modelled). Emulated kernels
+//!   (host functions) use one XCC's layout. Compute partitions are presets (`gfx942` is SPX,
+//!   `gfx942-dpx`/`-qpx`/`-cpx` one partition each) in NPS1 memory mode, and the partitions of
+//!   one card are separate GPUs of a hive. NPS4 is not a preset: for one CPX (or QPX) node KFD
+//!   reports the same memory as in NPS1 (`amdgpu_amdkfd_xcp_memory_size`: the memory
+//!   partition over the nodes sharing it, 48 GiB / 2 = 192 GiB / 8; `num_xcc`, io-links and
+//!   proximity are unchanged); what differs is where VRAM is placed (the node's quarter,
+//!   `amdgpu_bo_placement_from_domain`), which a node's own cap
+//!   (`amdgpu_amdkfd_reserve_mem_limit`) keeps it from filling before it hits that cap.
 //! - Emulated kernels (host functions) run their work-groups one after another; packets
 //!   overlap only as described above. Machine code's work-groups run on as many host threads as
 //!   the host has (`KFDRT_EMU_WAVE_THREADS`), not on as many CUs as the GPU has.
@@ -464,7 +479,12 @@ impl Emulator {
             scratch_requests: self.stats.scratch_requests.load(Ordering::Acquire),
             vram_moved_to_system: self.stats.vram_moved_to_system.load(Ordering::Acquire),
             sdma_xgmi_packets: self.stats.sdma_xgmi_packets.load(Ordering::Acquire),
+            sdma_engine_packets: std::array::from_fn(|e| {
+                self.stats.sdma_engine_packets[e].load(Ordering::Acquire)
+            }),
             fences_before_writeback: self.stats.fences_before_writeback.load(Ordering::Acquire),
+            xcc_scratch_overlaps: self.stats.xcc_scratch_overlaps.load(Ordering::Acquire),
+            unjoined_xcc_fences: self.stats.unjoined_xcc_fences.load(Ordering::Acquire),
         }
     }
 

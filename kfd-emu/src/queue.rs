@@ -32,8 +32,49 @@ struct Entry {
     snapshot: kfd_queue_snapshot_entry,
     /// The queue holds the GPU's global wave sync resources (`ALLOC_QUEUE_GWS`).
     gws: bool,
-    /// The engine an SDMA queue was created on by id (`KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID`).
-    sdma_engine: Option<u32>,
+    /// An SDMA queue's slot: whether it is on an XGMI engine, its `sdma_id` among the slots of
+    /// its kind, and its engine (see [`sdma_slot`]).
+    sdma: Option<SdmaSlot>,
+}
+
+/// Where `allocate_sdma_queue` put an SDMA queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct SdmaSlot {
+    xgmi: bool,
+    sdma_id: u32,
+    engine: u32,
+}
+
+/// The slot amdkfd's `allocate_sdma_queue` gives a new SDMA queue of `gpu`: the lowest free
+/// `sdma_id` of its kind (PCIe or XGMI engines; a queue asked for on engine `by_engine`, only
+/// ids of that engine), on engine `sdma_id % engines` of that kind (XGMI engines numbered after
+/// the PCIe ones). `None` when the kind's slots are all taken (the driver's ENOMEM).
+fn sdma_slot(
+    p: &crate::config::GpuParams,
+    taken: &[SdmaSlot],
+    xgmi: bool,
+    by_engine: Option<u32>,
+) -> Option<SdmaSlot> {
+    let (offset, engines) = if xgmi {
+        (p.sdma_engines, p.sdma_xgmi_engines)
+    } else {
+        (0, p.sdma_engines)
+    };
+    if engines == 0 {
+        return None;
+    }
+    (0..engines * p.sdma_queues_per_engine)
+        .map(|sdma_id| SdmaSlot {
+            xgmi,
+            sdma_id,
+            engine: offset + sdma_id % engines,
+        })
+        .filter(|s| by_engine.is_none_or(|e| e == s.engine))
+        .find(|s| {
+            !taken
+                .iter()
+                .any(|t| t.xgmi == xgmi && t.sdma_id == s.sdma_id)
+        })
 }
 
 #[derive(Default)]
@@ -377,6 +418,7 @@ fn install(
         return Err(Errno::ENOSPC);
     }
     // Compute queues fill the first page, then the second (SDMA queues will start there).
+    let mut sdma = None;
     if is_sdma {
         let xgmi = a.queue_type == KFD_IOC_QUEUE_TYPE_SDMA_XGMI;
         let p = &gpu.params;
@@ -387,19 +429,15 @@ fn install(
                 Errno::EINVAL,
             ));
         }
-        let slots = if by_engine {
-            p.sdma_queues_per_engine
-        } else if xgmi {
-            p.sdma_xgmi_engines * p.sdma_queues_per_engine
-        } else {
-            p.sdma_engines * p.sdma_queues_per_engine
-        };
-        let live =
+        // A queue on a chosen engine takes a slot of that engine's kind.
+        let xgmi = xgmi || (by_engine && a.sdma_engine_id >= p.sdma_engines);
+        let taken: Vec<SdmaSlot> =
             g.0.values()
-                .filter(|e| e.ctl.gpu.index == gpu.index && e.ctl.queue_type == a.queue_type)
-                .filter(|e| !by_engine || e.sdma_engine == Some(a.sdma_engine_id))
-                .count();
-        if emu.faults.sdma_exhausted() || live >= slots as usize {
+                .filter(|e| e.ctl.gpu.index == gpu.index)
+                .filter_map(|e| e.sdma)
+                .collect();
+        sdma = sdma_slot(p, &taken, xgmi, by_engine.then_some(a.sdma_engine_id));
+        if emu.faults.sdma_exhausted() || sdma.is_none() {
             // kfd's allocate_sdma_queue: "No more SDMA queue to allocate".
             return Err(Errno::ENOMEM);
         }
@@ -413,6 +451,7 @@ fn install(
     let ctl = Arc::new(QueueCtl {
         id,
         queue_type: a.queue_type,
+        sdma_engine: sdma.map(|s| s.engine),
         gpu: gpu.clone(),
         ring: a.ring_base_address,
         ring_size: u64::from(ring_size),
@@ -483,7 +522,7 @@ fn install(
                 ..Default::default()
             },
             gws: false,
-            sdma_engine: by_engine.then_some(a.sdma_engine_id),
+            sdma,
         },
     );
     drop(g);

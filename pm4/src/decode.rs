@@ -141,6 +141,10 @@ impl Pm4Packet {
                 size_dwords: control & 0xF_FFFF,
                 chain: control & (1 << 20) != 0,
             },
+            (PRED_EXEC, &[w]) => Pm4Packet::PredExec {
+                xcc_mask: w >> 24,
+                exec_dwords: w & 0x3FFF,
+            },
             // The forms of EVENT_WRITE with an address are for graphics events.
             (EVENT_WRITE, &[event]) => Pm4Packet::EventWrite {
                 event_type: event & 0x3F,

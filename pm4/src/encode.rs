@@ -173,6 +173,13 @@ impl Pm4Packet {
                 header(EVENT_WRITE, 1),
                 (event_type & 0x3F) | (event_index & 0xF) << 8,
             ]),
+            Pm4Packet::PredExec {
+                xcc_mask,
+                exec_dwords,
+            } => out.extend_from_slice(&[
+                header(PRED_EXEC, 1),
+                (xcc_mask & 0xFF) << 24 | (exec_dwords & 0x3FFF),
+            ]),
             Pm4Packet::CopyData {
                 src_sel,
                 dst_sel,
@@ -231,8 +238,26 @@ impl Pm4Packet {
             Pm4Packet::AcquireMem { .. } => 7,
             Pm4Packet::WaitRegMem { .. } => 7,
             Pm4Packet::IndirectBuffer { .. } => 4,
-            Pm4Packet::EventWrite { .. } => 2,
+            Pm4Packet::EventWrite { .. } | Pm4Packet::PredExec { .. } => 2,
             Pm4Packet::CopyData { .. } => 6,
         }
+    }
+
+    /// `packets` preceded by the PRED_EXEC that runs them only on the XCCs of `xcc_mask`, or
+    /// `None` if they encode to more dwords than the predicate can count (0x3FFF).
+    pub fn predicated(
+        family: GfxFamily,
+        xcc_mask: u32,
+        packets: &[Pm4Packet],
+    ) -> Option<Vec<Pm4Packet>> {
+        let dwords: usize = packets.iter().map(|p| p.len_dwords(family)).sum();
+        let exec_dwords = u32::try_from(dwords).ok().filter(|&n| n <= 0x3FFF)?;
+        let mut out = Vec::with_capacity(packets.len() + 1);
+        out.push(Pm4Packet::PredExec {
+            xcc_mask,
+            exec_dwords,
+        });
+        out.extend_from_slice(packets);
+        Some(out)
     }
 }

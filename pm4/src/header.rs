@@ -10,6 +10,8 @@ pub mod opcode {
     pub const NOP: u8 = 0x10;
     /// DISPATCH_DIRECT.
     pub const DISPATCH_DIRECT: u8 = 0x15;
+    /// PRED_EXEC.
+    pub const PRED_EXEC: u8 = 0x23;
     /// WRITE_DATA.
     pub const WRITE_DATA: u8 = 0x37;
     /// WAIT_REG_MEM.

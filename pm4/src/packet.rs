@@ -106,6 +106,16 @@ pub enum Pm4Packet {
         /// `EVENT_INDEX` (4 bits).
         event_index: u32,
     },
+    /// PRED_EXEC: the next `exec_dwords` dwords run only on the XCCs whose bit is set in
+    /// `xcc_mask` (`VIRTUAL_XCC_ID_SELECT`, bits 24-31 of DW1 in Linux's `soc15d.h`). Every XCC
+    /// of a multi-XCC GPU (MI300) runs a compute queue's stream; this is how one XCC gets
+    /// values of its own, such as its share of the scratch. [`Pm4Packet::predicated`] builds it.
+    PredExec {
+        /// Virtual XCC ids that run the predicated dwords (8 bits).
+        xcc_mask: u32,
+        /// Dwords after this packet that the predicate covers (14 bits).
+        exec_dwords: u32,
+    },
     /// COPY_DATA: copy 32 or 64 bits from a source to a destination.
     CopyData {
         /// `SRC_SEL` (4 bits, [`sel`](crate::sel)): 1 memory, 5 immediate, 9 GPU clock, ...
@@ -294,6 +304,13 @@ impl Pm4Packet {
             } => {
                 fits("event_type", *event_type, 6)?;
                 fits("event_index", *event_index, 4)
+            }
+            Pm4Packet::PredExec {
+                xcc_mask,
+                exec_dwords,
+            } => {
+                fits("xcc_mask", *xcc_mask, 8)?;
+                fits("exec_dwords", *exec_dwords, 14)
             }
             Pm4Packet::CopyData {
                 src_sel,

@@ -277,6 +277,34 @@ fn event_write() {
 }
 
 #[test]
+fn pred_exec() {
+    // 2 dwords, count 0: 3<<30 | 0x23<<8 | 2 = 0xC0002302; DW1 = VIRTUAL_XCC_ID_SELECT (bits
+    // 24-31) | EXEC_COUNT (bits 0-13): XCC 2 only, for the 4 dwords of a two-register SET_SH_REG.
+    golden_all(
+        Pm4Packet::PredExec {
+            xcc_mask: 1 << 2,
+            exec_dwords: 4,
+        },
+        &[0xC000_2302, 0x0400_0004],
+    );
+    let set = Pm4Packet::SetShReg {
+        reg: pm4::regs::COMPUTE_DISPATCH_SCRATCH_BASE_LO,
+        values: vec![1, 2],
+    };
+    let p = Pm4Packet::predicated(GfxFamily::Gfx94x, 1 << 2, std::slice::from_ref(&set));
+    assert_eq!(
+        p,
+        Some(vec![
+            Pm4Packet::PredExec {
+                xcc_mask: 4,
+                exec_dwords: 4
+            },
+            set
+        ])
+    );
+}
+
+#[test]
 fn copy_data() {
     // 6 dwords, count 4: 3<<30 | 4<<16 | 0x40<<8 | 2 = 0xC0044002.
     // GPU clock (SRC_SEL 9) to memory (DST_SEL 5<<8), 64-bit (COUNT_SEL 1<<16), WR_CONFIRM 1<<20:

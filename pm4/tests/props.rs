@@ -101,6 +101,10 @@ fn valid_packet(f: GfxFamily) -> impl Strategy<Value = Pm4Packet> {
             event_type,
             event_index
         }),
+        (0u32..256, 0u32..0x4000).prop_map(|(xcc_mask, exec_dwords)| Pm4Packet::PredExec {
+            xcc_mask,
+            exec_dwords
+        }),
         (
             0u32..16,
             0u32..16,
@@ -187,6 +191,12 @@ fn any_packet() -> impl Strategy<Value = Pm4Packet> {
             Pm4Packet::EventWrite {
                 event_type,
                 event_index,
+            }
+        }),
+        (any::<u32>(), any::<u32>()).prop_map(|(xcc_mask, exec_dwords)| {
+            Pm4Packet::PredExec {
+                xcc_mask,
+                exec_dwords,
             }
         }),
         (any::<u32>(), any::<u32>(), any::<u64>(), any::<u64>()).prop_map(|(s, d, src, dst)| {

@@ -15,6 +15,8 @@ use std::sync::{Arc, Mutex};
 pub(crate) struct QueueCtl {
     pub(crate) id: u32,
     pub(crate) queue_type: u32,
+    /// An SDMA queue's engine (XGMI engines numbered after the PCIe ones).
+    pub(crate) sdma_engine: Option<u32>,
     pub(crate) gpu: Arc<GpuState>,
     pub(crate) ring: u64,
     pub(crate) ring_size: u64,

@@ -24,11 +24,10 @@ pub(crate) struct MachineLaunch<'a> {
     pub(crate) queue_id: u32,
     /// Where a wave's error is recorded with the code around it.
     pub(crate) fault_log: &'a crate::fault_log::FaultLog,
-    /// XCCs the work-groups are spread over, in turn by work-group index (an MI300X in SPX
-    /// mode has 8), and how far apart their shares of the scratch backing are (see
-    /// `scratch::QueueScratch::xcc_stride`).
-    pub(crate) xccs: u32,
-    pub(crate) xcc_stride: u64,
+    /// The scratch of XCCs 1, 2, ... (XCC 0's is the setup's): the work-groups are spread
+    /// over the XCCs in turn by work-group index (an MI300X in SPX mode has 8), each XCC's
+    /// waves using its own. Empty for a GPU of one XCC.
+    pub(crate) other_xccs: Vec<Option<kfd_emu_isa::ScratchBacking>>,
     /// The GPU's arbitration between queues, and this dispatch's pipe priority.
     pub(crate) arbiter: &'a super::arbiter::PipeArbiter,
     pub(crate) pipe_priority: usize,
@@ -79,16 +78,17 @@ impl MachineLaunch<'_> {
         // Each XCC's waves see their share of the scratch (work-group g runs on XCC g % xccs,
         // which HW_REG_XCC_ID also reads).
         let xccs = if setup.scratch.is_some() && setup.needs_scratch() {
-            self.xccs.max(1)
+            1 + self.other_xccs.len() as u32
         } else {
             1
         };
-        let per_xcc: Vec<DispatchSetup> = (1..xccs)
-            .map(|x| {
+        let per_xcc: Vec<DispatchSetup> = self
+            .other_xccs
+            .iter()
+            .take(xccs as usize - 1)
+            .map(|scratch| {
                 let mut s = setup.clone();
-                s.scratch = s
-                    .scratch
-                    .map(|b| super::scratch::QueueScratch::for_xcc(b, self.xcc_stride, x));
+                s.scratch = *scratch;
                 s
             })
             .collect();

@@ -79,7 +79,7 @@ impl Processor {
                 .fetch(self.ctl.ring + pos * 4, available)
                 .and_then(|(p, n)| {
                     let _ = vm.write_u32(self.ctl.rptr, ((rd + n) % size) as u32);
-                    interp.execute(&p, 0, &stopped).map(|()| n)
+                    interp.execute(&p, n, 0, &stopped).map(|()| n)
                 });
             match r {
                 Ok(n) => {

@@ -2,7 +2,12 @@
 //! its ring through, and what the AQL processor runs vendor PM4-IB packets through. It lives
 //! here, shared, so neither processor depends on the other.
 //!
-//! Per queue it keeps the SH register state; DISPATCH_DIRECT launches the emulated kernel at
+//! Per queue it keeps the SH register state, one file per XCC: every XCC of a multi-XCC GPU
+//! (MI300) runs a compute queue's stream, and `PRED_EXEC` narrows the next dwords to some of
+//! them. The XCCs run the stream in step here: a dispatch's work-groups go to the XCCs in turn,
+//! each XCC's waves with the scratch its registers name, and other packets run once for the
+//! XCCs they are meant for (see `EmuStats::unjoined_xcc_fences` for what that forgives).
+//! DISPATCH_DIRECT launches the emulated kernel at
 //! `COMPUTE_PGM_LO/HI` with the programmed work-group size and the kernel-argument pointer from
 //! the user-data registers (placed after whatever the descriptor's enable bits put first);
 //! RELEASE_MEM writes data or the clock and raises the event interrupt; WAIT_REG_MEM polls memory;
@@ -46,6 +51,9 @@ impl From<GpuFault> for Pm4Error {
     }
 }
 
+/// One XCC's SH registers.
+type ShFile = [u32; (regs::SH_REG_END - regs::SH_REG_BASE) as usize];
+
 /// PM4 execution state: the SH registers and what commands act on.
 pub(crate) struct Interpreter<'a> {
     vm: &'a GpuVm,
@@ -55,7 +63,12 @@ pub(crate) struct Interpreter<'a> {
     stats: &'a Counters,
     wave_threads: usize,
     family: GfxFamily,
-    sh: Box<[u32; (regs::SH_REG_END - regs::SH_REG_BASE) as usize]>,
+    /// The SH registers of each XCC.
+    sh: Vec<Box<ShFile>>,
+    /// An active PRED_EXEC: the XCCs it selects and how many dwords it still covers.
+    predicate: Option<(u32, u64)>,
+    /// A dispatch ran on several XCCs since a RELEASE_MEM every XCC runs last told of one.
+    unjoined_dispatch: bool,
     clock: Clock,
     /// A dispatch ran since the L2 was last written back: what it wrote may still be in the
     /// GPU's L2, where the CPU does not see it.
@@ -81,7 +94,11 @@ impl<'a> Interpreter<'a> {
             wave_threads,
             family: GfxFamily::from_gfx_target_version(gpu.params.gfx_target_version)
                 .unwrap_or(GfxFamily::Gfx9),
-            sh: Box::new([0; (regs::SH_REG_END - regs::SH_REG_BASE) as usize]),
+            sh: (0..gpu.params.num_xcc.clamp(1, 8))
+                .map(|_| Box::new([0; (regs::SH_REG_END - regs::SH_REG_BASE) as usize]))
+                .collect(),
+            predicate: None,
+            unjoined_dispatch: false,
             clock,
             l2_dirty: false,
         }
@@ -99,11 +116,22 @@ impl<'a> Interpreter<'a> {
         cache_action & wb != 0
     }
 
+    /// XCC 0's register `r` (the XCCs differ only where a PRED_EXEC made them).
     fn reg(&self, r: u32) -> u32 {
+        self.xcc_reg(0, r)
+    }
+
+    fn xcc_reg(&self, xcc: usize, r: u32) -> u32 {
         self.sh
-            .get((r - regs::SH_REG_BASE) as usize)
+            .get(xcc)
+            .and_then(|f| f.get((r - regs::SH_REG_BASE) as usize))
             .copied()
             .unwrap_or(0)
+    }
+
+    /// Every XCC's bit.
+    fn all_xccs(&self) -> u32 {
+        (1u32 << self.sh.len()) - 1
     }
 
     /// Reads and decodes the packet at `addr`, returning it and its length in dwords.
@@ -135,16 +163,40 @@ impl<'a> Interpreter<'a> {
         let mut off = 0u64;
         while off < u64::from(dwords) {
             let (p, n) = self.fetch(addr + off * 4, u64::from(dwords) - off)?;
-            self.execute(&p, depth, stopped)?;
+            self.execute(&p, n, depth, stopped)?;
             off += n;
         }
         Ok(())
     }
 
-    /// Executes one packet.
+    /// Executes one packet of `dwords` dwords, on the XCCs an active PRED_EXEC selects (all
+    /// of them otherwise).
     pub(crate) fn execute(
         &mut self,
         p: &Pm4Packet,
+        dwords: u64,
+        depth: u32,
+        stopped: &dyn Fn() -> bool,
+    ) -> Result<(), Pm4Error> {
+        let xccs = match self.predicate.take() {
+            Some((mask, left)) => {
+                if left > dwords {
+                    self.predicate = Some((mask, left - dwords));
+                }
+                mask & self.all_xccs()
+            }
+            None => self.all_xccs(),
+        };
+        if xccs == 0 {
+            return Ok(());
+        }
+        self.execute_on(p, xccs, depth, stopped)
+    }
+
+    fn execute_on(
+        &mut self,
+        p: &Pm4Packet,
+        xccs: u32,
         depth: u32,
         stopped: &dyn Fn() -> bool,
     ) -> Result<(), Pm4Error> {
@@ -176,17 +228,42 @@ impl<'a> Interpreter<'a> {
                 Ok(())
             }
             Pm4Packet::Nop { .. } | Pm4Packet::EventWrite { .. } => Ok(()),
+            Pm4Packet::PredExec {
+                xcc_mask,
+                exec_dwords,
+            } => {
+                // PRED_EXEC selects XCCs of GFX 9.4.3's multi-XCC GPUs (`soc15d.h`'s
+                // VIRTUAL_XCC_ID_SELECT); other families' predication is not modelled.
+                if self.family.is_gfx10_plus() {
+                    return Err(Pm4Error::Decode);
+                }
+                self.predicate = Some((*xcc_mask, u64::from(*exec_dwords)));
+                Ok(())
+            }
             Pm4Packet::SetShReg { reg, values } => {
                 let first = reg.checked_sub(regs::SH_REG_BASE).ok_or(Pm4Error::Decode)? as usize;
-                let slots = self
-                    .sh
-                    .get_mut(first..first + values.len())
-                    .ok_or(Pm4Error::Decode)?;
-                slots.copy_from_slice(values);
+                for (x, file) in self.sh.iter_mut().enumerate() {
+                    if xccs >> x & 1 == 0 {
+                        continue;
+                    }
+                    let slots = file
+                        .get_mut(first..first + values.len())
+                        .ok_or(Pm4Error::Decode)?;
+                    slots.copy_from_slice(values);
+                }
                 Ok(())
             }
             Pm4Packet::DispatchDirect { dims, initiator } => {
+                if xccs != self.all_xccs() {
+                    // Which work-groups an XCC left out of a dispatch would run is not modelled.
+                    log::warn!(
+                        "kfd-emu: queue {}: a DISPATCH_DIRECT predicated to XCCs {xccs:#x}",
+                        self.ctl.id
+                    );
+                    return Err(Pm4Error::Decode);
+                }
                 self.l2_dirty = true;
+                self.unjoined_dispatch |= self.sh.len() > 1;
                 self.dispatch(*dims, *initiator, stopped)
             }
             Pm4Packet::ReleaseMem {
@@ -206,6 +283,17 @@ impl<'a> Interpreter<'a> {
                         *int_sel,
                         pm4::int_sel::SEND_INT | pm4::int_sel::SEND_INT_ON_CONFIRM
                     );
+                if signals && xccs.count_ones() > 1 && self.unjoined_dispatch && self.gpu.strict {
+                    self.unjoined_dispatch = false;
+                    self.stats
+                        .unjoined_xcc_fences
+                        .fetch_add(1, Ordering::Relaxed);
+                    log::warn!(
+                        "kfd-emu: queue {}: a RELEASE_MEM that every XCC runs tells of \
+                         dispatches: each XCC writes it when its own share is done",
+                        self.ctl.id
+                    );
+                }
                 if self.writes_back(*cache_action) {
                     self.l2_dirty = false;
                 } else if signals && self.l2_dirty && self.gpu.strict {
@@ -277,8 +365,9 @@ impl<'a> Interpreter<'a> {
             Pm4Packet::IndirectBuffer {
                 addr, size_dwords, ..
             } => {
-                if depth >= 1 {
-                    // The CP runs one level of indirect buffers from a ring.
+                // The CP runs one level of indirect buffers from a ring; one that only some XCCs
+                // run is not modelled.
+                if depth >= 1 || xccs != self.all_xccs() {
                     return Err(Pm4Error::Decode);
                 }
                 self.run_buffer(*addr, *size_dwords, depth + 1, stopped)
@@ -300,6 +389,51 @@ impl<'a> Interpreter<'a> {
         match polled {
             Polled::Ready => Ok(()),
             Polled::Stopped => Err(Pm4Error::Stopped),
+        }
+    }
+
+    /// XCC `xcc`'s scratch as its registers describe it (`COMPUTE_TMPRING_SIZE`, and the base
+    /// in `COMPUTE_DISPATCH_SCRATCH_BASE`), if it has any.
+    fn xcc_scratch(&self, xcc: usize) -> Option<kfd_emu_isa::ScratchBacking> {
+        let p = &self.gpu.params;
+        let format = aql::scratch::ScratchFormat::for_gfx_target_version(p.gfx_target_version)
+            .unwrap_or_default();
+        let (waves, wave_bytes) = format.tmpring_slots(
+            self.xcc_reg(xcc, regs::COMPUTE_TMPRING_SIZE),
+            p.shader_engines_per_xcc(),
+        );
+        let base = (u64::from(self.xcc_reg(xcc, regs::COMPUTE_DISPATCH_SCRATCH_BASE_LO))
+            | u64::from(self.xcc_reg(xcc, regs::COMPUTE_DISPATCH_SCRATCH_BASE_HI) & 0xFF) << 32)
+            << 8;
+        (waves > 0 && wave_bytes > 0).then_some(kfd_emu_isa::ScratchBacking {
+            base,
+            size: waves * wave_bytes,
+            wave_bytes,
+            resource: None,
+        })
+    }
+
+    /// Counts a dispatch whose XCCs' scratch ranges overlap (see
+    /// `EmuStats::xcc_scratch_overlaps`).
+    fn check_xcc_scratch(&self, scratch: &[Option<kfd_emu_isa::ScratchBacking>]) {
+        let ranges: Vec<(u64, u64)> = scratch
+            .iter()
+            .flatten()
+            .map(|s| (s.base, s.base.saturating_add(s.size)))
+            .collect();
+        let overlap = ranges
+            .iter()
+            .enumerate()
+            .any(|(i, a)| ranges.iter().skip(i + 1).any(|b| a.0 < b.1 && b.0 < a.1));
+        if overlap {
+            self.stats
+                .xcc_scratch_overlaps
+                .fetch_add(1, Ordering::Relaxed);
+            log::warn!(
+                "kfd-emu: queue {}: a dispatch whose XCCs' scratch overlaps ({ranges:x?}): on the \
+                 GPU their waves overwrite each other's private memory",
+                self.ctl.id
+            );
         }
     }
 
@@ -434,16 +568,16 @@ impl<'a> Interpreter<'a> {
             },
             ..Default::default()
         };
-        let format = aql::scratch::ScratchFormat::for_gfx_target_version(p.gfx_target_version)
-            .unwrap_or_default();
-        let (waves, wave_bytes) = format.tmpring_slots(
-            self.reg(regs::COMPUTE_TMPRING_SIZE),
-            p.shader_engines_per_xcc(),
-        );
         let lanes = if wave32 { 32 } else { 64 };
-        let scratch_base = (u64::from(self.reg(regs::COMPUTE_DISPATCH_SCRATCH_BASE_LO))
-            | u64::from(self.reg(regs::COMPUTE_DISPATCH_SCRATCH_BASE_HI) & 0xFF) << 32)
-            << 8;
+        let scratch: Vec<_> = (0..self.sh.len()).map(|x| self.xcc_scratch(x)).collect();
+        let (_, wave_bytes) = scratch
+            .first()
+            .copied()
+            .flatten()
+            .map_or((0, 0), |s| (s.base, s.wave_bytes));
+        if rsrc2 & 1 != 0 && scratch.iter().any(Option::is_some) {
+            self.check_xcc_scratch(&scratch);
+        }
         let user: Vec<u32> = (0..regs::USER_DATA_COUNT)
             .map(|i| self.reg(regs::COMPUTE_USER_DATA_0 + i))
             .collect();
@@ -461,12 +595,7 @@ impl<'a> Interpreter<'a> {
             // LDS_SIZE, bits 23:15, in 128-dword granules.
             group_segment_size: ((rsrc2 >> 15) & 0x1FF) * 512,
             private_segment_size: (wave_bytes / lanes) as u32,
-            scratch: (waves > 0 && wave_bytes > 0).then_some(kfd_emu_isa::ScratchBacking {
-                base: scratch_base,
-                size: waves * wave_bytes,
-                wave_bytes,
-                resource: None,
-            }),
+            scratch: scratch.first().copied().flatten(),
             apertures: kfd_emu_isa::Apertures::default(),
             gws: self.ctl.gws(),
             trap: self.ctl.trap_routing(),
@@ -487,9 +616,7 @@ impl<'a> Interpreter<'a> {
             threads: self.wave_threads,
             queue_id: self.ctl.id,
             fault_log: &self.ctl.gpu.fault_log,
-            // The PM4 path models one XCC's scratch registers.
-            xccs: 1,
-            xcc_stride: 0,
+            other_xccs: scratch.iter().skip(1).copied().collect(),
             arbiter: &self.ctl.gpu.arbiter,
             pipe_priority: crate::engine::arbiter::pipe_priority(
                 self.ctl.priority.load(Ordering::Acquire),

@@ -107,8 +107,13 @@ impl Engine {
                     // The engine's own bookkeeping lands right after the read pointer.
                     let _ = vm.write_u64(self.ctl.rptr + 8, scratch | 0x5D3A_0000_0000_0000);
                     self.stats.packets_run.fetch_add(1, Ordering::Relaxed);
-                    if self.ctl.queue_type == kfd_sys::bindings::KFD_IOC_QUEUE_TYPE_SDMA_XGMI {
-                        self.stats.sdma_xgmi_packets.fetch_add(1, Ordering::Relaxed);
+                    if let Some(engine) = self.ctl.sdma_engine {
+                        if engine >= self.ctl.gpu.params.sdma_engines {
+                            self.stats.sdma_xgmi_packets.fetch_add(1, Ordering::Relaxed);
+                        }
+                        if let Some(c) = self.stats.sdma_engine_packets.get(engine as usize) {
+                            c.fetch_add(1, Ordering::Relaxed);
+                        }
                     }
                 }
                 Err(Stop::Stopped) => return,

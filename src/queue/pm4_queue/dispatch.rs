@@ -2,6 +2,12 @@
 //! user SGPRs its enable bits ask for (in the ABI's order), scratch laid out as on an AQL
 //! queue, then `DISPATCH_DIRECT`.
 //!
+//! Every XCC of a multi-XCC GPU (MI300X) runs the queue's stream and a share of each
+//! dispatch's work-groups, each with the scratch registers it was given: the scratch is laid
+//! out per XCC (as ROCr's `InitScratchSRD` does for AQL queues), and each XCC gets the base of
+//! its share through a `PRED_EXEC` naming it alone, as tinygrad's `ops_amd.py` does. With one
+//! base for all of them their waves would overwrite each other's private memory.
+//!
 //! A PM4 queue has no AQL packet and no `amd_queue_t`, but code objects v4 and older read the
 //! work-group size from the dispatch packet: a kernel asking for the dispatch pointer gets an
 //! image of the AQL packet that would have launched it. Its queue pointer is null.
@@ -28,6 +34,34 @@ pub(super) struct DispatchMemory {
 }
 
 impl Pm4Queue {
+    /// The XCCs that run the queue's stream (more than one only on GFX 9.4.3, MI300).
+    pub(super) fn xccs(&self) -> u32 {
+        if self.family == pm4::GfxFamily::Gfx94x {
+            self.gpu.info().num_xcc.clamp(1, 8)
+        } else {
+            1
+        }
+    }
+
+    /// Appends `packet` for XCC `xcc` alone (behind a `PRED_EXEC`), or as it is on a GPU of one
+    /// XCC.
+    pub(super) fn for_xcc(
+        &self,
+        out: &mut Vec<Pm4Packet>,
+        xcc: u32,
+        packet: Pm4Packet,
+    ) -> Result<()> {
+        if self.xccs() == 1 {
+            out.push(packet);
+            return Ok(());
+        }
+        let predicated =
+            Pm4Packet::predicated(self.family, 1 << xcc, std::slice::from_ref(&packet))
+                .ok_or_else(|| Error::InvalidArgument("a packet too long to predicate".into()))?;
+        out.extend(predicated);
+        Ok(())
+    }
+
     /// The queue's scratch, grown to serve `private` bytes per work-item for `waves_needed`
     /// waves (the replaced backing is kept until the queue is next seen idle).
     fn scratch_for(&self, private: u32, waves_needed: u64, lanes: u32) -> Result<ScratchLayout> {
@@ -35,17 +69,19 @@ impl Pm4Queue {
             .dispatch_memory
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        let slots = u64::from(wave_slots(&self.gpu));
+        let xccs = self.xccs();
+        // Per XCC: the dispatch's work-groups are spread over the XCCs in turn.
+        let slots = u64::from(wave_slots(&self.gpu)).div_ceil(u64::from(xccs));
+        let per_xcc = waves_needed.div_ceil(u64::from(xccs));
         if let Some((_, s)) = &mem.scratch {
             if s.lane_bytes >= private
                 && s.lanes == lanes
-                && u64::from(s.waves) >= waves_needed.min(slots)
+                && u64::from(s.waves) >= per_xcc.min(slots)
             {
                 return Ok(*s);
             }
         }
-        // One XCC's layout: the PM4 path programs no per-XCC scratch bases.
-        let (buffer, layout, _) = allocate(&self.gpu, private, waves_needed, 1, lanes)?;
+        let (buffer, layout, _) = allocate(&self.gpu, private, waves_needed, xccs, lanes)?;
         if let Some((old, _)) = mem.scratch.replace((buffer, layout)) {
             mem.retired.push(old);
         }
@@ -203,15 +239,15 @@ impl Pm4Queue {
         if matches!(self.family, pm4::GfxFamily::Gfx94x | pm4::GfxFamily::Gfx11) {
             // gfx94x's architected flat scratch and GFX11's hardware FLAT_SCRATCH: the SPI
             // starts each wave's FLAT_SCRATCH from here (mesa's radv writes it on GFX11 too,
-            // `radv_emit_compute_scratch`).
-            set(
-                &mut p,
-                regs::COMPUTE_DISPATCH_SCRATCH_BASE_LO,
-                vec![
-                    (layout.base >> 8) as u32,
-                    ((layout.base >> 40) & 0xFF) as u32,
-                ],
-            );
+            // `radv_emit_compute_scratch`), each XCC from its own share.
+            for x in 0..self.xccs() {
+                let base = layout.base + u64::from(x) * layout.xcc_bytes();
+                let packet = Pm4Packet::SetShReg {
+                    reg: regs::COMPUTE_DISPATCH_SCRATCH_BASE_LO,
+                    values: vec![(base >> 8) as u32, ((base >> 40) & 0xFF) as u32],
+                };
+                self.for_xcc(&mut p, x, packet)?;
+            }
         }
         set(&mut p, regs::COMPUTE_RESTART_X, vec![0, 0, 0]);
         // User SGPRs in the order the descriptor's enable bits define them.
@@ -219,7 +255,10 @@ impl Pm4Queue {
         let on = |bit| props & bit != 0;
         let split = |v: u64| [v as u32, (v >> 32) as u32];
         let mut user = Vec::new();
-        if on(cp::ENABLE_SGPR_PRIVATE_SEGMENT_BUFFER) {
+        // The private-segment resource differs per XCC: its user SGPRs are written per XCC
+        // below, after the rest.
+        let resource_sgprs = on(cp::ENABLE_SGPR_PRIVATE_SEGMENT_BUFFER);
+        if resource_sgprs {
             user.extend(layout.resource());
         }
         if on(cp::ENABLE_SGPR_DISPATCH_PTR) {
@@ -253,7 +292,19 @@ impl Pm4Queue {
                 user.len()
             )));
         }
-        if !user.is_empty() {
+        if resource_sgprs && self.xccs() > 1 {
+            for x in 0..self.xccs() {
+                let mut share = layout;
+                share.base += u64::from(x) * layout.xcc_bytes();
+                let mut values = user.clone();
+                values[..4].copy_from_slice(&share.resource());
+                let packet = Pm4Packet::SetShReg {
+                    reg: regs::COMPUTE_USER_DATA_0,
+                    values,
+                };
+                self.for_xcc(&mut p, x, packet)?;
+            }
+        } else if !user.is_empty() {
             set(&mut p, regs::COMPUTE_USER_DATA_0, user);
         }
         set(&mut p, regs::COMPUTE_START_X, vec![0, 0, 0]);

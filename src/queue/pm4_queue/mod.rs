@@ -79,7 +79,8 @@ pub struct Pm4Queue {
     gpu: Gpu,
     family: GfxFamily,
     ring: Mutex<Pm4Ring>,
-    /// rptr (u32 at 0), wptr (u64 at 8), fence (u32 at 64): apart from any other queue's.
+    /// rptr (u32 at 0), wptr (u64 at 8), a fence word per XCC (u32s from 64): apart from any
+    /// other queue's.
     pointers: Arc<Buffer>,
     fence_seq: AtomicU32,
     /// Scratch and dispatch-packet images that submitted dispatches may still use: kept until
@@ -365,33 +366,86 @@ impl Pm4Queue {
         }
     }
 
-    /// RELEASE_MEM that raises `event`'s interrupt at end of pipe (after writing its id to the
-    /// event's mailbox, as KFD expects for signal events).
-    pub fn signal_event(&self, event: &Event) -> Result<Pm4Packet> {
+    /// The packets that raise `event`'s interrupt at end of pipe once everything submitted
+    /// before them is done (a RELEASE_MEM writing its id to the event's mailbox, as KFD
+    /// expects for signal events).
+    ///
+    /// On a GPU of several XCCs (MI300X) each XCC runs the stream and would raise the event
+    /// when its own share of the work is done, so the first to finish would report it all
+    /// done: there every XCC but the first writes its fence word, and the first waits for them
+    /// before it raises the event.
+    pub fn signal_event(&self, event: &Event) -> Result<Vec<Pm4Packet>> {
         let mailbox = event.mailbox_address().ok_or_else(|| {
             Error::InvalidArgument("event has no mailbox (not a signal event)".into())
         })?;
-        Ok(Pm4Packet::ReleaseMem {
+        let raise = self.release(
+            mailbox,
+            event.id(),
+            int_sel::SEND_INT_ON_CONFIRM,
+            event.id(),
+        );
+        let xccs = self.xccs();
+        if xccs == 1 {
+            return Ok(vec![raise]);
+        }
+        let value = self.next_fence_value();
+        let mut p = Vec::new();
+        for x in 1..xccs {
+            self.for_xcc(
+                &mut p,
+                x,
+                self.release(self.fence_address(x), value, int_sel::NONE, 0),
+            )?;
+        }
+        let mut first: Vec<Pm4Packet> = (1..xccs)
+            .map(|x| {
+                self.wait_mem(
+                    self.fence_address(x),
+                    CompareFunction::GreaterEqual,
+                    value,
+                    !0,
+                )
+            })
+            .collect();
+        first.push(raise);
+        p.extend(
+            Pm4Packet::predicated(self.family, 1, &first)
+                .ok_or_else(|| Error::InvalidArgument("a packet too long to predicate".into()))?,
+        );
+        Ok(p)
+    }
+
+    /// An end-of-pipe RELEASE_MEM writing `value` to `addr` with the fence cache actions,
+    /// raising interrupt `int_ctxid` if `int` says so.
+    fn release(&self, addr: u64, value: u32, int: u32, int_ctxid: u32) -> Pm4Packet {
+        Pm4Packet::ReleaseMem {
             event_type: ev::CACHE_FLUSH_AND_INV_TS,
             event_index: 5,
             cache_action: fence_cache_actions(self.family),
             dst_sel: 0,
-            int_sel: int_sel::SEND_INT_ON_CONFIRM,
+            int_sel: int,
             data_sel: data_sel::DATA32,
-            addr: mailbox,
-            data: u64::from(event.id()),
-            int_ctxid: event.id(),
-        })
+            addr,
+            data: u64::from(value),
+            int_ctxid,
+        }
+    }
+
+    /// XCC `xcc`'s fence word.
+    fn fence_address(&self, xcc: u32) -> u64 {
+        self.pointers.gpu_address() + FENCE + 4 * u64::from(xcc)
+    }
+
+    fn next_fence_value(&self) -> u32 {
+        self.fence_seq
+            .fetch_add(1, Ordering::AcqRel)
+            .wrapping_add(1)
     }
 
     /// Submits a RELEASE_MEM that writes an increasing value to the queue's fence word and waits
     /// until it lands: everything submitted before has completed.
     pub fn finish(&self, timeout: Duration) -> Result<()> {
-        let value = self
-            .fence_seq
-            .fetch_add(1, Ordering::AcqRel)
-            .wrapping_add(1);
-        let fence = self.pointers.gpu_address() + FENCE;
+        let value = self.next_fence_value();
         // What dispatches submitted before the fence used, freed once it passes.
         let retired = std::mem::take(
             &mut self
@@ -400,7 +454,7 @@ impl Pm4Queue {
                 .unwrap_or_else(|p| p.into_inner())
                 .retired,
         );
-        let waited = self.wait_fence(fence, value, timeout);
+        let waited = self.wait_fence(value, timeout);
         let mut mem = self
             .dispatch_memory
             .lock()
@@ -415,43 +469,45 @@ impl Pm4Queue {
         }
     }
 
-    fn wait_fence(&self, fence: u64, value: u32, timeout: Duration) -> Result<()> {
-        self.submit_packets(
-            &[Pm4Packet::ReleaseMem {
-                event_type: ev::CACHE_FLUSH_AND_INV_TS,
-                event_index: 5,
-                cache_action: fence_cache_actions(self.family),
-                dst_sel: 0,
-                int_sel: int_sel::NONE,
-                data_sel: data_sel::DATA32,
-                addr: fence,
-                data: u64::from(value),
-                int_ctxid: 0,
-            }],
-            timeout,
-        )?;
+    /// Has every XCC write `value` to its fence word at end of pipe, and waits until they all
+    /// have (on a GPU of several XCCs each XCC's word tells of its own share of the work).
+    fn wait_fence(&self, value: u32, timeout: Duration) -> Result<()> {
+        let mut packets = Vec::new();
+        for x in 0..self.xccs() {
+            self.for_xcc(
+                &mut packets,
+                x,
+                self.release(self.fence_address(x), value, int_sel::NONE, 0),
+            )?;
+        }
+        self.submit_packets(&packets, timeout)?;
         let start = Instant::now();
-        // SAFETY: the fence word is in the queue's pointer page, 4-byte aligned.
-        let word = unsafe { &*(self.word(FENCE) as *const AtomicU32) };
+        // Sequence numbers wrap: a word at or past `value` (within half the range) has passed.
+        let passed = |w: u32| (w.wrapping_sub(value) as i32) >= 0;
         let mut rounds = 0u32;
-        while word.load(Ordering::Acquire) != value {
-            self.check_waves()?;
-            rounds = rounds.wrapping_add(1);
-            if rounds % crate::exception::POLL_ROUNDS == 0 {
-                self.handle().poll_exceptions()?;
+        for x in 0..self.xccs() {
+            // SAFETY: the fence words are in the queue's pointer page (64 + 4 * 8 bytes at most
+            // of a page), 4-byte aligned.
+            let word = unsafe { &*(self.word(FENCE + 4 * u64::from(x)) as *const AtomicU32) };
+            while !passed(word.load(Ordering::Acquire)) {
+                self.check_waves()?;
+                rounds = rounds.wrapping_add(1);
+                if rounds % crate::exception::POLL_ROUNDS == 0 {
+                    self.handle().poll_exceptions()?;
+                }
+                if start.elapsed() > timeout {
+                    return Err(Error::Timeout {
+                        what: format!(
+                            "PM4 queue {} fence {value} (XCC {x} at {})",
+                            self.handle().id(),
+                            word.load(Ordering::Acquire)
+                        ),
+                        after_ms: timeout.as_millis() as u64,
+                        report: None,
+                    });
+                }
+                std::thread::yield_now();
             }
-            if start.elapsed() > timeout {
-                return Err(Error::Timeout {
-                    what: format!(
-                        "PM4 queue {} fence {value} (at {})",
-                        self.handle().id(),
-                        word.load(Ordering::Acquire)
-                    ),
-                    after_ms: timeout.as_millis() as u64,
-                    report: None,
-                });
-            }
-            std::thread::yield_now();
         }
         Ok(())
     }

@@ -149,6 +149,7 @@ impl Processor {
                 Err(f) => return Outcome::Error(QueueErrorCode::MemoryViolation, Some(f)),
             }
         }
+        let scratch = setup.scratch;
         let launch = MachineLaunch {
             setup,
             vm: self.vm(),
@@ -156,8 +157,11 @@ impl Processor {
             threads: self.wave_threads,
             queue_id: self.ctl.id,
             fault_log: &self.ctl.gpu.fault_log,
-            xccs: self.ctl.gpu.params.num_xcc.max(1),
-            xcc_stride,
+            other_xccs: (1..self.ctl.gpu.params.num_xcc.max(1))
+                .map(|x| {
+                    scratch.map(|b| crate::engine::scratch::QueueScratch::for_xcc(b, xcc_stride, x))
+                })
+                .collect(),
             arbiter: &self.ctl.gpu.arbiter,
             pipe_priority: crate::engine::arbiter::pipe_priority(
                 self.ctl.priority.load(Ordering::Acquire),
