@@ -67,6 +67,8 @@ fn every_preset_with_one_and_eight_gpus() {
         Preset::Gfx942Dpx,
         Preset::Gfx942Qpx,
         Preset::Gfx942Cpx,
+        Preset::Gfx942QpxNps4,
+        Preset::Gfx942CpxNps4,
         Preset::Gfx1100,
     ] {
         for n in [1, 8] {
@@ -83,11 +85,16 @@ fn every_preset_with_one_and_eight_gpus() {
                     assert_eq!(i.gfx_target, "gfx942");
                     assert!(i.num_xcc > 1, "gfx942 is a multi-XCC part");
                 }
-                Preset::Gfx942Dpx | Preset::Gfx942Qpx | Preset::Gfx942Cpx => {
-                    // 8 XCCs of 38 CUs, 192 GiB and 16 SDMA engines, shared out.
+                Preset::Gfx942Dpx
+                | Preset::Gfx942Qpx
+                | Preset::Gfx942Cpx
+                | Preset::Gfx942QpxNps4
+                | Preset::Gfx942CpxNps4 => {
+                    // 8 XCCs of 38 CUs, 192 GiB and 16 SDMA engines, shared out; in NPS4 the
+                    // same shares (a quarter of the memory over the nodes sharing it).
                     let parts = match preset {
                         Preset::Gfx942Dpx => 2,
-                        Preset::Gfx942Qpx => 4,
+                        Preset::Gfx942Qpx | Preset::Gfx942QpxNps4 => 4,
                         _ => 8,
                     };
                     assert_eq!(i.gfx_target, "gfx942");

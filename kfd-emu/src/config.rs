@@ -36,6 +36,15 @@ pub enum Preset {
     /// engines (`kfd_get_num_sdma_engines`: 2, none left for XGMI). `KFDRT_EMU_GPUS=8` is a
     /// whole MI300X so partitioned.
     Gfx942Cpx,
+    /// A QPX partition of an MI300X in NPS4 memory mode (`gfx942-qpx-nps4`). KFD reports what
+    /// it reports in NPS1 (`amdgpu_amdkfd_xcp_memory_size`: the memory partition's size over
+    /// the compute partitions sharing it, 48 GiB / 1 = 192 GiB / 4; `num_xcc`, io-links and
+    /// proximity unchanged): only where the VRAM is placed differs (the node's own quarter,
+    /// `amdgpu_bo_placement_from_domain`), which the node's cap keeps from mattering.
+    Gfx942QpxNps4,
+    /// A CPX partition of an MI300X in NPS4 memory mode (`gfx942-cpx-nps4`): two nodes share
+    /// each quarter of the VRAM, 24 GiB each, as in NPS1 (see [`Preset::Gfx942QpxNps4`]).
+    Gfx942CpxNps4,
     /// AMD Radeon RX 7900 XTX (gfx1100, RDNA3, wave32, small BAR).
     Gfx1100,
 }
@@ -49,9 +58,12 @@ impl FromStr for Preset {
             "gfx942-dpx" | "mi300x-dpx" => Ok(Preset::Gfx942Dpx),
             "gfx942-qpx" | "mi300x-qpx" => Ok(Preset::Gfx942Qpx),
             "gfx942-cpx" | "mi300x-cpx" => Ok(Preset::Gfx942Cpx),
+            "gfx942-qpx-nps4" | "mi300x-qpx-nps4" => Ok(Preset::Gfx942QpxNps4),
+            "gfx942-cpx-nps4" | "mi300x-cpx-nps4" => Ok(Preset::Gfx942CpxNps4),
             "gfx1100" | "rx7900xtx" => Ok(Preset::Gfx1100),
             other => Err(EmuError::Config(format!(
-                "unknown preset {other:?} (gfx90a, gfx942, gfx942-dpx, gfx942-qpx, gfx942-cpx, gfx1100)"
+                "unknown preset {other:?} (gfx90a, gfx942, gfx942-dpx, gfx942-qpx, gfx942-cpx, \
+                 gfx942-qpx-nps4, gfx942-cpx-nps4, gfx1100)"
             ))),
         }
     }
@@ -65,6 +77,8 @@ impl fmt::Display for Preset {
             Preset::Gfx942Dpx => "gfx942-dpx",
             Preset::Gfx942Qpx => "gfx942-qpx",
             Preset::Gfx942Cpx => "gfx942-cpx",
+            Preset::Gfx942QpxNps4 => "gfx942-qpx-nps4",
+            Preset::Gfx942CpxNps4 => "gfx942-cpx-nps4",
             Preset::Gfx1100 => "gfx1100",
         })
     }
@@ -124,9 +138,9 @@ pub struct GpuParams {
 
 const GIB: u64 = 1 << 30;
 
-/// One of `partitions` compute partitions of an MI300X (NPS1 memory): its share of the XCCs,
-/// CUs and shader arrays, of the VRAM (`KFD_XCP_MEMORY_SIZE`: the memory partition's size over
-/// the partitions sharing it), and of the 16 SDMA engines (`kfd_get_num_sdma_engines`: at most
+/// One of `partitions` compute partitions of an MI300X: its share of the XCCs, CUs and shader
+/// arrays, of the VRAM (`KFD_XCP_MEMORY_SIZE`: the memory partition's size over the partitions
+/// sharing it, the same share in NPS1 and NPS4), and of the 16 SDMA engines (`kfd_get_num_sdma_engines`: at most
 /// 2 for PCIe, the rest of the share for XGMI).
 fn mi300x_partition(partitions: u32, mode: &str) -> GpuParams {
     let spx = Preset::Gfx942.params();
@@ -225,6 +239,8 @@ impl Preset {
             Preset::Gfx942Dpx => mi300x_partition(2, "DPX"),
             Preset::Gfx942Qpx => mi300x_partition(4, "QPX"),
             Preset::Gfx942Cpx => mi300x_partition(8, "CPX"),
+            Preset::Gfx942QpxNps4 => mi300x_partition(4, "QPX+NPS4"),
+            Preset::Gfx942CpxNps4 => mi300x_partition(8, "CPX+NPS4"),
             Preset::Gfx1100 => GpuParams {
                 name: "AMD Radeon RX 7900 XTX (emulated)".into(),
                 gfx_target_version: 110000,

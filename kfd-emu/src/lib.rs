@@ -227,12 +227,13 @@
 //!   `INDIRECT_BUFFER` predicated to some XCCs stops the queue (not modelled). Emulated kernels
 //!   (host functions) use one XCC's layout. Compute partitions are presets (`gfx942` is SPX,
 //!   `gfx942-dpx`/`-qpx`/`-cpx` one partition each) in NPS1 memory mode, and the partitions of
-//!   one card are separate GPUs of a hive. NPS4 is not a preset: for one CPX (or QPX) node KFD
-//!   reports the same memory as in NPS1 (`amdgpu_amdkfd_xcp_memory_size`: the memory
-//!   partition over the nodes sharing it, 48 GiB / 2 = 192 GiB / 8; `num_xcc`, io-links and
-//!   proximity are unchanged); what differs is where VRAM is placed (the node's quarter,
-//!   `amdgpu_bo_placement_from_domain`), which a node's own cap
-//!   (`amdgpu_amdkfd_reserve_mem_limit`) keeps it from filling before it hits that cap.
+//!   one card are separate GPUs of a hive. The NPS4 presets (`gfx942-qpx-nps4`,
+//!   `gfx942-cpx-nps4`) report what KFD reports there, which is what it reports in NPS1 for
+//!   one node (`amdgpu_amdkfd_xcp_memory_size`: the memory partition over the nodes sharing
+//!   it, 48 GiB / 2 = 192 GiB / 8; `num_xcc`, io-links and proximity are unchanged); where
+//!   VRAM is placed (the node's quarter, `amdgpu_bo_placement_from_domain`) is not modelled,
+//!   since a node's own cap (`amdgpu_amdkfd_reserve_mem_limit`) keeps it from filling its
+//!   quarter before the cap.
 //! - Emulated kernels (host functions) run their work-groups one after another; packets
 //!   overlap only as described above. Machine code's work-groups run on as many host threads as
 //!   the host has (`KFDRT_EMU_WAVE_THREADS`), not on as many CUs as the GPU has.
