@@ -9,25 +9,16 @@ use crate::memory;
 use crate::queue;
 use crate::Emulator;
 use kfd_sys::bindings::*;
-use kfd_sys::ioctl::{kfd_request_by_nr, kfd_request_name, request as rq, Direction, KfdIoctl};
+use kfd_sys::ioctl::{
+    dispatch_kfd_request, kfd_request_by_nr, kfd_request_name, Direction, KfdIoctl,
+    KfdRequestHandler,
+};
 use kfd_sys::{Errno, IoctlRequest, KfdVersion, Node};
 use std::ffi::c_void;
 use std::sync::atomic::Ordering;
 
 /// The oldest KFD ABI version the emulator can report ([`crate::EmuConfig::kfd_version`]).
 pub const OLDEST_VERSION: KfdVersion = KfdVersion::new(1, 11);
-
-/// Casts `arg` for `T` after checking that `request` is `T`'s.
-///
-/// # Safety
-/// `arg` must be valid for `T` when the request matches (the Driver::ioctl contract).
-unsafe fn arg<'a, T: KfdIoctl>(arg: *mut c_void) -> Result<&'a mut T, Errno> {
-    if arg.is_null() {
-        return Err(Errno::EFAULT);
-    }
-    // SAFETY: per the caller's contract, `arg` points to a live `T`.
-    Ok(unsafe { &mut *(arg as *mut T) })
-}
 
 /// # Safety
 /// As [`kfd_sys::Driver::ioctl`].
@@ -107,6 +98,26 @@ pub(crate) unsafe fn dispatch(
     result
 }
 
+/// The emulator as KFD's request handlers: one method per request of kfd-sys's table, each
+/// given its own argument struct ([`dispatch_kfd_request`] picks it), at the driver's size.
+struct Handlers<'a> {
+    emu: &'a Emulator,
+    /// The bytes of the caller's argument (more than the struct for `SVM`'s attributes).
+    user_size: usize,
+}
+
+/// A handler's answer: `Ok(())` is the ioctl's 0.
+fn done(r: Result<(), Errno>) -> Result<i32, Errno> {
+    r.map(|()| 0)
+}
+
+/// The answer to a request the emulator does not model (the deprecated debugger requests,
+/// CRIU, the old apertures query): EINVAL and a log line.
+fn not_modelled<T: KfdIoctl>() -> Result<i32, Errno> {
+    log::warn!("kfd-emu: {} is not modelled", T::NAME);
+    Err(Errno::EINVAL)
+}
+
 /// Runs `request` (a request of the emulator's table, at the driver's size) on `a`, which holds
 /// `user_size` bytes of the caller's argument (more than the struct for `SVM`'s attributes).
 ///
@@ -119,48 +130,80 @@ unsafe fn handle(
     a: *mut c_void,
     user_size: usize,
 ) -> Result<i32, Errno> {
-    macro_rules! with {
-        ($t:ty, |$v:ident| $body:expr) => {{
-            // SAFETY: the request was matched to `$t` just before.
-            let $v = unsafe { arg::<$t>(a)? };
-            $body
-        }};
+    if a.is_null() {
+        return Err(Errno::EFAULT);
     }
-    match request {
-        r if r == rq::GET_VERSION => with!(kfd_ioctl_get_version_args, |v| {
+    let mut handlers = Handlers { emu, user_size };
+    // SAFETY: `a` is non-null and, per the caller's contract, valid for `request`'s struct.
+    unsafe { dispatch_kfd_request(&mut handlers, request, a) }.unwrap_or_else(|| {
+        log::warn!(
+            "kfd-emu: {} is not modelled",
+            kfd_request_name(request.nr()).unwrap_or("request")
+        );
+        Err(Errno::EINVAL)
+    })
+}
+
+impl KfdRequestHandler for Handlers<'_> {
+    type Output = Result<i32, Errno>;
+
+    fn get_version(&mut self, v: &mut kfd_ioctl_get_version_args) -> Self::Output {
+        let emu = self.emu;
+        done({
             v.major_version = emu.config.kfd_version.major;
             v.minor_version = emu.config.kfd_version.minor;
             Ok(())
-        }),
-        r if r == rq::GET_PROCESS_APERTURES_NEW => {
-            with!(kfd_ioctl_get_process_apertures_new_args, |v| {
-                apertures(emu, v)
-            })
-        }
-        r if r == rq::ACQUIRE_VM => with!(kfd_ioctl_acquire_vm_args, |v| {
+        })
+    }
+
+    fn get_process_apertures_new(
+        &mut self,
+        v: &mut kfd_ioctl_get_process_apertures_new_args,
+    ) -> Self::Output {
+        let emu = self.emu;
+        done(apertures(emu, v))
+    }
+
+    fn acquire_vm(&mut self, v: &mut kfd_ioctl_acquire_vm_args) -> Self::Output {
+        let emu = self.emu;
+        done({
             let g = emu.gpu(v.gpu_id).ok_or(Errno::EINVAL)?;
             g.acquire_vm(v.drm_fd as i32)
-        }),
-        r if r == rq::SET_MEMORY_POLICY => with!(kfd_ioctl_set_memory_policy_args, |v| {
+        })
+    }
+
+    fn set_memory_policy(&mut self, v: &mut kfd_ioctl_set_memory_policy_args) -> Self::Output {
+        let emu = self.emu;
+        done({
             emu.gpu(v.gpu_id).ok_or(Errno::EINVAL)?;
             if v.default_policy > 1 || v.alternate_policy > 1 {
                 return Err(Errno::EINVAL);
             }
             Ok(())
-        }),
-        r if r == rq::SVM => with!(kfd_ioctl_svm_args, |v| {
+        })
+    }
+
+    fn svm(&mut self, v: &mut kfd_ioctl_svm_args) -> Self::Output {
+        let emu = self.emu;
+        done({
             // The attributes follow the struct, inside the request's size (libhsakmt adds
             // them to it); more than the size covers would be read from past the argument.
             let attr = std::mem::size_of::<kfd_ioctl_svm_attribute>();
-            let covered =
-                user_size.saturating_sub(std::mem::size_of::<kfd_ioctl_svm_args>()) / attr;
+            let covered = self
+                .user_size
+                .saturating_sub(std::mem::size_of::<kfd_ioctl_svm_args>())
+                / attr;
             if v.nattr as usize > covered {
                 return Err(Errno::EINVAL);
             }
             // SAFETY: `nattr` attributes follow the struct, within the argument (checked).
             unsafe { crate::svm::ioctl(emu, v) }
-        }),
-        r if r == rq::SET_XNACK_MODE => with!(kfd_ioctl_set_xnack_mode_args, |v| {
+        })
+    }
+
+    fn set_xnack_mode(&mut self, v: &mut kfd_ioctl_set_xnack_mode_args) -> Self::Output {
+        let emu = self.emu;
+        done({
             // kfd_ioctl_set_xnack_mode: a query (negative) reports the mode; a change is refused
             // with EBUSY while the process has any user queue ("Process has user queues
             // running"), before the mode is even compared; turning XNACK on is EPERM unless
@@ -179,8 +222,12 @@ unsafe fn handle(
                 emu.set_xnack(v.xnack_enabled != 0);
                 Ok(())
             }
-        }),
-        r if r == rq::GET_CLOCK_COUNTERS => with!(kfd_ioctl_get_clock_counters_args, |v| {
+        })
+    }
+
+    fn get_clock_counters(&mut self, v: &mut kfd_ioctl_get_clock_counters_args) -> Self::Output {
+        let emu = self.emu;
+        done({
             // KFD answers for any id: a node without a GPU (the CPU) gets a zero GPU clock.
             v.gpu_clock_counter = if emu.gpu(v.gpu_id).is_some() {
                 emu.gpu_clock()
@@ -191,44 +238,65 @@ unsafe fn handle(
             v.system_clock_counter = clock_ns(libc::CLOCK_BOOTTIME);
             v.system_clock_freq = 1_000_000_000;
             Ok(())
-        }),
-        r if r == rq::SET_SCRATCH_BACKING_VA => {
-            with!(kfd_ioctl_set_scratch_backing_va_args, |v| {
-                let g = emu.gpu(v.gpu_id).ok_or(Errno::EINVAL)?;
-                // SH_HIDDEN_PRIVATE_BASE: the scratch backing VA in 64 KiB units.
-                g.scratch_backing_va.store(v.va_addr, Ordering::Release);
-                Ok(())
-            })
-        }
-        r if r == rq::GET_TILE_CONFIG => with!(kfd_ioctl_get_tile_config_args, |v| {
+        })
+    }
+
+    fn set_scratch_backing_va(
+        &mut self,
+        v: &mut kfd_ioctl_set_scratch_backing_va_args,
+    ) -> Self::Output {
+        let emu = self.emu;
+        done({
+            let g = emu.gpu(v.gpu_id).ok_or(Errno::EINVAL)?;
+            // SH_HIDDEN_PRIVATE_BASE: the scratch backing VA in 64 KiB units.
+            g.scratch_backing_va.store(v.va_addr, Ordering::Release);
+            Ok(())
+        })
+    }
+
+    fn get_tile_config(&mut self, v: &mut kfd_ioctl_get_tile_config_args) -> Self::Output {
+        let emu = self.emu;
+        done({
             // SAFETY: the caller's contract covers the table pointers (copy_to_user in KFD).
             unsafe { crate::gfx_config::get_tile_config(emu, v) }
-        }),
-        r if r == rq::SET_TRAP_HANDLER => with!(kfd_ioctl_set_trap_handler_args, |v| {
+        })
+    }
+
+    fn set_trap_handler(&mut self, v: &mut kfd_ioctl_set_trap_handler_args) -> Self::Output {
+        let emu = self.emu;
+        done({
             let g = emu.gpu(v.gpu_id).ok_or(Errno::EINVAL)?;
             g.trap_handler_tba.store(v.tba_addr, Ordering::Release);
             g.trap_handler_tma.store(v.tma_addr, Ordering::Release);
             Ok(())
-        }),
-        r if r == rq::AVAILABLE_MEMORY => with!(kfd_ioctl_get_available_memory_args, |v| {
+        })
+    }
+
+    fn available_memory(&mut self, v: &mut kfd_ioctl_get_available_memory_args) -> Self::Output {
+        let emu = self.emu;
+        done({
             let g = emu.gpu(v.gpu_id).ok_or(Errno::EINVAL)?;
             v.available = g
                 .params
                 .vram_bytes
                 .saturating_sub(g.vram_used.load(Ordering::Acquire));
             Ok(())
-        }),
-        r if r == rq::ALLOC_MEMORY_OF_GPU => {
-            with!(kfd_ioctl_alloc_memory_of_gpu_args, |v| memory::alloc(
-                emu, v
-            ))
-        }
-        r if r == rq::FREE_MEMORY_OF_GPU => {
-            with!(kfd_ioctl_free_memory_of_gpu_args, |v| memory::free(
-                emu, v.handle
-            ))
-        }
-        r if r == rq::MAP_MEMORY_TO_GPU => with!(kfd_ioctl_map_memory_to_gpu_args, |v| {
+        })
+    }
+
+    fn alloc_memory_of_gpu(&mut self, v: &mut kfd_ioctl_alloc_memory_of_gpu_args) -> Self::Output {
+        let emu = self.emu;
+        done(memory::alloc(emu, v))
+    }
+
+    fn free_memory_of_gpu(&mut self, v: &mut kfd_ioctl_free_memory_of_gpu_args) -> Self::Output {
+        let emu = self.emu;
+        done(memory::free(emu, v.handle))
+    }
+
+    fn map_memory_to_gpu(&mut self, v: &mut kfd_ioctl_map_memory_to_gpu_args) -> Self::Output {
+        let emu = self.emu;
+        done({
             memory::map(
                 emu,
                 v.handle,
@@ -237,8 +305,15 @@ unsafe fn handle(
                 &mut v.n_success,
                 true,
             )
-        }),
-        r if r == rq::UNMAP_MEMORY_FROM_GPU => with!(kfd_ioctl_unmap_memory_from_gpu_args, |v| {
+        })
+    }
+
+    fn unmap_memory_from_gpu(
+        &mut self,
+        v: &mut kfd_ioctl_unmap_memory_from_gpu_args,
+    ) -> Self::Output {
+        let emu = self.emu;
+        done({
             memory::map(
                 emu,
                 v.handle,
@@ -247,18 +322,32 @@ unsafe fn handle(
                 &mut v.n_success,
                 false,
             )
-        }),
-        r if r == rq::CREATE_EVENT => with!(kfd_ioctl_create_event_args, |v| {
-            emu.events.create(v, |h| memory::events_page(emu, h))
-        }),
-        r if r == rq::DESTROY_EVENT => with!(kfd_ioctl_destroy_event_args, |v| emu
-            .events
-            .destroy(v.event_id)),
-        r if r == rq::SET_EVENT => with!(kfd_ioctl_set_event_args, |v| emu.events.set(v.event_id)),
-        r if r == rq::RESET_EVENT => {
-            with!(kfd_ioctl_reset_event_args, |v| emu.events.reset(v.event_id))
-        }
-        r if r == rq::WAIT_EVENTS => with!(kfd_ioctl_wait_events_args, |v| {
+        })
+    }
+
+    fn create_event(&mut self, v: &mut kfd_ioctl_create_event_args) -> Self::Output {
+        let emu = self.emu;
+        done(emu.events.create(v, |h| memory::events_page(emu, h)))
+    }
+
+    fn destroy_event(&mut self, v: &mut kfd_ioctl_destroy_event_args) -> Self::Output {
+        let emu = self.emu;
+        done(emu.events.destroy(v.event_id))
+    }
+
+    fn set_event(&mut self, v: &mut kfd_ioctl_set_event_args) -> Self::Output {
+        let emu = self.emu;
+        done(emu.events.set(v.event_id))
+    }
+
+    fn reset_event(&mut self, v: &mut kfd_ioctl_reset_event_args) -> Self::Output {
+        let emu = self.emu;
+        done(emu.events.reset(v.event_id))
+    }
+
+    fn wait_events(&mut self, v: &mut kfd_ioctl_wait_events_args) -> Self::Output {
+        let emu = self.emu;
+        done({
             if v.num_events == 0 || v.events_ptr == 0 {
                 return Err(Errno::EINVAL);
             }
@@ -277,62 +366,114 @@ unsafe fn handle(
                 .events
                 .wait(data, v.wait_for_all != 0, v.timeout, ages)?;
             Ok(())
-        }),
-        r if r == rq::CREATE_QUEUE => with!(kfd_ioctl_create_queue_args, |v| queue::create(emu, v)),
-        r if r == rq::DESTROY_QUEUE => with!(kfd_ioctl_destroy_queue_args, |v| queue::destroy(
-            emu, v.queue_id
-        )),
-        r if r == rq::SET_CU_MASK => {
-            with!(kfd_ioctl_set_cu_mask_args, |v| queue::set_cu_mask(emu, v))
-        }
-        r if r == rq::SMI_EVENTS => with!(kfd_ioctl_smi_events_args, |v| {
+        })
+    }
+
+    fn create_queue(&mut self, v: &mut kfd_ioctl_create_queue_args) -> Self::Output {
+        let emu = self.emu;
+        done(queue::create(emu, v))
+    }
+
+    fn destroy_queue(&mut self, v: &mut kfd_ioctl_destroy_queue_args) -> Self::Output {
+        let emu = self.emu;
+        done(queue::destroy(emu, v.queue_id))
+    }
+
+    fn set_cu_mask(&mut self, v: &mut kfd_ioctl_set_cu_mask_args) -> Self::Output {
+        let emu = self.emu;
+        done(queue::set_cu_mask(emu, v))
+    }
+
+    fn smi_events(&mut self, v: &mut kfd_ioctl_smi_events_args) -> Self::Output {
+        let emu = self.emu;
+        done({
             emu.gpu(v.gpuid).ok_or(Errno::EINVAL)?;
             v.anon_fd = emu.faults.smi.open(v.gpuid)? as u32;
             Ok(())
-        }),
-        r if r == rq::ALLOC_QUEUE_GWS => {
-            with!(kfd_ioctl_alloc_queue_gws_args, |v| queue::alloc_gws(emu, v))
-        }
-        r if r == rq::EXPORT_DMABUF => {
-            with!(kfd_ioctl_export_dmabuf_args, |v| crate::dmabuf::export(
-                emu, v
-            ))
-        }
-        r if r == rq::GET_DMABUF_INFO => {
-            with!(kfd_ioctl_get_dmabuf_info_args, |v| {
-                // SAFETY: the caller's contract covers the metadata buffer (copy_to_user).
-                unsafe { crate::dmabuf::info(emu, v) }
-            })
-        }
-        r if r == rq::IMPORT_DMABUF => {
-            with!(kfd_ioctl_import_dmabuf_args, |v| crate::dmabuf::import(
-                emu, v
-            ))
-        }
-        r if r == rq::GET_QUEUE_WAVE_STATE => {
-            with!(kfd_ioctl_get_queue_wave_state_args, |v| {
-                crate::wave_state::get_queue_wave_state(emu, v)
-            })
-        }
-        r if r == rq::RUNTIME_ENABLE => with!(kfd_ioctl_runtime_enable_args, |v| {
-            crate::debugger::runtime_enable(emu, v)
-        }),
-        r if r == rq::DBG_TRAP => {
-            return with!(kfd_ioctl_dbg_trap_args, |v| {
-                // SAFETY: forwarded from the caller's contract on the pointers inside.
-                unsafe { crate::debugger::dbg_trap(emu, v) }
-            });
-        }
-        r if r == rq::UPDATE_QUEUE => with!(kfd_ioctl_update_queue_args, |v| queue::update(emu, v)),
-        other => {
-            log::warn!(
-                "kfd-emu: {} is not modelled",
-                kfd_request_name(other.nr()).unwrap_or("request")
-            );
-            Err(Errno::EINVAL)
+        })
+    }
+
+    fn alloc_queue_gws(&mut self, v: &mut kfd_ioctl_alloc_queue_gws_args) -> Self::Output {
+        let emu = self.emu;
+        done(queue::alloc_gws(emu, v))
+    }
+
+    fn export_dmabuf(&mut self, v: &mut kfd_ioctl_export_dmabuf_args) -> Self::Output {
+        let emu = self.emu;
+        done(crate::dmabuf::export(emu, v))
+    }
+
+    fn get_dmabuf_info(&mut self, v: &mut kfd_ioctl_get_dmabuf_info_args) -> Self::Output {
+        let emu = self.emu;
+        done({
+            // SAFETY: the caller's contract covers the metadata buffer (copy_to_user).
+            unsafe { crate::dmabuf::info(emu, v) }
+        })
+    }
+
+    fn import_dmabuf(&mut self, v: &mut kfd_ioctl_import_dmabuf_args) -> Self::Output {
+        let emu = self.emu;
+        done(crate::dmabuf::import(emu, v))
+    }
+
+    fn get_queue_wave_state(
+        &mut self,
+        v: &mut kfd_ioctl_get_queue_wave_state_args,
+    ) -> Self::Output {
+        let emu = self.emu;
+        done(crate::wave_state::get_queue_wave_state(emu, v))
+    }
+
+    fn runtime_enable(&mut self, v: &mut kfd_ioctl_runtime_enable_args) -> Self::Output {
+        let emu = self.emu;
+        done(crate::debugger::runtime_enable(emu, v))
+    }
+
+    fn dbg_trap(&mut self, v: &mut kfd_ioctl_dbg_trap_args) -> Self::Output {
+        let emu = self.emu;
+        {
+            // SAFETY: forwarded from the caller's contract on the pointers inside.
+            unsafe { crate::debugger::dbg_trap(emu, v) }
         }
     }
-    .map(|()| 0)
+
+    fn update_queue(&mut self, v: &mut kfd_ioctl_update_queue_args) -> Self::Output {
+        let emu = self.emu;
+        done(queue::update(emu, v))
+    }
+
+    fn get_process_apertures(
+        &mut self,
+        _: &mut kfd_ioctl_get_process_apertures_args,
+    ) -> Self::Output {
+        not_modelled::<kfd_ioctl_get_process_apertures_args>()
+    }
+
+    fn dbg_register_deprecated(&mut self, _: &mut kfd_ioctl_dbg_register_args) -> Self::Output {
+        not_modelled::<kfd_ioctl_dbg_register_args>()
+    }
+
+    fn dbg_unregister_deprecated(&mut self, _: &mut kfd_ioctl_dbg_unregister_args) -> Self::Output {
+        not_modelled::<kfd_ioctl_dbg_unregister_args>()
+    }
+
+    fn dbg_address_watch_deprecated(
+        &mut self,
+        _: &mut kfd_ioctl_dbg_address_watch_args,
+    ) -> Self::Output {
+        not_modelled::<kfd_ioctl_dbg_address_watch_args>()
+    }
+
+    fn dbg_wave_control_deprecated(
+        &mut self,
+        _: &mut kfd_ioctl_dbg_wave_control_args,
+    ) -> Self::Output {
+        not_modelled::<kfd_ioctl_dbg_wave_control_args>()
+    }
+
+    fn criu_op(&mut self, _: &mut kfd_ioctl_criu_args) -> Self::Output {
+        not_modelled::<kfd_ioctl_criu_args>()
+    }
 }
 
 fn clock_ns(clock: libc::clockid_t) -> u64 {

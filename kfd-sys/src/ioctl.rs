@@ -114,7 +114,7 @@ pub unsafe trait KfdIoctl: Sized {
 pub unsafe trait PlainKfdIoctl: KfdIoctl {}
 
 macro_rules! kfd_ioctls {
-    ($($name:ident = $dir:ident($nr:literal, $ty:ty) since $minor:literal $($plain:ident)?;)*) => {
+    ($($name:ident($method:ident) = $dir:ident($nr:literal, $ty:ty) since $minor:literal $($plain:ident)?;)*) => {
         /// Every KFD request of the bindings' ABI (see [`crate::KFD_ABI`]), by name.
         pub mod request {
             use super::*;
@@ -133,6 +133,49 @@ macro_rules! kfd_ioctls {
             }
             $(kfd_ioctls!(@$plain $ty);)?
         )*
+        /// One method per KFD request, each taking that request's argument struct:
+        /// [`dispatch_kfd_request`] calls the one a request names. A driver model (kfd-emu)
+        /// implements it, so a request added to the table does not compile until it is handled,
+        /// and a handler cannot be given another request's struct:
+        ///
+        /// ```compile_fail
+        /// use kfd_sys::bindings::kfd_ioctl_get_version_args;
+        /// use kfd_sys::ioctl::KfdRequestHandler;
+        /// fn wrong(h: &mut impl KfdRequestHandler, a: &mut kfd_ioctl_get_version_args) {
+        ///     h.create_queue(a); // CREATE_QUEUE takes kfd_ioctl_create_queue_args
+        /// }
+        /// ```
+        pub trait KfdRequestHandler {
+            /// What every method returns.
+            type Output;
+            $(
+                #[doc = concat!("`AMDKFD_IOC_", stringify!($name), "`.")]
+                fn $method(&mut self, arg: &mut $ty) -> Self::Output;
+            )*
+        }
+
+        /// Calls `handler`'s method for `req` with `arg` as the request's argument struct, or
+        /// returns `None` if `req` is none of the table's requests (number, direction and size
+        /// must all match: look a caller's request up by number first, as `kfd_ioctl` does).
+        ///
+        /// # Safety
+        /// `arg` must be non-null, aligned and valid for reads and writes of the request's
+        /// argument struct, and not aliased for the call (the [`crate::Driver::ioctl`] contract).
+        pub unsafe fn dispatch_kfd_request<H: KfdRequestHandler + ?Sized>(
+            handler: &mut H,
+            req: IoctlRequest,
+            arg: *mut std::ffi::c_void,
+        ) -> Option<H::Output> {
+            $(
+                if req == request::$name {
+                    // SAFETY: `req` is this row's request, whose argument struct is `$ty`; the
+                    // caller vouches for `arg` being one.
+                    return Some(handler.$method(unsafe { &mut *(arg as *mut $ty) }));
+                }
+            )*
+            None
+        }
+
         /// The name of a KFD request, by its command number (for logs of unknown requests).
         pub fn kfd_request_name(nr: u8) -> Option<&'static str> {
             match nr {
@@ -159,44 +202,44 @@ macro_rules! kfd_ioctls {
 // `since`: the first KFD minor version with the request, from the header's version history
 // (requests older than 1.3 are listed as 1.1, where the history starts).
 kfd_ioctls! {
-    GET_VERSION = ior(0x01, kfd_ioctl_get_version_args) since 1 plain;
-    CREATE_QUEUE = iowr(0x02, kfd_ioctl_create_queue_args) since 1;
-    DESTROY_QUEUE = iowr(0x03, kfd_ioctl_destroy_queue_args) since 1 plain;
-    SET_MEMORY_POLICY = iow(0x04, kfd_ioctl_set_memory_policy_args) since 1 plain;
-    GET_CLOCK_COUNTERS = iowr(0x05, kfd_ioctl_get_clock_counters_args) since 1 plain;
-    GET_PROCESS_APERTURES = ior(0x06, kfd_ioctl_get_process_apertures_args) since 1 plain;
-    UPDATE_QUEUE = iow(0x07, kfd_ioctl_update_queue_args) since 1;
-    CREATE_EVENT = iowr(0x08, kfd_ioctl_create_event_args) since 1 plain;
-    DESTROY_EVENT = iow(0x09, kfd_ioctl_destroy_event_args) since 1 plain;
-    SET_EVENT = iow(0x0A, kfd_ioctl_set_event_args) since 1 plain;
-    RESET_EVENT = iow(0x0B, kfd_ioctl_reset_event_args) since 1 plain;
-    WAIT_EVENTS = iowr(0x0C, kfd_ioctl_wait_events_args) since 1;
-    DBG_REGISTER_DEPRECATED = iow(0x0D, kfd_ioctl_dbg_register_args) since 1 plain;
-    DBG_UNREGISTER_DEPRECATED = iow(0x0E, kfd_ioctl_dbg_unregister_args) since 1 plain;
-    DBG_ADDRESS_WATCH_DEPRECATED = iow(0x0F, kfd_ioctl_dbg_address_watch_args) since 1;
-    DBG_WAVE_CONTROL_DEPRECATED = iow(0x10, kfd_ioctl_dbg_wave_control_args) since 1;
-    SET_SCRATCH_BACKING_VA = iowr(0x11, kfd_ioctl_set_scratch_backing_va_args) since 1;
-    GET_TILE_CONFIG = iowr(0x12, kfd_ioctl_get_tile_config_args) since 1;
-    SET_TRAP_HANDLER = iow(0x13, kfd_ioctl_set_trap_handler_args) since 1;
-    GET_PROCESS_APERTURES_NEW = iowr(0x14, kfd_ioctl_get_process_apertures_new_args) since 1;
-    ACQUIRE_VM = iow(0x15, kfd_ioctl_acquire_vm_args) since 1 plain;
-    ALLOC_MEMORY_OF_GPU = iowr(0x16, kfd_ioctl_alloc_memory_of_gpu_args) since 1;
-    FREE_MEMORY_OF_GPU = iow(0x17, kfd_ioctl_free_memory_of_gpu_args) since 1 plain;
-    MAP_MEMORY_TO_GPU = iowr(0x18, kfd_ioctl_map_memory_to_gpu_args) since 1;
-    UNMAP_MEMORY_FROM_GPU = iowr(0x19, kfd_ioctl_unmap_memory_from_gpu_args) since 1;
-    SET_CU_MASK = iow(0x1A, kfd_ioctl_set_cu_mask_args) since 1;
-    GET_QUEUE_WAVE_STATE = iowr(0x1B, kfd_ioctl_get_queue_wave_state_args) since 1;
-    GET_DMABUF_INFO = iowr(0x1C, kfd_ioctl_get_dmabuf_info_args) since 1;
-    IMPORT_DMABUF = iowr(0x1D, kfd_ioctl_import_dmabuf_args) since 1;
-    ALLOC_QUEUE_GWS = iowr(0x1E, kfd_ioctl_alloc_queue_gws_args) since 1 plain;
-    SMI_EVENTS = iowr(0x1F, kfd_ioctl_smi_events_args) since 3 plain;
-    SVM = iowr(0x20, kfd_ioctl_svm_args) since 5;
-    SET_XNACK_MODE = iowr(0x21, kfd_ioctl_set_xnack_mode_args) since 5 plain;
-    CRIU_OP = iowr(0x22, kfd_ioctl_criu_args) since 7;
-    AVAILABLE_MEMORY = iowr(0x23, kfd_ioctl_get_available_memory_args) since 9 plain;
-    EXPORT_DMABUF = iowr(0x24, kfd_ioctl_export_dmabuf_args) since 12 plain;
-    RUNTIME_ENABLE = iowr(0x25, kfd_ioctl_runtime_enable_args) since 13;
-    DBG_TRAP = iowr(0x26, kfd_ioctl_dbg_trap_args) since 13;
+    GET_VERSION(get_version) = ior(0x01, kfd_ioctl_get_version_args) since 1 plain;
+    CREATE_QUEUE(create_queue) = iowr(0x02, kfd_ioctl_create_queue_args) since 1;
+    DESTROY_QUEUE(destroy_queue) = iowr(0x03, kfd_ioctl_destroy_queue_args) since 1 plain;
+    SET_MEMORY_POLICY(set_memory_policy) = iow(0x04, kfd_ioctl_set_memory_policy_args) since 1 plain;
+    GET_CLOCK_COUNTERS(get_clock_counters) = iowr(0x05, kfd_ioctl_get_clock_counters_args) since 1 plain;
+    GET_PROCESS_APERTURES(get_process_apertures) = ior(0x06, kfd_ioctl_get_process_apertures_args) since 1 plain;
+    UPDATE_QUEUE(update_queue) = iow(0x07, kfd_ioctl_update_queue_args) since 1;
+    CREATE_EVENT(create_event) = iowr(0x08, kfd_ioctl_create_event_args) since 1 plain;
+    DESTROY_EVENT(destroy_event) = iow(0x09, kfd_ioctl_destroy_event_args) since 1 plain;
+    SET_EVENT(set_event) = iow(0x0A, kfd_ioctl_set_event_args) since 1 plain;
+    RESET_EVENT(reset_event) = iow(0x0B, kfd_ioctl_reset_event_args) since 1 plain;
+    WAIT_EVENTS(wait_events) = iowr(0x0C, kfd_ioctl_wait_events_args) since 1;
+    DBG_REGISTER_DEPRECATED(dbg_register_deprecated) = iow(0x0D, kfd_ioctl_dbg_register_args) since 1 plain;
+    DBG_UNREGISTER_DEPRECATED(dbg_unregister_deprecated) = iow(0x0E, kfd_ioctl_dbg_unregister_args) since 1 plain;
+    DBG_ADDRESS_WATCH_DEPRECATED(dbg_address_watch_deprecated) = iow(0x0F, kfd_ioctl_dbg_address_watch_args) since 1;
+    DBG_WAVE_CONTROL_DEPRECATED(dbg_wave_control_deprecated) = iow(0x10, kfd_ioctl_dbg_wave_control_args) since 1;
+    SET_SCRATCH_BACKING_VA(set_scratch_backing_va) = iowr(0x11, kfd_ioctl_set_scratch_backing_va_args) since 1;
+    GET_TILE_CONFIG(get_tile_config) = iowr(0x12, kfd_ioctl_get_tile_config_args) since 1;
+    SET_TRAP_HANDLER(set_trap_handler) = iow(0x13, kfd_ioctl_set_trap_handler_args) since 1;
+    GET_PROCESS_APERTURES_NEW(get_process_apertures_new) = iowr(0x14, kfd_ioctl_get_process_apertures_new_args) since 1;
+    ACQUIRE_VM(acquire_vm) = iow(0x15, kfd_ioctl_acquire_vm_args) since 1 plain;
+    ALLOC_MEMORY_OF_GPU(alloc_memory_of_gpu) = iowr(0x16, kfd_ioctl_alloc_memory_of_gpu_args) since 1;
+    FREE_MEMORY_OF_GPU(free_memory_of_gpu) = iow(0x17, kfd_ioctl_free_memory_of_gpu_args) since 1 plain;
+    MAP_MEMORY_TO_GPU(map_memory_to_gpu) = iowr(0x18, kfd_ioctl_map_memory_to_gpu_args) since 1;
+    UNMAP_MEMORY_FROM_GPU(unmap_memory_from_gpu) = iowr(0x19, kfd_ioctl_unmap_memory_from_gpu_args) since 1;
+    SET_CU_MASK(set_cu_mask) = iow(0x1A, kfd_ioctl_set_cu_mask_args) since 1;
+    GET_QUEUE_WAVE_STATE(get_queue_wave_state) = iowr(0x1B, kfd_ioctl_get_queue_wave_state_args) since 1;
+    GET_DMABUF_INFO(get_dmabuf_info) = iowr(0x1C, kfd_ioctl_get_dmabuf_info_args) since 1;
+    IMPORT_DMABUF(import_dmabuf) = iowr(0x1D, kfd_ioctl_import_dmabuf_args) since 1;
+    ALLOC_QUEUE_GWS(alloc_queue_gws) = iowr(0x1E, kfd_ioctl_alloc_queue_gws_args) since 1 plain;
+    SMI_EVENTS(smi_events) = iowr(0x1F, kfd_ioctl_smi_events_args) since 3 plain;
+    SVM(svm) = iowr(0x20, kfd_ioctl_svm_args) since 5;
+    SET_XNACK_MODE(set_xnack_mode) = iowr(0x21, kfd_ioctl_set_xnack_mode_args) since 5 plain;
+    CRIU_OP(criu_op) = iowr(0x22, kfd_ioctl_criu_args) since 7;
+    AVAILABLE_MEMORY(available_memory) = iowr(0x23, kfd_ioctl_get_available_memory_args) since 9 plain;
+    EXPORT_DMABUF(export_dmabuf) = iowr(0x24, kfd_ioctl_export_dmabuf_args) since 12 plain;
+    RUNTIME_ENABLE(runtime_enable) = iowr(0x25, kfd_ioctl_runtime_enable_args) since 13;
+    DBG_TRAP(dbg_trap) = iowr(0x26, kfd_ioctl_dbg_trap_args) since 13;
 }
 
 #[cfg(test)]
