@@ -15,7 +15,10 @@ use std::time::Duration;
 
 /// An emulated MI210 with the default 2 MiB threshold, whatever the environment says.
 fn device() -> Kfd {
-    let kfd = Kfd::emulated(EmuConfig::new(Preset::Gfx90a, 1)).expect("emulated device");
+    let kfd = Kfd::builder()
+        .emulated(EmuConfig::new(Preset::Gfx90a, 1))
+        .open()
+        .expect("emulated device");
     kfd.set_suballocation_threshold(2 << 20);
     kfd
 }

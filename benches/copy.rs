@@ -11,7 +11,10 @@ use std::time::Duration;
 const WAIT: Option<Duration> = Some(Duration::from_secs(120));
 
 fn bandwidth(c: &mut Criterion) {
-    let kfd = Kfd::emulated(EmuConfig::new(Preset::Gfx90a, 1)).expect("device");
+    let kfd = Kfd::builder()
+        .emulated(EmuConfig::new(Preset::Gfx90a, 1))
+        .open()
+        .expect("device");
     let gpu = kfd.gpu(0).expect("gpu");
     let sdma = gpu.copy_engine().expect("sdma");
     let shader = gpu.shader_copy_engine().expect("shader");

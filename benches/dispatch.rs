@@ -22,7 +22,7 @@ mod floors;
 fn device(spin: bool) -> Kfd {
     let mut c = EmuConfig::new(Preset::Gfx90a, 1);
     c.spin_poll = spin;
-    Kfd::emulated(c).expect("emulated device")
+    Kfd::builder().emulated(c).open().expect("emulated device")
 }
 
 fn setup(kfd: &Kfd) -> (AqlQueue, Kernel) {

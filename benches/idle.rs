@@ -33,7 +33,10 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 }
 
 fn main() {
-    let kfd = Kfd::emulated(EmuConfig::new(Preset::Gfx90a, 8)).expect("device");
+    let kfd = Kfd::builder()
+        .emulated(EmuConfig::new(Preset::Gfx90a, 8))
+        .open()
+        .expect("device");
     let mut keep = Vec::new();
     // IDLE_ONLY_AQL=1: one AQL queue per GPU only (to see what the other processors cost).
     let only_aql = std::env::var("IDLE_ONLY_AQL").is_ok();

@@ -21,7 +21,7 @@ const N: u32 = 1 << 20;
 fn device(threads: usize) -> Kfd {
     let mut config = EmuConfig::new(Preset::Gfx90a, 1);
     config.wave_threads = threads;
-    Kfd::emulated(config).expect("device")
+    Kfd::builder().emulated(config).open().expect("device")
 }
 
 struct VectorAdd {

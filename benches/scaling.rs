@@ -21,7 +21,10 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 }
 
 fn measure(gpus: usize, queues: usize) -> (f64, Duration, Duration, Duration) {
-    let kfd = Kfd::emulated(EmuConfig::new(Preset::Gfx90a, gpus)).expect("device");
+    let kfd = Kfd::builder()
+        .emulated(EmuConfig::new(Preset::Gfx90a, gpus))
+        .open()
+        .expect("device");
     let mut all: Vec<(AqlQueue, Arc<kfdrt::Kernel>)> = Vec::new();
     for gpu in kfd.gpus() {
         let kernel = Arc::new(

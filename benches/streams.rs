@@ -39,7 +39,10 @@ fn host_time<S, T>(
 }
 
 fn device() -> Kfd {
-    Kfd::emulated(EmuConfig::new(Preset::Gfx90a, 1)).expect("emulated device")
+    Kfd::builder()
+        .emulated(EmuConfig::new(Preset::Gfx90a, 1))
+        .open()
+        .expect("emulated device")
 }
 
 fn launches(c: &mut Criterion) {

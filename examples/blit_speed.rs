@@ -27,7 +27,9 @@ fn main() -> kfdrt::Result<()> {
         .or_else(|_| std::env::var("RUST_LOG"))
         .unwrap_or_else(|_| "warn".into());
     env_logger::Builder::new().parse_filters(&filter).init();
-    let kfd = Kfd::emulated(EmuConfig::new(Preset::Gfx90a, 1))?;
+    let kfd = Kfd::builder()
+        .emulated(EmuConfig::new(Preset::Gfx90a, 1))
+        .open()?;
     let gpu = kfd
         .gpu(0)
         .ok_or_else(|| kfdrt::Error::NoDevice("no GPU".into()))?;

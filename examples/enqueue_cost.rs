@@ -162,7 +162,10 @@ fn main() {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(1000);
-    let kfd = Kfd::emulated(EmuConfig::new(Preset::Gfx90a, 1)).expect("emulated device");
+    let kfd = Kfd::builder()
+        .emulated(EmuConfig::new(Preset::Gfx90a, 1))
+        .open()
+        .expect("emulated device");
     let emu = kfd.emulator().expect("emulator").clone();
     let gpu = kfd.gpu(0).expect("gpu");
     let kernel = gpu

@@ -211,7 +211,7 @@ fn rocr_round_trip(preload: &Path, rounds: usize, pause: Duration) -> Result<Fig
 fn kfdrt_round_trip(rounds: usize, pause: Duration) -> Result<Figures, Error> {
     let mut config = EmuConfig::new(Preset::Gfx90a, 1);
     config.spin_poll = pause.is_zero();
-    let kfd = Kfd::emulated(config)?;
+    let kfd = Kfd::builder().emulated(config).open()?;
     let gpu = kfd.gpu(0).ok_or("no GPU")?;
     let queue = gpu.create_aql_queue(Default::default())?;
     let wait = Some(Duration::from_secs(30));

@@ -3,10 +3,10 @@
 //! ([`KernelMetadata`]), which [`crate::kernel_args::KernelArgs`] builds them from.
 
 use crate::code_object::KernelMetadata;
-#[cfg(feature = "emu")]
 use crate::device::Gpu;
 #[cfg(feature = "emu")]
-use crate::error::{Error, Result};
+use crate::error::Error;
+use crate::error::Result;
 use crate::hostcall::HostcallService;
 use crate::memory::Buffer;
 #[cfg(feature = "emu")]

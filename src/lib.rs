@@ -3,7 +3,9 @@
 //! kfdrt does what ROCr and libhsakmt do, in Rust: discover GPUs from the KFD topology, allocate
 //! and map GPU memory, create events, signals and queues, dispatch kernels and copy memory. Every
 //! system call goes through the [`kfd_sys::Driver`] seam, so the same code runs on a real GPU and on
-//! the emulated device of the `kfd-emu` crate (feature `emu`, on by default).
+//! the emulated device of the `kfd-emu` crate (feature `emu`: off by default, so a program that
+//! links kfdrt for a GPU compiles no emulator; this workspace's tests and examples turn it on).
+//! A device opens through [`Kfd::builder`] ([`Kfd::from_env`] is its one-line form).
 //!
 //! ```no_run
 //! # fn main() -> kfdrt::Result<()> {
@@ -113,7 +115,7 @@ pub use aql::FenceScope;
 pub use code_object::{CodeObject, CodeObjectError, LoadOptions};
 pub use copy::{CopyEngine, CopyPath};
 pub use debug::DebugOptions;
-pub use device::{ClockCounters, DeviceChoice, Gpu, Kfd, DEVICE_ENV};
+pub use device::{ClockCounters, DeviceChoice, Gpu, Kfd, KfdBuilder, DEVICE_ENV};
 pub use error::{Error, Result};
 pub use event::{Event, EventKind, EventReset, MemoryException, WaitMode};
 pub use exception::DeviceReset;

@@ -459,7 +459,10 @@ fn a_buffer_argument_not_mapped_on_the_gpu_is_refused_unless_checks_are_off() {
         } else {
             kfdrt::DebugOptions::default()
         };
-        let kfd = kfdrt::Kfd::emulated_with(kfdrt::emu::EmuConfig::new(Preset::Gfx90a, 2), debug)
+        let kfd = kfdrt::Kfd::builder()
+            .emulated(kfdrt::emu::EmuConfig::new(Preset::Gfx90a, 2))
+            .debug(debug)
+            .open()
             .unwrap();
         let (g0, g1) = (kfd.gpu(0).unwrap(), kfd.gpu(1).unwrap());
         let co = g0.load_code_object(&co_bytes).unwrap();

@@ -29,7 +29,11 @@ fn floats(v: impl Iterator<Item = f32>) -> Vec<u8> {
 fn capture(dir: &Path) {
     let options = DebugOptions::default().with_capture(dir);
     let kfd = common::Checked::new(
-        Kfd::emulated_with(EmuConfig::new(Preset::Gfx90a, 1), options).unwrap(),
+        Kfd::builder()
+            .emulated(EmuConfig::new(Preset::Gfx90a, 1))
+            .debug(options)
+            .open()
+            .unwrap(),
     );
     let gpu = kfd.gpu(0).unwrap();
     let co = gpu.load_code_object(KERNELS).unwrap();

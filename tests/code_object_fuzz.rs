@@ -69,7 +69,10 @@ fn targets() -> &'static [Target] {
 fn gpu() -> &'static Gpu {
     static GPU: OnceLock<(Kfd, Gpu)> = OnceLock::new();
     &GPU.get_or_init(|| {
-        let kfd = kfdrt::Kfd::emulated(kfdrt::emu::EmuConfig::new(Preset::Gfx90a, 1)).unwrap();
+        let kfd = kfdrt::Kfd::builder()
+            .emulated(kfdrt::emu::EmuConfig::new(Preset::Gfx90a, 1))
+            .open()
+            .unwrap();
         let gpu = kfd.gpu(0).unwrap();
         (kfd, gpu)
     })

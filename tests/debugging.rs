@@ -17,7 +17,13 @@ const VECTOR_ADD: &[u8] = include_bytes!("fixtures/code_objects/kernels-gfx90a.c
 const SUBSTITUTE: &str = "tests/fixtures/code_objects/substitute-gfx90a.elf";
 
 fn device(gpus: usize, options: DebugOptions) -> common::Checked {
-    common::Checked::new(Kfd::emulated_with(EmuConfig::new(Preset::Gfx90a, gpus), options).unwrap())
+    common::Checked::new(
+        Kfd::builder()
+            .emulated(EmuConfig::new(Preset::Gfx90a, gpus))
+            .debug(options)
+            .open()
+            .unwrap(),
+    )
 }
 
 fn refused(r: kfdrt::Result<kfdrt::Submission>, field: &str) -> String {

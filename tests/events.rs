@@ -568,7 +568,10 @@ fn every_waiter_of_a_shared_signal_wakes_every_round() {
         let mut c = kfdrt::emu::EmuConfig::new(kfdrt::emu::Preset::Gfx90a, 1);
         c.kfd_version = version;
         let emu = kfdrt::emu::Emulator::new(c).unwrap();
-        let kfd = kfdrt::Kfd::with_driver(std::sync::Arc::new(SlowToSleep(emu))).unwrap();
+        let kfd = kfdrt::Kfd::builder()
+            .driver(std::sync::Arc::new(SlowToSleep(emu)))
+            .open()
+            .unwrap();
         let s = kfd.create_signal(1).unwrap();
         for round in 0..ROUNDS {
             s.value_atomic().store(1, Ordering::Release);

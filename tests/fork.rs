@@ -55,7 +55,10 @@ fn in_child(kfd: &Kfd, parent: u32) -> Result<(), String> {
         parent,
     )?;
     // The child opens its own device, and it works.
-    let own = Kfd::emulated(kfd_emu_config()).map_err(|e| format!("a device of its own: {e}"))?;
+    let own = Kfd::builder()
+        .emulated(kfd_emu_config())
+        .open()
+        .map_err(|e| format!("a device of its own: {e}"))?;
     let g = own.gpu(0).ok_or("no GPU 0 of its own")?;
     let buf = g
         .alloc(4096, MemoryKind::GttCoherent)
@@ -159,7 +162,7 @@ fn a_forked_child_is_refused_the_parents_device_and_opens_its_own() {
 fn a_second_device_handle_in_one_process_is_refused_with_device_in_use() {
     let kfd = common::emulated(Preset::Gfx90a, 1);
     let emu: std::sync::Arc<dyn kfd_sys::Driver> = kfd.emulator().unwrap().clone();
-    match Kfd::with_driver(emu) {
+    match Kfd::builder().driver(emu).open() {
         Err(Error::DeviceInUse { gpu_id }) => assert_eq!(gpu_id, kfd.gpu(0).unwrap().id()),
         Err(e) => panic!("a second handle: {e} (expected DeviceInUse)"),
         Ok(_) => panic!("a second handle on the process's device was opened"),

@@ -14,7 +14,13 @@ use std::time::Duration;
 const T: Option<Duration> = Some(Duration::from_secs(20));
 
 fn device(options: DebugOptions) -> common::Checked {
-    common::Checked::new(Kfd::emulated_with(EmuConfig::new(Preset::Gfx90a, 1), options).unwrap())
+    common::Checked::new(
+        Kfd::builder()
+            .emulated(EmuConfig::new(Preset::Gfx90a, 1))
+            .debug(options)
+            .open()
+            .unwrap(),
+    )
 }
 
 #[test]

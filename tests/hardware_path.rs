@@ -92,12 +92,15 @@ fn devkfd_runs_on_kfd_emu_through_the_preload() {
 }
 
 fn scenarios() {
-    let kfd = Kfd::open().expect("open /dev/kfd (the preloaded emulator)");
+    let kfd = Kfd::builder()
+        .hardware()
+        .open()
+        .expect("open /dev/kfd (the preloaded emulator)");
     assert_eq!(kfd.kind(), DriverKind::Hardware);
     assert_eq!(kfd.gpus().len(), 2);
     // A second open shares the process's KFD context; a second independent bring-up would be
     // refused by the driver (events page, ACQUIRE_VM), so using both proves they are one.
-    let again = Kfd::open().expect("second open");
+    let again = Kfd::builder().hardware().open().expect("second open");
     let e1 = kfd
         .create_event(EventKind::Signal, EventReset::Auto)
         .expect("event");

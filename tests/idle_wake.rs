@@ -109,7 +109,11 @@ fn hinted_doorbells_wake_idle_processors() {
 fn doorbells_without_hints_are_noticed_by_the_watcher() {
     let emu = Emulator::new(EmuConfig::new(Preset::Gfx90a, 1)).unwrap();
     let driver: Arc<dyn Driver> = Arc::new(NoHints(emu.clone()));
-    let kfd = Kfd::with_driver_and_options(driver, DebugOptions::default()).unwrap();
+    let kfd = Kfd::builder()
+        .driver(driver)
+        .debug(DebugOptions::default())
+        .open()
+        .unwrap();
     work_after_idle(&kfd);
     assert_eq!(emu.doorbell_hints(kfd.gpu(0).unwrap().id()), 0);
     drop(kfd);
@@ -122,7 +126,11 @@ fn doorbells_without_hints_spring_the_trap_and_still_land() {
     config.trap_doorbell_writes = true;
     let emu = Emulator::new(config).unwrap();
     let driver: Arc<dyn Driver> = Arc::new(NoHints(emu.clone()));
-    let kfd = Kfd::with_driver_and_options(driver, DebugOptions::default()).unwrap();
+    let kfd = Kfd::builder()
+        .driver(driver)
+        .debug(DebugOptions::default())
+        .open()
+        .unwrap();
     let gpu = kfd.gpu(0).unwrap().id();
     // Each doorbell after an idle spell faults (its GPU's processors sleep deeply), wakes them
     // and completes: the packets run and the rings move on.

@@ -12,14 +12,19 @@ fn a_log_filter_installs_a_logger_and_a_bad_one_is_refused() {
     assert_eq!(log::max_level(), log::LevelFilter::Off, "no logger before");
     let options = DebugOptions::default().with_log("error,kfdrt=debug");
     let kfd = common::Checked::new(
-        Kfd::emulated_with(EmuConfig::new(Preset::Gfx90a, 1), options).unwrap(),
+        Kfd::builder()
+            .emulated(EmuConfig::new(Preset::Gfx90a, 1))
+            .debug(options)
+            .open()
+            .unwrap(),
     );
     assert_eq!(log::max_level(), log::LevelFilter::Debug);
     drop(kfd);
-    match Kfd::emulated_with(
-        EmuConfig::new(Preset::Gfx90a, 1),
-        DebugOptions::default().with_log("=,"),
-    ) {
+    match Kfd::builder()
+        .emulated(EmuConfig::new(Preset::Gfx90a, 1))
+        .debug(DebugOptions::default().with_log("=,"))
+        .open()
+    {
         Err(Error::Environment { var, .. }) => assert_eq!(var, "KFDRT_LOG"),
         other => panic!("{other:?}"),
     }

@@ -315,11 +315,11 @@ fn a_completion_signal_is_reused_only_once_its_work_is_done_and_nobody_else_hold
 fn a_direct_dispatch_gets_its_raw_arguments_with_the_rest_zeroed() {
     // Short raw arguments are refused by default (`bad_input`); unchecked, they are padded.
     let kfd = common::Checked::new(
-        kfdrt::Kfd::emulated_with(
-            kfdrt::emu::EmuConfig::new(Preset::Gfx90a, 1),
-            kfdrt::DebugOptions::default().unchecked(),
-        )
-        .unwrap(),
+        kfdrt::Kfd::builder()
+            .emulated(kfdrt::emu::EmuConfig::new(Preset::Gfx90a, 1))
+            .debug(kfdrt::DebugOptions::default().unchecked())
+            .open()
+            .unwrap(),
     );
     let gpu = kfd.gpu(0).unwrap();
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));

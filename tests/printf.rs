@@ -141,7 +141,12 @@ fn without_a_handler_lines_go_to_stdout() {
     const CHILD: &str = "KFDRT_TEST_PRINTF_CHILD";
     const NAME: &str = "printf::without_a_handler_lines_go_to_stdout";
     if std::env::var_os(CHILD).is_some() {
-        let kfd = common::Checked::new(Kfd::emulated(EmuConfig::new(Preset::Gfx90a, 1)).unwrap());
+        let kfd = common::Checked::new(
+            Kfd::builder()
+                .emulated(EmuConfig::new(Preset::Gfx90a, 1))
+                .open()
+                .unwrap(),
+        );
         let (gpu, co) = printing_kernels(&kfd);
         let countdown = co.kernel("countdown").unwrap();
         let mut args = KernelArgs::new(&countdown).unwrap();

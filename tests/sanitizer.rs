@@ -28,7 +28,7 @@ fn sanitized() -> Bench {
         sanitize: true,
         ..EmuConfig::new(Preset::Gfx90a, 1)
     };
-    let kfd = common::Checked::new(Kfd::emulated(config).unwrap());
+    let kfd = common::Checked::new(Kfd::builder().emulated(config).open().unwrap());
     let emu = kfd.emulator().unwrap().clone();
     let gpu = kfd.gpu(0).unwrap();
     let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();

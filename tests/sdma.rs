@@ -576,7 +576,11 @@ fn a_timed_out_submission_keeps_what_its_committed_packets_use() {
     use kfdrt::{AllocOptions, DebugOptions, Signal};
     let emu_config = kfdrt::emu::EmuConfig::new(Preset::Gfx90a, 1);
     let debug = DebugOptions::default().with_wait_timeout(Duration::from_millis(300));
-    let kfd = kfdrt::Kfd::emulated_with(emu_config, debug).unwrap();
+    let kfd = kfdrt::Kfd::builder()
+        .emulated(emu_config)
+        .debug(debug)
+        .open()
+        .unwrap();
     let emu = kfd.emulator().unwrap().clone();
     let gpu = kfd.gpu(0).unwrap();
     let q = gpu.create_sdma_queue().unwrap();

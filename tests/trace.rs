@@ -23,7 +23,11 @@ fn record() -> (Value, String, u64) {
     let options = DebugOptions::default()
         .with_trace(&trace)
         .with_depgraph(&dot);
-    let kfd = Kfd::emulated_with(EmuConfig::new(Preset::Gfx90a, 1), options).unwrap();
+    let kfd = Kfd::builder()
+        .emulated(EmuConfig::new(Preset::Gfx90a, 1))
+        .debug(options)
+        .open()
+        .unwrap();
     let emu = kfd.emulator().unwrap().clone();
     let gpu = kfd.gpu(0).unwrap();
     let work = |_: &WorkGroup<'_>| -> Result<(), GpuFault> {
@@ -166,11 +170,11 @@ fn timeline_and_graph_of_a_small_workload() {
 #[test]
 fn device_spans_name_the_kernels_source_location_from_line_tables() {
     let trace = out("lines-trace.json");
-    let kfd = Kfd::emulated_with(
-        EmuConfig::new(Preset::Gfx90a, 1),
-        DebugOptions::default().with_trace(&trace),
-    )
-    .unwrap();
+    let kfd = Kfd::builder()
+        .emulated(EmuConfig::new(Preset::Gfx90a, 1))
+        .debug(DebugOptions::default().with_trace(&trace))
+        .open()
+        .unwrap();
     let gpu = kfd.gpu(0).unwrap();
     let co = gpu
         .load_code_object(&crate::co_util::fixture("lines-gfx90a.elf"))

@@ -259,7 +259,10 @@ fn processor_rig() -> &'static ProcessorRig {
     RIG.get_or_init(|| {
         let mut config = kfd_emu::EmuConfig::new(kfd_emu::Preset::Gfx90a, 1);
         config.spin_poll = true;
-        let kfd = kfdrt::Kfd::emulated_with(config, kfdrt::DebugOptions::default())
+        let kfd = kfdrt::Kfd::builder()
+            .emulated(config)
+            .debug(kfdrt::DebugOptions::default())
+            .open()
             .unwrap_or_else(|e| panic!("cannot create the emulated device: {e}"));
         ProcessorRig {
             kfd,

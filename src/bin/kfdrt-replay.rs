@@ -23,7 +23,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let kfd = match kfdrt::Kfd::from_env_with(options) {
+    let kfd = match kfdrt::Kfd::builder().debug(options).open() {
         Ok(k) => k,
         Err(e) => {
             eprintln!("kfdrt-replay: {e}");

@@ -2,8 +2,7 @@
 //! dependency graphs, capture and substitution.
 //!
 //! Each switch is an environment variable read once when a [`crate::Kfd`] opens
-//! ([`DebugOptions::from_env`]), or set in code ([`crate::Kfd::from_env_with`],
-//! [`crate::Kfd::emulated_with`], [`crate::Kfd::with_driver_and_options`]). None costs anything
+//! ([`DebugOptions::from_env`]), or set in code ([`crate::KfdBuilder::debug`]). None costs anything
 //! when off beyond a branch on a field read at open. `docs/debugging.md` says which to use for
 //! which symptom.
 //!

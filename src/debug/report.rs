@@ -418,6 +418,7 @@ fn fault_report(
     f: &crate::event::MemoryException,
     names: &Kernels,
 ) -> FaultReport {
+    #[cfg_attr(not(feature = "emu"), allow(unused_mut))]
     let mut r = FaultReport {
         gpu_id: f.gpu_id,
         address: (!f.imprecise).then_some(f.va),

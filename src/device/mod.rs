@@ -5,9 +5,12 @@
 //! parts of [`KfdShared`] that each take the context as an argument, so none needs the others or
 //! a whole `Kfd`.
 
+mod builder;
 mod context;
 pub(crate) mod fork;
 mod sync;
+
+pub use builder::KfdBuilder;
 #[cfg(all(test, feature = "emu"))]
 pub(crate) use context::emulated_context;
 pub(crate) use context::{DeviceContext, GpuContext};
@@ -24,7 +27,7 @@ use crate::queue::{WeakAqlQueue, WeakSdmaQueue};
 use crate::signal::SignalPool;
 use crate::topology::{GpuInfo, PeerAccess, Topology};
 use kfd_sys::bindings::*;
-use kfd_sys::{DevKfd, Driver, DriverExt, DriverKind, Feature, KfdVersion};
+use kfd_sys::{Driver, DriverExt, DriverKind, Feature, KfdVersion};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -224,88 +227,19 @@ impl fmt::Debug for Kfd {
 }
 
 impl Kfd {
-    /// Opens the real `/dev/kfd`, with the debugging switches of the environment
-    /// ([`DebugOptions::from_env`]). Fails with [`Error::NoDevice`] when the machine has none, and
-    /// with [`Error::UnsupportedVersion`] when the driver's ABI is too old.
-    ///
-    /// amdkfd keeps one context per process, for the life of the process: one events page, one
-    /// VM per GPU bound to one render-node file. A second, independent bring-up in the same
-    /// process would be refused (EINVAL for a second events page, EBUSY for `ACQUIRE_VM` with
-    /// another render node file), so every call returns a handle to the same process-wide
-    /// device, which stays open until the process exits, as libhsakmt's `hsaKmtOpenKFD` does.
-    pub fn open() -> Result<Kfd> {
-        static HARDWARE: std::sync::Mutex<Option<Kfd>> = std::sync::Mutex::new(None);
-        let mut slot = HARDWARE.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(kfd) = slot.as_ref() {
-            return Ok(kfd.clone());
-        }
-        let dev = DevKfd::open().map_err(|e| {
-            Error::NoDevice(format!(
-                "cannot open {}: {e} (no AMD GPU with the amdgpu driver? set {DEVICE_ENV}=emu \
-                 to use the emulated device)",
-                kfd_sys::DEV_KFD_PATH
-            ))
-        })?;
-        let kfd = Kfd::with_driver_and_options(Arc::new(dev), DebugOptions::from_env()?)?;
-        *slot = Some(kfd.clone());
-        Ok(kfd)
-    }
-
-    /// Opens a new emulated device with `config` (see the `kfd-emu` crate) and the debugging
-    /// switches of the environment.
+    /// A new emulated device with `config` (see [`KfdBuilder::emulated`]).
     #[cfg(feature = "emu")]
-    pub fn emulated(config: kfd_emu::EmuConfig) -> Result<Kfd> {
-        Kfd::emulated_with(config, DebugOptions::from_env()?)
-    }
-
-    /// Opens a new emulated device with `config` and the debugging switches `debug` (the
-    /// environment's are not read).
-    #[cfg(feature = "emu")]
-    pub fn emulated_with(config: kfd_emu::EmuConfig, debug: DebugOptions) -> Result<Kfd> {
+    pub(super) fn bring_up_emulated(
+        config: kfd_emu::EmuConfig,
+        debug: DebugOptions,
+    ) -> Result<Kfd> {
         let emu = kfd_emu::Emulator::new(config)?;
         let driver: Arc<dyn Driver> = emu.clone();
         Kfd::bring_up(driver, Some(emu), debug)
     }
 
-    /// Opens the device [`DeviceChoice::from_env`] selects, with the debugging switches of the
-    /// environment. With `auto`, the emulated device is configured from `KFDRT_EMU_PRESET` /
-    /// `KFDRT_EMU_GPUS`.
-    pub fn from_env() -> Result<Kfd> {
-        Kfd::from_env_with(DebugOptions::from_env()?)
-    }
-
-    /// [`Kfd::from_env`] with the debugging switches `debug` instead of the environment's. The
-    /// hardware device is opened once per process ([`Kfd::open`]): its switches are those of
-    /// the first open.
-    pub fn from_env_with(debug: DebugOptions) -> Result<Kfd> {
-        let choice = DeviceChoice::from_env()?;
-        match choice {
-            DeviceChoice::Hardware => Kfd::open(),
-            DeviceChoice::Auto if DevKfd::present() => Kfd::open(),
-            DeviceChoice::Auto | DeviceChoice::Emulated => Kfd::open_emulated_from_env(debug),
-        }
-    }
-
-    #[cfg(feature = "emu")]
-    fn open_emulated_from_env(debug: DebugOptions) -> Result<Kfd> {
-        Kfd::emulated_with(kfd_emu::EmuConfig::from_env()?, debug)
-    }
-
-    #[cfg(not(feature = "emu"))]
-    fn open_emulated_from_env(_debug: DebugOptions) -> Result<Kfd> {
-        Err(Error::NoDevice(
-            "no /dev/kfd and kfdrt was built without the `emu` feature".into(),
-        ))
-    }
-
-    /// Brings up a KFD over any [`Driver`] implementation, with the debugging switches of the
-    /// environment.
-    pub fn with_driver(driver: Arc<dyn Driver>) -> Result<Kfd> {
-        Kfd::with_driver_and_options(driver, DebugOptions::from_env()?)
-    }
-
-    /// Brings up a KFD over any [`Driver`] implementation, with the debugging switches `debug`.
-    pub fn with_driver_and_options(driver: Arc<dyn Driver>, debug: DebugOptions) -> Result<Kfd> {
+    /// The device over `driver` (see [`KfdBuilder::driver`]).
+    pub(super) fn bring_up_driver(driver: Arc<dyn Driver>, debug: DebugOptions) -> Result<Kfd> {
         #[cfg(feature = "emu")]
         return Kfd::bring_up(driver, None, debug);
         #[cfg(not(feature = "emu"))]
@@ -376,12 +310,6 @@ impl Kfd {
     /// One line saying which device this is, for programs to print.
     pub fn describe(&self) -> String {
         self.shared.dev.driver.describe()
-    }
-
-    /// The KFD ABI version `(major, minor)` the driver reported.
-    pub fn version(&self) -> (u32, u32) {
-        let v = self.shared.dev.version;
-        (v.major, v.minor)
     }
 
     /// The KFD ABI version the driver reported, which says what it can do

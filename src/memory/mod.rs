@@ -15,9 +15,9 @@ mod host;
 pub(crate) mod raw;
 pub(crate) mod shards;
 mod slice;
-pub mod suballoc;
+pub(crate) mod suballoc;
 pub mod svm;
-pub mod va;
+pub(crate) mod va;
 
 pub use buffer::{AllocOptions, Buffer};
 pub use host::HostRegistration;

@@ -140,7 +140,7 @@ pub fn emulated(preset: Preset, gpus: usize) -> Checked {
 
 /// A fresh emulated device with `config` (checked for leaks when it drops).
 pub fn emulated_with(config: EmuConfig) -> Checked {
-    match Kfd::emulated(config) {
+    match Kfd::builder().emulated(config).open() {
         Ok(k) => Checked::new(k),
         Err(e) => panic!("cannot create an emulated device: {e}"),
     }
@@ -152,7 +152,7 @@ pub fn hardware_or_skip(test: &str) -> Option<Kfd> {
         eprintln!("{test}: skipped: /dev/kfd is absent (no AMD GPU on this machine)");
         return None;
     }
-    match Kfd::open() {
+    match Kfd::builder().hardware().open() {
         Ok(k) => Some(k),
         Err(e) => {
             eprintln!("{test}: skipped: {e}");

@@ -9,7 +9,7 @@ pub fn describe(kfd: &Kfd, gpu: &Gpu) -> Value {
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .map(|s| s.trim().to_owned())
         .unwrap_or_else(|_| "unknown".into());
-    let (major, minor) = kfd.version();
+    let kfdrt::KfdVersion { major, minor } = kfd.kfd_version();
     json!({
         "device": kfd.describe(),
         "emulated": kfd.kind() == DriverKind::Emulated,
