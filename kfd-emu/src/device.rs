@@ -178,7 +178,7 @@ impl GpuState {
             trap_handler_tma: AtomicU64::new(0),
             doorbells: SharedMem::new(doorbell_slice(platform.page_size))?,
             mmio,
-            hdp_owner: crate::hdp::owner(emulator_id, index),
+            hdp_owner: crate::segv::owner(emulator_id, index),
             wake_generation: AtomicU64::new(0),
             sleepers: AtomicU32::new(0),
             wake: Mutex::new(()),

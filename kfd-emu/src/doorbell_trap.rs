@@ -3,7 +3,7 @@
 //!
 //! While a processor of a GPU sleeps deeply, the client's mappings of that GPU's doorbell pages
 //! are write-protected ([`arm`]). The client's next doorbell store faults; the `SIGSEGV` handler
-//! (shared with [`crate::hdp`]) lifts the protection and wakes, through one futex ([`wait`]), the
+//! ([`crate::segv`]'s, shared with [`crate::hdp`]) lifts the protection and wakes, through one futex ([`wait`]), the
 //! processors sleeping on it and the doorbell watcher, then yields its CPU to them; the store
 //! then completes as if nothing happened. A GPU whose processors are awake has unprotected
 //! pages, so a busy queue pays nothing; a client pays one fault per idle spell of the GPU.
@@ -22,7 +22,7 @@ use std::time::Duration;
 const TRAPS: usize = 256;
 
 /// A client mapping of doorbell pages: `[start, end)`, owned by `owner` (see
-/// [`crate::hdp::owner`]); `start` 0 is a free slot, 1 a slot being filled.
+/// [`crate::segv::owner`]); `start` 0 is a free slot, 1 a slot being filled.
 struct Trap {
     start: AtomicUsize,
     end: AtomicUsize,
@@ -55,7 +55,7 @@ fn protecting() -> std::sync::MutexGuard<'static, ()> {
 /// (mapped read-write). Returns its slot, or `None` when the table is full (the mapping is then
 /// noticed by the watcher's polling only).
 pub(crate) fn register(start: usize, len: usize, owner: u64) -> Option<usize> {
-    crate::hdp::install_fault_handler();
+    crate::segv::install(on_fault);
     for (i, t) in TABLE.iter().enumerate() {
         if t.start
             .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Relaxed)
@@ -149,7 +149,7 @@ pub(crate) fn sprung(slots: &[usize]) -> u64 {
 /// The `SIGSEGV` handler's part: a protection fault at `addr` inside a trapped mapping lifts
 /// its protection, counts it and wakes the threads in [`wait`]; returns whether it was one.
 /// Async-signal-safe.
-pub(crate) fn on_fault(addr: usize) -> bool {
+fn on_fault(addr: usize) -> bool {
     for t in &TABLE {
         let start = t.start.load(Ordering::Acquire);
         let end = t.end.load(Ordering::Acquire);

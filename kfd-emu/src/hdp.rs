@@ -9,24 +9,22 @@
 //! ROCr's and Linux's HDP flush packet) clears the GPU's dirty pages and protects them again.
 //! GPU accesses to host-visible VRAM look the page up.
 //!
-//! The same handler serves [`crate::doorbell_trap`]. It is async-signal-safe: it scans a fixed
-//! table of tracked ranges, appends the page to a fixed ring and calls `mprotect`; anything else
-//! is passed to the handler installed before (Rust's stack-overflow detection, a debugger's).
+//! The handler is [`crate::segv`]'s, which [`crate::doorbell_trap`] registers with too. This
+//! module's part is async-signal-safe: it scans a fixed table of tracked ranges, appends the
+//! page to a fixed ring and calls `mprotect`.
 //! Leniency: a system call that writes into a tracked page (`read(2)` into VRAM) fails with
 //! EFAULT instead of faulting, and more than [`RING`] pages dirtied between two GPU packets stop
 //! the reports until the next flush.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{LazyLock, Mutex, Once, OnceLock};
+use std::sync::{LazyLock, Mutex};
 
 const PAGE: usize = 4096;
 /// Tracked CPU mappings at most (their ids fit in a page offset).
 const SLOTS: usize = 4096;
 /// Pages dirtied between two drains at most.
 const RING: usize = 1 << 16;
-/// Linux's `si_code` for an access to a mapped page the protection forbids.
-const SEGV_ACCERR: i32 = 2;
 
 /// A tracked CPU mapping: `[start, end)`, owned by GPU `owner` (emulator id << 8 | GPU index).
 struct Slot {
@@ -60,82 +58,38 @@ struct Dirty {
 static DIRTY: LazyLock<Mutex<Dirty>> = LazyLock::new(Mutex::default);
 static DIRTY_COUNT: AtomicUsize = AtomicUsize::new(0);
 
-static INSTALL: Once = Once::new();
-/// The SIGSEGV disposition before ours, which faults outside tracked mappings go to.
-static PREVIOUS: OnceLock<libc::sigaction> = OnceLock::new();
-
 fn lock() -> std::sync::MutexGuard<'static, Dirty> {
     DIRTY.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Emulator instances get distinct ids, so their tracked mappings have distinct owners.
-pub(crate) fn next_emulator_id() -> u64 {
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    NEXT.fetch_add(1, Ordering::Relaxed)
-}
-
-/// Who owns a tracked mapping: an emulator instance and one of its GPUs.
-pub(crate) fn owner(emulator: u64, gpu_index: usize) -> u64 {
-    emulator << 8 | gpu_index as u64
-}
-
-extern "C" fn on_segv(sig: i32, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
-    // SAFETY: the kernel passes a valid siginfo for a SA_SIGINFO handler.
-    let (code, addr) = unsafe { ((*info).si_code, (*info).si_addr() as usize) };
-    if code == SEGV_ACCERR {
-        // A doorbell store while its GPU sleeps (see `doorbell_trap`).
-        if crate::doorbell_trap::on_fault(addr) {
-            return;
-        }
-        for (i, slot) in SLOT_TABLE.iter().enumerate() {
-            let start = slot.start.load(Ordering::Acquire);
-            if start <= addr && addr < slot.end.load(Ordering::Acquire) && start > 1 {
-                let page = addr & !(PAGE - 1);
-                let n = RING_TAIL.fetch_add(1, Ordering::AcqRel);
-                let head = lock_free_head();
-                if n.wrapping_sub(head) >= RING as u64 {
-                    OVERFLOW.store(true, Ordering::Release);
-                } else {
-                    DIRTY_RING[(n % RING as u64) as usize]
-                        .store(page as u64 | i as u64, Ordering::Release);
-                }
-                // SAFETY: the page belongs to a tracked mapping the emulator made; lifting its
-                // write protection is what lets the faulting store complete.
-                let ok = unsafe {
-                    libc::mprotect(
-                        page as *mut libc::c_void,
-                        PAGE,
-                        libc::PROT_READ | libc::PROT_WRITE,
-                    )
-                } == 0;
-                if ok {
-                    return;
-                }
-                break;
-            }
-        }
-    }
-    // Not ours: whoever handled SIGSEGV before us decides.
-    match PREVIOUS.get().copied() {
-        Some(p) if p.sa_sigaction != libc::SIG_DFL && p.sa_sigaction != libc::SIG_IGN => {
-            if p.sa_flags & libc::SA_SIGINFO != 0 {
-                // SAFETY: a SA_SIGINFO handler takes these three arguments.
-                let f: extern "C" fn(i32, *mut libc::siginfo_t, *mut libc::c_void) =
-                    unsafe { std::mem::transmute(p.sa_sigaction) };
-                f(sig, info, ctx);
+/// The HDP part of the `SIGSEGV` handler ([`crate::segv`]): a store to a write-protected page
+/// of a tracked mapping records the page as dirty and lifts the protection so the store runs.
+/// Async-signal-safe: atomics, a fixed ring and `mprotect`.
+fn on_fault(addr: usize) -> bool {
+    for (i, slot) in SLOT_TABLE.iter().enumerate() {
+        let start = slot.start.load(Ordering::Acquire);
+        if start <= addr && addr < slot.end.load(Ordering::Acquire) && start > 1 {
+            let page = addr & !(PAGE - 1);
+            let n = RING_TAIL.fetch_add(1, Ordering::AcqRel);
+            let head = lock_free_head();
+            if n.wrapping_sub(head) >= RING as u64 {
+                OVERFLOW.store(true, Ordering::Release);
             } else {
-                // SAFETY: a plain handler takes the signal number.
-                let f: extern "C" fn(i32) = unsafe { std::mem::transmute(p.sa_sigaction) };
-                f(sig);
+                DIRTY_RING[(n % RING as u64) as usize]
+                    .store(page as u64 | i as u64, Ordering::Release);
             }
-        }
-        _ => {
-            // Fall back to the default action: the fault repeats when we return and kills the
-            // process as it would have without us.
-            // SAFETY: resetting a signal's disposition to the default.
-            unsafe { libc::signal(sig, libc::SIG_DFL) };
+            // SAFETY: the page belongs to a tracked mapping the emulator made; lifting its
+            // write protection is what lets the faulting store complete.
+            return unsafe {
+                libc::mprotect(
+                    page as *mut libc::c_void,
+                    PAGE,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                )
+            } == 0;
         }
     }
+    false
 }
 
 /// The consumer's position, read without the lock (the handler only needs an estimate).
@@ -145,31 +99,11 @@ fn lock_free_head() -> u64 {
     HEAD.load(Ordering::Acquire)
 }
 
-/// Installs the `SIGSEGV` handler that HDP tracking and doorbell traps share (once).
-pub(crate) fn install_fault_handler() {
-    INSTALL.call_once(|| {
-        // SAFETY: sigaction with a zeroed struct is the documented way to build one; the handler
-        // has the SA_SIGINFO signature. PREVIOUS is written before the new handler can run.
-        unsafe {
-            let mut old: libc::sigaction = std::mem::zeroed();
-            let mut new: libc::sigaction = std::mem::zeroed();
-            new.sa_sigaction = on_segv as *const () as usize;
-            new.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK | libc::SA_NODEFER;
-            libc::sigemptyset(&mut new.sa_mask);
-            if libc::sigaction(libc::SIGSEGV, std::ptr::null(), &mut old) == 0
-                && PREVIOUS.set(old).is_ok()
-            {
-                libc::sigaction(libc::SIGSEGV, &new, std::ptr::null_mut());
-            }
-        }
-    });
-}
-
 /// Starts tracking CPU writes to `[start, start + len)`, a mapping of host-visible VRAM owned by
 /// `owner`: write-protects it. Returns the slot to pass to [`untrack`], or `None` when the table
 /// is full (the mapping then goes untracked).
 pub(crate) fn track(start: usize, len: usize, owner: u64) -> Option<usize> {
-    install_fault_handler();
+    crate::segv::install(on_fault);
     for (i, slot) in SLOT_TABLE.iter().enumerate() {
         // 1 marks a slot being filled: the handler ignores it (it needs start > 1).
         if slot

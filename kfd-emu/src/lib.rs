@@ -303,6 +303,7 @@ mod module_params;
 mod pagesize;
 mod queue;
 mod sanitize;
+mod segv;
 mod smi;
 mod stats;
 mod svm;
@@ -399,7 +400,7 @@ impl Emulator {
                 kfd_sys::KFD_ABI
             )));
         }
-        let id = hdp::next_emulator_id();
+        let id = segv::next_emulator_id();
         let sanitizer = Arc::new(sanitize::SanitizerState::new(config.sanitize));
         let mut gpus = Vec::new();
         for (i, p) in config.gpus.iter().enumerate() {

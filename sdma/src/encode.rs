@@ -1,6 +1,7 @@
 //! The encoder: [`SdmaPacket::validate`] checks every field, then the packet is written out
 //! with nothing masked away (a value that would not fit is an error, not a silent truncation).
 
+use crate::check::{aligned, fits, length, no_wrap};
 use crate::fields::*;
 use crate::{EncodeError, SdmaPacket, SdmaVersion};
 
@@ -10,56 +11,6 @@ fn lo(v: u64) -> u32 {
 
 fn hi(v: u64) -> u32 {
     (v >> 32) as u32
-}
-
-pub(crate) fn aligned(packet: &'static str, addr: u64, align: u64) -> Result<(), EncodeError> {
-    if addr % align == 0 {
-        Ok(())
-    } else {
-        Err(EncodeError::Misaligned {
-            packet,
-            addr,
-            align,
-        })
-    }
-}
-
-pub(crate) fn fits(
-    packet: &'static str,
-    field: &'static str,
-    value: u64,
-    max: u64,
-) -> Result<(), EncodeError> {
-    if value <= max {
-        Ok(())
-    } else {
-        Err(EncodeError::FieldRange {
-            packet,
-            field,
-            value,
-            max,
-        })
-    }
-}
-
-fn length(packet: &'static str, bytes: u64, max: u64) -> Result<(), EncodeError> {
-    if bytes == 0 || bytes > max {
-        Err(EncodeError::Length { packet, bytes, max })
-    } else {
-        Ok(())
-    }
-}
-
-/// `[addr, addr + bytes)` must not run past 2^64 (`bytes` is at least 1 here).
-pub(crate) fn no_wrap(packet: &'static str, addr: u64, bytes: u64) -> Result<(), EncodeError> {
-    match addr.checked_add(bytes - 1) {
-        Some(_) => Ok(()),
-        None => Err(EncodeError::AddressWrap {
-            packet,
-            addr,
-            bytes,
-        }),
-    }
 }
 
 impl SdmaPacket {

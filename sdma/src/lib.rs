@@ -20,6 +20,7 @@
 #![warn(missing_docs)]
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
+mod check;
 mod decode;
 mod encode;
 mod error;

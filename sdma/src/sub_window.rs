@@ -19,7 +19,7 @@
 //! `BuildCopyRectCommand` and Mesa's `ac_emit_sdma_copy_linear_sub_window` both write
 //! `pitch - 1`, `slice_pitch - 1`, `width - 1`, ...).
 
-use crate::encode::{aligned, fits, no_wrap};
+use crate::check::{aligned, fits, no_wrap};
 use crate::fields::*;
 use crate::{DecodeError, EncodeError, SdmaVersion, SubWindowCopy, SubWindowSurface};
 

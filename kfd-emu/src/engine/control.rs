@@ -67,6 +67,21 @@ impl QueueCtl {
     }
 }
 
+impl super::watcher::WatchedQueue for QueueCtl {
+    fn gpu(&self) -> &GpuState {
+        &self.gpu
+    }
+    fn doorbell_index(&self) -> u32 {
+        self.doorbell_index
+    }
+    fn wptr_address(&self) -> u64 {
+        self.wptr
+    }
+    fn stopped(&self) -> bool {
+        QueueCtl::stopped(self)
+    }
+}
+
 impl QueueCtl {
     /// Whether the processor must exit (the queue is being destroyed).
     pub(crate) fn stopped(&self) -> bool {

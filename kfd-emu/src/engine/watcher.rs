@@ -14,7 +14,7 @@
 //! `1 / MAX_PERIOD` times a second. With doorbell traps ([`crate::doorbell_trap`]) such a
 //! client's first doorbell store faults and wakes the watcher at once instead.
 
-use super::control::QueueCtl;
+use crate::device::GpuState;
 use crate::fault::FaultInjector;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
@@ -41,18 +41,31 @@ pub(crate) struct Watch {
     cv: Condvar,
 }
 
+/// What the watcher looks at of a queue (its control block, `control::QueueCtl`, is one).
+pub(crate) trait WatchedQueue: Send + Sync {
+    /// The queue's GPU.
+    fn gpu(&self) -> &GpuState;
+    /// The queue's doorbell slot.
+    fn doorbell_index(&self) -> u32;
+    /// Where the client writes the queue's write pointer.
+    fn wptr_address(&self) -> u64;
+    /// The queue is being destroyed.
+    fn stopped(&self) -> bool;
+}
+
 struct Watched {
-    ctl: Weak<QueueCtl>,
+    queue: Weak<dyn WatchedQueue>,
     doorbell: u64,
     wptr: u64,
 }
 
 impl Watch {
-    /// Starts watching `ctl` (at queue creation).
-    pub(crate) fn add(&self, ctl: &Arc<QueueCtl>) {
-        let (doorbell, wptr) = observe(ctl);
+    /// Starts watching `queue` (at queue creation).
+    pub(crate) fn add<Q: WatchedQueue + 'static>(&self, queue: &Arc<Q>) {
+        let (doorbell, wptr) = observe(&**queue);
+        let queue: Arc<dyn WatchedQueue> = queue.clone();
         self.lock_queues().push(Watched {
-            ctl: Arc::downgrade(ctl),
+            queue: Arc::downgrade(&queue),
             doorbell,
             wptr,
         });
@@ -87,33 +100,34 @@ impl Watch {
     fn scan(&self) -> bool {
         let mut moved = false;
         self.lock_queues().retain_mut(|w| {
-            let Some(ctl) = w.ctl.upgrade() else {
+            let Some(q) = w.queue.upgrade() else {
                 return false;
             };
-            let now = observe(&ctl);
+            let now = observe(&*q);
             if now != (w.doorbell, w.wptr) {
                 (w.doorbell, w.wptr) = now;
-                ctl.gpu.queue_moved(ctl.doorbell_index);
+                q.gpu().queue_moved(q.doorbell_index());
                 moved = true;
             }
-            !ctl.stopped()
+            !q.stopped()
         });
         moved
     }
 
     fn wake_all(&self) {
         for w in self.lock_queues().iter() {
-            if let Some(ctl) = w.ctl.upgrade() {
-                ctl.gpu.doorbell_rung();
+            if let Some(q) = w.queue.upgrade() {
+                q.gpu().doorbell_rung();
             }
         }
     }
 }
 
-/// What a client changes to submit work to `ctl`'s queue.
-fn observe(ctl: &QueueCtl) -> (u64, u64) {
-    let doorbell = ctl.gpu.doorbell(ctl.doorbell_index);
-    let wptr = ctl.gpu.vm.read_u64(ctl.wptr).unwrap_or(0);
+/// What a client changes to submit work to a queue.
+fn observe(q: &dyn WatchedQueue) -> (u64, u64) {
+    let gpu = q.gpu();
+    let doorbell = gpu.doorbell(q.doorbell_index());
+    let wptr = gpu.vm.read_u64(q.wptr_address()).unwrap_or(0);
     (doorbell, wptr)
 }
 
