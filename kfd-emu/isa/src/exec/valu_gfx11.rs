@@ -2,9 +2,8 @@
 //! pairs, 16-bit logic, the DX9 multiply-adds, cross-row lane permutes.
 
 use super::fpmath::{d2h, fmax32, fmin32, h2d};
-use super::valu::V;
-use super::valu_misc::{fields, sext};
-use super::valu_wide::{h3, i16op};
+use super::valu_half::{fields, h3, i16op, sext};
+use super::valu_operands::V;
 use super::wave::{per_lane, select_into, Lanes, LANES};
 use crate::decode::Op;
 use crate::error::WaveError;
@@ -18,7 +17,11 @@ fn dx9_mul(a: f32, b: f32) -> f32 {
     }
 }
 
-pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
+/// Runs `v`'s instruction if it is one of this family's, else hands it to `other`.
+pub(super) fn exec(
+    v: &mut V<'_>,
+    other: impl FnOnce(&mut V<'_>) -> Result<(), WaveError>,
+) -> Result<(), WaveError> {
     match v.i.op {
         Op::VXor3B32 => v.map3(|a, b, c| a ^ b ^ c),
         Op::VMaxminU32 => v.map3(|a, b, c| a.max(b).min(c)),
@@ -128,7 +131,7 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
             let m = v.mask();
             v.write(&out, m)
         }
-        _ => Err(v.w.unimplemented(v.i)),
+        _ => other(v),
     }
 }
 

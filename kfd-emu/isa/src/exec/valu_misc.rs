@@ -3,8 +3,8 @@
 //! FMA.
 
 use super::fpmath::{d2h, frexp64, h2d};
-use super::valu::V;
-use super::valu_wide::{h3, i16op, pk16};
+use super::valu_half::{fields, h3, i16op, pk16, sext};
+use super::valu_operands::V;
 use super::wave::{per_lane, Lanes};
 use crate::decode::Op;
 use crate::error::WaveError;
@@ -15,23 +15,6 @@ fn s16(x: u32) -> i32 {
 
 fn sat_i16(x: i64) -> u32 {
     x.clamp(-32768, 32767) as i32 as u32 & 0xFFFF
-}
-
-/// Sum over `n` lanes of `bits`-wide fields of `f(a_field, b_field)`.
-pub(super) fn fields(a: u32, b: u32, bits: u32, f: impl Fn(u32, u32) -> i64) -> i64 {
-    let mask = (1u64 << bits) - 1;
-    (0..32 / bits)
-        .map(|k| {
-            let x = ((u64::from(a) >> (k * bits)) & mask) as u32;
-            let y = ((u64::from(b) >> (k * bits)) & mask) as u32;
-            f(x, y)
-        })
-        .sum()
-}
-
-pub(super) fn sext(x: u32, bits: u32) -> i64 {
-    let shift = 64 - bits;
-    (i64::from(x) << shift) >> shift
 }
 
 /// Dot product of packed fields plus an accumulator (signed or not).
@@ -82,7 +65,11 @@ fn mix(v: &mut V<'_>) -> Result<(), WaveError> {
     v.write(&out, mask)
 }
 
-pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
+/// Runs `v`'s instruction if it is one of this family's, else hands it to `other`.
+pub(super) fn exec(
+    v: &mut V<'_>,
+    other: impl FnOnce(&mut V<'_>) -> Result<(), WaveError>,
+) -> Result<(), WaveError> {
     match v.i.op {
         Op::VAddI16 => i16op(v, 2, |a, b, _| sat_i16(i64::from(s16(a) + s16(b)))),
         Op::VSubI16 => i16op(v, 2, |a, b, _| sat_i16(i64::from(s16(a) - s16(b)))),
@@ -187,6 +174,6 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
             v.write(&out, m)
         }
         Op::VFmaMixF32 | Op::VFmaMixloF16 | Op::VFmaMixhiF16 => mix(v),
-        _ => super::valu_gfx11::exec(v),
+        _ => other(v),
     }
 }

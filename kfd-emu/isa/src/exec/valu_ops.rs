@@ -2,8 +2,7 @@
 //! cross-lane reads. 64-bit, 16-bit, packed and conversion operations are in `valu_wide`.
 
 use super::fpmath::{class16, class32, class_f64, div_fixup, fmax32, fmin32, fract32, med3};
-use super::valu::{Lanes64, V};
-use super::valu_wide;
+use super::valu_operands::{Lanes64, V};
 use super::wave::{lane_masks, pack_masks, per_lane, Lanes, LANES};
 use crate::decode::compare::{self, CmpType};
 use crate::decode::{Format, Op, Operand};
@@ -279,7 +278,11 @@ fn lane_access(v: &mut V<'_>) -> Result<(), WaveError> {
     }
 }
 
-pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
+/// Runs `v`'s instruction if it is one of this family's, else hands it to `other`.
+pub(super) fn exec(
+    v: &mut V<'_>,
+    other: impl FnOnce(&mut V<'_>) -> Result<(), WaveError>,
+) -> Result<(), WaveError> {
     if v.i.aux & compare::VALID != 0 {
         return compare(v);
     }
@@ -503,7 +506,7 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
         Op::VDivFixupF32 => {
             v.f3(|q, d, n| div_fixup(f64::from(q), f64::from(d), f64::from(n)) as f32)
         }
-        _ => valu_wide::exec(v),
+        _ => other(v),
     }
 }
 

@@ -2,7 +2,8 @@
 //! accumulation-register moves.
 
 use super::fpmath::{d2h, div_fixup, f64_to_i32, f64_to_u32, fract64, frexp64, h2d, rndne};
-use super::valu::{Lanes64, V};
+use super::valu_half::{h3, i16op, pk16};
+use super::valu_operands::{Lanes64, V};
 use super::wave::{per_lane, Lanes, LANES};
 use crate::decode::Op;
 use crate::error::WaveError;
@@ -31,38 +32,6 @@ fn to64(v: &mut V<'_>, f: impl Fn(u32) -> f64) -> Result<(), WaveError> {
     let out: Lanes64 = per_lane(|l| v.fout64(f(a[l])));
     let m = v.mask();
     v.write64(&out, m)
-}
-
-/// An f16 op computed in f64 and rounded to f16 (`n` sources, 16-bit results).
-pub(super) fn h3(
-    v: &mut V<'_>,
-    n: usize,
-    f: impl Fn(f64, f64, f64) -> f64,
-) -> Result<(), WaveError> {
-    let a = v.src16(0)?;
-    let b = if n > 1 { v.src16(1)? } else { [0; LANES] };
-    let c = if n > 2 { v.src16(2)? } else { [0; LANES] };
-    let clamp = v.i.vop3.clamp;
-    let out: Lanes = per_lane(|l| {
-        let r = f(v.fmod16(a[l], 0), v.fmod16(b[l], 1), v.fmod16(c[l], 2));
-        d2h(if clamp { r.clamp(0.0, 1.0) } else { r })
-    });
-    let m = v.mask();
-    v.write16(&out, m)
-}
-
-/// A 16-bit integer op.
-pub(super) fn i16op(
-    v: &mut V<'_>,
-    n: usize,
-    f: impl Fn(u32, u32, u32) -> u32,
-) -> Result<(), WaveError> {
-    let a = v.src16(0)?;
-    let b = if n > 1 { v.src16(1)? } else { [0; LANES] };
-    let c = if n > 2 { v.src16(2)? } else { [0; LANES] };
-    let out: Lanes = per_lane(|l| f(a[l], b[l], c[l]) & 0xFFFF);
-    let m = v.mask();
-    v.write16(&out, m)
 }
 
 /// Packed (VOP3P) f32 pairs: each half of the 64-bit sources, chosen by op_sel/op_sel_hi,
@@ -101,50 +70,15 @@ fn pk_f32(v: &mut V<'_>, n: usize, f: impl Fn(f32, f32, f32) -> f32) -> Result<(
     v.write64(&out, m)
 }
 
-/// Packed 16-bit pairs in one dword (VOP3P), op_sel/op_sel_hi choosing halves.
-pub(super) fn pk16(
-    v: &mut V<'_>,
-    n: usize,
-    f: impl Fn(u32, u32, u32, bool) -> u32,
-) -> Result<(), WaveError> {
-    let m3 = v.i.vop3;
-    let srcs: Vec<Lanes> = (0..n)
-        .map(|k| v.src(k).map(|s| *s))
-        .collect::<Result<_, _>>()?;
-    let half = |k: usize, l: usize, hi: bool| -> u32 {
-        let sel = if hi {
-            m3.opsel_hi >> k & 1
-        } else {
-            m3.opsel >> k & 1
-        };
-        let raw = srcs.get(k).map_or(0, |s| s[l]);
-        let h = if sel != 0 { raw >> 16 } else { raw & 0xFFFF };
-        let neg = if hi { m3.abs >> k & 1 } else { m3.neg >> k & 1 };
-        if neg != 0 {
-            h ^ 0x8000
-        } else {
-            h
-        }
-    };
-    let out: Lanes = per_lane(|l| {
-        let lo = f(
-            half(0, l, false),
-            half(1, l, false),
-            half(2, l, false),
-            false,
-        ) & 0xFFFF;
-        let hi = f(half(0, l, true), half(1, l, true), half(2, l, true), true) & 0xFFFF;
-        lo | hi << 16
-    });
-    let m = v.mask();
-    v.write(&out, m)
-}
-
 fn hf(f: impl Fn(f64, f64, f64) -> f64) -> impl Fn(u32, u32, u32, bool) -> u32 {
     move |a, b, c, _| d2h(f(h2d(a), h2d(b), h2d(c)))
 }
 
-pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
+/// Runs `v`'s instruction if it is one of this family's, else hands it to `other`.
+pub(super) fn exec(
+    v: &mut V<'_>,
+    other: impl FnOnce(&mut V<'_>) -> Result<(), WaveError>,
+) -> Result<(), WaveError> {
     match v.i.op {
         // f64.
         Op::VAddF64 => v.d3(2, |a, b, _| a + b),
@@ -417,6 +351,6 @@ pub(super) fn exec(v: &mut V<'_>) -> Result<(), WaveError> {
             v.write(&a, m)?;
             v.write_to(inst.src[0], 0, &b, m)
         }
-        _ => super::valu_misc::exec(v),
+        _ => other(v),
     }
 }
