@@ -33,6 +33,7 @@ mod hang_report;
 mod idle_wake;
 mod kernel_args;
 mod large_copies;
+mod layering;
 mod leaks;
 mod load_kernel;
 mod memory;

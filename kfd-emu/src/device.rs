@@ -93,7 +93,7 @@ pub(crate) struct GpuState {
     /// Recent wave errors of machine-code dispatches, with their code.
     pub(crate) fault_log: crate::fault_log::FaultLog,
     /// The CP's arbitration between the GPU's queues by priority.
-    pub(crate) arbiter: crate::engine::arbiter::PipeArbiter,
+    pub(crate) arbiter: crate::arbiter::PipeArbiter,
     /// The GPU's global wave sync resources, which waves of the queue holding them reach.
     pub(crate) gws: std::sync::Arc<kfd_emu_isa::gws::Gws>,
     /// Processors in a deep sleep, woken queue by queue.

@@ -39,7 +39,7 @@
 //! ([`Emulator::module_parameters`]). A process may have more queues than the GPU has hardware
 //! queue slots; every queue has a processor of its own, so all of them progress at once (the
 //! hardware scheduler would time-slice them: only the cost differs). Queue priorities are the
-//! CP's (`engine::arbiter`): while a queue of a higher pipe priority has work-groups to start,
+//! CP's (`arbiter`): while a queue of a higher pipe priority has work-groups to start,
 //! lower ones start none.
 //!
 //! # Shape
@@ -277,6 +277,7 @@
 #![warn(missing_docs)]
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
 
+mod arbiter;
 mod config;
 mod debugger;
 mod device;

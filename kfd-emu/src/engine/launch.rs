@@ -18,7 +18,7 @@ pub(crate) struct KernelLaunch<'a> {
     pub(crate) grid_size: [u32; 3],
     pub(crate) kernarg_address: u64,
     /// The GPU's arbitration between queues, and this dispatch's pipe priority.
-    pub(crate) arbiter: &'a super::arbiter::PipeArbiter,
+    pub(crate) arbiter: &'a crate::arbiter::PipeArbiter,
     pub(crate) pipe_priority: usize,
 }
 
@@ -34,7 +34,7 @@ pub(crate) enum LaunchStop {
 impl KernelLaunch<'_> {
     /// Runs every work-group in order (x fastest), checking `stopped` before each so a queue
     /// being destroyed does not wait for a long grid, and giving way to queues of a higher
-    /// priority (`super::arbiter`).
+    /// priority (`crate::arbiter`).
     pub(crate) fn run(&self, stopped: &dyn Fn() -> bool) -> Result<(), LaunchStop> {
         let launching = self.arbiter.begin(self.pipe_priority);
         for z in 0..self.groups[2] {

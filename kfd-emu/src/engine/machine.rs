@@ -29,7 +29,7 @@ pub(crate) struct MachineLaunch<'a> {
     /// waves using its own. Empty for a GPU of one XCC.
     pub(crate) other_xccs: Vec<Option<kfd_emu_isa::ScratchBacking>>,
     /// The GPU's arbitration between queues, and this dispatch's pipe priority.
-    pub(crate) arbiter: &'a super::arbiter::PipeArbiter,
+    pub(crate) arbiter: &'a crate::arbiter::PipeArbiter,
     pub(crate) pipe_priority: usize,
 }
 

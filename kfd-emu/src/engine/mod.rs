@@ -23,7 +23,6 @@
 //! `kernel`, `fault` and `stats`; none of those, and no engine, imports `queue`.
 
 mod aql;
-pub(crate) mod arbiter;
 mod backoff;
 mod clock;
 mod control;

@@ -518,9 +518,7 @@ impl<'a> Interpreter<'a> {
             grid_size: grid,
             kernarg_address: kernarg,
             arbiter: &self.ctl.gpu.arbiter,
-            pipe_priority: crate::engine::arbiter::pipe_priority(
-                self.ctl.priority.load(Ordering::Acquire),
-            ),
+            pipe_priority: crate::arbiter::pipe_priority(self.ctl.priority.load(Ordering::Acquire)),
         };
         launch.run(stopped).map_err(|stop| match stop {
             LaunchStop::Stopped => Pm4Error::Stopped,
@@ -618,9 +616,7 @@ impl<'a> Interpreter<'a> {
             fault_log: &self.ctl.gpu.fault_log,
             other_xccs: scratch.iter().skip(1).copied().collect(),
             arbiter: &self.ctl.gpu.arbiter,
-            pipe_priority: crate::engine::arbiter::pipe_priority(
-                self.ctl.priority.load(Ordering::Acquire),
-            ),
+            pipe_priority: crate::arbiter::pipe_priority(self.ctl.priority.load(Ordering::Acquire)),
         };
         self.stats
             .machine_dispatches

@@ -101,9 +101,7 @@ impl Processor {
             grid_size: d.grid_size,
             kernarg_address: d.kernarg_address,
             arbiter: &self.ctl.gpu.arbiter,
-            pipe_priority: crate::engine::arbiter::pipe_priority(
-                self.ctl.priority.load(Ordering::Acquire),
-            ),
+            pipe_priority: crate::arbiter::pipe_priority(self.ctl.priority.load(Ordering::Acquire)),
         };
         match launch.run(&|| self.stopped()) {
             Ok(()) => Outcome::Done,
@@ -163,9 +161,7 @@ impl Processor {
                 })
                 .collect(),
             arbiter: &self.ctl.gpu.arbiter,
-            pipe_priority: crate::engine::arbiter::pipe_priority(
-                self.ctl.priority.load(Ordering::Acquire),
-            ),
+            pipe_priority: crate::arbiter::pipe_priority(self.ctl.priority.load(Ordering::Acquire)),
         };
         self.stats
             .machine_dispatches
