@@ -129,7 +129,7 @@ pub use queue::{
 };
 pub use signal::{Condition, Signal};
 pub use stream::{Graph, MemoryPool, PoolStats, PooledBuffer, Stream, StreamEvent, StreamOptions};
-pub use topology::{GpuInfo, IoLink, IoLinkFlags, PeerAccess, Topology};
+pub use topology::{CwsrSizes, GpuInfo, IoLink, IoLinkFlags, PeerAccess, Topology};
 
 /// The emulated device, re-exported for programs and tests that configure it.
 #[cfg(feature = "emu")]

@@ -418,7 +418,7 @@ fn a_debugger_reads_the_wave_state_headers_and_the_queue_descriptor() {
         let gpu = kfd.gpu(0).unwrap();
         let preset = gpu.info().gfx_target.clone();
         let info = gpu.info().clone();
-        let sizes = kfdrt::queue::cwsr::cwsr_sizes(&info, kfd.driver().page_size()).unwrap();
+        let sizes = info.cwsr_sizes(kfd.driver().page_size()).unwrap();
         let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
         let (_info, _notify) = attach(kfd).unwrap();
         let entry = queue_snapshot(kfd)

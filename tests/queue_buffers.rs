@@ -9,7 +9,6 @@ use kfd_sys::bindings::*;
 use kfd_sys::DriverExt;
 use kfdrt::emu::Preset;
 use kfdrt::memory::AllocOptions;
-use kfdrt::queue::cwsr::cwsr_sizes;
 use kfdrt::{AqlQueueOptions, Buffer, Errno, Gpu, Kfd, MemoryKind, Pm4QueueOptions};
 use std::time::Duration;
 
@@ -28,7 +27,10 @@ struct Parts {
 
 impl Parts {
     fn new(gpu: &Gpu) -> Parts {
-        let sizes = cwsr_sizes(gpu.info(), gpu.kfd().driver().page_size()).unwrap();
+        let sizes = gpu
+            .info()
+            .cwsr_sizes(gpu.kfd().driver().page_size())
+            .unwrap();
         Parts {
             ring: whole(gpu, 64 * 1024, MemoryKind::GttCoherent),
             ptrs: whole(gpu, 4096, MemoryKind::GttCoherent),
@@ -42,7 +44,10 @@ impl Parts {
     }
 
     fn args(&self, gpu: &Gpu) -> kfd_ioctl_create_queue_args {
-        let sizes = cwsr_sizes(gpu.info(), gpu.kfd().driver().page_size()).unwrap();
+        let sizes = gpu
+            .info()
+            .cwsr_sizes(gpu.kfd().driver().page_size())
+            .unwrap();
         kfd_ioctl_create_queue_args {
             ring_base_address: self.ring.gpu_address(),
             ring_size: 64 * 1024,
@@ -80,7 +85,10 @@ fn create_queue_checks_mirror_kfd() {
     let gpu = kfd.gpu(0).unwrap();
     let p = Parts::new(&gpu);
     let good = p.args(&gpu);
-    let sizes = cwsr_sizes(gpu.info(), gpu.kfd().driver().page_size()).unwrap();
+    let sizes = gpu
+        .info()
+        .cwsr_sizes(gpu.kfd().driver().page_size())
+        .unwrap();
     // Buffers that are mapped but not whole: a sub-allocation, and pages of larger buffers.
     let sub = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
     assert!(sub.is_suballocated());
@@ -561,7 +569,10 @@ fn a_cwsr_area_in_svm_ranges_is_taken_as_the_driver_takes_it() {
     };
     let (gpu, other) = (kfd.gpu(0).unwrap(), kfd.gpu(1).unwrap());
     let p = Parts::new(&gpu);
-    let sizes = cwsr_sizes(gpu.info(), gpu.kfd().driver().page_size()).unwrap();
+    let sizes = gpu
+        .info()
+        .cwsr_sizes(gpu.kfd().driver().page_size())
+        .unwrap();
     let len = sizes.total_bytes;
     let always = KFD_IOCTL_SVM_FLAG_GPU_ALWAYS_MAPPED;
     let set = |host: &common::HostPages, off: u64, n: u64, attrs: &[A]| {

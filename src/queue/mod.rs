@@ -2,7 +2,7 @@
 //! ownership plumbing they share.
 
 mod aql_queue;
-pub mod cwsr;
+pub(crate) mod cwsr;
 pub(crate) mod doorbell;
 mod handle;
 pub(crate) mod hdp_queue;

@@ -102,7 +102,11 @@ impl ExceptionReport {
 
     /// Writes the header of each XCC's part of the context-save area `cwsr` (as libhsakmt's
     /// `fill_cwsr_header`): the error word and event, and where the debugger's area is.
-    pub(crate) fn fill_headers(&self, cwsr: &Buffer, sizes: &super::cwsr::CwsrSizes) -> Result<()> {
+    pub(crate) fn fill_headers(
+        &self,
+        cwsr: &Buffer,
+        sizes: &crate::topology::CwsrSizes,
+    ) -> Result<()> {
         let xccs = sizes.num_xcc.max(1);
         let per_xcc = u64::from(sizes.ctx_save_restore_size);
         for i in 0..xccs {

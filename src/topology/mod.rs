@@ -4,9 +4,13 @@
 //! `properties` file is `key value` lines; kfdrt keeps every key (see [`NodeProperties`]) and lifts
 //! the ones a runtime needs into typed fields.
 
+mod queue_areas;
+
 use crate::error::{Error, Result};
 use kfd_sys::{Driver, Errno};
 use std::collections::BTreeMap;
+
+pub use queue_areas::CwsrSizes;
 
 /// The raw `key value` pairs of one `properties` file.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
