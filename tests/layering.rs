@@ -284,7 +284,6 @@ const KFDRT_DEBT: &[&str] = &[
     "error -> exception",
     "error -> kernel_args",
     "error -> queue",
-    "memory -> debug",
     "queue -> debug",
     "queue -> kernel",
     "queue -> kernel_args",

@@ -36,16 +36,7 @@ pub(crate) struct Recorder {
     pub(crate) capture: Option<Mutex<Capture>>,
 }
 
-/// Host clock in ns (CLOCK_MONOTONIC_RAW: what `GET_CLOCK_COUNTERS` pairs GPU time with).
-pub(crate) fn host_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid out-parameter.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_RAW, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+use crate::device::host_ns;
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())

@@ -431,6 +431,18 @@ pub struct ClockCounters {
     pub system_freq_hz: u64,
 }
 
+/// The host clock in ns: CLOCK_MONOTONIC_RAW, the CPU clock `GET_CLOCK_COUNTERS` pairs GPU time
+/// with ([`ClockCounters::cpu`]), so host and GPU timestamps share a time line.
+pub(crate) fn host_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-parameter.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_RAW, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// A GPU of an open [`Kfd`]. Cheap to clone.
 #[derive(Clone)]
 pub struct Gpu {

@@ -141,7 +141,7 @@ impl Gpu {
         match &self.kfd.shared.recorder {
             None => self.alloc_unrecorded(size, options),
             Some(rec) => {
-                let started = crate::debug::recorder::host_ns();
+                let started = crate::device::host_ns();
                 let r = self.alloc_unrecorded(size, options);
                 rec.host_span(
                     &format!("alloc {size} B of {}", options.kind.name()),

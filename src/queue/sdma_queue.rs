@@ -534,7 +534,7 @@ impl SdmaQueue {
                         .to_string()
                 })
                 .collect();
-            (crate::debug::recorder::host_ns(), labels)
+            (crate::device::host_ns(), labels)
         });
         let mut held = Held::default();
         for d in deps {
@@ -648,7 +648,7 @@ impl SdmaQueue {
                 waits_on: deps.iter().map(|d| d.handle()).collect(),
                 completion: signal.handle(),
                 host_start: started,
-                host_end: crate::debug::recorder::host_ns(),
+                host_end: crate::device::host_ns(),
             });
         }
         let done = CopyCompletion {

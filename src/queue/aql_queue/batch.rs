@@ -135,7 +135,7 @@ impl<'q> Batch<'q> {
             last_object: 0,
             uses_scratch: false,
             started_ns: match shared.recorder {
-                Some(_) => crate::debug::recorder::host_ns(),
+                Some(_) => crate::device::host_ns(),
                 None => 0,
             },
             validating: shared.buffers.is_some() && shared.debug.validate,

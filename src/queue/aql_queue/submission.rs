@@ -61,7 +61,7 @@ impl Submission {
         let started = shared
             .recorder
             .as_ref()
-            .map(|_| crate::debug::recorder::host_ns());
+            .map(|_| crate::device::host_ns());
         let r = self
             .wait_unreported(timeout)
             .map_err(|e| e.with_report(shared));
