@@ -384,17 +384,12 @@ mod interrupts {
         let scratch = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
         common::pm4_submit(
             &q,
-            &[pm4::Pm4Packet::ReleaseMem {
-                event_type: pm4::event::CACHE_FLUSH_AND_INV_TS,
-                event_index: 5,
-                cache_action: 0,
-                dst_sel: 0,
-                int_sel: pm4::int_sel::SEND_INT_ON_CONFIRM,
-                data_sel: pm4::data_sel::DATA32,
-                addr: scratch.gpu_address(),
-                data: u64::from(mem.id()),
-                int_ctxid: mem.id(),
-            }],
+            &[common::release_mem(
+                scratch.gpu_address(),
+                mem.id(),
+                0,
+                Some(mem.id()),
+            )],
             T,
         )
         .unwrap();

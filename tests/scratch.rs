@@ -444,17 +444,8 @@ fn pm4_dispatches_on_an_mi300x_give_each_xcc_its_scratch_and_wait_for_every_xcc(
     // A fence every XCC runs after a dispatch: the first XCC done would report all of it.
     let word = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
     let (_, done) = run(&|mut p| {
-        p.push(pm4::Pm4Packet::ReleaseMem {
-            event_type: pm4::event::CACHE_FLUSH_AND_INV_TS,
-            event_index: 5,
-            cache_action: pm4::release_mem::gfx9::TC_WB_ACTION_EN,
-            dst_sel: 0,
-            int_sel: pm4::int_sel::NONE,
-            data_sel: pm4::data_sel::DATA32,
-            addr: word.gpu_address(),
-            data: 7,
-            int_ctxid: 0,
-        });
+        let wb = pm4::release_mem::gfx9::TC_WB_ACTION_EN;
+        p.push(common::release_mem(word.gpu_address(), 7, wb, None));
         p
     });
     done.unwrap();

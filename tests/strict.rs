@@ -306,17 +306,7 @@ fn a_pm4_fence_without_an_l2_write_back_after_dispatches_is_reported() {
         // A fence with no cache action after a dispatch: the CPU may read stale data.
         let word = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
         let mut packets = dispatch();
-        packets.push(pm4::Pm4Packet::ReleaseMem {
-            event_type: pm4::event::CACHE_FLUSH_AND_INV_TS,
-            event_index: 5,
-            cache_action: 0,
-            dst_sel: 0,
-            int_sel: pm4::int_sel::NONE,
-            data_sel: pm4::data_sel::DATA32,
-            addr: word.gpu_address(),
-            data: 7,
-            int_ctxid: 0,
-        });
+        packets.push(common::release_mem(word.gpu_address(), 7, 0, None));
         common::pm4_submit(&q, &packets, T).unwrap();
         wait_for("the raw fence", || word.to_vec().unwrap()[0] == 7);
         assert_eq!(

@@ -161,6 +161,31 @@ pub fn hardware_or_skip(test: &str) -> Option<Kfd> {
     }
 }
 
+/// A raw end-of-pipe RELEASE_MEM writing `data` (32 bits) to `addr` with the cache actions
+/// `cache_action`, and raising interrupt `int_ctxid` when it is `Some`.
+pub fn release_mem(
+    addr: u64,
+    data: u32,
+    cache_action: u32,
+    int_ctxid: Option<u32>,
+) -> pm4::Pm4Packet {
+    pm4::Pm4Packet::ReleaseMem {
+        event_type: pm4::event::CACHE_FLUSH_AND_INV_TS,
+        event_index: 5,
+        cache_action,
+        dst_sel: 0,
+        int_sel: if int_ctxid.is_some() {
+            pm4::int_sel::SEND_INT_ON_CONFIRM
+        } else {
+            pm4::int_sel::NONE
+        },
+        data_sel: pm4::data_sel::DATA32,
+        addr,
+        data: u64::from(data),
+        int_ctxid: int_ctxid.unwrap_or(0),
+    }
+}
+
 /// Submits raw PM4 packets.
 pub fn pm4_submit(
     q: &kfdrt::Pm4Queue,

@@ -58,10 +58,7 @@ impl Submission {
     pub fn wait(&self, timeout: Option<Duration>) -> Result<()> {
         let shared = &self.queue.gpu().kfd().shared;
         let timeout = timeout.or(shared.debug.wait_timeout);
-        let started = shared
-            .recorder
-            .as_ref()
-            .map(|_| crate::device::host_ns());
+        let started = shared.recorder.as_ref().map(|_| crate::device::host_ns());
         let r = self
             .wait_unreported(timeout)
             .map_err(|e| e.with_report(shared));
