@@ -13,24 +13,14 @@
 //! fault here, where the queues of that GPU look it up without a system call.
 
 use crate::device::DeviceContext;
-use crate::error::{Error, Result};
-use crate::event::{EventKind, EventReset, EventTable, MemoryException, WaitMode};
+pub use crate::error::DeviceReset;
+use crate::error::{Error, MemoryException, Result};
+use crate::event::{EventKind, EventReset, EventTable, WaitMode};
 use kfd_sys::bindings::*;
 use kfd_sys::Driver;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
-
-/// A GPU reset, as a hardware-exception event reports it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DeviceReset {
-    /// The GPU that was reset.
-    pub gpu_id: u32,
-    /// Whether VRAM contents were lost.
-    pub memory_lost: bool,
-    /// KFD's reset cause (`KFD_HW_EXCEPTION_*`).
-    pub cause: u32,
-}
 
 /// One exception as an event reported it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -5,8 +5,8 @@
 //! Layout (little endian): the 24-byte magic, the number of entries (u64), then per entry its
 //! offset and size in the file (u64 each), the length of its ID (u64) and the ID's bytes.
 
-use super::error::CodeObjectError;
 use super::target::TargetId;
+use crate::error::CodeObjectError;
 
 /// The first bytes of an uncompressed offload bundle.
 pub const BUNDLE_MAGIC: &[u8; 24] = b"__CLANG_OFFLOAD_BUNDLE__";

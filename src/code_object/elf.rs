@@ -3,9 +3,9 @@
 //! Every offset, size and index is checked against the file before use (through `object`'s
 //! bounds-checked readers), so hostile input yields an error, never a panic.
 
-use super::error::CodeObjectError;
 use super::metadata::CodeObjectVersion;
 use super::note::{NOTE_NAME, NT_AMDGPU_METADATA};
+use crate::error::CodeObjectError;
 use object::elf::{self, FileHeader64};
 use object::read::elf::{FileHeader, ProgramHeader, Rela as _, SectionHeader, Sym};
 use object::Endianness;

@@ -3,11 +3,11 @@
 
 use super::bundle::{is_bundle, OffloadBundle};
 use super::elf::{ParsedElf, PAGE};
-use super::error::CodeObjectError;
 use super::metadata::{ArgKind, CodeObjectMetadata, KernelMetadata};
 use super::target::{self, TargetId};
 use super::{note, reloc, CodeObject, LoadedKernel, LoadedSegment, SymbolInfo, SymbolKind};
 use crate::device::Gpu;
+use crate::error::CodeObjectError;
 use crate::error::{Error, Result};
 use crate::memory::{AllocOptions, MemoryKind};
 use crate::queue::{AqlQueue, AqlQueueOptions};

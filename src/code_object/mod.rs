@@ -23,15 +23,14 @@
 
 mod bundle;
 mod elf;
-mod error;
 mod load;
 mod metadata;
 mod note;
 mod reloc;
 mod target;
 
+pub use crate::error::CodeObjectError;
 pub use bundle::{is_bundle, BundleEntry, OffloadBundle, BUNDLE_MAGIC};
-pub use error::CodeObjectError;
 pub use load::{parse_without_device, LoadOptions, DEFAULT_MAX_IMAGE_BYTES};
 pub use metadata::{
     AddressSpace, ArgKind, CodeObjectMetadata, CodeObjectVersion, Dim, KernelArg, KernelMetadata,

@@ -4,12 +4,12 @@
 //! ignored; a key that is required, or present with the wrong type, is an error naming the
 //! kernel, the argument and the key.
 
-use super::error::CodeObjectError;
 use super::metadata::{
     derived_align, AddressSpace, ArgKind, CodeObjectMetadata, CodeObjectVersion, KernelArg,
     KernelMetadata,
 };
 use super::target::TargetId;
+use crate::error::CodeObjectError;
 use rmpv::ValueRef;
 
 /// Name and type of the metadata note.

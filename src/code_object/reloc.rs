@@ -6,7 +6,7 @@
 //! lands), `S` the symbol's loaded address, `A` the addend.
 
 use super::elf::ParsedElf;
-use super::error::CodeObjectError;
+use crate::error::CodeObjectError;
 
 const R_AMDGPU_NONE: u32 = 0;
 const R_AMDGPU_ABS32_LO: u32 = 1;
@@ -14,31 +14,6 @@ const R_AMDGPU_ABS32_HI: u32 = 2;
 const R_AMDGPU_ABS64: u32 = 3;
 const R_AMDGPU_ABS32: u32 = 6;
 const R_AMDGPU_RELATIVE64: u32 = 13;
-
-/// The name of relocation type `r_type`.
-pub(crate) fn type_name(r_type: u32) -> &'static str {
-    const NAMES: [&str; 15] = [
-        "R_AMDGPU_NONE",
-        "R_AMDGPU_ABS32_LO",
-        "R_AMDGPU_ABS32_HI",
-        "R_AMDGPU_ABS64",
-        "R_AMDGPU_REL32",
-        "R_AMDGPU_REL64",
-        "R_AMDGPU_ABS32",
-        "R_AMDGPU_GOTPCREL",
-        "R_AMDGPU_GOTPCREL32_LO",
-        "R_AMDGPU_GOTPCREL32_HI",
-        "R_AMDGPU_REL32_LO",
-        "R_AMDGPU_REL32_HI",
-        "relocation type 12",
-        "R_AMDGPU_RELATIVE64",
-        "R_AMDGPU_REL16",
-    ];
-    NAMES
-        .get(r_type as usize)
-        .copied()
-        .unwrap_or("an unknown relocation type")
-}
 
 /// A resolved relocation: write the low `width` bytes of `value` at byte `at` of the image.
 pub(crate) struct Patch {

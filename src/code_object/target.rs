@@ -5,8 +5,8 @@
 //! in the metadata's `amdhsa.target` string; each target feature (SRAMECC, XNACK) is either
 //! required on, required off, or "any". A GPU has each feature on, off, or not at all.
 
-use super::error::CodeObjectError;
 use crate::device::Gpu;
+use crate::error::CodeObjectError;
 use kfd_sys::DriverExt;
 use std::fmt;
 

@@ -454,3 +454,25 @@ fn fault_report(
     let _ = (shared, names);
     r
 }
+
+impl crate::error::Error {
+    /// The error with a report of `shared`'s device attached, if it is a kind that carries one
+    /// and has none yet.
+    pub(crate) fn with_report(mut self, shared: &crate::device::KfdShared) -> Self {
+        use crate::error::Error;
+        let fault = match &self {
+            Error::DeviceFault { fault, .. } => Some(*fault),
+            _ => None,
+        };
+        if let Error::Timeout { report, .. }
+        | Error::QueueError { report, .. }
+        | Error::DeviceFault { report, .. }
+        | Error::DeviceReset { report, .. } = &mut self
+        {
+            if report.is_none() {
+                *report = Some(Box::new(gather(shared, fault.as_ref())));
+            }
+        }
+        self
+    }
+}

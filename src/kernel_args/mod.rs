@@ -29,11 +29,10 @@
 use crate::queue::held::Held;
 
 mod dispatch;
-mod error;
 pub(crate) use dispatch::check_kernel;
 mod hidden;
 
-pub use error::KernelArgError;
+pub use crate::error::KernelArgError;
 pub use hidden::{LaunchContext, LaunchGeometry};
 
 use crate::code_object::{ArgKind, KernelArg, KernelMetadata};

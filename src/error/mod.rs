@@ -1,4 +1,14 @@
-//! The runtime's error type.
+//! The runtime's error type, and the error types its variants carry (a refused code object,
+//! refused kernel arguments, a GPU fault, a GPU reset), which the modules that raise them
+//! re-export.
+
+mod code_object;
+mod device_faults;
+mod kernel_args;
+
+pub use code_object::CodeObjectError;
+pub use device_faults::{DeviceReset, MemoryException};
+pub use kernel_args::KernelArgError;
 
 use crate::debug::report::DeviceReport;
 use kfd_sys::Errno;
@@ -91,7 +101,7 @@ pub enum Error {
         /// The queue the failed wait was on (every queue of the GPU stopped), if any.
         queue_id: Option<u32>,
         /// The fault as KFD reported it.
-        fault: crate::event::MemoryException,
+        fault: MemoryException,
         /// The fault with the kernel and the code around it where known, and every queue,
         /// when a wait ended on the fault.
         report: Option<Box<DeviceReport>>,
@@ -102,7 +112,7 @@ pub enum Error {
         /// The queue the failed wait was on, if any.
         queue_id: Option<u32>,
         /// What the event reported.
-        reset: crate::exception::DeviceReset,
+        reset: DeviceReset,
         /// What every queue of the device was doing, when a wait ended on the reset.
         report: Option<Box<DeviceReport>>,
     },
@@ -212,11 +222,11 @@ pub enum Error {
     },
     /// A code object was refused (see [`crate::code_object::CodeObjectError`]).
     #[error("code object: {0}")]
-    CodeObject(#[from] crate::code_object::CodeObjectError),
+    CodeObject(#[from] CodeObjectError),
     /// Kernel arguments do not match the kernel's metadata (see
     /// [`crate::kernel_args::KernelArgError`]).
     #[error("kernel arguments: {0}")]
-    KernelArgs(#[from] crate::kernel_args::KernelArgError),
+    KernelArgs(#[from] KernelArgError),
     /// The emulated device could not be created.
     #[cfg(feature = "emu")]
     #[error("emulator: {0}")]
@@ -241,28 +251,6 @@ impl Error {
             | Error::DeviceReset { report, .. } => report.as_deref(),
             _ => None,
         }
-    }
-
-    /// The error with a report of `shared`'s device attached, if it is a kind that carries one
-    /// and has none yet.
-    pub(crate) fn with_report(mut self, shared: &crate::device::KfdShared) -> Error {
-        let fault = match &self {
-            Error::DeviceFault { fault, .. } => Some(*fault),
-            _ => None,
-        };
-        if let Error::Timeout { report, .. }
-        | Error::QueueError { report, .. }
-        | Error::DeviceFault { report, .. }
-        | Error::DeviceReset { report, .. } = &mut self
-        {
-            if report.is_none() {
-                *report = Some(Box::new(crate::debug::report::gather(
-                    shared,
-                    fault.as_ref(),
-                )));
-            }
-        }
-        self
     }
 
     pub(crate) fn driver(op: &'static str) -> impl FnOnce(Errno) -> Error {

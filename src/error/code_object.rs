@@ -76,7 +76,7 @@ pub enum CodeObjectError {
         limit: u64,
     },
     /// A dynamic relocation of a type kfdrt does not apply.
-    #[error("unsupported dynamic relocation {} ({r_type}) at {offset:#x}", super::reloc::type_name(*r_type))]
+    #[error("unsupported dynamic relocation {} ({r_type}) at {offset:#x}", reloc_type_name(*r_type))]
     UnsupportedRelocation {
         /// `ELF64_R_TYPE`.
         r_type: u32,
@@ -84,7 +84,7 @@ pub enum CodeObjectError {
         offset: u64,
     },
     /// A relocation whose target or value does not fit the image.
-    #[error("relocation {} at {offset:#x}: {why}", super::reloc::type_name(*r_type))]
+    #[error("relocation {} at {offset:#x}: {why}", reloc_type_name(*r_type))]
     BadRelocation {
         /// `ELF64_R_TYPE`.
         r_type: u32,
@@ -132,4 +132,29 @@ pub enum CodeObjectError {
     /// A lookup of a symbol the code object does not define.
     #[error("no symbol {0:?} in .dynsym")]
     NoSuchSymbol(String),
+}
+
+/// The name of relocation type `r_type`.
+fn reloc_type_name(r_type: u32) -> &'static str {
+    const NAMES: [&str; 15] = [
+        "R_AMDGPU_NONE",
+        "R_AMDGPU_ABS32_LO",
+        "R_AMDGPU_ABS32_HI",
+        "R_AMDGPU_ABS64",
+        "R_AMDGPU_REL32",
+        "R_AMDGPU_REL64",
+        "R_AMDGPU_ABS32",
+        "R_AMDGPU_GOTPCREL",
+        "R_AMDGPU_GOTPCREL32_LO",
+        "R_AMDGPU_GOTPCREL32_HI",
+        "R_AMDGPU_REL32_LO",
+        "R_AMDGPU_REL32_HI",
+        "relocation type 12",
+        "R_AMDGPU_RELATIVE64",
+        "R_AMDGPU_REL16",
+    ];
+    NAMES
+        .get(r_type as usize)
+        .copied()
+        .unwrap_or("an unknown relocation type")
 }
