@@ -278,7 +278,6 @@ const KFDRT_DEBT: &[&str] = &[
     "device -> queue",
     "device -> signal",
     "error -> debug",
-    "error -> queue",
     "queue -> debug",
     "queue -> kernel",
     "queue -> kernel_args",

@@ -5,10 +5,12 @@
 mod code_object;
 mod device_faults;
 mod kernel_args;
+mod queue_fault;
 
 pub use code_object::CodeObjectError;
 pub use device_faults::{DeviceReset, MemoryException};
 pub use kernel_args::KernelArgError;
+pub use queue_fault::{QueueFault, WaveExceptions};
 
 use crate::debug::report::DeviceReport;
 use kfd_sys::Errno;
@@ -89,7 +91,7 @@ pub enum Error {
         /// KFD's queue id.
         queue_id: u32,
         /// What the packet processor reported.
-        fault: crate::queue::QueueFault,
+        fault: QueueFault,
         /// What every queue of the device was doing, when a wait ended on the error.
         report: Option<Box<DeviceReport>>,
     },

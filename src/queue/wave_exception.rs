@@ -32,54 +32,7 @@ static GFX90A: &[u8] = include_bytes!("../../trap/gfx90a.bin");
 /// The same for gfx940..gfx942 (the replay state is in `ttmp13` there).
 static GFX940: &[u8] = include_bytes!("../../trap/gfx940.bin");
 
-bitflags::bitflags! {
-    /// The exceptions a wave raised, as KFD reports them (`KFD_EC_MASK(EC_QUEUE_WAVE_*)`).
-    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-    pub struct WaveExceptions: u64 {
-        /// `s_trap 2`: `llvm.trap`, which HIP's `abort()` and `__builtin_trap()` compile to.
-        const ABORT = 1 << 0;
-        /// Another `s_trap`.
-        const TRAP = 1 << 1;
-        /// A floating-point exception the kernel enabled.
-        const MATH_ERROR = 1 << 2;
-        /// An instruction the GPU cannot execute.
-        const ILLEGAL_INSTRUCTION = 1 << 3;
-        /// A memory access the GPU refused (an XNACK error).
-        const MEMORY_VIOLATION = 1 << 4;
-        /// An access outside the apertures.
-        const APERTURE_VIOLATION = 1 << 5;
-        // Other queue exceptions KFD may OR in (CP packet errors, preemption).
-        const _ = !0;
-    }
-}
-
-impl WaveExceptions {
-    /// The exceptions by name, `|`-separated.
-    pub fn names(self) -> String {
-        const NAMES: [(WaveExceptions, &str); 6] = [
-            (WaveExceptions::ABORT, "abort (s_trap 2)"),
-            (WaveExceptions::TRAP, "trap"),
-            (WaveExceptions::MATH_ERROR, "math error"),
-            (WaveExceptions::ILLEGAL_INSTRUCTION, "illegal instruction"),
-            (WaveExceptions::MEMORY_VIOLATION, "memory violation"),
-            (WaveExceptions::APERTURE_VIOLATION, "aperture violation"),
-        ];
-        let mut parts: Vec<String> = NAMES
-            .iter()
-            .filter(|(f, _)| self.contains(*f))
-            .map(|(_, n)| (*n).to_owned())
-            .collect();
-        let rest = self.bits() & !WaveExceptions::all_named().bits();
-        if rest != 0 {
-            parts.push(format!("queue exceptions {rest:#x}"));
-        }
-        parts.join(" | ")
-    }
-
-    fn all_named() -> WaveExceptions {
-        WaveExceptions::from_bits_retain(0x3F)
-    }
-}
+pub use crate::error::WaveExceptions;
 
 /// Where KFD reports a queue's wave exceptions: the signal whose value it ORs them into and
 /// whose event it sets.

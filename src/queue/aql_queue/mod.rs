@@ -25,7 +25,6 @@ use super::cwsr::{queue_buffer, ComputeAreas};
 use super::handle::KfdQueue;
 use super::held::RetireList;
 use super::kernarg::KernargRing;
-use super::wave_exception::WaveExceptions;
 use crate::device::Gpu;
 use crate::error::{Error, Result};
 use crate::memory::{Buffer, MemoryKind};
@@ -129,44 +128,7 @@ impl AqlQueueOptions {
     }
 }
 
-/// The error a queue stopped with: what the packet processor reported through the queue's
-/// inactive signal (ROCr's error bits), or the exceptions its waves raised, which KFD reports
-/// through the queue's context-save area (see [`WaveExceptions`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct QueueFault {
-    /// The packet processor's error word (0 when only waves raised exceptions).
-    pub code: u64,
-    /// The exceptions the queue's waves raised (empty when the packet processor reported).
-    pub exceptions: WaveExceptions,
-}
-
-impl QueueFault {
-    /// The packet processor's error word `code`.
-    pub fn from_code(code: u64) -> QueueFault {
-        QueueFault {
-            code,
-            exceptions: WaveExceptions::empty(),
-        }
-    }
-
-    /// A description of the error bits.
-    pub fn describe(&self) -> &'static str {
-        crate::queue::error_bits::describe(self.code)
-    }
-}
-
-impl fmt::Display for QueueFault {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if !self.exceptions.is_empty() {
-            write!(f, "wave exception: {}", self.exceptions.names())?;
-            if self.code == 0 {
-                return Ok(());
-            }
-            f.write_str("; ")?;
-        }
-        write!(f, "{} (code {:#x})", self.describe(), self.code)
-    }
-}
+pub use crate::error::QueueFault;
 
 pub(crate) struct AqlQueueShared {
     /// The KFD queue; `None` once destroyed (in Drop, before the memory it uses goes).
