@@ -9,7 +9,6 @@ use crate::common;
 
 use kfd_sys::bindings::*;
 use kfd_sys::{DriverExt, Errno};
-use kfdrt::debug::r_debug;
 use kfdrt::emu::{EmuConfig, GpuFault, Preset, WorkGroup};
 use kfdrt::{AqlQueueOptions, Dispatch, Error, Feature, Kernel, KfdVersion, MemoryKind};
 use std::sync::Arc;
@@ -124,16 +123,16 @@ fn a_debugger_attaches_lists_code_objects_and_queues_suspends_and_detaches() {
     // Attach: the driver hands back what the runtime enabled with.
     let (info, mut notify) = attach(&kfd).unwrap();
     assert_eq!(info.runtime_state, DEBUG_RUNTIME_STATE_ENABLED);
-    assert_eq!(info.r_debug, r_debug::address());
+    assert_eq!(info.r_debug, kfdrt::debug::r_debug_address());
     // Attaching twice is refused.
     assert_eq!(
         dbg_trap(&kfd, KFD_IOC_DBG_TRAP_ENABLE, |_| {}),
         Err(Errno::EALREADY)
     );
 
-    // The code-object list, walked from the driver's r_debug as a debugger does.
-    // SAFETY: the address is kfdrt's list (checked just above).
-    let listed = unsafe { r_debug::walk(info.r_debug) };
+    // The code-object list at that address (walked through its `<link.h>` pointers, as a
+    // debugger does, under kfdrt's lock: other tests of this process load code objects).
+    let listed = kfdrt::debug::loaded_code_objects();
     let ours = listed
         .iter()
         .find(|e| e.load_delta == co.base_address())
@@ -264,8 +263,7 @@ fn a_debugger_attaches_lists_code_objects_and_queues_suspends_and_detaches() {
         "detached"
     );
     drop(co);
-    // SAFETY: kfdrt's own list.
-    let after = unsafe { r_debug::walk(r_debug::address()) };
+    let after = kfdrt::debug::loaded_code_objects();
     assert!(
         !after.iter().any(|e| e.uri == ours.uri),
         "an unloaded code object leaves the list"
@@ -296,7 +294,7 @@ fn runtime_enable_follows_amdkfds_rules() {
         return;
     };
     let mut a = kfd_ioctl_runtime_enable_args {
-        r_debug: r_debug::address(),
+        r_debug: kfdrt::debug::r_debug_address(),
         mode_mask: KFD_RUNTIME_ENABLE_MODE_ENABLE_MASK,
         capabilities_mask: 0,
     };

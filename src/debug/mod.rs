@@ -21,13 +21,15 @@ pub mod address_watch;
 pub(crate) mod capture;
 mod depgraph;
 mod log;
-pub mod r_debug;
+pub(crate) mod r_debug;
 pub(crate) mod recorder;
 pub mod replay;
 pub mod report;
 pub(crate) mod source_lines;
 pub(crate) mod substitute;
 mod trace;
+
+pub use r_debug::{address as r_debug_address, loaded_code_objects, LoadedCodeObject};
 pub(crate) mod validate;
 
 use crate::error::{Error, Result};

@@ -96,7 +96,8 @@ fn list() -> &'static Mutex<List> {
     })
 }
 
-/// The address of the process's `r_debug`, given to `RUNTIME_ENABLE`.
+/// The address of the process's `r_debug` (`<link.h>`'s layout), which kfdrt gives KFD at
+/// `RUNTIME_ENABLE` and a debugger gets back from `DBG_TRAP`.
 pub fn address() -> u64 {
     let g = list().lock().unwrap_or_else(|p| p.into_inner());
     &*g.head as *const RDebug as u64
