@@ -562,3 +562,44 @@ fn raw_arguments_shorter_than_the_kernarg_segment_are_refused() {
         .wait(Some(Duration::from_secs(20)))
         .unwrap();
 }
+
+/// Raw packets that cannot be written are refused with a typed error naming the packet's
+/// problem, and nothing of them reaches the ring: an SDMA fence at a misaligned address
+/// (`Error::SdmaPacket`), and a PM4 packet longer than its ring can ever hold
+/// (`Error::Pm4Packet`). The queues work on afterwards.
+#[test]
+fn raw_packets_that_cannot_be_written_are_typed_errors() {
+    let Some((_kfd, gpu)) =
+        under_test("bad_input::raw_packets_that_cannot_be_written_are_typed_errors")
+    else {
+        return;
+    };
+    let word = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    let sdma = gpu.create_sdma_queue().unwrap();
+    let misaligned = sdma::SdmaPacket::Fence {
+        addr: word.gpu_address() + 2,
+        data: 1,
+        mtype_uncached: false,
+    };
+    // SAFETY: the packet is refused before anything is written (and names a live buffer).
+    let r = unsafe { sdma.submit(&[misaligned], T.unwrap()) };
+    assert!(
+        matches!(
+            r,
+            Err(Error::SdmaPacket(sdma::EncodeError::Misaligned { .. }))
+        ),
+        "{r:?}"
+    );
+    let pm4q = gpu
+        .create_pm4_queue(kfdrt::Pm4QueueOptions::default().with_ring_bytes(1024))
+        .unwrap();
+    let huge = pm4::Pm4Packet::Nop { padding: 1000 };
+    // SAFETY: a NOP names no memory.
+    let r = unsafe { pm4q.submit(&[huge], T.unwrap()) };
+    assert!(
+        matches!(r, Err(Error::Pm4Packet(pm4::ring::RingError::TooLarge(_)))),
+        "{r:?}"
+    );
+    pm4q.finish(T.unwrap()).unwrap();
+    still_works(&gpu);
+}

@@ -225,6 +225,18 @@ pub enum Error {
     /// A code object was refused (see [`crate::code_object::CodeObjectError`]).
     #[error("code object: {0}")]
     CodeObject(#[from] CodeObjectError),
+    /// A raw PM4 packet cannot go into its queue's ring (longer than the ring can ever hold).
+    /// Nothing of it was written.
+    #[error("PM4 packet: {0}")]
+    Pm4Packet(pm4::ring::RingError),
+    /// A raw SDMA packet does not encode for its engine (a field out of range, a misaligned or
+    /// wrapping address, a packet the engine's version lacks). Nothing of it was written.
+    #[error("SDMA packet: {0}")]
+    SdmaPacket(#[from] sdma::EncodeError),
+    /// A raw SDMA packet cannot go into its queue's ring (longer than the ring can ever hold, or
+    /// the engine's read pointer is not to be trusted). Nothing of it was written.
+    #[error("SDMA packet: {0}")]
+    SdmaRing(sdma::ring::RingError),
     /// Kernel arguments do not match the kernel's metadata (see
     /// [`crate::kernel_args::KernelArgError`]).
     #[error("kernel arguments: {0}")]

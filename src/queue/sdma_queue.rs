@@ -491,8 +491,7 @@ impl SdmaQueue {
         for p in packets {
             log::trace!("kfdrt: SDMA queue {}: {p:?}", self.0.handle().id());
             dwords.clear();
-            p.encode(self.0.version, gfx, &mut dwords)
-                .map_err(|e| Error::InvalidArgument(format!("SDMA packet: {e}")))?;
+            p.encode(self.0.version, gfx, &mut dwords)?;
             loop {
                 match ring.try_write(&dwords) {
                     Ok(_) => break,
@@ -504,7 +503,7 @@ impl SdmaQueue {
                         self.waited_round(&mut full_rounds, start, timeout, "room in SDMA queue")?;
                         std::thread::yield_now();
                     }
-                    Err(e) => return Err(Error::InvalidArgument(format!("SDMA packet: {e}"))),
+                    Err(e) => return Err(Error::SdmaRing(e)),
                 }
             }
         }

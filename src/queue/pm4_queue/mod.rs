@@ -329,7 +329,7 @@ impl Pm4Queue {
                         }
                         std::thread::yield_now();
                     }
-                    Err(e) => return Err(Error::InvalidArgument(format!("PM4 packet: {e}"))),
+                    Err(e) => return Err(Error::Pm4Packet(e)),
                 }
             }
         }
