@@ -62,11 +62,16 @@ fn parameter_errors_are_typed() {
     let gtt = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
     assert!(matches!(
         gtt.write(4095, &[1, 2]),
-        Err(Error::InvalidArgument(_))
+        Err(Error::OutOfBounds {
+            offset: 4095,
+            len: 2,
+            size: 4096,
+            ..
+        })
     ));
     assert!(matches!(
         gtt.read(u64::MAX, &mut [0]),
-        Err(Error::InvalidArgument(_))
+        Err(Error::OutOfBounds { .. })
     ));
     assert!(matches!(
         gtt.unmap_from(&gpu),

@@ -225,6 +225,19 @@ pub enum Error {
     /// A code object was refused (see [`crate::code_object::CodeObjectError`]).
     #[error("code object: {0}")]
     CodeObject(#[from] CodeObjectError),
+    /// A range that does not lie inside its buffer: `offset + len` past the buffer's end, or
+    /// overflowing.
+    #[error("{what} range {offset}+{len} is outside a buffer of {size} bytes")]
+    OutOfBounds {
+        /// Which range: `"access"` (a CPU read or write), `"source"`, `"destination"`.
+        what: &'static str,
+        /// Its first byte, from the buffer's start.
+        offset: u64,
+        /// Its length in bytes.
+        len: u64,
+        /// The buffer's size in bytes.
+        size: u64,
+    },
     /// A raw PM4 packet cannot go into its queue's ring (longer than the ring can ever hold).
     /// Nothing of it was written.
     #[error("PM4 packet: {0}")]

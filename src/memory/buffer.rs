@@ -360,10 +360,12 @@ impl Buffer {
         })?;
         let end = offset.checked_add(len as u64);
         if end.is_none_or(|e| e > self.inner.size) {
-            return Err(Error::InvalidArgument(format!(
-                "range {offset}+{len} is outside a buffer of {} bytes",
-                self.inner.size
-            )));
+            return Err(Error::OutOfBounds {
+                what: "access",
+                offset,
+                len: len as u64,
+                size: self.inner.size,
+            });
         }
         // SAFETY: offset is within the mapping per the check above.
         Ok(unsafe { ptr.add(offset as usize) })

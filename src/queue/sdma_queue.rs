@@ -330,13 +330,21 @@ pub(crate) fn check_fill(dst_off: u64, bytes: u64) -> Result<()> {
 }
 
 /// Checks that `len` bytes at `off` lie inside `buf` and that `gpu` can reach the buffer.
-pub(crate) fn check_range(gpu: &Gpu, buf: &Buffer, off: u64, len: u64, what: &str) -> Result<u64> {
+pub(crate) fn check_range(
+    gpu: &Gpu,
+    buf: &Buffer,
+    off: u64,
+    len: u64,
+    what: &'static str,
+) -> Result<u64> {
     gpu.kfd().same_device(buf.kfd(), "a copy's buffer")?;
     if off.checked_add(len).is_none_or(|e| e > buf.size()) {
-        return Err(Error::InvalidArgument(format!(
-            "{what} range {off}+{len} is outside a buffer of {} bytes",
-            buf.size()
-        )));
+        return Err(Error::OutOfBounds {
+            what,
+            offset: off,
+            len,
+            size: buf.size(),
+        });
     }
     if !buf.mapped_gpus().contains(&gpu.id()) {
         return Err(Error::InvalidArgument(format!(
