@@ -234,7 +234,7 @@ fn peer_mapping_shows_in_both_page_tables() {
     assert!(!emu.is_mapped(g1.id(), buf.gpu_address(), 1));
     assert!(matches!(
         buf.unmap_from(&g1),
-        Err(Error::InvalidArgument(_))
+        Err(Error::NotOnGpu { gpu_id, .. }) if gpu_id == g1.id()
     ));
     buf.map_to(&g1).unwrap();
     drop(buf);

@@ -232,7 +232,10 @@ fn peer_copies_need_the_destination_mapped_to_the_source_gpu() {
     let dst = g1.alloc(1 << 20, MemoryKind::HostVisibleVram).unwrap();
     let engine = g0.copy_engine_preferring(CopyPath::Sdma).unwrap();
     match engine.copy(&dst, 0, &src, 0, 1 << 20, &[]) {
-        Err(Error::InvalidArgument(m)) => assert!(m.contains("not mapped"), "{m}"),
+        Err(Error::NotOnGpu { what, gpu_id }) => {
+            assert!(what.contains("destination"), "{what}");
+            assert_eq!(gpu_id, g0.id());
+        }
         other => panic!("expected an error, got {other:?}"),
     }
     dst.map_to(&g0).unwrap();

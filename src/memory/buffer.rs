@@ -497,10 +497,10 @@ impl Buffer {
         }
         let mut mapped = self.inner.peers.lock().unwrap_or_else(|p| p.into_inner());
         let Some(pos) = mapped.iter().position(|&g| g == gpu.id()) else {
-            return Err(Error::InvalidArgument(format!(
-                "buffer is not mapped to GPU {:#x}",
-                gpu.id()
-            )));
+            return Err(Error::NotOnGpu {
+                what: "the buffer to unmap".into(),
+                gpu_id: gpu.id(),
+            });
         };
         self.unmap_peer(gpu.id())?;
         mapped.remove(pos);

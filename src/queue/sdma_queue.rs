@@ -347,10 +347,10 @@ pub(crate) fn check_range(
         });
     }
     if !buf.mapped_gpus().contains(&gpu.id()) {
-        return Err(Error::InvalidArgument(format!(
-            "{what} buffer is not mapped to GPU {:#x}, whose engine runs the copy (map it with Buffer::map_to)",
-            gpu.id()
-        )));
+        return Err(Error::NotOnGpu {
+            what: format!("the {what} buffer (map it with Buffer::map_to)"),
+            gpu_id: gpu.id(),
+        });
     }
     Ok(buf.gpu_address() + off)
 }
