@@ -11,7 +11,7 @@
 use crate::common;
 
 use common::gpu::*;
-use kfd_emu_isa::{KernelDescriptor, Memory, Target, WaveError};
+use kfd_emu_isa::{KernelDescriptor, Target, WaveError};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
@@ -28,11 +28,9 @@ fn s_endpgm(t: Target) -> u32 {
 /// Runs `words` then `s_endpgm`; `Some(true)` if executed, `Some(false)` if unimplemented.
 fn executes(t: Target, words: &[u32]) -> Option<bool> {
     let mut gpu = Gpu::new(t);
-    let ko = gpu.alloc(8192);
     let desc = KernelDescriptor {
         group_segment_fixed_size: 1024,
         kernarg_size: 8,
-        kernel_code_entry_byte_offset: 256,
         // 256 VGPRs (AGPRs from 128 on gfx90a/gfx942), kernarg pointer, work-group id x.
         compute_pgm_rsrc1: 31,
         compute_pgm_rsrc2: 2 << 1 | 1 << 7,
@@ -40,10 +38,9 @@ fn executes(t: Target, words: &[u32]) -> Option<bool> {
         kernel_code_properties: 1 << 3,
         ..KernelDescriptor::default()
     };
-    gpu.mem.write(ko, &desc.to_bytes()).unwrap();
-    let mut code: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-    code.extend_from_slice(&s_endpgm(t).to_le_bytes());
-    gpu.mem.write(ko + 256, &code).unwrap();
+    let mut code = words.to_vec();
+    code.push(s_endpgm(t));
+    let ko = gpu.load_program(&desc, &code);
     let mut l = Launch::linear(64, 64, Args::new().ptr(0).done());
     l.scratch = None;
     l.budget = 1000;

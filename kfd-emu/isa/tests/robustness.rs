@@ -85,19 +85,16 @@ proptest! {
         target in prop_oneof![Just(Target::Gfx90a), Just(Target::Gfx942)],
     ) {
         let mut gpu = Gpu::new(target);
-        let ko = gpu.alloc(8192);
         let desc = KernelDescriptor {
-            kernel_code_entry_byte_offset: 256,
             compute_pgm_rsrc1: 31,
             compute_pgm_rsrc2: 2 << 1 | 1 << 7,
             compute_pgm_rsrc3: 31,
             kernel_code_properties: 1 << 3,
             ..KernelDescriptor::default()
         };
-        gpu.mem.write(ko, &desc.to_bytes()).unwrap();
-        let mut bytes: Vec<u8> = code.iter().flat_map(|w| w.to_le_bytes()).collect();
-        bytes.extend_from_slice(&0xBF81_0000u32.to_le_bytes());
-        gpu.mem.write(ko + 256, &bytes).unwrap();
+        let mut words = code.clone();
+        words.push(0xBF81_0000);
+        let ko = gpu.load_program(&desc, &words);
         let mut l = Launch::linear(64, 64, Args::new().ptr(0).done());
         l.scratch = None;
         l.budget = 5000;
@@ -134,20 +131,17 @@ proptest! {
 /// panic or a hang.
 fn run_random(target: Target, code: &[u32], seed: u64, properties: u16) {
     let mut gpu = Gpu::new(target);
-    let ko = gpu.alloc(8192);
     let desc = KernelDescriptor {
         group_segment_fixed_size: 256,
         kernarg_size: 8,
-        kernel_code_entry_byte_offset: 256,
         compute_pgm_rsrc1: 31,
         compute_pgm_rsrc2: 2 << 1 | 1 << 7,
         compute_pgm_rsrc3: if target.unified_vgpr_file() { 31 } else { 0 },
         kernel_code_properties: properties,
         ..KernelDescriptor::default()
     };
-    gpu.mem.write(ko, &desc.to_bytes()).unwrap();
+    let ko = gpu.load_program(&desc, code);
     let bytes: Vec<u8> = code.iter().flat_map(|w| w.to_le_bytes()).collect();
-    gpu.mem.write(ko + 256, &bytes).unwrap();
     let _ = disassemble_all(target, &bytes);
     // A data buffer the program may or may not find.
     let data = gpu.alloc(4096);
@@ -167,21 +161,14 @@ fn run_random(target: Target, code: &[u32], seed: u64, properties: u16) {
 fn an_mfma_broadcast_past_its_blocks_is_refused() {
     let t = Target::Gfx90a;
     let mut gpu = Gpu::new(t);
-    let ko = gpu.alloc(8192);
     let desc = KernelDescriptor {
-        kernel_code_entry_byte_offset: 256,
         compute_pgm_rsrc1: 31,
         compute_pgm_rsrc2: 2 << 1 | 1 << 7,
         compute_pgm_rsrc3: 31,
         kernel_code_properties: 1 << 3,
         ..KernelDescriptor::default()
     };
-    gpu.mem.write(ko, &desc.to_bytes()).unwrap();
-    let code: Vec<u8> = [0xD3C8_1200u32, 0xD0FE_0108, 0xBF81_0000]
-        .iter()
-        .flat_map(|w| w.to_le_bytes())
-        .collect();
-    gpu.mem.write(ko + 256, &code).unwrap();
+    let ko = gpu.load_program(&desc, &[0xD3C8_1200, 0xD0FE_0108, 0xBF81_0000]);
     let mut l = Launch::linear(64, 64, Args::new().ptr(0).done());
     l.scratch = None;
     let err = gpu.run(ko, &l).unwrap_err();

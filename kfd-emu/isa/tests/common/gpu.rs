@@ -122,6 +122,20 @@ impl Gpu {
         va
     }
 
+    /// A kernel object of `desc` with `code` at its entry, 256 bytes on (the descriptor's entry
+    /// offset is set to that), in at least 8 KiB of zeroed memory: the address to run.
+    pub fn load_program(&mut self, desc: &KernelDescriptor, code: &[u32]) -> u64 {
+        let ko = self.alloc((256 + 4 * code.len() as u64).max(8192));
+        let desc = KernelDescriptor {
+            kernel_code_entry_byte_offset: 256,
+            ..*desc
+        };
+        self.mem.write(ko, &desc.to_bytes()).expect("descriptor");
+        let bytes: Vec<u8> = code.iter().flat_map(|w| w.to_le_bytes()).collect();
+        self.mem.write(ko + 256, &bytes).expect("code");
+        ko
+    }
+
     pub fn upload(&mut self, data: &[u8]) -> u64 {
         let va = self.alloc(data.len() as u64);
         self.mem.write(va, data).expect("upload");
