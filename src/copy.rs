@@ -307,10 +307,10 @@ impl CopyEngine {
                     .gpu_by_id(b.owner_gpu_id())
                     .is_some_and(|o| self.gpu.peer_access(&o) == crate::PeerAccess::Xgmi)
         };
-        let peer = buffers.iter().find(over_xgmi)?.owner_gpu_id();
         if self.xgmi.is_empty() {
             return None;
         }
+        let peer = buffers.iter().find(over_xgmi)?.owner_gpu_id();
         let slot = {
             let mut peers = self.xgmi_peers.lock().unwrap_or_else(|p| p.into_inner());
             let index = peers.iter().position(|&p| p == peer).unwrap_or_else(|| {

@@ -237,7 +237,8 @@ impl<'a> Interpreter<'a> {
                 if self.family.is_gfx10_plus() {
                     return Err(Pm4Error::Decode);
                 }
-                self.predicate = Some((*xcc_mask, u64::from(*exec_dwords)));
+                // A count of 0 covers nothing.
+                self.predicate = (*exec_dwords > 0).then_some((*xcc_mask, u64::from(*exec_dwords)));
                 Ok(())
             }
             Pm4Packet::SetShReg { reg, values } => {

@@ -502,11 +502,15 @@ fn load_to_lds<M: Memory + ?Sized>(
     } else {
         flat_addrs(w, inst, ctx, &mut addrs)?;
     }
+    let linear = |l: usize| match addrs[l] {
+        Addr::Linear(va) => Some(va),
+        _ => None,
+    };
+    if ctx.setup.debug.watches.iter().any(Option::is_some) {
+        hardware_watch(w, ctx.setup, class, exec, size, linear);
+    }
     if let Some(watch) = &ctx.setup.watch {
-        report_watched(w, inst, ctx, watch, class, exec, size, |l| match addrs[l] {
-            Addr::Linear(va) => Some(va),
-            _ => None,
-        });
+        report_watched(w, inst, ctx, watch, class, exec, size, linear);
     }
     let mut data = [0u8; LANES * 16];
     gather(w, ctx, &addrs, exec, size, &mut data)?;
