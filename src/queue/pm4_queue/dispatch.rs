@@ -7,6 +7,9 @@
 //! out per XCC (as ROCr's `InitScratchSRD` does for AQL queues), and each XCC gets the base of
 //! its share through a `PRED_EXEC` naming it alone, as tinygrad's `ops_amd.py` does. With one
 //! base for all of them their waves would overwrite each other's private memory.
+//! `PRED_EXEC` goes straight into the ring, where tinygrad issues it; one other public source
+//! says the CP honours it only inside an indirect buffer. That is unconfirmed here (no MI300X),
+//! and kfd-emu honours it in the ring.
 //!
 //! A PM4 queue has no AQL packet and no `amd_queue_t`, but code objects v4 and older read the
 //! work-group size from the dispatch packet: a kernel asking for the dispatch pointer gets an
