@@ -5,7 +5,7 @@
 //! uncached where both sides poll), while bulk host memory should be [`MemoryKind::Pageable`]
 //! (USERPTR: ordinary pageable memory with the full system capacity) or caller-owned memory
 //! registered with [`crate::Gpu::register_host_memory`]. Small VRAM and GTT buffers come from the
-//! [`suballoc`] pools; large ones get their own 2 MiB-aligned allocation ([`va`]).
+//! `suballoc` pools; large ones get their own 2 MiB-aligned allocation (`va`).
 
 mod buddy;
 pub(crate) mod buffer;
