@@ -11,9 +11,7 @@
 //! Without hipcc or HIP's headers the tests print why and skip; `.ci/run` installs them and sets
 //! `KFDRT_REQUIRE_ROCM=1`, which turns a missing package into a failure.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;

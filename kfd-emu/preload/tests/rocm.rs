@@ -9,9 +9,7 @@
 //! Without those packages the tests print why and skip; `.ci/run` installs them and sets
 //! `KFDRT_REQUIRE_ROCM=1`, which turns a missing package into a failure.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::Path;
 use std::process::Command;
 
