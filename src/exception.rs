@@ -12,10 +12,10 @@
 //! fires it stays signalled and no later wait can miss it; the first wait to see it records the
 //! fault here, where the queues of that GPU look it up without a system call.
 
-use crate::device::DeviceContext;
+use crate::device::context::DeviceContext;
 pub use crate::error::DeviceReset;
 use crate::error::{Error, MemoryException, Result};
-use crate::event::{EventKind, EventReset, EventTable, WaitMode};
+use crate::event::table::{EventKind, EventReset, EventTable, WaitMode};
 use kfd_sys::bindings::*;
 use kfd_sys::Driver;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -68,7 +68,7 @@ impl ExceptionWatch {
         let hw_event = match create(EventKind::HwException) {
             Ok(id) => id,
             Err(e) => {
-                crate::event::destroy_raw_event(dev.driver(), memory_event);
+                crate::event::table::destroy_raw_event(dev.driver(), memory_event);
                 return Err(e);
             }
         };
@@ -83,8 +83,8 @@ impl ExceptionWatch {
 
     /// Destroys the events (at device close).
     pub(crate) fn release(&self, driver: &dyn Driver) {
-        crate::event::destroy_raw_event(driver, self.memory_event);
-        crate::event::destroy_raw_event(driver, self.hw_event);
+        crate::event::table::destroy_raw_event(driver, self.memory_event);
+        crate::event::table::destroy_raw_event(driver, self.hw_event);
     }
 
     /// Whether any exception has been recorded (one load).
@@ -206,54 +206,10 @@ impl ExceptionWatch {
     /// Looks at both events without sleeping and records what they report.
     pub(crate) fn poll(&self, driver: &dyn Driver) -> Result<()> {
         let ids = [self.memory_event, self.hw_event];
-        let (_, data) = crate::event::wait_ids(driver, &ids, WaitMode::Any, Some(Duration::ZERO))?;
+        let (_, data) =
+            crate::event::table::wait_ids(driver, &ids, WaitMode::Any, Some(Duration::ZERO))?;
         self.record(&data);
         Ok(())
-    }
-}
-
-impl crate::device::Gpu {
-    /// Looks at the exception events now (a system call) and returns the error a wait on this
-    /// GPU's queue `queue_id`, created at exception epoch `since`, ends with, if any. For
-    /// polling loops that do not sleep in `WAIT_EVENTS` (fences, ring space).
-    pub(crate) fn poll_exceptions(&self, since: usize, queue_id: u32) -> Result<()> {
-        let shared = &self.kfd().shared;
-        shared.exceptions.poll(shared.dev.driver())?;
-        shared
-            .exceptions
-            .check(Some(self.id()), since, Some(queue_id))
-    }
-
-    /// The exception epoch a queue created now starts at (looks at the events first, so an
-    /// exception from before is not taken for a later one). A GPU that faulted has none to
-    /// give: KFD creates every later queue there evicted (`create_queue_cpsch`), so it would
-    /// never run, and the fault is the answer.
-    pub(crate) fn exception_epoch(&self) -> Result<usize> {
-        self.health()?;
-        Ok(self.kfd().shared.exceptions.epoch())
-    }
-
-    /// Whether the GPU can still run work for this process: [`Error::DeviceFault`] with the
-    /// fault once it has faulted (looking at the exception events first, a system call).
-    ///
-    /// A GPU page fault is for the rest of the process: KFD evicts every queue the process has
-    /// on the GPU and never restores them, and queues created later are created evicted, so
-    /// kfdrt refuses to create them and every wait on the old ones ends with the fault. What
-    /// survives: the process's other GPUs, and its buffers, which the CPU can still read and
-    /// other GPUs can still copy. A GPU reset ([`Error::DeviceReset`]) ends the waits of the
-    /// queues that existed, but queues created afterwards run.
-    pub fn health(&self) -> Result<()> {
-        let shared = &self.kfd().shared;
-        shared.dev.check_process()?;
-        shared.exceptions.poll(shared.dev.driver())?;
-        match shared.exceptions.fault_on(self.id()) {
-            Some(fault) => Err(Error::DeviceFault {
-                queue_id: None,
-                fault,
-                report: None,
-            }),
-            None => Ok(()),
-        }
     }
 }
 

@@ -364,7 +364,7 @@ impl Gpu {
             symbols,
             segments,
             hostcall_gpu,
-            _icache_queue: owned.then_some(queue),
+            _icache_queue: owned,
             _debugger_entry: crate::debug::r_debug::register(
                 aligned.as_slice(),
                 base.wrapping_sub(elf.image_start),
@@ -372,9 +372,12 @@ impl Gpu {
         })
     }
 
-    /// The queue to invalidate the instruction cache on, and whether it is the GPU's own
-    /// (which code objects then keep alive).
-    fn icache_queue(&self, options: &LoadOptions<'_>) -> Result<(AqlQueue, bool)> {
+    /// The queue to invalidate the instruction cache on, and the GPU's own loader queue when it
+    /// is that one (which code objects then keep alive).
+    fn icache_queue(
+        &self,
+        options: &LoadOptions<'_>,
+    ) -> Result<(AqlQueue, Option<Arc<LoaderQueue>>)> {
         if let Some(q) = options.icache_queue {
             if q.gpu() != self {
                 return Err(Error::InvalidArgument(format!(
@@ -383,23 +386,23 @@ impl Gpu {
                     q.gpu()
                 )));
             }
-            return Ok((q.clone(), false));
+            return Ok((q.clone(), None));
         }
-        let mut slot = self.kfd.shared.loader_queues[self.index]
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        if let Some(q) = slot.upgrade() {
-            return Ok((q, true));
-        }
-        let q = self.create_aql_queue(AqlQueueOptions {
-            size_packets: 64,
-            kernarg_bytes: 4096,
-            ..Default::default()
+        let own = self.kfd.shared.slots.get_or_make(self.index, || {
+            self.create_aql_queue(AqlQueueOptions {
+                size_packets: 64,
+                kernarg_bytes: 4096,
+                ..Default::default()
+            })
+            .map(|q| Arc::new(LoaderQueue(q)))
         })?;
-        *slot = q.downgrade();
-        Ok((q, true))
+        Ok((own.0.clone(), Some(own)))
     }
 }
+
+/// The queue a GPU keeps for invalidating the instruction cache after loads, while code
+/// objects loaded through it exist.
+pub(crate) struct LoaderQueue(AqlQueue);
 
 /// Everything loading does to a code object's bytes short of touching a device: bundle
 /// selection (for `gpu`), ELF checks, metadata, relocations against a made-up base, and the

@@ -40,7 +40,6 @@ pub use target::{FeatureSetting, TargetId};
 use crate::error::Result;
 use crate::kernel::Kernel;
 use crate::memory::Buffer;
-use crate::queue::AqlQueue;
 use std::sync::Arc;
 
 /// A loadable segment as placed in GPU memory.
@@ -107,7 +106,7 @@ pub struct CodeObject {
     /// The GPU, when a kernel takes the hostcall buffer (its service starts on first use).
     hostcall_gpu: Option<crate::Gpu>,
     /// Keeps the GPU's loader queue alive while code objects use it.
-    _icache_queue: Option<AqlQueue>,
+    _icache_queue: Option<Arc<load::LoaderQueue>>,
     /// Its entry in the debugger's list of loaded code objects.
     _debugger_entry: crate::debug::r_debug::Registration,
 }

@@ -27,7 +27,7 @@ use kfd_sys::bindings::*;
 use kfd_sys::{DriverExt, Errno};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 
 /// `HSA_CAP_TRAP_DEBUG_FIRMWARE_SUPPORTED`.
 const FIRMWARE_SUPPORTED: u64 = 0x2000_0000;
@@ -79,10 +79,6 @@ pub(crate) struct SelfDebugger {
     listener: Option<std::thread::JoinHandle<()>>,
 }
 
-/// The session slot in the device (weak: the watches keep the session alive).
-#[derive(Default)]
-pub(crate) struct SelfDebuggerSlot(Mutex<Weak<SelfDebugger>>);
-
 fn dbg_trap(
     shared: &KfdShared,
     op: u32,
@@ -110,14 +106,11 @@ impl SelfDebugger {
     /// The live session, or a new one: attached, subscribed to wave traps, address-watch
     /// traps enabled in every wave, and a listener thread.
     fn get_or_attach(shared: &Arc<KfdShared>) -> Result<Arc<SelfDebugger>> {
-        let mut slot = shared
-            .self_debugger
-            .0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        if let Some(s) = slot.upgrade() {
-            return Ok(s);
-        }
+        // One per device, kept in its slot weakly: the watches keep the session alive.
+        shared.slots.get_or_make(0, || Self::attach(shared))
+    }
+
+    fn attach(shared: &Arc<KfdShared>) -> Result<Arc<SelfDebugger>> {
         let mut fds = [0; 2];
         // SAFETY: `fds` is a valid out-array of two descriptors.
         if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -168,7 +161,6 @@ impl SelfDebugger {
             wake: write,
             listener: Some(listener),
         });
-        *slot = Arc::downgrade(&s);
         Ok(s)
     }
 }

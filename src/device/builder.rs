@@ -2,7 +2,7 @@
 //! any [`Driver`]) and with which debugging switches.
 
 use super::{DeviceChoice, Kfd, DEVICE_ENV};
-use crate::debug::DebugOptions;
+use crate::debug::options::DebugOptions;
 use crate::error::{Error, Result};
 use kfd_sys::{DevKfd, Driver};
 use std::sync::Arc;

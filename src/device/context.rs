@@ -4,8 +4,8 @@
 //! without a whole [`crate::Kfd`].
 
 use crate::error::{Error, Result};
+use crate::memory::kind::MemoryKind;
 use crate::memory::raw::{GpuAccess, RawAllocation};
-use crate::memory::MemoryKind;
 use crate::topology::{GpuInfo, Topology};
 use kfd_sys::bindings::*;
 use kfd_sys::{

@@ -6,25 +6,27 @@
 //! a whole `Kfd`.
 
 mod builder;
-mod context;
+pub(crate) mod context;
 pub(crate) mod fork;
+mod health;
+mod slots;
 mod sync;
 
 pub use builder::KfdBuilder;
 #[cfg(all(test, feature = "emu"))]
 pub(crate) use context::emulated_context;
 pub(crate) use context::{DeviceContext, GpuContext};
+use slots::Slots;
 
-use crate::debug::DebugOptions;
+use crate::debug::options::DebugOptions;
 use crate::error::{Error, Result};
-use crate::event::EventTable;
+use crate::event::table::EventTable;
 use crate::exception::ExceptionWatch;
 use crate::memory::hdp::HdpFlusher;
 use crate::memory::shards::ShardedSubAllocator;
 use crate::memory::suballoc::{BLOCK_SIZE, DISABLE_ENV};
 use crate::queue::doorbell::DoorbellTable;
-use crate::queue::{WeakAqlQueue, WeakSdmaQueue};
-use crate::signal::SignalPool;
+use crate::signal::pool::SignalPool;
 use crate::topology::{GpuInfo, PeerAccess, Topology};
 use kfd_sys::bindings::*;
 use kfd_sys::{Driver, DriverExt, DriverKind, Feature, KfdVersion};
@@ -72,23 +74,15 @@ pub(crate) struct KfdShared {
     /// The process's memory- and hardware-exception events, which every wait watches.
     pub(crate) exceptions: ExceptionWatch,
     pub(crate) signals: Mutex<SignalPool>,
-    pub(crate) suballoc: ShardedSubAllocator,
+    pub(crate) suballoc: ShardedSubAllocator<Kfd>,
     /// Requests below this many bytes are suballocated (0 = never).
     pub(crate) suballoc_threshold: AtomicU64,
     pub(crate) doorbells: DoorbellTable,
     pub(crate) hdp: HdpFlusher,
-    /// Per GPU, the queue the code loader invalidates the instruction cache on while code
-    /// objects hold it (weak: the queue keeps this alive, not the other way round).
-    pub(crate) loader_queues: Vec<Mutex<WeakAqlQueue>>,
-    /// Per GPU without an MMIO-remap page, the SDMA queue its HDP is flushed through (weak: the
-    /// queues that flushed through it keep it alive, see `queue::hdp_queue`).
-    pub(crate) hdp_queues: Vec<Mutex<WeakSdmaQueue>>,
-    /// Per GPU, kfdrt's trap handler while queues use it (see `queue::wave_exception`).
-    pub(crate) trap_handlers: crate::queue::wave_exception::TrapHandlers,
-    /// Per GPU, the hostcall service while kernels that take its buffer exist.
-    pub(crate) hostcall: crate::hostcall::HostcallServices,
-    /// Where kernels' `printf` output goes ([`Kfd::set_printf_handler`]).
-    pub(crate) printf_handler: crate::hostcall::PrintfHandler,
+    /// What the layers above keep per device: per GPU, the code loader's queue, the HDP-flush
+    /// queue, the trap handler and the hostcall service while something holds them, kfdrt as
+    /// its own debugger, and where kernels' `printf` output goes.
+    pub(crate) slots: Slots,
     /// The debugging switches, fixed at open.
     pub(crate) debug: DebugOptions,
     /// The live queues and kernel names, for hang and fault reports.
@@ -99,8 +93,6 @@ pub(crate) struct KfdShared {
     pub(crate) clocks_at_open: Vec<(u32, ClockCounters)>,
     /// With `KFDRT_VALIDATE` or `KFDRT_CAPTURE`, where the device's buffers are.
     pub(crate) buffers: Option<crate::debug::validate::AddressMap>,
-    /// kfdrt as its own debugger while address watches are armed.
-    pub(crate) self_debugger: crate::debug::address_watch::SelfDebuggerSlot,
 }
 
 impl KfdShared {
@@ -116,15 +108,10 @@ impl KfdShared {
             suballoc_threshold: AtomicU64::new(default_threshold()),
             doorbells: DoorbellTable::new(gpus),
             hdp: HdpFlusher::new(gpus),
-            loader_queues: (0..gpus).map(|_| Mutex::default()).collect(),
-            hdp_queues: (0..gpus).map(|_| Mutex::default()).collect(),
-            trap_handlers: crate::queue::wave_exception::TrapHandlers::new(gpus),
-            hostcall: (0..gpus).map(|_| Mutex::default()).collect(),
-            printf_handler: Default::default(),
+            slots: Slots::default(),
             recorder: crate::debug::recorder::Recorder::new(&debug),
             clocks_at_open: Vec::new(),
             buffers: (debug.validate || debug.capture.is_some()).then(Default::default),
-            self_debugger: Default::default(),
             debug,
             reports: Default::default(),
             dev,

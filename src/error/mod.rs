@@ -6,14 +6,15 @@ mod code_object;
 mod device_faults;
 mod kernel_args;
 mod queue_fault;
+pub(crate) mod report;
 
 pub use code_object::CodeObjectError;
 pub use device_faults::{DeviceReset, MemoryException};
 pub use kernel_args::KernelArgError;
 pub use queue_fault::{QueueFault, WaveExceptions};
 
-use crate::debug::report::DeviceReport;
 use kfd_sys::Errno;
+use report::DeviceReport;
 
 /// Everything that can go wrong in kfdrt. Errors name the failing operation and carry the errno
 /// the driver (or emulator) returned, so a log line is enough to tell what happened.

@@ -26,7 +26,7 @@ use crate::error::{Error, Result};
 use crate::memory::{AllocOptions, Buffer, MemoryKind};
 use crate::signal::{Condition, Signal};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -44,10 +44,6 @@ const DOORBELL_DONE: i64 = 0;
 const SERVICE_FUNCTION_CALL: u32 = 1;
 const SERVICE_PRINTF: u32 = 2;
 const SERVICE_DEVMEM: u32 = 3;
-
-/// Per GPU, the hostcall service while code objects that use it are loaded (weak: kernels and
-/// their dispatches keep it alive, see [`service_for`]).
-pub(crate) type HostcallServices = Vec<Mutex<Weak<HostcallService>>>;
 
 /// One GPU's hostcall buffer and the thread that answers it. Held by every kernel that takes
 /// the buffer and by every dispatch of such a kernel until it completes; the thread stops with
@@ -89,15 +85,9 @@ unsafe impl Sync for HostcallBuffer {}
 /// The GPU's hostcall service, started if no loaded code object holds it.
 pub(crate) fn service_for(gpu: &Gpu) -> Result<Arc<HostcallService>> {
     let shared = &gpu.kfd().shared;
-    let mut slot = shared.hostcall[gpu.index]
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
-    if let Some(s) = slot.upgrade() {
-        return Ok(s);
-    }
-    let s = Arc::new(HostcallService::start(gpu)?);
-    *slot = Arc::downgrade(&s);
-    Ok(s)
+    shared
+        .slots
+        .get_or_make(gpu.index, || HostcallService::start(gpu).map(Arc::new))
 }
 
 impl HostcallService {
@@ -164,20 +154,14 @@ impl Kfd {
     /// # Ok(()) }
     /// ```
     pub fn set_printf_handler(&self, handler: impl Fn(&KernelPrint) + Send + Sync + 'static) {
-        *self
-            .shared
-            .printf_handler
-            .write()
-            .unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(handler));
+        self.shared
+            .slots
+            .set(Some(PrintfHandler(Box::new(handler))));
     }
 
     /// Sends kernels' `printf` output to stdout and stderr again.
     pub fn clear_printf_handler(&self) {
-        *self
-            .shared
-            .printf_handler
-            .write()
-            .unwrap_or_else(|p| p.into_inner()) = None;
+        self.shared.slots.set::<PrintfHandler>(None);
     }
 }
 
@@ -362,7 +346,10 @@ impl HostcallBuffer {
             text,
             to_stderr,
         };
-        printf::emit(&self.doorbell.kfd().shared.printf_handler, print);
+        printf::emit(
+            self.doorbell.kfd().shared.slots.setting::<PrintfHandler>(),
+            print,
+        );
     }
 }
 

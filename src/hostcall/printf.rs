@@ -10,7 +10,7 @@
 //! `printf` returns: the number of characters printed.
 
 use std::ffi::{c_char, c_int, c_void, CString};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 const BEGIN: u64 = 1;
 const END: u64 = 2;
@@ -27,14 +27,13 @@ pub struct KernelPrint {
     pub to_stderr: bool,
 }
 
-/// The handler a process installed, if any.
-pub(crate) type PrintfHandler = RwLock<Option<Arc<dyn Fn(&KernelPrint) + Send + Sync>>>;
+/// The handler a process installed ([`crate::Kfd::set_printf_handler`]).
+pub(crate) struct PrintfHandler(pub(crate) Box<dyn Fn(&KernelPrint) + Send + Sync>);
 
-/// Hands `print` to the handler, or writes it to stdout or stderr whole.
-pub(super) fn emit(handler: &PrintfHandler, print: KernelPrint) {
-    let handler = handler.read().unwrap_or_else(|p| p.into_inner()).clone();
+/// Hands `print` to `handler`, or without one writes it to stdout or stderr whole.
+pub(super) fn emit(handler: Option<Arc<PrintfHandler>>, print: KernelPrint) {
     match handler {
-        Some(h) => h(&print),
+        Some(h) => (h.0)(&print),
         None => {
             use std::io::Write;
             let written = if print.to_stderr {

@@ -91,7 +91,7 @@ pub struct Buffer {
 /// The memory behind a [`Buffer`], shared with the GPU work that uses it.
 pub(crate) struct Allocation {
     /// Keeps the device open (shared with the other buffers of its allocator shard).
-    pub(super) lease: Arc<DeviceLease>,
+    pub(super) lease: Arc<DeviceLease<Kfd>>,
     pub(super) backing: Option<Backing>,
     pub(super) size: u64,
     /// Allocated with execute permission.
@@ -178,7 +178,9 @@ impl Gpu {
                 kind: options.kind,
                 executable: options.executable,
             };
-            let (chunk, lease) = shared.suballoc.alloc(&self.kfd, key, size, a)?;
+            let (chunk, lease) = shared
+                .suballoc
+                .alloc(&shared.dev, &self.kfd, key, size, a)?;
             return Ok(Buffer::new(Allocation {
                 lease,
                 backing: Some(Backing::Sub(chunk, info.gpu_id)),

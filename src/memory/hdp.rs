@@ -15,7 +15,7 @@
 //!
 //! [`Buffer::write`]: crate::Buffer::write
 
-use crate::device::DeviceContext;
+use crate::device::context::DeviceContext;
 use crate::error::{Error, Result};
 use crate::memory::va::{VaRange, PAGE_SIZE};
 use kfd_sys::bindings::*;

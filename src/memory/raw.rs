@@ -2,8 +2,8 @@
 //!
 //! [`RawAllocation`] is what [`crate::Buffer`], the events page and queue memory are built on.
 
+use super::kind::MemoryKind;
 use super::va::{va_alignment, VaRange, PAGE_SIZE};
-use super::MemoryKind;
 use crate::error::{Error, Result};
 use kfd_sys::bindings::*;
 use kfd_sys::{Driver, DriverExt, Errno, MapSource, Node};

@@ -10,31 +10,32 @@
 //! threads on one device it, not the allocator, set the pace).
 
 use super::suballoc::{Chunk, PoolKey, SubAllocation, SubAllocator};
-use crate::device::{DeviceContext, Kfd};
+use crate::device::context::DeviceContext;
 use crate::error::Result;
 use crossbeam_utils::CachePadded;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-/// A handle on the device shared by the live buffers of one shard (it holds the device open).
-pub(crate) struct DeviceLease {
-    pub(crate) kfd: Kfd,
+/// A handle on the device shared by the live buffers of one shard (it holds the device open):
+/// `K` is the handle (`Kfd`; generic so that the suballocator sits below the device).
+pub(crate) struct DeviceLease<K> {
+    pub(crate) kfd: K,
 }
 
 /// Shards per device: enough for the threads of a typical runtime to rarely meet.
 const SHARDS: usize = 8;
 
-/// Every suballocator shard of a device.
-pub(crate) struct ShardedSubAllocator {
+/// Every suballocator shard of a device, whose buffers hold it open through a `K`.
+pub(crate) struct ShardedSubAllocator<K> {
     /// Each on its own cache line: shards next to each other would make the threads meet
     /// anyway, on the line their locks share.
     shards: [CachePadded<Mutex<SubAllocator>>; SHARDS],
     /// Each shard's lease while any buffer of the shard holds it (weak: the device must not
     /// hold itself open).
-    leases: [CachePadded<Mutex<Weak<DeviceLease>>>; SHARDS],
+    leases: [CachePadded<Mutex<Weak<DeviceLease<K>>>>; SHARDS],
 }
 
-impl Default for ShardedSubAllocator {
+impl<K> Default for ShardedSubAllocator<K> {
     fn default() -> Self {
         ShardedSubAllocator {
             shards: std::array::from_fn(|_| CachePadded::new(Mutex::new(SubAllocator::default()))),
@@ -56,29 +57,30 @@ fn lock(m: &Mutex<SubAllocator>) -> MutexGuard<'_, SubAllocator> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-impl ShardedSubAllocator {
-    /// Allocates from the calling thread's shard (see [`SubAllocator::alloc`]) of `kfd`
-    /// (whose suballocator this is), with the lease the buffer keeps.
+impl<K: Clone> ShardedSubAllocator<K> {
+    /// Allocates from the calling thread's shard (see [`SubAllocator::alloc`]) of the device
+    /// `dev` that `kfd` holds open (whose suballocator this is), with the lease the buffer keeps.
     #[inline]
     pub(crate) fn alloc(
         &self,
-        kfd: &Kfd,
+        dev: &DeviceContext,
+        kfd: &K,
         key: PoolKey,
         size: u64,
         align: u64,
-    ) -> Result<(SubAllocation, Arc<DeviceLease>)> {
+    ) -> Result<(SubAllocation, Arc<DeviceLease<K>>)> {
         let shard = this_thread();
-        let mut a = lock(&self.shards[shard]).alloc(&kfd.shared.dev, key, size, align)?;
+        let mut a = lock(&self.shards[shard]).alloc(dev, key, size, align)?;
         a.chunk.shard = shard as u8;
         Ok((a, self.lease(shard, kfd)))
     }
 
     /// A lease on `kfd` for a buffer made by the calling thread (dedicated buffers too).
-    pub(crate) fn lease_for_this_thread(&self, kfd: &Kfd) -> Arc<DeviceLease> {
+    pub(crate) fn lease_for_this_thread(&self, kfd: &K) -> Arc<DeviceLease<K>> {
         self.lease(this_thread(), kfd)
     }
 
-    fn lease(&self, shard: usize, kfd: &Kfd) -> Arc<DeviceLease> {
+    fn lease(&self, shard: usize, kfd: &K) -> Arc<DeviceLease<K>> {
         let mut l = self.leases[shard].lock().unwrap_or_else(|p| p.into_inner());
         if let Some(lease) = l.upgrade() {
             return lease;

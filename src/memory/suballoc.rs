@@ -24,9 +24,9 @@
 //! to KFD at once; [`crate::Kfd::trim_memory`] returns all of them.
 
 use super::buddy::Buddy;
+use super::kind::MemoryKind;
 use super::raw::{GpuAccess, RawAllocation};
-use super::MemoryKind;
-use crate::device::DeviceContext;
+use crate::device::context::DeviceContext;
 use crate::error::{Error, Result};
 use std::collections::HashMap;
 

@@ -5,7 +5,7 @@
 //! a queue's doorbell can be on the second one; on a kernel of larger pages the slice is one
 //! page (`kfd_doorbell_process_slice`: `roundup(8 KiB, PAGE_SIZE)`), and mapped whole.
 
-use crate::device::DeviceContext;
+use crate::device::context::DeviceContext;
 use crate::error::{Error, Result};
 use kfd_sys::{Driver, MapSource, Node};
 use std::sync::atomic::AtomicU64;

@@ -13,11 +13,14 @@
 use super::sdma_queue::SdmaQueue;
 use crate::device::Kfd;
 use crate::error::{Error, Result};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// The flush queues a queue keeps alive, one per GPU it flushed.
 #[derive(Default)]
-pub(crate) struct HdpQueues(Mutex<Vec<(usize, SdmaQueue)>>);
+pub(crate) struct HdpQueues(Mutex<Vec<(usize, Arc<HdpFlushQueue>)>>);
+
+/// A GPU's SDMA queue for HDP flushes, while queues that flushed through it exist.
+pub(crate) struct HdpFlushQueue(SdmaQueue);
 
 impl HdpQueues {
     /// Flushes the HDP of the GPUs in `gpus` (a bit per index, from
@@ -27,7 +30,9 @@ impl HdpQueues {
         let mut left = gpus;
         while left != 0 {
             let index = left.trailing_zeros() as usize;
-            let r = self.queue(kfd, index).and_then(|q| q.flush_hdp_and_wait());
+            let r = self
+                .queue(kfd, index)
+                .and_then(|q| q.0.flush_hdp_and_wait());
             if let Err(e) = r {
                 kfd.shared.hdp_still_written(left);
                 return Err(e);
@@ -38,7 +43,7 @@ impl HdpQueues {
     }
 
     /// GPU `index`'s flush queue: the one kept, the device's, or a new one.
-    fn queue(&self, kfd: &Kfd, index: usize) -> Result<SdmaQueue> {
+    fn queue(&self, kfd: &Kfd, index: usize) -> Result<Arc<HdpFlushQueue>> {
         let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((_, q)) = kept.iter().find(|(i, _)| *i == index) {
             return Ok(q.clone());
@@ -50,28 +55,20 @@ impl HdpQueues {
 }
 
 /// The device's flush queue for GPU `index`, made if no queue keeps one.
-fn shared_queue(kfd: &Kfd, index: usize) -> Result<SdmaQueue> {
-    let slot = kfd
-        .shared
-        .hdp_queues
-        .get(index)
-        .ok_or_else(|| Error::Internal(format!("no GPU {index} to flush")))?;
-    let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(q) = slot.upgrade() {
-        return Ok(q);
-    }
+fn shared_queue(kfd: &Kfd, index: usize) -> Result<Arc<HdpFlushQueue>> {
     let gpu = kfd
         .gpu(index)
         .ok_or_else(|| Error::Internal(format!("no GPU {index} to flush")))?;
-    let q = gpu.create_sdma_queue().map_err(|e| {
-        Error::Unsupported(format!(
-            "GPU {:#x} has no MMIO-remap page (a virtual function?) and no SDMA queue to flush \
-             its HDP through: {e}",
-            gpu.id()
-        ))
-    })?;
-    *slot = q.downgrade();
-    Ok(q)
+    kfd.shared.slots.get_or_make(index, || {
+        let q = gpu.create_sdma_queue().map_err(|e| {
+            Error::Unsupported(format!(
+                "GPU {:#x} has no MMIO-remap page (a virtual function?) and no SDMA queue to \
+                 flush its HDP through: {e}",
+                gpu.id()
+            ))
+        })?;
+        Ok(Arc::new(HdpFlushQueue(q)))
+    })
 }
 
 /// Flushes, before work is published on a queue that keeps `kept`, the HDP of every GPU whose

@@ -14,14 +14,13 @@ pub(crate) mod scratch_memory;
 mod sdma_queue;
 pub(crate) mod wave_exception;
 
+pub(crate) use self::aql_queue::DispatchArgs;
 pub use self::aql_queue::{
     AqlQueue, AqlQueueOptions, Batch, Dispatch, PreparedDispatch, QueueFault, QueuePriority,
     Submission,
 };
-pub(crate) use self::aql_queue::{DispatchArgs, WeakAqlQueue};
 pub use self::pm4_queue::{Pm4Queue, Pm4QueueOptions};
 pub use self::scratch_memory::SINGLE_LIMIT as SCRATCH_SINGLE_LIMIT;
-pub(crate) use self::sdma_queue::WeakSdmaQueue;
 pub(crate) use self::sdma_queue::{check_fill, check_range};
 pub use self::sdma_queue::{CopyCompletion, SdmaQueue};
 pub use self::wave_exception::WaveExceptions;

@@ -13,8 +13,8 @@ use super::hdp_queue::HdpQueues;
 use super::held::{Held, RetireList};
 use super::ring_probe;
 use super::QueuePriority;
-use crate::debug::report::QueueKind;
 use crate::device::Gpu;
+use crate::error::report::QueueKind;
 use crate::error::{Error, Result};
 use crate::memory::{Buffer, MemoryKind};
 use crate::signal::{Condition, Signal, DEFAULT_SPIN};
@@ -59,23 +59,6 @@ fn completion_writes(addr: u64, before: i64, after: i64) -> Vec<SdmaPacket> {
 /// [`CopyCompletion`] from it are gone.
 #[derive(Clone)]
 pub struct SdmaQueue(Arc<SdmaQueueShared>);
-
-/// A handle that does not keep its queue alive: for the queue the device caches to flush a
-/// GPU's HDP through (see `queue::hdp_queue`), which must not own the device that owns it.
-#[derive(Clone, Default)]
-pub(crate) struct WeakSdmaQueue(std::sync::Weak<SdmaQueueShared>);
-
-impl WeakSdmaQueue {
-    pub(crate) fn upgrade(&self) -> Option<SdmaQueue> {
-        self.0.upgrade().map(SdmaQueue)
-    }
-}
-
-impl SdmaQueue {
-    pub(crate) fn downgrade(&self) -> WeakSdmaQueue {
-        WeakSdmaQueue(Arc::downgrade(&self.0))
-    }
-}
 
 struct SdmaQueueShared {
     /// The KFD queue; `None` once destroyed (in Drop, before the memory it uses goes).

@@ -25,7 +25,7 @@ use crate::memory::{AllocOptions, Buffer, MemoryKind};
 use crate::signal::Signal;
 use kfd_sys::bindings::{kfd_context_save_area_header, kfd_ioctl_set_trap_handler_args};
 use kfd_sys::DriverExt;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 
 /// kfdrt's trap handler, assembled for gfx90a (and older GFX9) by `trap/build.sh`.
 static GFX90A: &[u8] = include_bytes!("../../trap/gfx90a.bin");
@@ -92,16 +92,6 @@ pub(crate) struct InstalledTrapHandler {
     _code: Buffer,
 }
 
-/// Per GPU, the trap handler the queues share (weak: the queues keep it alive).
-#[derive(Default)]
-pub(crate) struct TrapHandlers(Vec<Mutex<Weak<InstalledTrapHandler>>>);
-
-impl TrapHandlers {
-    pub(crate) fn new(gpus: usize) -> TrapHandlers {
-        TrapHandlers((0..gpus).map(|_| Mutex::default()).collect())
-    }
-}
-
 /// kfdrt's trap handler for a GPU of `gfx_target_version`, if it has one (GFX9).
 pub(crate) fn handler_code(gfx_target_version: u32) -> Option<&'static [u8]> {
     match gfx_target_version {
@@ -121,13 +111,16 @@ pub(crate) fn trap_handler(gpu: &Gpu) -> Result<Option<Arc<InstalledTrapHandler>
     if !shared.dev.runtime_enabled {
         return Ok(None);
     }
-    let Some(slot) = shared.trap_handlers.0.get(gpu.index) else {
-        return Ok(None);
-    };
-    let mut slot = slot.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(h) = slot.upgrade() {
-        return Ok(Some(h));
-    }
+    // One per GPU, which the queues share (the device refers to it weakly: the queues keep it
+    // alive).
+    shared
+        .slots
+        .get_or_make(gpu.index, || install_trap_handler(gpu, code))
+        .map(Some)
+}
+
+fn install_trap_handler(gpu: &Gpu, code: &[u8]) -> Result<Arc<InstalledTrapHandler>> {
+    let shared = &gpu.kfd().shared;
     // TBA is in 256-byte units; a page of its own also keeps the code off any other code's
     // instruction-cache lines.
     let buffer = gpu.alloc_with(
@@ -155,9 +148,7 @@ pub(crate) fn trap_handler(gpu: &Gpu) -> Result<Option<Arc<InstalledTrapHandler>
         buffer.gpu_address(),
         gpu.id()
     );
-    let h = Arc::new(InstalledTrapHandler { _code: buffer });
-    *slot = Arc::downgrade(&h);
-    Ok(Some(h))
+    Ok(Arc::new(InstalledTrapHandler { _code: buffer }))
 }
 
 #[cfg(test)]

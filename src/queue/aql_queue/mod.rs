@@ -194,23 +194,6 @@ unsafe impl Sync for AqlQueueShared {}
 #[derive(Clone)]
 pub struct AqlQueue(Arc<AqlQueueShared>);
 
-/// A handle that does not keep its queue alive: for a queue the GPU itself caches (the code
-/// loader's), which must not own the GPU that owns it.
-#[derive(Clone, Default)]
-pub(crate) struct WeakAqlQueue(std::sync::Weak<AqlQueueShared>);
-
-impl WeakAqlQueue {
-    pub(crate) fn upgrade(&self) -> Option<AqlQueue> {
-        self.0.upgrade().map(AqlQueue)
-    }
-}
-
-impl AqlQueue {
-    pub(crate) fn downgrade(&self) -> WeakAqlQueue {
-        WeakAqlQueue(Arc::downgrade(&self.0))
-    }
-}
-
 impl fmt::Debug for AqlQueue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AqlQueue")
