@@ -234,11 +234,9 @@ enum Blit {
 /// Loads the copy-aligned, copy-unaligned and fill kernels for `gpu`, invalidating the
 /// instruction cache on the queue that will run them (no other queue is needed for that).
 fn blit_kernels(gpu: &Gpu, queue: &AqlQueue) -> Result<[Kernel; 3]> {
-    let elf = blit_code_object(&gpu.info().gfx_target).ok_or_else(|| {
-        Error::InvalidArgument(format!(
-            "no blit kernels for {} (there are for gfx90a, gfx942, gfx1100)",
-            gpu.info().gfx_target
-        ))
+    let elf = blit_code_object(&gpu.info().gfx_target).ok_or_else(|| Error::NotOnThisGpu {
+        gfx_target: gpu.info().gfx_target.clone(),
+        what: "blit kernels in kfdrt (there are for gfx90a, gfx942, gfx1100)".into(),
     })?;
     let co = gpu.load_code_object_with(
         elf,
@@ -384,11 +382,12 @@ impl CopyEngine {
     fn shader(&self) -> Result<&ShaderPath> {
         match &self.path {
             Path::Shader(s) => Ok(s),
-            Path::Sdma(_) => self.blit_kernels().ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "no blit kernels on GPU {:#x} (see the log)",
+            Path::Sdma(_) => self.blit_kernels().ok_or_else(|| Error::NotOnThisGpu {
+                gfx_target: self.gpu.info().gfx_target.clone(),
+                what: format!(
+                    "loaded blit kernels (GPU {:#x}; see the log)",
                     self.gpu.id()
-                ))
+                ),
             }),
         }
     }
@@ -487,7 +486,7 @@ impl CopyEngine {
         bytes: u64,
     ) -> Result<(Blit, u64, u64)> {
         if bytes == 0 {
-            return Err(Error::InvalidArgument("copy of 0 bytes".into()));
+            return Err(Error::ZeroSize { what: "copy" });
         }
         let d = check_range(&self.gpu, dst, dst_off, bytes, "destination")?;
         let s = check_range(&self.gpu, src, src_off, bytes, "source")?;

@@ -243,17 +243,27 @@ fn bad_dispatch_arguments_are_refused_before_the_ring() {
     let zero = raw_dispatch(&kernel, 1, 1, &[0; 16]).with_grid([0, 1, 1]);
     assert!(matches!(
         queue.dispatch(&zero),
-        Err(Error::InvalidArgument(_))
+        Err(Error::BadGeometry {
+            grid: [0, 1, 1],
+            ..
+        })
     ));
     let huge = raw_dispatch(&kernel, 2048, 1, &[0; 16]).with_workgroup([1024, 2, 1]);
     assert!(matches!(
         queue.dispatch(&huge),
-        Err(Error::InvalidArgument(_))
+        Err(Error::TooLarge {
+            requested: 2048,
+            limit: 1024,
+            ..
+        })
     ));
     assert_eq!(queue.write_index(), before, "nothing reached the ring");
     for size in [0u32, 63, 100, 1 << 20] {
         let r = gpu.create_aql_queue(AqlQueueOptions::default().with_size_packets(size));
-        assert!(matches!(r, Err(Error::InvalidArgument(_))), "size {size}");
+        assert!(
+            matches!(r, Err(Error::QueueSize { requested, .. }) if requested == u64::from(size)),
+            "size {size}"
+        );
     }
 }
 
@@ -323,7 +333,13 @@ fn prepared_dispatches_run_with_their_own_arguments() {
     let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     // A bad shape is refused when preparing, not later.
     let bad = Dispatch::linear(&kernel, 1, 1).with_workgroup([64, 32, 1]);
-    assert!(matches!(bad.prepare(), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        bad.prepare(),
+        Err(Error::TooLarge {
+            requested: 2048,
+            ..
+        })
+    ));
     let prepared = Dispatch::linear(&kernel, 1, 1).prepare().unwrap();
     for round in 0..4u64 {
         let mut batch = queue.batch().unwrap();
@@ -353,11 +369,15 @@ fn cu_masks_reach_the_driver_and_bad_ones_are_refused() {
     assert_eq!(emu.queue_cu_mask(queue.id()), Some(mask.to_vec()));
     assert!(matches!(
         queue.set_cu_mask(&[]),
-        Err(Error::InvalidArgument(_))
+        Err(Error::ZeroSize { what: "CU mask" })
     ));
     assert!(matches!(
         queue.set_cu_mask(&[1; 33]),
-        Err(Error::InvalidArgument(_))
+        Err(Error::TooLarge {
+            requested: 33,
+            limit: 32,
+            ..
+        })
     ));
     // The queue still runs.
     queue.barrier_and(&[]).unwrap().wait(LONG).unwrap();
@@ -397,22 +417,35 @@ fn lds_beyond_the_gpu_or_overflowing_is_refused_before_the_ring() {
     let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     let before = queue.write_index();
     let overflow = raw_dispatch(&kernel, 1, 1, &[0; 16]).with_dynamic_lds(u32::MAX);
-    assert!(matches!(overflow.prepare(), Err(Error::InvalidArgument(_))));
-    assert!(matches!(
-        queue.dispatch(&overflow),
-        Err(Error::InvalidArgument(_))
-    ));
+    let overflowing = u64::from(u32::MAX) + (16 << 10);
+    for r in [
+        overflow.prepare().map(drop),
+        queue.dispatch(&overflow).map(drop),
+    ] {
+        assert!(
+            matches!(r, Err(Error::TooLarge { requested, .. }) if requested == overflowing),
+            "{r:?}"
+        );
+    }
     // 16 KiB static + 49 KiB dynamic > the GPU's 64 KiB.
     let too_much = raw_dispatch(&kernel, 1, 1, &[0; 16]).with_dynamic_lds(49 << 10);
     match queue.dispatch(&too_much) {
-        Err(Error::InvalidArgument(m)) => assert!(m.contains("LDS"), "{m}"),
+        Err(Error::TooLarge {
+            requested, limit, ..
+        }) => assert_eq!((requested, limit), (65 << 10, 64 << 10)),
         other => panic!("{other:?}"),
     }
     let prepared = too_much.prepare().unwrap();
     let mut b = queue.batch().unwrap();
     // SAFETY: no address among the arguments.
     unsafe { b.dispatch_prepared(&prepared, &[0; 16]) };
-    assert!(matches!(b.submit(), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        b.submit(),
+        Err(Error::TooLarge {
+            requested: 66560,
+            ..
+        })
+    ));
     assert_eq!(queue.write_index(), before, "nothing reached the ring");
     let fits = raw_dispatch(&kernel, 1, 1, &[0; 16]).with_dynamic_lds(48 << 10);
     fits.prepare().unwrap();

@@ -68,8 +68,10 @@ fn zero_sized_allocation() {
     let Some((_kfd, gpu)) = under_test("bad_input::zero_sized_allocation") else {
         return;
     };
-    let m = invalid(gpu.alloc(0, MemoryKind::DeviceLocal), "alloc(0)");
-    assert!(m.contains("size is 0"), "{m}");
+    assert!(matches!(
+        gpu.alloc(0, MemoryKind::DeviceLocal),
+        Err(Error::ZeroSize { what: "allocation" })
+    ));
     still_works(&gpu);
 }
 
@@ -128,35 +130,59 @@ fn grid_or_work_group_zero_and_work_group_over_1024() {
         .emulated_kernel("noop", 0, Arc::new(|_: &WorkGroup<'_>| Ok(())))
         .unwrap();
     let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
-    let m = invalid(q.dispatch(&Dispatch::linear(&k, 0, 64)), "grid 0");
-    assert!(m.contains("zero dimension"), "{m}");
-    invalid(q.dispatch(&Dispatch::linear(&k, 64, 0)), "work-group 0");
-    let m = invalid(
-        q.dispatch(&Dispatch::new(&k, [1024, 2, 1], [1024, 2, 1])),
+    let zero = |r: kfdrt::Result<kfdrt::Submission>, what: &str| match r {
+        Err(Error::BadGeometry {
+            reason: "a zero dimension",
+            ..
+        }) => {}
+        other => panic!("{what}: expected BadGeometry, got {other:?}"),
+    };
+    let over = |r: kfdrt::Result<_>, items: u64, what: &str| match r {
+        Err(Error::TooLarge {
+            requested, limit, ..
+        }) if requested == items && limit == 1024 => {}
+        other => panic!("{what}: expected TooLarge of {items} work-items, got {other:?}"),
+    };
+    zero(q.dispatch(&Dispatch::linear(&k, 0, 64)), "grid 0");
+    zero(q.dispatch(&Dispatch::linear(&k, 64, 0)), "work-group 0");
+    over(
+        q.dispatch(&Dispatch::new(&k, [1024, 2, 1], [1024, 2, 1]))
+            .map(drop),
+        2048,
         "work-group 2048",
     );
-    assert!(m.contains("exceeds 1024"), "{m}");
     // 32768 x 32768 x 4 work-items is 2^32: a 32-bit product wraps to 0 (and panics in a
     // debug build); it must be refused like any other.
-    for wg in [[32768, 32768, 4], [65535, 65535, 65535]] {
-        let m = invalid(
-            q.dispatch(&Dispatch::new(&k, [1 << 20, 1 << 20, 8], wg)),
+    for wg in [[32768u16, 32768, 4], [65535, 65535, 65535]] {
+        let items = wg.iter().map(|&d| u64::from(d)).product();
+        over(
+            q.dispatch(&Dispatch::new(&k, [1 << 20, 1 << 20, 8], wg))
+                .map(drop),
+            items,
             "a work-group whose size overflows 32 bits",
         );
-        assert!(m.contains("exceeds 1024"), "{m}");
         // SAFETY: no argument bytes at all.
         let d = unsafe { Dispatch::new(&k, [1, 1, 1], wg).with_raw_args(&[]) };
-        invalid(d.prepare().map(drop), "the same, prepared");
+        over(d.prepare().map(drop), items, "the same, prepared");
     }
     // PM4 dispatches take 32-bit sizes: 65536 x 65536 wraps a 32-bit product to 0.
     let pm4 = gpu.create_pm4_queue(Pm4QueueOptions::default()).unwrap();
-    for wg in [[65536, 65536, 1], [0, 1, 1], [1024, 2, 1]] {
-        let m = invalid(
-            pm4.dispatch_packets(&k, [1, 1, 1], wg, 0, 0),
-            "a PM4 work-group over 1024 work-items",
-        );
-        assert!(m.contains("work-group"), "{m}");
-    }
+    over(
+        pm4.dispatch_packets(&k, [1, 1, 1], [65536, 65536, 1], 0, 0)
+            .map(drop),
+        1 << 32,
+        "a PM4 work-group of 2^32 work-items",
+    );
+    over(
+        pm4.dispatch_packets(&k, [1, 1, 1], [1024, 2, 1], 0, 0)
+            .map(drop),
+        2048,
+        "a PM4 work-group of 2048 work-items",
+    );
+    assert!(matches!(
+        pm4.dispatch_packets(&k, [1, 1, 1], [0, 1, 1], 0, 0),
+        Err(Error::BadGeometry { .. })
+    ));
     // The refused dispatches wrote nothing into the ring.
     assert_eq!(q.write_index(), 0);
     still_works(&gpu);
@@ -170,15 +196,23 @@ fn queue_sizes_that_are_not_powers_of_two_or_out_of_range() {
         return;
     };
     for packets in [0, 100, 32, 1 << 20] {
-        invalid(
-            gpu.create_aql_queue(AqlQueueOptions::default().with_size_packets(packets)),
-            "AQL ring size",
-        );
+        match gpu.create_aql_queue(AqlQueueOptions::default().with_size_packets(packets)) {
+            Err(Error::QueueSize {
+                kind: "AQL queue",
+                requested,
+                ..
+            }) if requested == u64::from(packets) => {}
+            other => panic!("AQL ring of {packets} packets: {other:?}"),
+        }
     }
-    invalid(
+    assert!(matches!(
         gpu.create_pm4_queue(Pm4QueueOptions::default().with_ring_bytes(1000)),
-        "PM4 ring size",
-    );
+        Err(Error::QueueSize {
+            kind: "PM4 ring",
+            requested: 1000,
+            ..
+        })
+    ));
     still_works(&gpu);
 }
 
@@ -190,12 +224,22 @@ fn copies_out_of_range_or_empty() {
     let a = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
     let b = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
     let e = gpu.copy_engine().unwrap();
-    invalid(e.copy(&b, 0, &a, 0, 0, &[]), "copy of 0 bytes");
+    assert!(matches!(
+        e.copy(&b, 0, &a, 0, 0, &[]),
+        Err(Error::ZeroSize { what: "copy" })
+    ));
     out_of_bounds(e.copy(&b, 0, &a, 4000, 200, &[]), "source", 4096);
     out_of_bounds(e.copy(&b, 4000, &a, 0, 200, &[]), "destination", 4096);
     out_of_bounds(e.copy(&b, u64::MAX, &a, 0, 2, &[]), "destination", 4096);
     out_of_bounds(e.fill(&b, 0, 0xab, 8192, &[]), "destination", 4096);
-    invalid(e.fill(&b, 0, 0xab, 6, &[]), "fill not a multiple of 4");
+    assert!(matches!(
+        e.fill(&b, 0, 0xab, 6, &[]),
+        Err(Error::Misaligned {
+            what: "fill size",
+            value: 6,
+            align: 4
+        })
+    ));
     still_works(&gpu);
 }
 
@@ -418,7 +462,10 @@ fn launches_by_blocks_and_by_work_items_are_the_same_launch() {
     assert_eq!(groups.load(std::sync::atomic::Ordering::Relaxed), 6);
     assert!(matches!(
         Dispatch::blocks(&k, [1 << 24, 1, 1], [1024, 1, 1]),
-        Err(Error::InvalidArgument(_))
+        Err(Error::BadGeometry {
+            grid: [0x4_0000_0000, 1, 1],
+            ..
+        })
     ));
 }
 

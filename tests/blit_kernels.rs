@@ -332,7 +332,9 @@ fn refused_fills_and_copies_touch_nothing() {
             assert!(
                 matches!(
                     r,
-                    Err(kfdrt::Error::InvalidArgument(_) | kfdrt::Error::OutOfBounds { .. })
+                    Err(kfdrt::Error::ZeroSize { .. }
+                        | kfdrt::Error::Misaligned { .. }
+                        | kfdrt::Error::OutOfBounds { .. })
                 ),
                 "{}: fill of {bytes} bytes at {off}: {:?}",
                 rig.preset,
@@ -344,7 +346,9 @@ fn refused_fills_and_copies_touch_nothing() {
             assert!(
                 matches!(
                     r,
-                    Err(kfdrt::Error::InvalidArgument(_) | kfdrt::Error::OutOfBounds { .. })
+                    Err(kfdrt::Error::ZeroSize { .. }
+                        | kfdrt::Error::Misaligned { .. }
+                        | kfdrt::Error::OutOfBounds { .. })
                 ),
                 "{}: copy of {bytes} bytes from {src_off} to {dst_off}: {:?}",
                 rig.preset,

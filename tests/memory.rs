@@ -48,7 +48,7 @@ fn parameter_errors_are_typed() {
     let gpu = kfd.gpu(0).unwrap();
     assert!(matches!(
         gpu.alloc(0, MemoryKind::GttCoherent),
-        Err(Error::InvalidArgument(_))
+        Err(Error::ZeroSize { what: "allocation" })
     ));
     assert!(matches!(
         gpu.alloc(u64::MAX - 10, MemoryKind::DeviceLocal),

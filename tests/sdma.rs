@@ -556,7 +556,7 @@ fn sdma_queues_on_a_chosen_engine() {
     assert_eq!(dst.to_vec().unwrap(), pattern(4096, 3));
     assert!(matches!(
         gpu.create_sdma_queue_on_engine(engines),
-        Err(Error::InvalidArgument(_))
+        Err(Error::NotOnThisGpu { .. })
     ));
     drop(on_last);
     // KFD 1.16 has no such queue type.

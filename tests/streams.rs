@@ -584,7 +584,7 @@ fn a_pool_reuses_memory_in_stream_order_and_across_streams_once_the_gpu_has_pass
     assert_eq!(pool.stats().cached_bytes, 0);
     assert!(matches!(
         pool.alloc_async(0, &a),
-        Err(Error::InvalidArgument(_))
+        Err(Error::ZeroSize { what: "allocation" })
     ));
 }
 

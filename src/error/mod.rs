@@ -239,6 +239,66 @@ pub enum Error {
         /// The buffer's size in bytes.
         size: u64,
     },
+    /// A size of 0 where at least a byte is needed: an allocation, a copy, a fill, a host
+    /// registration. Nothing was done.
+    #[error("{what} of 0 bytes")]
+    ZeroSize {
+        /// What was asked for: `"allocation"`, `"copy"`, `"host copy"`, `"host registration"`.
+        what: &'static str,
+    },
+    /// A value that is not aligned as the hardware needs it. Nothing was done.
+    #[error("{what} {value:#x} is not a multiple of {align}")]
+    Misaligned {
+        /// What: `"kernel entry"`, `"fill size"`, `"fill offset"`.
+        what: &'static str,
+        /// The value given.
+        value: u64,
+        /// The multiple it must be.
+        align: u64,
+    },
+    /// More of something than its container or the hardware holds. Nothing was done.
+    #[error("{what}: {requested} exceeds the limit of {limit}")]
+    TooLarge {
+        /// What: `"LDS bytes per work-group"`, `"work-items per work-group"`, `"packets in a
+        /// batch"`, `"kernel argument bytes"`, `"user SGPRs"`, `"CU mask words"`, ...
+        what: &'static str,
+        /// How many were asked for.
+        requested: u64,
+        /// How many fit.
+        limit: u64,
+    },
+    /// A launch the hardware cannot run: a zero dimension, or more than 2^32 work-items in one.
+    /// Nothing was written to the ring.
+    #[error("grid of {grid:?} work-items in work-groups of {workgroup:?}: {reason}")]
+    BadGeometry {
+        /// Work-items per dimension.
+        grid: [u64; 3],
+        /// Work-items per work-group per dimension.
+        workgroup: [u32; 3],
+        /// What is wrong: `"a zero dimension"`, `"more than 2^32 work-items in a dimension"`.
+        reason: &'static str,
+    },
+    /// A queue size the hardware does not take. No queue was created.
+    #[error("{kind} of {requested} {unit}: needs {rule}")]
+    QueueSize {
+        /// `"AQL queue"`, `"PM4 ring"`.
+        kind: &'static str,
+        /// The size asked for.
+        requested: u64,
+        /// `"packets"`, `"bytes"`.
+        unit: &'static str,
+        /// The rule it breaks: `"a power of two in 64..=131072"`, `"a power of two >= 1024"`.
+        rule: &'static str,
+    },
+    /// Something this GPU does not have (PM4 or SDMA encodings for its generation, blit
+    /// kernels, context save/restore, an SDMA engine by that number).
+    #[error("{gfx_target} has no {what}")]
+    NotOnThisGpu {
+        /// The GPU's target (`gfx90a`).
+        gfx_target: String,
+        /// What it lacks.
+        what: String,
+    },
     /// A raw PM4 packet cannot go into its queue's ring (longer than the ring can ever hold).
     /// Nothing of it was written.
     #[error("PM4 packet: {0}")]

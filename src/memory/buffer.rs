@@ -160,7 +160,7 @@ impl Gpu {
             )));
         }
         if size == 0 {
-            return Err(Error::InvalidArgument("allocation size is 0".into()));
+            return Err(Error::ZeroSize { what: "allocation" });
         }
         let info = self.info();
         let shared = &self.kfd.shared;

@@ -31,7 +31,9 @@ impl Gpu {
     /// Registers `memory` for access by this GPU. Its GPU address is its host address.
     pub fn register_host_memory<'a>(&self, memory: &'a mut [u8]) -> Result<HostRegistration<'a>> {
         if memory.is_empty() {
-            return Err(Error::InvalidArgument("registering an empty slice".into()));
+            return Err(Error::ZeroSize {
+                what: "host registration",
+            });
         }
         let driver = self.kfd().driver();
         // The driver pins whole pages of its kernel's size.

@@ -74,7 +74,7 @@ impl RawAllocation {
         access: GpuAccess,
     ) -> Result<RawAllocation> {
         if size == 0 {
-            return Err(Error::InvalidArgument("allocation size is 0".into()));
+            return Err(Error::ZeroSize { what: "allocation" });
         }
         // The driver rounds a buffer up to its page, and maps all of it.
         let len = super::va::align_up(size, driver.page_size().max(PAGE_SIZE))

@@ -32,11 +32,9 @@ impl ComputeAreas {
         let info = gpu.info();
         let sizes = info
             .cwsr_sizes(gpu.kfd().driver().page_size())
-            .ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "{} has no context save/restore: kfdrt needs gfx8.0.1 or newer",
-                    info.gfx_target
-                ))
+            .ok_or_else(|| Error::NotOnThisGpu {
+                gfx_target: info.gfx_target.clone(),
+                what: "context save/restore (kfdrt needs gfx8.0.1 or newer)".into(),
             })?;
         let eop = if with_eop {
             Some(queue_buffer(

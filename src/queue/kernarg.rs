@@ -65,10 +65,11 @@ impl KernargRing {
     ) -> Result<Option<u64>> {
         let len = len.max(1).div_ceil(KERNARG_ALIGN) * KERNARG_ALIGN;
         if len > self.size {
-            return Err(Error::InvalidArgument(format!(
-                "{len} bytes of kernel arguments exceed the queue's kernarg memory ({} bytes)",
-                self.size
-            )));
+            return Err(Error::TooLarge {
+                what: "kernel argument bytes (the queue's kernarg memory)",
+                requested: len,
+                limit: self.size,
+            });
         }
         self.retire();
         let mut start = self.head;

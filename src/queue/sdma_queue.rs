@@ -220,10 +220,13 @@ impl Gpu {
         let info = self.info();
         let engines = info.sdma_engines + info.sdma_xgmi_engines;
         if engine >= engines {
-            return Err(Error::InvalidArgument(format!(
-                "SDMA engine {engine}: GPU {:#x} has {engines}",
-                info.gpu_id
-            )));
+            return Err(Error::NotOnThisGpu {
+                gfx_target: info.gfx_target.clone(),
+                what: format!(
+                    "SDMA engine {engine} (GPU {:#x} has {engines})",
+                    info.gpu_id
+                ),
+            });
         }
         self.sdma_queue_of_type(KFD_IOC_QUEUE_TYPE_SDMA_BY_ENG_ID, engine)
     }
@@ -232,7 +235,10 @@ impl Gpu {
         let info = self.info().clone();
         let version =
             SdmaVersion::from_gfx_target_version(info.gfx_target_version).ok_or_else(|| {
-                Error::InvalidArgument(format!("no SDMA support for {}", info.gfx_target))
+                Error::NotOnThisGpu {
+                    gfx_target: info.gfx_target.clone(),
+                    what: "SDMA packet encoding in kfdrt".into(),
+                }
             })?;
         let ring_bytes: u32 = 64 * 1024;
         let ring_mem = queue_buffer(self, u64::from(ring_bytes), MemoryKind::GttCoherent)?;
@@ -304,10 +310,17 @@ impl Gpu {
 
 /// Checks a fill's offset and length: both dword multiples, not empty.
 pub(crate) fn check_fill(dst_off: u64, bytes: u64) -> Result<()> {
-    if bytes == 0 || bytes % 4 != 0 || dst_off % 4 != 0 {
-        return Err(Error::InvalidArgument(format!(
-            "fill of {bytes} bytes at offset {dst_off}: needs dword multiples"
-        )));
+    if bytes == 0 {
+        return Err(Error::ZeroSize { what: "fill" });
+    }
+    for (what, value) in [("fill size", bytes), ("fill offset", dst_off)] {
+        if value % 4 != 0 {
+            return Err(Error::Misaligned {
+                what,
+                value,
+                align: 4,
+            });
+        }
     }
     Ok(())
 }
@@ -666,7 +679,7 @@ impl SdmaQueue {
         deps: &[&Signal],
     ) -> Result<CopyCompletion> {
         if bytes == 0 {
-            return Err(Error::InvalidArgument("copy of 0 bytes".into()));
+            return Err(Error::ZeroSize { what: "copy" });
         }
         let d = check_range(&self.0.gpu, dst, dst_off, bytes, "destination")?;
         let s = check_range(&self.0.gpu, src, src_off, bytes, "source")?;

@@ -75,7 +75,7 @@ impl Stream {
     /// staging buffers are dropped back to the pool, not freed at a stream position.
     fn staging(&self, bytes: usize) -> Result<PooledBuffer> {
         if bytes == 0 {
-            return Err(Error::InvalidArgument("host copy of 0 bytes".into()));
+            return Err(Error::ZeroSize { what: "host copy" });
         }
         self.staging.alloc_async(bytes as u64, self)
     }

@@ -183,7 +183,7 @@ impl MemoryPool {
 
     fn alloc_for(&self, bytes: u64, stream: u32) -> Result<PooledBuffer> {
         if bytes == 0 {
-            return Err(crate::Error::InvalidArgument("allocation size is 0".into()));
+            return Err(crate::Error::ZeroSize { what: "allocation" });
         }
         let class = size_class(bytes);
         let p = &self.0;

@@ -377,11 +377,11 @@ impl Batch<'_> {
             self.barrier(&[], false)?;
         }
         if self.packets.len() > self.queue.0.size_packets as usize {
-            return Err(Error::InvalidArgument(format!(
-                "batch of {} packets exceeds the queue's {} slots",
-                self.packets.len(),
-                self.queue.0.size_packets
-            )));
+            return Err(Error::TooLarge {
+                what: "packets in a batch (the queue's slots)",
+                requested: self.packets.len() as u64,
+                limit: u64::from(self.queue.0.size_packets),
+            });
         }
         let handle = self.signal.handle();
         if let Some(last) = self.packets.last_mut() {
@@ -614,10 +614,11 @@ impl AqlQueue {
     pub(super) fn check_group_segment(&self, bytes: u32) -> Result<()> {
         let lds = self.0.gpu.info().lds_bytes;
         if bytes > lds {
-            return Err(Error::InvalidArgument(format!(
-                "a dispatch asks for {bytes} bytes of LDS per work-group; {} has {lds}",
-                self.0.gpu.info().gfx_target
-            )));
+            return Err(Error::TooLarge {
+                what: "LDS bytes per work-group",
+                requested: u64::from(bytes),
+                limit: u64::from(lds),
+            });
         }
         Ok(())
     }

@@ -114,12 +114,14 @@ impl<'a> Dispatch<'a> {
     pub fn blocks(kernel: &'a Kernel, blocks: [u32; 3], block: [u16; 3]) -> Result<Self> {
         let mut grid = [0u32; 3];
         for d in 0..3 {
-            grid[d] = blocks[d].checked_mul(u32::from(block[d])).ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "{blocks:?} work-groups of {block:?} work-items: more than 2^32 work-items \
-                     in a dimension"
-                ))
-            })?;
+            grid[d] =
+                blocks[d]
+                    .checked_mul(u32::from(block[d]))
+                    .ok_or_else(|| Error::BadGeometry {
+                        grid: std::array::from_fn(|i| u64::from(blocks[i]) * u64::from(block[i])),
+                        workgroup: block.map(u32::from),
+                        reason: "more than 2^32 work-items in a dimension",
+                    })?;
         }
         Ok(Dispatch::new(kernel, grid, block))
     }
@@ -361,15 +363,17 @@ impl<'a> Dispatch<'a> {
     #[inline(never)]
     fn shape_error(&self, items: u64) -> Error {
         if items == 0 || self.grid.contains(&0) {
-            Error::InvalidArgument(format!(
-                "grid {:?} / work-group {:?} has a zero dimension",
-                self.grid, self.workgroup
-            ))
+            Error::BadGeometry {
+                grid: self.grid.map(u64::from),
+                workgroup: self.workgroup.map(u32::from),
+                reason: "a zero dimension",
+            }
         } else {
-            Error::InvalidArgument(format!(
-                "work-group of {items} work-items exceeds {}",
-                aql::MAX_WORK_GROUP_ITEMS
-            ))
+            Error::TooLarge {
+                what: "work-items per work-group",
+                requested: items,
+                limit: aql::MAX_WORK_GROUP_ITEMS,
+            }
         }
     }
 }
@@ -377,7 +381,9 @@ impl<'a> Dispatch<'a> {
 #[cold]
 #[inline(never)]
 fn lds_overflow(static_lds: u32, dynamic: u32) -> Error {
-    Error::InvalidArgument(format!(
-        "LDS of {static_lds} static + {dynamic} dynamic bytes overflows"
-    ))
+    Error::TooLarge {
+        what: "LDS bytes per work-group (static and dynamic)",
+        requested: u64::from(static_lds) + u64::from(dynamic),
+        limit: u64::from(u32::MAX),
+    }
 }

@@ -13,10 +13,12 @@ impl AqlQueue {
         let ib = match self.0.icache_ib.get() {
             Some(b) => b,
             None => {
-                let family = pm4::GfxFamily::from_gfx_target_version(
-                    self.0.gpu.info().gfx_target_version,
-                )
-                .ok_or_else(|| Error::InvalidArgument("no PM4 support for this GPU".into()))?;
+                let family =
+                    pm4::GfxFamily::from_gfx_target_version(self.0.gpu.info().gfx_target_version)
+                        .ok_or_else(|| Error::NotOnThisGpu {
+                        gfx_target: self.0.gpu.info().gfx_target.clone(),
+                        what: "PM4 packet encoding in kfdrt".into(),
+                    })?;
                 let acquire = if family.is_gfx10_plus() {
                     // Every cache that may hold lines of code, as ROCr's InvalidateCodeCaches:
                     // the instruction cache (GLI_INV = 1: all of it), the scalar and vector

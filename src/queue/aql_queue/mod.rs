@@ -211,9 +211,12 @@ impl Gpu {
     pub fn create_aql_queue(&self, options: AqlQueueOptions) -> Result<AqlQueue> {
         let n = options.size_packets;
         if !n.is_power_of_two() || !(64..=131072).contains(&n) {
-            return Err(Error::InvalidArgument(format!(
-                "AQL queue size {n} is not a power of two in 64..=131072"
-            )));
+            return Err(Error::QueueSize {
+                kind: "AQL queue",
+                requested: u64::from(n),
+                unit: "packets",
+                rule: "a power of two in 64..=131072",
+            });
         }
         let kfd = self.kfd().clone();
         let info = self.info().clone();
@@ -475,10 +478,15 @@ impl AqlQueue {
     /// `i` of word `w` is CU `32 * w + i`, up to 1024 CUs), as `hsa_amd_queue_cu_set_mask` does.
     pub fn set_cu_mask(&self, mask: &[u32]) -> Result<()> {
         if mask.is_empty() || mask.len() > 32 {
-            return Err(Error::InvalidArgument(format!(
-                "a CU mask has 1 to 32 words (1024 CUs), not {}",
-                mask.len()
-            )));
+            return Err(if mask.is_empty() {
+                Error::ZeroSize { what: "CU mask" }
+            } else {
+                Error::TooLarge {
+                    what: "CU mask words (1024 CUs)",
+                    requested: mask.len() as u64,
+                    limit: 32,
+                }
+            });
         }
         let mut a = kfd_ioctl_set_cu_mask_args {
             queue_id: self.id(),

@@ -161,30 +161,36 @@ impl Pm4Queue {
             .entry_address()
             .ok_or_else(|| Error::InvalidArgument("kernel entry overflows".into()))?;
         if entry % 256 != 0 {
-            return Err(Error::InvalidArgument(format!(
-                "kernel entry {entry:#x} is not 256-byte aligned"
-            )));
+            return Err(Error::Misaligned {
+                what: "kernel entry",
+                value: entry,
+                align: 256,
+            });
         }
-        if groups.contains(&0)
-            || workgroup.contains(&0)
-            || aql::work_group_items(workgroup) > aql::MAX_WORK_GROUP_ITEMS
-        {
-            return Err(Error::InvalidArgument(format!(
-                "groups {groups:?} / work-group {workgroup:?}"
-            )));
+        if groups.contains(&0) || workgroup.contains(&0) {
+            return Err(Error::BadGeometry {
+                grid: std::array::from_fn(|i| u64::from(groups[i]) * u64::from(workgroup[i])),
+                workgroup,
+                reason: "a zero dimension",
+            });
+        }
+        let items = aql::work_group_items(workgroup);
+        if items > aql::MAX_WORK_GROUP_ITEMS {
+            return Err(Error::TooLarge {
+                what: "work-items per work-group",
+                requested: items,
+                limit: aql::MAX_WORK_GROUP_ITEMS,
+            });
         }
         let grid: [u32; 3] = std::array::from_fn(|i| groups[i].saturating_mul(workgroup[i]));
-        let lds = kernel
-            .group_segment_size()
-            .checked_add(dynamic_lds)
+        let requested = u64::from(kernel.group_segment_size()) + u64::from(dynamic_lds);
+        let lds = u32::try_from(requested)
+            .ok()
             .filter(|&b| b <= self.gpu.info().lds_bytes)
-            .ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "{} bytes of static and {dynamic_lds} of dynamic LDS per work-group; {} has {}",
-                    kernel.group_segment_size(),
-                    self.gpu.info().gfx_target,
-                    self.gpu.info().lds_bytes
-                ))
+            .ok_or(Error::TooLarge {
+                what: "LDS bytes per work-group (static and dynamic)",
+                requested,
+                limit: u64::from(self.gpu.info().lds_bytes),
             })?;
         // RSRC2.LDS_SIZE, bits 23:15, in 128-dword granules: what the CP takes from an AQL
         // packet's group segment size, compilers leave 0.
@@ -289,11 +295,11 @@ impl Pm4Queue {
             user.push(private);
         }
         if user.len() > regs::USER_DATA_COUNT as usize {
-            return Err(Error::InvalidArgument(format!(
-                "kernel {:?} asks for {} user SGPRs, more than the 16 user-data registers",
-                kernel.name(),
-                user.len()
-            )));
+            return Err(Error::TooLarge {
+                what: "user SGPRs (the compute user-data registers)",
+                requested: user.len() as u64,
+                limit: u64::from(regs::USER_DATA_COUNT),
+            });
         }
         if resource_sgprs && self.xccs() > 1 {
             for x in 0..self.xccs() {

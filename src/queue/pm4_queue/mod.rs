@@ -123,14 +123,20 @@ impl Gpu {
     pub fn create_pm4_queue(&self, options: Pm4QueueOptions) -> Result<Pm4Queue> {
         let bytes = options.ring_bytes;
         if !bytes.is_power_of_two() || bytes < 1024 {
-            return Err(Error::InvalidArgument(format!(
-                "PM4 ring of {bytes} bytes: needs a power of two >= 1024"
-            )));
+            return Err(Error::QueueSize {
+                kind: "PM4 ring",
+                requested: bytes as u64,
+                unit: "bytes",
+                rule: "a power of two >= 1024",
+            });
         }
         let info = self.info().clone();
         let family =
             GfxFamily::from_gfx_target_version(info.gfx_target_version).ok_or_else(|| {
-                Error::InvalidArgument(format!("no PM4 support for {}", info.gfx_target))
+                Error::NotOnThisGpu {
+                    gfx_target: info.gfx_target.clone(),
+                    what: "PM4 packet encoding in kfdrt".into(),
+                }
             })?;
         // Each a whole buffer of its own (KFD checks it): a fresh queue never inherits another
         // queue's pointers or ring.
