@@ -114,10 +114,10 @@ impl SelfDebugger {
         let mut fds = [0; 2];
         // SAFETY: `fds` is a valid out-array of two descriptors.
         if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return Err(Error::Internal(format!(
-                "pipe2: {}",
-                std::io::Error::last_os_error()
-            )));
+            return Err(Error::Os {
+                what: "the address-watch pipe",
+                source: std::io::Error::last_os_error(),
+            });
         }
         // SAFETY: both ends were just created and are owned by nobody else.
         let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
@@ -151,7 +151,10 @@ impl SelfDebugger {
             std::thread::Builder::new()
                 .name("kfdrt-watch".into())
                 .spawn(move || listen(&shared, &read, &hits, &stop))
-                .map_err(|e| Error::Internal(format!("watch listener thread: {e}")))?
+                .map_err(|source| Error::Os {
+                    what: "address-watch listener thread",
+                    source,
+                })?
         };
         log::debug!("kfdrt: attached as this process's debugger for address watches");
         let s = Arc::new(SelfDebugger {

@@ -184,6 +184,15 @@ pub enum Error {
         /// This process.
         child: u32,
     },
+    /// The operating system refused what kfdrt needed from it: a service thread (the process
+    /// is out of threads or memory), a pipe (out of descriptors).
+    #[error("{what}: {source}")]
+    Os {
+        /// What kfdrt was starting: `"hostcall thread"`, `"scratch thread"`, ...
+        what: &'static str,
+        /// What the system returned.
+        source: std::io::Error,
+    },
     /// kfdrt broke one of its own invariants (a bug to report).
     #[error("internal error: {0}")]
     Internal(String),

@@ -101,7 +101,10 @@ impl HostcallService {
                 let (buffer, stop) = (buffer.clone(), stop.clone());
                 move || buffer.serve(&stop)
             })
-            .map_err(|e| Error::Internal(format!("starting the hostcall thread: {e}")))?;
+            .map_err(|source| Error::Os {
+                what: "hostcall thread",
+                source,
+            })?;
         log::debug!(
             "kfdrt: hostcall buffer of {packets} packets for GPU {} at {:#x}",
             gpu.id(),

@@ -32,7 +32,7 @@ impl KernargRing {
         let cpu = mem
             .as_ptr()
             .and_then(std::ptr::NonNull::new)
-            .ok_or_else(|| Error::Internal("kernel-argument memory is not host-visible".into()))?;
+            .expect("kernel-argument memory is GTT, which the CPU maps");
         Ok(KernargRing {
             mem,
             cpu,

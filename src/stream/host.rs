@@ -38,11 +38,12 @@ impl HostService {
                             run(t);
                         }
                     });
-                if let Err(e) = spawned {
+                if let Err(source) = spawned {
                     task.gate.store(0)?;
-                    return Err(Error::InvalidArgument(format!(
-                        "no thread for host callbacks: {e}"
-                    )));
+                    return Err(Error::Os {
+                        what: "stream host-callback thread",
+                        source,
+                    });
                 }
                 none.insert(tx)
             }

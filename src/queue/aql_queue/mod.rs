@@ -237,10 +237,10 @@ impl Gpu {
         let inactive = kfd.create_signal(0)?;
         let ring_ptr = ring_mem
             .as_ptr()
-            .ok_or_else(|| Error::Internal("the AQL ring is not host-visible".into()))?;
+            .expect("the AQL ring is GTT, which the CPU maps");
         let q_ptr = amd_queue_mem
             .as_ptr()
-            .ok_or_else(|| Error::Internal("the amd_queue_t page is not host-visible".into()))?
+            .expect("the amd_queue_t page is GTT, which the CPU maps")
             as *mut AmdQueue;
         // SAFETY: the ring is ours, `n` 64-byte slots, not yet known to any packet processor.
         unsafe { aql::ring::init_ring(ring_ptr, n) };

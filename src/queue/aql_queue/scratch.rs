@@ -245,7 +245,10 @@ impl AqlQueue {
                 let stop = stop.clone();
                 move || serve(&queue, &signal, &stop)
             })
-            .map_err(|e| Error::Internal(format!("starting the scratch thread: {e}")))?;
+            .map_err(|source| Error::Os {
+                what: "scratch thread",
+                source,
+            })?;
         *service = Some(Service { stop, thread });
         Ok(())
     }

@@ -145,7 +145,7 @@ impl Gpu {
         let areas = ComputeAreas::new(self, true)?;
         let ptr = pointers
             .as_ptr()
-            .ok_or_else(|| Error::Internal("the PM4 pointer page is not host-visible".into()))?;
+            .expect("the PM4 pointer page is uncached GTT, which the CPU maps");
         // The engine starts from the pointers in memory: both at zero, whatever the driver gave.
         pointers.write(0, &[0u8; 128])?;
         let mut args = kfd_ioctl_create_queue_args {
@@ -170,7 +170,7 @@ impl Gpu {
         let doorbell = handle.doorbell();
         let ring_ptr = ring_mem
             .as_ptr()
-            .ok_or_else(|| Error::Internal("the PM4 ring is not host-visible".into()))?;
+            .expect("the PM4 ring is GTT, which the CPU maps");
         // SAFETY: the ring, pointers and doorbell outlive the writer (owned by the queue / Kfd);
         // offsets are inside the 4 KiB pointer page and suitably aligned.
         let ring = unsafe {
