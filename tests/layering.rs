@@ -21,9 +21,15 @@ fn workspace() -> PathBuf {
 /// reach anywhere).
 fn code_of(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    // The first test module: a `cfg(test)` or `cfg(all(test, ..))` attribute on a `mod`.
     let tests = ["#[cfg(test)]", "#[cfg(all(test"]
         .iter()
-        .filter_map(|m| text.find(m))
+        .flat_map(|m| text.match_indices(m).map(|(at, _)| at))
+        .filter(|&at| {
+            let rest = &text[at..];
+            let after = rest.find(']').map_or("", |end| &rest[end + 1..]);
+            after.trim_start().starts_with("mod ")
+        })
         .min()
         .unwrap_or(text.len());
     let text = &text[..tests];
@@ -439,6 +445,8 @@ const KFDRT_LAYERS: &[&[&str]] = &[
         "memory::shards",
         "memory::hdp",
         "queue::doorbell",
+        "debug::options",
+        "debug::log",
     ],
     &["device"],
     &["event", "signal", "memory"],

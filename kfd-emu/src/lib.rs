@@ -1,279 +1,113 @@
 //! kfd-emu: an emulated KFD device, in process, implementing kfdrt's [`kfd_sys::Driver`] seam.
 //!
-//! It models amdkfd's ioctls with their errno values (memory, events, queues, topology) and the
-//! GPU's command processors: AQL, PM4 and SDMA packet processors run in their own threads,
-//! consume packets the moment their headers become valid, run kernels' real AMDGPU machine code
-//! on the wave interpreter ([`kfd_emu_isa`], gfx90a and gfx942) with every access checked by the
-//! GPU's page table, and report faults the way hardware does (memory exception events, stopped
-//! queues). A test may bind a host function to a kernel object instead (an *emulated kernel*,
-//! run once per work-group), the quick way to fake a kernel.
+//! It answers amdkfd's ioctls with the driver's errnos and runs the GPU's AQL, PM4 and SDMA
+//! packet processors, a thread per queue. Machine code runs on the wave interpreter
+//! ([`kfd_emu_isa`]), every access checked by the GPU's page table; a test may bind a host
+//! function to a kernel object instead ([`Emulator::bind_kernel`]). GPU VA equals host VA, and
+//! CPU and GPU share the pages. The render nodes answer libdrm ([`drm`]), so unmodified ROCm and
+//! HIP programs run on it through the `kfd-emu-preload` interposer. Which module does what is in
+//! the repository's `docs/architecture.md` ("Inside kfd-emu").
 //!
-//! GPU VA equals host VA. Buffers are ranges of pooled `memfd`s (large ones a file each) mapped
-//! by the emulator for its engines and by the runtime at the buffer's VA through the render
-//! node, so CPU and GPU share the pages; a buffer costs the process no file descriptor. A freed
-//! buffer's memory lives while a CPU mapping of it does, as a GEM object's. An exported buffer
-//! moves to a file of its own (a dma-buf is that buffer alone); a write racing the export (a
-//! GPU engine or another thread writing the buffer meanwhile) can be lost there, where the
-//! driver has no such window.
+//! [`Emulator::new`] takes an [`EmuConfig`]: [`EmuConfig::new`] with a [`Preset`] and a GPU
+//! count, or [`EmuConfig::from_env`], which reads the `KFDRT_EMU_*` variables ([`PRESET_ENV`],
+//! [`STRICT_ENV`] and the other `*_ENV` constants). Its fields set the KFD ABI version, the
+//! host ([`Platform`]) and strict mode ([`EmuConfig::strict`], on unless `KFDRT_EMU_STRICT=0`).
+//! Tests inject failures ([`Emulator::faults`]) and read counters ([`Emulator::stats`]).
 //!
-//! The render nodes answer the amdgpu queries libdrm makes ([`drm`]), KFD answers what ROCr's
-//! image support asks when HIP starts it (`GET_TILE_CONFIG` with gfx9's address configuration),
-//! and the CP asks the runtime for scratch as the firmware does, so unmodified ROCm and HIP
-//! programs, their own kernels and ROCr's and HIP's blit kernels, run on the emulator through
-//! the `kfd-emu-preload` interposer.
-//!
-//! # The newer KFD
-//!
-//! It reports a configurable KFD ABI version ([`EmuConfig::kfd_version`], 1.11 to the
-//! bindings' 1.18, default the newest) and answers each request from the version that brought
-//! it, looking requests up by number and zero-extending shorter arguments as `kfd_ioctl` does.
-//! Besides memory, events and queues it models: the debugger's ABI (`debugger`: runtime
-//! enable, debug-trap attach and detach, also to another process through a record file per
-//! target (`debugger::remote`), exception reporting, queue and device snapshots, queue suspend
-//! and resume, the trap-mask override with wave start and end traps where the GPU has them,
-//! address watches that trap the wave, the precise-memory flag; launch modes halt and single
-//! step are taken but not modelled), shared virtual memory (`svm`),
-//! dma-buf export and import, also of render-node GEM objects (`dmabuf`, `drm_gem`), graphics
-//! command submission of SDMA IBs into the same VM (`drm_cs`), global wave
-//! sync for one queue per GPU, SMI event streams (`smi`), and amdgpu's module parameters
-//! ([`Emulator::module_parameters`]). A process may have more queues than the GPU has hardware
-//! queue slots; every queue has a processor of its own, so all of them progress at once (the
-//! hardware scheduler would time-slice them: only the cost differs). Queue priorities are the
-//! CP's (`arbiter`): while a queue of a higher pipe priority has work-groups to start,
-//! lower ones start none.
-//!
-//! # Shape
-//!
-//! Imports run one way, from the driver's interface down to the GPU's state:
-//! `ioctl` → `queue` → `engine` → `device`, `vm`, `events`, `kernel`, `icache`, `hdp`,
-//! `doorbell_trap`, `wake`.
-//!
-//! - `ioctl` decodes each request and answers with KFD's errno; `memory` (allocations and
-//!   mappings) and `drm` (render-node queries) sit beside `queue` under it.
-//! - `queue` is the queue table: `CREATE/DESTROY/UPDATE_QUEUE` with the driver's checks,
-//!   doorbell slots, and the processor thread of each queue, which it starts through `engine`
-//!   and stops and joins itself.
-//! - `engine` runs packets, one thread per queue: `engine::aql`, `engine::pm4` and
-//!   `engine::sdma` each run one packet language. What they share lives in small modules under
-//!   `engine` that import none of the three: the queue control block (stop, enable, errors, the
-//!   pause check with the fault injector's stalls, the HDP-flush poll at packet start, device
-//!   exceptions), the error codes (as [`aql::queue_error`] defines them), the back-off loop,
-//!   the clock, the work-group loop of an emulated kernel, the launch of machine code on the
-//!   wave interpreter over a pool of host threads (`machine`), the queue's scratch as
-//!   `amd_queue_t` describes it (`scratch`), and the PM4 interpreter that PM4 queues and AQL
-//!   PM4-IB packets both use. The three never import each other, and no engine module
-//!   imports `queue`.
-//! - Below the engines: `device` (per-GPU state: doorbells, exceptions, the instruction-cache
-//!   model `icache`), `vm` (the page table every engine access goes through, but an AQL
-//!   processor's ring and pointer pages: its queue holds them, so it resolves them once), `events`,
-//!   `kernel` (bound kernels), `host_vma` (the process's memory map, which SVM mappings
-//!   follow), `hdp` and `doorbell_trap` (CPU writes seen through write
-//!   protection, one `SIGSEGV` handler for both), `wake` (processors in a deep sleep), `fault`
-//!   (injection controls, shared with the processors by `Arc`), `stats` and `isa_memory` (the
-//!   page table as the interpreter's memory). None of them imports an engine, `queue` or the
-//!   crate root.
-//!
-//! # Idle, faults and accounting
-//!
-//! - An idle processor parks (no timed wake-ups) about 10 ms after its last packet; a doorbell
-//!   hint wakes the parked processors whose doorbell moved (`wake`), and one watcher thread
-//!   per emulator (`engine::watcher`, running only while something is parked) notices doorbells
-//!   and write pointers moved without a hint (ROCr under the preload) within 8 ms. With
-//!   [`EmuConfig::trap_doorbell_writes`] (the preload's default) a parked GPU's doorbell
-//!   mappings are also write-protected, and the client's first store wakes it from the
-//!   `SIGSEGV` handler (`doorbell_trap`). That handler is shared with the HDP model. It lifts
-//!   the protection, so the store completes, and it passes other faults on.
-//! - Tests inject what KFD reports ([`FaultInjector`]): a failed allocation, exhausted SDMA
-//!   engines, stalled queues, evicted and restored queues, a suspended system, and
-//!   ([`Emulator::inject_gpu_reset`]) a GPU reset with its hardware-exception event.
-//! - Machine-code faults are kept per GPU with the code around the PC
-//!   ([`Emulator::machine_faults`]); what a client holds of the device is counted
-//!   ([`Emulator::live_objects`]) so tests can check nothing leaks.
+//! Besides memory, events, queues and topology it models the debugger's ABI (launch modes halt
+//! and single step are accepted but not modelled), SVM, dma-buf, SDMA IBs submitted through the
+//! render node ([`drm_cs`]), global wave sync (one queue per GPU), SMI events, module parameters
+//! ([`Emulator::module_parameters`]) and queue priorities. More queues than the GPU has slots
+//! all run at once (the hardware would time-slice them). An idle processor parks after 10 ms; a
+//! doorbell hint, a watcher (within 8 ms) or, with [`EmuConfig::trap_doorbell_writes`], a store
+//! to the write-protected doorbell wakes it (the `SIGSEGV` handler passes other faults on). An
+//! exported buffer moves to a file of its own, and a write racing the export can be lost, where
+//! the driver has no such window.
 //!
 //! # What it refuses, as the driver and the GPU do
 //!
-//! Always (these are the driver's and the page table's own rules):
-//! - `CREATE_QUEUE` as Linux 6.12+ checks it: the ring, the pages of the read and write
-//!   pointers, the EOP buffer and the CWSR area are each a whole GPU mapping of exactly the size
-//!   KFD expects ([`kfd_sys::queue_sizes`]), and a live queue holds them (unmapping one: EBUSY).
-//!   Under MES (gfx11, the gfx1100 preset) the write pointer's page is also a GTT buffer of the
-//!   queue's own device, which the driver maps into the GART (`init_user_queue`).
-//! - Page permissions: a GPU write to a buffer allocated without `WRITABLE` faults as read-only,
-//!   a kernel whose code is not in `EXECUTABLE` memory faults as no-execute.
-//! - Faults as amdkfd reports them: a page fault (or an illegal PM4 or SDMA packet) evicts every
-//!   queue the process has on that GPU, for good (queues created later are created evicted and
-//!   never run, as `create_queue_cpsch` creates them), and signals the memory-exception events
-//!   with the address and kind; no completion signal is written. Packet errors the CP reports per queue (bad AQL
-//!   packets, bad arguments) go to the queue's error signal, as ROCr expects.
-//! - Interrupts set only signal events whose mailbox slot was written (KFD's slot lookup).
-//! - AQL ordering is no stronger than the spec: a dispatch followed by a published packet
-//!   without the barrier bit runs alongside it. A slot is read only once the write index passed
-//!   it.
-//! - Machine code runs as the CP starts it: the packet's geometry and segment sizes (not the
-//!   descriptor's), the registers the descriptor's enable bits ask for, the queue's scratch as
-//!   `amd_queue_t` describes it, KFD's apertures. A dispatch needing more scratch than its queue
-//!   has stops the CP, which asks the runtime through the queue's inactive signal and waits;
-//!   scratch lent for one dispatch is handed back after it; the request says the wave size
-//!   (`INSUFFICIENT_SCRATCH_WAVE32` for a wave32 kernel), and the queue's fields are read in
-//!   the GPU's format (GFX11: `WAVESIZE` in 256 bytes, `WAVES` per engine). On a GPU of several XCCs (gfx942)
-//!   the work-groups go to the XCCs in turn, and XCC `x`'s waves use the queue's scratch moved
-//!   up by `x * scratch_backing_memory_byte_size` (each XCC's CP lays out its own `WAVES` slots
-//!   in its share, as ROCr describes them per XCC): a layout for the whole device puts the
-//!   later XCCs past the backing, where their waves fault. An instruction the interpreter does
-//!   not know or run stops the queue with an illegal-instruction error naming the PC and its
-//!   disassembly; a wave's access outside the page table is a GPU page fault.
-//! - Traps and wave exceptions (`s_trap`, an undecodable word) go where the hardware sends them
-//!   (`engine::wave_exception`): with no `SET_TRAP_HANDLER`, the first-level handler's way (an
-//!   `s_trap` is stepped over, an exception halts the wave and its dispatch never completes);
-//!   with a handler and the runtime enabled, the handler's machine code runs in trap mode and
-//!   its `s_sendmsg(MSG_INTERRUPT)` reaches the runtime through the queue's CWSR header, read
-//!   with `get_user` semantics (an unreachable header loses it); with a handler but no runtime
-//!   enabled (ROCr 5.2.3 under the preload), the pre-debugger handler's effect is modelled: the
-//!   queue stops with an exception code in its inactive signal.
-//! - One emulator is one process's `kfd_process`. A forked child's calls are refused: ioctls on
-//!   the KFD file with EBADF (`kfd_ioctl`: "Using KFD FD in wrong process"), its mmaps with
-//!   EINVAL (`kfd_get_process` finds no process for the child's mm); dropping the emulator in
-//!   the child leaves the parent's threads alone. Each `open_render_node` is a new render-node
-//!   file, and `ACQUIRE_VM` with any file but the first answers EBUSY
-//!   (`kfd_process_device_init_vm`): a second runtime in the process. The VM stays bound to the
-//!   first file for the emulator's life.
-//! - A container's device cgroup ([`EmuConfig::cgroup_hidden_gpus`]): every topology file of a
-//!   hidden GPU's node answers EPERM (`node_show`), its render node cannot be opened, and the
-//!   process has no device data for it (`kfd_init_apertures` skips it), so it is missing from
-//!   the apertures and requests naming it find no GPU.
-//! - A host without PCIe AtomicOps ([`Platform::pcie_atomics`], `KFDRT_EMU_PLATFORM=
-//!   no-pcie-atomics`): the GPUs' PCIe links carry `NO_ATOMICS_32_BIT | NO_ATOMICS_64_BIT`
-//!   (`kfd_set_iolink_no_atomics`), and an SDMA atomic or a wave's atomic on system memory
-//!   (GTT, userptr, SVM system pages) does not happen. The command processor's signal
-//!   decrements still do (not modelled: whether its firmware needs atomics, KFD's
-//!   `needs_pci_atomics` refusing such GPUs).
-//! - SR-IOV virtual functions ([`Platform::sriov_vf`], `KFDRT_EMU_PLATFORM=vf`): no
-//!   MMIO-remap page (`MMIO_REMAP` allocations answer ENOMEM), so the HDP is flushed only by
-//!   an SDMA HDP flush packet or a system-scope acquire; strict mode reports a GPU read of VRAM
-//!   the CPU wrote before either. Only the page is modelled: not a VF's other limits (no
-//!   performance counters, fewer queues, the host's scheduling).
-//! - Peer-to-peer as the driver builds it ([`Platform::peer_to_peer`], `KFDRT_EMU_PLATFORM=
-//!   no-p2p`): a hive's XGMI links are `io_links`, PCIe peers `p2p_links`, present only where
-//!   the platform has P2P and the owner's VRAM is all in its BAR
-//!   (`amdgpu_device_is_peer_accessible`). Mapping VRAM to a GPU without a path moves it to
-//!   system memory, as the DMA-buf attachment amdgpu then uses does
-//!   ([`EmuStats::vram_moved_to_system`]). Not modelled: the slower access that follows, the
-//!   P2PDMA distance and IOMMU checks. Packets on XGMI SDMA queues are counted
-//!   ([`EmuStats::sdma_xgmi_packets`]); all engines copy at the same speed.
-//! - A kernel of larger pages ([`Platform::page_size`], `KFDRT_EMU_PLATFORM=pages-64k`):
-//!   buffers round up to the page, the doorbell slice is `roundup(8 KiB, PAGE_SIZE)`, queue
-//!   pointers want a one-page buffer, the ring, EOP and CWSR mappings are page aligned
-//!   (`kfd_queue_acquire_buffers`), `MMIO_REMAP` answers ENOMEM, and mappings need page-aligned
-//!   fixed addresses and offsets. Not modelled: SVM ranges and the HDP and doorbell traps keep
-//!   the host's page.
-//! - SDMA register polls other than the HDP flush (ROCr's `hdp_flush_cmd`, Linux's `HDP_FLUSH`
-//!   bit) are malformed packets: no registers are modelled.
-//! - Memory requests as `kfd_chardev.c` answers them: before `ACQUIRE_VM` a GPU's
-//!   allocations and mappings are ENODEV (`kfd_bind_process_to_device`); a handle its GPU does
-//!   not know is ENOMEM to map or unmap; mapping and unmapping go device by device, keep what
-//!   they did before a failing device and report it in `n_success` (`tests/ioctls.rs` checks
-//!   these through the driver seam alone).
-//! - amdgpu's limits: VRAM and visible VRAM per GPU, GTT and pinned memory against system memory,
-//!   SDMA queue slots, exact doorbell and MMIO mmap lengths, each part's SDMA count width.
+//! - `CREATE_QUEUE` as Linux 6.12+ checks it: ring, pointer pages, EOP and CWSR areas are each a
+//!   whole GPU mapping of the size KFD expects ([`kfd_sys::queue_sizes`]), held by the live queue
+//!   (unmapping one: EBUSY). Under MES (gfx1100) the write pointer's page must also be a GTT
+//!   buffer of the queue's own GPU.
+//! - Writes to memory allocated without `WRITABLE` fault; so does code outside `EXECUTABLE`.
+//! - A page fault or an illegal PM4 or SDMA packet evicts the process's queues on that GPU for
+//!   good (later ones are created evicted) and signals the memory-exception events; no
+//!   completion signal is written. Bad AQL packets or arguments go to the queue's error signal.
+//! - Interrupts set only signal events whose mailbox slot was written. AQL ordering is the
+//!   spec's: a packet without the barrier bit runs alongside the dispatch before it, and a slot
+//!   is read only once the write index passed it.
+//! - Machine code starts as the CP starts it: the packet's geometry and segment sizes, the
+//!   descriptor's enabled registers, the queue's scratch in the GPU's format, KFD's apertures. A
+//!   dispatch needing more scratch asks the runtime (inactive signal, wave size) and waits. XCC
+//!   `x` of a gfx942 uses the scratch moved up by `x * scratch_backing_memory_byte_size`, so a
+//!   whole-device layout makes the later XCCs fault. An instruction the interpreter cannot run
+//!   stops the queue with an illegal-instruction error naming the PC and its disassembly.
+//! - Traps: with no handler, `s_trap` is stepped over and an exception halts the wave (its
+//!   dispatch never completes). A handler with the runtime enabled runs; its `MSG_INTERRUPT`
+//!   reaches the runtime through the CWSR header (lost if that is unreachable). A handler with
+//!   no runtime enabled (ROCr 5.2.3) stops the queue with an exception code.
+//! - One emulator is one process: a forked child's ioctls get EBADF and its mmaps EINVAL
+//!   (dropping the emulator there leaves the parent's threads alone), and `ACQUIRE_VM` with a
+//!   second render-node file (a second runtime) is EBUSY.
+//! - A GPU hidden by the device cgroup ([`EmuConfig::cgroup_hidden_gpus`]) answers EPERM for its
+//!   topology files, its render node does not open, and requests naming it find no GPU.
+//! - [`Platform`]'s host traits act as its fields say. Not modelled: whether the CP needs PCIe
+//!   atomics (its signal decrements still land) and KFD refusing GPUs that do; a virtual
+//!   function's limits beyond its missing MMIO-remap page (counters, queues, scheduling); the
+//!   slower access to VRAM moved to system memory for want of a peer path
+//!   ([`EmuStats::vram_moved_to_system`]), P2PDMA and IOMMU checks, engine speeds (one for all);
+//!   larger pages for SVM ranges and the HDP and doorbell traps, which keep the host's page.
+//! - SDMA register polls other than the HDP flush are malformed packets: no registers exist.
+//! - Memory requests get `kfd_chardev.c`'s answers (ENODEV before `ACQUIRE_VM`, ENOMEM for a
+//!   handle the GPU does not know, `n_success` device by device) and amdgpu's limits: VRAM and
+//!   visible VRAM, GTT, pinned memory, SDMA queue slots, mmap lengths, SDMA count widths.
 //!
-//! The strict personality ([`EmuConfig::strict`], on unless `KFDRT_EMU_STRICT=0`) adds detectors
-//! for mistakes a GPU does not report but punishes with wrong results:
-//! - a packet whose header was published before its body (free slots are marked; such a packet
-//!   stops the queue and counts in [`EmuStats::torn_packets`]);
-//! - a kernarg segment that is not 16-byte aligned (the queue stops with an argument error);
-//! - a GPU read of host-visible VRAM the CPU wrote since the last HDP flush
-//!   ([`EmuStats::unflushed_vram_reads`]; see the `hdp` module for how writes are seen);
-//! - a dispatch of code rewritten since the instruction cache fetched it, with no invalidate in
-//!   between ([`EmuStats::stale_code_fetches`]; on gfx10+ the invalidate must reach GL1 and GL2
-//!   too, through which code refills);
-//! - a PM4 `RELEASE_MEM` that tells the CPU of dispatches (a data write or an interrupt) with
-//!   no L2 write-back since them (gfx9 `TC_WB_ACTION_EN`, gfx10+ `GL2_WB`, in it or in an
-//!   `ACQUIRE_MEM` between): the CPU may read what they wrote before it leaves the L2
-//!   ([`EmuStats::fences_before_writeback`]);
-//! - on a GPU of several XCCs (MI300X), a PM4 dispatch whose XCCs' scratch ranges overlap (every
-//!   XCC runs the stream with its own registers, so one base for all of them lets their waves
-//!   overwrite each other's private memory: [`EmuStats::xcc_scratch_overlaps`]), and a PM4
-//!   `RELEASE_MEM` that tells the CPU of dispatches and that every XCC runs (each would write it
-//!   when its own share is done: [`EmuStats::unjoined_xcc_fences`]);
-//! - on gfx90a, float atomics (`global_atomic_add_f32` and kin) to fine-grained host memory
-//!   (coherent or uncached GTT and userptr buffers, coherent SVM ranges) do nothing, as an
-//!   MI200's do over PCIe (HIP documents unsafe FP atomics as silently failing there).
+//! # Strict mode
+//!
+//! [`EmuConfig::strict`] catches mistakes a GPU does not report but punishes with wrong results:
+//! a packet whose header was published before its body ([`EmuStats::torn_packets`]); a kernarg
+//! segment not 16-byte aligned; a GPU read of host-visible VRAM the CPU wrote since the last HDP
+//! flush ([`EmuStats::unflushed_vram_reads`]), or a system call writing such VRAM (EFAULT); code
+//! rewritten since the instruction cache fetched it and not invalidated (on gfx10+ through GL1
+//! and GL2: [`EmuStats::stale_code_fetches`]); a PM4 `RELEASE_MEM` telling the CPU of
+//! dispatches with no L2 write-back since them ([`EmuStats::fences_before_writeback`]); on
+//! several XCCs, PM4 dispatches whose XCCs' scratch overlaps ([`EmuStats::xcc_scratch_overlaps`])
+//! and a `RELEASE_MEM` each XCC writes when its own share is done
+//! ([`EmuStats::unjoined_xcc_fences`]). On gfx90a, float atomics to fine-grained host memory do
+//! nothing, as an MI200's do over PCIe.
 //!
 //! # What it still forgives
 //!
-//! - Injected faults are gentler than the real ones: a GPU reset (`inject_gpu_reset`) keeps
-//!   VRAM's contents (KFD reports them lost, and a runtime must not trust them), and an
-//!   eviction or suspend stops queues at packet boundaries (a GPU preempts running waves
-//!   through CWSR and resumes them).
-//! - Caches: the memory is coherent; the cache model is two detectors (above: stale code, PM4
-//!   fences before an L2 write-back), not stale data. Not caught: a CPU read after an AQL
-//!   packet with an agent-scope release (the CP writes the L2 back only for system scope), the
-//!   scalar cache (K$) holding old constants, SDMA and other engines reading around the L2
-//!   (SDMA 5+ GCR requests are only counted, [`EmuStats::sdma_cache_requests`]), and which
-//!   lines a fence actually needed (any dispatch since the last write-back counts).
-//! - Contents of new VRAM are zero (a GPU gives whatever the last owner left, or a poison
-//!   pattern).
-//! - Only the first 256 bytes at each kernel entry are compared by the instruction-cache model.
-//! - SDMA endian swaps: COPY_LINEAR's swap bits are not read, and a LINEAR_SUB_WINDOW copy
-//!   that asks for a swap stops its queue as an invalid packet rather than copy unswapped
-//!   (ROCr and Mesa never set them); TMZ and SDMA 6 cache-policy bits change nothing.
-//! - A system call that writes into host-visible VRAM (`read(2)` into a VRAM mapping) fails with
-//!   EFAULT in strict mode instead of silently bypassing the HDP model.
-//! - XCCs: work-group `g` runs on XCC `g % XCCs` (what `HW_REG_XCC_ID` reads), with that XCC's
-//!   share of the scratch (AQL) or the scratch its SH registers name (PM4, where `PRED_EXEC`
-//!   sets registers per XCC). A PM4 stream runs in step across the XCCs: a packet runs once,
-//!   after every XCC's share of the dispatches before it, where on the GPU each XCC runs it
-//!   when it gets there (strict mode counts the fences that relies on); a `DISPATCH_DIRECT` or
-//!   `INDIRECT_BUFFER` predicated to some XCCs stops the queue (not modelled). Emulated kernels
-//!   (host functions) use one XCC's layout. Compute partitions are presets (`gfx942` is SPX,
-//!   `gfx942-dpx`/`-qpx`/`-cpx` one partition each) in NPS1 memory mode, and the partitions of
-//!   one card are separate GPUs of a hive. The NPS4 presets (`gfx942-qpx-nps4`,
-//!   `gfx942-cpx-nps4`) report what KFD reports there, which is what it reports in NPS1 for
-//!   one node (`amdgpu_amdkfd_xcp_memory_size`: the memory partition over the nodes sharing
-//!   it, 48 GiB / 2 = 192 GiB / 8; `num_xcc`, io-links and proximity are unchanged); where
-//!   VRAM is placed (the node's quarter, `amdgpu_bo_placement_from_domain`) is not modelled,
-//!   since a node's own cap (`amdgpu_amdkfd_reserve_mem_limit`) keeps it from filling its
-//!   quarter before the cap.
-//! - Emulated kernels (host functions) run their work-groups one after another; packets
-//!   overlap only as described above. Machine code's work-groups run on as many host threads as
-//!   the host has (`KFDRT_EMU_WAVE_THREADS`), not on as many CUs as the GPU has.
-//! - The interpreter's float arithmetic is the host's (IEEE, round to nearest, denormals kept):
-//!   MODE's rounding and denormal controls change nothing, transcendentals are exact where the
-//!   hardware is within an ulp; `COVERAGE.md` of `kfd-emu-isa` lists the instructions it
-//!   decodes but does not run. Images are laid out linearly at their descriptor's pitch,
-//!   whatever their tiling (a CPU or DMA view of a tiled image's bytes is not the hardware's).
-//! - A system-scope acquire fence flushes the HDP (so a packet sees what the CPU wrote to VRAM
-//!   through the BAR), as HIP relies on; this is inferred from HIP 5.2's direct VRAM writes,
-//!   not from a public description of the firmware.
-//! - A buffer whose VA range overlaps another's is refused at `ALLOC_MEMORY_OF_GPU` (EINVAL);
-//!   amdgpu takes the allocation and refuses the overlap when it is mapped
-//!   (`amdgpu_vm_bo_map`), so a client that allocates overlapping ranges it never maps is
-//!   refused here only.
-//! - The events page the driver allocates itself when user space gives none (the APU path) is
-//!   not modelled; `F_GETFL` on a device descriptor (under the preload) does not reflect its
-//!   open flags.
-//! - The wave interpreter runs GFX9 (gfx90a, gfx942) and GFX11 (gfx1100, wave32 and wave64)
-//!   code; on gfx1100 it refuses images and formatted buffer access (GFX10+ descriptor and
-//!   format layouts are not modelled), which stop the queue with an illegal-instruction error
-//!   (see kfd-emu-isa's `COVERAGE.md`).
-//! - Shared virtual memory (`AMDKFD_IOC_SVM`) keeps the bytes in host memory: a prefetch
-//!   records the location, counts the bytes and reports the migration, but moves nothing.
-//!   GPU mappings of a range follow the process's VMAs (read-only where it may not write, as
-//!   `svm_range_validate_and_map` maps them), and the MMU notifier's work on `munmap` and
-//!   `mprotect` is done when someone tells the emulator ([`Emulator::host_unmapping`]; the
-//!   preload does, for the calls it sees). An unmapping nobody reported (the C library's own,
-//!   inside `free`) is noticed only when an SVM request or allocation next looks at the span:
-//!   until then the GPU mapping stays, and a GPU access to it faults the emulator's process.
-//!   XNACK is off until the process turns it on (`SET_XNACK_MODE`, on the parts whose
-//!   driver allows it per process: gfx90a and gfx942); then a GPU's miss on the process's
-//!   memory is a retry fault resolved as `svm_range_restore_pages` does (see the `svm`
-//!   module's `xnack`).
-//! - `GET_TILE_CONFIG` and the `GB_ADDR_CONFIG` register read report an MI210's value
-//!   (0x2a114042) for every preset; amdgpu reads the gfx942 and gfx1100 values from the hardware.
-//! - Requests that exist only in ROCm's out-of-tree driver (`IPC_IMPORT_HANDLE`/`EXPORT_HANDLE`,
-//!   numbers 0x80 and up) get ENOTTY, as from a current upstream kernel (older ones said
-//!   EINVAL), so ROCm 5.2.3's IPC (`hipIpcGetMemHandle`, which asks `IPC_EXPORT_HANDLE`) fails
-//!   as it does there.
+//! - Injected faults are gentler: a GPU reset keeps VRAM's contents (KFD reports them lost), and
+//!   eviction or suspend stops queues at packet boundaries (a GPU preempts running waves).
+//! - Memory is coherent. Not caught: a CPU read after an AQL agent-scope release, stale scalar
+//!   cache, SDMA reading around the L2 (SDMA 5+ GCR requests are only counted,
+//!   [`EmuStats::sdma_cache_requests`]), which lines a fence needed (any dispatch counts).
+//! - New VRAM reads as zero. The instruction-cache model compares only a kernel's first 256 bytes.
+//! - SDMA endian swaps are ignored (a LINEAR_SUB_WINDOW asking for one stops its queue), and so
+//!   are TMZ and SDMA 6 cache-policy bits.
+//! - A PM4 stream runs in step across XCCs: a packet runs once, after every XCC's share of the
+//!   dispatches before it. A dispatch or IB predicated to some XCCs stops the queue. Emulated
+//!   kernels use one XCC's layout. Where an NPS4 partition's VRAM lies is not modelled.
+//! - Emulated kernels run their work-groups one after another; machine code runs on the host's
+//!   cores (`KFDRT_EMU_WAVE_THREADS`), not one thread per CU.
+//! - Float arithmetic is the host's IEEE (round to nearest, denormals kept; MODE changes
+//!   nothing); transcendentals are exact where hardware is within an ulp. Images are linear at
+//!   their pitch, whatever their tiling. On gfx1100, images and formatted buffer accesses stop
+//!   the queue; `kfd-emu-isa`'s `COVERAGE.md` lists what else it decodes but does not run.
+//! - A system-scope acquire flushes the HDP: inferred from HIP 5.2, not from a firmware document.
+//! - Overlapping VA ranges are refused at allocation (EINVAL); amdgpu refuses them at mapping.
+//! - The driver's own events page (the APU path) is not modelled; `F_GETFL` on a device
+//!   descriptor (under the preload) does not reflect its open flags.
+//! - SVM keeps the bytes in host memory: a prefetch moves nothing. GPU mappings follow `munmap`
+//!   and `mprotect` when told ([`Emulator::host_unmapping`]; the preload does). An unreported
+//!   unmapping (inside `free`) is seen only when an SVM request or allocation next looks there;
+//!   until then a GPU access to it faults the emulator's process. XNACK retry faults are
+//!   resolved once `SET_XNACK_MODE` turns them on (gfx90a, gfx942).
+//! - `GET_TILE_CONFIG` and `GB_ADDR_CONFIG` report an MI210's value for every preset.
+//! - ROCm's out-of-tree requests (IPC handles, 0x80 and up) get ENOTTY, as from a current kernel,
+//!   so ROCm 5.2.3's `hipIpcGetMemHandle` fails as it does there.
 #![warn(missing_docs)]
 #![cfg_attr(not(test), warn(unused_crate_dependencies))]
 

@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 pub(crate) fn install(filter: &str) -> Result<()> {
     if let Some(bad) = filter.split(',').find(|d| !valid_directive(d.trim())) {
         return Err(Error::Environment {
-            var: super::LOG_ENV,
+            var: super::options::LOG_ENV,
             value: filter.to_string(),
             reason: format!(
                 "{bad:?} is not `level`, `target` or `target=level` (levels: off, error, warn, \
