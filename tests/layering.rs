@@ -69,6 +69,20 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// The module path of file `f` of crate source directory `src` (`memory/raw.rs`: `memory`,
+/// `raw`; a `mod.rs` is its directory's module).
+fn module_path(src: &Path, f: &Path) -> Vec<String> {
+    let rel = f.strip_prefix(src).unwrap_or(f).with_extension("");
+    let mut parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if parts.last().is_some_and(|p| p == "mod") {
+        parts.pop();
+    }
+    parts
+}
+
 /// The import graph of the modules of `src` (a crate's source directory): the top-level modules
 /// (`parent` `None`), or the submodules of module `parent`. The crate root and binaries are not
 /// modules of it.
@@ -77,14 +91,7 @@ fn graph(src: &Path, parent: Option<&str>) -> Graph {
     rust_files(src, &mut files);
     let mut g = Graph::new();
     for f in files {
-        let rel = f.strip_prefix(src).unwrap_or(&f).with_extension("");
-        let mut parts: Vec<String> = rel
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy().into_owned())
-            .collect();
-        if parts.last().is_some_and(|p| p == "mod") {
-            parts.pop();
-        }
+        let parts = module_path(src, &f);
         let unit = match parent {
             None => match parts.first() {
                 Some(p) if p != "lib" && p != "main" && p != "bin" => p.clone(),
@@ -241,14 +248,7 @@ fn unit_graph(src: &Path, units: &[&str]) -> Graph {
     let mut top: BTreeSet<String> = BTreeSet::new();
     let mut modules = Vec::new();
     for f in files {
-        let rel = f.strip_prefix(src).unwrap_or(&f).with_extension("");
-        let mut parts: Vec<String> = rel
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy().into_owned())
-            .collect();
-        if parts.last().is_some_and(|p| p == "mod") {
-            parts.pop();
-        }
+        let parts = module_path(src, &f);
         match parts.first().map(String::as_str) {
             None | Some("lib" | "main" | "bin") => continue,
             Some(t) => top.insert(t.to_string()),
