@@ -145,7 +145,7 @@ fn sixty_four_queues_on_each_of_eight_gpus_with_copies_interleaved() {
                 let mut pending = Vec::new();
                 for round in 0..rounds {
                     // The previous round's submissions are waited for first: every one held
-                    // holds a signal, and a process has 4096 signal events, which eight GPUs'
+                    // holds a signal, and a process has 4095 signal events, which eight GPUs'
                     // rounds held all at once (plus every queue's own signal) would exceed.
                     for p in pending.drain(..) {
                         let p: kfdrt::Submission = p;

@@ -2,8 +2,10 @@
 //! processors use to raise them (mailbox writes and interrupts, memory faults, queue errors).
 //!
 //! Semantics follow `kfd_events.c`: signal events take ids equal to their slot in the events
-//! page (0..4096) and need the page registered by the first signal event; other events get ids
-//! from 0x80000000 up. Waking follows `set_event` and `init_event_waiter`: a wait that starts on
+//! page and need the page registered by the first signal event. Id 0 is never an event:
+//! `kfd_event_init_process` reserves it (the interrupt path ignores a CP interrupt without a
+//! context id), so signal events get 1..4096, 4095 at most. Other events get ids from
+//! `KFD_FIRST_NONSIGNAL_EVENT_ID`, `(INT_MAX >> 1) + 1` = 0x40000000, up. Waking follows `set_event` and `init_event_waiter`: a wait that starts on
 //! a signaled auto-reset event consumes it at once; setting an event that threads are waiting on
 //! wakes every one of them and, if it is auto-reset, leaves it unsignaled (so a wait that starts
 //! afterwards does not see it). Not modelled: the kernel-allocated events page amdkfd falls back
@@ -19,9 +21,10 @@ use std::sync::Arc;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-/// Signal event slots in the events page.
+/// Signal event slots in the events page (`KFD_SIGNAL_EVENT_LIMIT`); slot 0 is reserved.
 pub(crate) const SIGNAL_EVENT_LIMIT: u32 = 4096;
-const FIRST_NONSIGNAL_ID: u32 = 0x8000_0000;
+/// `KFD_FIRST_NONSIGNAL_EVENT_ID`: `(INT_MAX >> 1) + 1`.
+const FIRST_NONSIGNAL_ID: u32 = 0x4000_0000;
 /// `KFD_MMAP_TYPE_EVENTS`: the mmap offset type of the events page (bits 62-63 = 2).
 const KFD_MMAP_TYPE_EVENTS: u64 = 2 << 62;
 /// What an unwritten mailbox slot holds (`UNSIGNALED_EVENT_SLOT`).
@@ -171,7 +174,8 @@ impl EventTable {
                     // dGPUs need the events page before the first signal event.
                     return Err(Errno::EINVAL);
                 }
-                (0..SIGNAL_EVENT_LIMIT)
+                // kfd_event_init_process took id 0.
+                (1..SIGNAL_EVENT_LIMIT)
                     .find(|i| !g.events.contains_key(i))
                     .ok_or(Errno::ENOSPC)?
             }
@@ -275,7 +279,7 @@ impl EventTable {
         let ids = if events.contains_key(&id) && written(id) {
             &named[..]
         } else {
-            scanned = (0..SIGNAL_EVENT_LIMIT)
+            scanned = (1..SIGNAL_EVENT_LIMIT)
                 .filter(|&i| events.contains_key(&i) && written(i))
                 .collect();
             &scanned[..]

@@ -493,3 +493,61 @@ fn buffers_work_in_an_address_space_too_small_for_a_memory_pool() {
     }
     free(&emu, a.handle).unwrap();
 }
+
+fn create_event(emu: &Emulator, event_type: u32, page: u64) -> Result<(u32, u32), Errno> {
+    let mut a = kfd_ioctl_create_event_args {
+        event_page_offset: page,
+        event_type,
+        auto_reset: 1,
+        ..Default::default()
+    };
+    emu.kfd_ioctl(&mut a)
+        .map(|_| (a.event_id, a.event_slot_index))
+}
+
+/// `kfd_event_init_process` reserves event id 0 (a CP interrupt without a context id is
+/// ignored by that id), so signal events get ids 1.. equal to their events-page slot, 4095 of
+/// them (`KFD_SIGNAL_EVENT_LIMIT` slots); other events count up from
+/// `KFD_FIRST_NONSIGNAL_EVENT_ID`, `(INT_MAX >> 1) + 1`.
+#[test]
+fn event_ids_start_past_the_reserved_zero_and_signal_events_run_out_at_4095() {
+    let emu = emulator(EmuConfig::new(Preset::Gfx90a, 1));
+    let gpu_id = acquire(&emu, 0);
+    let page = alloc(
+        &emu,
+        gpu_id,
+        VA,
+        4096 * 8,
+        KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
+    )
+    .expect("the events page");
+    assert_eq!(
+        create_event(&emu, KFD_IOC_EVENT_SIGNAL, page),
+        Ok((1, 1)),
+        "the first signal event is id 1, in slot 1"
+    );
+    let memory = create_event(&emu, KFD_IOC_EVENT_MEMORY, 0).expect("a memory event");
+    assert_eq!(memory.0, (i32::MAX as u32 >> 1) + 1);
+    let mut ids = vec![1];
+    loop {
+        match create_event(&emu, KFD_IOC_EVENT_SIGNAL, 0) {
+            Ok((id, slot)) => {
+                assert_eq!(id, slot);
+                ids.push(id);
+            }
+            Err(e) => {
+                assert_eq!(e, Errno::ENOSPC);
+                break;
+            }
+        }
+    }
+    assert_eq!(ids.len(), 4095);
+    assert!(!ids.contains(&0), "id 0 is never handed out");
+    // A freed id is handed out again.
+    emu.kfd_ioctl(&mut kfd_ioctl_destroy_event_args {
+        event_id: 7,
+        pad: 0,
+    })
+    .expect("DESTROY_EVENT");
+    assert_eq!(create_event(&emu, KFD_IOC_EVENT_SIGNAL, 0), Ok((7, 7)));
+}

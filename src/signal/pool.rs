@@ -13,8 +13,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Signals per pool page (one 4 KiB page of 64-byte signals).
 const SIGNALS_PER_PAGE: usize = 64;
-/// Signal events the pool creates at most: KFD gives a process 4096 (`KFD_SIGNAL_EVENT_LIMIT`),
-/// and the rest are left to queues' error signals and user events.
+/// Signal events the pool creates at most: KFD gives a process 4095 (`KFD_SIGNAL_EVENT_LIMIT`
+/// slots, of which `kfd_event_init_process` reserves id 0), and the rest are left to queues'
+/// error signals and user events.
 const SIGNAL_EVENT_BUDGET: usize = 3840;
 
 /// The `kind` of a user-mode signal (`AMD_SIGNAL_KIND_USER`).
