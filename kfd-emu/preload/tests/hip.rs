@@ -11,7 +11,9 @@
 //! Without hipcc or HIP's headers the tests print why and skip; `.ci/run` installs them and sets
 //! `KFDRT_REQUIRE_ROCM=1`, which turns a missing package into a failure.
 
-use crate::common::*;
+mod common;
+
+use common::*;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;

@@ -9,7 +9,9 @@
 //! Without those packages the tests print why and skip; `.ci/run` installs them and sets
 //! `KFDRT_REQUIRE_ROCM=1`, which turns a missing package into a failure.
 
-use crate::common::*;
+mod common;
+
+use common::*;
 use std::path::Path;
 use std::process::Command;
 
