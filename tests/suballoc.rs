@@ -271,7 +271,9 @@ fn caller_memory_is_registered_while_borrowed() {
     assert_eq!(emu.stats().live_allocations, 0);
     assert!(matches!(
         gpu.register_host_memory(&mut []),
-        Err(Error::InvalidArgument(_))
+        Err(Error::ZeroSize {
+            what: "host registration"
+        })
     ));
 }
 

@@ -350,11 +350,12 @@ impl Gpu {
             rec.code_object(memory.gpu_address(), memory.size(), bytes);
         }
         let memory = Arc::new(memory);
-        self.kfd()
-            .shared
-            .reports
-            .sources
-            .register(aligned.as_slice(), elf.image_start, &memory);
+        self.kfd().shared.reports.sources.register(
+            aligned.as_slice(),
+            elf.image_start,
+            memory.gpu_address()..memory.gpu_address() + memory.size(),
+            &memory,
+        );
         Ok(CodeObject {
             memory,
             version: elf.version,

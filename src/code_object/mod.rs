@@ -22,11 +22,13 @@
 //! [`Kernel`] taken from it (which submissions keep alive) are gone.
 
 mod bundle;
+pub(crate) mod demangle;
 mod elf;
 mod load;
 mod metadata;
 mod note;
 mod reloc;
+mod substitute;
 mod target;
 
 pub use crate::error::CodeObjectError;
@@ -40,6 +42,7 @@ pub use target::{FeatureSetting, TargetId};
 use crate::error::Result;
 use crate::kernel::Kernel;
 use crate::memory::Buffer;
+use demangle::demangle;
 use std::sync::Arc;
 
 /// A loadable segment as placed in GPU memory.
@@ -166,7 +169,7 @@ impl CodeObject {
     /// The kernel `name`, ready to dispatch; it keeps the code memory alive. With
     /// `KFDRT_SUBSTITUTE` naming it, the kernel comes from that code object instead (logged).
     pub fn kernel(&self, name: &str) -> Result<Kernel> {
-        if let Some(substitute) = crate::debug::substitute::substitute(self, name) {
+        if let Some(substitute) = substitute::substitute(self, name) {
             return substitute;
         }
         self.kernel_unsubstituted(name)
@@ -303,12 +306,4 @@ pub fn inspect(elf: &[u8]) -> std::result::Result<CodeObjectInfo, CodeObjectErro
         kernels: checked.kernels.iter().map(|k| k.name.clone()).collect(),
         metadata: checked.metadata,
     })
-}
-
-/// The C++ name of an Itanium-mangled symbol (`_Z...`), or `None`.
-pub(crate) fn demangle(symbol: &str) -> Option<String> {
-    if !symbol.starts_with("_Z") {
-        return None;
-    }
-    cpp_demangle::Symbol::new(symbol).ok()?.demangle().ok()
 }

@@ -90,7 +90,7 @@ impl Capture {
         gpu: usize,
         index: u64,
         k: &aql::KernelDispatchPacket,
-        registry: &Registry,
+        registry: &Registry<crate::device::KfdShared>,
         buffers: &super::validate::AddressMap,
     ) {
         let info = registry.kernel_info(k.kernel_object);

@@ -24,10 +24,10 @@ pub(crate) mod log;
 pub(crate) mod options;
 pub(crate) mod r_debug;
 pub(crate) mod recorder;
+pub(crate) mod registry;
 pub mod replay;
 pub mod report;
 pub(crate) mod source_lines;
-pub(crate) mod substitute;
 mod trace;
 
 pub use r_debug::{address as r_debug_address, loaded_code_objects, LoadedCodeObject};
@@ -37,3 +37,13 @@ pub use options::{
     DebugOptions, CAPTURE_ENV, DEPGRAPH_ENV, LOG_ENV, SERIALIZE_ENV, SUBSTITUTE_ENV, TRACE_ENV,
     UNCHECKED_ENV, VALIDATE_ENV, WAIT_TIMEOUT_ENV,
 };
+
+impl crate::device::Kfd {
+    /// Where GPU address `pc` is in the source, when it lies in a loaded code object built with
+    /// line tables: `file:line in function`, innermost first, then each place an inlined
+    /// function was inlined at (empty otherwise). Fault reports use it; so can a debugger's
+    /// address-watch hits (kfd-emu's `Emulator::watch_hits`).
+    pub fn source_location(&self, pc: u64) -> Vec<String> {
+        self.shared.reports.sources.locate(pc).unwrap_or_default()
+    }
+}

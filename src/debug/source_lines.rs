@@ -2,10 +2,9 @@
 //! `-gline-tables-only`) maps a PC to `file:line`, with the chain of functions inlined there,
 //! through its DWARF (`addr2line`). Fault reports use it for the faulting PC.
 
-use crate::device::Kfd;
-use crate::memory::Buffer;
 use addr2line::gimli;
 use object::{Object, ObjectSection};
+use std::any::Any;
 use std::sync::{Arc, Mutex, Weak};
 
 /// A loaded code object that has line tables.
@@ -14,8 +13,8 @@ struct Lines {
     start: u64,
     end: u64,
     image_start: u64,
-    /// Its memory: the entry goes when the code object is unloaded.
-    memory: Weak<Buffer>,
+    /// Its memory (any holder of it): the entry goes when the code object is unloaded.
+    memory: Weak<dyn Any + Send + Sync>,
     elf: Arc<[u8]>,
 }
 
@@ -30,9 +29,16 @@ impl SourceMap {
         self.objects.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Remembers the code object `elf`, loaded into `memory` with ELF address `image_start` at
-    /// the memory's start, if it has line tables (otherwise keeps nothing).
-    pub(crate) fn register(&self, elf: &[u8], image_start: u64, memory: &Arc<Buffer>) {
+    /// Remembers the code object `elf`, loaded at GPU addresses `span` with ELF address
+    /// `image_start` at its start, if it has line tables (otherwise keeps nothing), for as long
+    /// as `memory` (what holds the loaded image) lives.
+    pub(crate) fn register<M: Any + Send + Sync>(
+        &self,
+        elf: &[u8],
+        image_start: u64,
+        span: std::ops::Range<u64>,
+        memory: &Arc<M>,
+    ) {
         let has_lines = object::File::parse(elf)
             .ok()
             .and_then(|f| f.section_by_name(".debug_line").map(|s| s.size() > 0))
@@ -42,11 +48,12 @@ impl SourceMap {
         }
         let mut objects = self.lock();
         objects.retain(|o| o.memory.strong_count() > 0);
+        let memory: Arc<dyn Any + Send + Sync> = memory.clone();
         objects.push(Lines {
-            start: memory.gpu_address(),
-            end: memory.gpu_address() + memory.size(),
+            start: span.start,
+            end: span.end,
             image_start,
-            memory: Arc::downgrade(memory),
+            memory: Arc::downgrade(&memory),
             elf: elf.into(),
         });
     }
@@ -92,21 +99,11 @@ fn frames(elf: &[u8], vaddr: u64) -> Result<Vec<String>, gimli::Error> {
             .function
             .as_ref()
             .and_then(|f| f.raw_name().ok())
-            .map(|n| crate::code_object::demangle(&n).unwrap_or_else(|| n.into_owned()));
+            .map(|n| crate::code_object::demangle::demangle(&n).unwrap_or_else(|| n.into_owned()));
         found.push(match function {
             Some(f) => format!("{place} in {f}"),
             None => place,
         });
     }
     Ok(found)
-}
-
-impl Kfd {
-    /// Where GPU address `pc` is in the source, when it lies in a loaded code object built with
-    /// line tables: `file:line in function`, innermost first, then each place an inlined
-    /// function was inlined at (empty otherwise). Fault reports use it; so can a debugger's
-    /// address-watch hits (kfd-emu's `Emulator::watch_hits`).
-    pub fn source_location(&self, pc: u64) -> Vec<String> {
-        self.shared.reports.sources.locate(pc).unwrap_or_default()
-    }
 }

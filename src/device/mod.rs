@@ -86,7 +86,7 @@ pub(crate) struct KfdShared {
     /// The debugging switches, fixed at open.
     pub(crate) debug: DebugOptions,
     /// The live queues and kernel names, for hang and fault reports.
-    pub(crate) reports: crate::debug::report::Registry,
+    pub(crate) reports: crate::debug::registry::Registry<KfdShared>,
     /// The timeline and dependency-graph recorders, when those switches are on.
     pub(crate) recorder: Option<crate::debug::recorder::Recorder>,
     /// Each GPU's clock counters at open (to put GPU timestamps on the host clock).

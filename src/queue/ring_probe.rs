@@ -1,8 +1,9 @@
 //! What a PM4 or SDMA queue tells a hang or fault report (see [`crate::debug::report`]): its
 //! read and write pointers from the pointer page, and the packet at the read pointer decoded.
 
-use crate::debug::report::{Kernels, Progress, QueueKind, QueueProbe, QueueReport};
+use crate::debug::registry::{Kernels, Progress, QueueProbe};
 use crate::device::{Gpu, KfdShared};
+use crate::error::report::{QueueKind, QueueReport};
 use crate::memory::Buffer;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -88,7 +89,7 @@ impl RingProbe {
     }
 }
 
-impl QueueProbe for RingProbe {
+impl QueueProbe<KfdShared> for RingProbe {
     fn queue_id(&self) -> u32 {
         self.queue_id
     }

@@ -152,7 +152,7 @@ pub(crate) struct AqlQueueShared {
     completions: completion::CompletionSignals,
     scratch: scratch::QueueScratch,
     /// When the read index last moved (for hang reports).
-    progress: Arc<crate::debug::report::Progress>,
+    progress: Arc<crate::debug::registry::Progress>,
     // Memory the packet processor uses; freed after DESTROY_QUEUE (see Drop).
     ring_mem: Buffer,
     _amd_queue_mem: Buffer,
@@ -317,7 +317,7 @@ impl Gpu {
             "kfdrt: AQL queue {queue_id} on GPU {:#x}, {n} packets",
             info.gpu_id
         );
-        let progress = Arc::new(crate::debug::report::Progress::default());
+        let progress = Arc::new(crate::debug::registry::Progress::default());
         let queue = AqlQueue(Arc::new(AqlQueueShared {
             handle: Some(handle),
             gpu: self.clone(),

@@ -1,8 +1,9 @@
 //! What an AQL queue tells a hang or fault report (see [`crate::debug::report`]).
 
 use super::AqlQueueShared;
-use crate::debug::report::{kernel_label, Kernels, Progress, QueueKind, QueueProbe, QueueReport};
+use crate::debug::registry::{kernel_label, Kernels, Progress, QueueProbe};
 use crate::device::KfdShared;
+use crate::error::report::{QueueKind, QueueReport};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -14,7 +15,7 @@ pub(super) struct AqlProbe {
     pub(super) progress: Arc<Progress>,
 }
 
-impl QueueProbe for AqlProbe {
+impl QueueProbe<KfdShared> for AqlProbe {
     fn queue_id(&self) -> u32 {
         self.queue_id
     }

@@ -2,7 +2,8 @@
 //! executable substitution), to try a fixed or instrumented build of one kernel without
 //! rebuilding the program. The substitute is looked up when the program asks a code object for
 //! the kernel by name ([`crate::CodeObject::kernel`]); it is loaded on the same GPU, checked as
-//! any load is, and kept alive by the kernel handle.
+//! any load is, and kept alive by the kernel handle. A debugging switch
+//! ([`crate::DebugOptions::substitute`]) that acts on code objects, so it lives with them.
 
 use crate::code_object::CodeObject;
 use crate::error::{Error, Result};
