@@ -17,8 +17,8 @@
 //! after), not as the kernels or packets that run them; fills and raw PM4/SDMA packets are
 //! not recorded.
 
-use super::report::Registry;
-use crate::memory::Buffer;
+use super::address_map::{AddressMap, TrackedMemory};
+use super::registry::Registry;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::io;
@@ -30,7 +30,7 @@ pub const MANIFEST_VERSION: u64 = 1;
 /// A dispatch waiting for its completion.
 struct Pending {
     entry: Value,
-    outputs: Vec<(Buffer, String)>,
+    outputs: Vec<(Box<dyn TrackedMemory>, String)>,
 }
 
 /// The capture being written.
@@ -84,14 +84,15 @@ impl Capture {
 
     /// A dispatch packet of queue `queue_id` (GPU index `gpu`) at index `index` is about to be
     /// published; `buffers` finds the device's buffers by address.
-    pub(crate) fn dispatch(
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn dispatch<S>(
         &mut self,
         queue_id: u32,
         gpu: usize,
         index: u64,
         k: &aql::KernelDispatchPacket,
-        registry: &Registry<crate::device::KfdShared>,
-        buffers: &super::validate::AddressMap,
+        registry: &Registry<S>,
+        buffers: &AddressMap,
     ) {
         let info = registry.kernel_info(k.kernel_object);
         if info
@@ -191,8 +192,8 @@ impl Capture {
     pub(crate) fn copy(
         &mut self,
         gpu: usize,
-        dst: (&Buffer, u64),
-        src: (&Buffer, u64),
+        dst: (&dyn TrackedMemory, u64),
+        src: (&dyn TrackedMemory, u64),
         bytes: u64,
         before: (Option<Vec<u8>>, Option<Vec<u8>>),
     ) {

@@ -17,6 +17,7 @@
 //! | `KFDRT_CAPTURE=dir` | record every kernel dispatch for `kfdrt-replay` (serializes submissions) |
 //! | `KFDRT_SUBSTITUTE=name=path.co[;name=path.co]` | dispatch kernel `name` from another code object |
 
+pub(crate) mod address_map;
 pub mod address_watch;
 pub(crate) mod capture;
 mod depgraph;
@@ -31,7 +32,6 @@ pub(crate) mod source_lines;
 mod trace;
 
 pub use r_debug::{address as r_debug_address, loaded_code_objects, LoadedCodeObject};
-pub(crate) mod validate;
 
 pub use options::{
     DebugOptions, CAPTURE_ENV, DEPGRAPH_ENV, LOG_ENV, SERIALIZE_ENV, SUBSTITUTE_ENV, TRACE_ENV,

@@ -3,10 +3,12 @@
 //! ([`super::trace`]) and the dependency graph ([`super::depgraph`]) are built from these
 //! records; when neither switch is on the device has no recorder and each hook is one branch.
 
+use super::address_map::AddressMap;
 use super::capture::Capture;
 use super::depgraph::DepGraph;
-use super::report::QueueKind;
+use super::registry::Registry;
 use super::trace::Trace;
+use crate::error::report::QueueKind;
 use std::sync::Mutex;
 
 /// One submission as it was published.
@@ -36,7 +38,7 @@ pub(crate) struct Recorder {
     pub(crate) capture: Option<Mutex<Capture>>,
 }
 
-use crate::device::host_ns;
+use crate::device::clock::host_ns;
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -44,7 +46,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl Recorder {
     /// The recorders the options ask for, or `None`.
-    pub(crate) fn new(options: &super::DebugOptions) -> Option<Recorder> {
+    pub(crate) fn new(options: &super::options::DebugOptions) -> Option<Recorder> {
         if options.trace.is_none() && options.depgraph.is_none() && options.capture.is_none() {
             return None;
         }
@@ -92,24 +94,23 @@ impl Recorder {
         }
     }
 
-    /// An AQL batch's packets are about to be published, the first at index `first`.
-    pub(crate) fn publishing(&self, q: &crate::queue::AqlQueue, first: u64, packets: &[[u32; 16]]) {
-        let Some(c) = &self.capture else { return };
-        let shared = &q.gpu().kfd().shared;
-        let Some(buffers) = &shared.buffers else {
+    /// AQL queue `queue_id`'s (on GPU index `gpu`) batch of `packets` is about to be
+    /// published, the first at index `first`; `registry` and `buffers` are the device's.
+    pub(crate) fn publishing<S>(
+        &self,
+        (queue_id, gpu): (u32, usize),
+        first: u64,
+        packets: &[[u32; 16]],
+        registry: &Registry<S>,
+        buffers: Option<&AddressMap>,
+    ) {
+        let (Some(c), Some(buffers)) = (&self.capture, buffers) else {
             return;
         };
         let mut c = lock(c);
         for (i, p) in packets.iter().enumerate() {
             if let Ok(aql::Packet::KernelDispatch(k)) = aql::Packet::decode(p) {
-                c.dispatch(
-                    q.id(),
-                    q.gpu().index(),
-                    first + i as u64,
-                    &k,
-                    &shared.reports,
-                    buffers,
-                );
+                c.dispatch(queue_id, gpu, first + i as u64, &k, registry, buffers);
             }
         }
     }
@@ -122,7 +123,14 @@ impl Recorder {
     }
 
     /// Writes the files (when the device drops, or when asked).
-    pub(crate) fn flush(&self, clocks: &[(u32, crate::ClockCounters, crate::ClockCounters)]) {
+    pub(crate) fn flush(
+        &self,
+        clocks: &[(
+            u32,
+            crate::device::clock::ClockCounters,
+            crate::device::clock::ClockCounters,
+        )],
+    ) {
         if let Some(t) = &self.trace {
             if let Err(e) = lock(t).write(clocks) {
                 log::error!("kfdrt: writing the KFDRT_TRACE timeline: {e}");
@@ -138,50 +146,5 @@ impl Recorder {
                 log::error!("kfdrt: writing the KFDRT_CAPTURE manifest: {e}");
             }
         }
-    }
-}
-
-/// The record of an AQL batch: `packets` (encoded) ending at index `last`.
-pub(crate) fn aql_submission(
-    q: &crate::queue::AqlQueue,
-    packets: &[[u32; 16]],
-    last: u64,
-    started: u64,
-) -> Submitted {
-    let shared = &q.gpu().kfd().shared;
-    let mut labels = Vec::with_capacity(packets.len());
-    let mut waits_on = Vec::new();
-    let mut completion = 0;
-    for p in packets {
-        match aql::Packet::decode(p) {
-            Ok(aql::Packet::KernelDispatch(k)) => {
-                labels.push(shared.reports.kernel_label_with_source(k.kernel_object));
-                completion = k.completion_signal;
-            }
-            Ok(aql::Packet::BarrierAnd(b)) => {
-                labels.push("barrier-and".into());
-                waits_on.extend(b.dep_signal.iter().copied().filter(|&s| s != 0));
-                completion = b.completion_signal;
-            }
-            Ok(aql::Packet::BarrierOr(b)) => {
-                labels.push("barrier-or".into());
-                waits_on.extend(b.dep_signal.iter().copied().filter(|&s| s != 0));
-                completion = b.completion_signal;
-            }
-            Ok(other) => labels.push(format!("{other:?}").chars().take(40).collect()),
-            Err(_) => labels.push("undecodable".into()),
-        }
-    }
-    Submitted {
-        kind: QueueKind::Aql,
-        queue_id: q.id(),
-        gpu_id: q.gpu().id(),
-        first: (last + 1).saturating_sub(packets.len() as u64),
-        last,
-        labels,
-        waits_on,
-        completion,
-        host_start: started,
-        host_end: host_ns(),
     }
 }

@@ -6,7 +6,7 @@
 //! it waits on), how long the read index has not moved; for a fault, the address, the kernel
 //! and, on kfd-emu, the instructions around the faulting PC.
 
-pub(crate) use super::registry::{Kernels, Registry};
+pub(crate) use super::registry::Kernels;
 use crate::device::KfdShared;
 pub use crate::error::report::{DeviceReport, FaultReport, QueueKind, QueueReport};
 

@@ -69,7 +69,14 @@ impl Trace {
     }
 
     /// The whole file as JSON.
-    fn to_json(&self, clocks: &[(u32, crate::ClockCounters, crate::ClockCounters)]) -> Value {
+    fn to_json(
+        &self,
+        clocks: &[(
+            u32,
+            crate::device::clock::ClockCounters,
+            crate::device::clock::ClockCounters,
+        )],
+    ) -> Value {
         let us = |ns: u64| ns as f64 / 1000.0;
         let mut events = vec![json!({
             "name": "process_name", "ph": "M", "pid": HOST_PID,
@@ -130,7 +137,11 @@ impl Trace {
 
     pub(crate) fn write(
         &self,
-        clocks: &[(u32, crate::ClockCounters, crate::ClockCounters)],
+        clocks: &[(
+            u32,
+            crate::device::clock::ClockCounters,
+            crate::device::clock::ClockCounters,
+        )],
     ) -> std::io::Result<()> {
         let text = serde_json::to_string(&self.to_json(clocks))?;
         std::fs::write(&self.path, text)?;

@@ -6,6 +6,7 @@
 //! a whole `Kfd`.
 
 mod builder;
+pub(crate) mod clock;
 pub(crate) mod context;
 pub(crate) mod fork;
 mod health;
@@ -13,6 +14,8 @@ mod slots;
 mod sync;
 
 pub use builder::KfdBuilder;
+pub(crate) use clock::host_ns;
+pub use clock::ClockCounters;
 #[cfg(all(test, feature = "emu"))]
 pub(crate) use context::emulated_context;
 pub(crate) use context::{DeviceContext, GpuContext};
@@ -92,7 +95,7 @@ pub(crate) struct KfdShared {
     /// Each GPU's clock counters at open (to put GPU timestamps on the host clock).
     pub(crate) clocks_at_open: Vec<(u32, ClockCounters)>,
     /// With `KFDRT_VALIDATE` or `KFDRT_CAPTURE`, where the device's buffers are.
-    pub(crate) buffers: Option<crate::debug::validate::AddressMap>,
+    pub(crate) buffers: Option<crate::debug::address_map::AddressMap>,
 }
 
 impl KfdShared {
@@ -403,31 +406,6 @@ impl Kfd {
     pub fn suballocator_blocks(&self) -> usize {
         self.shared.suballoc.blocks()
     }
-}
-
-/// Clock counters sampled together by the driver.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ClockCounters {
-    /// The GPU's free-running counter.
-    pub gpu: u64,
-    /// CPU clock (CLOCK_MONOTONIC_RAW, ns).
-    pub cpu: u64,
-    /// System clock (CLOCK_BOOTTIME, ns).
-    pub system: u64,
-    /// Frequency of the system counter in Hz.
-    pub system_freq_hz: u64,
-}
-
-/// The host clock in ns: CLOCK_MONOTONIC_RAW, the CPU clock `GET_CLOCK_COUNTERS` pairs GPU time
-/// with ([`ClockCounters::cpu`]), so host and GPU timestamps share a time line.
-pub(crate) fn host_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid out-parameter.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_RAW, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// A GPU of an open [`Kfd`]. Cheap to clone.

@@ -31,6 +31,7 @@ use crate::queue::held::Held;
 mod dispatch;
 pub(crate) use dispatch::check_kernel;
 mod hidden;
+pub(crate) mod validate;
 
 pub use crate::error::KernelArgError;
 pub use hidden::{LaunchContext, LaunchGeometry};

@@ -4,6 +4,7 @@ use super::raw::{GpuAccess, RawAllocation};
 use super::shards::DeviceLease;
 use super::suballoc::{PoolKey, SubAllocation};
 use super::MemoryKind;
+use crate::debug::address_map::TrackedMemory;
 use crate::device::{Gpu, Kfd};
 use crate::error::{Error, Result};
 use crate::topology::PeerAccess;
@@ -215,11 +216,15 @@ impl Buffer {
             emu.track_buffer(b.gpu_address(), b.inner.size);
         }
         if let Some(map) = &b.inner.lease.kfd.shared.buffers {
+            let weak = Arc::downgrade(&b.inner);
             map.insert(
                 b.gpu_address(),
                 b.inner.size,
                 b.inner.executable,
-                Arc::downgrade(&b.inner),
+                Box::new(move || {
+                    let live = weak.upgrade()?;
+                    Some(Box::new(Buffer::from_allocation(live)) as Box<dyn TrackedMemory>)
+                }),
             );
         }
         b
@@ -607,5 +612,27 @@ impl Drop for Allocation {
             }
             None => {}
         }
+    }
+}
+
+impl TrackedMemory for Buffer {
+    fn gpu_address(&self) -> u64 {
+        Buffer::gpu_address(self)
+    }
+
+    fn size(&self) -> u64 {
+        Buffer::size(self)
+    }
+
+    fn mapped_gpus(&self) -> Vec<u32> {
+        Buffer::mapped_gpus(self)
+    }
+
+    fn read(&self, offset: u64, out: &mut [u8]) -> Result<()> {
+        Buffer::read(self, offset, out)
+    }
+
+    fn to_vec(&self) -> Result<Vec<u8>> {
+        Buffer::to_vec(self)
     }
 }

@@ -202,7 +202,9 @@ impl Batch<'_> {
     #[inline(never)]
     fn validate(&self, d: &Dispatch<'_>, bytes: &[u8]) -> Result<()> {
         match &self.queue.0.gpu.kfd().shared.buffers {
-            Some(map) => crate::debug::validate::dispatch(map, &self.queue.0.gpu, d.kernel, bytes),
+            Some(map) => {
+                crate::kernel_args::validate::dispatch(map, &self.queue.0.gpu, d.kernel, bytes)
+            }
             None => Ok(()),
         }
     }
@@ -433,7 +435,14 @@ impl Batch<'_> {
             }
         }
         if let Some(rec) = &self.queue.0.gpu.kfd().shared.recorder {
-            rec.publishing(self.queue, r.index(), &self.packets);
+            let shared = &self.queue.0.gpu.kfd().shared;
+            rec.publishing(
+                (self.queue.id(), self.queue.0.gpu.index()),
+                r.index(),
+                &self.packets,
+                &shared.reports,
+                shared.buffers.as_ref(),
+            );
         }
         self.set_signal();
         self.signal.arm_decrement();
@@ -443,7 +452,7 @@ impl Batch<'_> {
         let q = self.queue;
         q.0.gpu.kfd().driver().doorbell_hint(q.0.gpu.id());
         if let Some(rec) = &q.0.gpu.kfd().shared.recorder {
-            rec.submitted(crate::debug::recorder::aql_submission(
+            rec.submitted(aql_submission(
                 q,
                 &self.packets,
                 last_index,
@@ -633,5 +642,50 @@ fn ring_error(q: &AqlQueue, e: RingError) -> Error {
             queue_id: q.0.handle().id(),
         }),
         e => Error::Internal(format!("AQL ring: {e}")),
+    }
+}
+
+/// The record of an AQL batch: `packets` (encoded) ending at index `last`.
+fn aql_submission(
+    q: &crate::queue::AqlQueue,
+    packets: &[[u32; 16]],
+    last: u64,
+    started: u64,
+) -> crate::debug::recorder::Submitted {
+    let shared = &q.gpu().kfd().shared;
+    let mut labels = Vec::with_capacity(packets.len());
+    let mut waits_on = Vec::new();
+    let mut completion = 0;
+    for p in packets {
+        match aql::Packet::decode(p) {
+            Ok(aql::Packet::KernelDispatch(k)) => {
+                labels.push(shared.reports.kernel_label_with_source(k.kernel_object));
+                completion = k.completion_signal;
+            }
+            Ok(aql::Packet::BarrierAnd(b)) => {
+                labels.push("barrier-and".into());
+                waits_on.extend(b.dep_signal.iter().copied().filter(|&s| s != 0));
+                completion = b.completion_signal;
+            }
+            Ok(aql::Packet::BarrierOr(b)) => {
+                labels.push("barrier-or".into());
+                waits_on.extend(b.dep_signal.iter().copied().filter(|&s| s != 0));
+                completion = b.completion_signal;
+            }
+            Ok(other) => labels.push(format!("{other:?}").chars().take(40).collect()),
+            Err(_) => labels.push("undecodable".into()),
+        }
+    }
+    crate::debug::recorder::Submitted {
+        kind: crate::error::report::QueueKind::Aql,
+        queue_id: q.id(),
+        gpu_id: q.gpu().id(),
+        first: (last + 1).saturating_sub(packets.len() as u64),
+        last,
+        labels,
+        waits_on,
+        completion,
+        host_start: started,
+        host_end: crate::device::host_ns(),
     }
 }

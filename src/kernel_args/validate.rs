@@ -9,79 +9,11 @@
 //! (by the kernel's metadata) points into a buffer mapped on the executing GPU.
 //!
 //! To know what is mapped where, a validating device keeps a map of its buffers' address
-//! ranges (kept only while the switch is on).
+//! ranges (`debug::address_map`, kept only while the switch is on).
 
+use crate::debug::address_map::AddressMap;
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
-use crate::memory::buffer::Allocation;
-use std::collections::BTreeMap;
-use std::sync::{Mutex, Weak};
-
-/// A buffer as the map knows it.
-struct Entry {
-    len: u64,
-    executable: bool,
-    alloc: Weak<Allocation>,
-}
-
-/// The address ranges of a validating device's buffers.
-#[derive(Default)]
-pub(crate) struct AddressMap {
-    ranges: Mutex<BTreeMap<u64, Entry>>,
-}
-
-/// What the map found at an address.
-struct Found {
-    executable: bool,
-    mapped_gpus: Vec<u32>,
-}
-
-impl AddressMap {
-    pub(crate) fn insert(&self, va: u64, len: u64, executable: bool, alloc: Weak<Allocation>) {
-        self.lock().insert(
-            va,
-            Entry {
-                len,
-                executable,
-                alloc,
-            },
-        );
-    }
-
-    pub(crate) fn remove(&self, va: u64) {
-        self.lock().remove(&va);
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Entry>> {
-        self.ranges.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// The live buffer whose range holds `addr`.
-    pub(crate) fn buffer_at(&self, addr: u64) -> Option<crate::memory::Buffer> {
-        let r = self.lock();
-        let (start, e) = r.range(..=addr).next_back()?;
-        if addr >= start + e.len {
-            return None;
-        }
-        e.alloc
-            .upgrade()
-            .map(crate::memory::Buffer::from_allocation)
-    }
-
-    /// The buffer holding `[addr, addr + len)`, if one does.
-    fn find(&self, addr: u64, len: u64) -> Option<Found> {
-        let r = self.lock();
-        let (start, e) = r.range(..=addr).next_back()?;
-        if addr + len > start + e.len {
-            return None;
-        }
-        let alloc = e.alloc.upgrade()?;
-        Some(Found {
-            executable: e.executable,
-            mapped_gpus: alloc.mapped_gpus(),
-        })
-    }
-}
 
 fn refuse(field: &'static str, value: String, reason: String) -> Error {
     Error::Validation {
