@@ -14,10 +14,9 @@
 use crate::device::Gpu;
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
+use crate::launch::Dispatch;
 use crate::memory::Buffer;
-use crate::queue::{
-    check_fill, check_range, AqlQueue, AqlQueueOptions, CopyCompletion, Dispatch, SdmaQueue,
-};
+use crate::queue::{check_fill, check_range, AqlQueue, AqlQueueOptions, CopyCompletion, SdmaQueue};
 use crate::signal::Signal;
 
 /// Environment variable that makes copy engines use kernels instead of SDMA.

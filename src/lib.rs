@@ -104,6 +104,7 @@ mod exception;
 pub mod hostcall;
 pub mod kernel;
 pub mod kernel_args;
+pub mod launch;
 pub mod memory;
 pub mod queue;
 pub mod signal;
@@ -122,10 +123,11 @@ pub use exception::DeviceReset;
 pub use kernel::Kernel;
 pub use kernel_args::{KernelArgs, LaunchGeometry};
 pub use kfd_sys::{DriverKind, Errno, Feature, KfdVersion};
+pub use launch::{Dispatch, PreparedDispatch};
 pub use memory::{AllocOptions, Buffer, DeviceSlice, Element, HostRegistration, MemoryKind};
 pub use queue::{
-    AqlQueue, AqlQueueOptions, CopyCompletion, Dispatch, Pm4Queue, Pm4QueueOptions,
-    PreparedDispatch, QueuePriority, SdmaQueue, Submission, WaveExceptions,
+    AqlQueue, AqlQueueOptions, CopyCompletion, Pm4Queue, Pm4QueueOptions, QueuePriority, SdmaQueue,
+    Submission, WaveExceptions,
 };
 pub use signal::{Condition, Signal};
 pub use stream::{Graph, MemoryPool, PoolStats, PooledBuffer, Stream, StreamEvent, StreamOptions};

@@ -88,7 +88,7 @@ impl EventTable {
 pub enum EventReset {
     /// The wait that sees the event signalled clears it (one wake-up per signal).
     Auto,
-    /// The event stays signalled until [`Event::reset`].
+    /// The event stays signalled until [`Event::reset`](super::Event::reset).
     Manual,
 }
 

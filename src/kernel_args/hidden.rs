@@ -5,8 +5,7 @@
 use super::KernelArgError;
 use crate::code_object::{ArgKind, KernelMetadata};
 use crate::device::Gpu;
-use crate::kernel::Kernel;
-use crate::queue::{AqlQueue, Dispatch};
+use crate::queue::AqlQueue;
 
 /// The shape of one launch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,21 +26,6 @@ impl LaunchGeometry {
             workgroup: [workgroup, 1, 1],
             dynamic_lds: 0,
         }
-    }
-
-    /// The geometry of a [`Dispatch`].
-    pub fn of(dispatch: &Dispatch<'_>) -> LaunchGeometry {
-        LaunchGeometry {
-            grid: dispatch.grid,
-            workgroup: dispatch.workgroup,
-            dynamic_lds: dispatch.dynamic_lds,
-        }
-    }
-
-    /// A [`Dispatch`] of `kernel` with this geometry, ordered as [`Dispatch::new`] orders
-    /// (barrier bit, system scopes), with no arguments yet ([`Dispatch::with_args`] adds them).
-    pub fn dispatch<'a>(&self, kernel: &'a Kernel) -> Dispatch<'a> {
-        Dispatch::new(kernel, self.grid, self.workgroup).with_dynamic_lds(self.dynamic_lds)
     }
 
     /// Grid dimensions, 1 to 3: the highest axis with more than one work-item or group size.

@@ -28,8 +28,6 @@
 
 use crate::queue::held::Held;
 
-mod dispatch;
-pub(crate) use dispatch::check_kernel;
 mod hidden;
 pub(crate) mod validate;
 

@@ -14,10 +14,8 @@ pub(crate) mod scratch_memory;
 mod sdma_queue;
 pub(crate) mod wave_exception;
 
-pub(crate) use self::aql_queue::DispatchArgs;
 pub use self::aql_queue::{
-    AqlQueue, AqlQueueOptions, Batch, Dispatch, PreparedDispatch, QueueFault, QueuePriority,
-    Submission,
+    AqlQueue, AqlQueueOptions, Batch, QueueFault, QueuePriority, Submission,
 };
 pub use self::pm4_queue::{Pm4Queue, Pm4QueueOptions};
 pub use self::scratch_memory::SINGLE_LIMIT as SCRATCH_SINGLE_LIMIT;

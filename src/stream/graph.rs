@@ -26,10 +26,11 @@
 use super::{Stream, StreamEvent, Tail};
 use crate::code_object::KernelMetadata;
 use crate::error::{Error, Result};
-use crate::kernel_args::{check_kernel, KernelArgs, LaunchContext, LaunchGeometry};
+use crate::kernel_args::{KernelArgs, LaunchContext, LaunchGeometry};
+use crate::launch::{check_kernel, Dispatch, DispatchArgs};
 use crate::memory::Buffer;
 use crate::queue::held::Held;
-use crate::queue::{Dispatch, DispatchArgs, Submission};
+use crate::queue::Submission;
 use std::sync::Arc;
 
 /// A kernel launch of a graph, encoded: what a replay reads, kept small so that a replay

@@ -1,11 +1,8 @@
 //! [`Batch`]: packets built for one submission, written to the ring together with one doorbell.
 
-use super::dispatch::{Dispatch, DispatchArgs, PreparedDispatch};
 use super::submission::Submission;
 use super::AqlQueue;
 use crate::error::{Error, Result};
-use crate::kernel::Kernel;
-use crate::kernel_args::{KernelArgs, LaunchContext, LaunchGeometry};
 use crate::queue::held::Held;
 use crate::signal::Signal;
 use aql::ring::RingError;
@@ -28,9 +25,9 @@ pub(crate) struct BatchBuffers {
     /// Kernel arguments of the batch's dispatches, staged here and copied into the queue's
     /// kernarg memory at submission: taking that memory only when the batch is complete means
     /// no half-built batch can pin it while others wait for it.
-    kernarg_bytes: Vec<u8>,
+    pub(crate) kernarg_bytes: Vec<u8>,
     /// Packets whose `kernarg_address` is an offset into `kernarg_bytes` until submission.
-    kernarg_fixups: Vec<usize>,
+    pub(crate) kernarg_fixups: Vec<usize>,
     /// What the packets use (kernel code, buffers, dependency signals), kept until completion.
     pub(crate) held: Held,
 }
@@ -76,10 +73,10 @@ pub struct Batch<'q> {
     pub(crate) queue: &'q AqlQueue,
     /// The completion signal: moved into the submission, so dropped here only when the batch
     /// is dropped unsubmitted. Its value is set (to 1) only when the batch is submitted.
-    signal: ManuallyDrop<Signal>,
+    pub(crate) signal: ManuallyDrop<Signal>,
     /// The signal's value has been set to 1: at submission, or earlier when the batch's kernel
     /// arguments were placed (their memory is released when the signal reaches 0).
-    signal_set: bool,
+    pub(crate) signal_set: bool,
     pub(crate) submitted: bool,
     /// The most LDS any dispatch of the batch asks for (checked against the GPU's at submission).
     pub(crate) max_group_segment: u32,
@@ -91,13 +88,13 @@ pub struct Batch<'q> {
     pub(crate) staged: ManuallyDrop<Box<BatchBuffers>>,
     /// The descriptor address of the kernel whose code `held` got last, so a batch of one
     /// kernel's dispatches holds it once for the price of a comparison.
-    last_object: u64,
+    pub(crate) last_object: u64,
     /// A dispatch of the batch uses scratch: the queue's scratch service must run.
     pub(crate) uses_scratch: bool,
     /// When building began (host ns), for the timeline; 0 when not recording.
     pub(crate) started_ns: u64,
     /// The buffer-validation debug switch is on: dispatches' arguments are checked.
-    validating: bool,
+    pub(crate) validating: bool,
 }
 
 impl Drop for Batch<'_> {
@@ -149,179 +146,6 @@ impl<'q> Batch<'q> {
 }
 
 impl Batch<'_> {
-    /// Adds a kernel dispatch. The kernel's code, and the buffers its [`KernelArgs`] name, stay
-    /// allocated until the batch completes.
-    ///
-    /// [`KernelArgs`]: crate::kernel_args::KernelArgs
-    // Always inlined: in a loop of launches the call, and its result returned through memory,
-    // cost as much as the rest.
-    #[inline(always)]
-    pub fn dispatch(&mut self, d: &Dispatch<'_>) -> Result<&mut Self> {
-        d.check_gpu(self.queue.0.gpu.id())?;
-        let bytes = match d.args {
-            DispatchArgs::None => d.no_args()?,
-            DispatchArgs::Raw(bytes) => bytes,
-            DispatchArgs::Built(args) => return self.dispatch_built(d, args),
-        };
-        let group_segment = d.check()?;
-        if self.validating {
-            self.validate(d, bytes)?;
-        } else {
-            d.check_raw_len(bytes, &self.queue.0.gpu)?;
-        }
-        // Encoded in its staging slot, not copied there (see `Dispatch::encode_into`).
-        self.packets.push([0; 16]);
-        if let Some(slot) = self.packets.last_mut() {
-            d.encode_into(group_segment, slot);
-        }
-        let index = self.packets.len() - 1;
-        self.account(d.kernel, group_segment, bytes, index);
-        Ok(self)
-    }
-
-    /// [`Batch::dispatch`] with metadata-checked arguments: encoded for this launch, and the
-    /// buffers they name held.
-    #[inline(never)]
-    fn dispatch_built(&mut self, d: &Dispatch<'_>, args: &KernelArgs) -> Result<&mut Self> {
-        let p = d.encode()?;
-        crate::kernel_args::check_kernel(d.kernel, args, &self.queue.0.gpu, self.validating)?;
-        let bytes = args.encode(
-            &LaunchGeometry::of(d),
-            &LaunchContext::for_queue(self.queue),
-        )?;
-        if self.validating {
-            self.validate(d, &bytes)?;
-        }
-        self.staged.held.extend(args.held());
-        self.stage(&p, &bytes);
-        Ok(self)
-    }
-
-    /// The buffer-validation debug switch: checks the addresses in a dispatch's arguments.
-    #[cold]
-    #[inline(never)]
-    fn validate(&self, d: &Dispatch<'_>, bytes: &[u8]) -> Result<()> {
-        match &self.queue.0.gpu.kfd().shared.buffers {
-            Some(map) => {
-                crate::kernel_args::validate::dispatch(map, &self.queue.0.gpu, d.kernel, bytes)
-            }
-            None => Ok(()),
-        }
-    }
-
-    /// Adds a dispatch prepared with [`Dispatch::prepare`], with `kernargs` as its arguments.
-    /// Validation and encoding were done once, when it was prepared: what is left per dispatch
-    /// is copying the packet and staging the arguments. The kernel's code stays allocated until
-    /// the batch completes.
-    ///
-    /// # Safety
-    /// As [`Dispatch::with_raw_args`]: every GPU address in `kernargs` must refer to memory that
-    /// stays allocated and mapped until the batch completes.
-    #[inline]
-    pub unsafe fn dispatch_prepared(
-        &mut self,
-        p: &PreparedDispatch<'_>,
-        kernargs: &[u8],
-    ) -> &mut Self {
-        self.stage(p, kernargs);
-        self
-    }
-
-    // Always inlined: a batch's loop is mostly this, and a call costs as much again.
-    #[inline(always)]
-    fn stage(&mut self, p: &PreparedDispatch<'_>, kernargs: &[u8]) {
-        self.packets.push(p.packet);
-        let index = self.packets.len() - 1;
-        self.account(p.kernel, p.group_segment, kernargs, index);
-    }
-
-    /// What a staged dispatch (packet `index`) adds to the batch: its kernel's code held, its
-    /// LDS and scratch needs, and its arguments staged.
-    #[inline(always)]
-    fn account(&mut self, kernel: &Kernel, group_segment: u32, kernargs: &[u8], index: usize) {
-        // A kernel's code is held once per run of its dispatches. Its descriptor's address
-        // tells kernels apart: while the batch holds one kernel's code, no other memory can be
-        // at that address (and the emulator binds one function per address).
-        if kernel.object() != self.last_object {
-            self.hold_code(kernel);
-        }
-        self.account_unheld(
-            group_segment,
-            kernel.private_segment_size(),
-            kernel.kernarg_size(),
-            kernargs,
-            index,
-        );
-    }
-
-    /// [`Batch::account`] but for holding the code: the LDS and scratch needs, the arguments.
-    #[inline(always)]
-    fn account_unheld(
-        &mut self,
-        group_segment: u32,
-        private_segment: u32,
-        kernarg_size: u32,
-        kernargs: &[u8],
-        index: usize,
-    ) {
-        self.max_group_segment = self.max_group_segment.max(group_segment);
-        self.uses_scratch |= private_segment > 0;
-        let size = kernargs.len().max(kernarg_size as usize);
-        // A kernel that takes no arguments gets no kernarg segment (address 0), as its
-        // descriptor declares none to load.
-        if size != 0 {
-            self.stage_kernargs(kernargs, size, index);
-        }
-    }
-
-    /// Stages an encoded dispatch packet whose kernel code and argument buffers the caller has
-    /// the batch hold by other means (a graph holds all of a replay's with one handle).
-    #[inline(always)]
-    pub(crate) fn stage_held_elsewhere(
-        &mut self,
-        packet: &[u32; 16],
-        group_segment: u32,
-        private_segment: u32,
-        kernarg_size: u32,
-        kernargs: &[u8],
-    ) {
-        self.packets.push(*packet);
-        let index = self.packets.len() - 1;
-        self.account_unheld(
-            group_segment,
-            private_segment,
-            kernarg_size,
-            kernargs,
-            index,
-        );
-    }
-
-    /// Holds `kernel`'s code for the batch. Only a kernel with code is remembered: a raw
-    /// kernel at the same address must not excuse a later loaded one from being held.
-    #[inline(never)]
-    fn hold_code(&mut self, kernel: &Kernel) {
-        if let Some(code) = kernel.code() {
-            self.staged.held.push(code.clone());
-            self.last_object = kernel.object();
-        }
-    }
-
-    /// Stages `kernargs` (padded to `size`) and points packet `index` at them (as an offset
-    /// into the staged bytes until `place_kernargs` adds the region's address).
-    #[inline(never)]
-    fn stage_kernargs(&mut self, kernargs: &[u8], size: usize, index: usize) {
-        let align = crate::queue::kernarg::KERNARG_ALIGN as usize;
-        let len = size.div_ceil(align) * align;
-        let staged = &mut **self.staged;
-        let offset = staged.kernarg_bytes.len().div_ceil(align) * align;
-        staged.kernarg_bytes.resize(offset + len, 0);
-        staged.kernarg_bytes[offset..offset + kernargs.len()].copy_from_slice(kernargs);
-        staged.kernarg_fixups.push(index);
-        if let Some(p) = self.packets.get_mut(index) {
-            aql::add_encoded_kernarg_base(p, offset as u64);
-        }
-    }
-
     fn barrier(&mut self, deps: &[&Signal], or: bool) -> Result<&mut Self> {
         if or && deps.len() > 5 {
             return Err(Error::InvalidArgument(
@@ -588,7 +412,7 @@ fn encode_barrier(deps: &[&Signal], or: bool) -> [u32; 16] {
 
 impl AqlQueue {
     /// Checks that a barrier's dependency `s` is this device's and keeps its slot in `held`.
-    pub(super) fn hold_dependency(&self, held: &mut Held, s: &Signal) -> Result<()> {
+    pub(crate) fn hold_dependency(&self, held: &mut Held, s: &Signal) -> Result<()> {
         // A signal of another device would be another process's memory here.
         self.0
             .gpu
@@ -601,7 +425,7 @@ impl AqlQueue {
 
     /// Reserves `n` slots, waiting while the ring is full (and giving up with the queue's
     /// error if it stops meanwhile).
-    pub(super) fn reserve_waiting(&self, n: u32) -> Result<aql::ring::Reservation<'_>> {
+    pub(crate) fn reserve_waiting(&self, n: u32) -> Result<aql::ring::Reservation<'_>> {
         self.0
             .ring
             .reserve(n, |spins| {
@@ -620,7 +444,7 @@ impl AqlQueue {
     }
 
     /// Refuses a dispatch asking for more LDS per work-group than the GPU has.
-    pub(super) fn check_group_segment(&self, bytes: u32) -> Result<()> {
+    pub(crate) fn check_group_segment(&self, bytes: u32) -> Result<()> {
         let lds = self.0.gpu.info().lds_bytes;
         if bytes > lds {
             return Err(Error::TooLarge {

@@ -8,7 +8,6 @@
 
 mod batch;
 mod completion;
-mod dispatch;
 mod gws;
 mod icache;
 mod probe;
@@ -17,8 +16,6 @@ mod single;
 mod submission;
 
 pub use self::batch::Batch;
-pub(crate) use self::dispatch::DispatchArgs;
-pub use self::dispatch::{Dispatch, PreparedDispatch};
 pub use self::submission::Submission;
 
 use super::cwsr::{queue_buffer, ComputeAreas};
@@ -132,31 +129,31 @@ pub use crate::error::QueueFault;
 
 pub(crate) struct AqlQueueShared {
     /// The KFD queue; `None` once destroyed (in Drop, before the memory it uses goes).
-    handle: Option<KfdQueue>,
-    gpu: Gpu,
-    ring: AqlRing,
-    amd_queue: *const AmdQueue,
-    size_packets: u32,
-    inactive: Signal,
+    pub(crate) handle: Option<KfdQueue>,
+    pub(crate) gpu: Gpu,
+    pub(crate) ring: AqlRing,
+    pub(crate) amd_queue: *const AmdQueue,
+    pub(crate) size_packets: u32,
+    pub(crate) inactive: Signal,
     /// PM4 buffer holding the instruction-cache invalidation, built on first use.
-    icache_ib: std::sync::OnceLock<Buffer>,
-    kernargs: std::sync::Mutex<KernargRing>,
+    pub(crate) icache_ib: std::sync::OnceLock<Buffer>,
+    pub(crate) kernargs: std::sync::Mutex<KernargRing>,
     /// Staging vectors of a finished batch, kept for the next one so that building a batch
     /// allocates nothing once the queue is warm.
-    spare: batch::SpareBuffers,
+    pub(crate) spare: batch::SpareBuffers,
     /// What submissions dropped before completing still hold.
-    retired: RetireList,
+    pub(crate) retired: RetireList,
     /// The queues GPUs without an MMIO-remap page have their HDP flushed through.
-    hdp: crate::queue::hdp_queue::HdpQueues,
+    pub(crate) hdp: crate::queue::hdp_queue::HdpQueues,
     /// Completion signals of finished submissions, for the next ones.
-    completions: completion::CompletionSignals,
+    pub(crate) completions: completion::CompletionSignals,
     scratch: scratch::QueueScratch,
     /// When the read index last moved (for hang reports).
-    progress: Arc<crate::debug::registry::Progress>,
+    pub(crate) progress: Arc<crate::debug::registry::Progress>,
     // Memory the packet processor uses; freed after DESTROY_QUEUE (see Drop).
-    ring_mem: Buffer,
-    _amd_queue_mem: Buffer,
-    areas: ComputeAreas,
+    pub(crate) ring_mem: Buffer,
+    pub(crate) _amd_queue_mem: Buffer,
+    pub(crate) areas: ComputeAreas,
 }
 
 impl AqlQueueShared {
@@ -192,7 +189,7 @@ unsafe impl Sync for AqlQueueShared {}
 /// An AQL queue on one GPU. Cheap to clone; the queue is destroyed when the last clone and the
 /// last [`Submission`] from it are gone.
 #[derive(Clone)]
-pub struct AqlQueue(Arc<AqlQueueShared>);
+pub struct AqlQueue(pub(crate) Arc<AqlQueueShared>);
 
 impl fmt::Debug for AqlQueue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -501,7 +498,7 @@ impl AqlQueue {
     }
 
     /// Starts a batch: packets added to it are submitted together, with one doorbell. Each
-    /// dispatch keeps its own barrier bit (set unless it was made [`Dispatch::unordered`]); the
+    /// dispatch keeps its own barrier bit (set unless it was made [`Dispatch::unordered`](crate::Dispatch::unordered)); the
     /// batch's last packet always carries the barrier bit and the completion signal, so the
     /// batch completes only when everything in it has.
     pub fn batch(&self) -> Result<Batch<'_>> {
@@ -511,11 +508,11 @@ impl AqlQueue {
     }
 
     /// A completion signal at 1 for a new submission.
-    fn completion_signal(&self) -> Result<Signal> {
+    pub(crate) fn completion_signal(&self) -> Result<Signal> {
         self.0.completions.take(self.0.gpu.kfd(), 1)
     }
 
-    pub(super) fn kernarg_region(&self, len: u64, signal: &Signal) -> Result<(u64, *mut u8)> {
+    pub(crate) fn kernarg_region(&self, len: u64, signal: &Signal) -> Result<(u64, *mut u8)> {
         loop {
             let oldest = {
                 let mut k = self.0.kernargs.lock().unwrap_or_else(|p| p.into_inner());

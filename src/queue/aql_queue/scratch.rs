@@ -144,7 +144,7 @@ impl AqlQueueShared {
     /// Serves the scratch request in the inactive signal, if any: grows the scratch (or takes
     /// lent scratch back) and lets the CP go on. A request that cannot be served stops the
     /// queue with an allocation error, as ROCr does.
-    pub(super) fn serve_scratch_request(&self) -> Result<()> {
+    pub(crate) fn serve_scratch_request(&self) -> Result<()> {
         let mut backing = self
             .scratch
             .backing
@@ -201,7 +201,7 @@ impl AqlQueueShared {
     }
 
     /// Stops the service thread (at queue destruction).
-    pub(super) fn stop_scratch_service(&self) {
+    pub(crate) fn stop_scratch_service(&self) {
         let service = self
             .scratch
             .service
@@ -226,7 +226,7 @@ impl AqlQueueShared {
 
 impl AqlQueue {
     /// Starts the thread serving scratch requests, if it is not running.
-    pub(super) fn ensure_scratch_service(&self) -> Result<()> {
+    pub(crate) fn ensure_scratch_service(&self) -> Result<()> {
         let mut service = self
             .0
             .scratch

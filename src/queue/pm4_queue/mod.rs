@@ -75,21 +75,21 @@ fn fence_cache_actions(family: GfxFamily) -> u32 {
 /// A PM4 compute queue.
 pub struct Pm4Queue {
     /// The KFD queue; `None` once destroyed (in Drop, before the memory it uses goes).
-    handle: Option<KfdQueue>,
-    gpu: Gpu,
-    family: GfxFamily,
-    ring: Mutex<Pm4Ring>,
+    pub(crate) handle: Option<KfdQueue>,
+    pub(crate) gpu: Gpu,
+    pub(crate) family: GfxFamily,
+    pub(crate) ring: Mutex<Pm4Ring>,
     /// rptr (u32 at 0), wptr (u64 at 8), a fence word per XCC (u32s from 64): apart from any
     /// other queue's.
-    pointers: Arc<Buffer>,
-    fence_seq: AtomicU32,
+    pub(crate) pointers: Arc<Buffer>,
+    pub(crate) fence_seq: AtomicU32,
     /// Scratch and dispatch-packet images that submitted dispatches may still use: kept until
     /// [`Pm4Queue::finish`] has seen everything before it complete, or the queue goes.
-    dispatch_memory: Mutex<dispatch::DispatchMemory>,
+    pub(crate) dispatch_memory: Mutex<dispatch::DispatchMemory>,
     /// The queues GPUs without an MMIO-remap page have their HDP flushed through.
-    hdp: crate::queue::hdp_queue::HdpQueues,
-    _ring_mem: Arc<Buffer>,
-    areas: ComputeAreas,
+    pub(crate) hdp: crate::queue::hdp_queue::HdpQueues,
+    pub(crate) _ring_mem: Arc<Buffer>,
+    pub(crate) areas: ComputeAreas,
 }
 
 // SAFETY: the ring writer is behind a mutex; the pointers are into buffers the queue owns.

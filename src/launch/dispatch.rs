@@ -3,7 +3,7 @@
 
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
-use crate::kernel_args::KernelArgs;
+use crate::kernel_args::{KernelArgs, LaunchGeometry};
 use aql::{FenceScope, KernelDispatchPacket};
 
 /// What a dispatch passes the kernel.
@@ -385,5 +385,22 @@ fn lds_overflow(static_lds: u32, dynamic: u32) -> Error {
         what: "LDS bytes per work-group (static and dynamic)",
         requested: u64::from(static_lds) + u64::from(dynamic),
         limit: u64::from(u32::MAX),
+    }
+}
+
+impl LaunchGeometry {
+    /// The geometry of a [`Dispatch`].
+    pub fn of(dispatch: &Dispatch<'_>) -> LaunchGeometry {
+        LaunchGeometry {
+            grid: dispatch.grid,
+            workgroup: dispatch.workgroup,
+            dynamic_lds: dispatch.dynamic_lds,
+        }
+    }
+
+    /// A [`Dispatch`] of `kernel` with this geometry, ordered as [`Dispatch::new`] orders
+    /// (barrier bit, system scopes), with no arguments yet ([`Dispatch::with_args`] adds them).
+    pub fn dispatch<'a>(&self, kernel: &'a Kernel) -> Dispatch<'a> {
+        Dispatch::new(kernel, self.grid, self.workgroup).with_dynamic_lds(self.dynamic_lds)
     }
 }

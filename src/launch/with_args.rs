@@ -2,9 +2,9 @@
 //! for the queue the launch runs on at submission: the hidden queue pointer is that queue's);
 //! through PM4, the packets that launch with them.
 
-use super::{KernelArgError, KernelArgs, LaunchContext, LaunchGeometry};
 use crate::error::Result;
 use crate::kernel::Kernel;
+use crate::kernel_args::{KernelArgError, KernelArgs, LaunchContext, LaunchGeometry};
 use crate::memory::Buffer;
 use crate::queue::Pm4Queue;
 use std::sync::Arc;
