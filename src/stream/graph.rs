@@ -74,7 +74,7 @@ struct NodeResources {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GraphNode(usize);
 
-/// Captured stream operations, replayed with [`Stream::replay`] (see the [module docs](self)).
+/// Captured stream operations, replayed with [`Stream::replay`] (see [`crate::stream`]).
 pub struct Graph {
     /// The queue whose address the launches' hidden arguments carry.
     queue_id: u32,

@@ -117,8 +117,8 @@ impl PoolInner {
     }
 }
 
-/// A caching, stream-ordered allocator of one memory kind on one GPU (see the
-/// [module docs](self)). Cheap to clone: clones share the cache.
+/// A caching, stream-ordered allocator of one memory kind on one GPU (see [`crate::stream`]).
+/// Cheap to clone: clones share the cache.
 #[derive(Clone)]
 pub struct MemoryPool(Arc<PoolInner>);
 
