@@ -203,7 +203,11 @@ fn barrier_or_completes_on_any() {
     let refs: Vec<&kfdrt::Signal> = six.iter().collect();
     assert!(matches!(
         queue.barrier_or(&refs),
-        Err(Error::InvalidArgument(_))
+        Err(Error::TooLarge {
+            requested: 6,
+            limit: 5,
+            ..
+        })
     ));
 }
 

@@ -81,7 +81,7 @@ fn parameter_errors_are_typed() {
     let other = common::emulated(Preset::Gfx90a, 1);
     assert!(matches!(
         gtt.map_to(&other.gpu(0).unwrap()),
-        Err(Error::InvalidArgument(_))
+        Err(Error::ForeignObject { what: "GPU" })
     ));
 }
 

@@ -265,7 +265,10 @@ fn a_queue_sized_for_its_kernels_never_stops_for_scratch() {
     assert_eq!(requests(&kfd), 0);
     // More than a queue keeps for every slot is refused up front.
     let r = gpu.create_aql_queue(AqlQueueOptions::default().with_scratch(64 * 1024));
-    assert!(matches!(r, Err(kfdrt::Error::InvalidArgument(_))), "{r:?}");
+    assert!(
+        matches!(r, Err(kfdrt::Error::TooLarge { limit, .. }) if limit == kfdrt::queue::SCRATCH_SINGLE_LIMIT),
+        "{r:?}"
+    );
 }
 
 #[test]

@@ -381,11 +381,10 @@ impl Gpu {
     ) -> Result<(AqlQueue, Option<Arc<LoaderQueue>>)> {
         if let Some(q) = options.icache_queue {
             if q.gpu() != self {
-                return Err(Error::InvalidArgument(format!(
-                    "the instruction-cache queue belongs to {:?}, the code object is loaded on \
-                     {self:?}",
-                    q.gpu()
-                )));
+                return Err(Error::NotOnGpu {
+                    what: format!("the instruction-cache queue (of GPU {:#x})", q.gpu().id()),
+                    gpu_id: self.id(),
+                });
             }
             return Ok((q.clone(), None));
         }

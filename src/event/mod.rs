@@ -82,9 +82,7 @@ impl Kfd {
             .iter()
             .any(|e| !std::sync::Arc::ptr_eq(&e.kfd.shared, &self.shared))
         {
-            return Err(Error::InvalidArgument(
-                "event belongs to another Kfd".into(),
-            ));
+            return Err(Error::ForeignObject { what: "event" });
         }
         let ids: Vec<u32> = events.iter().map(|e| e.id).collect();
         wait_ids(self.shared.dev.driver(), &ids, mode, timeout)

@@ -426,7 +426,7 @@ impl Buffer {
         if std::sync::Arc::ptr_eq(&self.inner.lease.kfd.shared, &gpu.kfd.shared) {
             Ok(())
         } else {
-            Err(Error::InvalidArgument("GPU belongs to another Kfd".into()))
+            Err(Error::ForeignObject { what: "GPU" })
         }
     }
 

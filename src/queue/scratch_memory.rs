@@ -46,7 +46,12 @@ pub(crate) fn allocate(
     let xccs = xccs.max(1);
     let engines = (info.shader_engines / xccs).max(1);
     let slots = wave_slots(gpu).div_ceil(xccs);
-    let too_big = || Error::InvalidArgument(format!("{private} bytes of scratch per work-item"));
+    // Past what a scratch resource can describe: a wave's share is at most MAX_WAVE_BYTES.
+    let too_big = || Error::TooLarge {
+        what: "scratch bytes per work-item",
+        requested: u64::from(private),
+        limit: aql::scratch::MAX_WAVE_BYTES / u64::from(lanes.max(1)),
+    };
     let layout_for = |waves| ScratchLayout::new(format, lanes, private, waves, xccs, engines);
     let mut layout = layout_for(slots).ok_or_else(too_big)?;
     let mut lent = false;

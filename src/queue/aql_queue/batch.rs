@@ -148,9 +148,11 @@ impl<'q> Batch<'q> {
 impl Batch<'_> {
     fn barrier(&mut self, deps: &[&Signal], or: bool) -> Result<&mut Self> {
         if or && deps.len() > 5 {
-            return Err(Error::InvalidArgument(
-                "a barrier-OR takes at most 5 signals".into(),
-            ));
+            return Err(Error::TooLarge {
+                what: "signals of a barrier-OR",
+                requested: deps.len() as u64,
+                limit: 5,
+            });
         }
         for s in deps {
             self.queue.hold_dependency(&mut self.staged.held, s)?;

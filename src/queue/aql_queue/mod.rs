@@ -276,8 +276,8 @@ impl Gpu {
             ring_base_address: ring_mem.gpu_address(),
             write_pointer_address: q.write_dispatch_id_address(),
             read_pointer_address: q.read_dispatch_id_address(),
-            ring_size: u32::try_from(ring_bytes)
-                .map_err(|_| Error::InvalidArgument("ring too large".into()))?,
+            // At most 131072 packets of 64 bytes (checked above): 8 MiB.
+            ring_size: u32::try_from(ring_bytes).expect("an AQL ring of at most 8 MiB"),
             gpu_id: info.gpu_id,
             queue_type: KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
             queue_percentage: KFD_MAX_QUEUE_PERCENTAGE,

@@ -90,11 +90,12 @@ pub(super) fn presize(gpu: &Gpu, q: *const AmdQueue, private: u32) -> Result<Que
             gpu.info().wave_size,
         )?;
         if layout.size() > SINGLE_LIMIT {
-            return Err(Error::InvalidArgument(format!(
-                "{private} bytes of scratch per work-item for every wave slot is {} bytes, more \
-                 than a queue keeps ({SINGLE_LIMIT}); let dispatches ask for it instead",
-                layout.size()
-            )));
+            // More than a queue keeps for every wave slot: let dispatches ask for it instead.
+            return Err(Error::TooLarge {
+                what: "scratch bytes a queue keeps for every wave slot",
+                requested: layout.size(),
+                limit: SINGLE_LIMIT,
+            });
         }
         describe(q, &layout, false);
         *scratch.backing.lock().unwrap_or_else(|p| p.into_inner()) = Some(buffer);

@@ -415,8 +415,9 @@ impl Pm4Queue {
             .collect();
         first.push(raise);
         p.extend(
-            Pm4Packet::predicated(self.family, 1, &first)
-                .ok_or_else(|| Error::InvalidArgument("a packet too long to predicate".into()))?,
+            // One WAIT_REG_MEM per other XCC and a RELEASE_MEM: far below the predicate's
+            // 0x3FFF dwords.
+            Pm4Packet::predicated(self.family, 1, &first).expect("the XCC join fits a PRED_EXEC"),
         );
         Ok(p)
     }
