@@ -487,3 +487,30 @@ fn profiling_turns_on_and_off_while_the_queue_runs() {
         "profiling stayed on"
     );
 }
+
+/// A dispatch's submission and a copy's completion are waited on together through
+/// `Completion`, and an unfinished one makes the joint wait time out.
+#[test]
+fn completions_of_different_queue_kinds_are_waited_on_together() {
+    use kfdrt::queue::{wait_all, Completion};
+    let kfd = emu();
+    let gpu = kfd.gpu(0).unwrap();
+    let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let a = gpu.alloc(4096, kfdrt::MemoryKind::GttCoherent).unwrap();
+    let b = gpu.alloc(4096, kfdrt::MemoryKind::GttCoherent).unwrap();
+    a.write(0, &[7; 4096]).unwrap();
+    let gate = kfd.create_signal(1).unwrap();
+    let held = queue.barrier_and(&[&gate]).unwrap();
+    let copy = gpu
+        .copy_engine()
+        .unwrap()
+        .copy(&b, 0, &a, 0, 4096, &[])
+        .unwrap();
+    let r = wait_all(&[&copy, &held], Some(Duration::from_millis(50)));
+    assert!(matches!(r, Err(Error::Timeout { .. })), "{r:?}");
+    assert!(copy.is_complete() && !held.is_complete());
+    gate.store(0).unwrap();
+    wait_all(&[&held, &copy], LONG).unwrap();
+    assert!(Completion::is_complete(&held));
+    assert_eq!(b.to_vec().unwrap(), vec![7; 4096]);
+}

@@ -187,9 +187,9 @@ impl HostcallBuffer {
         let size = payloads_at + packets * PAYLOAD_BYTES;
         // Host memory the GPU reaches with system-scope atomics, as the device library needs.
         let memory = gpu.alloc_with(size, AllocOptions::new(MemoryKind::GttCoherent))?;
-        let base = memory.as_ptr().ok_or_else(|| {
-            Error::Internal("the hostcall buffer's memory has no host mapping".into())
-        })?;
+        let base = memory
+            .as_ptr()
+            .expect("the hostcall buffer is GTT, which the CPU maps");
         let doorbell = gpu.kfd().create_signal(1)?;
         let b = HostcallBuffer {
             memory,

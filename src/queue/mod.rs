@@ -2,6 +2,7 @@
 //! ownership plumbing they share.
 
 mod aql_queue;
+mod completion;
 pub(crate) mod cwsr;
 pub(crate) mod doorbell;
 mod handle;
@@ -17,6 +18,7 @@ pub(crate) mod wave_exception;
 pub use self::aql_queue::{
     AqlQueue, AqlQueueOptions, Batch, QueueFault, QueuePriority, Submission,
 };
+pub use self::completion::{wait_all, Completion};
 pub use self::pm4_queue::{Pm4Queue, Pm4QueueOptions};
 pub use self::scratch_memory::SINGLE_LIMIT as SCRATCH_SINGLE_LIMIT;
 pub(crate) use self::sdma_queue::{check_fill, check_range};

@@ -261,11 +261,13 @@ impl Gpu {
         // destroys the queue before that memory is freed.
         let handle = unsafe { KfdQueue::create(self, &mut args) }?;
         let doorbell = handle.doorbell();
-        let (Some(ring_ptr), Some(ptr)) = (ring_mem.as_ptr(), pointers.as_ptr()) else {
-            return Err(Error::Internal(
-                "SDMA queue memory is not host-visible".into(),
-            ));
-        };
+        // Both are GTT, which the CPU always maps.
+        let ring_ptr = ring_mem
+            .as_ptr()
+            .expect("the SDMA ring is GTT, which the CPU maps");
+        let ptr = pointers
+            .as_ptr()
+            .expect("the SDMA pointer page is GTT, which the CPU maps");
         // SAFETY: ring, pointers and doorbell outlive the writer (owned by the queue / Kfd).
         let ring = unsafe {
             SdmaRing::new(

@@ -85,10 +85,12 @@ impl SignalPool {
             return Ok(slot);
         }
         self.grow(dev, events)?;
-        self.slots
+        // `grow` added a page of free slots, or returned its error.
+        Ok(self
+            .slots
             .take(slot_value)
             .or_else(|| self.polled.take(slot_value))
-            .ok_or_else(|| Error::Internal("the signal pool grew but has no free slot".into()))
+            .expect("the signal pool grew by a page of free slots"))
     }
 
     fn grow(&mut self, dev: &DeviceContext, events: &EventTable) -> Result<()> {
