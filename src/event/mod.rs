@@ -112,23 +112,22 @@ impl Event {
 
     /// Signals the event from the CPU (`SET_EVENT`).
     pub fn set(&self) -> Result<()> {
-        let mut args = kfd_ioctl_set_event_args {
+        self.request(kfd_ioctl_set_event_args {
             event_id: self.id,
             pad: 0,
-        };
-        self.kfd
-            .driver()
-            .kfd_ioctl(&mut args)
-            .map(drop)
-            .map_err(Error::ioctl(&args))
+        })
     }
 
     /// Clears the event (`RESET_EVENT`).
     pub fn reset(&self) -> Result<()> {
-        let mut args = kfd_ioctl_reset_event_args {
+        self.request(kfd_ioctl_reset_event_args {
             event_id: self.id,
             pad: 0,
-        };
+        })
+    }
+
+    /// Sends `args`, a request naming this event, to the driver.
+    fn request<A: kfd_sys::PlainKfdIoctl>(&self, mut args: A) -> Result<()> {
         self.kfd
             .driver()
             .kfd_ioctl(&mut args)
