@@ -11,6 +11,7 @@ pub(crate) mod held;
 pub(crate) mod kernarg;
 mod pm4_queue;
 pub(crate) mod ring_probe;
+mod ring_queue;
 pub(crate) mod scratch_memory;
 mod sdma_queue;
 pub(crate) mod wave_exception;

@@ -7,16 +7,15 @@
 //! copies are split at the engine's per-packet maximum), then the signal's event is raised with
 //! a FENCE to its mailbox and a TRAP.
 
-use super::cwsr::queue_buffer;
 use super::handle::KfdQueue;
 use super::hdp_queue::HdpQueues;
 use super::held::{Held, RetireList};
-use super::ring_probe;
+use super::ring_queue::{self, PointerLayout};
 use super::QueuePriority;
 use crate::device::Gpu;
 use crate::error::report::QueueKind;
 use crate::error::{Error, Result};
-use crate::memory::{Buffer, MemoryKind};
+use crate::memory::Buffer;
 use crate::signal::{Condition, Signal, DEFAULT_SPIN};
 use kfd_sys::bindings::*;
 use sdma::ring::{RingError, SdmaRing};
@@ -241,62 +240,40 @@ impl Gpu {
                 }
             })?;
         let ring_bytes: u32 = 64 * 1024;
-        let ring_mem = queue_buffer(self, u64::from(ring_bytes), MemoryKind::GttCoherent)?;
-        let pointers = queue_buffer(self, 4096, MemoryKind::GttUncached)?;
-        // The engine starts from the pointers in memory: both at zero, whatever the driver gave.
-        pointers.write(0, &[0u8; 128])?;
-        let mut args = kfd_ioctl_create_queue_args {
-            ring_base_address: ring_mem.gpu_address(),
-            ring_size: ring_bytes,
-            read_pointer_address: pointers.gpu_address() + RPTR,
-            write_pointer_address: pointers.gpu_address() + WPTR,
-            gpu_id: info.gpu_id,
-            queue_type,
-            queue_percentage: KFD_MAX_QUEUE_PERCENTAGE,
-            queue_priority: QueuePriority::Normal.kfd(),
-            sdma_engine_id,
-            ..Default::default()
+        let layout = PointerLayout {
+            rptr: RPTR,
+            wptr: WPTR,
         };
-        // SAFETY: every address in `args` is memory owned by the queue being built, whose Drop
-        // destroys the queue before that memory is freed.
-        let handle = unsafe { KfdQueue::create(self, &mut args) }?;
+        // SAFETY: `fill` adds no address.
+        let q = unsafe {
+            ring_queue::create(
+                self,
+                QueueKind::Sdma,
+                ring_bytes,
+                layout,
+                |args| {
+                    args.queue_type = queue_type;
+                    args.queue_priority = QueuePriority::Normal.kfd();
+                    args.sdma_engine_id = sdma_engine_id;
+                },
+                move |d: &[u32]| SdmaPacket::decode(version, d),
+            )
+        }?;
+        let (handle, pointers, ring_mem, ptr) = (q.handle, q.pointers, q.ring, q.pointers_ptr);
         let doorbell = handle.doorbell();
-        // Both are GTT, which the CPU always maps.
-        let ring_ptr = ring_mem
-            .as_ptr()
-            .expect("the SDMA ring is GTT, which the CPU maps");
-        let ptr = pointers
-            .as_ptr()
-            .expect("the SDMA pointer page is GTT, which the CPU maps");
         // SAFETY: ring, pointers and doorbell outlive the writer (owned by the queue / Kfd).
         let ring = unsafe {
             SdmaRing::new(
-                ring_ptr,
+                q.ring_ptr,
                 ring_bytes,
                 ptr.add(RPTR as usize) as *const AtomicU64,
                 ptr.add(WPTR as usize) as *const AtomicU64,
                 doorbell,
             )
         };
-        let ring = match ring {
-            Ok(r) => r,
-            Err(e) => {
-                return Err(Error::Internal(format!("SDMA ring: {e}")));
-            }
-        };
-        let (pointers, ring_mem) = (Arc::new(pointers), Arc::new(ring_mem));
-        let decode = move |d: &[u32]| SdmaPacket::decode(version, d);
-        ring_probe::register(
-            self,
-            QueueKind::Sdma,
-            handle.id(),
-            &ring_mem,
-            &pointers,
-            RPTR,
-            WPTR,
-            decode,
-        );
-
+        // The size was checked and the pointers are at aligned offsets of a page: the only
+        // error, `BadGeometry`, cannot happen.
+        let ring = ring.expect("a SDMA ring of a checked size over aligned pointers");
         Ok(SdmaQueue(Arc::new(SdmaQueueShared {
             handle: Some(handle),
             gpu: self.clone(),

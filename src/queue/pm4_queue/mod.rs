@@ -7,15 +7,15 @@
 
 mod dispatch;
 
-use super::cwsr::{queue_buffer, ComputeAreas};
+use super::cwsr::ComputeAreas;
 use super::handle::KfdQueue;
-use super::ring_probe;
+use super::ring_queue::{self, PointerLayout};
 use super::QueuePriority;
 use crate::device::Gpu;
 use crate::error::report::QueueKind;
 use crate::error::{Error, Result};
 use crate::event::Event;
-use crate::memory::{Buffer, MemoryKind};
+use crate::memory::Buffer;
 use kfd_sys::bindings::*;
 use kfd_sys::DriverExt;
 
@@ -138,69 +138,47 @@ impl Gpu {
                     what: "PM4 packet encoding in kfdrt".into(),
                 }
             })?;
-        // Each a whole buffer of its own (KFD checks it): a fresh queue never inherits another
-        // queue's pointers or ring.
-        let ring_mem = queue_buffer(self, u64::from(bytes), MemoryKind::GttCoherent)?;
-        let pointers = queue_buffer(self, 4096, MemoryKind::GttUncached)?;
         let areas = ComputeAreas::new(self, true)?;
-        let ptr = pointers
-            .as_ptr()
-            .expect("the PM4 pointer page is uncached GTT, which the CPU maps");
-        // The engine starts from the pointers in memory: both at zero, whatever the driver gave.
-        pointers.write(0, &[0u8; 128])?;
-        let mut args = kfd_ioctl_create_queue_args {
-            ring_base_address: ring_mem.gpu_address(),
-            ring_size: bytes,
-            read_pointer_address: pointers.gpu_address() + RPTR,
-            write_pointer_address: pointers.gpu_address() + WPTR,
-            gpu_id: info.gpu_id,
-            queue_type: KFD_IOC_QUEUE_TYPE_COMPUTE,
-            queue_percentage: KFD_MAX_QUEUE_PERCENTAGE,
-            queue_priority: options.priority.kfd(),
-            eop_buffer_address: areas.eop.as_ref().map_or(0, Buffer::gpu_address),
-            eop_buffer_size: areas.eop.as_ref().map_or(0, Buffer::size),
-            ctx_save_restore_address: areas.cwsr.gpu_address(),
-            ctx_save_restore_size: areas.sizes.ctx_save_restore_size,
-            ctl_stack_size: areas.sizes.ctl_stack_size,
-            ..Default::default()
+        let layout = PointerLayout {
+            rptr: RPTR,
+            wptr: WPTR,
         };
-        // SAFETY: every address in `args` is memory owned by the queue being built, which
-        // destroys the queue before that memory is freed.
-        let handle = unsafe { KfdQueue::create(self, &mut args) }?;
+        // SAFETY: the EOP and CWSR areas are the queue's (`areas`), which it keeps until it has
+        // destroyed the KFD queue.
+        let q = unsafe {
+            ring_queue::create(
+                self,
+                QueueKind::Pm4,
+                bytes,
+                layout,
+                |args| {
+                    args.queue_type = KFD_IOC_QUEUE_TYPE_COMPUTE;
+                    args.queue_priority = options.priority.kfd();
+                    args.eop_buffer_address = areas.eop.as_ref().map_or(0, Buffer::gpu_address);
+                    args.eop_buffer_size = areas.eop.as_ref().map_or(0, Buffer::size);
+                    args.ctx_save_restore_address = areas.cwsr.gpu_address();
+                    args.ctx_save_restore_size = areas.sizes.ctx_save_restore_size;
+                    args.ctl_stack_size = areas.sizes.ctl_stack_size;
+                },
+                move |d: &[u32]| Pm4Packet::decode(family, d),
+            )
+        }?;
+        let (handle, pointers, ring_mem, ptr) = (q.handle, q.pointers, q.ring, q.pointers_ptr);
         let doorbell = handle.doorbell();
-        let ring_ptr = ring_mem
-            .as_ptr()
-            .expect("the PM4 ring is GTT, which the CPU maps");
         // SAFETY: the ring, pointers and doorbell outlive the writer (owned by the queue / Kfd);
         // offsets are inside the 4 KiB pointer page and suitably aligned.
         let ring = unsafe {
             Pm4Ring::new(
-                ring_ptr.cast(),
+                q.ring_ptr.cast(),
                 bytes / 4,
                 ptr.add(RPTR as usize) as *const AtomicU32,
                 ptr.add(WPTR as usize) as *const AtomicU64,
                 doorbell,
             )
         };
-        let ring = match ring {
-            Ok(r) => r,
-            Err(e) => {
-                return Err(Error::Internal(format!("PM4 ring: {e}")));
-            }
-        };
-        let (pointers, ring_mem) = (Arc::new(pointers), Arc::new(ring_mem));
-        let decode = move |d: &[u32]| Pm4Packet::decode(family, d);
-        ring_probe::register(
-            self,
-            QueueKind::Pm4,
-            handle.id(),
-            &ring_mem,
-            &pointers,
-            RPTR,
-            WPTR,
-            decode,
-        );
-
+        // The size was checked and the pointers are at aligned offsets of a page: the only
+        // error, `BadGeometry`, cannot happen.
+        let ring = ring.expect("a PM4 ring of a checked size over aligned pointers");
         Ok(Pm4Queue {
             handle: Some(handle),
             gpu: self.clone(),
