@@ -535,9 +535,9 @@ impl Buffer {
             Backing::Whole(r) => r,
             Backing::Sub(s, _) => {
                 sub = shared.suballoc.of(&s.chunk);
-                sub.block_raw(&s.chunk).ok_or_else(|| {
-                    Error::Internal("a suballocator block vanished under its buffer".into())
-                })?
+                // A block is freed only once its last chunk is: this buffer holds one.
+                sub.block_raw(&s.chunk)
+                    .expect("a suballocated buffer's block lives as long as the buffer")
             }
         };
         raw.unmap_from_gpus(shared.dev.driver(), &owner)?;

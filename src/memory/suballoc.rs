@@ -154,9 +154,11 @@ impl Pool {
         });
         self.empty_blocks += 1;
         self.buddy.add_block(slot as u32);
-        self.buddy
+        // A block just added is empty: it has a chunk of every order up to its size.
+        Ok(self
+            .buddy
             .take(order as usize)
-            .ok_or_else(|| Error::Internal("an empty suballocator block refused a chunk".into()))
+            .expect("an empty suballocator block has a chunk of the order asked for"))
     }
 }
 
@@ -190,9 +192,13 @@ impl SubAllocator {
             Some(c) => c,
             None => pool.grow(dev, key, order)?,
         };
-        let Some(b) = pool.blocks.get_mut(block as usize).and_then(Option::as_mut) else {
-            return Err(Error::Internal("a suballocator block vanished".into()));
-        };
+        // The buddy allocator hands out chunks only of blocks it was given, which live until
+        // their last chunk is freed.
+        let b = pool
+            .blocks
+            .get_mut(block as usize)
+            .and_then(Option::as_mut)
+            .expect("the buddy allocator names a live block");
         if b.used == 0 {
             pool.empty_blocks -= 1;
         }

@@ -48,7 +48,7 @@ impl AqlQueue {
                 self.0
                     .icache_ib
                     .get()
-                    .ok_or_else(|| Error::Internal("the icache packet buffer vanished".into()))?
+                    .expect("the icache packet buffer was set just above")
             }
         };
         let dwords = (ib.size() / 4) as u32;

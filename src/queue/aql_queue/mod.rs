@@ -305,10 +305,10 @@ impl Gpu {
                 doorbell,
             )
         } {
+            // The size was checked and the pointers are the queue's own aligned fields: the
+            // only error, `BadGeometry`, cannot happen.
             Ok(r) => r,
-            Err(e) => {
-                return Err(Error::Internal(format!("AQL ring: {e}")));
-            }
+            Err(e) => unreachable!("an AQL ring of a checked size over aligned pointers: {e}"),
         };
         log::debug!(
             "kfdrt: AQL queue {queue_id} on GPU {:#x}, {n} packets",
