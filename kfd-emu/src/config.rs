@@ -292,13 +292,16 @@ pub struct Platform {
     /// (the kernel's `CONFIG_HSA_AMD_P2P`, with a P2PDMA distance the PCI core accepts). A GPU
     /// reaches a peer's VRAM over PCIe only with it and only when the peer's whole VRAM is in
     /// its BAR (`amdgpu_device_is_peer_accessible`); otherwise mapping the peer's VRAM moves it
-    /// to system memory (a DMA-buf attachment pins it in GTT), and KFD lists no link.
+    /// to system memory (a DMA-buf attachment pins it in GTT), and KFD lists no link. A hive's
+    /// XGMI links are in `io_links`, PCIe peers in `p2p_links`.
     pub peer_to_peer: bool,
     /// The kernel's page size (`PAGE_SIZE`): 4 KiB, or 16 or 64 KiB as AArch64 kernels are
     /// often built. The driver rounds buffers to it and wants it for the doorbell slice
     /// (`roundup(8 KiB, PAGE_SIZE)`), queue pointer pages and CWSR sizes, and has no MMIO-remap
-    /// page above 4 KiB. The emulator checks with it; its host mappings stay the host's (a
-    /// larger page is a multiple of the host's). Default: the host's.
+    /// page above 4 KiB. The emulator checks with it: GPU mappings need addresses and offsets
+    /// aligned to it, and the ring, EOP and CWSR mappings of a queue are page aligned
+    /// (`kfd_queue_acquire_buffers`). Its host mappings stay the host's (a larger page is a
+    /// multiple of the host's). Default: the host's.
     pub page_size: u64,
 }
 
