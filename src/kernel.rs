@@ -264,9 +264,14 @@ impl Gpu {
         kernarg_size: u32,
         f: Arc<kfd_emu::KernelFn>,
     ) -> Result<Kernel> {
-        let emu = self.kfd().emulator().cloned().ok_or_else(|| {
-            Error::InvalidArgument(format!("emulated kernel {name:?} on a real GPU"))
-        })?;
+        let emu = self
+            .kfd()
+            .emulator()
+            .cloned()
+            .ok_or_else(|| Error::NotOnThisGpu {
+                gfx_target: self.info().gfx_target.clone(),
+                what: format!("emulated kernels (kernel {name:?}): it is not the emulator"),
+            })?;
         let code = self.alloc_with(
             4096,
             AllocOptions {

@@ -50,9 +50,12 @@ impl Gpu {
         let mut mask = 0u64;
         for &e in events {
             if !(1..=63).contains(&e) {
-                return Err(Error::InvalidArgument(format!(
-                    "SMI event {e} is not 1 to 63"
-                )));
+                return Err(Error::OutOfRange {
+                    what: "SMI event",
+                    value: u64::from(e),
+                    min: 1,
+                    max: 63,
+                });
             }
             mask |= 1 << (e - 1);
         }

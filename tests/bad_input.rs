@@ -56,10 +56,15 @@ fn out_of_bounds<T: std::fmt::Debug>(r: kfdrt::Result<T>, what: &str, size: u64)
     }
 }
 
-fn invalid<T: std::fmt::Debug>(r: kfdrt::Result<T>, what: &str) -> String {
+/// Expects the error `matches` accepts, naming the call `what` otherwise.
+fn refused<T: std::fmt::Debug>(
+    r: kfdrt::Result<T>,
+    what: &str,
+    matches: impl FnOnce(&Error) -> bool,
+) -> Error {
     match r {
-        Err(Error::InvalidArgument(m)) => m,
-        other => panic!("{what}: expected InvalidArgument, got {other:?}"),
+        Err(e) if matches(&e) => e,
+        other => panic!("{what}: refused with another error, or not at all: {other:?}"),
     }
 }
 
@@ -91,9 +96,10 @@ fn allocation_larger_than_vram() {
         other => panic!("{other:?}"),
     }
     // A size that overflows when rounded to a page.
-    invalid(
+    refused(
         gpu.alloc(u64::MAX, MemoryKind::GttCoherent),
         "alloc(u64::MAX)",
+        |e| matches!(e, Error::TooLarge { .. }),
     );
     still_works(&gpu);
 }
@@ -104,7 +110,9 @@ fn allocation_with_a_bad_alignment() {
         return;
     };
     let options = AllocOptions::new(MemoryKind::DeviceLocal).with_alignment(3000);
-    invalid(gpu.alloc_with(4096, options), "alignment 3000");
+    refused(gpu.alloc_with(4096, options), "alignment 3000", |e| {
+        matches!(e, Error::BadAlignment { align: 3000, .. })
+    });
     still_works(&gpu);
 }
 
@@ -254,7 +262,9 @@ fn host_access_out_of_range_or_to_device_memory() {
     let mut out = [0u8; 16];
     out_of_bounds(b.read(4090, &mut out), "access", 4096);
     let vram = gpu.alloc(4096, MemoryKind::DeviceLocal).unwrap();
-    invalid(vram.write(0, &[1]), "CPU write to device-local VRAM");
+    refused(vram.write(0, &[1]), "CPU write to device-local VRAM", |e| {
+        matches!(e, Error::NoCpuAccess { .. })
+    });
     still_works(&gpu);
 }
 

@@ -129,12 +129,12 @@ fn what_cannot_be_shared_is_refused() {
     assert!(small.is_suballocated());
     assert!(matches!(
         small.export_dmabuf(),
-        Err(Error::InvalidArgument(_))
+        Err(Error::NotExportable { .. })
     ));
     let pageable = gpu.alloc(LEN, MemoryKind::Pageable).unwrap();
     assert!(matches!(
         pageable.export_dmabuf(),
-        Err(Error::InvalidArgument(_))
+        Err(Error::NotExportable { .. })
     ));
     // A descriptor that is not a dma-buf (a pipe), and one that is not open.
     let mut fds = [0; 2];

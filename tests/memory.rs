@@ -52,11 +52,11 @@ fn parameter_errors_are_typed() {
     ));
     assert!(matches!(
         gpu.alloc(u64::MAX - 10, MemoryKind::DeviceLocal),
-        Err(Error::InvalidArgument(_))
+        Err(Error::TooLarge { .. })
     ));
     let vram = gpu.alloc(4096, MemoryKind::DeviceLocal).unwrap();
     assert!(
-        matches!(vram.write(0, &[1]), Err(Error::InvalidArgument(_))),
+        matches!(vram.write(0, &[1]), Err(Error::NoCpuAccess { .. })),
         "device-local is not host-accessible"
     );
     let gtt = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
@@ -75,7 +75,7 @@ fn parameter_errors_are_typed() {
     ));
     assert!(matches!(
         gtt.unmap_from(&gpu),
-        Err(Error::InvalidArgument(_))
+        Err(Error::UnmapFromOwner { .. })
     ));
     // A GPU of another Kfd is refused before reaching the driver.
     let other = common::emulated(Preset::Gfx90a, 1);

@@ -7,6 +7,7 @@ use crate::common;
 
 use kfdrt::emu::{GpuFault, Preset, WorkGroup};
 use kfdrt::kernel_args::KernelArgs;
+use kfdrt::stream::StreamError;
 use kfdrt::{CopyPath, Dispatch, Error, Gpu, MemoryKind, StreamOptions};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::channel;
@@ -201,7 +202,7 @@ fn events_time_gpu_work_in_nanoseconds_of_the_measured_clock() {
     let (e0, e1) = (s0.record().unwrap(), s1.record().unwrap());
     assert!(matches!(
         e1.elapsed_since(&e0),
-        Err(Error::InvalidArgument(_))
+        Err(Error::Stream(StreamError::DifferentGpus { .. }))
     ));
     // Nor with an event of another open device.
     assert!(matches!(
@@ -292,12 +293,12 @@ fn a_graph_replays_with_new_arguments_and_keeps_what_it_uses() {
         let raw = unsafe { Dispatch::linear(&saxpy, 64, 64).with_raw_args(&bytes) };
         assert!(matches!(
             s.capture().launch(&raw),
-            Err(Error::InvalidArgument(_))
+            Err(Error::Stream(StreamError::RawGraphArguments { .. }))
         ));
         let mut elsewhere = stream(&gpu, path);
         assert!(matches!(
             elsewhere.replay(&graph),
-            Err(Error::InvalidArgument(_))
+            Err(Error::Stream(StreamError::OtherStream { .. }))
         ));
     }
 }

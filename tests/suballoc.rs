@@ -215,7 +215,7 @@ fn disabling_and_dedicated_allocations_bypass_the_suballocator() {
             64,
             AllocOptions::new(MemoryKind::DeviceLocal).with_alignment(3)
         ),
-        Err(Error::InvalidArgument(_))
+        Err(Error::BadAlignment { align: 3, .. })
     ));
 }
 

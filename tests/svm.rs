@@ -188,7 +188,7 @@ fn bad_ranges_get_the_drivers_errnos() {
     // An unknown GPU id is refused before the driver sees it.
     // SAFETY: as above.
     let r = unsafe { kfd.svm_set_attributes(host.addr(), 4096, &[SvmAttribute::Access(0xDEAD)]) };
-    assert!(matches!(r, Err(Error::InvalidArgument(_))));
+    assert!(matches!(r, Err(Error::NoSuchGpuId { gpu_id: 0xDEAD })));
     // A prefetch needs a place to go: system memory or a GPU, not "undefined".
     // SAFETY: as above.
     let r = unsafe {

@@ -72,7 +72,9 @@ impl fmt::Display for ReplayReport {
 }
 
 fn bad(what: impl fmt::Display) -> Error {
-    Error::InvalidArgument(format!("capture: {what}"))
+    Error::BadCapture {
+        reason: what.to_string(),
+    }
 }
 
 fn hex(v: &Value) -> Result<u64> {

@@ -74,9 +74,8 @@ impl DeviceContext {
                     ))
                 })?;
             let mut acquire = kfd_ioctl_acquire_vm_args {
-                drm_fd: u32::try_from(render_fd).map_err(|_| {
-                    Error::Internal(format!("render node descriptor {render_fd} is negative"))
-                })?,
+                drm_fd: u32::try_from(render_fd)
+                    .expect("an open file's descriptor is not negative"),
                 gpu_id: info.gpu_id,
             };
             // A process has one `kfd_process` however often it opens /dev/kfd, and its VM on

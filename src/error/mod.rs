@@ -7,11 +7,13 @@ mod device_faults;
 mod kernel_args;
 mod queue_fault;
 pub(crate) mod report;
+mod stream;
 
 pub use code_object::CodeObjectError;
 pub use device_faults::{DeviceReset, MemoryException};
 pub use kernel_args::KernelArgError;
 pub use queue_fault::{QueueFault, WaveExceptions};
+pub use stream::StreamError;
 
 use kfd_sys::Errno;
 use report::DeviceReport;
@@ -307,6 +309,105 @@ pub enum Error {
         gfx_target: String,
         /// What it lacks.
         what: String,
+    },
+    /// No GPU of this device has that index (GPUs are numbered from 0, in the order
+    /// [`crate::Kfd::gpus`] lists them).
+    #[error("no GPU with index {index}")]
+    NoSuchGpuIndex {
+        /// The index given.
+        index: usize,
+    },
+    /// No GPU of this device has that KFD id.
+    #[error("no GPU {gpu_id:#x}")]
+    NoSuchGpuId {
+        /// The id given.
+        gpu_id: u32,
+    },
+    /// An event of another kind than the call needs (a signal event, which has a mailbox a
+    /// packet can raise it through; a memory event, which reports GPU faults).
+    #[error("not a {needed} event")]
+    WrongEventKind {
+        /// The kind needed: `"signal"`, `"memory"`.
+        needed: &'static str,
+    },
+    /// A wait on no events at all.
+    #[error("waiting on no events")]
+    NothingToWaitOn,
+    /// A stream, stream event or captured graph used in a way it cannot be (see
+    /// [`crate::stream::StreamError`]).
+    #[error("stream: {0}")]
+    Stream(#[from] StreamError),
+    /// A service thread of kfdrt's that the call needs has stopped: the host-callback thread of
+    /// a stream (a callback panicked), a queue's scratch service or the hostcall service (their
+    /// queue or device is being dropped).
+    #[error("the {what} has stopped")]
+    ServiceStopped {
+        /// Which: `"host callback thread"`, `"scratch service (queue destroyed)"`,
+        /// `"hostcall service"`.
+        what: &'static str,
+    },
+    /// A buffer that cannot be exported as a dma-buf. Nothing was exported.
+    #[error("cannot export as a dma-buf: {reason}")]
+    NotExportable {
+        /// Why: pageable memory, or a sub-allocated buffer (allocate it dedicated).
+        reason: &'static str,
+    },
+    /// A file descriptor that cannot be one (negative).
+    #[error("{what}: descriptor {fd} is not a valid file descriptor")]
+    BadDescriptor {
+        /// What it was given as: `"dma-buf"`.
+        what: &'static str,
+        /// The descriptor.
+        fd: i32,
+    },
+    /// A value outside the range the call takes. Nothing was done.
+    #[error("{what} {value} is not in {min}..={max}")]
+    OutOfRange {
+        /// What: `"SMI event"`.
+        what: &'static str,
+        /// The value given.
+        value: u64,
+        /// The smallest value taken.
+        min: u64,
+        /// The largest value taken.
+        max: u64,
+    },
+    /// An allocation alignment that is not a power of two, or larger than kfdrt places
+    /// buffers at. Nothing was allocated.
+    #[error("alignment {align} is not a power of two up to {max}")]
+    BadAlignment {
+        /// The alignment asked for, in bytes.
+        align: u64,
+        /// The largest alignment taken, in bytes (2 MiB).
+        max: u64,
+    },
+    /// CPU access to memory of a kind the CPU cannot map (device-local VRAM).
+    #[error("{kind} is not host-accessible")]
+    NoCpuAccess {
+        /// The memory kind's name.
+        kind: &'static str,
+    },
+    /// `Buffer::unmap_from` the GPU that owns the buffer: its mapping there lives as long as
+    /// the buffer.
+    #[error("cannot unmap a buffer from the GPU that owns it ({gpu_id:#x})")]
+    UnmapFromOwner {
+        /// The owning GPU.
+        gpu_id: u32,
+    },
+    /// A recorded capture that does not parse or does not hold what a replay needs.
+    #[error("capture: {reason}")]
+    BadCapture {
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A kernel that a PM4 dispatch cannot launch: its kernel descriptor is not known (an
+    /// emulated kernel), or its entry address overflows.
+    #[error("kernel {kernel:?}: {reason}")]
+    NotDispatchable {
+        /// The kernel's name.
+        kernel: String,
+        /// Why: `"its kernel descriptor is not known"`, `"its entry address overflows"`.
+        reason: &'static str,
     },
     /// A raw PM4 packet cannot go into its queue's ring (longer than the ring can ever hold).
     /// Nothing of it was written.

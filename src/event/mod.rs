@@ -147,7 +147,7 @@ impl Event {
         timeout: Option<Duration>,
     ) -> Result<Option<MemoryException>> {
         if self.kind != EventKind::Memory {
-            return Err(Error::InvalidArgument("not a memory event".into()));
+            return Err(Error::WrongEventKind { needed: "memory" });
         }
         let (done, data) = self.kfd.wait_raw(&[self], WaitMode::Any, timeout)?;
         if !done {

@@ -160,8 +160,9 @@ pub(crate) fn wait_ids_aged(
     mode: WaitMode,
     timeout: Option<Duration>,
 ) -> Result<(bool, Vec<kfd_event_data>)> {
-    if ids.is_empty() || ages.len() != ids.len() {
-        return Err(Error::InvalidArgument("waiting on no events".into()));
+    assert_eq!(ages.len(), ids.len(), "every event waited on has its age");
+    if ids.is_empty() {
+        return Err(Error::NothingToWaitOn);
     }
     let mut data: Vec<kfd_event_data> = ids
         .iter()
@@ -177,8 +178,11 @@ pub(crate) fn wait_ids_aged(
         .collect();
     let mut args = kfd_ioctl_wait_events_args {
         events_ptr: data.as_mut_ptr() as u64,
-        num_events: u32::try_from(data.len())
-            .map_err(|_| Error::InvalidArgument("too many events".into()))?,
+        num_events: u32::try_from(data.len()).map_err(|_| Error::TooLarge {
+            what: "events in one wait",
+            requested: data.len() as u64,
+            limit: u64::from(u32::MAX),
+        })?,
         wait_for_all: u32::from(mode == WaitMode::All),
         timeout: timeout_ms(timeout),
         wait_result: 0,

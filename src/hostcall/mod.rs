@@ -255,7 +255,9 @@ impl HostcallBuffer {
     fn serve(&self, stop: &AtomicBool) {
         let stopping = || {
             if stop.load(Ordering::Acquire) {
-                Err(Error::Internal("hostcall service stopped".into()))
+                Err(Error::ServiceStopped {
+                    what: "hostcall service",
+                })
             } else {
                 Ok(())
             }

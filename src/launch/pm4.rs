@@ -71,15 +71,16 @@ impl Pm4Queue {
         kernarg_address: u64,
         dynamic_lds: u32,
     ) -> Result<Vec<Pm4Packet>> {
-        let kd = kernel.descriptor().ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "kernel {:?} has no known descriptor",
-                kernel.name()
-            ))
-        })?;
+        let not_dispatchable = |reason| Error::NotDispatchable {
+            kernel: kernel.name().to_owned(),
+            reason,
+        };
+        let kd = kernel
+            .descriptor()
+            .ok_or_else(|| not_dispatchable("its kernel descriptor is not known"))?;
         let entry = kernel
             .entry_address()
-            .ok_or_else(|| Error::InvalidArgument("kernel entry overflows".into()))?;
+            .ok_or_else(|| not_dispatchable("its entry address overflows"))?;
         if entry % 256 != 0 {
             return Err(Error::Misaligned {
                 what: "kernel entry",

@@ -156,9 +156,10 @@ impl Gpu {
     fn alloc_unrecorded(&self, size: u64, options: AllocOptions) -> Result<Buffer> {
         let a = options.alignment;
         if a != 0 && (!a.is_power_of_two() || a > super::suballoc::BLOCK_SIZE) {
-            return Err(Error::InvalidArgument(format!(
-                "alignment {a} is not a power of two up to 2 MiB"
-            )));
+            return Err(Error::BadAlignment {
+                align: a,
+                max: super::suballoc::BLOCK_SIZE,
+            });
         }
         if size == 0 {
             return Err(Error::ZeroSize { what: "allocation" });
@@ -362,8 +363,8 @@ impl Buffer {
     }
 
     fn check_range(&self, offset: u64, len: usize) -> Result<*mut u8> {
-        let ptr = self.cpu_ptr().ok_or_else(|| {
-            Error::InvalidArgument(format!("{} is not host-accessible", self.kind().name()))
+        let ptr = self.cpu_ptr().ok_or_else(|| Error::NoCpuAccess {
+            kind: self.kind().name(),
         })?;
         let end = offset.checked_add(len as u64);
         if end.is_none_or(|e| e > self.inner.size) {
@@ -400,11 +401,10 @@ impl Buffer {
     pub fn to_vec(&self) -> Result<Vec<u8>> {
         let mut v = vec![
             0u8;
-            usize::try_from(self.size()).map_err(|_| {
-                Error::InvalidArgument(format!(
-                    "a {}-byte buffer does not fit in memory",
-                    self.size()
-                ))
+            usize::try_from(self.size()).map_err(|_| Error::TooLarge {
+                what: "bytes to copy into host memory",
+                requested: self.size(),
+                limit: usize::MAX as u64,
             })?
         ];
         self.read(0, &mut v)?;
@@ -498,9 +498,7 @@ impl Buffer {
     pub fn unmap_from(&self, gpu: &Gpu) -> Result<()> {
         self.same_kfd(gpu)?;
         if gpu.id() == self.owner_gpu_id() {
-            return Err(Error::InvalidArgument(
-                "cannot unmap a buffer from the GPU that owns it".into(),
-            ));
+            return Err(Error::UnmapFromOwner { gpu_id: gpu.id() });
         }
         let mut mapped = self.inner.peers.lock().unwrap_or_else(|p| p.into_inner());
         let Some(pos) = mapped.iter().position(|&g| g == gpu.id()) else {

@@ -23,16 +23,14 @@ impl Buffer {
         let raw = match self.backing() {
             Backing::Whole(r) if r.kind != MemoryKind::Pageable => r,
             Backing::Whole(_) => {
-                return Err(Error::InvalidArgument(
-                    "pageable memory cannot be exported as a dma-buf".into(),
-                ))
+                return Err(Error::NotExportable {
+                    reason: "pageable memory is the process's own",
+                })
             }
             Backing::Sub(..) => {
-                return Err(Error::InvalidArgument(
-                    "a sub-allocated buffer cannot be exported as a dma-buf: allocate it \
-                     dedicated"
-                        .into(),
-                ))
+                return Err(Error::NotExportable {
+                    reason: "a sub-allocated buffer shares its KFD buffer: allocate it dedicated",
+                })
             }
         };
         let mut args = kfd_ioctl_export_dmabuf_args {
@@ -60,8 +58,10 @@ impl Gpu {
     pub fn import_dmabuf(&self, fd: BorrowedFd<'_>) -> Result<Buffer> {
         let driver = self.kfd().driver();
         let mut info = kfd_ioctl_get_dmabuf_info_args {
-            dmabuf_fd: u32::try_from(fd.as_raw_fd())
-                .map_err(|_| Error::InvalidArgument("negative descriptor".into()))?,
+            dmabuf_fd: u32::try_from(fd.as_raw_fd()).map_err(|_| Error::BadDescriptor {
+                what: "dma-buf",
+                fd: fd.as_raw_fd(),
+            })?,
             ..Default::default()
         };
         // SAFETY: no metadata buffer is passed (pointer 0, size 0).

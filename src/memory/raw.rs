@@ -77,8 +77,12 @@ impl RawAllocation {
             return Err(Error::ZeroSize { what: "allocation" });
         }
         // The driver rounds a buffer up to its page, and maps all of it.
-        let len = super::va::align_up(size, driver.page_size().max(PAGE_SIZE))
-            .ok_or_else(|| Error::InvalidArgument(format!("size {size} overflows")))?;
+        let page = driver.page_size().max(PAGE_SIZE);
+        let len = super::va::align_up(size, page).ok_or(Error::TooLarge {
+            what: "allocation bytes (rounded up to a page)",
+            requested: size,
+            limit: u64::MAX - (page - 1),
+        })?;
         let va = VaRange::reserve(driver, len, va_alignment(len))?;
         if kind == MemoryKind::Pageable {
             if let Err(e) = back_with_host_memory(driver, &va) {
@@ -173,8 +177,10 @@ impl RawAllocation {
             va_addr: va.addr,
             handle: 0,
             gpu_id,
-            dmabuf_fd: u32::try_from(fd)
-                .map_err(|_| Error::InvalidArgument(format!("descriptor {fd}")))?,
+            dmabuf_fd: u32::try_from(fd).map_err(|_| Error::BadDescriptor {
+                what: "dma-buf",
+                fd,
+            })?,
         };
         // SAFETY: the VA range is reserved by us for this buffer.
         if let Err(e) = unsafe { driver.kfd_ioctl_unchecked(&mut args) } {
@@ -205,8 +211,11 @@ impl RawAllocation {
         let mut args = kfd_ioctl_map_memory_to_gpu_args {
             handle: self.handle,
             device_ids_array_ptr: gpu_ids.as_ptr() as u64,
-            n_devices: u32::try_from(gpu_ids.len())
-                .map_err(|_| Error::InvalidArgument("too many GPUs".into()))?,
+            n_devices: u32::try_from(gpu_ids.len()).map_err(|_| Error::TooLarge {
+                what: "GPUs in one mapping request",
+                requested: gpu_ids.len() as u64,
+                limit: u64::from(u32::MAX),
+            })?,
             n_success: 0,
         };
         // SAFETY: the device array is `gpu_ids`, alive across the call, `n_devices` long.
@@ -230,8 +239,11 @@ impl RawAllocation {
         let mut args = kfd_ioctl_unmap_memory_from_gpu_args {
             handle: self.handle,
             device_ids_array_ptr: gpu_ids.as_ptr() as u64,
-            n_devices: u32::try_from(gpu_ids.len())
-                .map_err(|_| Error::InvalidArgument("too many GPUs".into()))?,
+            n_devices: u32::try_from(gpu_ids.len()).map_err(|_| Error::TooLarge {
+                what: "GPUs in one mapping request",
+                requested: gpu_ids.len() as u64,
+                limit: u64::from(u32::MAX),
+            })?,
             n_success: 0,
         };
         // SAFETY: the device array is `gpu_ids`, alive across the call, `n_devices` long.

@@ -96,10 +96,15 @@ impl<T: Element> DeviceSlice<T> {
                 len,
                 _element: PhantomData,
             }),
-            _ => Err(Error::InvalidArgument(format!(
-                "elements {start}..{start}+{len} of a slice of {}",
-                self.len
-            ))),
+            _ => {
+                let bytes = |n: usize| (n as u64).saturating_mul(std::mem::size_of::<T>() as u64);
+                Err(Error::OutOfBounds {
+                    what: "slice",
+                    offset: bytes(start),
+                    len: bytes(len),
+                    size: bytes(self.len),
+                })
+            }
         }
     }
 

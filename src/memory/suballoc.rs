@@ -125,8 +125,8 @@ impl Pool {
     /// three, kept out of line so the fast path stays small).
     #[cold]
     fn grow(&mut self, dev: &DeviceContext, key: PoolKey, order: u8) -> Result<(u32, u64)> {
-        let gpu = dev.gpus.get(key.gpu_index).ok_or_else(|| {
-            Error::InvalidArgument(format!("no GPU with index {}", key.gpu_index))
+        let gpu = dev.gpus.get(key.gpu_index).ok_or(Error::NoSuchGpuIndex {
+            index: key.gpu_index,
         })?;
         let raw = RawAllocation::new(
             dev.driver(),
@@ -173,16 +173,17 @@ impl SubAllocator {
         align: u64,
     ) -> Result<SubAllocation> {
         let Some(order) = order_for(size, align) else {
-            return Err(Error::InvalidArgument(format!(
-                "{size} bytes at alignment {align} do not fit a block"
-            )));
+            return Err(Error::TooLarge {
+                what: "bytes of a sub-allocation, rounded up to its alignment",
+                requested: size.max(align),
+                limit: BLOCK_SIZE,
+            });
         };
         let idx = key.index();
         let Ok(pool_index) = u32::try_from(idx) else {
-            return Err(Error::InvalidArgument(format!(
-                "GPU index {} too large",
-                key.gpu_index
-            )));
+            return Err(Error::NoSuchGpuIndex {
+                index: key.gpu_index,
+            });
         };
         let pool = match self.pools.get_mut(idx) {
             Some(Some(pool)) => pool,
@@ -316,7 +317,7 @@ impl SubAllocator {
         chunk: &Chunk,
         gpu_id: u32,
     ) -> Result<()> {
-        let b = self.block_mut(chunk)?;
+        let b = self.block_mut(chunk);
         let n = b.peers.entry(gpu_id).or_insert(0);
         if *n == 0 {
             b.raw.map_to_gpus(dev.driver(), &[gpu_id])?;
@@ -332,11 +333,12 @@ impl SubAllocator {
         chunk: &Chunk,
         gpu_id: u32,
     ) -> Result<()> {
-        let b = self.block_mut(chunk)?;
+        let b = self.block_mut(chunk);
         let Some(n) = b.peers.get_mut(&gpu_id) else {
-            return Err(Error::InvalidArgument(format!(
-                "block not mapped to GPU {gpu_id:#x}"
-            )));
+            return Err(Error::NotOnGpu {
+                what: format!("sub-allocation block {}", chunk.block),
+                gpu_id,
+            });
         };
         if *n == 1 {
             b.raw.unmap_from_gpus(dev.driver(), &[gpu_id])?;
@@ -347,13 +349,13 @@ impl SubAllocator {
         Ok(())
     }
 
-    fn block_mut(&mut self, chunk: &Chunk) -> Result<&mut Block> {
+    fn block_mut(&mut self, chunk: &Chunk) -> &mut Block {
         self.pools
             .get_mut(chunk.pool as usize)
             .and_then(Option::as_mut)
             .and_then(|p| p.blocks.get_mut(chunk.block as usize))
             .and_then(Option::as_mut)
-            .ok_or_else(|| Error::Internal("a suballocator block vanished".into()))
+            .expect("a chunk's block lives as long as the chunk")
     }
 }
 
@@ -437,7 +439,7 @@ mod tests {
         let mut sub = SubAllocator::default();
         assert!(matches!(
             sub.alloc(&dev, key, 64, 64),
-            Err(Error::InvalidArgument(_))
+            Err(Error::NoSuchGpuIndex { index: 7 })
         ));
         assert_eq!(sub.blocks(), 0);
     }

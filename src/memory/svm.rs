@@ -112,7 +112,7 @@ impl Kfd {
         self.shared.dev.require(Feature::Svm)?;
         for id in gpus {
             let Some(g) = self.gpu_by_id(id) else {
-                return Err(Error::InvalidArgument(format!("no GPU {id:#x}")));
+                return Err(Error::NoSuchGpuId { gpu_id: id });
             };
             if !g.info().supports_svm() {
                 return Err(Error::Unsupported(format!(
@@ -135,18 +135,22 @@ impl Kfd {
         // The struct, then the attributes; the request's size covers both (as libhsakmt does).
         let words = (HEADER + ATTR * attrs.len()).div_ceil(8);
         let mut buf = vec![0u64; words];
+        let size_bits_max = (1usize << 14) - 1;
+        let too_many = || Error::TooLarge {
+            what: "SVM attributes in one request",
+            requested: attrs.len() as u64,
+            limit: ((size_bits_max - HEADER) / ATTR) as u64,
+        };
         let head = kfd_ioctl_svm_args {
             start_addr: addr,
             size: len,
             op,
-            nattr: u32::try_from(attrs.len())
-                .map_err(|_| Error::InvalidArgument("too many attributes".into()))?,
+            nattr: u32::try_from(attrs.len()).map_err(|_| too_many())?,
             ..Default::default()
         };
         let bytes = HEADER + ATTR * attrs.len();
-        let size_bits_max = (1usize << 14) - 1;
         if bytes > size_bits_max {
-            return Err(Error::InvalidArgument("too many attributes".into()));
+            return Err(too_many());
         }
         // SAFETY: `buf` holds `bytes` bytes, 8-aligned: the header and then the attributes.
         unsafe {

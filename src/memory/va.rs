@@ -42,15 +42,22 @@ impl VaRange {
     pub(crate) fn reserve(driver: &dyn Driver, len: u64, align: u64) -> Result<VaRange> {
         let page = driver.page_size();
         let align = align.max(page);
-        let len = align_up(len, page)
-            .ok_or_else(|| Error::InvalidArgument(format!("size {len} is too large to reserve")))?;
+        let len = align_up(len, page).ok_or(Error::TooLarge {
+            what: "bytes of address space to reserve",
+            requested: len,
+            limit: u64::MAX - (page - 1),
+        })?;
         // The system places the mapping on its own page, which an emulated kernel's may
         // exceed: enough slack to align from there.
         let extra = align.saturating_sub(kfd_sys::host_page_size().min(page));
         let total = len
             .checked_add(extra)
             .and_then(|t| usize::try_from(t).ok())
-            .ok_or_else(|| Error::InvalidArgument(format!("size {len} is too large to reserve")))?;
+            .ok_or(Error::TooLarge {
+                what: "bytes of address space to reserve (with alignment slack)",
+                requested: len,
+                limit: (usize::MAX as u64).saturating_sub(extra),
+            })?;
         // SAFETY: no MAP_FIXED, so the kernel picks a free range and nothing existing is replaced.
         let base = unsafe {
             driver.mmap(

@@ -60,7 +60,7 @@ impl DoorbellTable {
         let slot = self
             .gpus
             .get(gpu_index)
-            .ok_or_else(|| Error::Internal(format!("no GPU with index {gpu_index}")))?;
+            .expect("queues are created on GPUs of the device, by their own index");
         let mut pages = slot.lock().unwrap_or_else(|p| p.into_inner());
         let pages = match &mut *pages {
             Some(p) if p.mmap_offset == base_offset => p,

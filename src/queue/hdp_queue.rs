@@ -58,7 +58,7 @@ impl HdpQueues {
 fn shared_queue(kfd: &Kfd, index: usize) -> Result<Arc<HdpFlushQueue>> {
     let gpu = kfd
         .gpu(index)
-        .ok_or_else(|| Error::Internal(format!("no GPU {index} to flush")))?;
+        .expect("HDP flushes are for GPUs of the device, by their own index");
     kfd.shared.slots.get_or_make(index, || {
         let q = gpu.create_sdma_queue().map_err(|e| {
             Error::Unsupported(format!(

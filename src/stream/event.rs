@@ -2,7 +2,7 @@
 //! to time work between two of them.
 
 use crate::device::Gpu;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, StreamError};
 use crate::queue::Submission;
 use std::sync::Arc;
 use std::time::Duration;
@@ -61,9 +61,7 @@ impl StreamEvent {
         self.wait(None)?;
         let (_, end) = self.marker.timestamps();
         if end == 0 {
-            return Err(Error::InvalidArgument(
-                "the event's stream queue is not profiled: it carries no timestamp".into(),
-            ));
+            return Err(StreamError::NotProfiled.into());
         }
         Ok(end)
     }
@@ -72,9 +70,11 @@ impl StreamEvent {
     pub fn elapsed_since(&self, earlier: &StreamEvent) -> Result<Duration> {
         self.check_device(&earlier.gpu)?;
         if earlier.gpu.id() != self.gpu.id() {
-            return Err(Error::InvalidArgument(
-                "elapsed time between events of different GPUs: their clocks differ".into(),
-            ));
+            return Err(StreamError::DifferentGpus {
+                earlier_gpu_id: earlier.gpu.id(),
+                gpu_id: self.gpu.id(),
+            }
+            .into());
         }
         let (a, b) = (earlier.gpu_timestamp()?, self.gpu_timestamp()?);
         let hz = self.gpu.timestamp_frequency()?;

@@ -25,7 +25,7 @@
 
 use super::{Stream, StreamEvent, Tail};
 use crate::code_object::KernelMetadata;
-use crate::error::{Error, Result};
+use crate::error::{Result, StreamError};
 use crate::kernel_args::{KernelArgs, LaunchContext, LaunchGeometry};
 use crate::launch::{check_kernel, Dispatch, DispatchArgs};
 use crate::memory::Buffer;
@@ -125,11 +125,11 @@ impl Stream {
     /// submission.
     pub fn replay(&mut self, graph: &Graph) -> Result<()> {
         if graph.queue_id != self.queue.id() {
-            return Err(Error::InvalidArgument(format!(
-                "a graph captured on the stream of queue {} replays only there (this is queue {})",
-                graph.queue_id,
-                self.queue.id()
-            )));
+            return Err(StreamError::OtherStream {
+                captured_on: graph.queue_id,
+                replayed_on: self.queue.id(),
+            }
+            .into());
         }
         if graph.nodes.is_empty() {
             return Ok(());
@@ -201,11 +201,10 @@ impl Capture<'_> {
         let (args, rebuild) = match d.args {
             DispatchArgs::None => (d.no_args()?.to_vec(), None),
             DispatchArgs::Raw(_) => {
-                return Err(Error::InvalidArgument(format!(
-                    "a graph launch of {:?} with raw argument bytes: give KernelArgs, whose \
-                     buffers the graph keeps for every replay",
-                    d.kernel().name()
-                )))
+                return Err(StreamError::RawGraphArguments {
+                    kernel: d.kernel().name().to_owned(),
+                }
+                .into())
             }
             DispatchArgs::Built(a) => {
                 check_kernel(d.kernel(), a, &self.stream.gpu, false)?;
@@ -317,15 +316,14 @@ impl Graph {
         let (Some(Node::Launch(launch)), Some(Some(rebuild))) =
             (self.nodes.get_mut(node.0), self.rebuild.get(node.0))
         else {
-            return Err(Error::InvalidArgument(format!(
-                "{node:?} is not a launch of the graph"
-            )));
+            return Err(StreamError::NotALaunch { node: node.0 }.into());
         };
         let Some((geometry, metadata)) = &rebuild.with else {
-            return Err(Error::InvalidArgument(format!(
-                "{node:?} ({}) has no metadata-checked arguments to replace",
-                rebuild.kernel
-            )));
+            return Err(StreamError::UncheckedArguments {
+                node: node.0,
+                kernel: rebuild.kernel.to_string(),
+            }
+            .into());
         };
         if !Arc::ptr_eq(metadata, args.metadata_arc()) && **metadata != *args.metadata() {
             return Err(crate::kernel_args::KernelArgError::OtherKernel {
@@ -346,9 +344,9 @@ impl Graph {
             launch.args = (start as u32, self.args.len() as u32);
         }
         let resources = Arc::make_mut(&mut self.resources);
-        let Some(held) = resources.get_mut(node.0) else {
-            return Err(Error::InvalidArgument(format!("{node:?} has no resources")));
-        };
+        let held = resources
+            .get_mut(node.0)
+            .expect("every node of a graph has its resources, launches found above included");
         // The old arguments' buffers go (a running replay keeps its own copy of the list).
         held.buffers = args.held().clone();
         Ok(())

@@ -3,7 +3,7 @@
 
 use super::PooledBuffer;
 use super::{Stream, Tail};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, StreamError};
 use crate::memory::Buffer;
 use crate::queue::Submission;
 use crate::signal::Signal;
@@ -50,9 +50,9 @@ impl HostService {
         };
         tasks.send(task).or_else(|lost| {
             lost.0.gate.store(0)?;
-            Err(Error::InvalidArgument(
-                "the host callback thread is gone".into(),
-            ))
+            Err(Error::ServiceStopped {
+                what: "host callback thread",
+            })
         })
     }
 }
@@ -148,8 +148,6 @@ fn check_len(device: usize, host: usize) -> Result<()> {
     if device == host {
         Ok(())
     } else {
-        Err(Error::InvalidArgument(format!(
-            "a device slice of {device} elements and host data of {host}"
-        )))
+        Err(StreamError::LengthMismatch { device, host }.into())
     }
 }

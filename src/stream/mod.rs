@@ -36,6 +36,7 @@ mod pool;
 pub use self::event::StreamEvent;
 pub use self::graph::{Capture, Graph, GraphNode};
 pub use self::pool::{MemoryPool, PoolStats, PooledBuffer};
+pub use crate::error::StreamError;
 
 use crate::copy::CopyEngine;
 use crate::device::Gpu;

@@ -467,7 +467,13 @@ fn ring_error(q: &AqlQueue, e: RingError) -> Error {
         RingError::Abandoned => q.check().err().unwrap_or(Error::QueueFull {
             queue_id: q.0.handle().id(),
         }),
-        e => Error::Internal(format!("AQL ring: {e}")),
+        RingError::TooMany { requested, size } => Error::TooLarge {
+            what: "packets in a batch (the queue's slots)",
+            requested: u64::from(requested),
+            limit: u64::from(size),
+        },
+        // `BadGeometry` comes only from making a ring, which the queue did with a checked size.
+        e => unreachable!("an AQL ring reservation failed with {e}"),
     }
 }
 

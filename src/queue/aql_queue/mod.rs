@@ -534,9 +534,12 @@ impl AqlQueue {
                     )?;
                 }
                 None => {
-                    return Err(Error::Internal(
-                        "kernarg memory is full with nothing in flight".into(),
-                    ))
+                    // Nothing in flight, yet no room (a region never wraps around the end of the
+                    // kernarg memory, so a long one may not fit from where the last ended):
+                    // the queue has no room for these arguments, and waiting frees none.
+                    return Err(Error::QueueFull {
+                        queue_id: self.0.handle().id(),
+                    });
                 }
             }
         }

@@ -260,7 +260,9 @@ impl AqlQueue {
 fn serve(queue: &Weak<AqlQueueShared>, signal: &Signal, stop: &AtomicBool) {
     let stopping = || {
         if stop.load(Ordering::Acquire) {
-            Err(Error::Internal("queue destroyed".into()))
+            Err(Error::ServiceStopped {
+                what: "scratch service (queue destroyed)",
+            })
         } else {
             Ok(())
         }

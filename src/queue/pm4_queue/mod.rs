@@ -359,9 +359,9 @@ impl Pm4Queue {
     /// done: there every XCC but the first writes its fence word, and the first waits for them
     /// before it raises the event.
     pub fn signal_event(&self, event: &Event) -> Result<Vec<Pm4Packet>> {
-        let mailbox = event.mailbox_address().ok_or_else(|| {
-            Error::InvalidArgument("event has no mailbox (not a signal event)".into())
-        })?;
+        let mailbox = event
+            .mailbox_address()
+            .ok_or(Error::WrongEventKind { needed: "signal" })?;
         let raise = self.release(
             mailbox,
             event.id(),
