@@ -1,5 +1,5 @@
-//! Vector compares, summarised from the mnemonic once at decode time: which predicate, on
-//! which type, and whether the result also goes to EXEC (`v_cmpx`).
+//! Vector compares: which predicate, on which type, and whether the result also goes to EXEC
+//! (`v_cmpx`). The generated tables give each compare its [`Compare`].
 
 /// The operand type of a compare.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,84 +24,99 @@ pub enum CmpType {
     U64,
 }
 
-const TYPES: [(&str, CmpType); 9] = [
-    ("f16", CmpType::F16),
-    ("f32", CmpType::F32),
-    ("f64", CmpType::F64),
-    ("i16", CmpType::I16),
-    ("u16", CmpType::U16),
-    ("i32", CmpType::I32),
-    ("u32", CmpType::U32),
-    ("i64", CmpType::I64),
-    ("u64", CmpType::U64),
-];
-
-/// Predicates, by index in `aux` bits 0-4. Float ones follow the IEEE ordered/unordered
-/// definitions (`n*` are true when unordered); `class` tests the class mask in src1.
-pub const PREDICATES: [&str; 18] = [
-    "f", "lt", "eq", "le", "gt", "lg", "ge", "o", "u", "nge", "nlg", "ngt", "nle", "neq", "nlt",
-    "tru", "ne", "t",
-];
-/// Index of `class` (bit 5 of `aux` set with predicate bits unused).
-pub const CLASS: u16 = 1 << 5;
-/// `aux` bit: also write EXEC.
-pub const CMPX: u16 = 1 << 6;
-/// `aux` bit: this is a compare.
-pub const VALID: u16 = 1 << 15;
-
-/// The `aux` summary of a mnemonic (0 if not a compare).
-pub fn kind(name: &str) -> u16 {
-    let Some(rest) = name
-        .strip_prefix("v_cmpx_")
-        .map(|r| (r, CMPX))
-        .or_else(|| name.strip_prefix("v_cmp_").map(|r| (r, 0)))
-    else {
-        return 0;
-    };
-    let (body, x) = rest;
-    let body = body
-        .strip_suffix("_e32")
-        .or_else(|| body.strip_suffix("_e64"))
-        .unwrap_or(body);
-    let Some((pred, ty)) = body.split_once('_') else {
-        return 0;
-    };
-    let Some(t) = TYPES.iter().position(|(n, _)| *n == ty) else {
-        return 0;
-    };
-    let p = if pred == "class" {
-        CLASS
-    } else {
-        match PREDICATES.iter().position(|p| *p == pred) {
-            Some(i) => i as u16,
-            None => return 0,
-        }
-    };
-    VALID | x | p | (t as u16) << 8
+/// A compare's predicate, as its mnemonic names it. Float predicates follow the IEEE
+/// ordered/unordered definitions (the `N*` ones are true when unordered); `Class` tests the
+/// class mask in src1. The declaration order is the VOPC opcode order of GFX9's float compares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Predicate {
+    /// Always false.
+    F,
+    /// Less than.
+    Lt,
+    /// Equal.
+    Eq,
+    /// Less or equal.
+    Le,
+    /// Greater than.
+    Gt,
+    /// Less or greater (ordered, not equal).
+    Lg,
+    /// Greater or equal.
+    Ge,
+    /// Ordered (neither is NaN).
+    O,
+    /// Unordered (either is NaN).
+    U,
+    /// Not greater or equal.
+    Nge,
+    /// Not less or greater.
+    Nlg,
+    /// Not greater than.
+    Ngt,
+    /// Not less or equal.
+    Nle,
+    /// Not equal (true when unordered).
+    Neq,
+    /// Not less than.
+    Nlt,
+    /// Always true (floats).
+    Tru,
+    /// Not equal (integers).
+    Ne,
+    /// Always true (integers).
+    T,
+    /// `v_cmp_class`: src0's float class is in src1's mask.
+    Class,
 }
 
-/// The type of a compare `aux`.
-pub fn cmp_type(aux: u16) -> CmpType {
-    TYPES
-        .get(usize::from((aux >> 8) & 0xF))
-        .map_or(CmpType::U32, |t| t.1)
+impl Predicate {
+    /// Every predicate, in declaration order.
+    pub const ALL: [Predicate; 19] = [
+        Predicate::F,
+        Predicate::Lt,
+        Predicate::Eq,
+        Predicate::Le,
+        Predicate::Gt,
+        Predicate::Lg,
+        Predicate::Ge,
+        Predicate::O,
+        Predicate::U,
+        Predicate::Nge,
+        Predicate::Nlg,
+        Predicate::Ngt,
+        Predicate::Nle,
+        Predicate::Neq,
+        Predicate::Nlt,
+        Predicate::Tru,
+        Predicate::Ne,
+        Predicate::T,
+        Predicate::Class,
+    ];
+
+    /// The predicate as GFX9 mnemonics spell it (`lt`, `tru`, `class`).
+    pub fn name(self) -> &'static str {
+        const NAMES: [&str; 19] = [
+            "f", "lt", "eq", "le", "gt", "lg", "ge", "o", "u", "nge", "nlg", "ngt", "nle", "neq",
+            "nlt", "tru", "ne", "t", "class",
+        ];
+        NAMES[self as usize]
+    }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// What a vector compare computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Compare {
+    /// The predicate.
+    pub pred: Predicate,
+    /// The operand type.
+    pub ty: CmpType,
+    /// `v_cmpx`: the result also goes to EXEC.
+    pub cmpx: bool,
+}
 
-    #[test]
-    fn names_to_kinds() {
-        let k = kind("v_cmp_gt_i32_e32");
-        assert!(k & VALID != 0 && k & CMPX == 0);
-        assert_eq!(PREDICATES[usize::from(k & 0x1F)], "gt");
-        assert_eq!(cmp_type(k), CmpType::I32);
-        let k = kind("v_cmpx_nlt_f64_e64");
-        assert!(k & CMPX != 0);
-        assert_eq!(PREDICATES[usize::from(k & 0x1F)], "nlt");
-        assert_eq!(cmp_type(k), CmpType::F64);
-        assert!(kind("v_cmp_class_f32_e64") & CLASS != 0);
-        assert_eq!(kind("v_add_f32_e32"), 0);
+impl Compare {
+    pub(crate) const fn new(pred: Predicate, ty: CmpType, cmpx: bool) -> Compare {
+        Compare { pred, ty, cmpx }
     }
 }

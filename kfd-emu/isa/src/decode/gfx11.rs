@@ -9,10 +9,14 @@
 //! semantics are the GFX9 ones; where a GFX11 operation differs under the same name (`v_cmpx`
 //! writes EXEC only; `ds_cmpstore` swaps its data operands) the decoder says so here.
 
+use super::attrs::{traits, Class, ImageData};
 use super::inst::{flags, Dpp};
+use super::memop::{DsClass, DsOp};
+use super::op::Op;
 use super::operand::{src, sreg, DataSize, Operand};
 use super::table::{lookup, Entry, Format};
 use super::{resolve_constants, start, with_literal, Inst};
+use crate::memory::AtomicOp;
 use crate::target::Target;
 
 fn bits(w: u32, lo: u32, n: u32) -> u32 {
@@ -67,11 +71,6 @@ fn sdst(code: u32, width: u8) -> Operand {
     Operand::Sgpr(sgpr_dst(code), width.max(1))
 }
 
-/// The operation's GFX9 mnemonic (what the decoder's shape rules are written against).
-fn sem(e: &Entry) -> &'static str {
-    e.op.name()
-}
-
 /// The GFX11 format split.
 pub(super) fn decode(t: Target, w0: u32, words: &[u32]) -> Option<Inst> {
     let w1 = words.get(1).copied().unwrap_or(0);
@@ -123,8 +122,8 @@ fn scalar_regs(mut i: Inst) -> Inst {
     };
     let dst_read = i.format == Format::Sopk
         && !matches!(
-            i.op.name(),
-            "s_movk_i32" | "s_cmovk_i32" | "s_getreg_b32" | "s_call_b64"
+            i.op,
+            Op::SMovkI32 | Op::SCmovkI32 | Op::SGetregB32 | Op::SCallB64
         );
     map(&mut i.dst, if dst_read { sgpr } else { sgpr_dst });
     i.src.iter_mut().for_each(|s| map(s, sgpr));
@@ -144,11 +143,11 @@ fn smem(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     let [w_data, w_base, ..] = e.widths;
     let sdata = bits(w0, 6, 7);
     let sbase = sgpr(bits(w0, 0, 6) * 2);
-    match e.name {
-        "s_gl1_inv" | "s_dcache_inv" => {}
-        "s_atc_probe" | "s_atc_probe_buffer" => {
+    match e.op {
+        Op::SGl1Inv | Op::SDcacheInv => {}
+        Op::SAtcProbe | Op::SAtcProbeBuffer => {
             i.offset1 = sdata as u8;
-            let w = if e.name.ends_with("buffer") { 4 } else { 2 };
+            let w = if e.op == Op::SAtcProbeBuffer { 4 } else { 2 };
             i.saddr = Operand::Sgpr(sbase, w);
         }
         _ => {
@@ -207,11 +206,6 @@ fn extension(
     }
 }
 
-/// VOP2 operations that write a carry (printed `v8, vcc_lo, ...`).
-fn writes_carry(name: &str) -> bool {
-    name.contains("_co_")
-}
-
 fn vop1(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     let e = lookup(t, Format::Vop1, bits(w0, 9, 8) as u16)?;
     let mut i = start(e, [w0, w1], 1);
@@ -220,14 +214,14 @@ fn vop1(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     }
     let [wd, ws, ..] = e.widths;
     // The swaps take only a VGPR: the field's low byte, never a constant or an extension.
-    let (s0, ext) = if matches!(e.name, "v_swap_b32" | "v_swaprel_b32") {
+    let (s0, ext) = if matches!(e.op, Op::VSwapB32 | Op::VSwaprelB32) {
         (Operand::Vgpr(bits(w0, 0, 8) as u16, ws.max(1)), 0)
     } else {
         extension(&mut i, bits(w0, 0, 9), w1, ws, w1, true)
     };
     let vdst = bits(w0, 17, 8);
-    i.dst = match sem(e) {
-        "v_readfirstlane_b32" => sdst(vdst, 1),
+    i.dst = match e.op {
+        Op::VReadfirstlaneB32 => sdst(vdst, 1),
         _ => Operand::Vgpr(vdst as u16, wd.max(1)),
     };
     i.src[0] = s0;
@@ -239,7 +233,8 @@ fn vop1(t: Target, w0: u32, w1: u32) -> Option<Inst> {
 fn vop2(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     let e = lookup(t, Format::Vop2, bits(w0, 25, 6) as u16)?;
     let mut i = start(e, [w0, w1], 1);
-    let carry = writes_carry(e.name);
+    // VOP2 operations that write a carry (printed `v8, vcc_lo, ...`).
+    let carry = e.traits.has(traits::CARRY_OUT);
     let w = e.widths;
     let (wd, ws0, ws1) = if carry {
         (w[0], w[2], w[3])
@@ -253,16 +248,15 @@ fn vop2(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     if carry {
         i.sdst = mask;
     }
-    let name = sem(e);
-    if let Some(srcs) = super::constant_k_sources(name, s0, s1, w1) {
+    if let Some(srcs) = super::constant_k_sources(e.op, s0, s1, w1) {
         i.src = srcs;
         i.len = 2;
     } else {
         // The carry-in and cndmask's select are VCC, implicitly.
-        let third = if name == "v_cndmask_b32"
-            || name.starts_with("v_addc")
-            || name.starts_with("v_subb")
-        {
+        let third = if matches!(
+            e.op,
+            Op::VCndmaskB32 | Op::VAddcCoU32 | Op::VSubbCoU32 | Op::VSubbrevCoU32
+        ) {
             mask
         } else {
             Operand::None
@@ -278,7 +272,7 @@ fn vopc(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     let e = lookup(t, Format::Vopc, bits(w0, 17, 8) as u16)?;
     let mut i = start(e, [w0, w1], 1);
     // GFX10+ v_cmpx writes EXEC only (GFX9's wrote VCC too), and prints no destination.
-    let cmpx = e.name.starts_with("v_cmpx");
+    let cmpx = matches!(e.class, Class::Compare(c) if c.cmpx);
     let (ws0, ws1) = if cmpx {
         (e.widths[0], e.widths[1])
     } else {
@@ -327,10 +321,9 @@ fn vop3(t: Target, w0: u32, w1: u32, w2: u32) -> Option<Inst> {
     i.words[2] = w2;
     let vdst = bits(w0, 0, 8);
     let w = e.widths;
-    let name = sem(e);
-    let vop3b = super::gfx9_valu::is_vop3b(name);
+    let vop3b = e.traits.has(traits::CARRY_OUT);
     let compare = opcode < 0x100;
-    let cmpx = e.name.starts_with("v_cmpx");
+    let cmpx = matches!(e.class, Class::Compare(c) if c.cmpx);
     let (dsts, src_w): (usize, [u8; 3]) = if compare && cmpx {
         (0, [w[0], w[1], w[2]])
     } else if compare {
@@ -347,8 +340,8 @@ fn vop3(t: Target, w0: u32, w1: u32, w2: u32) -> Option<Inst> {
         i.sdst = sdst(bits(w0, 8, 7), 1);
         (2, [w[2], w[3], w[4]])
     } else {
-        i.dst = match name {
-            "v_readlane_b32" => sdst(vdst, 1),
+        i.dst = match e.op {
+            Op::VReadlaneB32 => sdst(vdst, 1),
             _ => Operand::Vgpr(vdst as u16, w[0].max(1)),
         };
         (usize::from(w[0] != 0), [w[1], w[2], w[3]])
@@ -398,10 +391,9 @@ fn vopd_half(
     i.dst = Operand::Vgpr(dst as u16, wd.max(1));
     let s0 = src9(src0, ws0, literal);
     let s1 = Operand::Vgpr(vsrc1 as u16, ws1.max(1));
-    let name = sem(e);
-    i.src = if let Some(srcs) = super::constant_k_sources(name, s0, s1, literal) {
+    i.src = if let Some(srcs) = super::constant_k_sources(e.op, s0, s1, literal) {
         srcs
-    } else if name == "v_mov_b32" {
+    } else if e.op == Op::VMovB32 {
         [s0, Operand::None, Operand::None]
     } else {
         [s0, s1, Operand::None]
@@ -435,15 +427,19 @@ fn vopd(t: Target, w0: u32, w1: u32, w2: u32) -> Option<Inst> {
 fn ds(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     let e = lookup(t, Format::Ds, bits(w0, 18, 8) as u16)?;
     let mut i = start(e, [w0, w1], 2);
-    let name = sem(e);
-    i.ds = Some(super::memop::ds_kind(name));
     i.flags = flag(bits(w0, 17, 1) != 0, flags::GDS);
     i.offset = bits(w0, 0, 8) as i32;
     i.offset1 = bits(w0, 8, 8) as u8;
-    super::gfx9_mem::ds_operands(&mut i, name, e.widths, w1, false);
+    super::gfx9_mem::ds_operands(&mut i, e.widths, w1, false);
     // GFX11's compare-stores take the new value first and the compare value second, GFX9's
     // `ds_cmpst` the other way round: the executor reads GFX9's order.
-    if name.starts_with("ds_cmpst") {
+    if matches!(
+        i.class,
+        Class::Ds(DsOp {
+            class: DsClass::Atomic(AtomicOp::CmpSwap),
+            ..
+        })
+    ) {
         i.src.swap(1, 2);
     }
     Some(i)
@@ -486,7 +482,7 @@ fn flat(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     } else {
         2
     };
-    i.src[0] = if e.name.contains("addtid") {
+    i.src[0] = if e.traits.has(traits::NO_ADDRESS) {
         Operand::None
     } else if vaddr_used {
         Operand::Vgpr(bits(w1, 0, 8) as u16, addr_w)
@@ -495,7 +491,6 @@ fn flat(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     };
     super::gfx9_mem::flat_data(
         &mut i,
-        sem(e),
         e.widths,
         bits(w1, 24, 8),
         bits(w1, 8, 8),
@@ -524,7 +519,7 @@ fn buffer(t: Target, format: Format, w0: u32, w1: u32) -> Option<Inst> {
         i.offset1 = bits(w0, 19, 7) as u8;
     } else {
         // GFX11's loads into LDS are operations of their own (`buffer_load_lds_*`).
-        i.flags |= flag(e.name.contains("_load_lds_"), flags::LDS);
+        i.flags |= flag(e.traits.has(traits::LDS_DMA), flags::LDS);
     }
     let offen = bits(w1, 22, 1) != 0;
     let idxen = bits(w1, 23, 1) != 0;
@@ -533,7 +528,7 @@ fn buffer(t: Target, format: Format, w0: u32, w1: u32) -> Option<Inst> {
         | flag(idxen, flags::IDXEN)
         // LLVM gives TFE to MUBUF loads and stores only (not atomics, not MTBUF).
         | flag(
-            bits(w1, 21, 1) != 0 && format == Format::Mubuf && !e.name.contains("_atomic_"),
+            bits(w1, 21, 1) != 0 && format == Format::Mubuf && !e.traits.has(traits::ATOMIC),
             flags::NV,
         );
     i.offset = bits(w0, 0, 12) as i32;
@@ -554,7 +549,7 @@ fn buffer(t: Target, format: Format, w0: u32, w1: u32) -> Option<Inst> {
     i.imm[2] = i.soffset.constant(DataSize::B32, false).unwrap_or(0);
     if !i.has(flags::LDS) {
         let data_w = e.widths[0];
-        super::gfx9_mem::buffer_data(&mut i, sem(e), data_w, bits(w1, 8, 8) as u16, false, glc);
+        super::gfx9_mem::buffer_data(&mut i, data_w, bits(w1, 8, 8) as u16, false, glc);
     }
     Some(i)
 }
@@ -581,19 +576,16 @@ fn mimg(t: Target, w0: u32, w1: u32) -> Option<Inst> {
         | flag(bits(w0, 17, 1) != 0, flags::D16)
         | flag(bits(w1, 21, 1) != 0, flags::NV)
         | flag(bits(w1, 22, 1) != 0, flags::ACC);
-    let (wd, wa) = mimg_sizes(&i, e.name, dmask, bits(w1, 8, 8), bits(w1, 0, 8));
+    let (wd, wa) = mimg_sizes(&i, dmask, bits(w1, 8, 8), bits(w1, 0, 8));
     let data = Operand::Vgpr(bits(w1, 8, 8) as u16, wd);
     i.src[0] = Operand::Vgpr(bits(w1, 0, 8) as u16, wa);
     i.saddr = Operand::Sgpr(sgpr(bits(w1, 16, 5) * 4), 8);
-    if e.name.starts_with("image_sample")
-        || e.name.starts_with("image_gather")
-        || e.name == "image_get_lod"
-    {
+    if e.traits.has(traits::SAMPLER) {
         i.soffset = Operand::Sgpr(sgpr(bits(w1, 26, 5) * 4), 4);
     }
-    if e.name.starts_with("image_store") || e.name.contains("_atomic_") {
+    if e.traits.has(traits::STORE) || e.traits.has(traits::ATOMIC) {
         i.src[1] = data;
-        if e.name.contains("_atomic_") {
+        if e.traits.has(traits::ATOMIC) {
             i.dst = data;
         }
     } else {
@@ -609,36 +601,20 @@ fn mimg(t: Target, w0: u32, w1: u32) -> Option<Inst> {
 /// gradients) and A16 packing. LLVM has a register-size variant of each operation only for
 /// the sizes some dimension needs; when the two counts name no variant, it keeps the one it
 /// decoded first: one data register (two for a compare-swap) and the smallest address.
-fn mimg_sizes(i: &Inst, name: &str, dmask: u8, vdata: u32, vaddr: u32) -> (u8, u8) {
+fn mimg_sizes(i: &Inst, dmask: u8, vdata: u32, vaddr: u32) -> (u8, u8) {
     // Coordinates and gradients per dimension (1D, 2D, 3D, cube, 1D and 2D arrays, MSAA, MSAA
     // array).
     const COORDS: [u8; 8] = [1, 2, 3, 3, 2, 3, 3, 4];
     const GRADIENTS: [u8; 8] = [2, 4, 6, 4, 2, 4, 4, 4];
     let dim = (i.offset & 7) as usize;
     let a16 = i.has(flags::A16);
-    let op = name.strip_prefix("image_").unwrap_or(name);
-    let atomic = op.starts_with("atomic_");
-    let cmpswap = op == "atomic_cmpswap";
-    let sampler = op.starts_with("sample") || op.starts_with("gather4") || op == "get_lod";
-    // The modifier letters after the operation's base name.
-    let (base, tail) = if let Some(rest) = op.strip_prefix("sample") {
-        ("sample", rest)
-    } else if let Some(rest) = op.strip_prefix("gather4h") {
-        ("gather4", rest)
-    } else if let Some(rest) = op.strip_prefix("gather4") {
-        ("gather4", rest)
-    } else {
-        (op, "")
+    let Class::Image(args) = i.class else {
+        return (1, 1);
     };
-    let parts: Vec<&str> = tail.split('_').filter(|p| !p.is_empty()).collect();
-    let has = |p: &str| parts.contains(&p);
-    let gradients = has("d") || has("cd");
-    let g16 = has("g16");
-    let lod_clamp = has("l") || has("cl");
-    let extra = u8::from(has("o")) + u8::from(has("b")) + u8::from(has("c"));
-    let mip = !sampler && (op.contains("_mip") || op == "get_resinfo");
-    let coords = if op == "get_resinfo" { 0 } else { COORDS[dim] };
-    let components = coords + u8::from(lod_clamp || mip);
+    let sampler = i.is(traits::SAMPLER);
+    let (gradients, g16, lod_clamp, extra) = (args.gradients, args.g16, args.lod_clamp, args.extra);
+    let coords = if args.no_coords { 0 } else { COORDS[dim] };
+    let components = coords + u8::from(lod_clamp || args.mip);
     let mut addr = extra
         + if a16 {
             components.div_ceil(2)
@@ -656,8 +632,7 @@ fn mimg_sizes(i: &Inst, name: &str, dmask: u8, vdata: u32, vaddr: u32) -> (u8, u
     if addr > 12 {
         addr = 16;
     }
-    let gather = base == "gather4";
-    let mut data = if gather || op == "msaa_load" {
+    let mut data = if args.four_channels {
         4
     } else {
         (dmask.count_ones() as u8).max(1)
@@ -704,14 +679,11 @@ fn mimg_sizes(i: &Inst, name: &str, dmask: u8, vdata: u32, vaddr: u32) -> (u8, u
         vec![1, 2, 3, 4]
     };
     // The data sizes LLVM has a variant for, the first the one it decodes.
-    let data_sizes: &[u8] = if cmpswap {
-        &[2, 4]
-    } else if atomic {
-        &[1, 2]
-    } else if gather {
-        &[4, 2, 5]
-    } else {
-        &[1, 2, 3, 4, 5]
+    let data_sizes: &[u8] = match args.data {
+        ImageData::CmpSwap => &[2, 4],
+        ImageData::Atomic => &[1, 2],
+        ImageData::Gather => &[4, 2, 5],
+        ImageData::Plain => &[1, 2, 3, 4, 5],
     };
     let first_addr = addr_sizes.first().copied().unwrap_or(1);
     let first_data = data_sizes.first().copied().unwrap_or(1);

@@ -1,6 +1,9 @@
 //! GFX9 memory encodings: SMEM, DS, FLAT/SCRATCH/GLOBAL, MUBUF, MTBUF.
 
+use super::attrs::{traits, Class};
 use super::inst::flags;
+use super::memop::{DsClass, DsOp};
+use super::op::Op;
 use super::operand::{align_sgpr, Operand};
 use super::table::{lookup, Format};
 use super::{start, Inst};
@@ -30,14 +33,14 @@ pub(super) fn smem(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     let [w_data, w_base, ..] = e.widths;
     let sdata = bits(w0, 6, 7) as u8;
     let sbase = (bits(w0, 0, 6) * 2) as u8;
-    match e.name {
+    match e.op {
         // Cache maintenance: no operands.
-        n if n.starts_with("s_dcache_inv") || n.starts_with("s_dcache_wb") => {}
-        "s_memtime" | "s_memrealtime" => i.dst = Operand::Sgpr(sdata, 2),
-        n if n.starts_with("s_dcache_discard") => i.saddr = Operand::Sgpr(sbase, w_data.max(2)),
-        "s_atc_probe" | "s_atc_probe_buffer" => {
+        Op::SDcacheInv | Op::SDcacheInvVol | Op::SDcacheWb | Op::SDcacheWbVol => {}
+        Op::SMemtime | Op::SMemrealtime => i.dst = Operand::Sgpr(sdata, 2),
+        Op::SDcacheDiscard | Op::SDcacheDiscardX2 => i.saddr = Operand::Sgpr(sbase, w_data.max(2)),
+        Op::SAtcProbe | Op::SAtcProbeBuffer => {
             i.offset1 = sdata;
-            let w = if e.name.ends_with("buffer") { 4 } else { 2 };
+            let w = if e.op == Op::SAtcProbeBuffer { 4 } else { 2 };
             i.saddr = Operand::Sgpr(sbase, w);
         }
         _ => {
@@ -60,37 +63,21 @@ pub(super) fn smem(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     Some(i)
 }
 
-/// DS operations that return data in a destination VGPR (by their GFX9 names; GFX11's
-/// additions included).
-fn ds_returns(name: &str) -> bool {
-    name.contains("_rtn_")
-        || name.starts_with("ds_read")
-        || name.starts_with("ds_swizzle")
-        || name.starts_with("ds_permute")
-        || name.starts_with("ds_bpermute")
-        || name.starts_with("ds_append")
-        || name.starts_with("ds_consume")
-        || name.starts_with("ds_ordered_count")
-        || name.starts_with("ds_bvh_stack")
-        || name.ends_with("_gs_reg_rtn")
-}
-
 pub(super) fn ds(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     let e = lookup(t, Format::Ds, bits(w0, 17, 8) as u16)?;
     let mut i = start(e, [w0, w1], 2);
-    i.ds = Some(super::memop::ds_kind(e.name));
     let acc = bits(w0, 25, 1) != 0;
     i.flags = flag(bits(w0, 16, 1) != 0, flags::GDS) | flag(acc, flags::ACC);
     i.offset = bits(w0, 0, 8) as i32;
     i.offset1 = bits(w0, 8, 8) as u8;
-    ds_operands(&mut i, e.name, e.widths, w1, acc);
+    ds_operands(&mut i, e.widths, w1, acc);
     Some(i)
 }
 
-/// A DS instruction's registers from its second word, by its (GFX9) name and operand widths:
-/// the destination of the operations that return data, the address, and the data operands
-/// (AGPRs where `acc` says so).
-pub(super) fn ds_operands(i: &mut Inst, name: &str, w: [u8; 6], w1: u32, acc: bool) {
+/// A DS instruction's registers from its second word, by its table attributes and operand
+/// widths: the destination of the operations that return data, the address, and the data
+/// operands (AGPRs where `acc` says so).
+pub(super) fn ds_operands(i: &mut Inst, w: [u8; 6], w1: u32, acc: bool) {
     let reg = |r: u32, w: u8| {
         if acc {
             Operand::Agpr(r as u16, w.max(1))
@@ -102,27 +89,31 @@ pub(super) fn ds_operands(i: &mut Inst, name: &str, w: [u8; 6], w1: u32, acc: bo
     if regs == 0 {
         return;
     }
-    let rest = if ds_returns(name) {
+    let returns = i.is(traits::RETURNS);
+    let rest = if returns {
         i.dst = reg(bits(w1, 24, 8), w[0]);
         w.get(1..).unwrap_or(&[])
     } else {
         &w[..]
     };
-    if name.starts_with("ds_gws") {
+    if matches!(
+        i.class,
+        Class::Ds(DsOp {
+            class: DsClass::Gws(_),
+            ..
+        })
+    ) {
         // The one data register of a GWS operation sits in the address field (llvm-mc:
         // `ds_gws_init v5 offset:3 gds` is 0xd9330003 0x00000005).
         i.src[0] = reg(bits(w1, 0, 8), w[0]);
         return;
     }
-    if name.ends_with("_gs_reg_rtn") {
+    if i.is(traits::GS_REGISTER) {
         // GFX11's GS register operations: their one source is the data field.
         i.src[0] = reg(bits(w1, 8, 8), rest.first().copied().unwrap_or(1));
         return;
     }
-    let no_addr = name.contains("addtid")
-        || name.starts_with("ds_append")
-        || name.starts_with("ds_consume")
-        || (ds_returns(name) && regs == 1);
+    let no_addr = i.is(traits::NO_ADDRESS) || (returns && regs == 1);
     let mut it = rest.iter().copied();
     if !no_addr {
         i.src[0] = Operand::Vgpr(bits(w1, 0, 8) as u16, it.next().unwrap_or(1).max(1));
@@ -152,7 +143,7 @@ pub(super) fn flat(t: Target, w0: u32, w1: u32) -> Option<Inst> {
         | flag(bits(w0, 25, 1) != 0, flags::SCC)
         | flag(!sve && bits(w0, 13, 1) != 0, flags::LDS)
         // gfx940's loads into LDS are operations of their own (`global_load_lds_dword`).
-        | flag(e.name.contains("_load_lds_"), flags::LDS)
+        | flag(e.traits.has(traits::LDS_DMA), flags::LDS)
         | flag(sve, flags::SVE)
         | flag(acc, flags::ACC);
     i.offset = if format == Format::Flat {
@@ -183,30 +174,14 @@ pub(super) fn flat(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     } else {
         Operand::Off
     };
-    flat_data(
-        &mut i,
-        e.name,
-        e.widths,
-        bits(w1, 24, 8),
-        bits(w1, 8, 8),
-        acc,
-        glc,
-    );
+    flat_data(&mut i, e.widths, bits(w1, 24, 8), bits(w1, 8, 8), acc, glc);
     Some(i)
 }
 
-/// A FLAT/GLOBAL/SCRATCH instruction's data and destination registers, by its (GFX9) name:
-/// `vdst` and `data` are the register fields, `acc` puts them in AGPRs, `glc` makes an
-/// atomic return the old value.
-pub(super) fn flat_data(
-    i: &mut Inst,
-    name: &str,
-    w: [u8; 6],
-    vdst: u32,
-    data: u32,
-    acc: bool,
-    glc: bool,
-) {
+/// A FLAT/GLOBAL/SCRATCH instruction's data and destination registers, by its traits: `vdst`
+/// and `data` are the register fields, `acc` puts them in AGPRs, `glc` makes an atomic return
+/// the old value.
+pub(super) fn flat_data(i: &mut Inst, w: [u8; 6], vdst: u32, data: u32, acc: bool, glc: bool) {
     let reg = |r: u32, w: u8| {
         if acc {
             Operand::Agpr(r as u16, w.max(1))
@@ -216,14 +191,14 @@ pub(super) fn flat_data(
     };
     // The data operand is printed last (the address may be `off` and then has no width).
     let data_w = w.iter().copied().rfind(|&x| x != 0).unwrap_or(1);
-    if name.contains("_load_lds_") {
+    if i.is(traits::LDS_DMA) {
         // Loads straight into LDS (gfx940): no destination register.
-    } else if name.contains("_load_") {
+    } else if i.is(traits::LOAD) {
         i.dst = reg(vdst, w[0]);
-    } else if name.contains("_atomic_") {
+    } else if i.is(traits::ATOMIC) {
         i.src[1] = reg(data, data_w);
         if glc {
-            let dw = if name.contains("cmpswap") {
+            let dw = if i.is(traits::CMPSWAP) {
                 (data_w / 2).max(1)
             } else {
                 data_w
@@ -257,24 +232,24 @@ fn buffer_common(i: &mut Inst, t: Target, w0: u32, w1: u32, data_w: u8) {
     if let Operand::Int(v) = i.soffset {
         i.imm[2] = v as i64 as u64;
     }
-    buffer_data(i, i.name, data_w, bits(w1, 8, 8) as u16, acc, glc);
+    buffer_data(i, data_w, bits(w1, 8, 8) as u16, acc, glc);
 }
 
-/// A MUBUF/MTBUF instruction's data register (`vdata`, `data_w` wide), by its (GFX9) name: the
+/// A MUBUF/MTBUF instruction's data register (`vdata`, `data_w` wide), by its traits: the
 /// destination of a load, the source of a store or atomic, and an atomic's destination when
 /// `glc` returns the old value.
-pub(super) fn buffer_data(i: &mut Inst, name: &str, data_w: u8, vdata: u16, acc: bool, glc: bool) {
+pub(super) fn buffer_data(i: &mut Inst, data_w: u8, vdata: u16, acc: bool, glc: bool) {
     let data = if acc {
         Operand::Agpr(vdata, data_w.max(1))
     } else {
         Operand::Vgpr(vdata, data_w.max(1))
     };
-    if name.contains("_load_") {
+    if i.is(traits::LOAD) {
         i.dst = data;
     } else {
         i.src[1] = data;
-        if glc && name.contains("_atomic_") {
-            let dw = if name.contains("cmpswap") {
+        if glc && i.is(traits::ATOMIC) {
+            let dw = if i.is(traits::CMPSWAP) {
                 (data_w / 2).max(1)
             } else {
                 data_w.max(1)
@@ -336,11 +311,11 @@ pub(super) fn mimg(t: Target, w0: u32, w1: u32) -> Option<Inst> {
         | flag(bits(w0, 17, 1) != 0, flags::NV)
         | flag(bits(w0, 25, 1) != 0, flags::SLC)
         | flag(d16, flags::D16);
-    let atomic = e.name.contains("_atomic_");
+    let atomic = e.traits.has(traits::ATOMIC);
     let width = if atomic {
         // A 32-bit atomic's data (two for a compare-swap); DMASK with twice as many bits says
         // 64-bit (LLVM decodes it so).
-        let base = if e.name.contains("cmpswap") { 2 } else { 1 };
+        let base = if e.traits.has(traits::CMPSWAP) { 2 } else { 1 };
         if dmask.count_ones() == 2 * base {
             2 * base as u8
         } else {
@@ -362,10 +337,10 @@ pub(super) fn mimg(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     };
     i.src[0] = Operand::Vgpr(bits(w1, 0, 8) as u16, 1);
     i.saddr = Operand::Sgpr((bits(w1, 16, 5) * 4) as u8, 8);
-    if e.name.starts_with("image_sample") || e.name.starts_with("image_gather") {
+    if e.traits.has(traits::SAMPLER) {
         i.soffset = Operand::Sgpr((bits(w1, 21, 5) * 4) as u8, 4);
     }
-    if e.name.starts_with("image_store") || atomic {
+    if e.traits.has(traits::STORE) || atomic {
         i.src[1] = data;
         if atomic {
             i.dst = data;

@@ -1,5 +1,6 @@
 //! GFX9 scalar ALU encodings: SOP2, SOPK, SOP1, SOPC, SOPP.
 
+use super::op::Op;
 use super::operand::{align_sgpr, Operand};
 use super::table::{lookup, Format};
 use super::{resolve_constants, start, with_literal, Inst};
@@ -11,7 +12,7 @@ fn bits(w: u32, lo: u32, n: u32) -> u32 {
 
 pub(super) fn sop2(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     let e = lookup(t, Format::Sop2, bits(w0, 23, 7) as u16)?;
-    let no_dst = matches!(e.name, "s_cbranch_g_fork" | "s_rfe_restore_b64");
+    let no_dst = matches!(e.op, Op::SCbranchGFork | Op::SRfeRestoreB64);
     let [wd, w_s0, w_s1] = if no_dst {
         [0, e.widths[0], e.widths[1]]
     } else {
@@ -35,7 +36,7 @@ pub(super) fn sopk(t: Target, w0: u32, w1: u32) -> Option<Inst> {
         e.widths[0].max(1),
     );
     // s_setreg_imm32_b32 carries its value in a second word.
-    let imm32 = e.name == "s_setreg_imm32_b32";
+    let imm32 = e.op == Op::SSetregImm32B32;
     let mut i = start(e, [w0, w1], if imm32 { 2 } else { 1 });
     i.offset = i32::from(bits(w0, 0, 16) as u16 as i16);
     i.dst = sdst;
@@ -49,11 +50,14 @@ pub(super) fn sopk(t: Target, w0: u32, w1: u32) -> Option<Inst> {
 pub(super) fn sop1(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     let e = lookup(t, Format::Sop1, bits(w0, 8, 8) as u16)?;
     let no_dst = matches!(
-        e.name,
-        "s_setpc_b64" | "s_cbranch_join" | "s_set_gpr_idx_idx" | "s_rfe_b64"
+        e.op,
+        Op::SSetpcB64 | Op::SCbranchJoin | Op::SSetGprIdxIdx | Op::SRfeB64
     );
     // s_sendmsg_rtn's source field is the message id itself, never a register or literal.
-    let no_src = e.name == "s_getpc_b64" || e.name.starts_with("s_sendmsg_rtn");
+    let no_src = matches!(
+        e.op,
+        Op::SGetpcB64 | Op::SSendmsgRtnB32 | Op::SSendmsgRtnB64
+    );
     let (wd, ws) = if no_dst {
         (0, e.widths[0])
     } else {
@@ -77,7 +81,7 @@ pub(super) fn sopc(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     let e = lookup(t, Format::Sopc, bits(w0, 16, 7) as u16)?;
     let [w_s0, w_s1, ..] = e.widths;
     let s0 = Operand::from_ssrc8(bits(w0, 0, 8) as u8, w_s0.max(1), w1);
-    let s1 = if e.name == "s_set_gpr_idx_on" {
+    let s1 = if e.op == Op::SSetGprIdxOn {
         Operand::None
     } else {
         Operand::from_ssrc8(bits(w0, 8, 8) as u8, w_s1.max(1), w1)

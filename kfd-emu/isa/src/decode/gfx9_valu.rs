@@ -1,6 +1,8 @@
 //! GFX9 vector ALU encodings: VOP1, VOP2, VOPC (with their DPP and SDWA forms), VOP3, VOP3P.
 
+use super::attrs::{traits, Class, Matrix};
 use super::inst::{Dpp, Sdwa, Vop3Mods};
+use super::op::Op;
 use super::operand::{src, sreg, Operand};
 use super::table::{lookup, Entry, Format};
 use super::{resolve_constants, start, with_literal, Inst};
@@ -8,20 +10,6 @@ use crate::target::Target;
 
 fn bits(w: u32, lo: u32, n: u32) -> u32 {
     (w >> lo) & ((1 << n) - 1)
-}
-
-/// VOP2 operations that write a carry to VCC (printed `v8, vcc, ...`).
-fn writes_carry(name: &str) -> bool {
-    name.contains("_co_u32")
-}
-
-/// VOP3 operations in the VOP3b layout (a scalar destination in bits 14:8), by their GFX9
-/// names (GFX11's VOP3 has the same split).
-pub(super) fn is_vop3b(name: &str) -> bool {
-    name.contains("_co_u32")
-        || name.starts_with("v_div_scale_")
-        || name.starts_with("v_mad_u64_u32")
-        || name.starts_with("v_mad_i64_i32")
 }
 
 /// Applies the SDWA or DPP extension word when src0 says one follows; returns the real src0.
@@ -89,19 +77,21 @@ pub(super) fn vop1(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     let [wd, ws, ..] = e.widths;
     // v_swap_b32 and v_accvgpr_mov_b32 take only a register as their source: its field is
     // the register number, never a constant, SDWA or DPP.
-    let register_only = e.name == "v_swap_b32" || e.name.starts_with("v_accvgpr_mov");
+    let register_only = matches!(e.op, Op::VSwapB32 | Op::VAccvgprMovB32);
     let s0 = if register_only {
         Operand::Vgpr(bits(w0, 0, 8) as u16, ws.max(1))
     } else {
         extension(&mut i, w1, ws, false)
     };
     let vdst = bits(w0, 17, 8) as u16;
-    i.dst = match e.name {
-        "v_readfirstlane_b32" => Operand::Sgpr(vdst as u8, 1),
-        n if n.starts_with("v_accvgpr_") => Operand::Agpr(vdst, wd.max(1)),
+    i.dst = match e.op {
+        Op::VReadfirstlaneB32 => Operand::Sgpr(vdst as u8, 1),
+        Op::VAccvgprMovB32 | Op::VAccvgprReadB32 | Op::VAccvgprWriteB32 => {
+            Operand::Agpr(vdst, wd.max(1))
+        }
         _ => Operand::Vgpr(vdst, wd.max(1)),
     };
-    i.src[0] = match (e.name.starts_with("v_accvgpr_mov"), s0) {
+    i.src[0] = match (e.op == Op::VAccvgprMovB32, s0) {
         (true, Operand::Vgpr(r, w)) => Operand::Agpr(r, w),
         _ => s0,
     };
@@ -115,7 +105,8 @@ pub(super) fn vop1(t: Target, w0: u32, w1: u32) -> Option<Inst> {
 pub(super) fn vop2(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     let e = lookup(t, Format::Vop2, bits(w0, 25, 6) as u16)?;
     let mut i = start(e, [w0, w1], 1);
-    let carry = writes_carry(e.name);
+    // VOP2 operations that write a carry to VCC (printed `v8, vcc, ...`).
+    let carry = e.traits.has(traits::CARRY_OUT);
     let w = e.widths;
     let (wd, ws0, ws1) = if carry {
         (w[0], w[2], w[3])
@@ -128,7 +119,7 @@ pub(super) fn vop2(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     if carry {
         i.sdst = Operand::Sgpr(sreg::VCC_LO, 2);
     }
-    if let Some(srcs) = super::constant_k_sources(e.name, s0, s1, w1) {
+    if let Some(srcs) = super::constant_k_sources(e.op, s0, s1, w1) {
         i.src = srcs;
         i.len = 2;
     } else {
@@ -168,7 +159,8 @@ pub(super) fn vop3(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     let mut i = start(e, [w0, w1], 2);
     let vdst = bits(w0, 0, 8) as u16;
     let w = e.widths;
-    let vop3b = is_vop3b(e.name);
+    // The VOP3b layout: a scalar destination in bits 14:8.
+    let vop3b = e.traits.has(traits::CARRY_OUT);
     let compare = opcode < 0x100;
     let (dsts, src_w): (usize, [u8; 3]) = if compare {
         i.sdst = Operand::Sgpr(vdst as u8, 2);
@@ -178,8 +170,8 @@ pub(super) fn vop3(t: Target, w0: u32, w1: u32) -> Option<Inst> {
         i.sdst = Operand::Sgpr(bits(w0, 8, 7) as u8, 2);
         (2, [w[2], w[3], w[4]])
     } else {
-        i.dst = match e.name {
-            "v_readlane_b32" => Operand::Sgpr(vdst as u8, 1),
+        i.dst = match e.op {
+            Op::VReadlaneB32 => Operand::Sgpr(vdst as u8, 1),
             _ => Operand::Vgpr(vdst, w[0].max(1)),
         };
         (usize::from(w[0] != 0), [w[1], w[2], w[3]])
@@ -205,7 +197,7 @@ pub(super) fn vop3p(t: Target, w0: u32, w1: u32) -> Option<Inst> {
     let mut i = start(e, [w0, w1], 2);
     let w = e.widths;
     let vdst = bits(w0, 0, 8) as u16;
-    let mfma = e.name.starts_with("v_mfma") || e.name.starts_with("v_smfmac");
+    let mfma = matches!(e.class, Class::Matrix(Matrix::Dense(_) | Matrix::Sparse(_)));
     let count = vop3_source_count(e, 1);
     for (k, s) in i.src.iter_mut().enumerate().take(count) {
         let width = w.get(k + 1).copied().unwrap_or(1).max(1);
@@ -222,7 +214,7 @@ pub(super) fn vop3p(t: Target, w0: u32, w1: u32) -> Option<Inst> {
         };
         let acc = bits(w1, 27, 2);
         // An SMFMAC's src2 is its compression index, a VGPR whatever acc_cd says.
-        let sparse = e.name.starts_with("v_smfmac");
+        let sparse = matches!(e.class, Class::Matrix(Matrix::Sparse(_)));
         for (k, s) in i.src.iter_mut().enumerate() {
             let to_acc = if k == 2 {
                 acc_cd && !sparse
@@ -243,11 +235,11 @@ pub(super) fn vop3p(t: Target, w0: u32, w1: u32) -> Option<Inst> {
         };
         return Some(i);
     }
-    i.dst = match e.name {
-        "v_accvgpr_write_b32" => Operand::Agpr(vdst, 1),
+    i.dst = match e.op {
+        Op::VAccvgprWriteB32 => Operand::Agpr(vdst, 1),
         _ => Operand::Vgpr(vdst, w[0].max(1)),
     };
-    if e.name == "v_accvgpr_read_b32" {
+    if e.op == Op::VAccvgprReadB32 {
         if let Operand::Vgpr(r, n) = i.src[0] {
             i.src[0] = Operand::Agpr(r, n);
         }

@@ -135,11 +135,12 @@ pub struct Inst {
     pub sdwa: Option<Sdwa>,
     /// Register widths of the operands in printed order (from the opcode table).
     pub widths: [u8; 6],
-    /// Decoded operation details the interpreter needs often (compares: see
-    /// [`crate::decode::compare`]); 0 when none.
-    pub aux: u16,
-    /// For DS instructions, what they do.
-    pub ds: Option<super::memop::DsOp>,
+    /// What the operation does beyond its `op` (from the opcode table).
+    pub class: super::attrs::Class,
+    /// Facts about its operands (from the opcode table; see [`super::attrs::traits`]).
+    pub traits: super::attrs::Traits,
+    /// Its sources' type (from the opcode table).
+    pub source: super::attrs::Source,
     /// GFX11 VOPD: the two halves (X, Y), each as the VOP2 instruction it performs.
     pub pair: Option<&'static [Inst; 2]>,
 }
@@ -170,8 +171,9 @@ impl Inst {
             dpp: None,
             sdwa: None,
             widths: [0; 6],
-            aux: 0,
-            ds: None,
+            class: super::attrs::Class::Plain,
+            traits: super::attrs::Traits(0),
+            source: super::attrs::Source::Int,
             pair: None,
         }
     }
@@ -191,5 +193,10 @@ impl Inst {
     /// Whether a flag is set.
     pub fn has(&self, flag: u16) -> bool {
         self.flags & flag != 0
+    }
+
+    /// Whether the operation has a trait (one of [`super::attrs::traits`]).
+    pub fn is(&self, trait_bit: u16) -> bool {
+        self.traits.has(trait_bit)
     }
 }

@@ -4,6 +4,7 @@
 //! the opcode's meaning from the target's table (`table.rs`), so a new generation adds its own
 //! format split and tables without touching GFX9's.
 
+pub mod attrs;
 pub mod compare;
 mod gfx11;
 mod gfx9_mem;
@@ -18,6 +19,7 @@ mod pair;
 pub mod table;
 mod tables;
 
+pub use attrs::{traits, Class, Matrix, Source, Traits};
 pub use gfx11::{DPP8, DPP8_FI};
 pub use inst::{flags, Dpp, Inst, Sdwa, Vop3Mods};
 pub use op::Op;
@@ -113,35 +115,19 @@ fn start(e: &'static Entry, words: [u32; 2], len: u8) -> Inst {
     i.name = e.name;
     i.widths = e.widths;
     i.len = len;
-    // The summaries parse GFX9 mnemonics: a GFX11 entry's operation carries GFX9's name.
-    i.aux = match e.format {
-        Format::Flat | Format::Global | Format::Scratch | Format::Mubuf => memop::kind(e.op.name()),
-        _ if e.name.starts_with("v_cmp") => compare::kind(e.op.name()),
-        _ => compare::kind(e.name),
-    };
+    i.class = e.class;
+    i.traits = e.traits;
+    i.source = e.source;
     i
 }
 
-/// The last type suffix of a mnemonic (`f32`, `u16`, `b64`, ...): its sources' type (LLVM
-/// names conversions `v_cvt_DST_SRC`).
-pub(crate) fn source_type(name: &str) -> Option<&str> {
-    name.split('_').rfind(|part| {
-        let b = part.as_bytes();
-        b.len() >= 2
-            && matches!(b[0], b'f' | b'i' | b'u' | b'b')
-            && b[1..].iter().all(u8::is_ascii_digit)
-    })
-}
-
-/// The data size and float-ness of a source of `name` that is `width` dwords wide: the type
-/// of the last `_f32`/`_u16`/... suffix in the mnemonic is the source type (LLVM names
-/// conversions `v_cvt_DST_SRC`).
-fn source_size(name: &str, width: u8) -> (DataSize, bool) {
-    let ty = source_type(name);
-    let float = ty.is_some_and(|t| t.starts_with('f'));
-    let size = match (width, ty.and_then(|t| t.get(1..))) {
+/// The data size and float-ness of a source `width` dwords wide of an operation whose sources
+/// are of type `source`.
+fn source_size(source: Source, width: u8) -> (DataSize, bool) {
+    let float = matches!(source, Source::Float | Source::Float16);
+    let size = match (width, source) {
         (2.., _) => DataSize::B64,
-        (_, Some("16")) => DataSize::B16,
+        (_, Source::Int16 | Source::Float16) => DataSize::B16,
         _ => DataSize::B32,
     };
     (size, float)
@@ -150,7 +136,7 @@ fn source_size(name: &str, width: u8) -> (DataSize, bool) {
 /// Fills `imm` for the constant sources of `inst`, given each source's width.
 fn resolve_constants(inst: &mut Inst, src_widths: [u8; 3]) {
     for ((imm, src), w) in inst.imm.iter_mut().zip(inst.src).zip(src_widths) {
-        let (size, float) = source_size(inst.name, w.max(1));
+        let (size, float) = source_size(inst.source, w.max(1));
         *imm = src.constant(size, float).unwrap_or(0);
     }
 }
@@ -158,13 +144,15 @@ fn resolve_constants(inst: &mut Inst, src_widths: [u8; 3]) {
 /// The sources of a `*mk_*`/`*ak_*` operation, which carries a constant K in the word after it:
 /// D = S0 * K + S1 (`mk`) or S0 * S1 + K (`ak`), both as src0 * src1 + src2; `None` for other
 /// operations.
-fn constant_k_sources(name: &str, s0: Operand, s1: Operand, k: u32) -> Option<[Operand; 3]> {
-    if name.ends_with("mk_f32") || name.ends_with("mk_f16") {
-        Some([s0, Operand::Literal(k), s1])
-    } else if name.ends_with("ak_f32") || name.ends_with("ak_f16") {
-        Some([s0, s1, Operand::Literal(k)])
-    } else {
-        None
+fn constant_k_sources(op: Op, s0: Operand, s1: Operand, k: u32) -> Option<[Operand; 3]> {
+    match op {
+        Op::VMadmkF32 | Op::VMadmkF16 | Op::VFmamkF32 | Op::VFmamkF16 => {
+            Some([s0, Operand::Literal(k), s1])
+        }
+        Op::VMadakF32 | Op::VMadakF16 | Op::VFmaakF32 | Op::VFmaakF16 => {
+            Some([s0, s1, Operand::Literal(k)])
+        }
+        _ => None,
     }
 }
 
@@ -182,12 +170,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn source_sizes_from_names() {
-        assert_eq!(source_size("v_cvt_f32_f16_e32", 1), (DataSize::B16, true));
-        assert_eq!(source_size("v_cvt_f16_f32_e32", 1), (DataSize::B32, true));
-        assert_eq!(source_size("v_add_f64", 2), (DataSize::B64, true));
-        assert_eq!(source_size("v_lshlrev_b64", 1), (DataSize::B32, false));
-        assert_eq!(source_size("s_mov_b32", 1), (DataSize::B32, false));
+    fn source_sizes_from_the_tables() {
+        let size = |target, format, opcode, width| {
+            let e = table::lookup(target, format, opcode).expect("an opcode of the target");
+            (e.name, source_size(e.source, width))
+        };
+        let t = Target::Gfx90a;
+        assert_eq!(
+            size(t, Format::Vop1, 0xb, 1),
+            ("v_cvt_f32_f16_e32", (DataSize::B16, true))
+        );
+        assert_eq!(
+            size(t, Format::Vop1, 0xa, 1),
+            ("v_cvt_f16_f32_e32", (DataSize::B32, true))
+        );
+        assert_eq!(
+            size(t, Format::Vop3, 0x280, 2),
+            ("v_add_f64", (DataSize::B64, true))
+        );
+        assert_eq!(
+            size(t, Format::Vop3, 0x28f, 1),
+            ("v_lshlrev_b64", (DataSize::B32, false))
+        );
+        assert_eq!(
+            size(t, Format::Sop1, 0x0, 1),
+            ("s_mov_b32", (DataSize::B32, false))
+        );
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! every target, each entry carrying the set of targets it is for (gfx90a and gfx940 share most
 //! of theirs); this module defines their shape and looks them up.
 
+use super::attrs::{Class, Source, Traits};
 use super::op::Op;
 use super::tables;
 use crate::target::Target;
@@ -69,6 +70,12 @@ pub struct Entry {
     pub widths: [u8; 6],
     /// The targets the entry is for ([`target_bit`] of each).
     pub targets: u8,
+    /// What the operation does beyond its `op`.
+    pub class: Class,
+    /// Facts about its operands (see [`super::attrs::traits`]).
+    pub traits: Traits,
+    /// Its sources' type (what an inline constant means).
+    pub source: Source,
 }
 
 impl Entry {
@@ -87,7 +94,25 @@ impl Entry {
             name,
             widths,
             targets,
+            class: Class::Plain,
+            traits: Traits(0),
+            source: Source::Int,
         }
+    }
+
+    pub(crate) const fn class(mut self, class: Class) -> Entry {
+        self.class = class;
+        self
+    }
+
+    pub(crate) const fn traits(mut self, traits: u16) -> Entry {
+        self.traits = Traits(traits);
+        self
+    }
+
+    pub(crate) const fn source(mut self, source: Source) -> Entry {
+        self.source = source;
+        self
     }
 }
 

@@ -72,6 +72,18 @@ fn sep(out: &mut String, first: &mut bool) {
     }
 }
 
+/// The last type suffix of a mnemonic (`f32`, `u16`, `b64`, ...): its sources' type as LLVM
+/// prints it (LLVM names conversions `v_cvt_DST_SRC`). The printer reads LLVM's text rules from
+/// the text; the interpreter reads the table's [`crate::decode::Source`] instead.
+pub(crate) fn source_type(name: &str) -> Option<&str> {
+    name.split('_').rfind(|part| {
+        let b = part.as_bytes();
+        b.len() >= 2
+            && matches!(b[0], b'f' | b'i' | b'u' | b'b')
+            && b[1..].iter().all(u8::is_ascii_digit)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

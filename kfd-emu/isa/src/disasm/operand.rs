@@ -103,7 +103,7 @@ impl LitSize {
             // Its source is a pair of 16-bit values: a 32-bit operand.
             return LitSize::B32;
         }
-        let last = crate::decode::source_type(name);
+        let last = crate::disasm::source_type(name);
         match last.map(|t| (t.as_bytes()[0], &t[1..])) {
             Some((_, "64")) => LitSize::B64,
             Some((b'i' | b'u', "16")) => LitSize::B16Int,

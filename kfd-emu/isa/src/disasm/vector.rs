@@ -129,7 +129,7 @@ fn is_mix(name: &str) -> bool {
 /// Whether the sources are integers (the last type suffix of the mnemonic is `_iN`/`_uN`):
 /// such operations have no float input modifiers.
 fn integer_sources(name: &str) -> bool {
-    crate::decode::source_type(name).is_some_and(|t| t.starts_with('i') || t.starts_with('u'))
+    crate::disasm::source_type(name).is_some_and(|t| t.starts_with('i') || t.starts_with('u'))
 }
 
 /// Whether a VOP2 reads VCC as a third operand (printed last).
@@ -156,7 +156,7 @@ fn gfx11_dpp_name(i: &Inst) -> String {
 /// for a packed pair): the last type suffix of the mnemonic, but for the operations whose
 /// sources differ in type.
 fn gfx11_source_type(name: &str, k: usize) -> &str {
-    let last = crate::decode::source_type(name).unwrap_or("b32");
+    let last = crate::disasm::source_type(name).unwrap_or("b32");
     let packed = |ty: &str| if ty.starts_with('f') { "pf16" } else { "pi16" };
     match name {
         n if n.starts_with("v_ldexp") && k == 1 => {

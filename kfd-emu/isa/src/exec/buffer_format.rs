@@ -23,7 +23,7 @@ use super::vmem::buffer_addrs;
 use super::wave::{Wave, LANES};
 use super::Ctx;
 use crate::decode::operand::{f16_to_f32, f32_to_f16};
-use crate::decode::{Format, Inst};
+use crate::decode::{traits, Class, Format, Inst};
 use crate::error::WaveError;
 use crate::memory::Memory;
 
@@ -216,15 +216,12 @@ fn format_of(w: &Wave, inst: &Inst) -> Result<(u8, u8, [u32; 4]), WaveError> {
     Ok(((word3 >> 15 & 15) as u8, (word3 >> 12 & 7) as u8, dst_sel))
 }
 
-/// What a formatted access's name says: (channels, d16, d16 into the high half).
-fn shape(name: &str) -> (usize, bool, bool) {
-    let count = match name.rsplit('_').next() {
-        Some("x") => 1,
-        Some("xy") => 2,
-        Some("xyz") => 3,
-        _ => 4,
-    };
-    (count, name.contains("_d16"), name.contains("_d16_hi"))
+/// What a formatted access's table entry says: (channels, d16, d16 into the high half).
+fn shape(inst: &Inst) -> (usize, bool, bool) {
+    match inst.class {
+        Class::Formatted(f) => (usize::from(f.channels), f.d16, f.hi),
+        _ => (4, false, false),
+    }
 }
 
 /// What a destination select (SQ_SEL: 0, 1, or 4-7 for X-W) gives: 0, `one` (1 or 1.0 for the
@@ -289,7 +286,7 @@ pub(super) fn exec<M: Memory + ?Sized>(
     ctx: &mut Ctx<'_, M>,
 ) -> Result<(), WaveError> {
     let (dfmt, nfmt, dst_sel) = format_of(w, inst)?;
-    let (count, d16, hi) = shape(inst.name);
+    let (count, d16, hi) = shape(inst);
     let chans = channels(dfmt);
     let size = element_bytes(dfmt);
     let exec = w.exec();
@@ -297,7 +294,7 @@ pub(super) fn exec<M: Memory + ?Sized>(
     if size > 0 {
         buffer_addrs(w, inst, ctx.apertures, size as u64, &mut addrs)?;
     }
-    let store = inst.name.contains("store");
+    let store = inst.is(traits::STORE);
     let regs = if d16 { count.div_ceil(2) } else { count };
     if store {
         if size == 0 {

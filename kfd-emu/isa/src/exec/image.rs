@@ -32,7 +32,7 @@ use super::buffer_format::{
 use super::wave::{Wave, LANES};
 use super::Ctx;
 use crate::decode::operand::f16_to_f32;
-use crate::decode::{flags, Inst, Operand};
+use crate::decode::{flags, Inst, Op, Operand};
 use crate::error::WaveError;
 use crate::memory::Memory;
 
@@ -118,23 +118,22 @@ pub(super) fn exec<M: Memory + ?Sized>(
     inst: &Inst,
     ctx: &mut Ctx<'_, M>,
 ) -> Result<(), WaveError> {
-    if inst.name == "image_sample" {
-        return sample(w, inst, ctx);
-    }
-    let load = inst.name.starts_with("image_load");
-    let store = inst.name.starts_with("image_store");
-    let plain = matches!(
-        inst.name,
-        "image_load" | "image_load_mip" | "image_store" | "image_store_mip"
-    );
-    if !plain || inst.has(flags::A16) || inst.has(flags::NV) {
+    let (store, mip) = match inst.op {
+        Op::ImageSample => return sample(w, inst, ctx),
+        Op::ImageLoad => (false, false),
+        Op::ImageLoadMip => (false, true),
+        Op::ImageStore => (true, false),
+        Op::ImageStoreMip => (true, true),
+        _ => return Err(w.unimplemented(inst)),
+    };
+    let load = !store;
+    if inst.has(flags::A16) || inst.has(flags::NV) {
         return Err(w.unimplemented(inst));
     }
     let img = Image::read(w, inst)?;
     let Some(dims) = img.dims() else {
         return Err(w.unimplemented(inst));
     };
-    let mip = inst.name.ends_with("_mip");
     if img.nfmt > 7 {
         return Err(w.unimplemented(inst));
     }

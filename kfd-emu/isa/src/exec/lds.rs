@@ -93,7 +93,7 @@ pub(super) fn exec<M: Memory + ?Sized>(
     if inst.has(crate::decode::flags::GDS) {
         return Err(w.unimplemented(inst));
     }
-    let Some(ds) = inst.ds else {
+    let crate::decode::Class::Ds(ds) = inst.class else {
         return Err(w.unimplemented(inst));
     };
     let elem = usize::from(ds.size);

@@ -26,25 +26,13 @@
 //! bits are ignored); with `cbsz` set, the first set is read. `blgp` has no effect.
 
 use super::wave::Wave;
-use crate::decode::{Inst, Operand};
+use crate::decode::attrs::MfmaKind;
+use crate::decode::{Class, Inst, Matrix, Operand};
 use crate::error::WaveError;
 use crate::target::Target;
 
 /// The element type of A and B.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Input {
-    F32,
-    F16,
-    Bf16,
-    I8,
-    F64,
-    /// gfx94x's FP8: E4M3 with exponent bias 8, no infinities, NaN at 0x80 ("FNUZ").
-    Fp8,
-    /// gfx94x's BF8: E5M2 with exponent bias 16, no infinities, NaN at 0x80.
-    Bf8,
-    /// f32 registers multiplied at reduced precision (gfx94x's xf32 MFMAs).
-    Xf32,
-}
+pub(crate) use crate::decode::attrs::MatrixInput as Input;
 
 impl Input {
     fn bits(self) -> u32 {
@@ -151,47 +139,12 @@ pub(crate) struct Shape {
 }
 
 impl Shape {
-    /// The shape of `name` (`v_mfma_f32_32x32x8f16`, `v_mfma_f32_32x32x1_2b_f32`,
-    /// `v_smfmac_f32_16x16x32_f16`, ...) whose A and B operands are `a_regs` and `b_regs`
-    /// registers wide; `None` for a form kfd-emu does not run.
-    pub(crate) fn of(name: &str, a_regs: u32, b_regs: u32) -> Option<Shape> {
-        let (sparse, rest) = match name.strip_prefix("v_smfmac_") {
-            Some(rest) => (true, rest),
-            None => (false, name.strip_prefix("v_mfma_")?),
-        };
-        let (_, rest) = rest.split_once('_')?;
-        let eight = |t: &str| match t {
-            "fp8" => Some(Input::Fp8),
-            "bf8" => Some(Input::Bf8),
-            _ => None,
-        };
-        let mut parts = rest.rsplitn(3, '_');
-        let (last, second) = (parts.next()?, parts.next().unwrap_or(""));
-        let mixed = eight(second).zip(eight(last));
-        let input = if let Some((a, _)) = mixed {
-            a
-        } else if rest.ends_with("f64") {
-            Input::F64
-        } else if rest.ends_with("bf16_1k") || rest.ends_with("bf16") {
-            Input::Bf16
-        } else if rest.ends_with("f16") {
-            Input::F16
-        } else if rest.ends_with("i8") {
-            Input::I8
-        } else if rest.ends_with("xf32") {
-            Input::Xf32
-        } else if rest.ends_with("f32") {
-            Input::F32
-        } else {
-            return None;
-        };
-        let mut dims = rest.split('x');
-        let m: u32 = dims.next()?.parse().ok()?;
-        let n: u32 = dims.next()?.parse().ok()?;
-        let k_text = dims.next()?;
-        let k: u32 = k_text[..k_text.find(|c: char| !c.is_ascii_digit())?]
-            .parse()
-            .ok()?;
+    /// The shape of an MFMA or SMFMAC (`sparse`) that multiplies as `kind` says, whose A and
+    /// B operands are `a_regs` and `b_regs` registers wide; `None` for a form kfd-emu does not
+    /// run.
+    pub(crate) fn of(kind: MfmaKind, sparse: bool, a_regs: u32, b_regs: u32) -> Option<Shape> {
+        let (m, n, k) = (u32::from(kind.m), u32::from(kind.n), u32::from(kind.k));
+        let input = kind.a;
         let stored = (a_regs * 32 / input.bits()).max(1);
         // A sparse A keeps two values of each group of four k.
         let per_lane = if sparse { 2 * stored } else { stored };
@@ -209,7 +162,7 @@ impl Shape {
             blocks,
             per_lane,
             input,
-            input_b: mixed.map_or(input, |(_, b)| b),
+            input_b: kind.b,
             sparse,
             b_per_lane,
         })
@@ -287,7 +240,12 @@ pub(super) fn exec(w: &mut Wave, inst: &Inst, target: Target) -> Result<(), Wave
         return Err(w.unimplemented(inst));
     };
     let m = inst.vop3;
-    let Some(s) = Shape::of(inst.name, a_regs, b_regs) else {
+    let (kind, sparse) = match inst.class {
+        Class::Matrix(Matrix::Dense(Some(kind))) => (kind, false),
+        Class::Matrix(Matrix::Sparse(Some(kind))) => (kind, true),
+        _ => return Err(w.unimplemented(inst)),
+    };
+    let Some(s) = Shape::of(kind, sparse, a_regs, b_regs) else {
         return Err(w.unimplemented(inst));
     };
     if s.sparse {
@@ -532,8 +490,19 @@ mod tests {
                     .unwrap_or(0);
                 top + if name.ends_with("f64") { 2 } else { 1 }
             };
-            let s =
-                Shape::of(name, regs("A"), regs("B")).unwrap_or_else(|| panic!("{arch} {name}"));
+            // The table's attributes for the instruction: what the generator read from the
+            // mnemonic must give the calculator's layout.
+            let target = Target::from_name(arch).expect("a target");
+            let (kind, sparse) = crate::decode::table::entries(target)
+                .find(|e| e.name == *name)
+                .and_then(|e| match e.class {
+                    Class::Matrix(Matrix::Dense(kind)) => Some((kind?, false)),
+                    Class::Matrix(Matrix::Sparse(kind)) => Some((kind?, true)),
+                    _ => None,
+                })
+                .unwrap_or_else(|| panic!("{arch} {name}: no MFMA in the table"));
+            let s = Shape::of(kind, sparse, regs("A"), regs("B"))
+                .unwrap_or_else(|| panic!("{arch} {name}"));
             assert_eq!(s.sparse, matrices.contains_key("K"), "{arch} {name}");
             for (matrix, blocks) in matrices {
                 let plain = blocks.keys().filter(|k| !k.contains(',')).count();

@@ -33,7 +33,8 @@ mod vmem;
 mod wave;
 mod wmma;
 
-use crate::decode::{Format, Inst, Op, Operand};
+use crate::decode::memop::{DsClass, DsOp};
+use crate::decode::{Class, Format, Inst, Matrix, Op, Operand};
 use crate::dispatch::{DispatchSetup, RunControl};
 use crate::error::WaveError;
 use crate::memory::{MemFault, Memory};
@@ -278,22 +279,27 @@ impl<'a, M: Memory + ?Sized> Group<'a, M> {
     fn answer(&self, probe: &crate::dispatch::WaveProbe, request: u64) {
         let setup = self.ctx.setup;
         for w in self.waves.iter().filter(|w| w.state != WaveState::Done) {
-            let instruction = match setup.code.lookup(w.pc, self.ctx.mem) {
-                Ok((region, i)) => region
-                    .insts
-                    .get(i)
-                    .map(|inst| crate::disasm::disassemble(setup.target, inst))
-                    .unwrap_or_default(),
-                Err(_) => String::new(),
+            let (instruction, op) = match setup.code.lookup(w.pc, self.ctx.mem) {
+                Ok((region, i)) => region.insts.get(i).map_or((String::new(), None), |inst| {
+                    (
+                        crate::disasm::disassemble(setup.target, inst),
+                        Some(inst.op),
+                    )
+                }),
+                Err(_) => (String::new(), None),
             };
-            let doing = if w.state == WaveState::Barrier {
-                "at a barrier"
-            } else if instruction.starts_with("s_sleep") {
-                "sleeping (s_sleep)"
-            } else if instruction.starts_with("s_waitcnt") {
-                "waiting for memory (s_waitcnt)"
-            } else {
-                "running"
+            let doing = match op {
+                _ if w.state == WaveState::Barrier => "at a barrier",
+                Some(Op::SSleep) => "sleeping (s_sleep)",
+                Some(
+                    Op::SWaitcnt
+                    | Op::SWaitcntDepctr
+                    | Op::SWaitcntExpcnt
+                    | Op::SWaitcntLgkmcnt
+                    | Op::SWaitcntVmcnt
+                    | Op::SWaitcntVscnt,
+                ) => "waiting for memory (s_waitcnt)",
+                _ => "running",
             };
             probe.note(
                 request,
@@ -458,31 +464,31 @@ fn step<M: Memory + ?Sized>(
             salu::exec(w, inst, ctx)
         }
         Format::Smem => smem::exec(w, inst, ctx),
-        Format::Vop3p
-            if inst.name.as_bytes().get(2..6) == Some(b"mfma")
-                || inst.name.starts_with("v_smfmac") =>
-        {
-            mfma::exec(w, inst, w.target).map(|()| Flow::Next)
-        }
-        Format::Vop3p if inst.name.starts_with("v_wmma") => {
+        Format::Vop3p if inst.class == Class::Matrix(Matrix::Wmma) => {
             wmma::exec(w, inst).map(|()| Flow::Next)
+        }
+        Format::Vop3p if matches!(inst.class, Class::Matrix(_)) => {
+            mfma::exec(w, inst, w.target).map(|()| Flow::Next)
         }
         Format::Vop1 | Format::Vop2 | Format::Vopc | Format::Vop3 | Format::Vop3p => {
             valu::exec(w, inst, ctx.apertures).map(|()| Flow::Next)
         }
-        Format::Ds => match inst.ds.map(|d| d.class) {
-            Some(crate::decode::memop::DsClass::Gws(op)) => lds::gws(w, inst, ctx, op),
+        Format::Ds => match inst.class {
+            Class::Ds(DsOp {
+                class: DsClass::Gws(op),
+                ..
+            }) => lds::gws(w, inst, ctx, op),
             _ => lds::exec(w, inst, ctx).map(|()| Flow::Next),
         },
         // GFX10+ buffer descriptors and MTBUF name formats differently (one unified format
         // number); only GFX9's are modelled, so GFX11's formatted accesses refuse.
         Format::Mubuf | Format::Mtbuf
             if w.target.generation() == crate::target::Generation::Gfx11
-                && (inst.format == Format::Mtbuf || inst.name.contains("_format_")) =>
+                && matches!(inst.class, Class::Formatted(_)) =>
         {
             Err(w.unimplemented(inst))
         }
-        Format::Mubuf if inst.name.contains("_format_") => {
+        Format::Mubuf if matches!(inst.class, Class::Formatted(_)) => {
             buffer_format::exec(w, inst, ctx).map(|()| Flow::Next)
         }
         Format::Flat | Format::Global | Format::Scratch | Format::Mubuf => {

@@ -2,7 +2,8 @@
 
 use super::wave::Wave;
 use super::{Ctx, Flow};
-use crate::decode::{flags, memop, Inst, Op, Operand};
+use crate::decode::memop::Atomic;
+use crate::decode::{flags, traits, Class, Inst, Op, Operand};
 use crate::error::WaveError;
 use crate::memory::{AtomicOp, Memory};
 
@@ -55,7 +56,7 @@ pub(super) fn exec<M: Memory + ?Sized>(
         | Op::SBufferLoadDwordx4
         | Op::SBufferLoadDwordx8
         | Op::SBufferLoadDwordx16 => {
-            let buffer = inst.name.starts_with("s_buffer");
+            let buffer = inst.is(traits::SCALAR_BUFFER);
             let (va, limit) = address(w, inst, buffer);
             let mut buf = [0u8; 64];
             let len = usize::from(n) * 4;
@@ -75,7 +76,7 @@ pub(super) fn exec<M: Memory + ?Sized>(
         | Op::SBufferStoreDword
         | Op::SBufferStoreDwordx2
         | Op::SBufferStoreDwordx4 => {
-            let (va, limit) = address(w, inst, inst.name.starts_with("s_buffer"));
+            let (va, limit) = address(w, inst, inst.is(traits::SCALAR_BUFFER));
             let mut buf = Vec::with_capacity(usize::from(n) * 4);
             for k in 0..n {
                 let v = w.s.get(usize::from(d + k)).copied().unwrap_or(0);
@@ -87,12 +88,11 @@ pub(super) fn exec<M: Memory + ?Sized>(
                 .write(va, buf.get(..len).unwrap_or(&[]))
                 .map_err(|f| ctx.fault(w, f))?;
         }
-        _ if inst.name.contains("_atomic_") => {
-            let suffix = inst.name.rsplit_once("_atomic_").map_or("", |p| p.1);
-            let Some((op, wide)) = memop::atomic_by_name(suffix) else {
+        _ if matches!(inst.class, Class::Atomic(_)) => {
+            let Class::Atomic(Atomic { op, wide }) = inst.class else {
                 return Err(w.unimplemented(inst));
             };
-            let (va, _) = address(w, inst, inst.name.starts_with("s_buffer"));
+            let (va, _) = address(w, inst, inst.is(traits::SCALAR_BUFFER));
             let words = if wide { 2 } else { 1 };
             let get = |k: u8| u64::from(w.s.get(usize::from(d + k)).copied().unwrap_or(0));
             let src = if wide { get(0) | get(1) << 32 } else { get(0) };

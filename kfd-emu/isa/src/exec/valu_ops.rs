@@ -4,8 +4,8 @@
 use super::fpmath::{class16, class32, class_f64, div_fixup, fmax32, fmin32, fract32, med3};
 use super::valu_operands::{Lanes64, V};
 use super::wave::{lane_masks, pack_masks, per_lane, Lanes, LANES};
-use crate::decode::compare::{self, CmpType};
-use crate::decode::{Format, Op, Operand};
+use crate::decode::compare::{CmpType, Compare, Predicate};
+use crate::decode::{Class, Format, Op, Operand};
 use crate::error::WaveError;
 
 fn bfe(v: u32, off: u32, width: u32, signed: bool) -> u32 {
@@ -83,8 +83,8 @@ fn add_carry(v: &mut V<'_>, sub: bool, reverse: bool, with_carry: bool) -> Resul
     Ok(())
 }
 
-/// The ordering bits (lt, eq, gt, unordered) each predicate of [`compare::PREDICATES`] is
-/// true for, by index.
+/// The ordering bits (lt, eq, gt, unordered) each [`Predicate`] but `Class` is true for, by
+/// its index.
 const PREDICATE_BITS: [(bool, bool, bool, bool); 18] = [
     (false, false, false, false), // f
     (true, false, false, false),  // lt
@@ -124,14 +124,12 @@ macro_rules! cmp32 {
     }};
 }
 
-/// Vector compares (VOPC and their VOP3 forms): the predicate and type come from `aux`.
-fn compare(v: &mut V<'_>) -> Result<(), WaveError> {
-    let aux = v.i.aux;
-    let pred = usize::from(aux & 0x1F);
-    let class = aux & compare::CLASS != 0;
-    let ty = compare::cmp_type(aux);
+/// Vector compares (VOPC and their VOP3 forms), as the table's [`Compare`] says.
+fn compare(v: &mut V<'_>, c: Compare) -> Result<(), WaveError> {
+    let class = c.pred == Predicate::Class;
+    let ty = c.ty;
     let (lt, eq, gt, un) = PREDICATE_BITS
-        .get(pred)
+        .get(c.pred as usize)
         .copied()
         .unwrap_or(PREDICATE_BITS[0]);
     let fcmp = move |a: f64, b: f64| -> bool {
@@ -207,7 +205,7 @@ fn compare(v: &mut V<'_>) -> Result<(), WaveError> {
         }
     };
     v.write_sdst(bits);
-    if aux & compare::CMPX != 0 {
+    if c.cmpx {
         v.w.set_exec(bits);
     }
     Ok(())
@@ -283,8 +281,8 @@ pub(super) fn exec(
     v: &mut V<'_>,
     other: impl FnOnce(&mut V<'_>) -> Result<(), WaveError>,
 ) -> Result<(), WaveError> {
-    if v.i.aux & compare::VALID != 0 {
-        return compare(v);
+    if let Class::Compare(c) = v.i.class {
+        return compare(v, c);
     }
     let pi = std::f32::consts::PI;
     match v.i.op {
@@ -541,12 +539,13 @@ mod tests {
             }
         }
     }
-    use crate::decode::compare::PREDICATES;
-
     #[test]
     fn predicate_bits_follow_the_names() {
-        for (name, bits) in PREDICATES.iter().zip(PREDICATE_BITS) {
-            let expect = match *name {
+        use crate::decode::compare::Predicate;
+        assert_eq!(Predicate::ALL.len(), PREDICATE_BITS.len() + 1);
+        for (p, bits) in Predicate::ALL.iter().zip(PREDICATE_BITS) {
+            let name = p.name();
+            let expect = match name {
                 "f" => (false, false, false, false),
                 "lt" => (true, false, false, false),
                 "eq" => (false, true, false, false),

@@ -8,7 +8,8 @@
 use super::access::{self, next_run, Addr};
 use super::wave::{select_into, Wave, LANES};
 use super::Ctx;
-use crate::decode::memop::{self, MemClass};
+use crate::decode::memop::Access;
+use crate::decode::Class;
 use crate::decode::{flags, Format, Inst, Operand};
 use crate::error::WaveError;
 use crate::memory::{AtomicOp, Memory};
@@ -260,25 +261,44 @@ pub(super) fn buffer_addrs(
     Ok(())
 }
 
+/// Which way a vector memory access moves data (for watches and bounds reports).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum MemClass {
+    Load,
+    Store,
+    Atomic,
+}
+
+/// The data of a load or store (an atomic's: plain dwords).
+fn access(inst: &Inst) -> Access {
+    match inst.class {
+        Class::Load(a) | Class::Store(a) => a,
+        Class::Atomic(a) => Access {
+            size: a.size() as u8,
+            signed: false,
+            d16: None,
+        },
+        _ => Access {
+            size: 0,
+            signed: false,
+            d16: None,
+        },
+    }
+}
+
 pub(super) fn exec<M: Memory + ?Sized>(
     w: &mut Wave,
     inst: &Inst,
     ctx: &mut Ctx<'_, M>,
 ) -> Result<(), WaveError> {
-    let class = memop::class(inst.aux);
-    if class == MemClass::Other {
+    let (class, size) = match inst.class {
+        Class::Load(a) => (MemClass::Load, usize::from(a.size)),
+        Class::Store(a) => (MemClass::Store, usize::from(a.size)),
+        Class::Atomic(a) => (MemClass::Atomic, a.size()),
         // Cache maintenance is a no-op: memory is coherent here.
-        return match inst.name {
-            n if n.starts_with("buffer_wb")
-                || n.starts_with("buffer_inv")
-                || n.starts_with("buffer_gl") =>
-            {
-                Ok(())
-            }
-            _ => Err(w.unimplemented(inst)),
-        };
-    }
-    let size = memop::size(inst.aux);
+        Class::CacheControl => return Ok(()),
+        _ => return Err(w.unimplemented(inst)),
+    };
     let exec = w.exec();
     if inst.has(flags::LDS) {
         return load_to_lds(w, inst, ctx, class, exec, size);
@@ -493,7 +513,7 @@ fn load_to_lds<M: Memory + ?Sized>(
     exec: u64,
     size: usize,
 ) -> Result<(), WaveError> {
-    if class != MemClass::Load || !matches!(size, 1 | 2 | 4) || memop::d16(inst.aux).is_some() {
+    if class != MemClass::Load || !matches!(size, 1 | 2 | 4) || access(inst).d16.is_some() {
         return Err(w.unimplemented(inst));
     }
     let mut addrs = [Addr::Discard; LANES];
@@ -514,7 +534,7 @@ fn load_to_lds<M: Memory + ?Sized>(
     }
     let mut data = [0u8; LANES * 16];
     gather(w, ctx, &addrs, exec, size, &mut data)?;
-    let signed = memop::signed(inst.aux);
+    let signed = access(inst).signed;
     let vals: [u32; LANES] = std::array::from_fn(|l| extended(&data, l, size, signed));
     super::lds::dma_write(w, inst, ctx, exec, &vals);
     Ok(())
@@ -625,8 +645,7 @@ fn write_back(
     exec: u64,
     size: usize,
 ) -> Result<(), WaveError> {
-    let signed = memop::signed(inst.aux);
-    let d16 = memop::d16(inst.aux);
+    let Access { signed, d16, .. } = access(inst);
     if size % 4 == 0 && d16.is_none() {
         // Whole dwords: dword k of lane l is at l * size + 4 * k.
         for k in 0..size / 4 {
@@ -697,7 +716,7 @@ fn store_data(
     size: usize,
 ) -> Result<(), WaveError> {
     let dwords = size.div_ceil(4);
-    let hi16 = memop::d16(inst.aux) == Some(true);
+    let hi16 = access(inst).d16 == Some(true);
     if size == 4 && !hi16 {
         let reg = w.vreg(inst, inst.src[1], 0)?;
         for (d, r) in data.chunks_exact_mut(4).zip(reg.iter()) {
@@ -737,7 +756,10 @@ fn atomic<M: Memory + ?Sized>(
     exec: u64,
     size: usize,
 ) -> Result<(), WaveError> {
-    let op = memop::atomic_op(inst.aux);
+    let Class::Atomic(atomic) = inst.class else {
+        return Err(w.unimplemented(inst));
+    };
+    let op = atomic.op;
     let wide = size == 8;
     let n = if wide { 2 } else { 1 };
     let src_lo = *w.vreg(inst, inst.src[1], 0)?;
