@@ -155,6 +155,84 @@ fn try_submit_reports_full_while_stalled_and_everything_runs_after() {
     }
 }
 
+/// Kernel-argument memory is a ring: a region that does not fit between the last one's end and
+/// the end of the memory starts again at the beginning once the work before it has completed,
+/// however long it is; while that work runs, its arguments are never overwritten.
+#[test]
+fn long_kernel_arguments_fit_once_earlier_dispatches_completed() {
+    let kfd = emu();
+    let gpu = kfd.gpu(0).unwrap();
+    let emu = kfd.emulator().unwrap().clone();
+    let counters = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    let base = counters.gpu_address();
+    let kernel = gpu
+        .emulated_kernel("count", 16, Arc::new(count_kernel))
+        .unwrap();
+    // 4096 bytes of kernel-argument memory, the least a queue gets.
+    let queue = gpu
+        .create_aql_queue(
+            AqlQueueOptions::default()
+                .with_size_packets(64)
+                .with_kernarg_bytes(4096),
+        )
+        .unwrap();
+    // The count kernel's 16 bytes of arguments, padded to `len`.
+    let block = |id: u64, len: usize| {
+        let mut a = vec![0u8; len];
+        a[..16].copy_from_slice(&args(base, id));
+        a
+    };
+    let full = |r: kfdrt::Result<kfdrt::Submission>| match r {
+        Err(Error::QueueFull { queue_id }) => assert_eq!(queue_id, queue.id()),
+        Err(e) => panic!("expected QueueFull, got {e}"),
+        Ok(_) => panic!("expected QueueFull, the dispatch was taken"),
+    };
+    let try_submit = |a: &[u8]| {
+        let mut b = queue.batch().unwrap();
+        b.dispatch(&raw_dispatch(&kernel, 1, 1, a)).unwrap();
+        b.try_submit()
+    };
+    // A single dispatch (the direct path): 2048 bytes, then 3072 once the first completed.
+    queue
+        .dispatch(&raw_dispatch(&kernel, 1, 1, &block(0, 2048)))
+        .unwrap()
+        .wait(LONG)
+        .unwrap();
+    queue
+        .dispatch(&raw_dispatch(&kernel, 1, 1, &block(1, 3072)))
+        .unwrap()
+        .wait(LONG)
+        .unwrap();
+    // The whole memory after a short block.
+    queue
+        .dispatch(&raw_dispatch(&kernel, 1, 1, &block(2, 64)))
+        .unwrap()
+        .wait(LONG)
+        .unwrap();
+    queue
+        .dispatch(&raw_dispatch(&kernel, 1, 1, &block(3, 4096)))
+        .unwrap()
+        .wait(LONG)
+        .unwrap();
+    // A batch that must not wait (try_submit): the same after 2048 bytes that completed.
+    try_submit(&block(4, 2048)).unwrap().wait(LONG).unwrap();
+    try_submit(&block(5, 3072)).unwrap().wait(LONG).unwrap();
+    // While 2048 bytes are in flight, 3072 do not fit anywhere: no room, and nothing is
+    // written over the running dispatch's arguments.
+    emu.faults().stall_queue(queue.id());
+    let running = try_submit(&block(6, 2048)).unwrap();
+    full(try_submit(&block(7, 3072)));
+    assert!(!running.is_complete());
+    emu.faults().resume_queue(queue.id());
+    running.wait(LONG).unwrap();
+    try_submit(&block(8, 3072)).unwrap().wait(LONG).unwrap();
+    let c = counters.to_vec().unwrap();
+    for i in 0..16usize {
+        let v = u64::from_le_bytes(c[i * 8..i * 8 + 8].try_into().unwrap());
+        assert_eq!(v, u64::from(i <= 8 && i != 7), "counter {i}");
+    }
+}
+
 #[test]
 fn barrier_and_waits_for_all_five_and_chains_beyond_five() {
     let Some(kfd) = common::under_test(

@@ -522,26 +522,18 @@ impl AqlQueue {
                 k.oldest()
             };
             // Full of running submissions: wait for the oldest, then retry.
-            match oldest {
-                Some((sig, target)) => {
-                    let (wake, n) = self.wake_events();
-                    sig.wait_with(
-                        Condition::Lt(target + 1),
-                        None,
-                        DEFAULT_SPIN,
-                        &wake[..n],
-                        &|| self.check(),
-                    )?;
-                }
-                None => {
-                    // Nothing in flight, yet no room (a region never wraps around the end of the
-                    // kernarg memory, so a long one may not fit from where the last ended):
-                    // the queue has no room for these arguments, and waiting frees none.
-                    return Err(Error::QueueFull {
-                        queue_id: self.0.handle().id(),
-                    });
-                }
-            }
+            let (sig, target) = oldest.expect(
+                "an empty kernarg ring takes any region no larger than itself (try_alloc \
+                 refuses larger ones), so no room means a region is in flight",
+            );
+            let (wake, n) = self.wake_events();
+            sig.wait_with(
+                Condition::Lt(target + 1),
+                None,
+                DEFAULT_SPIN,
+                &wake[..n],
+                &|| self.check(),
+            )?;
         }
     }
 }
