@@ -5,11 +5,13 @@
 use crate::common;
 
 use common::Checked;
-use kfdrt::emu::{EmuConfig, Preset, WorkGroup};
+use kfdrt::debug::replay::replay;
+use kfdrt::emu::{EmuConfig, Emulator, Preset, WorkGroup};
 use kfdrt::kernel_args::KernelArgError;
+use kfdrt::smi;
 use kfdrt::{
-    AllocOptions, AqlQueueOptions, Dispatch, Error, EventKind, EventReset, Gpu, MemoryKind,
-    Pm4QueueOptions,
+    AllocOptions, AqlQueueOptions, DeviceSlice, Dispatch, Error, EventKind, EventReset, Gpu,
+    Kernel, Kfd, MemoryKind, Pm4QueueOptions, WaitMode,
 };
 use std::sync::Arc;
 use std::time::Duration;
@@ -665,5 +667,238 @@ fn raw_packets_that_cannot_be_written_are_typed_errors() {
         "{r:?}"
     );
     pm4q.finish(T.unwrap()).unwrap();
+    still_works(&gpu);
+}
+
+#[test]
+fn a_device_slice_past_its_end() {
+    let Some((_kfd, gpu)) = under_test("bad_input::a_device_slice_past_its_end") else {
+        return;
+    };
+    let buffer = Arc::new(gpu.alloc(4096, MemoryKind::GttCoherent).unwrap());
+    let whole = DeviceSlice::<f32>::new(buffer);
+    assert_eq!(whole.len(), 1024);
+    // The fields are in bytes: elements 1000..1100 of 1024 four-byte elements.
+    assert!(
+        matches!(
+            whole.slice(1000, 100),
+            Err(Error::OutOfBounds {
+                what: "slice",
+                offset: 4000,
+                len: 400,
+                size: 4096
+            })
+        ),
+        "{:?}",
+        whole.slice(1000, 100)
+    );
+    // A slice of a slice is bounded by the slice, not the buffer: 256 elements at byte 1024.
+    let part = whole.slice(256, 256).unwrap();
+    assert!(matches!(
+        part.slice(200, 100),
+        Err(Error::OutOfBounds {
+            what: "slice",
+            offset: 800,
+            len: 400,
+            size: 1024
+        })
+    ));
+    // A start and length whose sum overflows.
+    assert!(matches!(
+        whole.slice(usize::MAX, 2),
+        Err(Error::OutOfBounds {
+            what: "slice",
+            offset: u64::MAX,
+            len: 8,
+            size: 4096
+        })
+    ));
+    // Up to the end is in bounds.
+    let tail = whole.slice(1000, 24).unwrap();
+    assert_eq!((tail.offset(), tail.byte_len()), (4000, 96));
+    still_works(&gpu);
+}
+
+#[test]
+fn events_of_the_wrong_kind_and_a_wait_on_none() {
+    let Some((kfd, gpu)) = under_test("bad_input::events_of_the_wrong_kind_and_a_wait_on_none")
+    else {
+        return;
+    };
+    let signal = kfd
+        .create_event(EventKind::Signal, EventReset::Manual)
+        .unwrap();
+    let memory = kfd
+        .create_event(EventKind::Memory, EventReset::Manual)
+        .unwrap();
+    let hw = kfd
+        .create_event(EventKind::HwException, EventReset::Manual)
+        .unwrap();
+    // Only a signal event has a mailbox for a PM4 RELEASE_MEM to raise.
+    let pm4 = gpu.create_pm4_queue(Pm4QueueOptions::default()).unwrap();
+    for e in [&memory, &hw] {
+        let r = pm4.signal_event(e);
+        assert!(
+            matches!(r, Err(Error::WrongEventKind { needed: "signal" })),
+            "signal_event on a {:?} event: {r:?}",
+            e.kind()
+        );
+    }
+    // Only a memory event reports a memory exception.
+    for e in [&signal, &hw] {
+        let r = e.wait_memory_exception(T);
+        assert!(
+            matches!(r, Err(Error::WrongEventKind { needed: "memory" })),
+            "wait_memory_exception on a {:?} event: {r:?}",
+            e.kind()
+        );
+    }
+    for mode in [WaitMode::Any, WaitMode::All] {
+        let r = kfd.wait_events(&[], mode, T);
+        assert!(matches!(r, Err(Error::NothingToWaitOn)), "{mode:?}: {r:?}");
+    }
+    // The events still work: the signal event raised by the PM4 queue wakes its waiter.
+    let packets = pm4.signal_event(&signal).unwrap();
+    // SAFETY: the packets raise `signal`, which lives until the wait below.
+    unsafe { pm4.submit(&packets, T.unwrap()) }.unwrap();
+    assert!(kfd.wait_events(&[&signal], WaitMode::Any, T).unwrap());
+    pm4.finish(T.unwrap()).unwrap();
+    still_works(&gpu);
+}
+
+#[test]
+fn smi_event_numbers_out_of_range() {
+    let Some((_kfd, gpu)) = under_test("bad_input::smi_event_numbers_out_of_range") else {
+        return;
+    };
+    for (events, bad) in [
+        (&[0][..], 0),
+        (&[64], 64),
+        (&[smi::VM_FAULT, u32::MAX], u64::from(u32::MAX)),
+    ] {
+        let r = gpu.smi_events(events);
+        match r {
+            Err(Error::OutOfRange {
+                what: "SMI event",
+                value,
+                min: 1,
+                max: 63,
+            }) => assert_eq!(value, bad, "{events:?}"),
+            other => panic!("SMI events {events:?}: {other:?}"),
+        }
+    }
+    // Refused before the driver is asked: no stream is opened. (Opening one is the `smi` test
+    // binary's, which counts the process's descriptors.)
+    still_works(&gpu);
+}
+
+/// A PM4 dispatch needs the kernel descriptor's registers, which a kernel made from a bare
+/// descriptor address (`Kernel::from_raw`) does not give. (Kernels of code objects and emulated
+/// kernels have one, and their entry cannot overflow: the loader refuses such a descriptor.)
+#[test]
+fn a_kernel_pm4_cannot_dispatch() {
+    let (_kfd, gpu) = device();
+    let k = gpu
+        .emulated_kernel("known", 0, Arc::new(|_: &WorkGroup<'_>| Ok(())))
+        .unwrap();
+    // SAFETY: `k`'s descriptor, which outlives every use of `raw` (it is never dispatched).
+    let raw = unsafe { Kernel::from_raw("raw", k.object(), 0, 0, 0) };
+    assert!(raw.descriptor().is_none());
+    let pm4 = gpu.create_pm4_queue(Pm4QueueOptions::default()).unwrap();
+    match pm4.dispatch_packets(&raw, [1, 1, 1], [64, 1, 1], 0, 0) {
+        Err(Error::NotDispatchable { kernel, reason }) => {
+            assert_eq!(kernel, "raw");
+            assert!(reason.contains("descriptor is not known"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // The same descriptor, known, dispatches.
+    let packets = pm4
+        .dispatch_packets(&k, [1, 1, 1], [64, 1, 1], 0, 0)
+        .unwrap();
+    common::pm4_submit(&pm4, &packets, T.unwrap()).unwrap();
+    pm4.finish(T.unwrap()).unwrap();
+    still_works(&gpu);
+}
+
+/// An emulated kernel needs the emulator to run its host function. A device kfdrt brought up
+/// over a bare [`kfd_sys::Driver`] has no emulator handle, as a real GPU has none: the emulated
+/// kernel is refused there, as it would be on `/dev/kfd`.
+#[test]
+fn an_emulated_kernel_on_a_device_that_is_not_the_emulator() {
+    let emu = Emulator::new(EmuConfig::new(Preset::Gfx90a, 1)).unwrap();
+    let driver: Arc<dyn kfd_sys::Driver> = emu.clone();
+    let kfd = Kfd::builder()
+        .driver(driver)
+        .debug(kfdrt::DebugOptions::default())
+        .open()
+        .unwrap();
+    assert!(kfd.emulator().is_none());
+    let gpu = kfd.gpu(0).unwrap();
+    match gpu.emulated_kernel("host_fn", 0, Arc::new(|_: &WorkGroup<'_>| Ok(()))) {
+        Err(Error::NotOnThisGpu { gfx_target, what }) => {
+            assert_eq!(gfx_target, gpu.info().gfx_target);
+            assert!(what.contains("host_fn"), "{what}");
+        }
+        other => panic!("{other:?}"),
+    }
+    still_works(&gpu);
+    drop((gpu, kfd));
+    common::assert_all_released(&emu);
+}
+
+#[test]
+fn captures_that_cannot_be_replayed() {
+    let Some((kfd, gpu)) = under_test("bad_input::captures_that_cannot_be_replayed") else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("kfdrt-bad-capture-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad_capture = |manifest: Option<&str>, expect: &str| {
+        let path = dir.join("manifest.json");
+        match manifest {
+            Some(m) => std::fs::write(&path, m).unwrap(),
+            None => {
+                let _ = std::fs::remove_file(&path);
+            }
+        }
+        match replay(&kfd, &dir) {
+            Err(Error::BadCapture { reason }) => {
+                assert!(reason.contains(expect), "{expect:?} not in {reason:?}")
+            }
+            other => panic!("manifest {manifest:?}: {other:?}"),
+        }
+    };
+    bad_capture(None, &dir.display().to_string());
+    bad_capture(Some("not json"), &dir.display().to_string());
+    bad_capture(Some(r#"{"version": 99}"#), "manifest version 99");
+    bad_capture(Some(r#"{"version": 1}"#), "no submission list");
+    // A file name outside the capture directory is not read.
+    bad_capture(
+        Some(
+            r#"{"version": 1, "submissions": [{"index": 0, "replayable": true, "kind": "copy",
+               "bytes": 4, "src": {"input": "../outside"}, "dst": {"input": "dst"}}]}"#,
+        ),
+        "\"../outside\" is not a file of the capture",
+    );
+    // A file the manifest names but the directory lacks.
+    bad_capture(
+        Some(
+            r#"{"version": 1, "submissions": [{"index": 0, "replayable": true, "kind": "copy",
+               "bytes": 4, "src": {"input": "src"}, "dst": {"input": "dst"}}]}"#,
+        ),
+        "src: ",
+    );
+    // An empty capture replays: nothing to run.
+    std::fs::write(
+        dir.join("manifest.json"),
+        r#"{"version": 1, "submissions": []}"#,
+    )
+    .unwrap();
+    let report = replay(&kfd, &dir).unwrap();
+    assert_eq!(report.replayed, 0);
+    assert!(report.identical());
+    std::fs::remove_dir_all(&dir).unwrap();
     still_works(&gpu);
 }

@@ -400,8 +400,8 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
-    /// A kernel that a PM4 dispatch cannot launch: its kernel descriptor is not known (an
-    /// emulated kernel), or its entry address overflows.
+    /// A kernel that a PM4 dispatch cannot launch: its kernel descriptor is not known (a kernel
+    /// made with [`Kernel::from_raw`](crate::Kernel::from_raw)), or its entry address overflows.
     #[error("kernel {kernel:?}: {reason}")]
     NotDispatchable {
         /// The kernel's name.
