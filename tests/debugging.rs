@@ -1,7 +1,7 @@
 //! The debugging switches that act on submissions (issue 15 items 1, 2, 3, 8): validation
 //! catches what the hardware would refuse, naming the field; serialization makes every
 //! submission complete before it returns; substitution dispatches a kernel from another code
-//! object. (The log filter has its own test binary, `log_filter.rs`: a logger is global.)
+//! object. (The log filter is tested in a process of its own, `log_filter.rs`: a logger is global.)
 
 use crate::common;
 

@@ -5,7 +5,7 @@
 //! device of its own, and the parent carries on untouched. A second handle on the device in one
 //! process is refused too.
 
-mod common;
+use crate::common;
 
 use kfd_sys::bindings::kfd_ioctl_get_version_args;
 use kfd_sys::{DriverExt, Errno};
@@ -103,56 +103,62 @@ fn run_child(kfd: &Kfd, queue_and_more: impl FnOnce() -> Result<(), String>) -> 
 
 #[test]
 fn a_forked_child_is_refused_the_parents_device_and_opens_its_own() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
-    let gpu = kfd.gpu(0).unwrap();
-    let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
-    let engine = gpu.copy_engine_preferring(CopyPath::Sdma).unwrap();
-    let buf = gpu.alloc(1 << 16, MemoryKind::GttCoherent).unwrap();
-    let signal = kfd.create_signal(1).unwrap();
-    let host_view = buf.as_ptr().unwrap() as u64;
-    assert!(mapped(host_view));
-    let parent = std::process::id();
-    // SAFETY: the child only runs `run_child`, which ends in `_exit`.
-    let pid = unsafe { libc::fork() };
-    assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
-    if pid == 0 {
-        run_child(&kfd, || {
-            if mapped(host_view) {
-                return Err(
-                    "a buffer the GPU uses is mapped in the child (no MADV_DONTFORK)".into(),
-                );
+    common::own_process::in_own_process(
+        "fork::a_forked_child_is_refused_the_parents_device_and_opens_its_own",
+        || {
+            let kfd = common::emulated(Preset::Gfx90a, 1);
+            let gpu = kfd.gpu(0).unwrap();
+            let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+            let engine = gpu.copy_engine_preferring(CopyPath::Sdma).unwrap();
+            let buf = gpu.alloc(1 << 16, MemoryKind::GttCoherent).unwrap();
+            let signal = kfd.create_signal(1).unwrap();
+            let host_view = buf.as_ptr().unwrap() as u64;
+            assert!(mapped(host_view));
+            let parent = std::process::id();
+            // SAFETY: the child only runs `run_child`, which ends in `_exit`.
+            let pid = unsafe { libc::fork() };
+            assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
+            if pid == 0 {
+                run_child(&kfd, || {
+                    if mapped(host_view) {
+                        return Err(
+                            "a buffer the GPU uses is mapped in the child (no MADV_DONTFORK)"
+                                .into(),
+                        );
+                    }
+                    forked_child(queue.batch(), "a batch on the parent's queue", parent)?;
+                    forked_child(
+                        engine.fill(&buf, 0, 7, 64, &[]),
+                        "a fill on the parent's engine",
+                        parent,
+                    )?;
+                    forked_child(
+                        signal.wait(kfdrt::Condition::Lt(1), T),
+                        "a signal wait",
+                        parent,
+                    )?;
+                    Ok(())
+                });
             }
-            forked_child(queue.batch(), "a batch on the parent's queue", parent)?;
-            forked_child(
-                engine.fill(&buf, 0, 7, 64, &[]),
-                "a fill on the parent's engine",
-                parent,
-            )?;
-            forked_child(
-                signal.wait(kfdrt::Condition::Lt(1), T),
-                "a signal wait",
-                parent,
-            )?;
-            Ok(())
-        });
-    }
-    let mut status = 0;
-    // SAFETY: waits for the child just forked; `status` is writable.
-    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
-    assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "the forked child failed (status {status:#x}; its message is above)"
+            let mut status = 0;
+            // SAFETY: waits for the child just forked; `status` is writable.
+            assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+            assert!(
+                libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+                "the forked child failed (status {status:#x}; its message is above)"
+            );
+            // The parent's device, queue, engine and buffer are untouched.
+            engine
+                .fill(&buf, 0, 0xabcd_0123, 1 << 16, &[])
+                .unwrap()
+                .wait(T)
+                .unwrap();
+            assert_eq!(buf.to_vec().unwrap()[..4], 0xabcd_0123u32.to_le_bytes());
+            queue.batch().unwrap().submit().unwrap().wait(T).unwrap();
+            signal.store(0).unwrap();
+            drop((queue, engine, buf, signal));
+        },
     );
-    // The parent's device, queue, engine and buffer are untouched.
-    engine
-        .fill(&buf, 0, 0xabcd_0123, 1 << 16, &[])
-        .unwrap()
-        .wait(T)
-        .unwrap();
-    assert_eq!(buf.to_vec().unwrap()[..4], 0xabcd_0123u32.to_le_bytes());
-    queue.batch().unwrap().submit().unwrap().wait(T).unwrap();
-    signal.store(0).unwrap();
-    drop((queue, engine, buf, signal));
 }
 
 /// A second open of the device in one process (another `Kfd`, or kfdrt beside ROCr) is refused

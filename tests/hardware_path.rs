@@ -2,21 +2,17 @@
 //! and the render nodes) against kfd-emu, through the LD_PRELOAD interposer.
 //!
 //! The rest of the suite reaches kfd-emu through the `Driver` trait in-process. This test runs
-//! itself again as a child process with `libkfd_emu_preload.so` preloaded and
+//! itself again as a child process (`common::own_process`) with `libkfd_emu_preload.so` preloaded and
 //! `KFDRT_DEVICE=hw`, so the same scenarios go through the system-call marshalling a real GPU
 //! would see: sysfs parsing, the render node's mmap offsets, doorbell and events-page mappings,
 //! userptr registration, and one process-wide KFD context shared by every `Kfd::open`.
 
-mod common;
-
+use crate::common;
 use kfdrt::{Condition, CopyPath, DriverKind, EventKind, EventReset, Kfd, MemoryKind};
 use sdma::SdmaPacket;
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// Set in the child process, which runs the scenarios.
-const CHILD_ENV: &str = "KFDRT_HARDWARE_PATH_CHILD";
 const T: Option<Duration> = Some(Duration::from_secs(30));
 
 /// The interposer cargo built for this test run (kfd-emu-preload is a dev-dependency, so its
@@ -32,63 +28,19 @@ fn preload() -> Option<PathBuf> {
 
 #[test]
 fn devkfd_runs_on_kfd_emu_through_the_preload() {
-    if std::env::var_os(CHILD_ENV).is_some() {
-        scenarios();
-        return;
-    }
+    // The preload must be in the process from its start: the scenarios run in a child.
     let lib = preload().expect("libkfd_emu_preload.so was not built with the tests");
-    let exe = std::env::current_exe().expect("test executable");
-    let mut child = Command::new(exe)
-        .args([
-            "--exact",
-            "devkfd_runs_on_kfd_emu_through_the_preload",
-            "--nocapture",
-        ])
-        .env(CHILD_ENV, "1")
-        .env("LD_PRELOAD", &lib)
+    common::own_process::OwnProcess::default()
+        .env("LD_PRELOAD", lib)
         .env("KFDRT_DEVICE", "hw")
         .env("KFDRT_EMU_PRESET", "gfx90a")
         .env("KFDRT_EMU_GPUS", "2")
         .env_remove("KFDRT_DISABLE_SDMA")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("run the child");
-    // Read the pipes on threads so a chatty child cannot block on them, and bound the wait so
-    // a deadlock fails the test instead of hanging the suite.
-    let mut pipe_out = child.stdout.take().expect("stdout");
-    let mut pipe_err = child.stderr.take().expect("stderr");
-    let out_reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut pipe_out, &mut s);
-        s
-    });
-    let err_reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::Read::read_to_string(&mut pipe_err, &mut s);
-        s
-    });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait for the child") {
-            break Some(s);
-        }
-        if start.elapsed() > Duration::from_secs(180) {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let stdout = out_reader.join().unwrap_or_default();
-    let stderr = err_reader.join().unwrap_or_default();
-    let Some(status) = status else {
-        panic!("the child hung for 180 s and was killed:\n{stdout}\n{stderr}");
-    };
-    assert!(
-        status.success() && stdout.contains("1 passed"),
-        "child failed ({status}):\n{stdout}\n{stderr}"
-    );
+        .timeout(Duration::from_secs(180))
+        .run(
+            "hardware_path::devkfd_runs_on_kfd_emu_through_the_preload",
+            scenarios,
+        );
 }
 
 fn scenarios() {

@@ -1,9 +1,8 @@
 //! kfdrt's integration tests, kfdtest-style, as one binary: a module per area (linking one
-//! binary instead of one per file is most of what building the suite costs). The tests that
-//! need a process of their own stay separate binaries: `fork` (forks the process),
-//! `hardware_path` (re-runs itself under the preload), `smi` (counts the process's open files),
-//! `suballoc` (changes the environment other tests read) and `log_filter` (installs the
-//! process's logger).
+//! binary instead of one per file is most of what building the suite costs). The few tests
+//! that need a process of their own (one forks, one counts the process's open files, one
+//! changes the environment other tests read, one installs the process's logger, one runs under
+//! the preload) re-run this binary filtered to themselves (`common::own_process`).
 
 mod co_util;
 mod common;
@@ -27,15 +26,18 @@ mod dmabuf;
 mod events;
 mod eviction;
 mod faults;
+mod fork;
 mod graphics_cs;
 mod gws;
 mod hang_report;
+mod hardware_path;
 mod idle_wake;
 mod kernel_args;
 mod large_copies;
 mod layering;
 mod leaks;
 mod load_kernel;
+mod log_filter;
 mod memory;
 mod metadata_golden;
 mod ordering;
@@ -48,9 +50,11 @@ mod queue_priority;
 mod sanitizer;
 mod scratch;
 mod sdma;
+mod smi;
 mod streams;
 mod stress;
 mod strict;
+mod suballoc;
 mod svm;
 mod topology;
 mod trace;

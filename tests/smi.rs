@@ -2,7 +2,7 @@
 //! GPU resets (pre and post, one sequence number), VM faults with the process, each only on the
 //! GPU it concerns and only when asked for.
 
-mod common;
+use crate::common;
 
 use kfdrt::emu::Preset;
 use kfdrt::smi::{self, SmiEvent};
@@ -101,20 +101,22 @@ fn evictions_resets_and_faults_reach_their_gpus_watchers() {
 /// file is released): thousands of them do not run out of descriptors.
 #[test]
 fn closed_streams_are_forgotten() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
-    let g = kfd.gpu(0).unwrap();
-    for _ in 0..3000 {
-        drop(g.smi_events(&[smi::QUEUE_EVICTION]).unwrap());
-    }
-    let mut w = g.smi_events(&[smi::QUEUE_EVICTION]).unwrap();
-    kfd.emulator().unwrap().faults().evict_queues();
-    kfd.emulator().unwrap().faults().restore_queues();
-    assert_eq!(w.next(WAIT).unwrap().unwrap().event, smi::QUEUE_EVICTION);
-    // The process's descriptors did not pile up: one more stream and a pipe still open.
-    let n = std::fs::read_dir("/proc/self/fd")
-        .map(|d| d.count())
-        .unwrap_or(0);
-    assert!(n < 1000, "{n} descriptors open");
+    common::own_process::in_own_process("smi::closed_streams_are_forgotten", || {
+        let kfd = common::emulated(Preset::Gfx90a, 1);
+        let g = kfd.gpu(0).unwrap();
+        for _ in 0..3000 {
+            drop(g.smi_events(&[smi::QUEUE_EVICTION]).unwrap());
+        }
+        let mut w = g.smi_events(&[smi::QUEUE_EVICTION]).unwrap();
+        kfd.emulator().unwrap().faults().evict_queues();
+        kfd.emulator().unwrap().faults().restore_queues();
+        assert_eq!(w.next(WAIT).unwrap().unwrap().event, smi::QUEUE_EVICTION);
+        // The process's descriptors did not pile up: one more stream and a pipe still open.
+        let n = std::fs::read_dir("/proc/self/fd")
+            .map(|d| d.count())
+            .unwrap_or(0);
+        assert!(n < 1000, "{n} descriptors open");
+    });
 }
 
 /// `kfd_smi_ev_read` answers EAGAIN on an empty stream whatever the file's flags: a reader

@@ -1,6 +1,6 @@
 //! Suballocator and placement tests.
 
-mod common;
+use crate::common;
 
 use kfdrt::emu::Preset;
 use kfdrt::{AllocOptions, Buffer, Error, Kfd, MemoryKind};
@@ -372,29 +372,33 @@ fn mapping_sets_agree_with_the_emulator_page_tables() {
 
 #[test]
 fn environment_switch_turns_the_suballocator_off() {
-    // Other tests of this binary set their threshold explicitly, so changing the variable here
-    // cannot affect them; std's environment functions are serialised with each other.
-    let before = std::env::var_os("KFDRT_DISABLE_SUBALLOCATOR");
-    std::env::set_var("KFDRT_DISABLE_SUBALLOCATOR", "1");
-    let off = common::emulated(Preset::Gfx90a, 1);
-    std::env::set_var("KFDRT_DISABLE_SUBALLOCATOR", "0");
-    let on = common::emulated(Preset::Gfx90a, 1);
-    match before {
-        Some(v) => std::env::set_var("KFDRT_DISABLE_SUBALLOCATOR", v),
-        None => std::env::remove_var("KFDRT_DISABLE_SUBALLOCATOR"),
-    }
-    assert_eq!(off.suballocation_threshold(), 0);
-    assert_eq!(on.suballocation_threshold(), 2 << 20);
-    let a = off
-        .gpu(0)
-        .unwrap()
-        .alloc(64, MemoryKind::DeviceLocal)
-        .unwrap();
-    let b = on
-        .gpu(0)
-        .unwrap()
-        .alloc(64, MemoryKind::DeviceLocal)
-        .unwrap();
-    assert!(!a.is_suballocated());
-    assert!(b.is_suballocated());
+    common::own_process::in_own_process(
+        "suballoc::environment_switch_turns_the_suballocator_off",
+        || {
+            // In a process of its own: the rest of the suite opens devices that read the variable.
+            let before = std::env::var_os("KFDRT_DISABLE_SUBALLOCATOR");
+            std::env::set_var("KFDRT_DISABLE_SUBALLOCATOR", "1");
+            let off = common::emulated(Preset::Gfx90a, 1);
+            std::env::set_var("KFDRT_DISABLE_SUBALLOCATOR", "0");
+            let on = common::emulated(Preset::Gfx90a, 1);
+            match before {
+                Some(v) => std::env::set_var("KFDRT_DISABLE_SUBALLOCATOR", v),
+                None => std::env::remove_var("KFDRT_DISABLE_SUBALLOCATOR"),
+            }
+            assert_eq!(off.suballocation_threshold(), 0);
+            assert_eq!(on.suballocation_threshold(), 2 << 20);
+            let a = off
+                .gpu(0)
+                .unwrap()
+                .alloc(64, MemoryKind::DeviceLocal)
+                .unwrap();
+            let b = on
+                .gpu(0)
+                .unwrap()
+                .alloc(64, MemoryKind::DeviceLocal)
+                .unwrap();
+            assert!(!a.is_suballocated());
+            assert!(b.is_suballocated());
+        },
+    );
 }

@@ -6,6 +6,8 @@
 //! their own emulated device; tests that need real hardware call [`hardware_or_skip`].
 #![allow(dead_code)]
 
+pub mod own_process;
+
 use kfdrt::emu::{EmuConfig, Emulator, Preset};
 use kfdrt::Kfd;
 use std::sync::Arc;
