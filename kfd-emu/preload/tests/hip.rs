@@ -11,9 +11,7 @@
 //! Without hipcc or HIP's headers the tests print why and skip; `.ci/run` installs them and sets
 //! `KFDRT_REQUIRE_ROCM=1`, which turns a missing package into a failure.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
@@ -153,6 +151,7 @@ fn passes(name: &str, args: &[&str], gpus: u32) -> Option<Run> {
 
 #[test]
 fn hip_device_properties_and_memory() {
+    let _family = family(Family::Hip);
     for gpus in [1u32, 2] {
         let Some(run) = passes("device", &[&gpus.to_string()], gpus) else {
             return;
@@ -168,6 +167,7 @@ fn hip_device_properties_and_memory() {
 
 #[test]
 fn hip_copies_between_host_and_device_pageable_pinned_and_registered() {
+    let _family = family(Family::Hip);
     let Some(run) = passes("memcpy", &[], 1) else {
         return;
     };
@@ -185,6 +185,7 @@ fn hip_copies_between_host_and_device_pageable_pinned_and_registered() {
 
 #[test]
 fn hip_streams_and_events() {
+    let _family = family(Family::Hip);
     let Some(run) = passes("streams_events", &[], 1) else {
         return;
     };
@@ -199,6 +200,7 @@ fn hip_streams_and_events() {
 
 #[test]
 fn hip_peer_access_and_copies_between_two_gpus() {
+    let _family = family(Family::Hip);
     let Some(run) = passes("peer", &[], 2) else {
         return;
     };
@@ -211,6 +213,7 @@ fn hip_peer_access_and_copies_between_two_gpus() {
 /// ran, every one stopped its queue on an undecodable instruction (issue #27 item 2b).
 #[test]
 fn hip_array_copies_run_through_rocrs_image_kernels() {
+    let _family = family(Family::Hip);
     let Some(run) = passes("arrays", &[], 1) else {
         return;
     };
@@ -227,6 +230,7 @@ fn hip_array_copies_run_through_rocrs_image_kernels() {
 /// bilinear, in texel and normalised coordinates, clamped and wrapped.
 #[test]
 fn hip_texture_reads_sample_as_the_sampler_says() {
+    let _family = family(Family::Hip);
     let Some(run) = passes("textures", &[], 1) else {
         return;
     };
@@ -242,36 +246,43 @@ fn hip_texture_reads_sample_as_the_sampler_says() {
 
 #[test]
 fn hip_vector_add() {
+    let _family = family(Family::Hip);
     passes("vector_add", &[], 1);
 }
 
 #[test]
 fn hip_kernel_arguments_of_every_kind() {
+    let _family = family(Family::Hip);
     passes("kernel_args", &[], 1);
 }
 
 #[test]
 fn hip_memset() {
+    let _family = family(Family::Hip);
     passes("memset", &[], 1);
 }
 
 #[test]
 fn hip_device_to_device_copies() {
+    let _family = family(Family::Hip);
     passes("memcpy_d2d", &[], 1);
 }
 
 #[test]
 fn hip_dynamic_shared_memory() {
+    let _family = family(Family::Hip);
     passes("dynamic_lds", &[], 1);
 }
 
 #[test]
 fn hip_kernel_spilling_to_scratch() {
+    let _family = family(Family::Hip);
     passes("scratch", &[], 1);
 }
 
 #[test]
 fn hip_kernel_reading_peer_memory() {
+    let _family = family(Family::Hip);
     passes("peer", &["kernel"], 2);
 }
 
@@ -279,6 +290,7 @@ fn hip_kernel_reading_peer_memory() {
 /// set and clear flags together), and a kernel updates the memory in place.
 #[test]
 fn hip_managed_memory_and_its_range_queries() {
+    let _family = family(Family::Hip);
     passes("managed", &[], 1);
 }
 
@@ -286,6 +298,7 @@ fn hip_managed_memory_and_its_range_queries() {
 /// DPP must not read lanes EXEC disables, and the clamp bit must saturate integer adds.
 #[test]
 fn hip_lane_built_ins_in_a_partial_wave() {
+    let _family = family(Family::Hip);
     passes("lane_ops", &[], 1);
 }
 
@@ -293,6 +306,7 @@ fn hip_lane_built_ins_in_a_partial_wave() {
 /// work-item's lines in program order, before the synchronisation after its launch returns.
 #[test]
 fn hip_device_printf() {
+    let _family = family(Family::Hip);
     let Some(run) = passes("printf", &[], 1) else {
         return;
     };
@@ -323,6 +337,7 @@ fn hip_device_printf() {
 /// of the first into the second is reported, naming the first as the pointer's buffer.
 #[test]
 fn hip_overrun_into_the_next_allocation_is_caught_by_the_sanitizer() {
+    let _family = family(Family::Hip);
     let Some(program) = hip_program("sanitize") else {
         return;
     };

@@ -9,9 +9,7 @@
 //! Without those packages the tests print why and skip; `.ci/run` installs them and sets
 //! `KFDRT_REQUIRE_ROCM=1`, which turns a missing package into a failure.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::Path;
 use std::process::Command;
 
@@ -45,6 +43,7 @@ fn rocr_program(source: &str) -> Option<Program> {
 
 #[test]
 fn plain_libc_calls_see_the_emulated_driver() {
+    let _family = family(Family::Rocm);
     if !have("a C compiler (cc)", has_command("cc", "--version")) {
         return;
     }
@@ -115,6 +114,7 @@ fn plain_libc_calls_see_the_emulated_driver() {
 /// tests when `cwsr_enable` is missing or 0).
 #[test]
 fn amdgpu_module_parameters_are_readable() {
+    let _family = family(Family::Rocm);
     let run = run_preloaded(
         Path::new("/bin/cat"),
         &[
@@ -130,6 +130,7 @@ fn amdgpu_module_parameters_are_readable() {
 
 #[test]
 fn programs_that_never_touch_the_gpu_are_unaffected() {
+    let _family = family(Family::Rocm);
     // A private TMPDIR: the emulator's sysfs tree would be written there if one were started.
     let tmp = scratch_dir("untouched");
     let out = Command::new("sh")
@@ -153,6 +154,7 @@ fn programs_that_never_touch_the_gpu_are_unaffected() {
 
 #[test]
 fn rocminfo_lists_the_emulated_agents() {
+    let _family = family(Family::Rocm);
     if !have("rocminfo", Path::new("/usr/bin/rocminfo").exists()) {
         return;
     }
@@ -184,6 +186,7 @@ fn rocminfo_lists_the_emulated_agents() {
 
 #[test]
 fn rocr_runs_barrier_packets_on_kfd_emu() {
+    let _family = family(Family::Rocm);
     let Some(program) = rocr_program("hsa_barrier.c") else {
         return;
     };
@@ -227,6 +230,7 @@ fn rocr_runs_barrier_packets_on_kfd_emu() {
 
 #[test]
 fn rocr_copies_and_fills_run_on_kfd_emu() {
+    let _family = family(Family::Rocm);
     // ROCr 5.2.3 copies with its own blit kernels (and SDMA between GPUs), which run as machine
     // code on kfd-emu's wave interpreter. Every byte is checked by the program.
     let Some(program) = rocr_program("hsa_copy.c") else {
@@ -251,6 +255,7 @@ fn rocr_copies_and_fills_run_on_kfd_emu() {
 
 #[test]
 fn rocr_bring_up_uses_the_kfd_requests_it_needs_and_they_succeed() {
+    let _family = family(Family::Rocm);
     let Some(program) = rocr_program("hsa_barrier.c") else {
         return;
     };
@@ -337,6 +342,7 @@ fn rocr_bring_up_uses_the_kfd_requests_it_needs_and_they_succeed() {
 /// a preferred location, the attributes read back, a prefetch completes.
 #[test]
 fn rocr_sets_and_reads_shared_virtual_memory_attributes() {
+    let _family = family(Family::Rocm);
     let Some(program) = rocr_program("hsa_svm.c") else {
         return;
     };

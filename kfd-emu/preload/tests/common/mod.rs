@@ -164,3 +164,51 @@ pub fn field<'a>(stdout: &'a str, key: &str) -> Option<&'a str> {
         .lines()
         .find_map(|l| l.strip_prefix(key)?.strip_prefix(' '))
 }
+
+/// The groups of tests that must not run at the same time as each other's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    /// `hip`: compiles its programs with hipcc, many at once, then runs them.
+    Hip,
+    /// `rocm`: runs ROCr's own programs.
+    Rocm,
+}
+
+struct Running {
+    family: Option<Family>,
+    count: usize,
+}
+
+static RUNNING: std::sync::Mutex<Running> = std::sync::Mutex::new(Running {
+    family: None,
+    count: 0,
+});
+static CHANGED: std::sync::Condvar = std::sync::Condvar::new();
+
+/// Held by a running test of a [`Family`].
+pub struct FamilyGuard;
+
+impl Drop for FamilyGuard {
+    fn drop(&mut self) {
+        let mut r = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
+        r.count -= 1;
+        if r.count == 0 {
+            r.family = None;
+            CHANGED.notify_all();
+        }
+    }
+}
+
+/// Waits until no test of the other family runs, then counts this one in: tests of one family
+/// run beside each other, never beside the other family's. The hip tests' compile load beside
+/// ROCr's programs once left `hsa_barrier` hung in a WAIT_EVENTS on the auto-reset event ROCr
+/// 5.2.3 shares between its queues and its async-event thread (no event ages before ROCm 5.7).
+pub fn family(family: Family) -> FamilyGuard {
+    let mut r = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
+    while r.family.is_some_and(|f| f != family) {
+        r = CHANGED.wait(r).unwrap_or_else(|e| e.into_inner());
+    }
+    r.family = Some(family);
+    r.count += 1;
+    FamilyGuard
+}
