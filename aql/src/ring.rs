@@ -14,7 +14,7 @@
 //! concurrently, and atomics keep that well defined without costing more than plain stores.
 //! No API writes a header before its body: [`Reservation::write`] does both, in that order.
 //!
-//! Model checking: `RUSTFLAGS="--cfg loom" cargo test -p kfdrt-aql --test loom --release` runs
+//! Model checking: `RUSTFLAGS="--cfg loom" cargo test -p kfdrt-aql --test main --release` runs
 //! the protocol under loom (`tests/loom.rs`: producers racing for slots of a ring smaller than
 //! their packets, a consumer that checks every packet it sees published is whole and in order);
 //! `.ci/run` runs it.
