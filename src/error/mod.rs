@@ -56,9 +56,6 @@ pub enum Error {
     /// The topology tree is missing something or holds a value that does not parse.
     #[error("topology: {0}")]
     Topology(String),
-    /// A caller-supplied argument is invalid (the message says which and why).
-    #[error("invalid argument: {0}")]
-    InvalidArgument(String),
     /// The device or the process is out of the requested kind of memory.
     #[error("out of {kind} memory on GPU {gpu_id:#x} (requested {requested} bytes)")]
     OutOfMemory {
@@ -195,9 +192,6 @@ pub enum Error {
         /// What the system returned.
         source: std::io::Error,
     },
-    /// kfdrt broke one of its own invariants (a bug to report).
-    #[error("internal error: {0}")]
-    Internal(String),
     /// Something the device could do that kfdrt does not do for it (yet).
     #[error("not supported: {0}")]
     Unsupported(String),

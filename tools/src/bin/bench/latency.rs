@@ -140,13 +140,8 @@ pub fn scaling(gpu: &Gpu, kernel: &Kernel, per_queue: usize) -> Result<Vec<Scali
                 .collect();
             handles
                 .into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(kfdrt::Error::InvalidArgument(
-                            "a measuring thread panicked".into(),
-                        ))
-                    })
-                })
+                // A measuring thread that panicked takes the run down with its message.
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
                 .collect()
         });
         let elapsed = started.elapsed().as_secs_f64();
