@@ -32,6 +32,15 @@ fn under_test(test: &str) -> Option<(Checked, Gpu)> {
     Some((kfd, gpu))
 }
 
+/// `vector_add` of the checked-in `kernels` code object for `gpu`'s target, loaded on `gpu`
+/// (tests that use it pass the stem to [`common::under_test`], so the object exists).
+fn vector_add(gpu: &Gpu) -> (kfdrt::CodeObject, Kernel) {
+    let bytes = common::code_object_for("kernels", &gpu.info().gfx_target).unwrap();
+    let co = gpu.load_code_object(&bytes).unwrap();
+    let k = co.kernel("vector_add").unwrap();
+    (co, k)
+}
+
 /// A refusal lost nothing: allocation, a dispatch and a copy still work.
 fn still_works(gpu: &Gpu) {
     let b = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
@@ -135,10 +144,22 @@ fn unknown_gpu() {
 
 #[test]
 fn grid_or_work_group_zero_and_work_group_over_1024() {
-    let (_kfd, gpu) = device();
-    let k = gpu
-        .emulated_kernel("noop", 0, Arc::new(|_: &WorkGroup<'_>| Ok(())))
-        .unwrap();
+    let Some(kfd) = common::under_test(
+        "bad_input::grid_or_work_group_zero_and_work_group_over_1024",
+        Preset::Gfx90a,
+        1,
+        &["kernels"],
+    ) else {
+        return;
+    };
+    let gpu = kfd.gpu(0).unwrap();
+    let (_co, k) = vector_add(&gpu);
+    // A whole argument segment (n = 0), so that the geometry is what is refused.
+    const ZEROS: [u8; 28] = [0; 28];
+    fn with_args(d: Dispatch<'_>) -> Dispatch<'_> {
+        // SAFETY: every dispatch made of it below is refused before anything is published.
+        unsafe { d.with_raw_args(&ZEROS) }
+    }
     let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     let zero = |r: kfdrt::Result<kfdrt::Submission>, what: &str| match r {
         Err(Error::BadGeometry {
@@ -153,10 +174,16 @@ fn grid_or_work_group_zero_and_work_group_over_1024() {
         }) if requested == items && limit == 1024 => {}
         other => panic!("{what}: expected TooLarge of {items} work-items, got {other:?}"),
     };
-    zero(q.dispatch(&Dispatch::linear(&k, 0, 64)), "grid 0");
-    zero(q.dispatch(&Dispatch::linear(&k, 64, 0)), "work-group 0");
+    zero(
+        q.dispatch(&with_args(Dispatch::linear(&k, 0, 64))),
+        "grid 0",
+    );
+    zero(
+        q.dispatch(&with_args(Dispatch::linear(&k, 64, 0))),
+        "work-group 0",
+    );
     over(
-        q.dispatch(&Dispatch::new(&k, [1024, 2, 1], [1024, 2, 1]))
+        q.dispatch(&with_args(Dispatch::new(&k, [1024, 2, 1], [1024, 2, 1])))
             .map(drop),
         2048,
         "work-group 2048",
@@ -166,7 +193,7 @@ fn grid_or_work_group_zero_and_work_group_over_1024() {
     for wg in [[32768u16, 32768, 4], [65535, 65535, 65535]] {
         let items = wg.iter().map(|&d| u64::from(d)).product();
         over(
-            q.dispatch(&Dispatch::new(&k, [1 << 20, 1 << 20, 8], wg))
+            q.dispatch(&with_args(Dispatch::new(&k, [1 << 20, 1 << 20, 8], wg)))
                 .map(drop),
             items,
             "a work-group whose size overflows 32 bits",
@@ -308,7 +335,9 @@ fn waits_on_an_event_destroyed_under_them() {
     // (a raw DESTROY_EVENT), the wait ends with a typed error instead of hanging.
     use kfd_sys::bindings::*;
     use kfd_sys::DriverExt;
-    let (kfd, gpu) = device();
+    let Some((kfd, gpu)) = under_test("bad_input::waits_on_an_event_destroyed_under_them") else {
+        return;
+    };
     let ev = kfd
         .create_event(EventKind::Signal, EventReset::Auto)
         .unwrap();
@@ -413,11 +442,16 @@ fn queue_slots_exhausted() {
 /// as a batch entry and as a single dispatch, and the queue goes on.
 #[test]
 fn a_dispatch_without_the_arguments_its_kernel_reads_is_refused() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "bad_input::a_dispatch_without_the_arguments_its_kernel_reads_is_refused",
+        Preset::Gfx90a,
+        1,
+        &["kernels"],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
-    let reads_args = gpu
-        .emulated_kernel("reads", 16, Arc::new(|_: &WorkGroup<'_>| Ok(())))
-        .unwrap();
+    let (_co, reads_args) = vector_add(&gpu);
     let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     let before = q.write_index();
     for r in [
@@ -429,13 +463,27 @@ fn a_dispatch_without_the_arguments_its_kernel_reads_is_refused() {
     ] {
         match r {
             Err(Error::KernelArgs(KernelArgError::NoArguments { kernel, bytes })) => {
-                assert_eq!((kernel.as_str(), bytes), ("reads", 16));
+                assert_eq!((kernel.as_str(), bytes), ("vector_add", 28));
             }
             other => panic!("{other:?}"),
         }
     }
     assert_eq!(q.write_index(), before, "nothing was written to the ring");
-    // A kernel that reads none needs none; the queue still works.
+    // The queue still works: the same kernel with its arguments (n = 0: nothing is touched).
+    let zeros = [0u8; 28];
+    q.dispatch(&common::raw_dispatch(&reads_args, 64, 64, &zeros))
+        .unwrap()
+        .wait(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+}
+
+/// A kernel that reads no arguments needs none. (An emulated kernel: no checked-in code object
+/// has a kernel without arguments.)
+#[test]
+fn a_dispatch_without_arguments_of_a_kernel_that_reads_none_runs() {
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let gpu = kfd.gpu(0).unwrap();
+    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     let none = gpu
         .emulated_kernel("none", 0, Arc::new(|_: &WorkGroup<'_>| Ok(())))
         .unwrap();
@@ -485,11 +533,17 @@ fn launches_by_blocks_and_by_work_items_are_the_same_launch() {
 /// and on hardware the fetch would fault that whole GPU. Refused before anything is written.
 #[test]
 fn a_kernel_loaded_on_another_gpu_is_refused() {
-    let kfd = common::emulated(Preset::Gfx90a, 2);
+    let Some(kfd) = common::under_test(
+        "bad_input::a_kernel_loaded_on_another_gpu_is_refused",
+        Preset::Gfx90a,
+        2,
+        &["kernels"],
+    ) else {
+        return;
+    };
     let (g0, g1) = (kfd.gpu(0).unwrap(), kfd.gpu(1).unwrap());
-    let k = g0
-        .emulated_kernel("on_gpu0", 0, Arc::new(|_: &WorkGroup<'_>| Ok(())))
-        .unwrap();
+    // Loaded on GPU 0 only.
+    let (_co, k) = vector_add(&g0);
     let q1 = g1.create_aql_queue(AqlQueueOptions::default()).unwrap();
     let before = q1.write_index();
     for r in [
@@ -502,81 +556,95 @@ fn a_kernel_loaded_on_another_gpu_is_refused() {
         match r {
             Err(Error::NotOnGpu { what, gpu_id }) => {
                 assert_eq!(gpu_id, g1.id());
-                assert!(what.contains("on_gpu0"), "{what}");
+                assert!(what.contains("vector_add"), "{what}");
             }
             other => panic!("{other:?}"),
         }
     }
     assert_eq!(q1.write_index(), before);
-    // On its own GPU it runs.
+    // On its own GPU it runs (n = 0: nothing is touched).
     let q0 = g0.create_aql_queue(AqlQueueOptions::default()).unwrap();
-    q0.dispatch(&Dispatch::linear(&k, 64, 64))
+    let zeros = [0u8; 28];
+    q0.dispatch(&common::raw_dispatch(&k, 64, 64, &zeros))
         .unwrap()
         .wait(Some(Duration::from_secs(20)))
         .unwrap();
 }
 
 #[test]
-fn a_buffer_argument_not_mapped_on_the_gpu_is_refused_unless_checks_are_off() {
-    let co_bytes = crate::co_util::fixture("kernels-gfx90a.elf");
-    for unchecked in [false, true] {
-        let debug = if unchecked {
-            kfdrt::DebugOptions::default().unchecked()
-        } else {
-            kfdrt::DebugOptions::default()
-        };
-        let kfd = kfdrt::Kfd::builder()
-            .emulated(kfdrt::emu::EmuConfig::new(Preset::Gfx90a, 2))
-            .debug(debug)
-            .open()
-            .unwrap();
-        let (g0, g1) = (kfd.gpu(0).unwrap(), kfd.gpu(1).unwrap());
-        let co = g0.load_code_object(&co_bytes).unwrap();
-        let k = co.kernel("vector_add").unwrap();
-        let a = g0.alloc(256, MemoryKind::DeviceLocal).unwrap();
-        let peer = g1.alloc(256, MemoryKind::DeviceLocal).unwrap();
-        let mut args = kfdrt::kernel_args::KernelArgs::new(&k).unwrap();
-        args.set_buffer(0, &a).unwrap().set_buffer(1, &a).unwrap();
-        args.set_buffer(2, &peer).unwrap().set_u32(3, 64).unwrap();
-        let q0 = g0.create_aql_queue(AqlQueueOptions::default()).unwrap();
-        let before = q0.write_index();
-        let d = Dispatch::linear(&k, 64, 64).with_args(&args);
-        let r = q0.dispatch(&d);
-        if unchecked {
-            // Without the check the GPU meets the unmapped page: a fault for the whole GPU.
-            let r = r.unwrap().wait(Some(Duration::from_secs(20)));
-            assert!(matches!(r, Err(Error::DeviceFault { .. })), "{r:?}");
-            continue;
+fn a_buffer_argument_not_mapped_on_the_gpu_is_refused() {
+    let Some(kfd) = common::under_test(
+        "bad_input::a_buffer_argument_not_mapped_on_the_gpu_is_refused",
+        Preset::Gfx90a,
+        2,
+        &["kernels"],
+    ) else {
+        return;
+    };
+    let (g0, g1) = (kfd.gpu(0).unwrap(), kfd.gpu(1).unwrap());
+    let (_co, k) = vector_add(&g0);
+    let a = g0.alloc(256, MemoryKind::DeviceLocal).unwrap();
+    let peer = g1.alloc(256, MemoryKind::DeviceLocal).unwrap();
+    let mut args = kfdrt::kernel_args::KernelArgs::new(&k).unwrap();
+    args.set_buffer(0, &a).unwrap().set_buffer(1, &a).unwrap();
+    args.set_buffer(2, &peer).unwrap().set_u32(3, 64).unwrap();
+    let q0 = g0.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let before = q0.write_index();
+    let d = Dispatch::linear(&k, 64, 64).with_args(&args);
+    match q0.dispatch(&d) {
+        Err(Error::NotOnGpu { what, gpu_id }) => {
+            assert_eq!(gpu_id, g0.id());
+            assert!(
+                what.contains("argument 2") && what.contains("vector_add"),
+                "{what}"
+            );
         }
-        match r {
-            Err(Error::NotOnGpu { what, gpu_id }) => {
-                assert_eq!(gpu_id, g0.id());
-                assert!(
-                    what.contains("argument 2") && what.contains("vector_add"),
-                    "{what}"
-                );
-            }
-            other => panic!("{other:?}"),
-        }
-        assert!(matches!(
-            q0.batch().unwrap().dispatch(&d),
-            Err(Error::NotOnGpu { .. })
-        ));
-        assert_eq!(q0.write_index(), before, "nothing was written");
-        // Mapped there, it runs; so does an argument set again to a local buffer.
-        peer.map_to(&g0).unwrap();
-        q0.dispatch(&d)
-            .unwrap()
-            .wait(Some(Duration::from_secs(20)))
-            .unwrap();
-        peer.unmap_from(&g0).unwrap();
-        assert!(q0.dispatch(&d).is_err());
-        args.set_buffer(2, &a).unwrap();
-        q0.dispatch(&Dispatch::linear(&k, 64, 64).with_args(&args))
-            .unwrap()
-            .wait(Some(Duration::from_secs(20)))
-            .unwrap();
+        other => panic!("{other:?}"),
     }
+    assert!(matches!(
+        q0.batch().unwrap().dispatch(&d),
+        Err(Error::NotOnGpu { .. })
+    ));
+    assert_eq!(q0.write_index(), before, "nothing was written");
+    // Mapped there, it runs; so does an argument set again to a local buffer.
+    peer.map_to(&g0).unwrap();
+    q0.dispatch(&d)
+        .unwrap()
+        .wait(Some(Duration::from_secs(20)))
+        .unwrap();
+    peer.unmap_from(&g0).unwrap();
+    assert!(q0.dispatch(&d).is_err());
+    args.set_buffer(2, &a).unwrap();
+    q0.dispatch(&Dispatch::linear(&k, 64, 64).with_args(&args))
+        .unwrap()
+        .wait(Some(Duration::from_secs(20)))
+        .unwrap();
+}
+
+/// Without the check (`DebugOptions::unchecked`) the GPU meets the unmapped page: a fault for
+/// the whole GPU. Emulated: the fault is planted on purpose.
+#[test]
+fn a_buffer_argument_not_mapped_on_the_gpu_faults_it_when_checks_are_off() {
+    let co_bytes = crate::co_util::fixture("kernels-gfx90a.elf");
+    let kfd = kfdrt::Kfd::builder()
+        .emulated(kfdrt::emu::EmuConfig::new(Preset::Gfx90a, 2))
+        .debug(kfdrt::DebugOptions::default().unchecked())
+        .open()
+        .unwrap();
+    let (g0, g1) = (kfd.gpu(0).unwrap(), kfd.gpu(1).unwrap());
+    let co = g0.load_code_object(&co_bytes).unwrap();
+    let k = co.kernel("vector_add").unwrap();
+    let a = g0.alloc(256, MemoryKind::DeviceLocal).unwrap();
+    let peer = g1.alloc(256, MemoryKind::DeviceLocal).unwrap();
+    let mut args = kfdrt::kernel_args::KernelArgs::new(&k).unwrap();
+    args.set_buffer(0, &a).unwrap().set_buffer(1, &a).unwrap();
+    args.set_buffer(2, &peer).unwrap().set_u32(3, 64).unwrap();
+    let q0 = g0.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let r = q0
+        .dispatch(&Dispatch::linear(&k, 64, 64).with_args(&args))
+        .unwrap()
+        .wait(Some(Duration::from_secs(20)));
+    assert!(matches!(r, Err(Error::DeviceFault { .. })), "{r:?}");
 }
 
 #[test]
@@ -797,10 +865,16 @@ fn smi_event_numbers_out_of_range() {
 /// kernels have one, and their entry cannot overflow: the loader refuses such a descriptor.)
 #[test]
 fn a_kernel_pm4_cannot_dispatch() {
-    let (_kfd, gpu) = device();
-    let k = gpu
-        .emulated_kernel("known", 0, Arc::new(|_: &WorkGroup<'_>| Ok(())))
-        .unwrap();
+    let Some(kfd) = common::under_test(
+        "bad_input::a_kernel_pm4_cannot_dispatch",
+        Preset::Gfx90a,
+        1,
+        &["kernels"],
+    ) else {
+        return;
+    };
+    let gpu = kfd.gpu(0).unwrap();
+    let (_co, k) = vector_add(&gpu);
     // SAFETY: `k`'s descriptor, which outlives every use of `raw` (it is never dispatched).
     let raw = unsafe { Kernel::from_raw("raw", k.object(), 0, 0, 0) };
     assert!(raw.descriptor().is_none());
@@ -812,9 +886,17 @@ fn a_kernel_pm4_cannot_dispatch() {
         }
         other => panic!("{other:?}"),
     }
-    // The same descriptor, known, dispatches.
+    // The same descriptor, known, dispatches (n = 0: nothing is touched but the arguments).
+    let buf = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    let kernarg = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    let mut args = kfdrt::KernelArgs::new(&k).unwrap();
+    args.set_buffer(0, &buf)
+        .unwrap()
+        .set_buffer(1, &buf)
+        .unwrap();
+    args.set_buffer(2, &buf).unwrap().set_u32(3, 0).unwrap();
     let packets = pm4
-        .dispatch_packets(&k, [1, 1, 1], [64, 1, 1], 0, 0)
+        .dispatch_packets_with_args(&k, &kfdrt::LaunchGeometry::linear(64, 64), &args, &kernarg)
         .unwrap();
     common::pm4_submit(&pm4, &packets, T.unwrap()).unwrap();
     pm4.finish(T.unwrap()).unwrap();
