@@ -18,8 +18,16 @@ fn pattern(n: usize, seed: u32) -> Vec<u8> {
 
 #[test]
 fn copy_larger_than_one_packet_and_fill() {
-    // gfx942's SDMA keeps the 4 MiB per-packet limit here, so 10 MiB takes three packets.
-    let kfd = common::emulated(Preset::Gfx942, 1);
+    // gfx942's SDMA keeps the 4 MiB per-packet limit here, so 10 MiB takes three packets (the
+    // packets are counted on the emulator; elsewhere the bytes are what is checked).
+    let Some(kfd) = common::under_test(
+        "sdma::copy_larger_than_one_packet_and_fill",
+        Preset::Gfx942,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     let q = gpu.create_sdma_queue().unwrap();
     let n = 10 << 20;
@@ -27,12 +35,15 @@ fn copy_larger_than_one_packet_and_fill() {
     let dst = gpu.alloc(n, MemoryKind::GttCoherent).unwrap();
     let data = pattern(n as usize, 7);
     src.write(0, &data).unwrap();
-    let before = kfd.emulator().unwrap().stats().packets_run;
+    let packets_run = || kfd.emulator().map(|emu| emu.stats().packets_run);
+    let before = packets_run();
     q.copy(&dst, 0, &src, 0, n, &[]).unwrap().wait(T).unwrap();
-    assert!(
-        kfd.emulator().unwrap().stats().packets_run - before >= 3,
-        "split into 3 copy packets (counted before the completion runs)"
-    );
+    if let (Some(before), Some(after)) = (before, packets_run()) {
+        assert!(
+            after - before >= 3,
+            "split into 3 copy packets (counted before the completion runs)"
+        );
+    }
     assert!(dst.to_vec().unwrap() == data, "copied bytes differ");
     q.fill(&dst, 4096, 0xA5A5_A5A5, 8192, &[])
         .unwrap()
