@@ -313,7 +313,14 @@ mod interrupts {
 
     #[test]
     fn a_trap_without_a_mailbox_write_wakes_nothing() {
-        let kfd = common::emulated(Preset::Gfx90a, 1);
+        let Some(kfd) = common::under_test(
+            "events::interrupts::a_trap_without_a_mailbox_write_wakes_nothing",
+            Preset::Gfx90a,
+            1,
+            &[],
+        ) else {
+            return;
+        };
         let gpu = kfd.gpu(0).unwrap();
         let q = gpu.create_sdma_queue().unwrap();
         let e = kfd
@@ -348,7 +355,14 @@ mod interrupts {
 
     #[test]
     fn a_wrong_id_sets_the_events_whose_mailbox_was_written() {
-        let kfd = common::emulated(Preset::Gfx90a, 1);
+        let Some(kfd) = common::under_test(
+            "events::interrupts::a_wrong_id_sets_the_events_whose_mailbox_was_written",
+            Preset::Gfx90a,
+            1,
+            &[],
+        ) else {
+            return;
+        };
         let gpu = kfd.gpu(0).unwrap();
         let q = gpu.create_sdma_queue().unwrap();
         let written = kfd
@@ -372,7 +386,14 @@ mod interrupts {
 
     #[test]
     fn interrupts_never_set_a_memory_event() {
-        let kfd = common::emulated(Preset::Gfx90a, 1);
+        let Some(kfd) = common::under_test(
+            "events::interrupts::interrupts_never_set_a_memory_event",
+            Preset::Gfx90a,
+            1,
+            &[],
+        ) else {
+            return;
+        };
         let gpu = kfd.gpu(0).unwrap();
         // A RELEASE_MEM carries a 32-bit context id, enough for a memory event's.
         let q = gpu
@@ -399,7 +420,14 @@ mod interrupts {
 
     #[test]
     fn a_new_event_starts_with_an_unsignalled_mailbox() {
-        let kfd = common::emulated(Preset::Gfx90a, 1);
+        let Some(kfd) = common::under_test(
+            "events::interrupts::a_new_event_starts_with_an_unsignalled_mailbox",
+            Preset::Gfx90a,
+            1,
+            &[],
+        ) else {
+            return;
+        };
         let gpu = kfd.gpu(0).unwrap();
         let q = gpu.create_sdma_queue().unwrap();
         let old = kfd
@@ -420,71 +448,100 @@ mod interrupts {
     }
 }
 
+/// A raw one-event `WAIT_EVENTS` passing `age` as the last age seen; returns KFD's wait_result
+/// and the age the driver wrote back.
+fn aged_wait(kfd: &kfdrt::Kfd, id: u32, age: u64, timeout_ms: u32) -> (u32, u64) {
+    use kfd_sys::bindings::*;
+    use kfd_sys::DriverExt;
+    let mut d = kfd_event_data {
+        event_id: id,
+        ..Default::default()
+    };
+    d.__bindgen_anon_1.signal_event_data.last_event_age = age;
+    let mut a = kfd_ioctl_wait_events_args {
+        events_ptr: &mut d as *mut kfd_event_data as u64,
+        num_events: 1,
+        wait_for_all: 1,
+        timeout: timeout_ms,
+        wait_result: 0,
+    };
+    // SAFETY: the event data lives across the call.
+    unsafe { kfd.driver().kfd_ioctl_unchecked(&mut a) }.expect("WAIT_EVENTS");
+    // SAFETY: plain integers, written back by the driver.
+    (a.wait_result, unsafe {
+        d.__bindgen_anon_1.signal_event_data.last_event_age
+    })
+}
+
 /// Signal event ages (KFD 1.14+, `init_event_waiter`): a waiter passing the age it last saw is
 /// woken at once if the event was set since, even when another waiter consumed the set
-/// (auto-reset), and reads the new age back; passing 0 keeps the old rule. Before 1.14 the
-/// field is not looked at, so a set consumed by another wait is lost to this one.
+/// (auto-reset), and reads the new age back; passing 0 keeps the old rule.
 #[test]
 fn a_signal_event_age_catches_a_set_another_waiter_consumed() {
     use kfd_sys::bindings::*;
-    use kfd_sys::DriverExt;
-    fn aged_wait(kfd: &kfdrt::Kfd, id: u32, age: u64, timeout_ms: u32) -> (u32, u64) {
-        let mut d = kfd_event_data {
-            event_id: id,
-            ..Default::default()
-        };
-        d.__bindgen_anon_1.signal_event_data.last_event_age = age;
-        let mut a = kfd_ioctl_wait_events_args {
-            events_ptr: &mut d as *mut kfd_event_data as u64,
-            num_events: 1,
-            wait_for_all: 1,
-            timeout: timeout_ms,
-            wait_result: 0,
-        };
-        // SAFETY: the event data lives across the call.
-        unsafe { kfd.driver().kfd_ioctl_unchecked(&mut a) }.expect("WAIT_EVENTS");
-        // SAFETY: plain integers, written back by the driver.
-        (a.wait_result, unsafe {
-            d.__bindgen_anon_1.signal_event_data.last_event_age
-        })
-    }
-    for (version, ages) in [
-        (kfd_sys::KFD_ABI, true),
-        (kfd_sys::KfdVersion::new(1, 13), false),
-    ] {
-        let mut c = kfdrt::emu::EmuConfig::new(kfdrt::emu::Preset::Gfx90a, 1);
-        c.kfd_version = version;
-        let kfd = common::emulated_with(c);
-        let e = kfd
-            .create_event(EventKind::Signal, EventReset::Auto)
-            .unwrap();
-        e.set().unwrap();
-        // Another waiter consumes the set (age 1 -> 2).
-        assert_eq!(
-            raw_wait(&kfd, &[e.id()], true, 0),
-            KFD_IOC_WAIT_RESULT_COMPLETE
+    let Some(kfd) = common::under_test(
+        "events::a_signal_event_age_catches_a_set_another_waiter_consumed",
+        kfdrt::emu::Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
+    let version = kfd.kfd_version();
+    if !kfd.supports(kfdrt::Feature::SignalEventAge) {
+        eprintln!(
+            "events::a_signal_event_age_catches_a_set_another_waiter_consumed: skipped: KFD \
+             {version} has no signal event ages (1.14)"
         );
-        let (r, age) = aged_wait(&kfd, e.id(), 1, 100);
-        if ages {
-            assert_eq!((r, age), (KFD_IOC_WAIT_RESULT_COMPLETE, 2), "KFD {version}");
-            // Nothing since age 2: the wait times out, and 0 asks for no age at all.
-            assert_eq!(
-                aged_wait(&kfd, e.id(), 2, 50).0,
-                KFD_IOC_WAIT_RESULT_TIMEOUT
-            );
-            assert_eq!(
-                aged_wait(&kfd, e.id(), 0, 50),
-                (KFD_IOC_WAIT_RESULT_TIMEOUT, 0)
-            );
-            e.set().unwrap();
-            assert_eq!(
-                aged_wait(&kfd, e.id(), 2, 50),
-                (KFD_IOC_WAIT_RESULT_COMPLETE, 3)
-            );
-        } else {
-            assert_eq!(r, KFD_IOC_WAIT_RESULT_TIMEOUT, "KFD {version} has no ages");
-        }
+        return;
     }
+    let e = kfd
+        .create_event(EventKind::Signal, EventReset::Auto)
+        .unwrap();
+    e.set().unwrap();
+    // Another waiter consumes the set (age 1 -> 2).
+    assert_eq!(
+        raw_wait(&kfd, &[e.id()], true, 0),
+        KFD_IOC_WAIT_RESULT_COMPLETE
+    );
+    let (r, age) = aged_wait(&kfd, e.id(), 1, 100);
+    assert_eq!((r, age), (KFD_IOC_WAIT_RESULT_COMPLETE, 2), "KFD {version}");
+    // Nothing since age 2: the wait times out, and 0 asks for no age at all.
+    assert_eq!(
+        aged_wait(&kfd, e.id(), 2, 50).0,
+        KFD_IOC_WAIT_RESULT_TIMEOUT
+    );
+    assert_eq!(
+        aged_wait(&kfd, e.id(), 0, 50),
+        (KFD_IOC_WAIT_RESULT_TIMEOUT, 0)
+    );
+    e.set().unwrap();
+    assert_eq!(
+        aged_wait(&kfd, e.id(), 2, 50),
+        (KFD_IOC_WAIT_RESULT_COMPLETE, 3)
+    );
+}
+
+/// Before KFD 1.14 the age field is not looked at, so a set consumed by another wait is lost
+/// to this one. Emulated: a KFD 1.13.
+#[test]
+fn before_kfd_1_14_a_signal_event_age_is_not_looked_at() {
+    use kfd_sys::bindings::*;
+    let version = kfd_sys::KfdVersion::new(1, 13);
+    let mut c = kfdrt::emu::EmuConfig::new(kfdrt::emu::Preset::Gfx90a, 1);
+    c.kfd_version = version;
+    let kfd = common::emulated_with(c);
+    let e = kfd
+        .create_event(EventKind::Signal, EventReset::Auto)
+        .unwrap();
+    e.set().unwrap();
+    // Another waiter consumes the set.
+    assert_eq!(
+        raw_wait(&kfd, &[e.id()], true, 0),
+        KFD_IOC_WAIT_RESULT_COMPLETE
+    );
+    let (r, _) = aged_wait(&kfd, e.id(), 1, 100);
+    assert_eq!(r, KFD_IOC_WAIT_RESULT_TIMEOUT, "KFD {version} has no ages");
 }
 
 /// The emulated device, with every sleeping `WAIT_EVENTS` entering the driver 2 ms late: the
