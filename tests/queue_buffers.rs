@@ -340,33 +340,53 @@ fn queue_buffers_cannot_be_unmapped_under_a_live_queue() {
     }
 }
 
+/// Makes an AQL, a PM4 and an SDMA queue on `kfd`'s first GPU, after small buffers a queue
+/// could have been carved from, runs something on the first two and destroys them.
+fn kfdrt_queues_pass_the_checks(kfd: &Kfd, what: &str) {
+    let gpu = kfd.gpu(0).unwrap();
+    // Small buffers first, so the suballocator has blocks a queue could have been carved from.
+    let _small: Vec<_> = (0..8)
+        .map(|_| gpu.alloc(4096, MemoryKind::GttCoherent).unwrap())
+        .collect();
+    let aql = gpu
+        .create_aql_queue(AqlQueueOptions::default().with_size_packets(64))
+        .unwrap_or_else(|e| panic!("{what}: AQL queue: {e}"));
+    aql.barrier_and(&[])
+        .unwrap()
+        .wait(Some(Duration::from_secs(10)))
+        .unwrap();
+    let pm4 = gpu
+        .create_pm4_queue(Pm4QueueOptions::default())
+        .unwrap_or_else(|e| panic!("{what}: PM4 queue: {e}"));
+    pm4.finish(Duration::from_secs(10)).unwrap();
+    let sdma = gpu
+        .create_sdma_queue()
+        .unwrap_or_else(|e| panic!("{what}: SDMA queue: {e}"));
+    drop((aql, pm4, sdma));
+}
+
 #[test]
 fn kfdrt_queues_pass_the_checks_on_every_preset() {
     for preset in [Preset::Gfx90a, Preset::Gfx942, Preset::Gfx1100] {
         let kfd = common::emulated(preset, 1);
-        let gpu = kfd.gpu(0).unwrap();
-        // Small buffers first, so the suballocator has blocks a queue could have been carved
-        // from.
-        let _small: Vec<_> = (0..8)
-            .map(|_| gpu.alloc(4096, MemoryKind::GttCoherent).unwrap())
-            .collect();
-        let aql = gpu
-            .create_aql_queue(AqlQueueOptions::default().with_size_packets(64))
-            .unwrap_or_else(|e| panic!("{preset}: AQL queue: {e}"));
-        aql.barrier_and(&[])
-            .unwrap()
-            .wait(Some(Duration::from_secs(10)))
-            .unwrap();
-        let pm4 = gpu
-            .create_pm4_queue(Pm4QueueOptions::default())
-            .unwrap_or_else(|e| panic!("{preset}: PM4 queue: {e}"));
-        pm4.finish(Duration::from_secs(10)).unwrap();
-        let sdma = gpu
-            .create_sdma_queue()
-            .unwrap_or_else(|e| panic!("{preset}: SDMA queue: {e}"));
-        drop((aql, pm4, sdma));
+        kfdrt_queues_pass_the_checks(&kfd, &preset.to_string());
         assert_eq!(kfd.emulator().unwrap().stats().live_queues, 0);
     }
+}
+
+/// The same on the device under test: on Linux 6.12 and later it is the driver's own
+/// `kfd_queue_acquire_buffers` that checks kfdrt's queue memory.
+#[test]
+fn kfdrt_queues_pass_the_checks_of_the_device_under_test() {
+    let Some(kfd) = common::under_test(
+        "queue_buffers::kfdrt_queues_pass_the_checks_of_the_device_under_test",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
+    kfdrt_queues_pass_the_checks(&kfd, &kfd.describe());
 }
 
 /// A PM4 queue created after another was destroyed must not start from the old queue's write
