@@ -36,8 +36,13 @@ fn gpu_target_ids_come_from_topology_and_the_xnack_mode() {
     ) else {
         return;
     };
+    // The device under test: its processor is the topology's target.
     let t = gpu(&kfd).target_id();
-    assert_eq!(t.to_string(), "gfx90a:sramecc+:xnack-");
+    assert_eq!(t.processor, gpu(&kfd).info().gfx_target);
+    assert!(t.to_string().starts_with(&t.processor), "{t}");
+    // Each preset's exact target ID.
+    let kfd = common::emulated(Preset::Gfx90a, 1);
+    assert_eq!(gpu(&kfd).target_id().to_string(), "gfx90a:sramecc+:xnack-");
     let kfd = common::emulated(Preset::Gfx942, 1);
     assert_eq!(gpu(&kfd).target_id().to_string(), "gfx942:sramecc+:xnack-");
     let kfd = common::emulated(Preset::Gfx1100, 1);
@@ -155,6 +160,7 @@ fn the_bundle_and_its_elf_load_the_same() {
     assert_ne!(a.base_address(), b.base_address());
 }
 
+/// Emulated: one GPU of each preset's target.
 #[test]
 fn a_two_target_bundle_gives_each_gpu_its_own_code() {
     let bundle = fixture("hidden_v5.bundle");
@@ -179,6 +185,7 @@ fn a_two_target_bundle_gives_each_gpu_its_own_code() {
     }
 }
 
+/// Emulated: the presets' exact targets, which the messages name.
 #[test]
 fn target_and_feature_mismatches_name_both_sides() {
     let kfd = common::emulated(Preset::Gfx942, 1);
@@ -268,9 +275,17 @@ fn version_and_target_disagreements_between_header_and_metadata_are_refused() {
 
 #[test]
 fn overlapping_or_oversized_segments_are_refused() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "code_object::overlapping_or_oversized_segments_are_refused",
+        Preset::Gfx90a,
+        1,
+        &["kernels"],
+    ) else {
+        return;
+    };
     let g = gpu(&kfd);
-    let mut elf = Elf(fixture("kernels-gfx90a.elf"));
+    let kernels = || common::code_object_for("kernels", &g.info().gfx_target).unwrap();
+    let mut elf = Elf(kernels());
     let loads = elf.loads();
     // The code segment moved onto the first (read-only) one.
     elf.put_u64(loads[1].at + 16, loads[0].p_vaddr + 0x10);
@@ -279,22 +294,27 @@ fn overlapping_or_oversized_segments_are_refused() {
         CodeObjectError::OverlappingSegments { .. }
     ));
     // A segment claiming a terabyte of memory: refused before anything is allocated.
-    let mut elf = Elf(fixture("kernels-gfx90a.elf"));
+    let mut elf = Elf(kernels());
     let last = elf.loads().into_iter().last().unwrap();
     elf.put_u64(last.at + 40, 1 << 40);
-    let before = kfd.emulator().unwrap().stats().live_allocations;
+    let live = || kfd.emulator().map(|emu| emu.stats().live_allocations);
+    let before = live();
     let e = co_error(g.load_code_object(&elf.0));
     assert!(matches!(e, CodeObjectError::ImageTooLarge { .. }), "{e}");
-    assert_eq!(kfd.emulator().unwrap().stats().live_allocations, before);
+    assert_eq!(
+        live(),
+        before,
+        "nothing allocated (counted on the emulator)"
+    );
     // A lower limit applies to ordinary objects too.
     let small = LoadOptions::default().with_max_image_bytes(4096);
-    let e = co_error(g.load_code_object_with(&fixture("kernels-gfx90a.elf"), &small));
+    let e = co_error(g.load_code_object_with(&kernels(), &small));
     assert!(
         matches!(e, CodeObjectError::ImageTooLarge { limit: 4096, .. }),
         "{e}"
     );
     // File bytes past the end of the file.
-    let mut elf = Elf(fixture("kernels-gfx90a.elf"));
+    let mut elf = Elf(kernels());
     let load = elf.loads()[1];
     elf.put_u64(load.at + 8, elf.0.len() as u64 - 16);
     assert!(matches!(
