@@ -6,6 +6,7 @@
 use crate::common;
 
 use common::HostPages;
+use kfdrt::code_object::FeatureSetting;
 use kfdrt::emu::Preset;
 use kfdrt::memory::svm::{SvmAccess, SvmAttribute, SvmLocation};
 use kfdrt::{Errno, Error, MemoryKind};
@@ -34,8 +35,14 @@ fn errno(e: Error) -> Errno {
 #[test]
 fn gpus_with_access_read_and_write_process_memory_in_place() {
     let _memory = host_memory();
-    let kfd = common::emulated(Preset::Gfx90a, 2);
-    let emu = kfd.emulator().unwrap().clone();
+    let Some(kfd) = common::under_test(
+        "svm::gpus_with_access_read_and_write_process_memory_in_place",
+        Preset::Gfx90a,
+        2,
+        &[],
+    ) else {
+        return;
+    };
     let (g0, g1) = (kfd.gpu(0).unwrap(), kfd.gpu(1).unwrap());
     assert!(g0.info().supports_svm());
     let host = HostPages::new(LEN);
@@ -101,8 +108,10 @@ fn gpus_with_access_read_and_write_process_memory_in_place() {
         a.access,
         vec![(g0.id(), SvmAccess::Access), (g1.id(), SvmAccess::None)]
     );
-    // Prefetching half the range to GPU 0 records a migration; the span then disagrees.
-    let before = emu.svm_migrated_bytes();
+    // Prefetching half the range to GPU 0 records a migration (the emulator counts it); the
+    // span then disagrees.
+    let migrated = || kfd.emulator().map(|emu| emu.svm_migrated_bytes());
+    let before = migrated();
     // SAFETY: as above.
     unsafe {
         kfd.svm_set_attributes(
@@ -112,7 +121,9 @@ fn gpus_with_access_read_and_write_process_memory_in_place() {
         )
     }
     .unwrap();
-    assert_eq!(emu.svm_migrated_bytes() - before, (LEN / 2) as u64);
+    if let (Some(after), Some(before)) = (migrated(), before) {
+        assert_eq!(after - before, (LEN / 2) as u64);
+    }
     let half = kfd
         .svm_attributes(host.addr(), (LEN / 2) as u64, &[])
         .unwrap();
@@ -125,6 +136,33 @@ fn gpus_with_access_read_and_write_process_memory_in_place() {
         "split ranges keep what they had"
     );
 
+    // Taking access away unmaps it from GPU 0 too.
+    // SAFETY: removing access only.
+    unsafe { kfd.svm_set_attributes(host.addr(), LEN as u64, &[SvmAttribute::NoAccess(g0.id())]) }
+        .unwrap();
+    let a = kfd.svm_attributes(host.addr(), LEN as u64, &[&g0]).unwrap();
+    assert_eq!(a.access, vec![(g0.id(), SvmAccess::None)]);
+}
+
+/// Emulated: a planted GPU fault (GPU 1 reaching process memory it has no access to).
+#[test]
+fn a_gpu_without_access_faults_on_process_memory() {
+    let _memory = host_memory();
+    let kfd = common::emulated(Preset::Gfx90a, 2);
+    let (g0, g1) = (kfd.gpu(0).unwrap(), kfd.gpu(1).unwrap());
+    let host = HostPages::new(LEN);
+    // SAFETY: the mapping outlives the GPU's access (taken away before it is dropped).
+    unsafe {
+        kfd.svm_set_attributes(
+            host.addr(),
+            LEN as u64,
+            &[
+                SvmAttribute::Access(g0.id()),
+                SvmAttribute::PreferredLocation(SvmLocation::System),
+            ],
+        )
+    }
+    .unwrap();
     // GPU 1 has no access: its copy engine faults on the address.
     let q1 = g1.create_sdma_queue().unwrap();
     let out1 = g1.alloc(4096, MemoryKind::GttCoherent).unwrap();
@@ -238,9 +276,15 @@ fn xnack_mode_cannot_change_while_queues_exist() {
     assert_eq!(set(&kfd, 0), Err(Errno::EBUSY));
     assert_eq!(set(&kfd, 1), Err(Errno::EBUSY));
     drop(q);
-    assert_eq!(set(&kfd, 1), Ok(1));
-    assert_eq!(set(&kfd, -1), Ok(1));
-    assert_eq!(set(&kfd, 0), Ok(0));
+    if gpu.target_id().xnack == FeatureSetting::Unsupported {
+        // A GPU without XNACK (RDNA) refuses it on, as below.
+        assert_eq!(set(&kfd, 1), Err(Errno::EPERM));
+        assert_eq!(set(&kfd, -1), Ok(0));
+    } else {
+        assert_eq!(set(&kfd, 1), Ok(1));
+        assert_eq!(set(&kfd, -1), Ok(1));
+        assert_eq!(set(&kfd, 0), Ok(0));
+    }
     let navi = common::emulated(Preset::Gfx1100, 1);
     assert_eq!(set(&navi, 1), Err(Errno::EPERM));
     assert_eq!(set(&navi, -1), Ok(0));
