@@ -175,6 +175,7 @@ fn what_cannot_be_shared_is_refused() {
     );
 }
 
+/// Emulated: an emulated KFD of version 1.11.
 #[test]
 fn export_needs_kfd_1_12() {
     let mut config = EmuConfig::new(Preset::Gfx90a, 1);
@@ -256,7 +257,14 @@ impl RenderNode<'_> {
 fn a_graphics_buffer_registers_for_compute() {
     use kfd_sys::Node;
     use kfdrt::emu::drm_gem::*;
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "dmabuf::a_graphics_buffer_registers_for_compute",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     let minor = gpu.info().drm_render_minor;
     let drm = |req, arg: *mut std::ffi::c_void| {
@@ -340,7 +348,14 @@ fn a_graphics_buffer_maps_for_the_cpu_and_carries_its_metadata() {
     use kfd_sys::bindings::kfd_ioctl_get_dmabuf_info_args;
     use kfd_sys::{DriverExt, Node};
     use kfdrt::emu::drm_gem::*;
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "dmabuf::a_graphics_buffer_maps_for_the_cpu_and_carries_its_metadata",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     let minor = gpu.info().drm_render_minor;
     let drm = |req, arg: *mut std::ffi::c_void| {
