@@ -1,10 +1,12 @@
 //! The interpreter's compiled HIP kernels (`kfd-emu/isa/tests/kernels/kernels.hip`, hipcc
 //! builds for gfx90a and gfx940 relabelled gfx942) loaded by kfdrt and dispatched through both of
 //! its compute queues, an `AqlQueue` (`Dispatch::with_args`) and a `Pm4Queue`
-//! (`dispatch_packets_with_args`), on the emulated gfx90a and gfx942, every result checked
-//! against the same computation on the CPU (exactly for integers, with the interpreter tests'
-//! tolerances for float math). Every launch must have run machine code: the emulator's
-//! `machine_dispatches` counter grows by one per launch.
+//! (`dispatch_packets_with_args`), on the device under test (`common::under_test`; skipped on a
+//! target without these kernels) and, when that is emulated, on the emulated gfx90a, gfx942
+//! and gfx1100, every result checked against the same computation on the CPU (exactly for
+//! integers, with the interpreter tests' tolerances for float math). On an emulated device
+//! every launch must have run machine code: the emulator's `machine_dispatches` counter grows
+//! by one per launch.
 //!
 //! AQL launches of the element-wise kernels use grids that are not a multiple of the
 //! work-group. These code-object-v4 kernels take `blockDim` from the dispatch packet as
@@ -44,9 +46,10 @@ enum Via {
 /// Both queues, as kfdrt builds the launches.
 const BOTH: [Via; 2] = [Via::Aql, Via::Pm4];
 
-/// One emulated GPU with the kernels loaded and a queue of each kind.
+/// One GPU with the kernels loaded and a queue of each kind.
 struct Device {
-    preset: Preset,
+    /// Its target (`gfx90a`, ...).
+    target: String,
     gpu: Gpu,
     co: CodeObject,
     aql: AqlQueue,
@@ -55,11 +58,11 @@ struct Device {
     kfd: common::Checked,
 }
 
-/// A hipcc fixture of the interpreter's tests for `gpu`'s target. No compiler here knows
-/// gfx942: those fixtures are gfx940 builds (the same ISA) with the ELF machine set to gfx942,
-/// whose metadata still names gfx940, which kfdrt's loader rightly refuses; name gfx942 there
-/// too (same length, same layout), as `tests/scratch.rs` does.
-fn fixture(gpu: &Gpu, v90a: &[u8], v942: &[u8], v1100: &[u8]) -> CodeObject {
+/// A hipcc fixture of the interpreter's tests for `gpu`'s target, if one is built for it. No
+/// compiler here knows gfx942: those fixtures are gfx940 builds (the same ISA) with the ELF
+/// machine set to gfx942, whose metadata still names gfx940, which kfdrt's loader rightly
+/// refuses; name gfx942 there too (same length, same layout), as `tests/scratch.rs` does.
+fn fixture(gpu: &Gpu, v90a: &[u8], v942: &[u8], v1100: &[u8]) -> Option<CodeObject> {
     let bytes = match gpu.info().gfx_target.as_str() {
         "gfx90a" => v90a.to_vec(),
         "gfx1100" => v1100.to_vec(),
@@ -70,48 +73,49 @@ fn fixture(gpu: &Gpu, v90a: &[u8], v942: &[u8], v1100: &[u8]) -> CodeObject {
             b[at + from.len() - 1] = b'2';
             b
         }
-        other => panic!("no fixture for {other}"),
+        _ => return None,
     };
-    gpu.load_code_object(&bytes).unwrap()
+    Some(gpu.load_code_object(&bytes).unwrap())
 }
 
 impl Device {
-    fn new(preset: Preset) -> Device {
-        let kfd = common::emulated(preset, 1);
+    /// `kfd`'s first GPU with the kernels loaded, or `None` if none are built for its target.
+    fn new(kfd: common::Checked) -> Option<Device> {
         let gpu = kfd.gpu(0).unwrap();
         let co = fixture(
             &gpu,
             include_bytes!("../kfd-emu/isa/tests/kernels/kernels-gfx90a.co"),
             include_bytes!("../kfd-emu/isa/tests/kernels/kernels-gfx942.co"),
             include_bytes!("../kfd-emu/isa/tests/kernels/kernels-gfx1100.co"),
-        );
+        )?;
         let aql = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
         let pm4 = gpu.create_pm4_queue(Pm4QueueOptions::default()).unwrap();
-        Device {
-            preset,
+        Some(Device {
+            target: gpu.info().gfx_target.clone(),
             gpu,
             co,
             aql,
             pm4,
             kfd,
-        }
+        })
     }
 
     /// HIP's `warpSize` in the fixture: hipcc builds gfx1100 code for wave32.
     fn lanes(&self) -> usize {
-        if self.preset == Preset::Gfx1100 {
+        if self.target == "gfx1100" {
             32
         } else {
             64
         }
     }
 
-    fn machine_dispatches(&self) -> u64 {
-        self.kfd.emulator().unwrap().stats().machine_dispatches
+    /// The emulator's count of machine-code dispatches; `None` on a device that is not emulated.
+    fn machine_dispatches(&self) -> Option<u64> {
+        Some(self.kfd.emulator()?.stats().machine_dispatches)
     }
 
     /// Runs `name` from `co` over `g` through `via` with the arguments `set` gives, waits for it,
-    /// and checks that it ran as machine code.
+    /// and, on an emulated device, checks that it ran as machine code.
     fn launch_from(
         &self,
         co: &CodeObject,
@@ -130,7 +134,7 @@ impl Device {
                     .dispatch(&g.dispatch(&kernel).with_args(&args))
                     .unwrap()
                     .wait(Some(T))
-                    .unwrap_or_else(|e| panic!("{} {name} via AQL: {e}", self.preset));
+                    .unwrap_or_else(|e| panic!("{} {name} via AQL: {e}", self.target));
             }
             Via::Pm4 => {
                 let kernarg = self.gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
@@ -141,17 +145,19 @@ impl Device {
                 common::pm4_submit(&self.pm4, &packets, T).unwrap();
                 self.pm4
                     .finish(T)
-                    .unwrap_or_else(|e| panic!("{} {name} via PM4: {e}", self.preset));
+                    .unwrap_or_else(|e| panic!("{} {name} via PM4: {e}", self.target));
                 drop(kernarg);
             }
         }
-        assert_eq!(
-            self.machine_dispatches(),
-            before + 1,
-            "{} {name} via {via:?}: one dispatch of machine code",
-            self.preset
-        );
-        assert!(self.aql.fault().is_none(), "{}", self.preset);
+        if let (Some(before), Some(after)) = (before, self.machine_dispatches()) {
+            assert_eq!(
+                after,
+                before + 1,
+                "{} {name} via {via:?}: one dispatch of machine code",
+                self.target
+            );
+        }
+        assert!(self.aql.fault().is_none(), "{}", self.target);
     }
 
     fn launch(&self, via: Via, name: &str, g: LaunchGeometry, set: impl FnOnce(&mut KernelArgs)) {
@@ -205,19 +211,40 @@ fn download<V: Le>(b: &Buffer, n: usize) -> Vec<V> {
     raw.chunks_exact(V::SIZE).map(V::from_le).collect()
 }
 
-/// Every preset, each of `vias`.
-fn each(vias: &[Via], f: impl Fn(&Device, Via)) {
-    for preset in [Preset::Gfx90a, Preset::Gfx942, Preset::Gfx1100] {
-        let dev = Device::new(preset);
+/// Runs `f` through each of `vias` on the device under test (see [`common::under_test`]);
+/// when that device is emulated, on one of every preset (gfx90a, gfx942, gfx1100), each then
+/// checked to have run machine code with its VRAM inputs flushed.
+fn each(test: &str, vias: &[Via], f: impl Fn(&Device, Via)) {
+    let Some(dut) = common::under_test(test, Preset::Gfx90a, 1, &[]) else {
+        return;
+    };
+    let emulated = dut.emulator().is_some();
+    let others: Vec<common::Checked> = if emulated {
+        [Preset::Gfx942, Preset::Gfx1100]
+            .into_iter()
+            .map(|p| common::emulated(p, 1))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    for kfd in std::iter::once(dut).chain(others) {
+        let target = kfd.gpu(0).unwrap().info().gfx_target.clone();
+        let Some(dev) = Device::new(kfd) else {
+            assert!(!emulated, "no kernels for the emulated {target}");
+            eprintln!("{test}: skipped: no interpreter kernels are built for {target}");
+            return;
+        };
         for &via in vias {
             f(&dev, via);
         }
-        let stats = dev.kfd.emulator().unwrap().stats();
-        assert!(stats.machine_dispatches >= vias.len() as u64, "{preset}");
-        assert_eq!(
-            stats.unflushed_vram_reads, 0,
-            "{preset}: inputs in VRAM flushed"
-        );
+        if let Some(emu) = dev.kfd.emulator() {
+            let stats = emu.stats();
+            assert!(stats.machine_dispatches >= vias.len() as u64, "{target}");
+            assert_eq!(
+                stats.unflushed_vram_reads, 0,
+                "{target}: inputs in VRAM flushed"
+            );
+        }
     }
 }
 
@@ -300,7 +327,7 @@ fn check_vector_add(dev: &Device, via: Via) {
             c[i].to_bits(),
             want.to_bits(),
             "{} {via:?} c[{i}]",
-            dev.preset
+            dev.target
         );
     }
     if via == Via::Aql {
@@ -310,7 +337,7 @@ fn check_vector_add(dev: &Device, via: Via) {
 
 #[test]
 fn vector_add() {
-    each(&BOTH, check_vector_add);
+    each("compiled_kernels::vector_add", &BOTH, check_vector_add);
 }
 
 fn check_saxpy(dev: &Device, via: Via) {
@@ -336,14 +363,14 @@ fn check_saxpy(dev: &Device, via: Via) {
             got[i],
             2.5f32.mul_add(x[i], y[i]),
             "{} {via:?} y[{i}]",
-            dev.preset
+            dev.target
         );
     }
 }
 
 #[test]
 fn saxpy() {
-    each(&BOTH, check_saxpy);
+    each("compiled_kernels::saxpy", &BOTH, check_saxpy);
 }
 
 fn check_reduce_sum_with_lds_and_barriers(dev: &Device, via: Via) {
@@ -366,13 +393,17 @@ fn check_reduce_sum_with_lds_and_barriers(dev: &Device, via: Via) {
         download::<i32>(&out, 1)[0],
         v.iter().sum::<i32>(),
         "{} {via:?}",
-        dev.preset
+        dev.target
     );
 }
 
 #[test]
 fn reduce_sum_with_lds_and_barriers() {
-    each(&BOTH, check_reduce_sum_with_lds_and_barriers);
+    each(
+        "compiled_kernels::reduce_sum_with_lds_and_barriers",
+        &BOTH,
+        check_reduce_sum_with_lds_and_barriers,
+    );
 }
 
 fn check_reduce_with_cross_lane_shuffles(dev: &Device, via: Via) {
@@ -407,13 +438,17 @@ fn check_reduce_with_cross_lane_shuffles(dev: &Device, via: Via) {
             off >>= 1;
         }
         let want: f32 = (0..256).step_by(64).map(|t| x[t]).sum();
-        assert_eq!(got[g], want, "{} {via:?} group {g}", dev.preset);
+        assert_eq!(got[g], want, "{} {via:?} group {g}", dev.target);
     }
 }
 
 #[test]
 fn reduce_with_cross_lane_shuffles() {
-    each(&BOTH, check_reduce_with_cross_lane_shuffles);
+    each(
+        "compiled_kernels::reduce_with_cross_lane_shuffles",
+        &BOTH,
+        check_reduce_with_cross_lane_shuffles,
+    );
 }
 
 fn check_tiled_matrix_multiply_in_shared_memory(dev: &Device, via: Via) {
@@ -447,7 +482,7 @@ fn check_tiled_matrix_multiply_in_shared_memory(dev: &Device, via: Via) {
             assert!(
                 (got - acc).abs() <= 1e-5 * acc.abs().max(1.0),
                 "{} {via:?} C[{r}][{col}] = {got}, want {acc}",
-                dev.preset
+                dev.target
             );
         }
     }
@@ -455,7 +490,11 @@ fn check_tiled_matrix_multiply_in_shared_memory(dev: &Device, via: Via) {
 
 #[test]
 fn tiled_matrix_multiply_in_shared_memory() {
-    each(&BOTH, check_tiled_matrix_multiply_in_shared_memory);
+    each(
+        "compiled_kernels::tiled_matrix_multiply_in_shared_memory",
+        &BOTH,
+        check_tiled_matrix_multiply_in_shared_memory,
+    );
 }
 
 fn check_global_64_bit_and_lds_atomics(dev: &Device, via: Via) {
@@ -466,10 +505,13 @@ fn check_global_64_bit_and_lds_atomics(dev: &Device, via: Via) {
         .collect();
     let dv = dev.input(&v);
     let init32: [i32; 11] = [0, 0, i32::MIN, i32::MAX, -1, 0, 0, 0, 0, 0, i32::MIN];
-    let g32 = dev.upload(MemoryKind::GttCoherent, &init32);
-    let g64 = dev.output(2, 0u64);
-    let gf = dev.output(1, 0f32);
-    let hist = dev.output(16, 0i32);
+    // The atomics' targets are in VRAM, where a GPU carries out every kind of atomic (over
+    // PCIe, host memory takes only add, swap and compare-and-swap).
+    let vram = MemoryKind::HostVisibleVram;
+    let g32 = dev.upload(vram, &init32);
+    let g64 = dev.upload(vram, &[0u64; 2]);
+    let gf = dev.upload(vram, &[0f32]);
+    let hist = dev.upload(vram, &[0i32; 16]);
     let g = LaunchGeometry::linear(n.next_multiple_of(128), 128);
     dev.launch(via, "atomics", g, |args| {
         args.set_buffer(0, &dv)
@@ -485,7 +527,7 @@ fn check_global_64_bit_and_lds_atomics(dev: &Device, via: Via) {
             .set_i32(5, n as i32)
             .unwrap();
     });
-    let p = dev.preset;
+    let p = &dev.target;
     let r: Vec<i32> = download(&g32, 11);
     let sum = v.iter().fold(0i32, |a, &x| a.wrapping_add(x));
     assert_eq!(r[0], sum, "{p} {via:?} add");
@@ -527,7 +569,11 @@ fn check_global_64_bit_and_lds_atomics(dev: &Device, via: Via) {
 
 #[test]
 fn global_64_bit_and_lds_atomics() {
-    each(&BOTH, check_global_64_bit_and_lds_atomics);
+    each(
+        "compiled_kernels::global_64_bit_and_lds_atomics",
+        &BOTH,
+        check_global_64_bit_and_lds_atomics,
+    );
 }
 
 fn collatz(mut x: u32) -> (u32, u32) {
@@ -574,14 +620,18 @@ fn check_divergent_loops(dev: &Device, via: Via) {
         } else {
             (u32::MAX, u32::MAX)
         };
-        assert_eq!(s[i], ws, "{} {via:?} steps[{i}]", dev.preset);
-        assert_eq!(p[i], wp, "{} {via:?} peak[{i}]", dev.preset);
+        assert_eq!(s[i], ws, "{} {via:?} steps[{i}]", dev.target);
+        assert_eq!(p[i], wp, "{} {via:?} peak[{i}]", dev.target);
     }
 }
 
 #[test]
 fn divergent_loops() {
-    each(&BOTH, check_divergent_loops);
+    each(
+        "compiled_kernels::divergent_loops",
+        &BOTH,
+        check_divergent_loops,
+    );
 }
 
 fn check_sqrtf_expf_sinf_and_double_math(dev: &Device, via: Via) {
@@ -608,7 +658,7 @@ fn check_sqrtf_expf_sinf_and_double_math(dev: &Device, via: Via) {
     for i in 0..n as usize {
         if !w[i] {
             assert!(o[4 * i..4 * i + 4].iter().all(|v| v.is_nan()), "{i}");
-            assert!(od[i].is_nan(), "{} {via:?} outd[{i}] written", dev.preset);
+            assert!(od[i].is_nan(), "{} {via:?} outd[{i}] written", dev.target);
             continue;
         }
         let v = x[i];
@@ -622,14 +672,14 @@ fn check_sqrtf_expf_sinf_and_double_math(dev: &Device, via: Via) {
             assert!(
                 ulps(got, want) <= 2,
                 "{} {via:?} {what}({v}) = {got}, want {want}",
-                dev.preset
+                dev.target
             );
         }
         let wantd = f64::from(v.abs()).sqrt() / (f64::from(v) + 3.0);
         assert!(
             (od[i] - wantd).abs() <= 1e-15 * wantd.abs(),
             "{} {via:?} double {v}: {} vs {wantd}",
-            dev.preset,
+            dev.target,
             od[i]
         );
     }
@@ -637,7 +687,11 @@ fn check_sqrtf_expf_sinf_and_double_math(dev: &Device, via: Via) {
 
 #[test]
 fn sqrtf_expf_sinf_and_double_math() {
-    each(&BOTH, check_sqrtf_expf_sinf_and_double_math);
+    each(
+        "compiled_kernels::sqrtf_expf_sinf_and_double_math",
+        &BOTH,
+        check_sqrtf_expf_sinf_and_double_math,
+    );
 }
 
 fn check_double_precision_sin_cos_exp(dev: &Device, via: Via) {
@@ -675,14 +729,14 @@ fn check_double_precision_sin_cos_exp(dev: &Device, via: Via) {
         {
             let got = o[3 * i + k];
             if !w[i] {
-                assert!(got.is_nan(), "{} {via:?} {what}[{i}] written", dev.preset);
+                assert!(got.is_nan(), "{} {via:?} {what}[{i}] written", dev.target);
             } else if !want.is_finite() {
-                assert_eq!(got, want, "{} {via:?} {what}({v})", dev.preset);
+                assert_eq!(got, want, "{} {via:?} {what}({v})", dev.target);
             } else {
                 assert!(
                     ulps64(got, want) <= 2,
                     "{} {via:?} {what}({v}) = {got}, want {want}",
-                    dev.preset
+                    dev.target
                 );
             }
         }
@@ -691,7 +745,11 @@ fn check_double_precision_sin_cos_exp(dev: &Device, via: Via) {
 
 #[test]
 fn double_precision_sin_cos_exp() {
-    each(&BOTH, check_double_precision_sin_cos_exp);
+    each(
+        "compiled_kernels::double_precision_sin_cos_exp",
+        &BOTH,
+        check_double_precision_sin_cos_exp,
+    );
 }
 
 fn check_dynamic_shared_memory(dev: &Device, via: Via) {
@@ -716,13 +774,17 @@ fn check_dynamic_shared_memory(dev: &Device, via: Via) {
         let base = i / wg * wg;
         let src = base + wg - 1 - (i - base);
         let want = if src < n as usize { v[src] } else { -1 };
-        assert_eq!(got[i], want, "{} {via:?} out[{i}]", dev.preset);
+        assert_eq!(got[i], want, "{} {via:?} out[{i}]", dev.target);
     }
 }
 
 #[test]
 fn dynamic_shared_memory() {
-    each(&BOTH, check_dynamic_shared_memory);
+    each(
+        "compiled_kernels::dynamic_shared_memory",
+        &BOTH,
+        check_dynamic_shared_memory,
+    );
 }
 
 fn check_three_dimensional_ids(dev: &Device, via: Via) {
@@ -750,13 +812,13 @@ fn check_three_dimensional_ids(dev: &Device, via: Via) {
                     got[2 * lin],
                     tx | ty << 10 | tz << 20,
                     "{} {via:?} threadIdx at {x},{y},{z}",
-                    dev.preset
+                    dev.target
                 );
                 assert_eq!(
                     got[2 * lin + 1],
                     bx | by << 10 | bz << 20,
                     "{} {via:?} blockIdx at {x},{y},{z}",
-                    dev.preset
+                    dev.target
                 );
             }
         }
@@ -765,7 +827,11 @@ fn check_three_dimensional_ids(dev: &Device, via: Via) {
 
 #[test]
 fn three_dimensional_ids() {
-    each(&BOTH, check_three_dimensional_ids);
+    each(
+        "compiled_kernels::three_dimensional_ids",
+        &BOTH,
+        check_three_dimensional_ids,
+    );
 }
 
 fn check_lane_intrinsics(dev: &Device, via: Via) {
@@ -804,7 +870,7 @@ fn check_lane_intrinsics(dev: &Device, via: Via) {
         assert!(
             candidates.contains(&b[slot]),
             "{} {via:?} ballot of slot {slot}: {:#x}",
-            dev.preset,
+            dev.target,
             b[slot]
         );
     }
@@ -812,13 +878,17 @@ fn check_lane_intrinsics(dev: &Device, via: Via) {
         let (wave, l) = (i / lanes, i % lanes);
         let x = val(wave * lanes + (l ^ 5));
         let e = ballot(wave).count_ones() as i32 + l as i32 * 1000 + val(wave * lanes) * 7 + x * 3;
-        assert_eq!(got[i], e, "{} {via:?} lane {i}", dev.preset);
+        assert_eq!(got[i], e, "{} {via:?} lane {i}", dev.target);
     }
 }
 
 #[test]
 fn lane_intrinsics() {
-    each(&BOTH, check_lane_intrinsics);
+    each(
+        "compiled_kernels::lane_intrinsics",
+        &BOTH,
+        check_lane_intrinsics,
+    );
 }
 
 /// `x` rounded to the nearest half-precision value (ties to even), as a float.
@@ -853,7 +923,7 @@ fn check_halfs_and_integer_conversions(dev: &Device, via: Via) {
     let w = written(via, n, wg);
     for i in 0..n as usize {
         if !w[i] {
-            assert!(got[i].is_nan(), "{} {via:?} out[{i}] written", dev.preset);
+            assert!(got[i].is_nan(), "{} {via:?} out[{i}] written", dev.target);
             continue;
         }
         let h = round_to_f16(x[i]);
@@ -864,7 +934,7 @@ fn check_halfs_and_integer_conversions(dev: &Device, via: Via) {
         assert!(
             ulps(got[i], want) <= 1,
             "{} {via:?} halfs({}) = {}, want {want}",
-            dev.preset,
+            dev.target,
             x[i],
             got[i]
         );
@@ -873,7 +943,11 @@ fn check_halfs_and_integer_conversions(dev: &Device, via: Via) {
 
 #[test]
 fn halfs_and_integer_conversions() {
-    each(&BOTH, check_halfs_and_integer_conversions);
+    each(
+        "compiled_kernels::halfs_and_integer_conversions",
+        &BOTH,
+        check_halfs_and_integer_conversions,
+    );
 }
 
 fn check_private_arrays_in_scratch(dev: &Device, via: Via) {
@@ -906,14 +980,18 @@ fn check_private_arrays_in_scratch(dev: &Device, via: Via) {
                     .map(|k| p[((j + k) % 200) as usize])
                     .sum()
             };
-            assert_eq!(got[i], want, "{} {via:?} {name}[{i}]", dev.preset);
+            assert_eq!(got[i], want, "{} {via:?} {name}[{i}]", dev.target);
         }
     }
 }
 
 #[test]
 fn private_arrays_in_scratch() {
-    each(&BOTH, check_private_arrays_in_scratch);
+    each(
+        "compiled_kernels::private_arrays_in_scratch",
+        &BOTH,
+        check_private_arrays_in_scratch,
+    );
 }
 
 fn check_code_object_v5_dims_from_hidden_arguments(dev: &Device, via: Via) {
@@ -923,7 +1001,8 @@ fn check_code_object_v5_dims_from_hidden_arguments(dev: &Device, via: Via) {
         include_bytes!("../kfd-emu/isa/tests/kernels/kernels_v5-gfx90a.co"),
         include_bytes!("../kfd-emu/isa/tests/kernels/kernels_v5-gfx942.co"),
         include_bytes!("../kfd-emu/isa/tests/kernels/kernels_v5-gfx1100.co"),
-    );
+    )
+    .expect("the v5 kernels are built for every target the v4 ones are");
     let (wg, grid) = ([8u16, 4, 1], [24u32, 12, 1]);
     let items = (grid[0] * grid[1]) as usize;
     let out = dev.output(4 * items, u32::MAX);
@@ -939,7 +1018,7 @@ fn check_code_object_v5_dims_from_hidden_arguments(dev: &Device, via: Via) {
     for y in 0..grid[1] {
         for x in 0..grid[0] {
             let i = (y * grid[0] + x) as usize;
-            let p = dev.preset;
+            let p = &dev.target;
             assert_eq!(got[4 * i], 8 | 4 << 16, "{p} {via:?} blockDim at {x},{y}");
             assert_eq!(
                 got[4 * i + 1],
@@ -956,7 +1035,11 @@ fn check_code_object_v5_dims_from_hidden_arguments(dev: &Device, via: Via) {
 
 #[test]
 fn code_object_v5_dims_from_hidden_arguments() {
-    each(&BOTH, check_code_object_v5_dims_from_hidden_arguments);
+    each(
+        "compiled_kernels::code_object_v5_dims_from_hidden_arguments",
+        &BOTH,
+        check_code_object_v5_dims_from_hidden_arguments,
+    );
 }
 
 /// A device-scope fence before an atomic (HIP's `__threadfence(); atomicAdd(...)`): on gfx90a
