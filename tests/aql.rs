@@ -313,13 +313,33 @@ fn invalid_kernel_object_stops_the_queue_with_a_typed_error() {
     ));
 }
 
+/// A kernel that is never run: every dispatch of it a test makes is refused before the ring
+/// (or only prepared), so its descriptor address names nothing.
+fn never_run(kernarg_size: u32, group_segment_size: u32) -> Kernel {
+    // SAFETY: see above; nothing reads the descriptor.
+    unsafe {
+        Kernel::from_raw(
+            "never_run",
+            0x10_0000_0000,
+            kernarg_size,
+            group_segment_size,
+            0,
+        )
+    }
+}
+
 #[test]
 fn bad_dispatch_arguments_are_refused_before_the_ring() {
-    let kfd = emu();
+    let Some(kfd) = common::under_test(
+        "aql::bad_dispatch_arguments_are_refused_before_the_ring",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
-    let kernel = gpu
-        .emulated_kernel("count", 16, Arc::new(count_kernel))
-        .unwrap();
+    let kernel = never_run(16, 0);
     let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     let before = queue.write_index();
     let zero = raw_dispatch(&kernel, 1, 1, &[0; 16]).with_grid([0, 1, 1]);
@@ -406,12 +426,32 @@ fn normal_priority_by_default_and_queues_are_destroyed_on_drop() {
 
 #[test]
 fn prepared_dispatches_run_with_their_own_arguments() {
-    let kfd = emu();
+    let Some(kfd) = common::under_test(
+        "aql::prepared_dispatches_run_with_their_own_arguments",
+        Preset::Gfx90a,
+        1,
+        &["fence"],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
-    let counters = gpu.alloc(256 * 8, MemoryKind::GttCoherent).unwrap();
-    let kernel = gpu
-        .emulated_kernel("count", 16, Arc::new(count_kernel))
-        .unwrap();
+    let counters = gpu.alloc(256 * 4, MemoryKind::GttCoherent).unwrap();
+    // `fence_then_count(out, counter, flag)`, one work-item per dispatch: it stores 0 to
+    // `out[0]` and adds one to `*counter` (here the dispatch's own counter).
+    let fence = common::code_object_for("fence", &gpu.info().gfx_target).unwrap();
+    let co = gpu.load_code_object(&fence).unwrap();
+    let kernel = co.kernel("fence_then_count").unwrap();
+    let (out, flag) = (
+        gpu.alloc(4096, MemoryKind::GttCoherent).unwrap(),
+        gpu.alloc(4096, MemoryKind::GttCoherent).unwrap(),
+    );
+    let fence_args = |id: u64| {
+        let mut a = [0u8; 24];
+        a[..8].copy_from_slice(&out.gpu_address().to_le_bytes());
+        a[8..16].copy_from_slice(&(counters.gpu_address() + 4 * id).to_le_bytes());
+        a[16..].copy_from_slice(&flag.gpu_address().to_le_bytes());
+        a
+    };
     let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     // A bad shape is refused when preparing, not later.
     let bad = Dispatch::linear(&kernel, 1, 1).with_workgroup([64, 32, 1]);
@@ -426,21 +466,21 @@ fn prepared_dispatches_run_with_their_own_arguments() {
     for round in 0..4u64 {
         let mut batch = queue.batch().unwrap();
         for id in 0..64 {
-            // SAFETY: the counters outlive the wait below.
-            unsafe {
-                batch.dispatch_prepared(&prepared, &args(counters.gpu_address(), round * 64 + id))
-            };
+            // SAFETY: the buffers outlive the wait below.
+            unsafe { batch.dispatch_prepared(&prepared, &fence_args(round * 64 + id)) };
         }
         batch.submit().unwrap().wait(LONG).unwrap();
     }
     let bytes = counters.to_vec().unwrap();
-    for (id, c) in bytes.chunks_exact(8).enumerate() {
-        assert_eq!(u64::from_le_bytes(c.try_into().unwrap()), 1, "counter {id}");
+    for (id, c) in bytes.chunks_exact(4).enumerate() {
+        assert_eq!(u32::from_le_bytes(c.try_into().unwrap()), 1, "counter {id}");
     }
 }
 
+/// What the driver holds is the emulator's to tell (`queue_cu_mask`); what kfdrt refuses, and
+/// that a masked queue runs, is `bad_cu_masks_are_refused_and_a_masked_queue_still_runs`.
 #[test]
-fn cu_masks_reach_the_driver_and_bad_ones_are_refused() {
+fn cu_masks_reach_the_driver() {
     let kfd = emu();
     let gpu = kfd.gpu(0).unwrap();
     let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
@@ -449,6 +489,23 @@ fn cu_masks_reach_the_driver_and_bad_ones_are_refused() {
     let mask = [0x5555_5555u32, 0x0000_00FF, 0, 0];
     queue.set_cu_mask(&mask).unwrap();
     assert_eq!(emu.queue_cu_mask(queue.id()), Some(mask.to_vec()));
+}
+
+#[test]
+fn bad_cu_masks_are_refused_and_a_masked_queue_still_runs() {
+    let Some(kfd) = common::under_test(
+        "aql::bad_cu_masks_are_refused_and_a_masked_queue_still_runs",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
+    let gpu = kfd.gpu(0).unwrap();
+    let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    queue
+        .set_cu_mask(&[0x5555_5555u32, 0x0000_00FF, 0, 0])
+        .unwrap();
     assert!(matches!(
         queue.set_cu_mask(&[]),
         Err(Error::ZeroSize { what: "CU mask" })
@@ -488,14 +545,20 @@ fn an_empty_batch_writes_nothing_and_rings_no_doorbell() {
 
 #[test]
 fn lds_beyond_the_gpu_or_overflowing_is_refused_before_the_ring() {
-    let kfd = emu();
+    let Some(kfd) = common::under_test(
+        "aql::lds_beyond_the_gpu_or_overflowing_is_refused_before_the_ring",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
-    let real = gpu
-        .emulated_kernel("count", 16, Arc::new(count_kernel))
-        .unwrap();
-    // The same descriptor, said to use 16 KiB of static LDS.
-    // SAFETY: `real`'s descriptor, which outlives every dispatch below.
-    let kernel = unsafe { Kernel::from_raw("lds", real.object(), 16, 16 << 10, 0) };
+    // The GPU's LDS per work-group (64 KiB on the emulated gfx90a).
+    let lds = u64::from(gpu.info().lds_bytes);
+    assert!(lds > 16 << 10, "{lds}");
+    // A kernel said to use 16 KiB of static LDS.
+    let kernel = never_run(16, 16 << 10);
     let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     let before = queue.write_index();
     let overflow = raw_dispatch(&kernel, 1, 1, &[0; 16]).with_dynamic_lds(u32::MAX);
@@ -509,27 +572,27 @@ fn lds_beyond_the_gpu_or_overflowing_is_refused_before_the_ring() {
             "{r:?}"
         );
     }
-    // 16 KiB static + 49 KiB dynamic > the GPU's 64 KiB.
-    let too_much = raw_dispatch(&kernel, 1, 1, &[0; 16]).with_dynamic_lds(49 << 10);
+    // 16 KiB static + (the GPU's LDS - 15 KiB) dynamic > the GPU's LDS (on a gfx90a: 49 KiB
+    // dynamic, 65 KiB in all, over 64 KiB).
+    let dynamic = (lds - (15 << 10)) as u32;
+    let too_much = raw_dispatch(&kernel, 1, 1, &[0; 16]).with_dynamic_lds(dynamic);
     match queue.dispatch(&too_much) {
         Err(Error::TooLarge {
             requested, limit, ..
-        }) => assert_eq!((requested, limit), (65 << 10, 64 << 10)),
+        }) => assert_eq!((requested, limit), (lds + 1024, lds)),
         other => panic!("{other:?}"),
     }
     let prepared = too_much.prepare().unwrap();
     let mut b = queue.batch().unwrap();
     // SAFETY: no address among the arguments.
     unsafe { b.dispatch_prepared(&prepared, &[0; 16]) };
-    assert!(matches!(
-        b.submit(),
-        Err(Error::TooLarge {
-            requested: 66560,
-            ..
-        })
-    ));
+    let r = b.submit();
+    assert!(
+        matches!(r, Err(Error::TooLarge { requested, .. }) if requested == lds + 1024),
+        "{r:?}"
+    );
     assert_eq!(queue.write_index(), before, "nothing reached the ring");
-    let fits = raw_dispatch(&kernel, 1, 1, &[0; 16]).with_dynamic_lds(48 << 10);
+    let fits = raw_dispatch(&kernel, 1, 1, &[0; 16]).with_dynamic_lds(dynamic - 1024);
     fits.prepare().unwrap();
 }
 
@@ -571,7 +634,14 @@ fn profiling_turns_on_and_off_while_the_queue_runs() {
 #[test]
 fn completions_of_different_queue_kinds_are_waited_on_together() {
     use kfdrt::queue::{wait_all, Completion};
-    let kfd = emu();
+    let Some(kfd) = common::under_test(
+        "aql::completions_of_different_queue_kinds_are_waited_on_together",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     let queue = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     let a = gpu.alloc(4096, kfdrt::MemoryKind::GttCoherent).unwrap();
