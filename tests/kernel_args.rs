@@ -395,6 +395,9 @@ fn kernarg_copier(words: u32) -> Arc<kfdrt::emu::KernelFn> {
     })
 }
 
+/// With an emulated kernel that copies the whole kernarg segment, explicit arguments included
+/// (the compiled kernel's run on the device under test is
+/// `the_compiled_kernel_reads_the_hidden_arguments_kfdrt_filled`).
 #[test]
 fn aql_and_pm4_dispatches_carry_the_hidden_arguments() {
     let kfd = common::emulated(Preset::Gfx90a, 1);
@@ -457,11 +460,92 @@ fn aql_and_pm4_dispatches_carry_the_hidden_arguments() {
     }
 }
 
+/// `copy_implicit` as hipcc compiled it copies its implicit-argument block (every hidden
+/// argument of code object v5) out; through AQL and PM4 on the device under test, each holds
+/// what the ABI says kfdrt must fill in.
+#[test]
+fn the_compiled_kernel_reads_the_hidden_arguments_kfdrt_filled() {
+    let Some(kfd) = common::under_test(
+        "kernel_args::the_compiled_kernel_reads_the_hidden_arguments_kfdrt_filled",
+        Preset::Gfx90a,
+        1,
+        &["hidden_v5"],
+    ) else {
+        return;
+    };
+    let gpu = kfd.gpu(0).unwrap();
+    let elf = common::code_object_for("hidden_v5", &gpu.info().gfx_target).unwrap();
+    let co = gpu.load_code_object(&elf).unwrap();
+    let kernel = co.kernel("copy_implicit").unwrap();
+    let md = kernel.metadata_arc().unwrap().clone();
+    let size = md.kernarg_segment_size;
+    // The implicit-argument block starts at the first hidden argument; one work-item of the
+    // first work-group copies each of its words.
+    let base = md.hidden_args().map(|a| a.offset).min().unwrap();
+    let words = (size - base) / 4;
+    assert!(words <= 64, "{words} words");
+    // The kernel's metadata lists a hostcall buffer: kfdrt provides its own.
+    let hostcall = [(
+        ArgKind::HiddenHostcallBuffer,
+        kernel.hostcall_buffer().unwrap().unwrap_or(0),
+    )];
+    for pm4 in [false, true] {
+        // Partial work-groups through AQL; a PM4 dispatch runs whole ones.
+        let g = LaunchGeometry {
+            grid: if pm4 { [128, 4, 1] } else { [160, 3, 1] },
+            workgroup: [64, 2, 1],
+            dynamic_lds: 256,
+        };
+        let out = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+        let mut args = KernelArgs::new(&kernel).unwrap();
+        args.set_buffer(0, &out).unwrap().set_u32(1, words).unwrap();
+        let context = if pm4 {
+            let q = gpu.create_pm4_queue(Pm4QueueOptions::default()).unwrap();
+            let karg = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
+            let packets = q
+                .dispatch_packets_with_args(&kernel, &g, &args, &karg)
+                .unwrap();
+            common::pm4_submit(&q, &packets, T).unwrap();
+            q.finish(T).unwrap();
+            LaunchContext::for_gpu(&gpu)
+        } else {
+            let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+            q.dispatch(&g.dispatch(&kernel).with_args(&args))
+                .unwrap()
+                .wait(Some(T))
+                .unwrap();
+            LaunchContext::for_queue(&q)
+        };
+        // The kernarg segment as the kernel saw it, its explicit part left zero.
+        let mut bytes = vec![0u8; size as usize];
+        bytes[base as usize..].copy_from_slice(&out.to_vec().unwrap()[..(4 * words) as usize]);
+        for a in md.hidden_args() {
+            assert_eq!(
+                read(&bytes, a.offset, a.size),
+                expected(&a.kind, &g, &context, &hostcall),
+                "pm4 {pm4}: {}",
+                a.kind
+            );
+        }
+        let queue_ptr = md.hidden_arg(&ArgKind::HiddenQueuePtr).unwrap();
+        let q = read(&bytes, queue_ptr.offset, 8);
+        assert_eq!(q == 0, pm4, "the AQL queue's amd_queue_t, none for PM4");
+    }
+}
+
 #[test]
 fn arguments_must_belong_to_the_kernel_dispatched() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "kernel_args::arguments_must_belong_to_the_kernel_dispatched",
+        Preset::Gfx90a,
+        1,
+        &["kernels"],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
-    let co = gpu.load_code_object(&fixture("kernels-gfx90a.co")).unwrap();
+    let elf = common::code_object_for("kernels", &gpu.info().gfx_target).unwrap();
+    let co = gpu.load_code_object(&elf).unwrap();
     let (saxpy, vadd) = (
         co.kernel("saxpy").unwrap(),
         co.kernel("vector_add").unwrap(),
@@ -488,7 +572,8 @@ fn arguments_must_belong_to_the_kernel_dispatched() {
     assert!(matches!(e, KernelArgError::OtherKernel { .. }), "{e}");
     assert_eq!(q.write_index(), 0, "nothing was submitted");
     // Kernels without metadata have no builder.
-    let plain = gpu.emulated_kernel("plain", 8, kernarg_copier(0)).unwrap();
+    // SAFETY: never dispatched; the address names nothing.
+    let plain = unsafe { kfdrt::Kernel::from_raw("plain", 0x10_0000_0000, 8, 0, 0) };
     let e = kernel_args_error(KernelArgs::new(&plain).unwrap_err());
     assert!(matches!(e, KernelArgError::NoMetadata { .. }), "{e}");
 }
