@@ -72,6 +72,7 @@ const CONTEXT: LaunchContext = LaunchContext {
 
 #[test]
 fn code_object_v5_hidden_arguments_at_their_metadata_offsets() {
+    common::device_free();
     let md = metadata("hidden_v5-gfx90a.elf", "copy_implicit");
     // The v5 implicit block starts after the explicit arguments, with the fixed layout of
     // AMDGPUUsage's table: check the fixture is that layout before checking what kfdrt wrote.
@@ -130,6 +131,7 @@ fn code_object_v5_hidden_arguments_at_their_metadata_offsets() {
 
 #[test]
 fn code_object_v4_hidden_arguments_at_their_metadata_offsets() {
+    common::device_free();
     let md = metadata("kernels-gfx90a.elf", "say_hello");
     let kinds: Vec<_> = md.args.iter().map(|a| (a.offset, a.kind.clone())).collect();
     assert_eq!(
@@ -217,6 +219,7 @@ fn every_hidden_kind() -> Arc<KernelMetadata> {
 
 #[test]
 fn every_hidden_kind_is_filled() {
+    common::device_free();
     let md = every_hidden_kind();
     let mut args = KernelArgs::from_metadata(md.clone());
     // SAFETY: the bytes are only inspected.

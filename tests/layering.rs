@@ -8,6 +8,7 @@
 //! [`unit_graph`]). kfdrt keeps its documented order with no exception: [`KFDRT_DEBT`] is
 //! empty, and the test fails on any upward import and on a listed one that is gone.
 
+use crate::common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -372,6 +373,7 @@ const ACYCLIC: &[(&str, Option<&str>)] = &[
 
 #[test]
 fn the_leaf_crates_and_the_engines_import_in_no_circle() {
+    common::device_free();
     for (src, parent) in ACYCLIC {
         let g = graph(&workspace().join(src), *parent);
         assert!(g.len() >= 2, "{src} {parent:?}: no modules found");
@@ -404,6 +406,7 @@ const KFD_EMU_LAYERS: &[&[&str]] = &[
 
 #[test]
 fn kfd_emu_imports_only_downward() {
+    common::device_free();
     let g = graph(&workspace().join("kfd-emu/src"), None);
     let up = upward(&g, KFD_EMU_LAYERS);
     assert!(up.is_empty(), "kfd-emu imports upward: {up:?}");
@@ -474,6 +477,7 @@ const KFDRT_DEBT: &[&str] = &[];
 
 #[test]
 fn kfdrt_imports_only_downward_but_for_its_listed_debt() {
+    common::device_free();
     let units: Vec<&str> = KFDRT_LAYERS
         .iter()
         .flat_map(|l| l.iter().copied())
@@ -509,6 +513,7 @@ fn kfdrt_imports_only_downward_but_for_its_listed_debt() {
 
 #[test]
 fn the_checker_sees_imports_and_circles() {
+    common::device_free();
     let code =
         "use crate::alpha::X; // crate::beta\nfn f() { mycrate::gamma(); crate::delta::g() }";
     let names: Vec<&str> = names_after(code, "crate::").collect();

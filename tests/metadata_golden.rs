@@ -4,6 +4,7 @@
 //! listed as not modelled, so a new key in a regenerated fixture fails here until it is looked at.
 
 use crate::co_util;
+use crate::common;
 
 use co_util::{fixture, fixtures_dir};
 use kfdrt::code_object::{self, KernelArg, KernelMetadata};
@@ -176,6 +177,7 @@ fn check_arg(ctx: &str, golden: &Fields, a: &KernelArg) {
 
 #[test]
 fn every_fixture_reads_as_llvm_reads_it() {
+    common::device_free();
     let mut checked = 0;
     for entry in std::fs::read_dir(fixtures_dir()).unwrap() {
         let path = entry.unwrap().path();
@@ -229,6 +231,7 @@ fn every_fixture_reads_as_llvm_reads_it() {
 
 #[test]
 fn the_golden_reader_reads_what_it_claims() {
+    common::device_free();
     let g = parse_golden(
         &std::fs::read_to_string(fixtures_dir().join("args-gfx90a.notes.txt")).unwrap(),
     );

@@ -91,6 +91,12 @@ pub fn device() -> Checked {
     }
 }
 
+/// Says, for `kfdrt-check` to count, that the running test opens no device at all: it checks
+/// host-side code (metadata, the source tree) and runs the same on any machine.
+pub fn device_free() {
+    eprintln!("kfdrt-test: device-free");
+}
+
 /// Says, for `kfdrt-check` to count, that the running test needs no emulator-only control and
 /// runs on the device under test when one is selected.
 fn hardware_capable(kfd: &Kfd) {

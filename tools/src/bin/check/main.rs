@@ -179,9 +179,15 @@ fn run() -> Result<bool, String> {
         summary.join(", ")
     );
     let capable = outcomes.iter().filter(|(_, o)| o.hardware_capable).count();
+    let device_free = outcomes
+        .iter()
+        .filter(|(_, o)| o.device_free && !o.hardware_capable)
+        .count();
+    let emulator_only = outcomes.len() - capable - device_free;
     println!(
         "  {capable} of them hardware-capable: they run on the device under test when one is \
-         selected; the rest need an emulator-only control"
+         selected; {device_free} open no device (host-side checks); {emulator_only} need an \
+         emulator-only control (or were excluded before they said)"
     );
     if let Some(path) = args.get_one::<PathBuf>("json") {
         let results: Vec<_> = outcomes
@@ -193,6 +199,7 @@ fn run() -> Result<bool, String> {
                     "seconds": o.duration.as_secs_f64(),
                     "detail": o.detail,
                     "hardware_capable": o.hardware_capable,
+                    "device_free": o.device_free,
                 })
             })
             .collect();
@@ -202,6 +209,8 @@ fn run() -> Result<bool, String> {
             "families": families,
             "counts": counts.iter().map(|(s, n)| (s.name().to_owned(), json!(n))).collect::<serde_json::Map<_, _>>(),
             "hardware_capable": capable,
+            "device_free": device_free,
+            "emulator_only": emulator_only,
             "results": results,
         });
         let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
@@ -234,6 +243,7 @@ fn run_all(
                         detail: r.reason.clone(),
                         output: String::new(),
                         hardware_capable: false,
+                        device_free: false,
                     },
                     None => run::run(binary, name, limit),
                 };

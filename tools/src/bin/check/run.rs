@@ -45,10 +45,15 @@ pub struct Outcome {
     /// The test said it needs no emulator-only control: it runs on the device under test when
     /// one is selected (kfdrt's tests print `kfdrt-test: hardware-capable`).
     pub hardware_capable: bool,
+    /// The test said it opens no device at all (`kfdrt-test: device-free`): it checks host-side
+    /// code and runs the same on any machine.
+    pub device_free: bool,
 }
 
 /// What kfdrt's tests print when they use the device under test.
 const HARDWARE_CAPABLE: &str = "kfdrt-test: hardware-capable";
+/// What kfdrt's tests print when they open no device.
+const DEVICE_FREE: &str = "kfdrt-test: device-free";
 
 /// The tests of `binary`, by libtest's `--list`.
 pub fn list(binary: &Path) -> Result<Vec<String>, String> {
@@ -118,6 +123,7 @@ pub fn run(binary: &Path, name: &str, limit: Duration) -> Outcome {
                 detail: format!("could not start: {e}"),
                 output: String::new(),
                 hardware_capable: false,
+                device_free: false,
             }
         }
     };
@@ -168,6 +174,7 @@ pub fn run(binary: &Path, name: &str, limit: Duration) -> Outcome {
         duration,
         detail,
         hardware_capable: output.contains(HARDWARE_CAPABLE),
+        device_free: output.contains(DEVICE_FREE),
         output,
     }
 }
