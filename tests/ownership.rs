@@ -1,11 +1,12 @@
-//! GPU work owns what it uses. With the packet processors stalled (the work cannot have run),
-//! dropping the buffers, kernels and completions it uses frees nothing early; the results are
-//! right once it runs; and everything is freed once it has completed, or once its queue is gone.
-//! Signals follow the same rule, and objects of another device are refused.
+//! GPU work owns what it uses. With the work held back (behind a dependency on a signal nobody
+//! has set yet, or with the emulator's packet processors stalled: it cannot have run), dropping
+//! the buffers, kernels and completions it uses frees nothing early; the results are right once
+//! it runs; and everything is freed once it has completed, or once its queue is gone. Signals
+//! follow the same rule, and objects of another device are refused. The allocation and event
+//! counts are the emulator's: on another device the tests check the results.
 
 use crate::common;
 
-use kfdrt::code_object::{ArgKind, KernelArg, KernelMetadata};
 use kfdrt::emu::{GpuFault, Preset, WorkGroup};
 use kfdrt::kernel_args::KernelArgs;
 use kfdrt::memory::AllocOptions;
@@ -24,6 +25,11 @@ fn live_buffers(kfd: &Kfd) -> usize {
     kfd.emulator().unwrap().stats().live_allocations
 }
 
+/// The emulator's count of live allocations, `None` on another device.
+fn counted_buffers(kfd: &Kfd) -> Option<usize> {
+    kfd.emulator().map(|e| e.stats().live_allocations)
+}
+
 /// Makes the device's own allocations (signal pool page, events page, MMIO page) now, so they
 /// do not show up in the counts later.
 fn warm(kfd: &Kfd) {
@@ -35,27 +41,33 @@ fn pattern(n: usize) -> Vec<u8> {
     (0..n).map(|i| (i * 13 % 251) as u8).collect()
 }
 
-/// A copy whose source and completion are dropped before the engine runs it still copies the
-/// right bytes, and the source is freed only after.
+/// A copy whose source and completion are dropped before the engine runs it (it waits for a
+/// signal nobody has set yet) still copies the right bytes, and the source is freed only after.
 fn copy_with_everything_dropped(kfd: &Kfd, path: CopyPath) {
     let gpu = kfd.gpu(0).unwrap();
-    let base = live_buffers(kfd);
+    let base = counted_buffers(kfd);
     let engine = gpu.copy_engine_preferring(path).unwrap();
     let dst = whole(&gpu, 1 << 16);
-    let before = live_buffers(kfd);
+    dst.write(0, &[0; 1 << 16]).unwrap();
+    let before = counted_buffers(kfd);
     let src = whole(&gpu, 1 << 16);
     src.write(0, &pattern(1 << 16)).unwrap();
-    let emu = kfd.emulator().unwrap();
-    emu.faults().stall_all_queues(true);
-    let copy = engine.copy(&dst, 0, &src, 0, 1 << 16, &[]).unwrap();
+    let gate = kfd.create_signal(1).unwrap();
+    let copy = engine.copy(&dst, 0, &src, 0, 1 << 16, &[&gate]).unwrap();
     drop(src);
     drop(copy);
-    assert_eq!(
-        live_buffers(kfd),
-        before + 1,
-        "{path:?}: the source was freed while its copy had not run"
+    if let Some(before) = before {
+        assert_eq!(
+            live_buffers(kfd),
+            before + 1,
+            "{path:?}: the source was freed while its copy had not run"
+        );
+    }
+    assert!(
+        dst.to_vec().unwrap().iter().all(|&b| b == 0),
+        "{path:?}: the copy ran before its dependency was met"
     );
-    emu.faults().stall_all_queues(false);
+    gate.store(0).unwrap();
     // The engine's queue is in order: a later fill completes after the copy.
     let marker = whole(&gpu, 4096);
     engine
@@ -66,16 +78,25 @@ fn copy_with_everything_dropped(kfd: &Kfd, path: CopyPath) {
     assert_eq!(dst.to_vec().unwrap(), pattern(1 << 16), "{path:?}");
     // The retired copy lets go at the next submission on its queue, or with the engine.
     drop(engine);
-    assert_eq!(
-        live_buffers(kfd),
-        base + 2,
-        "{path:?}: dst and the marker only"
-    );
+    if let Some(base) = base {
+        assert_eq!(
+            live_buffers(kfd),
+            base + 2,
+            "{path:?}: dst and the marker only"
+        );
+    }
 }
 
 #[test]
 fn copies_keep_their_buffers_until_they_complete() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "ownership::copies_keep_their_buffers_until_they_complete",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     // Whole allocations, so the emulator's count shows each buffer.
     kfd.set_suballocation_threshold(0);
     warm(&kfd);
@@ -85,67 +106,71 @@ fn copies_keep_their_buffers_until_they_complete() {
 
 #[test]
 fn a_dispatch_keeps_its_kernel_and_argument_buffers_until_it_completes() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "ownership::a_dispatch_keeps_its_kernel_and_argument_buffers_until_it_completes",
+        Preset::Gfx90a,
+        1,
+        &["kernels"],
+    ) else {
+        return;
+    };
     kfd.set_suballocation_threshold(0);
     warm(&kfd);
     let gpu = kfd.gpu(0).unwrap();
-    let emu = kfd.emulator().unwrap();
     let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     let out = whole(&gpu, 4096);
-    let before = live_buffers(&kfd);
-    // An emulated kernel with metadata by hand: `out[i] = in[i] + 1` over 64 u32s.
-    let kernel = gpu
-        .emulated_kernel(
-            "add_one",
-            16,
-            Arc::new(|wg: &WorkGroup<'_>| -> Result<(), GpuFault> {
-                let (input, out) = (wg.kernarg_u64(0)?, wg.kernarg_u64(8)?);
-                for i in 0..64 {
-                    let v = wg.mem.read_u32(input + 4 * i)?;
-                    wg.mem.write_u32(out + 4 * i, v + 1)?;
-                }
-                Ok(())
-            }),
-        )
-        .unwrap();
-    let mut md = KernelMetadata::new("add_one", 16);
-    md.args = vec![
-        KernelArg::new(ArgKind::GlobalBuffer, 0, 8),
-        KernelArg::new(ArgKind::GlobalBuffer, 8, 8),
-    ];
-    let input = whole(&gpu, 4096);
-    let words: Vec<u8> = (0..64u32).flat_map(|i| (i * 3).to_le_bytes()).collect();
-    input.write(0, &words).unwrap();
-    let mut args = KernelArgs::from_metadata(Arc::new(md));
-    args.set_buffer(0, &input)
-        .unwrap()
-        .set_buffer(1, &out)
-        .unwrap();
-    emu.faults().stall_queue(q.id());
+    out.write(0, &[0; 4096]).unwrap();
+    let before = counted_buffers(&kfd);
+    // The compiled vector_add: `out[i] = a[i] + b[i]` over 64 floats.
+    let target = gpu.info().gfx_target.clone();
+    let elf = common::code_object_for("kernels", &target).unwrap();
+    let co = gpu.load_code_object(&elf).unwrap();
+    let kernel = co.kernel("vector_add").unwrap();
+    let (a, b) = (whole(&gpu, 4096), whole(&gpu, 4096));
+    let floats =
+        |f: fn(u32) -> f32| -> Vec<u8> { (0..64).flat_map(|i| f(i).to_le_bytes()).collect() };
+    a.write(0, &floats(|i| i as f32)).unwrap();
+    b.write(0, &floats(|i| (3 * i) as f32)).unwrap();
+    let mut args = KernelArgs::new(&kernel).unwrap();
+    args.set_buffer(0, &a).unwrap().set_buffer(1, &b).unwrap();
+    args.set_buffer(2, &out).unwrap().set_u32(3, 64).unwrap();
+    // The dispatch waits behind a barrier on a signal nobody has set yet.
+    let gate = kfd.create_signal(1).unwrap();
+    let barrier = q.barrier_and(&[&gate]).unwrap();
     let s = q
-        .dispatch(&Dispatch::linear(&kernel, 1, 1).with_args(&args))
+        .dispatch(&Dispatch::linear(&kernel, 64, 64).with_args(&args))
         .unwrap();
-    // The kernel (its code and its emulated binding), the input and the arguments: all gone
-    // from the caller's side before the GPU has run anything.
-    drop((kernel, input, args));
-    assert_eq!(
-        live_buffers(&kfd),
-        before + 2,
-        "the kernel's code and the input are still allocated"
+    let held = counted_buffers(&kfd);
+    // The kernel, the inputs and the arguments: all gone from the caller's side before the GPU
+    // has run anything. (The code object stays: its other segments are its own.)
+    drop((kernel, a, b, args));
+    if let Some(held) = held {
+        assert_eq!(
+            live_buffers(&kfd),
+            held,
+            "the kernel's code or an input was freed while its dispatch had not run"
+        );
+    }
+    assert!(
+        !s.is_complete(),
+        "the dispatch ran before the barrier let it"
     );
-    emu.faults().resume_queue(q.id());
+    gate.store(0).unwrap();
+    barrier.wait(T).unwrap();
     s.wait(T).unwrap();
     let got = out.to_vec().unwrap();
     for i in 0..64u32 {
-        let v = u32::from_le_bytes(got[4 * i as usize..][..4].try_into().unwrap());
-        assert_eq!(v, i * 3 + 1);
+        let v = f32::from_le_bytes(got[4 * i as usize..][..4].try_into().unwrap());
+        assert_eq!(v, (4 * i) as f32);
     }
-    drop(s);
-    assert_eq!(
-        live_buffers(&kfd),
-        before,
-        "freed once the completion was seen"
-    );
+    drop((barrier, s, co));
+    if let Some(before) = before {
+        assert_eq!(
+            live_buffers(&kfd),
+            before,
+            "freed once the completion was seen"
+        );
+    }
 }
 
 #[test]
@@ -265,25 +290,34 @@ fn objects_of_another_device_are_refused() {
 
 #[test]
 fn a_completion_signal_is_reused_only_once_its_work_is_done_and_nobody_else_holds_it() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "ownership::a_completion_signal_is_reused_only_once_its_work_is_done_and_nobody_else_holds_it",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
-    let emu = kfd.emulator().unwrap();
     let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    let gate = kfd.create_signal(1).unwrap();
 
     // Waited for and dropped: the queue keeps the signal and gives it to the next submission,
-    // which starts it at 1 again (a signal left at 0 would look complete at once).
+    // which starts it at 1 again (a signal left at 0 would look complete at once). That one
+    // waits for `gate`, holding back everything after it.
     let first = q.barrier_and(&[]).unwrap();
     first.wait(T).unwrap();
     let handle = first.signal().handle();
     drop(first);
-    emu.faults().stall_queue(q.id());
-    let second = q.barrier_and(&[]).unwrap();
+    let gated = q.barrier_and(&[&gate]).unwrap();
     assert_eq!(
-        second.signal().handle(),
+        gated.signal().handle(),
         handle,
         "a done signal was not reused"
     );
-    assert_eq!(second.signal().value(), 1);
+    assert_eq!(gated.signal().value(), 1);
+    assert!(!gated.is_complete());
+    let second = q.barrier_and(&[]).unwrap();
     assert!(!second.is_complete());
 
     // Dropped before it ran: its signal is still to be written and must not be handed out.
@@ -295,7 +329,8 @@ fn a_completion_signal_is_reused_only_once_its_work_is_done_and_nobody_else_hold
         pending,
         "an armed signal was reused"
     );
-    emu.faults().resume_queue(q.id());
+    drop(gated);
+    gate.store(0).unwrap();
     third.wait(T).unwrap();
 
     // A clone kept by the caller keeps it out of reuse too: the caller may still wait on it.
@@ -369,29 +404,45 @@ fn a_direct_dispatch_gets_its_raw_arguments_with_the_rest_zeroed() {
 fn completion_signals_kept_for_reuse_neither_leak_nor_double_up() {
     // Pipelines of submissions return more signals at once than a queue keeps: the first
     // goes to the queue's slot, the next ones to its list, the rest to the device's pool.
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "ownership::completion_signals_kept_for_reuse_neither_leak_nor_double_up",
+        Preset::Gfx90a,
+        1,
+        &[],
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
-    let emu = kfd.emulator().unwrap();
     let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     let round = |n: usize| {
-        emu.faults().stall_queue(q.id());
-        let subs: Vec<_> = (0..n).map(|_| q.barrier_and(&[]).unwrap()).collect();
+        // Held back behind a barrier on a signal nobody has set yet.
+        let gate = kfd.create_signal(1).unwrap();
+        let mut subs = vec![q.barrier_and(&[&gate]).unwrap()];
+        subs.extend((0..n).map(|_| q.barrier_and(&[]).unwrap()));
         // Every submission in flight has a signal of its own.
         let mut handles: Vec<u64> = subs.iter().map(|s| s.signal().handle()).collect();
         handles.sort_unstable();
         handles.dedup();
-        assert_eq!(handles.len(), n, "two submissions in flight share a signal");
-        emu.faults().resume_queue(q.id());
+        assert_eq!(
+            handles.len(),
+            n + 1,
+            "two submissions in flight share a signal"
+        );
+        assert!(subs.iter().all(|s| !s.is_complete()), "ran before the gate");
+        gate.store(0).unwrap();
         for s in &subs {
             s.wait(T).unwrap();
         }
     };
     round(40);
-    let events = emu.stats().live_events;
+    // The events are the emulator's count; elsewhere 200 rounds without running out is the check.
+    let events = kfd.emulator().map(|e| e.stats().live_events);
     for n in [1, 2, 17, 40, 3].into_iter().cycle().take(200) {
         round(n);
     }
-    assert_eq!(emu.stats().live_events, events, "signals leaked");
+    if let (Some(emu), Some(events)) = (kfd.emulator(), events) {
+        assert_eq!(emu.stats().live_events, events, "signals leaked");
+    }
 }
 
 /// An emulated kernel that adds `add` to the u32 at `at`.
