@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use kfdrt::emu::{EmuConfig, Preset};
+use kfdrt::emu::Preset;
 use kfdrt::hostcall::KernelPrint;
 use kfdrt::kernel_args::KernelArgs;
 use kfdrt::{AqlQueueOptions, Dispatch, Kfd, MemoryKind};
@@ -140,13 +140,11 @@ fn a_work_items_lines_come_in_program_order_and_conversions_follow_c() {
 fn without_a_handler_lines_go_to_stdout() {
     const CHILD: &str = "KFDRT_TEST_PRINTF_CHILD";
     const NAME: &str = "printf::without_a_handler_lines_go_to_stdout";
+    // The child opens the device under test as the parent does (same environment).
+    let Some(kfd) = common::under_test(NAME, Preset::Gfx90a, 1, &["printf"]) else {
+        return;
+    };
     if std::env::var_os(CHILD).is_some() {
-        let kfd = common::Checked::new(
-            Kfd::builder()
-                .emulated(EmuConfig::new(Preset::Gfx90a, 1))
-                .open()
-                .unwrap(),
-        );
         let (gpu, co) = printing_kernels(&kfd);
         let countdown = co.kernel("countdown").unwrap();
         let mut args = KernelArgs::new(&countdown).unwrap();
@@ -158,6 +156,7 @@ fn without_a_handler_lines_go_to_stdout() {
             .unwrap();
         return;
     }
+    drop(kfd);
     let out = std::process::Command::new(std::env::current_exe().unwrap())
         .args(["--exact", NAME, "--nocapture", "--test-threads=1"])
         .env(CHILD, "1")
