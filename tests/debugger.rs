@@ -9,9 +9,8 @@ use crate::common;
 
 use kfd_sys::bindings::*;
 use kfd_sys::{DriverExt, Errno};
-use kfdrt::emu::{EmuConfig, GpuFault, Preset, WorkGroup};
-use kfdrt::{AqlQueueOptions, Dispatch, Error, Feature, Kernel, KfdVersion, MemoryKind};
-use std::sync::Arc;
+use kfdrt::emu::{EmuConfig, Preset};
+use kfdrt::{AqlQueueOptions, Error, Feature, KfdVersion};
 use std::time::Duration;
 
 const T: Option<Duration> = Some(Duration::from_secs(20));
@@ -94,29 +93,24 @@ pub(crate) fn queue_snapshot(kfd: &kfdrt::Kfd) -> Vec<kfd_queue_snapshot_entry> 
     entries
 }
 
-fn increment(gpu: &kfdrt::Gpu) -> Kernel {
-    gpu.emulated_kernel(
-        "increment",
-        8,
-        Arc::new(|wg: &WorkGroup<'_>| -> Result<(), GpuFault> {
-            let p = wg.kernarg_u64(0)?;
-            wg.mem.atomic_add_u64(p, 1)?;
-            Ok(())
-        }),
-    )
-    .unwrap()
-}
-
 #[test]
 fn a_debugger_attaches_lists_code_objects_and_queues_suspends_and_detaches() {
-    let kfd = common::emulated(Preset::Gfx90a, 2);
-    assert!(kfd.supports(Feature::Debugger));
+    const TEST: &str =
+        "debugger::a_debugger_attaches_lists_code_objects_and_queues_suspends_and_detaches";
+    let Some(kfd) = common::under_test(TEST, Preset::Gfx90a, 2, &["args"]) else {
+        return;
+    };
+    if kfd.emulator().is_some() {
+        assert!(kfd.supports(Feature::Debugger));
+    } else if !kfd.supports(Feature::Debugger) {
+        eprintln!(
+            "{TEST}: skipped: KFD {} has no debugger ABI",
+            kfd.kfd_version()
+        );
+        return;
+    }
     let gpu = kfd.gpu(0).unwrap();
-    let elf = std::fs::read(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/code_objects/args-gfx90a.elf"
-    ))
-    .unwrap();
+    let elf = common::code_object_for("args", &gpu.info().gfx_target).unwrap();
     let co = gpu.load_code_object(&elf).unwrap();
     let q0 = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
 
@@ -160,7 +154,8 @@ fn a_debugger_attaches_lists_code_objects_and_queues_suspends_and_detaches() {
         assert_eq!(e.gpu_id, q.gpu().id());
         assert_eq!(e.queue_type, KFD_IOC_QUEUE_TYPE_COMPUTE_AQL);
     }
-    let mut devices = vec![kfd_dbg_device_info_entry::default(); 4];
+    let gpus = kfd.gpus();
+    let mut devices = vec![kfd_dbg_device_info_entry::default(); gpus.len() + 1];
     dbg_trap(&kfd, KFD_IOC_DBG_TRAP_GET_DEVICE_SNAPSHOT, |a| {
         a.__bindgen_anon_1.device_snapshot = kfd_ioctl_dbg_trap_device_snapshot_args {
             snapshot_buf_ptr: devices.as_mut_ptr() as u64,
@@ -170,12 +165,15 @@ fn a_debugger_attaches_lists_code_objects_and_queues_suspends_and_detaches() {
         }
     })
     .unwrap();
-    for (d, g) in devices.iter().zip(kfd.gpus()) {
+    for (d, g) in devices.iter().zip(&gpus) {
         assert_eq!(d.gpu_id, g.id());
-        assert_eq!(d.gfx_target_version, 90010);
+        assert_eq!(d.gfx_target_version, g.info().gfx_target_version);
         assert_eq!(d.vendor_id, 0x1002);
     }
-    assert_eq!(devices[2].gpu_id, 0, "only two GPUs");
+    if kfd.emulator().is_some() {
+        assert_eq!(devices[0].gfx_target_version, 90010, "the preset's");
+    }
+    assert_eq!(devices[gpus.len()].gpu_id, 0, "only {} GPUs", gpus.len());
 
     // A queue created while attached raises EC_QUEUE_NEW: a byte on the descriptor, then the
     // event by query (cleared as it is read).
@@ -206,10 +204,7 @@ fn a_debugger_attaches_lists_code_objects_and_queues_suspends_and_detaches() {
         "q1's EC_QUEUE_NEW was raised: {seen:x?}"
     );
 
-    // Suspend q0: its work waits; resume: it runs.
-    let k = increment(&gpu);
-    let c = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
-    c.write(0, &[0; 8]).unwrap();
+    // Suspend q0: its work (a barrier packet) waits; resume: it runs.
     let mut ids = [q0.id(), 0xFFFF];
     let n = dbg_trap(&kfd, KFD_IOC_DBG_TRAP_SUSPEND_QUEUES, |a| {
         a.__bindgen_anon_1.suspend_queues = kfd_ioctl_dbg_trap_suspend_queues_args {
@@ -225,10 +220,7 @@ fn a_debugger_attaches_lists_code_objects_and_queues_suspends_and_detaches() {
         0xFFFF | KFD_DBG_QUEUE_INVALID_MASK,
         "an unknown id is marked"
     );
-    let args = c.gpu_address().to_le_bytes();
-    // SAFETY: the argument is `c`, which outlives every wait below.
-    let d = unsafe { Dispatch::linear(&k, 1, 1).with_raw_args(&args) };
-    let pending = q0.dispatch(&d).unwrap();
+    let pending = q0.barrier_and(&[]).unwrap();
     assert!(matches!(pending.wait(SHORT), Err(Error::Timeout { .. })));
     let mut ids = [q0.id()];
     let n = dbg_trap(&kfd, KFD_IOC_DBG_TRAP_RESUME_QUEUES, |a| {
