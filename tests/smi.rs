@@ -126,7 +126,14 @@ fn closed_streams_are_forgotten() {
 fn reading_an_empty_stream_is_eagain_not_a_block() {
     use kfd_sys::bindings::kfd_ioctl_smi_events_args;
     use kfd_sys::DriverExt;
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let test = "smi::reading_an_empty_stream_is_eagain_not_a_block";
+    let Some(kfd) = common::under_test(test, Preset::Gfx90a, 1, &[]) else {
+        return;
+    };
+    if !kfd.supports(kfdrt::Feature::SmiEvents) {
+        eprintln!("{test}: skipped: the driver has no SMI events");
+        return;
+    }
     let gpu = kfd.gpu(0).unwrap();
     let mut a = kfd_ioctl_smi_events_args {
         gpuid: gpu.id(),
@@ -157,8 +164,19 @@ fn reading_an_empty_stream_is_eagain_not_a_block() {
 #[test]
 fn svm_prefetches_are_reported_as_migrations() {
     use kfdrt::memory::svm::{SvmAttribute as A, SvmLocation};
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let test = "smi::svm_prefetches_are_reported_as_migrations";
+    let Some(kfd) = common::under_test(test, Preset::Gfx90a, 1, &[]) else {
+        return;
+    };
+    if !kfd.supports(kfdrt::Feature::SmiEvents) || !kfd.supports(kfdrt::Feature::Svm) {
+        eprintln!("{test}: skipped: the driver has no SMI events or no SVM");
+        return;
+    }
     let gpu = kfd.gpu(0).unwrap();
+    if gpu.info().vram_bytes == 0 {
+        eprintln!("{test}: skipped: the GPU has no VRAM to migrate to");
+        return;
+    }
     let mut w = gpu
         .smi_events(&[smi::MIGRATE_START, smi::MIGRATE_END])
         .unwrap();
