@@ -26,6 +26,40 @@ fn device(gpus: usize, options: DebugOptions) -> common::Checked {
     )
 }
 
+/// The device under test opened with the debugging switches `options` (an emulated MI210 with
+/// `gpus` GPUs when none is selected); `None`, after saying why, when `common::under_test` skips
+/// `test`, or when the process's one `/dev/kfd` device was opened before with other switches
+/// (`kfdrt-check` runs each test in a process of its own; `cargo test` runs them all in one).
+fn under_test_with(
+    test: &str,
+    gpus: usize,
+    stems: &[&str],
+    options: DebugOptions,
+) -> Option<common::Checked> {
+    let selected = std::env::var_os(kfdrt::DEVICE_ENV).is_some() || kfd_sys::DevKfd::present();
+    // Opened first with `options`, the hardware device is the one `under_test` opens again.
+    let first = selected.then(|| Kfd::builder().debug(options.clone()).open().unwrap());
+    let probe = common::under_test(test, Preset::Gfx90a, gpus, stems)?;
+    if probe.emulator().is_some() {
+        // An emulated device: a fresh one of its own with the switches.
+        drop(probe);
+        let kfd = match first {
+            Some(k) => k,
+            None => Kfd::builder()
+                .emulated(EmuConfig::new(Preset::Gfx90a, gpus))
+                .debug(options)
+                .open()
+                .unwrap(),
+        };
+        return Some(common::Checked::new(kfd));
+    }
+    if *probe.debug_options() != options {
+        eprintln!("{test}: skipped: the process's device was opened with other debugging switches");
+        return None;
+    }
+    Some(probe)
+}
+
 fn refused(r: kfdrt::Result<kfdrt::Submission>, field: &str) -> String {
     match r {
         Err(e @ Error::Validation { .. }) => {
@@ -45,86 +79,110 @@ fn floats(v: &[f32]) -> Vec<u8> {
 
 #[test]
 fn validation_names_the_field_and_value() {
-    for validate in [true, false] {
-        let options = if validate {
-            DebugOptions::default().validated()
-        } else {
-            DebugOptions::default()
-        };
-        let kfd = device(2, options);
-        let (g0, g1) = (kfd.gpu(0).unwrap(), kfd.gpu(1).unwrap());
-        let co = g0.load_code_object(VECTOR_ADD).unwrap();
-        let vadd = co.kernel("vector_add").unwrap();
-        let q = g0.create_aql_queue(AqlQueueOptions::default()).unwrap();
-
-        // A kernel object in no buffer of the device.
-        // SAFETY: the address names no memory; the dispatch is refused or faults.
-        let wild = unsafe { Kernel::from_raw("wild", 0x7e00_0000_0000, 0, 0, 0) };
-        let r = q.dispatch(&Dispatch::linear(&wild, 64, 64));
-        if validate {
-            let m = refused(r, "kernel_object");
-            assert!(m.contains("0x7e0000000000"), "{m}");
-        } else {
-            assert!(
-                r.is_ok(),
-                "without validation the packet reaches the device"
-            );
-            continue;
-        }
-
-        // A descriptor in memory without execute permission.
-        let data = g0.alloc(4096, MemoryKind::HostVisibleVram).unwrap();
-        let mut kd = [0u8; 64];
-        co.memory()
-            .read(vadd.object() - co.memory().gpu_address(), &mut kd)
-            .unwrap();
-        data.write(0, &kd).unwrap();
-        // SAFETY: the descriptor is a copy in `data`, which outlives the refused dispatch.
-        let copied = unsafe { Kernel::from_raw("copied", data.gpu_address(), 0, 0, 0) };
-        let m = refused(
-            q.dispatch(&Dispatch::linear(&copied, 64, 64)),
-            "kernel_object",
+    let test = "debugging::validation_names_the_field_and_value";
+    let Some(kfd) = under_test_with(test, 2, &["kernels"], DebugOptions::default().validated())
+    else {
+        return;
+    };
+    let (g0, g1) = (kfd.gpu(0).unwrap(), kfd.gpu(1).unwrap());
+    if g0.peer_access(&g1) == kfdrt::PeerAccess::None {
+        eprintln!(
+            "{test}: skipped: GPU {:#x} has no path to GPU {:#x}'s VRAM",
+            g0.id(),
+            g1.id()
         );
-        assert!(m.contains("execute permission"), "{m}");
-
-        // Arguments shorter than the kernel's kernarg segment.
-        let short = [0u8; 8];
-        // SAFETY: refused before anything is published.
-        let d = unsafe { Dispatch::linear(&vadd, 64, 64).with_raw_args(&short) };
-        let m = refused(q.dispatch(&d), "kernarg_address");
-        assert!(m.contains("8 bytes"), "{m}");
-
-        // A buffer argument not mapped on the GPU that runs the dispatch.
-        let mine = g0.alloc(4096, MemoryKind::GttCoherent).unwrap();
-        let theirs = g1.alloc(4096, MemoryKind::DeviceLocal).unwrap();
-        let mut args = KernelArgs::new(&vadd).unwrap();
-        args.set_buffer(0, &mine).unwrap();
-        args.set_buffer(1, &theirs).unwrap();
-        args.set_buffer(2, &mine).unwrap();
-        args.set_u32(3, 16).unwrap();
-        let m = refused(
-            q.dispatch(&Dispatch::linear(&vadd, 16, 16).with_args(&args)),
-            "argument",
-        );
-        assert!(
-            m.contains(&format!("#1 = {:#x}", theirs.gpu_address())),
-            "{m}"
-        );
-        // Mapped there, the same dispatch passes and runs.
-        theirs.map_to(&g0).unwrap();
-        q.dispatch(&Dispatch::linear(&vadd, 16, 16).with_args(&args))
-            .unwrap()
-            .wait(T)
-            .unwrap();
-        // Nothing refused reached the ring.
-        assert_eq!(q.write_index(), 1);
+        return;
     }
+    let elf = common::code_object_for("kernels", &g0.info().gfx_target).unwrap();
+    let co = g0.load_code_object(&elf).unwrap();
+    let vadd = co.kernel("vector_add").unwrap();
+    let q = g0.create_aql_queue(AqlQueueOptions::default()).unwrap();
+
+    // A kernel object in no buffer of the device.
+    // SAFETY: the address names no memory; the dispatch is refused.
+    let wild = unsafe { Kernel::from_raw("wild", 0x7e00_0000_0000, 0, 0, 0) };
+    let m = refused(
+        q.dispatch(&Dispatch::linear(&wild, 64, 64)),
+        "kernel_object",
+    );
+    assert!(m.contains("0x7e0000000000"), "{m}");
+
+    // A descriptor in memory without execute permission.
+    let data = g0.alloc(4096, MemoryKind::HostVisibleVram).unwrap();
+    let mut kd = [0u8; 64];
+    co.memory()
+        .read(vadd.object() - co.memory().gpu_address(), &mut kd)
+        .unwrap();
+    data.write(0, &kd).unwrap();
+    // SAFETY: the descriptor is a copy in `data`, which outlives the refused dispatch.
+    let copied = unsafe { Kernel::from_raw("copied", data.gpu_address(), 0, 0, 0) };
+    let m = refused(
+        q.dispatch(&Dispatch::linear(&copied, 64, 64)),
+        "kernel_object",
+    );
+    assert!(m.contains("execute permission"), "{m}");
+
+    // Arguments shorter than the kernel's kernarg segment.
+    let short = [0u8; 8];
+    // SAFETY: refused before anything is published.
+    let d = unsafe { Dispatch::linear(&vadd, 64, 64).with_raw_args(&short) };
+    let m = refused(q.dispatch(&d), "kernarg_address");
+    assert!(m.contains("8 bytes"), "{m}");
+
+    // A buffer argument not mapped on the GPU that runs the dispatch.
+    let mine = g0.alloc(4096, MemoryKind::GttCoherent).unwrap();
+    let theirs = g1.alloc(4096, MemoryKind::DeviceLocal).unwrap();
+    let mut args = KernelArgs::new(&vadd).unwrap();
+    args.set_buffer(0, &mine).unwrap();
+    args.set_buffer(1, &theirs).unwrap();
+    args.set_buffer(2, &mine).unwrap();
+    args.set_u32(3, 16).unwrap();
+    let m = refused(
+        q.dispatch(&Dispatch::linear(&vadd, 16, 16).with_args(&args)),
+        "argument",
+    );
+    assert!(
+        m.contains(&format!("#1 = {:#x}", theirs.gpu_address())),
+        "{m}"
+    );
+    // Mapped there, the same dispatch passes and runs.
+    theirs.map_to(&g0).unwrap();
+    q.dispatch(&Dispatch::linear(&vadd, 16, 16).with_args(&args))
+        .unwrap()
+        .wait(T)
+        .unwrap();
+    // Nothing refused reached the ring.
+    assert_eq!(q.write_index(), 1);
+}
+
+/// Without validation the packet with a wild kernel object reaches the device. Emulated: on a
+/// GPU that is a page fault, which would end the test process's other work.
+#[test]
+fn without_validation_a_wild_kernel_object_reaches_the_device() {
+    let kfd = device(1, DebugOptions::default());
+    let q = kfd
+        .gpu(0)
+        .unwrap()
+        .create_aql_queue(AqlQueueOptions::default())
+        .unwrap();
+    // SAFETY: the address names no memory; the emulated dispatch faults.
+    let wild = unsafe { Kernel::from_raw("wild", 0x7e00_0000_0000, 0, 0, 0) };
+    assert!(
+        q.dispatch(&Dispatch::linear(&wild, 64, 64)).is_ok(),
+        "without validation the packet reaches the device"
+    );
 }
 
 #[test]
 fn serialized_submissions_are_complete_when_they_return() {
-    let kfd = device(1, DebugOptions::default().serialized());
-    let emu = kfd.emulator().unwrap().clone();
+    let Some(kfd) = under_test_with(
+        "debugging::serialized_submissions_are_complete_when_they_return",
+        1,
+        &[],
+        DebugOptions::default().serialized(),
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
     for _ in 0..20 {
@@ -149,9 +207,12 @@ fn serialized_submissions_are_complete_when_they_return() {
         7,
         "the PM4 packet ran before submit returned"
     );
+}
 
-    // With the queue stalled, a serialized submission cannot complete: it returns the wait's
-    // error (bounded by the wait timeout) instead of a submission.
+/// With the queue stalled, a serialized submission cannot complete: it returns the wait's
+/// error (bounded by the wait timeout) instead of a submission. Emulated: the queue stall.
+#[test]
+fn a_serialized_submission_on_a_stalled_queue_returns_the_wait_error() {
     let kfd2 = device(
         1,
         DebugOptions::default()
@@ -163,67 +224,80 @@ fn serialized_submissions_are_complete_when_they_return() {
     kfd2.emulator().unwrap().faults().stall_queue(q2.id());
     assert!(matches!(q2.barrier_and(&[]), Err(Error::Timeout { .. })));
     kfd2.emulator().unwrap().faults().resume_queue(q2.id());
-    drop(emu);
 }
 
 #[test]
 fn substitution_dispatches_the_other_code_objects_kernel() {
+    let test = "debugging::substitution_dispatches_the_other_code_objects_kernel";
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(SUBSTITUTE);
+    let options = DebugOptions::default().with_substitution("vector_add", &path);
+    let Some(kfd) = under_test_with(test, 1, &["kernels", "substitute"], options) else {
+        return;
+    };
+    let gpu = kfd.gpu(0).unwrap();
+    let target = gpu.info().gfx_target.clone();
+    if target != "gfx90a" {
+        eprintln!("{test}: skipped: the substitute named is built for gfx90a, not {target}");
+        return;
+    }
     let n = 64usize;
     let a: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let b: Vec<f32> = (0..n).map(|i| 2.0 + i as f32).collect();
-    let run = |options: DebugOptions| -> Vec<f32> {
-        let kfd = device(1, options);
-        let gpu = kfd.gpu(0).unwrap();
-        let co = gpu.load_code_object(VECTOR_ADD).unwrap();
-        let k = co.kernel("vector_add").unwrap();
-        let bufs: Vec<_> = (0..3)
-            .map(|_| gpu.alloc(4096, MemoryKind::GttCoherent).unwrap())
-            .collect();
-        bufs[0].write(0, &floats(&a)).unwrap();
-        bufs[1].write(0, &floats(&b)).unwrap();
-        let mut args = KernelArgs::new(&k).unwrap();
-        for (i, buf) in bufs.iter().enumerate() {
-            args.set_buffer(i, buf).unwrap();
-        }
-        args.set_u32(3, n as u32).unwrap();
-        let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
-        q.dispatch(&Dispatch::linear(&k, n as u32, 64).with_args(&args))
-            .unwrap()
-            .wait(T)
-            .unwrap();
-        bufs[2]
-            .to_vec()
-            .unwrap()
-            .chunks_exact(4)
-            .take(n)
-            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
-            .collect()
-    };
-    let plain = run(DebugOptions::default());
+    let co = gpu
+        .load_code_object(&common::code_object_for("kernels", &target).unwrap())
+        .unwrap();
+    let k = co.kernel("vector_add").unwrap();
+    let bufs: Vec<_> = (0..3)
+        .map(|_| gpu.alloc(4096, MemoryKind::GttCoherent).unwrap())
+        .collect();
+    bufs[0].write(0, &floats(&a)).unwrap();
+    bufs[1].write(0, &floats(&b)).unwrap();
+    let mut args = KernelArgs::new(&k).unwrap();
+    for (i, buf) in bufs.iter().enumerate() {
+        args.set_buffer(i, buf).unwrap();
+    }
+    args.set_u32(3, n as u32).unwrap();
+    let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
+    q.dispatch(&Dispatch::linear(&k, n as u32, 64).with_args(&args))
+        .unwrap()
+        .wait(T)
+        .unwrap();
+    let got: Vec<f32> = bufs[2]
+        .to_vec()
+        .unwrap()
+        .chunks_exact(4)
+        .take(n)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    // The substitute multiplies where vector_add adds.
     assert_eq!(
-        plain,
-        a.iter().zip(&b).map(|(x, y)| x + y).collect::<Vec<_>>()
-    );
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(SUBSTITUTE);
-    let substituted = run(DebugOptions::default().with_substitution("vector_add", &path));
-    assert_eq!(
-        substituted,
+        got,
         a.iter().zip(&b).map(|(x, y)| x * y).collect::<Vec<_>>()
     );
+}
 
-    // A substitute that cannot be read is an error naming the entry.
-    let kfd = device(
+/// A substitute that cannot be read is an error naming the entry; other kernels are not
+/// affected.
+#[test]
+fn an_unreadable_substitute_is_an_error_naming_it() {
+    let options = DebugOptions::default().with_substitution("vector_add", "/nonexistent/x.co");
+    let Some(kfd) = under_test_with(
+        "debugging::an_unreadable_substitute_is_an_error_naming_it",
         1,
-        DebugOptions::default().with_substitution("vector_add", "/nonexistent/x.co"),
-    );
-    let co = kfd.gpu(0).unwrap().load_code_object(VECTOR_ADD).unwrap();
+        &["kernels"],
+        options,
+    ) else {
+        return;
+    };
+    let gpu = kfd.gpu(0).unwrap();
+    let elf = common::code_object_for("kernels", &gpu.info().gfx_target).unwrap();
+    let co = gpu.load_code_object(&elf).unwrap();
     match co.kernel("vector_add") {
         Err(e @ Error::Substitution { .. }) => {
             assert!(e.to_string().contains("/nonexistent/x.co"), "{e}")
         }
         other => panic!("{other:?}"),
     }
-    // Other kernels are not affected.
     co.kernel("saxpy").unwrap();
 }
 
