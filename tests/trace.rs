@@ -17,6 +17,40 @@ fn out(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("kfdrt-{}-{name}", std::process::id()))
 }
 
+/// The device under test opened with the debugging switches `options` (an emulated MI210 with
+/// `gpus` GPUs when none is selected); `None`, after saying why, when `common::under_test` skips
+/// `test`, or when the process's one `/dev/kfd` device was opened before with other switches
+/// (`kfdrt-check` runs each test in a process of its own; `cargo test` runs them all in one).
+fn under_test_with(
+    test: &str,
+    gpus: usize,
+    stems: &[&str],
+    options: DebugOptions,
+) -> Option<common::Checked> {
+    let selected = std::env::var_os(kfdrt::DEVICE_ENV).is_some() || kfd_sys::DevKfd::present();
+    // Opened first with `options`, the hardware device is the one `under_test` opens again.
+    let first = selected.then(|| Kfd::builder().debug(options.clone()).open().unwrap());
+    let probe = common::under_test(test, Preset::Gfx90a, gpus, stems)?;
+    if probe.emulator().is_some() {
+        // An emulated device: a fresh one of its own with the switches.
+        drop(probe);
+        let kfd = match first {
+            Some(k) => k,
+            None => Kfd::builder()
+                .emulated(EmuConfig::new(Preset::Gfx90a, gpus))
+                .debug(options)
+                .open()
+                .unwrap(),
+        };
+        return Some(common::Checked::new(kfd));
+    }
+    if *probe.debug_options() != options {
+        eprintln!("{test}: skipped: the process's device was opened with other debugging switches");
+        return None;
+    }
+    Some(probe)
+}
+
 /// Runs a small workload with both recorders on and drops the device; returns the files.
 fn record() -> (Value, String, u64) {
     let (trace, dot) = (out("trace.json"), out("graph.dot"));
@@ -70,6 +104,8 @@ fn record() -> (Value, String, u64) {
     (json, dot, dep)
 }
 
+/// Emulated: the kernels are host functions that sleep 2 ms per work-group, which the device
+/// spans are checked against.
 #[test]
 fn timeline_and_graph_of_a_small_workload() {
     let (json, dot, dep) = record();
@@ -170,15 +206,17 @@ fn timeline_and_graph_of_a_small_workload() {
 #[test]
 fn device_spans_name_the_kernels_source_location_from_line_tables() {
     let trace = out("lines-trace.json");
-    let kfd = Kfd::builder()
-        .emulated(EmuConfig::new(Preset::Gfx90a, 1))
-        .debug(DebugOptions::default().with_trace(&trace))
-        .open()
-        .unwrap();
+    let Some(kfd) = under_test_with(
+        "trace::device_spans_name_the_kernels_source_location_from_line_tables",
+        1,
+        &["lines"],
+        DebugOptions::default().with_trace(&trace),
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
-    let co = gpu
-        .load_code_object(&crate::co_util::fixture("lines-gfx90a.elf"))
-        .unwrap();
+    let elf = common::code_object_for("lines", &gpu.info().gfx_target).unwrap();
+    let co = gpu.load_code_object(&elf).unwrap();
     let poke = co.kernel("poke_through").unwrap();
     let p = gpu.alloc(64 << 12, MemoryKind::GttCoherent).unwrap();
     let mut args = kfdrt::kernel_args::KernelArgs::new(&poke).unwrap();
@@ -189,6 +227,9 @@ fn device_spans_name_the_kernels_source_location_from_line_tables() {
         .wait(T)
         .unwrap();
     drop((q, args, p, poke, co, gpu));
+    // Written now (on hardware the process keeps its device open; an emulated one also writes
+    // it again when it drops).
+    kfd.flush_debug_output();
     drop(kfd);
     let json: Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
     let _ = std::fs::remove_file(trace);
