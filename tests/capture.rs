@@ -25,7 +25,41 @@ fn floats(v: impl Iterator<Item = f32>) -> Vec<u8> {
     v.flat_map(|f| f.to_le_bytes()).collect()
 }
 
-/// A vector add then a saxpy on its result, captured into `dir`.
+/// The device under test opened with the debugging switches `options` (an emulated MI210 with
+/// `gpus` GPUs when none is selected); `None`, after saying why, when `common::under_test` skips
+/// `test`, or when the process's one `/dev/kfd` device was opened before with other switches
+/// (`kfdrt-check` runs each test in a process of its own; `cargo test` runs them all in one).
+fn under_test_with(
+    test: &str,
+    gpus: usize,
+    stems: &[&str],
+    options: DebugOptions,
+) -> Option<common::Checked> {
+    let selected = std::env::var_os(kfdrt::DEVICE_ENV).is_some() || kfd_sys::DevKfd::present();
+    // Opened first with `options`, the hardware device is the one `under_test` opens again.
+    let first = selected.then(|| Kfd::builder().debug(options.clone()).open().unwrap());
+    let probe = common::under_test(test, Preset::Gfx90a, gpus, stems)?;
+    if probe.emulator().is_some() {
+        // An emulated device: a fresh one of its own with the switches.
+        drop(probe);
+        let kfd = match first {
+            Some(k) => k,
+            None => Kfd::builder()
+                .emulated(EmuConfig::new(Preset::Gfx90a, gpus))
+                .debug(options)
+                .open()
+                .unwrap(),
+        };
+        return Some(common::Checked::new(kfd));
+    }
+    if *probe.debug_options() != options {
+        eprintln!("{test}: skipped: the process's device was opened with other debugging switches");
+        return None;
+    }
+    Some(probe)
+}
+
+/// A vector add then a saxpy on its result, captured into `dir` on an emulated MI210.
 fn capture(dir: &Path) {
     let options = DebugOptions::default().with_capture(dir);
     let kfd = common::Checked::new(
@@ -35,8 +69,14 @@ fn capture(dir: &Path) {
             .open()
             .unwrap(),
     );
+    workload(&kfd, KERNELS);
+}
+
+/// A vector add then a saxpy on its result (`kernels` is the code object for `kfd`'s GPU), and
+/// two copies of the result.
+fn workload(kfd: &Kfd, kernels: &[u8]) {
     let gpu = kfd.gpu(0).unwrap();
-    let co = gpu.load_code_object(KERNELS).unwrap();
+    let co = gpu.load_code_object(kernels).unwrap();
     let n = 1000u32;
     let bufs: Vec<_> = (0..3)
         .map(|_| gpu.alloc(4096, MemoryKind::GttCoherent).unwrap())
@@ -87,6 +127,8 @@ fn replay_on_fresh_device(dir: &Path) -> kfdrt::debug::replay::ReplayReport {
     replay(&kfd, dir).unwrap()
 }
 
+/// Emulated: the capture replays four times in this process, each time on a fresh device (a
+/// process has one `/dev/kfd` device, the one that captured).
 #[test]
 fn a_capture_replays_byte_identically_and_a_tampered_one_is_caught() {
     let dir = fresh_dir("ok");
@@ -164,17 +206,33 @@ fn a_capture_replays_byte_identically_and_a_tampered_one_is_caught() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A capture on the device under test replays there through `kfdrt-replay` (a process of its
+/// own, on the device the environment selects; an emulated one when none is).
 #[test]
 fn the_replay_program_exits_by_the_result() {
     let dir = fresh_dir("bin");
-    capture(&dir);
+    let options = DebugOptions::default().with_capture(&dir);
+    let Some(kfd) = under_test_with(
+        "capture::the_replay_program_exits_by_the_result",
+        1,
+        &["kernels"],
+        options,
+    ) else {
+        return;
+    };
+    let elf = common::code_object_for("kernels", &kfd.gpu(0).unwrap().info().gfx_target).unwrap();
+    workload(&kfd, &elf);
+    // Written now: on hardware the process keeps its device open.
+    kfd.flush_debug_output();
+    let emulated = kfd.emulator().is_some();
+    drop(kfd);
     let run = || {
-        std::process::Command::new(env!("CARGO_BIN_EXE_kfdrt-replay"))
-            .arg(&dir)
-            .env("KFDRT_DEVICE", "emu")
-            .env_remove("KFDRT_CAPTURE")
-            .output()
-            .unwrap()
+        let mut replay = std::process::Command::new(env!("CARGO_BIN_EXE_kfdrt-replay"));
+        replay.arg(&dir).env_remove("KFDRT_CAPTURE");
+        if emulated {
+            replay.env("KFDRT_DEVICE", "emu");
+        }
+        replay.output().unwrap()
     };
     let ok = run();
     let text = String::from_utf8_lossy(&ok.stdout);
