@@ -445,50 +445,95 @@ fn completion_signals_kept_for_reuse_neither_leak_nor_double_up() {
     }
 }
 
-/// An emulated kernel that adds `add` to the u32 at `at`.
-fn adder(gpu: &Gpu, name: &str, at: u64, add: u32) -> kfdrt::Kernel {
-    gpu.emulated_kernel(
-        name,
-        0,
-        Arc::new(move |wg: &WorkGroup<'_>| -> Result<(), GpuFault> {
-            let v = wg.mem.read_u32(at)?;
-            wg.mem.write_u32(at, v + add)
-        }),
-    )
-    .unwrap()
-}
-
 #[test]
 fn a_batch_holds_the_code_of_every_kernel_it_runs() {
-    let kfd = common::emulated(Preset::Gfx90a, 1);
+    let Some(kfd) = common::under_test(
+        "ownership::a_batch_holds_the_code_of_every_kernel_it_runs",
+        Preset::Gfx90a,
+        1,
+        &["kernels"],
+    ) else {
+        return;
+    };
     kfd.set_suballocation_threshold(0);
     warm(&kfd);
     let gpu = kfd.gpu(0).unwrap();
-    let emu = kfd.emulator().unwrap();
     let q = gpu.create_aql_queue(AqlQueueOptions::default()).unwrap();
-    let out = whole(&gpu, 4096);
-    let before = live_buffers(&kfd);
-    let a = adder(&gpu, "add_1", out.gpu_address(), 1);
-    let b = adder(&gpu, "add_100", out.gpu_address(), 100);
+    // saxpy `y = alpha * x + y` over 64 floats, x all 1: each run adds alpha to every y.
+    let (x, y) = (whole(&gpu, 4096), whole(&gpu, 4096));
+    x.write(0, &[1.0f32.to_le_bytes(); 64].concat()).unwrap();
+    y.write(0, &[0; 4096]).unwrap();
+    let before = counted_buffers(&kfd);
+    // The same kernel from two loads of the code object: two copies of its code.
+    let elf = common::code_object_for("kernels", &gpu.info().gfx_target).unwrap();
+    let (co1, co2) = (
+        gpu.load_code_object(&elf).unwrap(),
+        gpu.load_code_object(&elf).unwrap(),
+    );
+    let (a, b) = (co1.kernel("saxpy").unwrap(), co2.kernel("saxpy").unwrap());
+    let args_of = |k: &kfdrt::Kernel, alpha: f32| {
+        let mut args = KernelArgs::new(k).unwrap();
+        args.set_f32(0, alpha).unwrap().set_buffer(1, &x).unwrap();
+        args.set_buffer(2, &y).unwrap().set_u32(3, 64).unwrap();
+        args
+    };
+    let (add_1, add_100) = (args_of(&a, 1.0), args_of(&b, 100.0));
     // The same descriptor as `b`, with nothing to hold: it must not excuse `b`'s own dispatch
     // from holding `b`'s code.
     // SAFETY: `b`'s descriptor, which the batch keeps (through `b`'s dispatch) until it ran.
-    let b_raw = unsafe { kfdrt::Kernel::from_raw("add_100 (raw)", b.object(), 0, 0, 0) };
-    emu.faults().stall_queue(q.id());
+    let b_raw = unsafe {
+        kfdrt::Kernel::from_raw(
+            "saxpy (raw)",
+            b.object(),
+            b.kernarg_size(),
+            b.group_segment_size(),
+            b.private_segment_size(),
+        )
+    };
+    let raw_args = add_100
+        .encode(
+            &kfdrt::LaunchGeometry::linear(64, 64),
+            &kfdrt::kernel_args::LaunchContext::for_queue(&q),
+        )
+        .unwrap();
+    // Held back behind a barrier on a signal nobody has set yet.
+    let gate = kfd.create_signal(1).unwrap();
+    let barrier = q.barrier_and(&[&gate]).unwrap();
     let mut batch = q.batch().unwrap();
-    for k in [&a, &b_raw, &b, &a] {
-        batch.dispatch(&Dispatch::linear(k, 1, 1)).unwrap();
-    }
+    batch
+        .dispatch(&Dispatch::linear(&a, 64, 64).with_args(&add_1))
+        .unwrap();
+    batch
+        .dispatch(&common::raw_dispatch(&b_raw, 64, 64, &raw_args))
+        .unwrap();
+    batch
+        .dispatch(&Dispatch::linear(&b, 64, 64).with_args(&add_100))
+        .unwrap();
+    batch
+        .dispatch(&Dispatch::linear(&a, 64, 64).with_args(&add_1))
+        .unwrap();
     let s = batch.submit().unwrap();
-    drop((a, b, b_raw));
-    assert_eq!(
-        live_buffers(&kfd),
-        before + 2,
-        "both kernels' code is still allocated"
-    );
-    emu.faults().resume_queue(q.id());
+    let held = counted_buffers(&kfd);
+    // Both kernels gone from the caller's side (their code objects stay: their other segments
+    // are their own).
+    drop((a, b, b_raw, add_1, add_100));
+    if let Some(held) = held {
+        assert_eq!(
+            live_buffers(&kfd),
+            held,
+            "a kernel's code was freed while the batch had not run"
+        );
+    }
+    assert!(!s.is_complete(), "the batch ran before the barrier let it");
+    gate.store(0).unwrap();
+    barrier.wait(T).unwrap();
     s.wait(T).unwrap();
-    assert_eq!(out.to_vec().unwrap()[..4], 202u32.to_le_bytes());
-    drop(s);
-    assert_eq!(live_buffers(&kfd), before, "freed once the batch completed");
+    let got = y.to_vec().unwrap();
+    for i in 0..64 {
+        assert_eq!(got[4 * i..][..4], 202f32.to_le_bytes(), "y[{i}]");
+    }
+    drop((barrier, s, co1, co2));
+    if let Some(before) = before {
+        assert_eq!(live_buffers(&kfd), before, "freed once the batch completed");
+    }
 }
