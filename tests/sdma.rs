@@ -2,8 +2,9 @@
 
 use crate::common;
 
+use kfdrt::emu::EmuConfig;
 use kfdrt::emu::Preset;
-use kfdrt::{CopyPath, Error, EventKind, EventReset, MemoryKind};
+use kfdrt::{CopyPath, DebugOptions, Error, EventKind, EventReset, Kfd, MemoryKind};
 use sdma::SdmaPacket;
 use std::time::Duration;
 
@@ -629,6 +630,40 @@ fn sdma_queues_on_a_chosen_engine_need_kfd_1_17() {
     ));
 }
 
+/// The device under test opened with the debugging switches `options` (an emulated MI210 with
+/// `gpus` GPUs when none is selected); `None`, after saying why, when `common::under_test` skips
+/// `test`, or when the process's one `/dev/kfd` device was opened before with other switches
+/// (`kfdrt-check` runs each test in a process of its own; `cargo test` runs them all in one).
+fn under_test_with(
+    test: &str,
+    gpus: usize,
+    stems: &[&str],
+    options: DebugOptions,
+) -> Option<common::Checked> {
+    let selected = std::env::var_os(kfdrt::DEVICE_ENV).is_some() || kfd_sys::DevKfd::present();
+    // Opened first with `options`, the hardware device is the one `under_test` opens again.
+    let first = selected.then(|| Kfd::builder().debug(options.clone()).open().unwrap());
+    let probe = common::under_test(test, Preset::Gfx90a, gpus, stems)?;
+    if probe.emulator().is_some() {
+        // An emulated device: a fresh one of its own with the switches.
+        drop(probe);
+        let kfd = match first {
+            Some(k) => k,
+            None => Kfd::builder()
+                .emulated(EmuConfig::new(Preset::Gfx90a, gpus))
+                .debug(options)
+                .open()
+                .unwrap(),
+        };
+        return Some(common::Checked::new(kfd));
+    }
+    if *probe.debug_options() != options {
+        eprintln!("{test}: skipped: the process's device was opened with other debugging switches");
+        return None;
+    }
+    Some(probe)
+}
+
 /// A fill that times out waiting for ring space after part of it was committed: the committed
 /// part (here the fill itself) still runs once the engine moves on, after the caller has seen
 /// the error and dropped the buffer. The submission keeps the buffer until the work completes
@@ -636,15 +671,16 @@ fn sdma_queues_on_a_chosen_engine_need_kfd_1_17() {
 /// (which, dedicated and unmapped, would be a GPU page fault).
 #[test]
 fn a_timed_out_submission_keeps_what_its_committed_packets_use() {
-    use kfdrt::{AllocOptions, DebugOptions, Signal};
-    let emu_config = kfdrt::emu::EmuConfig::new(Preset::Gfx90a, 1);
+    use kfdrt::{AllocOptions, Signal};
     let debug = DebugOptions::default().with_wait_timeout(Duration::from_millis(300));
-    let kfd = kfdrt::Kfd::builder()
-        .emulated(emu_config)
-        .debug(debug)
-        .open()
-        .unwrap();
-    let emu = kfd.emulator().unwrap().clone();
+    let Some(kfd) = under_test_with(
+        "sdma::a_timed_out_submission_keeps_what_its_committed_packets_use",
+        1,
+        &[],
+        debug,
+    ) else {
+        return;
+    };
     let gpu = kfd.gpu(0).unwrap();
     let q = gpu.create_sdma_queue().unwrap();
     let gfx = gpu.info().gfx_target_version;
@@ -690,18 +726,20 @@ fn a_timed_out_submission_keeps_what_its_committed_packets_use() {
         left >= fill && left < fill + atomic + fence + trap,
         "{left} bytes left after the polls"
     );
-    let done: Vec<Signal> = (0..deps_n).map(|_| kfd.create_signal(0).unwrap()).collect();
-    let deps: Vec<&Signal> = done.iter().collect();
+    // Dependencies nobody has met yet: the engine stops at the first poll.
+    let pending: Vec<Signal> = (0..deps_n).map(|_| kfd.create_signal(1).unwrap()).collect();
+    let deps: Vec<&Signal> = pending.iter().collect();
     let dst = gpu
         .alloc_with(4096, AllocOptions::new(MemoryKind::GttCoherent).dedicated())
         .unwrap();
-    emu.faults().stall_queue(q.id());
     match q.fill(&dst, 0, 0x5A5A_5A5A, 4096, &deps) {
         Err(Error::Timeout { .. }) => {}
         other => panic!("expected a timeout for ring space, got {other:?}"),
     }
     drop(dst);
-    emu.faults().resume_queue(q.id());
+    for s in &pending {
+        s.store(0).unwrap();
+    }
     // The engine drains the committed part: a later fill waits for room behind it.
     let mark = gpu.alloc(4096, MemoryKind::GttCoherent).unwrap();
     q.fill(&mark, 0, 1, 4, &[])
