@@ -25,40 +25,6 @@ fn floats(v: impl Iterator<Item = f32>) -> Vec<u8> {
     v.flat_map(|f| f.to_le_bytes()).collect()
 }
 
-/// The device under test opened with the debugging switches `options` (an emulated MI210 with
-/// `gpus` GPUs when none is selected); `None`, after saying why, when `common::under_test` skips
-/// `test`, or when the process's one `/dev/kfd` device was opened before with other switches
-/// (`kfdrt-check` runs each test in a process of its own; `cargo test` runs them all in one).
-fn under_test_with(
-    test: &str,
-    gpus: usize,
-    stems: &[&str],
-    options: DebugOptions,
-) -> Option<common::Checked> {
-    let selected = std::env::var_os(kfdrt::DEVICE_ENV).is_some() || kfd_sys::DevKfd::present();
-    // Opened first with `options`, the hardware device is the one `under_test` opens again.
-    let first = selected.then(|| Kfd::builder().debug(options.clone()).open().unwrap());
-    let probe = common::under_test(test, Preset::Gfx90a, gpus, stems)?;
-    if probe.emulator().is_some() {
-        // An emulated device: a fresh one of its own with the switches.
-        drop(probe);
-        let kfd = match first {
-            Some(k) => k,
-            None => Kfd::builder()
-                .emulated(EmuConfig::new(Preset::Gfx90a, gpus))
-                .debug(options)
-                .open()
-                .unwrap(),
-        };
-        return Some(common::Checked::new(kfd));
-    }
-    if *probe.debug_options() != options {
-        eprintln!("{test}: skipped: the process's device was opened with other debugging switches");
-        return None;
-    }
-    Some(probe)
-}
-
 /// A vector add then a saxpy on its result, captured into `dir` on an emulated MI210.
 fn capture(dir: &Path) {
     let options = DebugOptions::default().with_capture(dir);
@@ -212,7 +178,7 @@ fn a_capture_replays_byte_identically_and_a_tampered_one_is_caught() {
 fn the_replay_program_exits_by_the_result() {
     let dir = fresh_dir("bin");
     let options = DebugOptions::default().with_capture(&dir);
-    let Some(kfd) = under_test_with(
+    let Some(kfd) = common::under_test_with(
         "capture::the_replay_program_exits_by_the_result",
         1,
         &["kernels"],
@@ -230,7 +196,11 @@ fn the_replay_program_exits_by_the_result() {
         let mut replay = std::process::Command::new(env!("CARGO_BIN_EXE_kfdrt-replay"));
         replay.arg(&dir).env_remove("KFDRT_CAPTURE");
         if emulated {
-            replay.env("KFDRT_DEVICE", "emu");
+            // The capture ran on under_test's fallback, an emulated MI210, whatever preset the
+            // environment names: replay it on one.
+            replay
+                .env("KFDRT_DEVICE", "emu")
+                .env("KFDRT_EMU_PRESET", "gfx90a");
         }
         replay.output().unwrap()
     };

@@ -26,40 +26,6 @@ fn device(gpus: usize, options: DebugOptions) -> common::Checked {
     )
 }
 
-/// The device under test opened with the debugging switches `options` (an emulated MI210 with
-/// `gpus` GPUs when none is selected); `None`, after saying why, when `common::under_test` skips
-/// `test`, or when the process's one `/dev/kfd` device was opened before with other switches
-/// (`kfdrt-check` runs each test in a process of its own; `cargo test` runs them all in one).
-fn under_test_with(
-    test: &str,
-    gpus: usize,
-    stems: &[&str],
-    options: DebugOptions,
-) -> Option<common::Checked> {
-    let selected = std::env::var_os(kfdrt::DEVICE_ENV).is_some() || kfd_sys::DevKfd::present();
-    // Opened first with `options`, the hardware device is the one `under_test` opens again.
-    let first = selected.then(|| Kfd::builder().debug(options.clone()).open().unwrap());
-    let probe = common::under_test(test, Preset::Gfx90a, gpus, stems)?;
-    if probe.emulator().is_some() {
-        // An emulated device: a fresh one of its own with the switches.
-        drop(probe);
-        let kfd = match first {
-            Some(k) => k,
-            None => Kfd::builder()
-                .emulated(EmuConfig::new(Preset::Gfx90a, gpus))
-                .debug(options)
-                .open()
-                .unwrap(),
-        };
-        return Some(common::Checked::new(kfd));
-    }
-    if *probe.debug_options() != options {
-        eprintln!("{test}: skipped: the process's device was opened with other debugging switches");
-        return None;
-    }
-    Some(probe)
-}
-
 fn refused(r: kfdrt::Result<kfdrt::Submission>, field: &str) -> String {
     match r {
         Err(e @ Error::Validation { .. }) => {
@@ -80,7 +46,8 @@ fn floats(v: &[f32]) -> Vec<u8> {
 #[test]
 fn validation_names_the_field_and_value() {
     let test = "debugging::validation_names_the_field_and_value";
-    let Some(kfd) = under_test_with(test, 2, &["kernels"], DebugOptions::default().validated())
+    let Some(kfd) =
+        common::under_test_with(test, 2, &["kernels"], DebugOptions::default().validated())
     else {
         return;
     };
@@ -175,7 +142,7 @@ fn without_validation_a_wild_kernel_object_reaches_the_device() {
 
 #[test]
 fn serialized_submissions_are_complete_when_they_return() {
-    let Some(kfd) = under_test_with(
+    let Some(kfd) = common::under_test_with(
         "debugging::serialized_submissions_are_complete_when_they_return",
         1,
         &[],
@@ -231,7 +198,7 @@ fn substitution_dispatches_the_other_code_objects_kernel() {
     let test = "debugging::substitution_dispatches_the_other_code_objects_kernel";
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(SUBSTITUTE);
     let options = DebugOptions::default().with_substitution("vector_add", &path);
-    let Some(kfd) = under_test_with(test, 1, &["kernels", "substitute"], options) else {
+    let Some(kfd) = common::under_test_with(test, 1, &["kernels", "substitute"], options) else {
         return;
     };
     let gpu = kfd.gpu(0).unwrap();
@@ -281,7 +248,7 @@ fn substitution_dispatches_the_other_code_objects_kernel() {
 #[test]
 fn an_unreadable_substitute_is_an_error_naming_it() {
     let options = DebugOptions::default().with_substitution("vector_add", "/nonexistent/x.co");
-    let Some(kfd) = under_test_with(
+    let Some(kfd) = common::under_test_with(
         "debugging::an_unreadable_substitute_is_an_error_naming_it",
         1,
         &["kernels"],

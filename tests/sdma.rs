@@ -2,9 +2,8 @@
 
 use crate::common;
 
-use kfdrt::emu::EmuConfig;
 use kfdrt::emu::Preset;
-use kfdrt::{CopyPath, DebugOptions, Error, EventKind, EventReset, Kfd, MemoryKind};
+use kfdrt::{CopyPath, DebugOptions, Error, EventKind, EventReset, MemoryKind};
 use sdma::SdmaPacket;
 use std::time::Duration;
 
@@ -630,40 +629,6 @@ fn sdma_queues_on_a_chosen_engine_need_kfd_1_17() {
     ));
 }
 
-/// The device under test opened with the debugging switches `options` (an emulated MI210 with
-/// `gpus` GPUs when none is selected); `None`, after saying why, when `common::under_test` skips
-/// `test`, or when the process's one `/dev/kfd` device was opened before with other switches
-/// (`kfdrt-check` runs each test in a process of its own; `cargo test` runs them all in one).
-fn under_test_with(
-    test: &str,
-    gpus: usize,
-    stems: &[&str],
-    options: DebugOptions,
-) -> Option<common::Checked> {
-    let selected = std::env::var_os(kfdrt::DEVICE_ENV).is_some() || kfd_sys::DevKfd::present();
-    // Opened first with `options`, the hardware device is the one `under_test` opens again.
-    let first = selected.then(|| Kfd::builder().debug(options.clone()).open().unwrap());
-    let probe = common::under_test(test, Preset::Gfx90a, gpus, stems)?;
-    if probe.emulator().is_some() {
-        // An emulated device: a fresh one of its own with the switches.
-        drop(probe);
-        let kfd = match first {
-            Some(k) => k,
-            None => Kfd::builder()
-                .emulated(EmuConfig::new(Preset::Gfx90a, gpus))
-                .debug(options)
-                .open()
-                .unwrap(),
-        };
-        return Some(common::Checked::new(kfd));
-    }
-    if *probe.debug_options() != options {
-        eprintln!("{test}: skipped: the process's device was opened with other debugging switches");
-        return None;
-    }
-    Some(probe)
-}
-
 /// A fill that times out waiting for ring space after part of it was committed: the committed
 /// part (here the fill itself) still runs once the engine moves on, after the caller has seen
 /// the error and dropped the buffer. The submission keeps the buffer until the work completes
@@ -673,7 +638,7 @@ fn under_test_with(
 fn a_timed_out_submission_keeps_what_its_committed_packets_use() {
     use kfdrt::{AllocOptions, Signal};
     let debug = DebugOptions::default().with_wait_timeout(Duration::from_millis(300));
-    let Some(kfd) = under_test_with(
+    let Some(kfd) = common::under_test_with(
         "sdma::a_timed_out_submission_keeps_what_its_committed_packets_use",
         1,
         &[],

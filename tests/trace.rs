@@ -17,40 +17,6 @@ fn out(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("kfdrt-{}-{name}", std::process::id()))
 }
 
-/// The device under test opened with the debugging switches `options` (an emulated MI210 with
-/// `gpus` GPUs when none is selected); `None`, after saying why, when `common::under_test` skips
-/// `test`, or when the process's one `/dev/kfd` device was opened before with other switches
-/// (`kfdrt-check` runs each test in a process of its own; `cargo test` runs them all in one).
-fn under_test_with(
-    test: &str,
-    gpus: usize,
-    stems: &[&str],
-    options: DebugOptions,
-) -> Option<common::Checked> {
-    let selected = std::env::var_os(kfdrt::DEVICE_ENV).is_some() || kfd_sys::DevKfd::present();
-    // Opened first with `options`, the hardware device is the one `under_test` opens again.
-    let first = selected.then(|| Kfd::builder().debug(options.clone()).open().unwrap());
-    let probe = common::under_test(test, Preset::Gfx90a, gpus, stems)?;
-    if probe.emulator().is_some() {
-        // An emulated device: a fresh one of its own with the switches.
-        drop(probe);
-        let kfd = match first {
-            Some(k) => k,
-            None => Kfd::builder()
-                .emulated(EmuConfig::new(Preset::Gfx90a, gpus))
-                .debug(options)
-                .open()
-                .unwrap(),
-        };
-        return Some(common::Checked::new(kfd));
-    }
-    if *probe.debug_options() != options {
-        eprintln!("{test}: skipped: the process's device was opened with other debugging switches");
-        return None;
-    }
-    Some(probe)
-}
-
 /// Runs a small workload with both recorders on and drops the device; returns the files.
 fn record() -> (Value, String, u64) {
     let (trace, dot) = (out("trace.json"), out("graph.dot"));
@@ -206,7 +172,7 @@ fn timeline_and_graph_of_a_small_workload() {
 #[test]
 fn device_spans_name_the_kernels_source_location_from_line_tables() {
     let trace = out("lines-trace.json");
-    let Some(kfd) = under_test_with(
+    let Some(kfd) = common::under_test_with(
         "trace::device_spans_name_the_kernels_source_location_from_line_tables",
         1,
         &["lines"],

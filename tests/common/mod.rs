@@ -9,7 +9,7 @@
 pub mod own_process;
 
 use kfdrt::emu::{EmuConfig, Emulator, Preset};
-use kfdrt::Kfd;
+use kfdrt::{DebugOptions, Kfd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -128,6 +128,40 @@ pub fn under_test(test: &str, preset: Preset, gpus: usize, stems: &[&str]) -> Op
         return None;
     }
     Some(kfd)
+}
+
+/// The device under test opened with the debugging switches `options` (an emulated MI210 with
+/// `gpus` GPUs when none is selected); `None`, after saying why, when [`under_test`] skips
+/// `test`, or when the process's one `/dev/kfd` device was opened before with other switches
+/// (`kfdrt-check` runs each test in a process of its own; `cargo test` runs them all in one).
+pub fn under_test_with(
+    test: &str,
+    gpus: usize,
+    stems: &[&str],
+    options: DebugOptions,
+) -> Option<Checked> {
+    let selected = std::env::var_os(kfdrt::DEVICE_ENV).is_some() || kfd_sys::DevKfd::present();
+    // Opened first with `options`, the hardware device is the one `under_test` opens again.
+    let first = selected.then(|| Kfd::builder().debug(options.clone()).open().unwrap());
+    let probe = under_test(test, Preset::Gfx90a, gpus, stems)?;
+    if probe.emulator().is_some() {
+        // An emulated device: a fresh one of its own with the switches.
+        drop(probe);
+        let kfd = match first {
+            Some(k) => k,
+            None => Kfd::builder()
+                .emulated(EmuConfig::new(Preset::Gfx90a, gpus))
+                .debug(options)
+                .open()
+                .unwrap(),
+        };
+        return Some(Checked::new(kfd));
+    }
+    if *probe.debug_options() != options {
+        eprintln!("{test}: skipped: the process's device was opened with other debugging switches");
+        return None;
+    }
+    Some(probe)
 }
 
 /// The checked-in code object `tests/fixtures/code_objects/{stem}-{target}.elf` (or `.co`), if
