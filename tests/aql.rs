@@ -438,8 +438,7 @@ fn prepared_dispatches_run_with_their_own_arguments() {
     let counters = gpu.alloc(256 * 4, MemoryKind::GttCoherent).unwrap();
     // `fence_then_count(out, counter, flag)`, one work-item per dispatch: it stores 0 to
     // `out[0]` and adds one to `*counter` (here the dispatch's own counter).
-    let fence = common::code_object_for("fence", &gpu.info().gfx_target).unwrap();
-    let co = gpu.load_code_object(&fence).unwrap();
+    let co = common::load_for(&gpu, "fence");
     let kernel = co.kernel("fence_then_count").unwrap();
     let (out, flag) = (
         gpu.alloc(4096, MemoryKind::GttCoherent).unwrap(),

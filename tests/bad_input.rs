@@ -35,8 +35,7 @@ fn under_test(test: &str) -> Option<(Checked, Gpu)> {
 /// `vector_add` of the checked-in `kernels` code object for `gpu`'s target, loaded on `gpu`
 /// (tests that use it pass the stem to [`common::under_test`], so the object exists).
 fn vector_add(gpu: &Gpu) -> (kfdrt::CodeObject, Kernel) {
-    let bytes = common::code_object_for("kernels", &gpu.info().gfx_target).unwrap();
-    let co = gpu.load_code_object(&bytes).unwrap();
+    let co = common::load_for(gpu, "kernels");
     let k = co.kernel("vector_add").unwrap();
     (co, k)
 }

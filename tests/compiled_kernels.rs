@@ -1058,8 +1058,7 @@ fn a_fence_before_an_atomic_counts_every_work_item() {
         return;
     };
     let gpu = kfd.gpu(0).unwrap();
-    let fence = common::code_object_for("fence", &gpu.info().gfx_target).unwrap();
-    let co = gpu.load_code_object(&fence).unwrap();
+    let co = common::load_for(&gpu, "fence");
     let k = co.kernel("fence_then_count").unwrap();
     let n = 256u32;
     let out = gpu

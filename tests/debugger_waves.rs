@@ -88,8 +88,7 @@ pub(crate) fn vector_add(
     c_out: &kfdrt::Buffer,
     timeout: Option<Duration>,
 ) -> kfdrt::Result<()> {
-    let elf = common::code_object_for("kernels", &gpu.info().gfx_target).unwrap();
-    let co = gpu.load_code_object(&elf).unwrap();
+    let co = common::load_for(gpu, "kernels");
     let k = co.kernel("vector_add").unwrap();
     let ab = gpu.alloc(256 * 4, MemoryKind::GttCoherent).unwrap();
     let ones: Vec<u8> = (0..256).flat_map(|_| 1.0f32.to_le_bytes()).collect();

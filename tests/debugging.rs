@@ -60,8 +60,7 @@ fn validation_names_the_field_and_value() {
         );
         return;
     }
-    let elf = common::code_object_for("kernels", &g0.info().gfx_target).unwrap();
-    let co = g0.load_code_object(&elf).unwrap();
+    let co = common::load_for(&g0, "kernels");
     let vadd = co.kernel("vector_add").unwrap();
     let q = g0.create_aql_queue(AqlQueueOptions::default()).unwrap();
 
@@ -257,8 +256,7 @@ fn an_unreadable_substitute_is_an_error_naming_it() {
         return;
     };
     let gpu = kfd.gpu(0).unwrap();
-    let elf = common::code_object_for("kernels", &gpu.info().gfx_target).unwrap();
-    let co = gpu.load_code_object(&elf).unwrap();
+    let co = common::load_for(&gpu, "kernels");
     match co.kernel("vector_add") {
         Err(e @ Error::Substitution { .. }) => {
             assert!(e.to_string().contains("/nonexistent/x.co"), "{e}")

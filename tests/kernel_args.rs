@@ -477,8 +477,7 @@ fn the_compiled_kernel_reads_the_hidden_arguments_kfdrt_filled() {
         return;
     };
     let gpu = kfd.gpu(0).unwrap();
-    let elf = common::code_object_for("hidden_v5", &gpu.info().gfx_target).unwrap();
-    let co = gpu.load_code_object(&elf).unwrap();
+    let co = common::load_for(&gpu, "hidden_v5");
     let kernel = co.kernel("copy_implicit").unwrap();
     let md = kernel.metadata_arc().unwrap().clone();
     let size = md.kernarg_segment_size;
@@ -547,8 +546,7 @@ fn arguments_must_belong_to_the_kernel_dispatched() {
         return;
     };
     let gpu = kfd.gpu(0).unwrap();
-    let elf = common::code_object_for("kernels", &gpu.info().gfx_target).unwrap();
-    let co = gpu.load_code_object(&elf).unwrap();
+    let co = common::load_for(&gpu, "kernels");
     let (saxpy, vadd) = (
         co.kernel("saxpy").unwrap(),
         co.kernel("vector_add").unwrap(),

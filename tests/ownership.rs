@@ -189,8 +189,7 @@ fn an_unwaited_submission_is_drained_by_its_queue() {
     let out = whole(&gpu, 4096);
     out.write(0, &[0; 4096]).unwrap();
     let before = counted_buffers(&kfd);
-    let elf = common::code_object_for("kernels", &gpu.info().gfx_target).unwrap();
-    let co = gpu.load_code_object(&elf).unwrap();
+    let co = common::load_for(&gpu, "kernels");
     let kernel = co.kernel("vector_add").unwrap();
     let input = whole(&gpu, 4096);
     input

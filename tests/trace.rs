@@ -181,8 +181,7 @@ fn device_spans_name_the_kernels_source_location_from_line_tables() {
         return;
     };
     let gpu = kfd.gpu(0).unwrap();
-    let elf = common::code_object_for("lines", &gpu.info().gfx_target).unwrap();
-    let co = gpu.load_code_object(&elf).unwrap();
+    let co = common::load_for(&gpu, "lines");
     let poke = co.kernel("poke_through").unwrap();
     let p = gpu.alloc(64 << 12, MemoryKind::GttCoherent).unwrap();
     let mut args = kfdrt::kernel_args::KernelArgs::new(&poke).unwrap();

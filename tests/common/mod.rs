@@ -175,6 +175,16 @@ pub fn code_object_for(stem: &str, target: &str) -> Option<Vec<u8>> {
         .and_then(|p| std::fs::read(p).ok())
 }
 
+/// `stem`'s checked-in code object for `gpu`'s target, loaded on it (after [`under_test`] checked
+/// that one is built for the target).
+pub fn load_for(gpu: &kfdrt::Gpu, stem: &str) -> kfdrt::CodeObject {
+    let target = &gpu.info().gfx_target;
+    let elf = code_object_for(stem, target)
+        .unwrap_or_else(|| panic!("no {stem} code object is built for {target}"));
+    gpu.load_code_object(&elf)
+        .unwrap_or_else(|e| panic!("loading the {stem} code object for {target}: {e}"))
+}
+
 /// A fresh emulated device (checked for leaks when it drops).
 pub fn emulated(preset: Preset, gpus: usize) -> Checked {
     emulated_with(EmuConfig::new(preset, gpus))
