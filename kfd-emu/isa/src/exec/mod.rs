@@ -23,6 +23,7 @@ mod smem;
 mod snapshot;
 mod trap;
 mod valu;
+mod valu_fast;
 mod valu_gfx11;
 mod valu_half;
 mod valu_misc;

@@ -6,12 +6,21 @@
 
 use super::valu_operands::V;
 use super::wave::{Wave, LANES};
-use super::{valu_gfx11, valu_misc, valu_ops, valu_wide};
+use super::{valu_fast, valu_gfx11, valu_misc, valu_ops, valu_wide};
 use crate::decode::{Inst, Operand};
 use crate::error::WaveError;
 
 /// Runs one VALU instruction of `w` (`ap`: the shared and private aperture bases).
 pub(super) fn exec(w: &mut Wave, inst: &Inst, ap: (u64, u64)) -> Result<(), WaveError> {
+    if valu_fast::try_exec(w, inst, ap) {
+        return Ok(());
+    }
+    general(w, inst, ap)
+}
+
+/// Runs one VALU instruction the general way (the reference the fast paths are tested
+/// against).
+pub(super) fn general(w: &mut Wave, inst: &Inst, ap: (u64, u64)) -> Result<(), WaveError> {
     // Scalar sources broadcast to every lane up front, into the wave's buffers (handing out
     // references to them copies no lanes; `V::src` checks the value is still current).
     for (k, &op) in inst.src.iter().enumerate() {

@@ -124,14 +124,19 @@ macro_rules! cmp32 {
     }};
 }
 
+/// The ordering bits (lt, eq, gt, unordered) `pred` is true for (none for `Class`).
+pub(super) fn predicate_bits(pred: Predicate) -> (bool, bool, bool, bool) {
+    PREDICATE_BITS
+        .get(pred as usize)
+        .copied()
+        .unwrap_or(PREDICATE_BITS[0])
+}
+
 /// Vector compares (VOPC and their VOP3 forms), as the table's [`Compare`] says.
 fn compare(v: &mut V<'_>, c: Compare) -> Result<(), WaveError> {
     let class = c.pred == Predicate::Class;
     let ty = c.ty;
-    let (lt, eq, gt, un) = PREDICATE_BITS
-        .get(c.pred as usize)
-        .copied()
-        .unwrap_or(PREDICATE_BITS[0]);
+    let (lt, eq, gt, un) = predicate_bits(c.pred);
     let fcmp = move |a: f64, b: f64| -> bool {
         if a < b {
             lt

@@ -1,0 +1,692 @@
+//! Fast paths for the VALU instructions compiled kernels spend most of their time in (moves,
+//! integer and f32 arithmetic, carries, shifts, compares, selects), in their plain form: no
+//! DPP, SDWA or VOP3 modifiers. Each source is resolved once to a register of the file or one
+//! value for every lane, and a lane loop per shape (register or value in each source) runs the
+//! operation into a buffer the result is merged from under EXEC. The general path (`valu` and
+//! its families) broadcasts every scalar source to 64 lanes, builds each source as a
+//! `Result`, and runs a chain of matches first; for a 64-lane add that overhead costs more
+//! than the add.
+//!
+//! The general path stays the reference and handles everything else: an instruction with
+//! modifiers, an operand outside the wave's registers (its error), any other operation. A unit
+//! test runs every fast-pathed operation both ways over random registers, EXEC masks and
+//! operand shapes and compares the whole wave.
+
+use super::fpmath::{fmax32, fmin32};
+use super::valu_ops::predicate_bits;
+use super::wave::{pack_bits, select_into, Lanes, Wave, LANES};
+use crate::decode::attrs::Class;
+use crate::decode::compare::{CmpType, Predicate};
+use crate::decode::{Format, Inst, Op, Operand, Vop3Mods};
+
+/// A resolved 32-bit source: register `R(i)` of the file, or the value `K(x)` in every lane.
+#[derive(Clone, Copy)]
+enum S {
+    R(usize),
+    K(u32),
+}
+
+/// Source `k` of `inst`, or `None` when the general path must take the instruction (an
+/// absent operand, or a register the wave does not have: its error is the general path's).
+#[inline(always)]
+fn src(w: &Wave, inst: &Inst, k: usize, ap: (u64, u64)) -> Option<S> {
+    let op = *inst.src.get(k)?;
+    match op {
+        Operand::Vgpr(..) | Operand::Agpr(..) => {
+            let i = w.vindex(op, 0)?;
+            (i < w.v.len()).then_some(S::R(i))
+        }
+        Operand::None => None,
+        _ => Some(S::K(w.scalar32(op, inst.imm.get(k).copied()?, ap))),
+    }
+}
+
+/// The destination register's index in the file (`None`: the general path reports it).
+#[inline(always)]
+fn dst(w: &Wave, inst: &Inst) -> Option<usize> {
+    let i = w.vindex(inst.dst, 0)?;
+    (i < w.v.len()).then_some(i)
+}
+
+/// `out[l] = f(a[l])`.
+#[inline(always)]
+fn lanes1(w: &Wave, a: S, f: impl Fn(u32) -> u32) -> Lanes {
+    let mut out = [0u32; LANES];
+    match a {
+        S::R(i) => {
+            let x = &w.v[i];
+            for l in 0..LANES {
+                out[l] = f(x[l]);
+            }
+        }
+        S::K(s) => out = [f(s); LANES],
+    }
+    out
+}
+
+/// `out[l] = f(a[l], b[l])`, one loop per operand shape.
+#[inline(always)]
+fn lanes2(w: &Wave, a: S, b: S, f: impl Fn(u32, u32) -> u32) -> Lanes {
+    let mut out = [0u32; LANES];
+    match (a, b) {
+        (S::R(i), S::R(j)) => {
+            let (x, y) = (&w.v[i], &w.v[j]);
+            for l in 0..LANES {
+                out[l] = f(x[l], y[l]);
+            }
+        }
+        (S::K(s), S::R(j)) => {
+            let y = &w.v[j];
+            for l in 0..LANES {
+                out[l] = f(s, y[l]);
+            }
+        }
+        (S::R(i), S::K(t)) => {
+            let x = &w.v[i];
+            for l in 0..LANES {
+                out[l] = f(x[l], t);
+            }
+        }
+        (S::K(s), S::K(t)) => out = [f(s, t); LANES],
+    }
+    out
+}
+
+/// `out[l] = f(a[l], b[l], c[l])`: the third source is usually a register (an accumulator,
+/// an addend), so only the first two choose a loop; a value there is broadcast.
+#[inline(always)]
+fn lanes3(w: &Wave, a: S, b: S, c: S, f: impl Fn(u32, u32, u32) -> u32) -> Lanes {
+    let z: Lanes;
+    let zc: &Lanes = match c {
+        S::R(k) => &w.v[k],
+        S::K(u) => {
+            z = [u; LANES];
+            &z
+        }
+    };
+    let mut out = [0u32; LANES];
+    match (a, b) {
+        (S::R(i), S::R(j)) => {
+            let (x, y) = (&w.v[i], &w.v[j]);
+            for l in 0..LANES {
+                out[l] = f(x[l], y[l], zc[l]);
+            }
+        }
+        (S::K(s), S::R(j)) => {
+            let y = &w.v[j];
+            for l in 0..LANES {
+                out[l] = f(s, y[l], zc[l]);
+            }
+        }
+        (S::R(i), S::K(t)) => {
+            let x = &w.v[i];
+            for l in 0..LANES {
+                out[l] = f(x[l], t, zc[l]);
+            }
+        }
+        (S::K(s), S::K(t)) => {
+            for l in 0..LANES {
+                out[l] = f(s, t, zc[l]);
+            }
+        }
+    }
+    out
+}
+
+/// One flag per lane from `f(a[l], b[l])`, packed into a lane mask.
+#[inline(always)]
+fn bits2(w: &Wave, a: S, b: S, f: impl Fn(u32, u32) -> bool) -> u64 {
+    let mut flags = [false; LANES];
+    match (a, b) {
+        (S::R(i), S::R(j)) => {
+            let (x, y) = (&w.v[i], &w.v[j]);
+            for l in 0..LANES {
+                flags[l] = f(x[l], y[l]);
+            }
+        }
+        (S::K(s), S::R(j)) => {
+            let y = &w.v[j];
+            for l in 0..LANES {
+                flags[l] = f(s, y[l]);
+            }
+        }
+        (S::R(i), S::K(t)) => {
+            let x = &w.v[i];
+            for l in 0..LANES {
+                flags[l] = f(x[l], t);
+            }
+        }
+        (S::K(s), S::K(t)) => flags = [f(s, t); LANES],
+    }
+    pack_bits(&flags)
+}
+
+fn f32_of(x: u32) -> f32 {
+    f32::from_bits(x)
+}
+
+/// Runs `inst` if it is one of the fast-pathed operations in plain form; `false` leaves it
+/// (untouched) to the general path.
+#[inline]
+pub(super) fn try_exec(w: &mut Wave, inst: &Inst, ap: (u64, u64)) -> bool {
+    if inst.dpp.is_some() || inst.sdwa.is_some() || inst.vop3 != Vop3Mods::default() {
+        return false;
+    }
+    if !matches!(
+        inst.format,
+        Format::Vop1 | Format::Vop2 | Format::Vopc | Format::Vop3
+    ) {
+        return false;
+    }
+    if let Class::Compare(c) = inst.class {
+        let Some(bits) = compare(w, inst, ap, c.ty, c.pred) else {
+            return false;
+        };
+        let bits = bits & w.exec();
+        if let Operand::Sgpr(r, _) = inst.sdst {
+            w.set_lane_mask(r, bits);
+        }
+        if c.cmpx {
+            w.set_exec(bits);
+        }
+        return true;
+    }
+    run(w, inst, ap).is_some()
+}
+
+/// An I32, U32 or F32 compare's lane mask (before EXEC), or `None` for the general path.
+#[inline(always)]
+fn compare(w: &Wave, inst: &Inst, ap: (u64, u64), ty: CmpType, pred: Predicate) -> Option<u64> {
+    if pred == Predicate::Class {
+        return None;
+    }
+    let (lt, eq, gt, un) = predicate_bits(pred);
+    let (a, b) = (src(w, inst, 0, ap)?, src(w, inst, 1, ap)?);
+    Some(match ty {
+        CmpType::I32 => match (lt, eq, gt) {
+            (true, false, false) => bits2(w, a, b, |x, y| (x as i32) < (y as i32)),
+            (false, true, false) => bits2(w, a, b, |x, y| x == y),
+            (true, true, false) => bits2(w, a, b, |x, y| (x as i32) <= (y as i32)),
+            (false, false, true) => bits2(w, a, b, |x, y| (x as i32) > (y as i32)),
+            (true, false, true) => bits2(w, a, b, |x, y| x != y),
+            (false, true, true) => bits2(w, a, b, |x, y| (x as i32) >= (y as i32)),
+            (t, _, _) => [0, u64::MAX][usize::from(t)],
+        },
+        CmpType::U32 => match (lt, eq, gt) {
+            (true, false, false) => bits2(w, a, b, |x, y| x < y),
+            (false, true, false) => bits2(w, a, b, |x, y| x == y),
+            (true, true, false) => bits2(w, a, b, |x, y| x <= y),
+            (false, false, true) => bits2(w, a, b, |x, y| x > y),
+            (true, false, true) => bits2(w, a, b, |x, y| x != y),
+            (false, true, true) => bits2(w, a, b, |x, y| x >= y),
+            (t, _, _) => [0, u64::MAX][usize::from(t)],
+        },
+        CmpType::F32 => bits2(w, a, b, |x, y| {
+            let (x, y) = (f32_of(x), f32_of(y));
+            (lt & (x < y)) | (eq & (x == y)) | (gt & (x > y)) | (un & (x.is_nan() | y.is_nan()))
+        }),
+        _ => return None,
+    })
+}
+
+/// The carry-in of `v_addc`/`v_subb`: VCC in VOP2, src2 in VOP3.
+#[inline(always)]
+fn carry_in(w: &Wave, inst: &Inst, ap: (u64, u64)) -> u64 {
+    if inst.format == Format::Vop2 {
+        return w.vcc();
+    }
+    match inst.src[2] {
+        Operand::Sgpr(r, _) => w.lane_mask(r),
+        op => w.scalar64(op, inst.imm[2], ap) & w.lane_limit(),
+    }
+}
+
+/// The operations themselves; `None` leaves the instruction to the general path (nothing has
+/// been written then).
+#[inline(always)]
+fn run(w: &mut Wave, inst: &Inst, ap: (u64, u64)) -> Option<()> {
+    let d = dst(w, inst)?;
+    let s0 = || src(w, inst, 0, ap);
+    let out = match inst.op {
+        Op::VMovB32 => lanes1(w, s0()?, |a| a),
+        Op::VNotB32 => lanes1(w, s0()?, |a| !a),
+        Op::VCndmaskB32 => {
+            let sel = if inst.format == Format::Vop2 {
+                w.vcc()
+            } else {
+                match inst.src[2] {
+                    Operand::Sgpr(r, _) => w.lane_mask(r),
+                    op => w.scalar64(op, inst.imm[2], ap) & w.lane_limit(),
+                }
+            };
+            let (a, b) = (s0()?, src(w, inst, 1, ap)?);
+            let mut out = lanes1(w, a, |x| x);
+            select_into(&mut out, &lanes1(w, b, |x| x), sel);
+            out
+        }
+        Op::VAddCoU32
+        | Op::VSubCoU32
+        | Op::VSubrevCoU32
+        | Op::VAddcCoU32
+        | Op::VSubbCoU32
+        | Op::VSubbrevCoU32 => return add_carry(w, inst, ap, d),
+        Op::VLshlrevB64 => return shift64(w, inst, ap, d),
+        op => {
+            let (a, b) = (s0()?, src(w, inst, 1, ap)?);
+            match op {
+                Op::VAddU32 | Op::VAddI32 => lanes2(w, a, b, u32::wrapping_add),
+                Op::VSubU32 | Op::VSubI32 => lanes2(w, a, b, u32::wrapping_sub),
+                Op::VSubrevU32 => lanes2(w, a, b, |x, y| y.wrapping_sub(x)),
+                Op::VMulLoU32 => lanes2(w, a, b, u32::wrapping_mul),
+                Op::VMulU32U24 => {
+                    lanes2(w, a, b, |x, y| (x & 0xFF_FFFF).wrapping_mul(y & 0xFF_FFFF))
+                }
+                Op::VMulHiU32 => {
+                    lanes2(w, a, b, |x, y| ((u64::from(x) * u64::from(y)) >> 32) as u32)
+                }
+                Op::VLshrrevB32 => lanes2(w, a, b, |x, y| y >> (x & 31)),
+                Op::VAshrrevI32 => lanes2(w, a, b, |x, y| ((y as i32) >> (x & 31)) as u32),
+                Op::VLshlrevB32 => lanes2(w, a, b, |x, y| y << (x & 31)),
+                Op::VAndB32 => lanes2(w, a, b, |x, y| x & y),
+                Op::VOrB32 => lanes2(w, a, b, |x, y| x | y),
+                Op::VXorB32 => lanes2(w, a, b, |x, y| x ^ y),
+                Op::VMinU32 => lanes2(w, a, b, u32::min),
+                Op::VMaxU32 => lanes2(w, a, b, u32::max),
+                Op::VMinI32 => lanes2(w, a, b, |x, y| (x as i32).min(y as i32) as u32),
+                Op::VMaxI32 => lanes2(w, a, b, |x, y| (x as i32).max(y as i32) as u32),
+                Op::VAddF32 => lanes2(w, a, b, |x, y| (f32_of(x) + f32_of(y)).to_bits()),
+                Op::VSubF32 => lanes2(w, a, b, |x, y| (f32_of(x) - f32_of(y)).to_bits()),
+                Op::VSubrevF32 => lanes2(w, a, b, |x, y| (f32_of(y) - f32_of(x)).to_bits()),
+                Op::VMulF32 => lanes2(w, a, b, |x, y| (f32_of(x) * f32_of(y)).to_bits()),
+                Op::VMinF32 => lanes2(w, a, b, |x, y| fmin32(f32_of(x), f32_of(y)).to_bits()),
+                Op::VMaxF32 => lanes2(w, a, b, |x, y| fmax32(f32_of(x), f32_of(y)).to_bits()),
+                Op::VFmacF32 | Op::VMacF32 => {
+                    let fused = op == Op::VFmacF32;
+                    lanes3(w, a, b, S::R(d), |x, y, z| {
+                        let (x, y, z) = (f32_of(x), f32_of(y), f32_of(z));
+                        if fused { x.mul_add(y, z) } else { x * y + z }.to_bits()
+                    })
+                }
+                _ => {
+                    let c = src(w, inst, 2, ap)?;
+                    match op {
+                        Op::VFmaF32 | Op::VFmamkF32 | Op::VFmaakF32 => {
+                            lanes3(w, a, b, c, |x, y, z| {
+                                f32_of(x).mul_add(f32_of(y), f32_of(z)).to_bits()
+                            })
+                        }
+                        Op::VMadF32 | Op::VMadmkF32 | Op::VMadakF32 => {
+                            lanes3(w, a, b, c, |x, y, z| {
+                                (f32_of(x) * f32_of(y) + f32_of(z)).to_bits()
+                            })
+                        }
+                        Op::VLshlAddU32 => {
+                            lanes3(w, a, b, c, |x, y, z| (x << (y & 31)).wrapping_add(z))
+                        }
+                        Op::VAddLshlU32 => {
+                            lanes3(w, a, b, c, |x, y, z| x.wrapping_add(y) << (z & 31))
+                        }
+                        Op::VAdd3U32 => {
+                            lanes3(w, a, b, c, |x, y, z| x.wrapping_add(y).wrapping_add(z))
+                        }
+                        Op::VLshlOrB32 => lanes3(w, a, b, c, |x, y, z| (x << (y & 31)) | z),
+                        Op::VAndOrB32 => lanes3(w, a, b, c, |x, y, z| (x & y) | z),
+                        Op::VOr3B32 => lanes3(w, a, b, c, |x, y, z| x | y | z),
+                        Op::VBfiB32 => lanes3(w, a, b, c, |x, y, z| (x & y) | (!x & z)),
+                        Op::VMadU32U24 => lanes3(w, a, b, c, |x, y, z| {
+                            (x & 0xFF_FFFF).wrapping_mul(y & 0xFF_FFFF).wrapping_add(z)
+                        }),
+                        _ => return None,
+                    }
+                }
+            }
+        }
+    };
+    let m = w.exec();
+    select_into(&mut w.v[d], &out, m);
+    Some(())
+}
+
+/// `v_add_co`/`v_sub_co`/`v_subrev_co` and their carry-in forms: the sum and a carry-out
+/// lane mask (for the lanes in EXEC) written to the scalar destination.
+#[inline(always)]
+fn add_carry(w: &mut Wave, inst: &Inst, ap: (u64, u64), d: usize) -> Option<()> {
+    let (sub, reverse, with_carry) = match inst.op {
+        Op::VAddCoU32 => (false, false, false),
+        Op::VSubCoU32 => (true, false, false),
+        Op::VSubrevCoU32 => (true, true, false),
+        Op::VAddcCoU32 => (false, false, true),
+        Op::VSubbCoU32 => (true, false, true),
+        _ => (true, true, true),
+    };
+    let (mut a, mut b) = (src(w, inst, 0, ap)?, src(w, inst, 1, ap)?);
+    if reverse {
+        std::mem::swap(&mut a, &mut b);
+    }
+    // The carry (borrow) out of bit 31 is the majority of x31, y31 and the carry into bit 31,
+    // as `valu_ops::add_carry` computes it; a carry-in of 0 leaves one loop for the common
+    // `v_add_co_u32`.
+    let cin = if with_carry { carry_in(w, inst, ap) } else { 0 };
+    let cin_lanes = super::wave::lane_masks(cin);
+    let mut carry = [false; LANES];
+    let mut out = [0u32; LANES];
+    {
+        let z: [Lanes; 2];
+        let (x, y): (&Lanes, &Lanes) = match (a, b) {
+            (S::R(i), S::R(j)) => (&w.v[i], &w.v[j]),
+            (S::K(s), S::R(j)) => {
+                z = [[s; LANES], [0; LANES]];
+                (&z[0], &w.v[j])
+            }
+            (S::R(i), S::K(t)) => {
+                z = [[t; LANES], [0; LANES]];
+                (&w.v[i], &z[0])
+            }
+            (S::K(s), S::K(t)) => {
+                z = [[s; LANES], [t; LANES]];
+                (&z[0], &z[1])
+            }
+        };
+        for l in 0..LANES {
+            let c = cin_lanes[l] & 1;
+            let (x, y) = (x[l], y[l]);
+            if sub {
+                let r = x.wrapping_sub(y).wrapping_sub(c);
+                out[l] = r;
+                carry[l] = ((!x & y) | (!(x ^ y) & r)) >> 31 != 0;
+            } else {
+                let r = x.wrapping_add(y).wrapping_add(c);
+                out[l] = r;
+                carry[l] = ((x & y) | ((x ^ y) & !r)) >> 31 != 0;
+            }
+        }
+    }
+    let m = w.exec();
+    select_into(&mut w.v[d], &out, m);
+    if let Operand::Sgpr(r, _) = inst.sdst {
+        w.set_lane_mask(r, pack_bits(&carry) & m);
+    }
+    Some(())
+}
+
+/// `v_lshlrev_b64`: a 32-bit shift count and a 64-bit register pair (or value).
+#[inline(always)]
+fn shift64(w: &mut Wave, inst: &Inst, ap: (u64, u64), d: usize) -> Option<()> {
+    if d + 1 >= w.v.len() {
+        return None;
+    }
+    let a = src(w, inst, 0, ap)?;
+    let (lo, hi): (Lanes, Lanes) = match inst.src[1] {
+        op @ (Operand::Vgpr(..) | Operand::Agpr(..)) => {
+            let i = w.vindex(op, 0)?;
+            if i + 1 >= w.v.len() {
+                return None;
+            }
+            (w.v[i], w.v[i + 1])
+        }
+        Operand::None => return None,
+        op => {
+            let x = w.scalar64(op, inst.imm[1], ap);
+            ([x as u32; LANES], [(x >> 32) as u32; LANES])
+        }
+    };
+    let count = lanes1(w, a, |x| x & 63);
+    let mut out_lo = [0u32; LANES];
+    let mut out_hi = [0u32; LANES];
+    for l in 0..LANES {
+        let v = (u64::from(lo[l]) | u64::from(hi[l]) << 32) << count[l];
+        out_lo[l] = v as u32;
+        out_hi[l] = (v >> 32) as u32;
+    }
+    let m = w.exec();
+    select_into(&mut w.v[d], &out_lo, m);
+    select_into(&mut w.v[d + 1], &out_hi, m);
+    Some(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::decode;
+    use crate::target::Target;
+
+    const AP: (u64, u64) = (0x1_0000_0000_0000, 0x2_0000_0000_0000);
+
+    /// gfx90a encodings (llvm-mc 15) of every fast-pathed operation, in several operand
+    /// shapes: register, SGPR, inline constant and literal sources; VOP2 and VOP3 forms.
+    const GFX9: &[(&str, &[u32])] = &[
+        ("v_mov_b32_e32 v1, v2", &[0x7E020302]),
+        ("v_mov_b32_e32 v1, s5", &[0x7E020205]),
+        ("v_mov_b32_e32 v1, 0x12345678", &[0x7E0202FF, 0x12345678]),
+        ("v_not_b32_e32 v1, v2", &[0x7E025702]),
+        ("v_cndmask_b32_e32 v1, v2, v3, vcc", &[0x00020702]),
+        (
+            "v_cndmask_b32_e64 v1, v2, 5, s[10:11]",
+            &[0xD1000001, 0x00290B02],
+        ),
+        ("v_add_co_u32_e32 v1, vcc, s5, v2", &[0x32020405]),
+        (
+            "v_add_co_u32_e64 v1, s[10:11], v2, v3",
+            &[0xD1190A01, 0x00020702],
+        ),
+        ("v_sub_co_u32_e32 v1, vcc, v2, v3", &[0x34020702]),
+        ("v_subrev_co_u32_e32 v1, vcc, v2, v3", &[0x36020702]),
+        ("v_addc_co_u32_e32 v1, vcc, v2, v3, vcc", &[0x38020702]),
+        (
+            "v_addc_co_u32_e64 v1, s[12:13], v2, 0, s[10:11]",
+            &[0xD11C0C01, 0x00290102],
+        ),
+        ("v_subb_co_u32_e32 v1, vcc, v2, v3, vcc", &[0x3A020702]),
+        ("v_subbrev_co_u32_e32 v1, vcc, v2, v1, vcc", &[0x3C020302]),
+        ("v_lshlrev_b64 v[4:5], 2, v[2:3]", &[0xD28F0004, 0x00020482]),
+        (
+            "v_lshlrev_b64 v[2:3], v1, v[2:3]",
+            &[0xD28F0002, 0x00020501],
+        ),
+        (
+            "v_lshlrev_b64 v[4:5], v1, s[10:11]",
+            &[0xD28F0004, 0x00001501],
+        ),
+        ("v_add_u32_e32 v1, s5, v1", &[0x68020205]),
+        ("v_add_u32_e32 v1, 1.0, v3", &[0x680206F2]),
+        ("v_sub_u32_e32 v1, v2, v3", &[0x6A020702]),
+        ("v_subrev_u32_e32 v1, v2, v3", &[0x6C020702]),
+        ("v_mul_lo_u32 v1, v2, v3", &[0xD2850001, 0x00020702]),
+        ("v_mul_u32_u24_e32 v1, v2, v3", &[0x10020702]),
+        ("v_mul_hi_u32 v1, v2, s5", &[0xD2860001, 0x00000B02]),
+        ("v_lshrrev_b32_e32 v1, v2, v3", &[0x20020702]),
+        ("v_ashrrev_i32_e32 v1, 31, v3", &[0x2202069F]),
+        ("v_lshlrev_b32_e32 v1, 4, v1", &[0x24020284]),
+        ("v_and_b32_e32 v1, v2, v3", &[0x26020702]),
+        ("v_or_b32_e32 v1, s5, v3", &[0x28020605]),
+        ("v_xor_b32_e32 v1, v2, v3", &[0x2A020702]),
+        ("v_min_u32_e32 v1, v2, v3", &[0x1C020702]),
+        ("v_max_u32_e32 v1, v2, v3", &[0x1E020702]),
+        ("v_min_i32_e32 v1, v2, v3", &[0x18020702]),
+        ("v_max_i32_e32 v1, v2, v3", &[0x1A020702]),
+        ("v_add_f32_e32 v1, v2, v3", &[0x02020702]),
+        ("v_add_f32_e32 v1, 0.5, v3", &[0x020206F0]),
+        ("v_sub_f32_e32 v1, v2, v3", &[0x04020702]),
+        ("v_subrev_f32_e32 v1, v2, v3", &[0x06020702]),
+        ("v_mul_f32_e32 v1, s5, v3", &[0x0A020605]),
+        ("v_min_f32_e32 v1, v2, v3", &[0x14020702]),
+        ("v_max_f32_e32 v1, v2, v3", &[0x16020702]),
+        ("v_fmac_f32_e32 v1, v2, v3", &[0x76020702]),
+        ("v_mac_f32_e32 v1, v2, v3", &[0x2C020702]),
+        ("v_fma_f32 v1, v2, v3, v4", &[0xD1CB0001, 0x04120702]),
+        ("v_fma_f32 v1, s5, v3, 1.0", &[0xD1CB0001, 0x03CA0605]),
+        ("v_mad_f32 v1, v2, v3, v4", &[0xD1C10001, 0x04120702]),
+        (
+            "v_madmk_f32 v1, v2, 0x40400000, v3",
+            &[0x2E020702, 0x40400000],
+        ),
+        (
+            "v_madak_f32 v1, v2, v3, 0x40400000",
+            &[0x30020702, 0x40400000],
+        ),
+        ("v_lshl_add_u32 v1, v2, 3, v4", &[0xD1FD0001, 0x04110702]),
+        ("v_add_lshl_u32 v1, v2, v3, v4", &[0xD1FE0001, 0x04120702]),
+        ("v_add3_u32 v1, v2, s5, v4", &[0xD1FF0001, 0x04100B02]),
+        ("v_lshl_or_b32 v1, v2, 16, v4", &[0xD2000001, 0x04112102]),
+        ("v_and_or_b32 v1, v2, v3, v4", &[0xD2010001, 0x04120702]),
+        ("v_or3_b32 v1, v2, v3, v4", &[0xD2020001, 0x04120702]),
+        ("v_bfi_b32 v1, v2, v3, v4", &[0xD1CA0001, 0x04120702]),
+        ("v_mad_u32_u24 v1, v2, v3, v4", &[0xD1C30001, 0x04120702]),
+        ("v_cmp_gt_i32_e32 vcc, s5, v2", &[0x7D880405]),
+        ("v_cmp_lt_i32_e32 vcc, v2, v3", &[0x7D820702]),
+        ("v_cmp_eq_u32_e32 vcc, v2, v3", &[0x7D940702]),
+        (
+            "v_cmp_ne_u32_e64 s[10:11], v2, 7",
+            &[0xD0CD000A, 0x00010F02],
+        ),
+        ("v_cmp_ge_u32_e32 vcc, v2, v3", &[0x7D9C0702]),
+        ("v_cmp_le_i32_e32 vcc, v2, v3", &[0x7D860702]),
+        ("v_cmp_gt_u32_e32 vcc, s5, v2", &[0x7D980405]),
+        ("v_cmpx_gt_u32_e32 vcc, v2, v3", &[0x7DB80702]),
+        ("v_cmp_lt_f32_e32 vcc, v2, v3", &[0x7C820702]),
+        ("v_cmp_neq_f32_e32 vcc, v2, v3", &[0x7C9A0702]),
+        ("v_cmp_u_f32_e32 vcc, v2, v3", &[0x7C900702]),
+        (
+            "v_cmp_nlt_f32_e64 s[10:11], v2, v3",
+            &[0xD04E000A, 0x00020702],
+        ),
+        ("v_cmp_f_i32_e32 vcc, v2, v3", &[0x7D800702]),
+        ("v_cmp_t_u32_e32 vcc, v2, v3", &[0x7D9E0702]),
+    ];
+
+    /// gfx1100 (wave32) encodings: lane masks in one SGPR.
+    const GFX11: &[(&str, &[u32])] = &[
+        ("v_add_nc_u32_e32 v1, s5, v1", &[0x4A020205]),
+        ("v_cmp_gt_i32_e32 vcc_lo, s5, v2", &[0x7C880405]),
+        ("v_cmp_ne_u32_e64 s10, v2, 7", &[0xD44D000A, 0x00010F02]),
+        ("v_cndmask_b32_e32 v1, v2, v3, vcc_lo", &[0x02020702]),
+        ("v_add_co_u32 v1, s10, v2, v3", &[0xD7000A01, 0x00020702]),
+        (
+            "v_add_co_ci_u32_e32 v1, vcc_lo, v2, v3, vcc_lo",
+            &[0x40020702],
+        ),
+        ("v_lshlrev_b64 v[4:5], 2, v[2:3]", &[0xD73C0004, 0x00020482]),
+        ("v_fmac_f32_e32 v1, v2, v3", &[0x56020702]),
+        ("v_mul_f32_e32 v1, s5, v3", &[0x10020605]),
+        ("v_cmpx_gt_u32_e32 v2, v3", &[0x7D980702]),
+    ];
+
+    fn next(state: &mut u64) -> u64 {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        *state
+    }
+
+    /// A wave with random registers: integers around the carry and sign boundaries, and
+    /// floats including NaNs, infinities, zeros of both signs and denormals.
+    fn wave(target: Target, seed: u64) -> Wave {
+        let mut st = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut w = Wave::new(target, 8, 8, 0);
+        w.wave32 = target == Target::Gfx1100;
+        let special = [
+            0,
+            1,
+            u32::MAX,
+            0x7FFF_FFFF,
+            0x8000_0000,
+            0x7FC0_0000,
+            0xFF80_0000,
+            0x7F80_0000,
+            0x0000_0001,
+            0x3F80_0000,
+            0xBF80_0000,
+        ];
+        for r in w.v.iter_mut() {
+            for x in r.iter_mut() {
+                let n = next(&mut st);
+                *x = match n % 4 {
+                    0 => special[(n >> 8) as usize % special.len()],
+                    1 => (n >> 16) as u32 % 64,
+                    _ => (n >> 32) as u32,
+                };
+            }
+        }
+        for x in w.s.iter_mut() {
+            *x = next(&mut st) as u32;
+        }
+        let exec = match seed % 4 {
+            0 => u64::MAX,
+            1 => 0,
+            _ => next(&mut st),
+        };
+        w.set_exec(exec & w.lane_limit());
+        w
+    }
+
+    fn check(target: Target, cases: &[(&str, &[u32])]) {
+        for (text, words) in cases {
+            let inst = decode(target, words);
+            for seed in 0..64 {
+                let (mut fast, mut general) = (wave(target, seed), wave(target, seed));
+                assert!(try_exec(&mut fast, &inst, AP), "{text}: not fast-pathed");
+                super::super::valu::general(&mut general, &inst, AP)
+                    .unwrap_or_else(|e| panic!("{text}: {e}"));
+                // Which input NaN a float operation passes on is the host's choice (and
+                // the optimiser's, which may swap commutative operands): any NaN matches.
+                let float = text.contains("_f32") && !text.contains("cmp");
+                let nan = |x: u32| f32::from_bits(x).is_nan();
+                for (r, (f, g)) in fast.v.iter().zip(&general.v).enumerate() {
+                    for l in 0..LANES {
+                        let same = f[l] == g[l] || (float && nan(f[l]) && nan(g[l]));
+                        assert!(
+                            same,
+                            "{text}, seed {seed}: v{r} lane {l}: {:#x} vs {:#x}",
+                            f[l], g[l]
+                        );
+                    }
+                }
+                assert_eq!(fast.s, general.s, "{text}, seed {seed}: SGPRs differ");
+            }
+        }
+    }
+
+    #[test]
+    fn fast_paths_do_what_the_general_path_does() {
+        check(Target::Gfx90a, GFX9);
+        // gfx942 dropped v_mac_f32, v_mad_f32 and their constant forms; the rest encode alike.
+        let gfx942: Vec<_> = GFX9
+            .iter()
+            .copied()
+            .filter(|(_, w)| decode(Target::Gfx942, w).op == decode(Target::Gfx90a, w).op)
+            .collect();
+        assert!(
+            gfx942.len() + 4 >= GFX9.len(),
+            "{} of {}",
+            gfx942.len(),
+            GFX9.len()
+        );
+        check(Target::Gfx942, &gfx942);
+        check(Target::Gfx1100, GFX11);
+    }
+
+    #[test]
+    fn modifiers_and_registers_the_wave_lacks_go_the_general_way() {
+        let cases: &[(&str, &[u32])] = &[
+            // v_add_f32_e64 v1, -v2, v3 (a source modifier).
+            ("neg", &[0xD1010001, 0x20020702]),
+            // v_add_u32_e64 v1, v2, v3 clamp.
+            ("clamp", &[0xD1348001, 0x00020702]),
+            // v_mov_b32_dpp v1, v2 quad_perm:[1,0,3,2].
+            ("dpp", &[0x7E0202FA, 0xFF00B102]),
+            // v_mov_b32_sdwa v1, v2 src0_sel:WORD_1.
+            ("sdwa", &[0x7E0202F9, 0x00050602]),
+            // v_add_u32 v1, v200, v3: the wave has 8 VGPRs.
+            ("v200", &[0x680207C8]),
+            // v_add_u32 v100, v2, v3.
+            ("v100", &[0x68C80702]),
+        ];
+        for (what, words) in cases {
+            let inst = decode(Target::Gfx90a, words);
+            let mut w = wave(Target::Gfx90a, 0);
+            let before = w.v.clone();
+            assert!(!try_exec(&mut w, &inst, AP), "{what} was fast-pathed");
+            assert_eq!(w.v, before, "{what}: a refused instruction wrote");
+        }
+    }
+}
