@@ -53,13 +53,15 @@ impl GroupStart {
     }
 }
 
-/// Builds wave `index` of the group.
+/// Sets `w` (a new wave or one a finished work-group gave back) up as wave `index` of the
+/// group.
 pub(crate) fn start_wave<M: Memory + ?Sized>(
+    w: &mut Wave,
     setup: &DispatchSetup,
     group: &GroupStart,
     index: u32,
     mem: &M,
-) -> Result<Wave, WaveError> {
+) -> Result<(), WaveError> {
     let d = &setup.descriptor;
     let target = setup.target;
     let wave32 = group.lanes == 32;
@@ -75,7 +77,7 @@ pub(crate) fn start_wave<M: Memory + ?Sized>(
     } else {
         vgprs
     };
-    let mut w = Wave::new(target, vgprs, accum, index);
+    w.reset(target, vgprs, accum, index);
     w.wave32 = wave32;
     w.pc = setup.entry();
     w.mode = mode_from_rsrc1(d.compute_pgm_rsrc1);
@@ -89,9 +91,9 @@ pub(crate) fn start_wave<M: Memory + ?Sized>(
     let scratch_base = setup.scratch.map_or(0, |s| s.base);
 
     // User SGPRs: as the registers hold them (PM4), or as the enable bits call for (AQL).
-    let mut sgprs: Vec<u32> = Vec::with_capacity(16);
+    let mut sgprs = SgprList::default();
     if let Some(user) = &setup.user_sgprs_override {
-        sgprs.extend(user.iter().take(d.user_sgpr_count()));
+        sgprs.extend(user.iter().take(d.user_sgpr_count()).copied());
     }
     let from_descriptor = setup.user_sgprs_override.is_none();
     for u in UserSgpr::ORDER.into_iter().filter(|_| from_descriptor) {
@@ -135,7 +137,7 @@ pub(crate) fn start_wave<M: Memory + ?Sized>(
         })?;
         sgprs.push(v);
     }
-    for (r, v) in sgprs.iter().enumerate().take(102) {
+    for (r, v) in sgprs.values().iter().enumerate() {
         w.set_sgpr(r as u8, *v);
     }
 
@@ -149,15 +151,15 @@ pub(crate) fn start_wave<M: Memory + ?Sized>(
     };
     for (dim, on) in d.workgroup_id_enabled().into_iter().enumerate() {
         if on {
-            put(&mut w, group.group_id[dim]);
+            put(w, group.group_id[dim]);
         }
     }
     if d.workgroup_info_enabled() {
         let first = u32::from(index == 0) << 31;
-        put(&mut w, first | (group.waves() & 0x3F));
+        put(w, first | (group.waves() & 0x3F));
     }
     if d.scratch_enabled() {
-        put(&mut w, wave_offset as u32);
+        put(w, wave_offset as u32);
     }
     if target.architected_flat_scratch() {
         w.set_sgpr64(102, wave_scratch);
@@ -188,7 +190,7 @@ pub(crate) fn start_wave<M: Memory + ?Sized>(
             }
         }
         w.set_exec(w.lane_limit());
-        return Ok(w);
+        return Ok(());
     }
     for lane in 0..lanes.min(LANES) {
         let flat = first + lane as u32;
@@ -223,10 +225,45 @@ pub(crate) fn start_wave<M: Memory + ?Sized>(
         }
     }
     w.set_exec(exec);
-    Ok(w)
+    Ok(())
 }
 
-fn push64(v: &mut Vec<u32>, x: u64) {
+/// The user SGPRs a wave starts with, in order: at most the 102 an SGPR file has (more are
+/// dropped, as writes past the file are), without an allocation per wave.
+struct SgprList {
+    values: [u32; 102],
+    len: usize,
+}
+
+impl Default for SgprList {
+    fn default() -> SgprList {
+        SgprList {
+            values: [0; 102],
+            len: 0,
+        }
+    }
+}
+
+impl SgprList {
+    fn push(&mut self, x: u32) {
+        if let Some(slot) = self.values.get_mut(self.len) {
+            *slot = x;
+            self.len += 1;
+        }
+    }
+
+    fn extend(&mut self, xs: impl IntoIterator<Item = u32>) {
+        for x in xs {
+            self.push(x);
+        }
+    }
+
+    fn values(&self) -> &[u32] {
+        self.values.get(..self.len).unwrap_or(&self.values)
+    }
+}
+
+fn push64(v: &mut SgprList, x: u64) {
     v.push(x as u32);
     v.push((x >> 32) as u32);
 }

@@ -32,6 +32,7 @@ mod valu_ops;
 mod valu_wide;
 mod vmem;
 mod wave;
+mod wave_pool;
 mod wmma;
 
 use crate::decode::memop::{DsClass, DsOp};
@@ -209,6 +210,12 @@ struct Group<'a, M: Memory + ?Sized> {
     answered: u64,
 }
 
+impl<M: Memory + ?Sized> Drop for Group<'_, M> {
+    fn drop(&mut self) {
+        wave_pool::give(std::mem::take(&mut self.waves));
+    }
+}
+
 impl<'a, M: Memory + ?Sized> Group<'a, M> {
     /// Starts work-group `group_id`'s waves, using scratch slot `slot` (the dispatch is
     /// validated).
@@ -253,14 +260,21 @@ impl<'a, M: Memory + ?Sized> Group<'a, M> {
                 .as_ref()
                 .map(|_| crate::sanitize::LdsShadow::new(lds_bytes)),
         };
-        let waves = (0..group.waves())
-            .map(|i| {
-                let mut w = start_wave(setup, &group, i, mem)?;
-                trap::wave_start(&mut w, setup);
-                w.region = entry.filter(|_| w.pc == setup.entry()).cloned();
-                Ok(w)
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        // The waves of a work-group this thread finished, set up again in place.
+        let mut waves = wave_pool::take();
+        let count = group.waves();
+        waves.truncate(count as usize);
+        for i in 0..count {
+            if waves.len() <= i as usize {
+                waves.push(Wave::new(setup.target, 0, 0, i));
+            }
+            let Some(w) = waves.get_mut(i as usize) else {
+                continue;
+            };
+            start_wave(w, setup, &group, i, mem)?;
+            trap::wave_start(w, setup);
+            w.region = entry.filter(|_| w.pc == setup.entry()).cloned();
+        }
         let stats = Stats {
             waves: waves.len() as u32,
             ..Stats::default()

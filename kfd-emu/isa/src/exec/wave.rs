@@ -174,6 +174,53 @@ impl Wave {
         }
     }
 
+    /// Puts the wave back in [`Wave::new`]'s state for reuse by another work-group, keeping
+    /// its vector file's allocation. Every field is named, so a new one cannot be forgotten.
+    pub fn reset(&mut self, target: Target, vgprs: usize, accum_offset: usize, index: u32) {
+        let Wave {
+            s,
+            scc,
+            v,
+            accum_offset: accum,
+            pc,
+            region,
+            state,
+            mode,
+            trapsts,
+            trap_mode,
+            halt_on_return,
+            exception_pending,
+            index: idx,
+            scratch_base,
+            executed,
+            target: t,
+            // Only ever holds one value in every lane, and `V::src` checks that value before
+            // using it: stale contents are never read.
+            broadcast: _,
+            wave32,
+            flat_scratch,
+        } = self;
+        *s = [0; sreg::SLOTS];
+        *scc = false;
+        v.clear();
+        v.resize(vgprs, [0; LANES]);
+        *accum = accum_offset;
+        *pc = 0;
+        *region = None;
+        *state = WaveState::Running;
+        *mode = 0;
+        *trapsts = 0;
+        *trap_mode = false;
+        *halt_on_return = false;
+        *exception_pending = false;
+        *idx = index;
+        *scratch_base = 0;
+        *executed = 0;
+        *t = target;
+        *wave32 = false;
+        *flat_scratch = 0;
+    }
+
     /// EXEC.
     #[inline]
     pub fn exec(&self) -> u64 {
@@ -354,6 +401,62 @@ mod tests {
                 assert_eq!(reg[l], if on { 1000 + l as u32 } else { l as u32 });
             }
         }
+    }
+
+    #[test]
+    fn a_reset_wave_is_a_new_wave() {
+        let mut w = Wave::new(Target::Gfx90a, 16, 8, 3);
+        w.s = [7; sreg::SLOTS];
+        w.scc = true;
+        for r in w.v.iter_mut() {
+            *r = [9; LANES];
+        }
+        w.pc = 0x1000;
+        w.state = WaveState::Done;
+        w.mode = 1;
+        w.trapsts = 2;
+        w.trap_mode = true;
+        w.halt_on_return = true;
+        w.exception_pending = true;
+        w.scratch_base = 5;
+        w.executed = 6;
+        w.broadcast = [[4; LANES]; 3];
+        w.wave32 = true;
+        w.flat_scratch = 8;
+        w.reset(Target::Gfx1100, 4, 4, 1);
+        let n = Wave::new(Target::Gfx1100, 4, 4, 1);
+        assert_eq!(w.s, n.s);
+        assert_eq!(w.v, n.v);
+        assert_eq!(
+            (w.scc, w.accum_offset, w.pc, w.state, w.mode, w.trapsts),
+            (n.scc, n.accum_offset, n.pc, n.state, n.mode, n.trapsts)
+        );
+        assert_eq!(
+            (w.trap_mode, w.halt_on_return, w.exception_pending, w.index),
+            (n.trap_mode, n.halt_on_return, n.exception_pending, n.index)
+        );
+        assert_eq!(
+            (
+                w.scratch_base,
+                w.executed,
+                w.target,
+                w.wave32,
+                w.flat_scratch
+            ),
+            (
+                n.scratch_base,
+                n.executed,
+                n.target,
+                n.wave32,
+                n.flat_scratch
+            )
+        );
+        assert!(w.region.is_none());
+        // A larger file after a smaller one: the new registers are zero too.
+        w.v[0] = [1; LANES];
+        w.reset(Target::Gfx90a, 32, 32, 0);
+        assert!(w.v.iter().all(|r| r.iter().all(|&x| x == 0)));
+        assert_eq!(w.v.len(), 32);
     }
 
     #[test]
