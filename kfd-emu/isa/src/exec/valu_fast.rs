@@ -363,43 +363,20 @@ fn add_carry(w: &mut Wave, inst: &Inst, ap: (u64, u64), d: usize) -> Option<()> 
     if reverse {
         std::mem::swap(&mut a, &mut b);
     }
-    // The carry (borrow) out of bit 31 is the majority of x31, y31 and the carry into bit 31,
-    // as `valu_ops::add_carry` computes it; a carry-in of 0 leaves one loop for the common
-    // `v_add_co_u32`.
-    let cin = if with_carry { carry_in(w, inst, ap) } else { 0 };
-    let cin_lanes = super::wave::lane_masks(cin);
+    // A carry-in of 0 (`v_add_co_u32`, the common case) and a scalar operand each get a loop of
+    // their own, so the loops carry no lane-mask expansion or broadcast they do not need.
+    let cin = if with_carry {
+        Some(carry_in(w, inst, ap))
+    } else {
+        None
+    };
     let mut carry = [false; LANES];
     let mut out = [0u32; LANES];
-    {
-        let z: [Lanes; 2];
-        let (x, y): (&Lanes, &Lanes) = match (a, b) {
-            (S::R(i), S::R(j)) => (&w.v[i], &w.v[j]),
-            (S::K(s), S::R(j)) => {
-                z = [[s; LANES], [0; LANES]];
-                (&z[0], &w.v[j])
-            }
-            (S::R(i), S::K(t)) => {
-                z = [[t; LANES], [0; LANES]];
-                (&w.v[i], &z[0])
-            }
-            (S::K(s), S::K(t)) => {
-                z = [[s; LANES], [t; LANES]];
-                (&z[0], &z[1])
-            }
-        };
-        for l in 0..LANES {
-            let c = cin_lanes[l] & 1;
-            let (x, y) = (x[l], y[l]);
-            if sub {
-                let r = x.wrapping_sub(y).wrapping_sub(c);
-                out[l] = r;
-                carry[l] = ((!x & y) | (!(x ^ y) & r)) >> 31 != 0;
-            } else {
-                let r = x.wrapping_add(y).wrapping_add(c);
-                out[l] = r;
-                carry[l] = ((x & y) | ((x ^ y) & !r)) >> 31 != 0;
-            }
-        }
+    match (sub, cin) {
+        (false, None) => carry_lanes::<false>(w, a, b, None, &mut out, &mut carry),
+        (true, None) => carry_lanes::<true>(w, a, b, None, &mut out, &mut carry),
+        (false, Some(c)) => carry_lanes::<false>(w, a, b, Some(c), &mut out, &mut carry),
+        (true, Some(c)) => carry_lanes::<true>(w, a, b, Some(c), &mut out, &mut carry),
     }
     let m = w.exec();
     select_into(&mut w.v[d], &out, m);
@@ -407,6 +384,65 @@ fn add_carry(w: &mut Wave, inst: &Inst, ap: (u64, u64), d: usize) -> Option<()> 
         w.set_lane_mask(r, pack_bits(&carry) & m);
     }
     Some(())
+}
+
+/// One lane of `x + y + c` (`SUB`: `x - y - c`) and its carry (borrow) out of bit 31: the
+/// majority of x31, y31 and the carry into bit 31 (x inverted for the borrow), as
+/// `valu_ops::add_carry` computes it.
+#[inline(always)]
+fn carry_lane<const SUB: bool>(x: u32, y: u32, c: u32) -> (u32, bool) {
+    if SUB {
+        let r = x.wrapping_sub(y).wrapping_sub(c);
+        (r, ((!x & y) | (!(x ^ y) & r)) >> 31 != 0)
+    } else {
+        let r = x.wrapping_add(y).wrapping_add(c);
+        (r, ((x & y) | ((x ^ y) & !r)) >> 31 != 0)
+    }
+}
+
+/// The lanes of an add or subtract with carry: one loop per operand shape, and with a
+/// carry-in mask only when there is one.
+#[inline(always)]
+fn carry_lanes<const SUB: bool>(
+    w: &Wave,
+    a: S,
+    b: S,
+    cin: Option<u64>,
+    out: &mut Lanes,
+    carry: &mut [bool; LANES],
+) {
+    let cin = cin.map(super::wave::lane_masks);
+    macro_rules! lanes {
+        (|$l:ident| $x:expr, $y:expr) => {
+            match &cin {
+                None => {
+                    for $l in 0..LANES {
+                        (out[$l], carry[$l]) = carry_lane::<SUB>($x, $y, 0);
+                    }
+                }
+                Some(c) => {
+                    for $l in 0..LANES {
+                        (out[$l], carry[$l]) = carry_lane::<SUB>($x, $y, c[$l] & 1);
+                    }
+                }
+            }
+        };
+    }
+    match (a, b) {
+        (S::R(i), S::R(j)) => {
+            let (x, y) = (&w.v[i], &w.v[j]);
+            lanes!(|l| x[l], y[l]);
+        }
+        (S::K(s), S::R(j)) => {
+            let y = &w.v[j];
+            lanes!(|l| s, y[l]);
+        }
+        (S::R(i), S::K(t)) => {
+            let x = &w.v[i];
+            lanes!(|l| x[l], t);
+        }
+        (S::K(s), S::K(t)) => lanes!(|l| s, t),
+    }
 }
 
 /// `v_lshlrev_b64`: a 32-bit shift count and a 64-bit register pair (or value).
@@ -430,13 +466,27 @@ fn shift64(w: &mut Wave, inst: &Inst, ap: (u64, u64), d: usize) -> Option<()> {
             ([x as u32; LANES], [(x >> 32) as u32; LANES])
         }
     };
-    let count = lanes1(w, a, |x| x & 63);
     let mut out_lo = [0u32; LANES];
     let mut out_hi = [0u32; LANES];
-    for l in 0..LANES {
-        let v = (u64::from(lo[l]) | u64::from(hi[l]) << 32) << count[l];
-        out_lo[l] = v as u32;
-        out_hi[l] = (v >> 32) as u32;
+    match a {
+        // One count for every lane (an address scaled by an element size, the common case):
+        // a shift the optimiser vectorises.
+        S::K(n) => {
+            let n = n & 63;
+            for l in 0..LANES {
+                let v = (u64::from(lo[l]) | u64::from(hi[l]) << 32) << n;
+                out_lo[l] = v as u32;
+                out_hi[l] = (v >> 32) as u32;
+            }
+        }
+        S::R(i) => {
+            let count = &w.v[i];
+            for l in 0..LANES {
+                let v = (u64::from(lo[l]) | u64::from(hi[l]) << 32) << (count[l] & 63);
+                out_lo[l] = v as u32;
+                out_hi[l] = (v >> 32) as u32;
+            }
+        }
     }
     let m = w.exec();
     select_into(&mut w.v[d], &out_lo, m);
