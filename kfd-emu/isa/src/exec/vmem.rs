@@ -92,6 +92,15 @@ fn single_run(addrs: &[u64; LANES], exec: u64, size: u64) -> Option<(usize, usiz
     if (exec >> lo).count_ones() as usize != count {
         return None;
     }
+    if count == LANES {
+        // Every lane: each address against its neighbour's, over a fixed count (a loop the
+        // optimiser vectorises, where a running expected address chains lane to lane).
+        let mut diff = 0u64;
+        for l in 1..LANES {
+            diff |= addrs[l].wrapping_sub(addrs[l - 1]) ^ size;
+        }
+        return (diff == 0).then_some((0, LANES));
+    }
     let first = addrs[lo];
     let mut expect = first;
     let mut diff = 0u64;
