@@ -31,6 +31,7 @@ mod valu_operands;
 mod valu_ops;
 mod valu_wide;
 mod vmem;
+mod vmem_run;
 mod wave;
 mod wave_pool;
 mod wmma;

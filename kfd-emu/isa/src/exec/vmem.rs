@@ -313,6 +313,20 @@ pub(super) fn exec<M: Memory + ?Sized>(
         return load_to_lds(w, inst, ctx, class, exec, size);
     }
     if matches!(inst.format, Format::Global | Format::Flat) {
+        // The common case first: one run, nothing watching or checking addresses.
+        let observed = ctx.setup.debug.watches.iter().any(Option::is_some)
+            || ctx.setup.watch.is_some()
+            || ctx.setup.sanitize.is_some();
+        if !observed && matches!(class, MemClass::Load | MemClass::Store) {
+            if let Some((lo, count, first)) =
+                super::vmem_run::register_run(w, inst, ctx.apertures, exec, size as u64)
+            {
+                return match class {
+                    MemClass::Load => load_run(w, inst, ctx, first, exec, size, lo, count),
+                    _ => store_run(w, inst, ctx, first, size, lo, count),
+                };
+            }
+        }
         let mut va = [0u64; LANES];
         if global_addrs(w, inst, ctx, exec, &mut va)? {
             if ctx.setup.debug.watches.iter().any(Option::is_some) {
@@ -328,12 +342,12 @@ pub(super) fn exec<M: Memory + ?Sized>(
             match class {
                 MemClass::Load => {
                     if let Some((lo, count)) = run {
-                        return load_run(w, inst, ctx, &va, exec, size, lo, count);
+                        return load_run(w, inst, ctx, va[lo], exec, size, lo, count);
                     }
                 }
                 MemClass::Store => {
                     if let Some((lo, count)) = run {
-                        return store_run(w, inst, ctx, &va, size, lo, count);
+                        return store_run(w, inst, ctx, va[lo], size, lo, count);
                     }
                 }
                 _ => {}
@@ -602,7 +616,7 @@ fn load_run<M: Memory + ?Sized>(
     w: &mut Wave,
     inst: &Inst,
     ctx: &mut Ctx<'_, M>,
-    va: &[u64; LANES],
+    first: u64,
     exec: u64,
     size: usize,
     lo: usize,
@@ -612,10 +626,11 @@ fn load_run<M: Memory + ?Sized>(
     let part = data
         .get_mut(lo * size..(lo + count) * size)
         .unwrap_or(&mut []);
-    if ctx.mem.read(va[lo], part).is_err() {
+    if ctx.mem.read(first, part).is_err() {
         for l in lo..lo + count {
+            let va = first.wrapping_add(((l - lo) * size) as u64);
             if let Some(chunk) = data.get_mut(l * size..(l + 1) * size) {
-                access::read(w, ctx, Addr::Linear(va[l]), 0, chunk)?;
+                access::read(w, ctx, Addr::Linear(va), 0, chunk)?;
             }
         }
     }
@@ -628,7 +643,7 @@ fn store_run<M: Memory + ?Sized>(
     w: &mut Wave,
     inst: &Inst,
     ctx: &mut Ctx<'_, M>,
-    va: &[u64; LANES],
+    first: u64,
     size: usize,
     lo: usize,
     count: usize,
@@ -636,12 +651,13 @@ fn store_run<M: Memory + ?Sized>(
     let mut data = [0u8; LANES * 16];
     store_data(w, inst, &mut data, size)?;
     let part = data.get(lo * size..(lo + count) * size).unwrap_or(&[]);
-    if ctx.mem.write(va[lo], part).is_ok() {
+    if ctx.mem.write(first, part).is_ok() {
         return Ok(());
     }
     for l in lo..lo + count {
+        let va = first.wrapping_add(((l - lo) * size) as u64);
         let chunk = data.get(l * size..(l + 1) * size).unwrap_or(&[]);
-        access::write(w, ctx, Addr::Linear(va[l]), 0, chunk)?;
+        access::write(w, ctx, Addr::Linear(va), 0, chunk)?;
     }
     Ok(())
 }
