@@ -191,9 +191,10 @@ impl Table {
 /// Threads that can use the lock-free hit path at once (each owns a reader slot while it
 /// lives); threads beyond them, and threads being torn down, use the table's lock.
 const READER_SLOTS: usize = 256;
-/// Mappings each thread remembers (a copy reads one buffer and writes another; a kernel's
-/// kernarg segment, code and data are a few more).
-const CACHED_MAPPINGS: usize = 4;
+/// Mappings each thread remembers: a copy reads one buffer and writes another; a kernel reads
+/// its dispatch packet and kernarg segment besides its buffers (a vector add: five mappings,
+/// which four entries missed on every access, each miss taking the table's lock).
+const CACHED_MAPPINGS: usize = 8;
 
 /// One thread's count of pinned fast-path accesses (written by that thread only, read by table
 /// changes), alone on its cache line.
