@@ -6,8 +6,8 @@
 //! contiguous run of global memory.
 
 use super::access::{self, next_run, Addr};
-use super::wave::{select_into, Wave, LANES};
-use super::Ctx;
+use super::wave::{select_into, Lanes, Wave, LANES};
+use super::{vmem_run, Ctx};
 use crate::decode::memop::Access;
 use crate::decode::Class;
 use crate::decode::{flags, Format, Inst, Operand};
@@ -319,11 +319,13 @@ pub(super) fn exec<M: Memory + ?Sized>(
             || ctx.setup.sanitize.is_some();
         if !observed && matches!(class, MemClass::Load | MemClass::Store) {
             if let Some((lo, count, first)) =
-                super::vmem_run::register_run(w, inst, ctx.apertures, exec, size as u64)
+                vmem_run::register_run(w, inst, ctx.apertures, exec, size as u64)
             {
                 return match class {
-                    MemClass::Load => load_run(w, inst, ctx, first, exec, size, lo, count),
-                    _ => store_run(w, inst, ctx, first, size, lo, count),
+                    MemClass::Load => {
+                        vmem_run::load_run(w, inst, ctx, first, exec, size, lo, count)
+                    }
+                    _ => vmem_run::store_run(w, inst, ctx, first, size, lo, count),
                 };
             }
         }
@@ -342,12 +344,12 @@ pub(super) fn exec<M: Memory + ?Sized>(
             match class {
                 MemClass::Load => {
                     if let Some((lo, count)) = run {
-                        return load_run(w, inst, ctx, va[lo], exec, size, lo, count);
+                        return vmem_run::load_run(w, inst, ctx, va[lo], exec, size, lo, count);
                     }
                 }
                 MemClass::Store => {
                     if let Some((lo, count)) = run {
-                        return store_run(w, inst, ctx, va[lo], size, lo, count);
+                        return vmem_run::store_run(w, inst, ctx, va[lo], size, lo, count);
                     }
                 }
                 _ => {}
@@ -608,62 +610,17 @@ fn gather<M: Memory + ?Sized>(
     Ok(())
 }
 
-/// A load whose active lanes are the run `lo..lo + count` of consecutive global addresses
-/// (see [`single_run`]): one memory access, or lane by lane if it faults, so the fault names
-/// the first faulting lane's address as [`load`] would.
-#[allow(clippy::too_many_arguments)]
-fn load_run<M: Memory + ?Sized>(
-    w: &mut Wave,
-    inst: &Inst,
-    ctx: &mut Ctx<'_, M>,
-    first: u64,
-    exec: u64,
-    size: usize,
-    lo: usize,
-    count: usize,
-) -> Result<(), WaveError> {
-    let mut data = [0u8; LANES * 16];
-    let part = data
-        .get_mut(lo * size..(lo + count) * size)
-        .unwrap_or(&mut []);
-    if ctx.mem.read(first, part).is_err() {
-        for l in lo..lo + count {
-            let va = first.wrapping_add(((l - lo) * size) as u64);
-            if let Some(chunk) = data.get_mut(l * size..(l + 1) * size) {
-                access::read(w, ctx, Addr::Linear(va), 0, chunk)?;
-            }
-        }
+/// Dword `k` of each lane's `SIZE` loaded bytes into `reg` (a constant size, so the optimiser
+/// vectorises the gather).
+#[inline(always)]
+fn dword_k<const SIZE: usize>(reg: &mut Lanes, data: &[u8], k: usize) {
+    for (r, b) in reg.iter_mut().zip(data.chunks_exact(SIZE)) {
+        *r = u32::from_le_bytes([b[4 * k], b[4 * k + 1], b[4 * k + 2], b[4 * k + 3]]);
     }
-    write_back(w, inst, &data, exec, size)
-}
-
-/// A store to the run `lo..lo + count` (see [`load_run`]).
-#[allow(clippy::too_many_arguments)]
-fn store_run<M: Memory + ?Sized>(
-    w: &mut Wave,
-    inst: &Inst,
-    ctx: &mut Ctx<'_, M>,
-    first: u64,
-    size: usize,
-    lo: usize,
-    count: usize,
-) -> Result<(), WaveError> {
-    let mut data = [0u8; LANES * 16];
-    store_data(w, inst, &mut data, size)?;
-    let part = data.get(lo * size..(lo + count) * size).unwrap_or(&[]);
-    if ctx.mem.write(first, part).is_ok() {
-        return Ok(());
-    }
-    for l in lo..lo + count {
-        let va = first.wrapping_add(((l - lo) * size) as u64);
-        let chunk = data.get(l * size..(l + 1) * size).unwrap_or(&[]);
-        access::write(w, ctx, Addr::Linear(va), 0, chunk)?;
-    }
-    Ok(())
 }
 
 /// Moves loaded bytes (`size` per lane) into the destination registers.
-fn write_back(
+pub(super) fn write_back(
     w: &mut Wave,
     inst: &Inst,
     data: &[u8],
@@ -674,6 +631,29 @@ fn write_back(
     if size % 4 == 0 && d16.is_none() {
         // Whole dwords: dword k of lane l is at l * size + 4 * k.
         for k in 0..size / 4 {
+            let reg = w.vreg_mut(inst, inst.dst, k)?;
+            if exec == u64::MAX {
+                // Every lane: straight into the register (no merge, no copy of the lanes).
+                match size {
+                    4 => {
+                        for (r, b) in reg.iter_mut().zip(data.chunks_exact(4)) {
+                            *r = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                        }
+                    }
+                    16 => dword_k::<16>(reg, data, k),
+                    _ => {
+                        for (r, b) in reg.iter_mut().zip(data.chunks_exact(size)) {
+                            *r = u32::from_le_bytes([
+                                b[4 * k],
+                                b[4 * k + 1],
+                                b[4 * k + 2],
+                                b[4 * k + 3],
+                            ]);
+                        }
+                    }
+                }
+                continue;
+            }
             let mut vals = [0u32; LANES];
             if size == 4 {
                 // One dword per lane (the common case, in a form the optimiser vectorises).
@@ -686,7 +666,7 @@ fn write_back(
                     *v = u32::from_le_bytes([b[4 * k], b[4 * k + 1], b[4 * k + 2], b[4 * k + 3]]);
                 }
             }
-            select_into(w.vreg_mut(inst, inst.dst, k)?, &vals, exec);
+            select_into(reg, &vals, exec);
         }
         return Ok(());
     }
@@ -734,10 +714,10 @@ fn store<M: Memory + ?Sized>(
 }
 
 /// The bytes a store writes, `size` per lane, from the data registers (every lane's).
-fn store_data(
+pub(super) fn store_data(
     w: &Wave,
     inst: &Inst,
-    data: &mut [u8; LANES * 16],
+    data: &mut [u8],
     size: usize,
 ) -> Result<(), WaveError> {
     let dwords = size.div_ceil(4);

@@ -1,11 +1,17 @@
-//! The common global access, found cheaply: the active lanes are consecutive lanes whose
+//! The common global access, found cheaply and moved in one piece: the active lanes are consecutive lanes whose
 //! addresses are consecutive elements. It is recognised from the address registers themselves
 //! (32-bit differences, which vectorise four lanes to an SSE2 step) instead of working out 64
 //! 64-bit addresses and comparing those: the addresses would be read back right after being
 //! stored, which stalls on store forwarding, and the access needs only the first of them.
+//! Its data then moves in one memory access through a buffer sized to it.
 
+use super::access::{self, Addr};
+use super::vmem::{store_data, write_back};
 use super::wave::{Lanes, Wave, LANES};
+use super::Ctx;
 use crate::decode::{Format, Inst, Operand};
+use crate::error::WaveError;
+use crate::memory::Memory;
 
 /// Whether `r[lo..lo + count]` goes up by `size` from lane to lane (32-bit differences; the
 /// caller rules out a carry out of the low dword).
@@ -84,6 +90,119 @@ pub(super) fn register_run(
         }
     }
     Some((lo, count, first))
+}
+
+/// A load whose active lanes are the run `lo..lo + count` of consecutive global addresses
+/// (see [`register_run`]): one memory access, or lane by lane if it faults, so the fault names
+/// the first faulting lane's address as [`load`] would.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn load_run<M: Memory + ?Sized>(
+    w: &mut Wave,
+    inst: &Inst,
+    ctx: &mut Ctx<'_, M>,
+    first: u64,
+    exec: u64,
+    size: usize,
+    lo: usize,
+    count: usize,
+) -> Result<(), WaveError> {
+    // A buffer as large as the access needs (the zeroing of a larger one costs more than the
+    // data a dword load moves).
+    if size <= 4 {
+        load_run_via(
+            w,
+            inst,
+            ctx,
+            first,
+            exec,
+            size,
+            lo,
+            count,
+            &mut [0; LANES * 4],
+        )
+    } else {
+        load_run_via(
+            w,
+            inst,
+            ctx,
+            first,
+            exec,
+            size,
+            lo,
+            count,
+            &mut [0; LANES * 16],
+        )
+    }
+}
+
+/// [`load_run`] through `data` (at least `LANES * size` bytes).
+#[allow(clippy::too_many_arguments)]
+fn load_run_via<M: Memory + ?Sized>(
+    w: &mut Wave,
+    inst: &Inst,
+    ctx: &mut Ctx<'_, M>,
+    first: u64,
+    exec: u64,
+    size: usize,
+    lo: usize,
+    count: usize,
+    data: &mut [u8],
+) -> Result<(), WaveError> {
+    let part = data
+        .get_mut(lo * size..(lo + count) * size)
+        .unwrap_or(&mut []);
+    if ctx.mem.read(first, part).is_err() {
+        for l in lo..lo + count {
+            let va = first.wrapping_add(((l - lo) * size) as u64);
+            if let Some(chunk) = data.get_mut(l * size..(l + 1) * size) {
+                access::read(w, ctx, Addr::Linear(va), 0, chunk)?;
+            }
+        }
+    }
+    write_back(w, inst, data, exec, size)
+}
+
+/// A store to the run `lo..lo + count` (see [`load_run`]).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn store_run<M: Memory + ?Sized>(
+    w: &mut Wave,
+    inst: &Inst,
+    ctx: &mut Ctx<'_, M>,
+    first: u64,
+    size: usize,
+    lo: usize,
+    count: usize,
+) -> Result<(), WaveError> {
+    if size <= 4 {
+        store_run_via(w, inst, ctx, first, size, lo, count, &mut [0; LANES * 4])
+    } else {
+        store_run_via(w, inst, ctx, first, size, lo, count, &mut [0; LANES * 16])
+    }
+}
+
+/// [`store_run`] through `data` (at least `LANES * size` bytes).
+#[allow(clippy::too_many_arguments)]
+fn store_run_via<M: Memory + ?Sized>(
+    w: &mut Wave,
+    inst: &Inst,
+    ctx: &mut Ctx<'_, M>,
+    first: u64,
+    size: usize,
+    lo: usize,
+    count: usize,
+    data: &mut [u8],
+) -> Result<(), WaveError> {
+    store_data(w, inst, data, size)?;
+    let part = data.get(lo * size..(lo + count) * size).unwrap_or(&[]);
+    if ctx.mem.write(first, part).is_ok() {
+        return Ok(());
+    }
+    for l in lo..lo + count {
+        let va = first.wrapping_add(((l - lo) * size) as u64);
+        let chunk = data.get(l * size..(l + 1) * size).unwrap_or(&[]);
+        access::write(w, ctx, Addr::Linear(va), 0, chunk)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
