@@ -1,5 +1,6 @@
-//! Interpreter speed: wave-instructions per second on one core for a compute-heavy kernel
-//! (tiled matrix multiply) and a memory-bound one (vector add, 1M elements), on all cores for
+//! Interpreter speed: wave-instructions per second on one core for compute-heavy kernels
+//! (a tiled 64x64 matrix multiply, and the `mlp` example's GEMM at 64x1024x1024) and a
+//! memory-bound one (vector add, 1M elements), on all cores for
 //! the vector add (work-groups spread over threads as kfd-emu does), and a 1 MiB copy by
 //! kfdrt's blit kernel (also with work-groups interleaved in batches, as kfd-emu runs them);
 //! each beside a native host loop doing the same work.
@@ -36,44 +37,44 @@ fn rate_with(name: &str, mut run: impl FnMut() -> u64) {
 }
 
 fn matmul(c: &mut Criterion) {
-    let workloads::Matmul {
-        bench: b,
-        setup: s,
-        n,
-        a,
-        b: bm,
-    } = workloads::matmul();
-    let per_run = b.run(&s);
-    rate("matmul_tiled 64x64 (gfx90a)", &b, &s);
+    let m = workloads::matmul();
+    let (b, s) = (&m.bench, &m.setup);
+    let per_run = b.run(s);
+    m.check();
+    rate("matmul_tiled 64x64 (gfx90a)", b, s);
     let mut g = c.benchmark_group("matmul_64");
     g.throughput(Throughput::Elements(per_run));
-    g.bench_function("interpreter (wave-instructions)", |x| x.iter(|| b.run(&s)));
-    g.bench_function("native host loop", |x| {
-        x.iter(|| {
-            let mut out = vec![0f32; n * n];
-            for r in 0..n {
-                for col in 0..n {
-                    let mut acc = 0f32;
-                    for k in 0..n {
-                        acc = a[r * n + k].mul_add(bm[k * n + col], acc);
-                    }
-                    out[r * n + col] = acc;
-                }
-            }
-            black_box(out)
-        })
-    });
+    g.bench_function("interpreter (wave-instructions)", |x| x.iter(|| b.run(s)));
+    g.bench_function("native host loop", |x| x.iter(|| black_box(m.host())));
     g.finish();
 }
 
+fn gemm(c: &mut Criterion) {
+    let g = workloads::gemm(64, 1024, 1024);
+    let per_run = g.bench.run(&g.setup);
+    g.check();
+    rate("GEMM 64x1024x1024 (gfx90a)", &g.bench, &g.setup);
+    let mut grp = c.benchmark_group("gemm_64x1024x1024");
+    grp.sample_size(10);
+    grp.throughput(Throughput::Elements(per_run));
+    grp.bench_function("interpreter (wave-instructions)", |x| {
+        x.iter(|| g.bench.run(&g.setup))
+    });
+    grp.bench_function("native host loop", |x| x.iter(|| black_box(g.host())));
+    grp.finish();
+}
+
 fn vector_add(c: &mut Criterion) {
+    let va = workloads::vector_add(1 << 20);
+    let per_run = va.bench.run(&va.setup);
+    va.check();
     let workloads::VectorAdd {
         bench: b,
         setup: s,
         x,
         y,
-    } = workloads::vector_add(1 << 20);
-    let per_run = b.run(&s);
+        ..
+    } = va;
     rate("vector_add 1M (gfx90a)", &b, &s);
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let start = Instant::now();
@@ -104,12 +105,15 @@ fn vector_add(c: &mut Criterion) {
 
 fn blit_copy(c: &mut Criterion) {
     let bytes = 1usize << 20;
+    let blit = workloads::blit(bytes);
+    let per_run = blit.bench.run(&blit.setup);
+    blit.check();
     let workloads::Blit {
         bench: b,
         setup: s,
         src,
-    } = workloads::blit(bytes);
-    let per_run = b.run(&s);
+        ..
+    } = blit;
     rate("blit copy 1 MiB (gfx90a)", &b, &s);
     rate_with(
         "blit copy 1 MiB (gfx90a), work-groups in batches of 16",
@@ -129,5 +133,5 @@ fn blit_copy(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, matmul, vector_add, blit_copy);
+criterion_group!(benches, matmul, gemm, vector_add, blit_copy);
 criterion_main!(benches);

@@ -8,7 +8,8 @@
 //! callgrind_annotate --inclusive=yes callgrind.out.* | grep measured_
 //! ```
 //!
-//! Each workload runs once before it is measured (decoding its code into the code cache), then
+//! Each workload runs once before it is measured (decoding its code into the code cache, and
+//! checked against the host's result), then
 //! `RUNS` times (default 4) inside its own `measured_*` function; divide that function's
 //! inclusive count by the runs, and by the wave-instructions per run printed here.
 
@@ -52,14 +53,17 @@ fn main() {
     };
     let mm = workloads::matmul();
     let per_run = mm.bench.run(&mm.setup);
+    mm.check();
     let total = measured_matmul(&mm.bench, &mm.setup, runs);
     println!("matmul_tiled 64x64: {per_run} wave-instructions per run, {runs} runs ({total})");
     let va = workloads::vector_add(1 << 18);
     let per_run = va.bench.run(&va.setup);
+    va.check();
     let total = measured_vector_add(&va.bench, &va.setup, runs);
     println!("vector_add 256 Ki: {per_run} wave-instructions per run, {runs} runs ({total})");
     let bl = workloads::blit(1 << 20);
     let per_run = bl.bench.run(&bl.setup);
+    bl.check();
     let total = measured_blit(&bl.bench, &bl.setup, runs);
     println!("blit copy 1 MiB: {per_run} wave-instructions per run, {runs} runs ({total})");
 }

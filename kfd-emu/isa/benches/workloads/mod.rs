@@ -1,7 +1,7 @@
 //! The interpreter's benchmark workloads, shared by `benches/interp.rs` (criterion timings) and
 //! `examples/interp_cost.rs` (host instructions under callgrind): a gfx90a code object loaded
-//! into [`PagedMemory`] and dispatch setups for a tiled matrix multiply, a vector add and
-//! kfdrt's blit copy.
+//! into [`PagedMemory`] and dispatch setups for a tiled matrix multiply, an MLP-sized GEMM, a
+//! vector add and kfdrt's blit copy.
 
 use kfd_emu_isa::{
     run_workgroup, run_workgroups, CodeCache, DispatchSetup, KernelDescriptor, Memory, PagedMemory,
@@ -81,6 +81,10 @@ impl Bench {
             p[4 + 2 * k..6 + 2 * k].copy_from_slice(&wg[k].to_le_bytes());
             p[12 + 4 * k..16 + 4 * k].copy_from_slice(&grid[k].to_le_bytes());
         }
+        // The segment sizes a runtime takes from the descriptor: without the group segment the
+        // work-group has no LDS, and a kernel's LDS accesses go nowhere.
+        p[24..28].copy_from_slice(&desc.private_segment_fixed_size.to_le_bytes());
+        p[28..32].copy_from_slice(&desc.group_segment_fixed_size.to_le_bytes());
         p[32..40].copy_from_slice(&ko.to_le_bytes());
         p[40..48].copy_from_slice(&kernarg.to_le_bytes());
         let pa = self.alloc(&p);
@@ -145,6 +149,26 @@ impl Bench {
     }
 }
 
+impl Bench {
+    /// `n` floats at `va`.
+    pub fn floats(&self, va: u64, n: usize) -> Vec<f32> {
+        let mut raw = vec![0u8; 4 * n];
+        self.mem.read(va, &mut raw).expect("read back");
+        raw.chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect()
+    }
+}
+
+/// The largest difference of `got` from `want`, relative to `want` (or absolute below 1).
+pub fn worst_error(got: &[f32], want: &[f32]) -> f32 {
+    assert_eq!(got.len(), want.len());
+    got.iter()
+        .zip(want)
+        .map(|(x, y)| (x - y).abs() / y.abs().max(1.0))
+        .fold(0f32, f32::max)
+}
+
 pub fn bytes(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
@@ -162,6 +186,36 @@ pub struct Matmul {
     pub n: usize,
     pub a: Vec<f32>,
     pub b: Vec<f32>,
+    /// Where the kernel writes the product.
+    pub out: u64,
+}
+
+impl Matmul {
+    /// The plain host triple loop the kernel is compared with.
+    pub fn host(&self) -> Vec<f32> {
+        let n = self.n;
+        let mut out = vec![0f32; n * n];
+        for r in 0..n {
+            for col in 0..n {
+                let mut acc = 0f32;
+                for k in 0..n {
+                    acc = self.a[r * n + k].mul_add(self.b[k * n + col], acc);
+                }
+                out[r * n + col] = acc;
+            }
+        }
+        out
+    }
+
+    /// Panics unless the kernel's last run computed the product.
+    pub fn check(&self) {
+        let got = self.bench.floats(self.out, self.n * self.n);
+        let worst = worst_error(&got, &self.host());
+        assert!(
+            worst < 1e-4,
+            "the tiled matmul differs from the host's by {worst}"
+        );
+    }
 }
 
 pub fn matmul() -> Matmul {
@@ -186,6 +240,79 @@ pub fn matmul() -> Matmul {
         n,
         a,
         b,
+        out: dc,
+    }
+}
+
+/// An MLP-sized GEMM: `out[m][n] = sum_k a[m][k] * w[k][n]` with the `mlp` example's hipcc
+/// kernel (`examples/kernels/mlp.hip`, LDS-tiled, 16x16 work-groups).
+pub struct Gemm {
+    pub bench: Bench,
+    pub setup: DispatchSetup,
+    /// (m, n, k).
+    pub shape: (usize, usize, usize),
+    pub a: Vec<f32>,
+    pub w: Vec<f32>,
+    /// Where the kernel writes `out`.
+    pub out: u64,
+}
+
+pub fn gemm(m: usize, n: usize, k: usize) -> Gemm {
+    let mut bench = Bench::load(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/kernels/mlp-gfx90a.co"
+    ));
+    let a: Vec<f32> = (0..m * k).map(|i| (i % 13) as f32 * 0.25 - 1.0).collect();
+    let w: Vec<f32> = (0..k * n).map(|i| (i % 7) as f32 * 0.125 - 0.25).collect();
+    let (da, dw, out) = (
+        bench.alloc(&bytes(&a)),
+        bench.alloc(&bytes(&w)),
+        bench.alloc(&vec![0; 4 * m * n]),
+    );
+    let mut args: Vec<u8> = [da, dw, out].iter().flat_map(|x| x.to_le_bytes()).collect();
+    for d in [m, n, k] {
+        args.extend_from_slice(&(d as i32).to_le_bytes());
+    }
+    let grid = [
+        n.next_multiple_of(16) as u32,
+        m.next_multiple_of(16) as u32,
+        1,
+    ];
+    let setup = bench.setup("_Z6matmulPKfS0_Pfiii", grid, [16, 16, 1], &args);
+    Gemm {
+        bench,
+        setup,
+        shape: (m, n, k),
+        a,
+        w,
+        out,
+    }
+}
+
+impl Gemm {
+    /// The plain host triple loop the kernel is compared with (row by column, optimised as
+    /// the compiler sees fit).
+    pub fn host(&self) -> Vec<f32> {
+        let (m, n, k) = self.shape;
+        let mut out = vec![0f32; m * n];
+        for r in 0..m {
+            for c in 0..n {
+                let mut acc = 0f32;
+                for i in 0..k {
+                    acc += self.a[r * k + i] * self.w[i * n + c];
+                }
+                out[r * n + c] = acc;
+            }
+        }
+        out
+    }
+
+    /// Panics unless the kernel's last run computed the product (its fused multiply-adds in
+    /// tile order against the host's sums: close, not equal).
+    pub fn check(&self) {
+        let (m, n, _) = self.shape;
+        let worst = worst_error(&self.bench.floats(self.out, m * n), &self.host());
+        assert!(worst < 1e-4, "the GEMM differs from the host's by {worst}");
     }
 }
 
@@ -195,6 +322,17 @@ pub struct VectorAdd {
     pub setup: DispatchSetup,
     pub x: Vec<f32>,
     pub y: Vec<f32>,
+    /// Where the kernel writes the sum.
+    pub out: u64,
+}
+
+impl VectorAdd {
+    /// Panics unless the kernel's last run computed the sum.
+    pub fn check(&self) {
+        let got = self.bench.floats(self.out, self.x.len());
+        let want: Vec<f32> = self.x.iter().zip(&self.y).map(|(a, b)| a + b).collect();
+        assert!(got == want, "the vector add differs from the host's");
+    }
 }
 
 pub fn vector_add(n: usize) -> VectorAdd {
@@ -212,7 +350,13 @@ pub fn vector_add(n: usize) -> VectorAdd {
         [256, 1, 1],
         &ptrs(&[dx, dy, dz], n as i32),
     );
-    VectorAdd { bench, setup, x, y }
+    VectorAdd {
+        bench,
+        setup,
+        x,
+        y,
+        out: dz,
+    }
 }
 
 /// kfdrt's blit copy of `bytes` bytes, launched as kfdrt launches it: its bench, dispatch and
@@ -221,6 +365,17 @@ pub struct Blit {
     pub bench: Bench,
     pub setup: DispatchSetup,
     pub src: Vec<u8>,
+    /// Where the kernel copies to.
+    pub dst: u64,
+}
+
+impl Blit {
+    /// Panics unless the kernel's last run copied the source.
+    pub fn check(&self) {
+        let mut got = vec![0u8; self.src.len()];
+        self.bench.mem.read(self.dst, &mut got).expect("read back");
+        assert!(got == self.src, "the blit copy differs from its source");
+    }
 }
 
 pub fn blit(bytes: usize) -> Blit {
@@ -238,5 +393,10 @@ pub fn blit(bytes: usize) -> Blit {
     args.extend_from_slice(&stride.to_le_bytes());
     args.extend_from_slice(&[0; 4]);
     let setup = bench.setup("kfdrt_blit_copy_aligned", [stride, 1, 1], [64, 1, 1], &args);
-    Blit { bench, setup, src }
+    Blit {
+        bench,
+        setup,
+        src,
+        dst: dd,
+    }
 }
