@@ -64,10 +64,10 @@ fn lanes1(w: &Wave, a: S, f: impl Fn(u32) -> u32) -> Lanes {
     out
 }
 
-/// `out[l] = f(a[l], b[l])`, one loop per operand shape.
+/// `out[l] = f(a[l], b[l])`, one loop per operand shape (`T`: a result word, or a flag).
 #[inline(always)]
-fn lanes2(w: &Wave, a: S, b: S, f: impl Fn(u32, u32) -> u32) -> Lanes {
-    let mut out = [0u32; LANES];
+fn lanes2<T: Copy + Default>(w: &Wave, a: S, b: S, f: impl Fn(u32, u32) -> T) -> [T; LANES] {
+    let mut out = [T::default(); LANES];
     match (a, b) {
         (S::R(i), S::R(j)) => {
             let (x, y) = (&w.v[i], &w.v[j]);
@@ -136,29 +136,7 @@ fn lanes3(w: &Wave, a: S, b: S, c: S, f: impl Fn(u32, u32, u32) -> u32) -> Lanes
 /// One flag per lane from `f(a[l], b[l])`, packed into a lane mask.
 #[inline(always)]
 fn bits2(w: &Wave, a: S, b: S, f: impl Fn(u32, u32) -> bool) -> u64 {
-    let mut flags = [false; LANES];
-    match (a, b) {
-        (S::R(i), S::R(j)) => {
-            let (x, y) = (&w.v[i], &w.v[j]);
-            for l in 0..LANES {
-                flags[l] = f(x[l], y[l]);
-            }
-        }
-        (S::K(s), S::R(j)) => {
-            let y = &w.v[j];
-            for l in 0..LANES {
-                flags[l] = f(s, y[l]);
-            }
-        }
-        (S::R(i), S::K(t)) => {
-            let x = &w.v[i];
-            for l in 0..LANES {
-                flags[l] = f(x[l], t);
-            }
-        }
-        (S::K(s), S::K(t)) => flags = [f(s, t); LANES],
-    }
-    pack_bits(&flags)
+    pack_bits(&lanes2(w, a, b, f))
 }
 
 fn f32_of(x: u32) -> f32 {

@@ -318,14 +318,10 @@ pub(super) fn exec<M: Memory + ?Sized>(
             || ctx.setup.watch.is_some()
             || ctx.setup.sanitize.is_some();
         if !observed && matches!(class, MemClass::Load | MemClass::Store) {
-            if let Some((lo, count, first)) =
-                vmem_run::register_run(w, inst, ctx.apertures, exec, size as u64)
-            {
+            if let Some(run) = vmem_run::register_run(w, inst, ctx.apertures, exec, size) {
                 return match class {
-                    MemClass::Load => {
-                        vmem_run::load_run(w, inst, ctx, first, exec, size, lo, count)
-                    }
-                    _ => vmem_run::store_run(w, inst, ctx, first, size, lo, count),
+                    MemClass::Load => vmem_run::load_run(w, inst, ctx, run, exec),
+                    _ => vmem_run::store_run(w, inst, ctx, run),
                 };
             }
         }
@@ -340,19 +336,18 @@ pub(super) fn exec<M: Memory + ?Sized>(
             if let Some(s) = &ctx.setup.sanitize {
                 check_bounds(w, inst, ctx, s, class, exec, size, &va);
             }
-            let run = single_run(&va, exec, size as u64);
-            match class {
-                MemClass::Load => {
-                    if let Some((lo, count)) = run {
-                        return vmem_run::load_run(w, inst, ctx, va[lo], exec, size, lo, count);
-                    }
+            if let Some((lo, count)) = single_run(&va, exec, size as u64) {
+                let run = vmem_run::Run {
+                    lo,
+                    count,
+                    va: va[lo],
+                    size,
+                };
+                match class {
+                    MemClass::Load => return vmem_run::load_run(w, inst, ctx, run, exec),
+                    MemClass::Store => return vmem_run::store_run(w, inst, ctx, run),
+                    MemClass::Atomic => {}
                 }
-                MemClass::Store => {
-                    if let Some((lo, count)) = run {
-                        return vmem_run::store_run(w, inst, ctx, va[lo], size, lo, count);
-                    }
-                }
-                _ => {}
             }
             let addrs: [Addr; LANES] = std::array::from_fn(|l| Addr::Linear(va[l]));
             return match class {

@@ -13,6 +13,28 @@ use crate::decode::{Format, Inst, Operand};
 use crate::error::WaveError;
 use crate::memory::Memory;
 
+/// Active lanes `lo..lo + count` (consecutive) addressing consecutive `size`-byte elements
+/// from `va`: one memory access serves them all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Run {
+    pub lo: usize,
+    pub count: usize,
+    pub va: u64,
+    pub size: usize,
+}
+
+impl Run {
+    /// Lane `l`'s address.
+    fn lane(&self, l: usize) -> u64 {
+        self.va.wrapping_add(((l - self.lo) * self.size) as u64)
+    }
+
+    /// The run's bytes within a buffer holding `size` bytes per lane.
+    fn bytes(&self) -> std::ops::Range<usize> {
+        self.lo * self.size..(self.lo + self.count) * self.size
+    }
+}
+
 /// Whether `r[lo..lo + count]` goes up by `size` from lane to lane (32-bit differences; the
 /// caller rules out a carry out of the low dword).
 fn consecutive(r: &Lanes, lo: usize, count: usize, size: u32) -> bool {
@@ -31,8 +53,8 @@ fn consecutive(r: &Lanes, lo: usize, count: usize, size: u32) -> bool {
     diff == 0
 }
 
-/// `(first lane, lanes, first lane's address)` when the active lanes of a GLOBAL or FLAT
-/// access are consecutive lanes addressing consecutive `size`-byte elements of global memory
+/// The [`Run`] the active lanes of a GLOBAL or FLAT access make when they are consecutive
+/// lanes addressing consecutive `size`-byte elements of global memory
 /// (for FLAT: neither end in the LDS or private aperture). `None` otherwise, and when an
 /// address register is missing: the general path then works the lanes out one by one (and
 /// reports a missing register), so this only ever takes the cases it can prove.
@@ -41,8 +63,8 @@ pub(super) fn register_run(
     inst: &Inst,
     apertures: (u64, u64),
     exec: u64,
-    size: u64,
-) -> Option<(usize, usize, u64)> {
+    size: usize,
+) -> Option<Run> {
     if exec == 0 || size == 0 || size > 16 {
         return None;
     }
@@ -52,7 +74,7 @@ pub(super) fn register_run(
         return None;
     }
     let off = inst.offset as i64 as u64;
-    let span = (count as u64 - 1) * size;
+    let span = (count as u64 - 1) * size as u64;
     let i = w.vindex(inst.src[0], 0)?;
     let low = w.v.get(i)?;
     // No carry out of the low dword along the run, so consecutive low dwords are consecutive
@@ -62,13 +84,16 @@ pub(super) fn register_run(
         return None;
     }
     if let (Format::Global, Operand::Sgpr(r, _)) = (inst.format, inst.saddr) {
-        return Some((
+        let va = w
+            .sgpr64(r)
+            .wrapping_add(off)
+            .wrapping_add(u64::from(low[lo]));
+        return Some(Run {
             lo,
             count,
-            w.sgpr64(r)
-                .wrapping_add(off)
-                .wrapping_add(u64::from(low[lo])),
-        ));
+            va,
+            size,
+        });
     }
     let high = w.v.get(i + 1)?;
     let h = high[lo];
@@ -89,118 +114,82 @@ pub(super) fn register_run(
             return None;
         }
     }
-    Some((lo, count, first))
+    Some(Run {
+        lo,
+        count,
+        va: first,
+        size,
+    })
 }
 
-/// A load whose active lanes are the run `lo..lo + count` of consecutive global addresses
-/// (see [`register_run`]): one memory access, or lane by lane if it faults, so the fault names
-/// the first faulting lane's address as [`load`] would.
-#[allow(clippy::too_many_arguments)]
+/// A load by the lanes of `run` (see [`register_run`]): one memory access, or lane by lane if
+/// it faults, so the fault names the first faulting lane's address as `vmem::load` would.
 pub(super) fn load_run<M: Memory + ?Sized>(
     w: &mut Wave,
     inst: &Inst,
     ctx: &mut Ctx<'_, M>,
-    first: u64,
+    run: Run,
     exec: u64,
-    size: usize,
-    lo: usize,
-    count: usize,
 ) -> Result<(), WaveError> {
     // A buffer as large as the access needs (the zeroing of a larger one costs more than the
     // data a dword load moves).
-    if size <= 4 {
-        load_run_via(
-            w,
-            inst,
-            ctx,
-            first,
-            exec,
-            size,
-            lo,
-            count,
-            &mut [0; LANES * 4],
-        )
+    if run.size <= 4 {
+        load_via(w, inst, ctx, run, exec, &mut [0; LANES * 4])
     } else {
-        load_run_via(
-            w,
-            inst,
-            ctx,
-            first,
-            exec,
-            size,
-            lo,
-            count,
-            &mut [0; LANES * 16],
-        )
+        load_via(w, inst, ctx, run, exec, &mut [0; LANES * 16])
     }
 }
 
 /// [`load_run`] through `data` (at least `LANES * size` bytes).
-#[allow(clippy::too_many_arguments)]
-fn load_run_via<M: Memory + ?Sized>(
+fn load_via<M: Memory + ?Sized>(
     w: &mut Wave,
     inst: &Inst,
     ctx: &mut Ctx<'_, M>,
-    first: u64,
+    run: Run,
     exec: u64,
-    size: usize,
-    lo: usize,
-    count: usize,
     data: &mut [u8],
 ) -> Result<(), WaveError> {
-    let part = data
-        .get_mut(lo * size..(lo + count) * size)
-        .unwrap_or(&mut []);
-    if ctx.mem.read(first, part).is_err() {
-        for l in lo..lo + count {
-            let va = first.wrapping_add(((l - lo) * size) as u64);
-            if let Some(chunk) = data.get_mut(l * size..(l + 1) * size) {
-                access::read(w, ctx, Addr::Linear(va), 0, chunk)?;
+    let part = data.get_mut(run.bytes()).unwrap_or(&mut []);
+    if ctx.mem.read(run.va, part).is_err() {
+        for l in run.lo..run.lo + run.count {
+            if let Some(chunk) = data.get_mut(l * run.size..(l + 1) * run.size) {
+                access::read(w, ctx, Addr::Linear(run.lane(l)), 0, chunk)?;
             }
         }
     }
-    write_back(w, inst, data, exec, size)
+    write_back(w, inst, data, exec, run.size)
 }
 
-/// A store to the run `lo..lo + count` (see [`load_run`]).
-#[allow(clippy::too_many_arguments)]
+/// A store by the lanes of `run` (see [`load_run`]).
 pub(super) fn store_run<M: Memory + ?Sized>(
     w: &mut Wave,
     inst: &Inst,
     ctx: &mut Ctx<'_, M>,
-    first: u64,
-    size: usize,
-    lo: usize,
-    count: usize,
+    run: Run,
 ) -> Result<(), WaveError> {
-    if size <= 4 {
-        store_run_via(w, inst, ctx, first, size, lo, count, &mut [0; LANES * 4])
+    if run.size <= 4 {
+        store_via(w, inst, ctx, run, &mut [0; LANES * 4])
     } else {
-        store_run_via(w, inst, ctx, first, size, lo, count, &mut [0; LANES * 16])
+        store_via(w, inst, ctx, run, &mut [0; LANES * 16])
     }
 }
 
 /// [`store_run`] through `data` (at least `LANES * size` bytes).
-#[allow(clippy::too_many_arguments)]
-fn store_run_via<M: Memory + ?Sized>(
+fn store_via<M: Memory + ?Sized>(
     w: &mut Wave,
     inst: &Inst,
     ctx: &mut Ctx<'_, M>,
-    first: u64,
-    size: usize,
-    lo: usize,
-    count: usize,
+    run: Run,
     data: &mut [u8],
 ) -> Result<(), WaveError> {
-    store_data(w, inst, data, size)?;
-    let part = data.get(lo * size..(lo + count) * size).unwrap_or(&[]);
-    if ctx.mem.write(first, part).is_ok() {
+    store_data(w, inst, data, run.size)?;
+    let part = data.get(run.bytes()).unwrap_or(&[]);
+    if ctx.mem.write(run.va, part).is_ok() {
         return Ok(());
     }
-    for l in lo..lo + count {
-        let va = first.wrapping_add(((l - lo) * size) as u64);
-        let chunk = data.get(l * size..(l + 1) * size).unwrap_or(&[]);
-        access::write(w, ctx, Addr::Linear(va), 0, chunk)?;
+    for l in run.lo..run.lo + run.count {
+        let chunk = data.get(l * run.size..(l + 1) * run.size).unwrap_or(&[]);
+        access::write(w, ctx, Addr::Linear(run.lane(l)), 0, chunk)?;
     }
     Ok(())
 }
@@ -212,6 +201,15 @@ mod tests {
     use crate::target::Target;
 
     const AP: (u64, u64) = (0x1000_0000_0000, 0x2000_0000_0000);
+
+    fn run(lo: usize, count: usize, va: u64) -> Option<Run> {
+        Some(Run {
+            lo,
+            count,
+            va,
+            size: 4,
+        })
+    }
 
     fn wave() -> Wave {
         let mut w = Wave::new(Target::Gfx90a, 8, 8, 0);
@@ -235,22 +233,22 @@ mod tests {
         let all = u64::MAX;
         assert_eq!(
             register_run(&w, &vaddr, AP, all, 4),
-            Some((0, 64, 0x7F_0000_1010))
+            run(0, 64, 0x7F_0000_1010)
         );
         assert_eq!(
             register_run(&w, &saddr, AP, all, 4),
-            Some((0, 64, 0x5_0000_1000))
+            run(0, 64, 0x5_0000_1000)
         );
         assert_eq!(
             register_run(&w, &flat, AP, all, 4),
-            Some((0, 64, 0x7F_0000_1000))
+            run(0, 64, 0x7F_0000_1000)
         );
         // Four dwords per lane: the addresses step by 4, not 16.
         assert_eq!(register_run(&w, &x4, AP, all, 16), None);
         // Part of the wave, in one run; two runs are not one.
         assert_eq!(
             register_run(&w, &vaddr, AP, 0xFF0, 4),
-            Some((4, 8, 0x7F_0000_1020))
+            run(4, 8, 0x7F_0000_1020)
         );
         assert_eq!(register_run(&w, &vaddr, AP, 0xF0F, 4), None);
         assert_eq!(register_run(&w, &vaddr, AP, 0, 4), None);
@@ -260,7 +258,7 @@ mod tests {
         assert_eq!(register_run(&odd, &vaddr, AP, all, 4), None);
         assert_eq!(
             register_run(&odd, &vaddr, AP, 0xFF, 4),
-            Some((0, 8, 0x7F_0000_1010))
+            run(0, 8, 0x7F_0000_1010)
         );
         // A high dword that differs, and a low dword that carries into it.
         let mut high = wave();
