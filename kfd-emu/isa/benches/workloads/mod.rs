@@ -190,21 +190,33 @@ pub struct Matmul {
     pub out: u64,
 }
 
+/// The plain host triple loop the matrix kernels are compared with: `out[m][n] = sum_k
+/// a[m][k] * b[k][n]`, row by column, each step `acc = step(a, b, acc)`.
+fn host_product(
+    a: &[f32],
+    b: &[f32],
+    (m, n, k): (usize, usize, usize),
+    step: impl Fn(f32, f32, f32) -> f32,
+) -> Vec<f32> {
+    let mut out = vec![0f32; m * n];
+    for r in 0..m {
+        for c in 0..n {
+            let mut acc = 0f32;
+            for i in 0..k {
+                acc = step(a[r * k + i], b[i * n + c], acc);
+            }
+            out[r * n + c] = acc;
+        }
+    }
+    out
+}
+
 impl Matmul {
-    /// The plain host triple loop the kernel is compared with.
+    /// The host loop the kernel is compared with (fused multiply-adds, as the bench's native
+    /// loop has always been).
     pub fn host(&self) -> Vec<f32> {
         let n = self.n;
-        let mut out = vec![0f32; n * n];
-        for r in 0..n {
-            for col in 0..n {
-                let mut acc = 0f32;
-                for k in 0..n {
-                    acc = self.a[r * n + k].mul_add(self.b[k * n + col], acc);
-                }
-                out[r * n + col] = acc;
-            }
-        }
-        out
+        host_product(&self.a, &self.b, (n, n, n), f32::mul_add)
     }
 
     /// Panics unless the kernel's last run computed the product.
@@ -290,21 +302,10 @@ pub fn gemm(m: usize, n: usize, k: usize) -> Gemm {
 }
 
 impl Gemm {
-    /// The plain host triple loop the kernel is compared with (row by column, optimised as
-    /// the compiler sees fit).
+    /// The host loop the kernel is compared with (a multiply and an add per step, as plain
+    /// C++ compiles).
     pub fn host(&self) -> Vec<f32> {
-        let (m, n, k) = self.shape;
-        let mut out = vec![0f32; m * n];
-        for r in 0..m {
-            for c in 0..n {
-                let mut acc = 0f32;
-                for i in 0..k {
-                    acc += self.a[r * k + i] * self.w[i * n + c];
-                }
-                out[r * n + c] = acc;
-            }
-        }
-        out
+        host_product(&self.a, &self.w, self.shape, |x, y, acc| acc + x * y)
     }
 
     /// Panics unless the kernel's last run computed the product (its fused multiply-adds in

@@ -263,15 +263,8 @@ impl<'a, M: Memory + ?Sized> Group<'a, M> {
         };
         // The waves of a work-group this thread finished, set up again in place.
         let mut waves = wave_pool::take();
-        let count = group.waves();
-        waves.truncate(count as usize);
-        for i in 0..count {
-            if waves.len() <= i as usize {
-                waves.push(Wave::new(setup.target, 0, 0, i));
-            }
-            let Some(w) = waves.get_mut(i as usize) else {
-                continue;
-            };
+        waves.resize_with(group.waves() as usize, || Wave::new(setup.target, 0, 0, 0));
+        for (i, w) in (0..).zip(waves.iter_mut()) {
             start_wave(w, setup, &group, i, mem)?;
             trap::wave_start(w, setup);
             w.region = entry.filter(|_| w.pc == setup.entry()).cloned();

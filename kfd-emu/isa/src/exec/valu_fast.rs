@@ -207,9 +207,10 @@ fn compare(w: &Wave, inst: &Inst, ap: (u64, u64), ty: CmpType, pred: Predicate) 
     })
 }
 
-/// The carry-in of `v_addc`/`v_subb`: VCC in VOP2, src2 in VOP3.
+/// The lane mask a carry-in (`v_addc`/`v_subb`) or a select (`v_cndmask`) reads: VCC in
+/// VOP2, src2 in VOP3.
 #[inline(always)]
-fn carry_in(w: &Wave, inst: &Inst, ap: (u64, u64)) -> u64 {
+fn mask_src2(w: &Wave, inst: &Inst, ap: (u64, u64)) -> u64 {
     if inst.format == Format::Vop2 {
         return w.vcc();
     }
@@ -229,14 +230,7 @@ fn run(w: &mut Wave, inst: &Inst, ap: (u64, u64)) -> Option<()> {
         Op::VMovB32 => lanes1(w, s0()?, |a| a),
         Op::VNotB32 => lanes1(w, s0()?, |a| !a),
         Op::VCndmaskB32 => {
-            let sel = if inst.format == Format::Vop2 {
-                w.vcc()
-            } else {
-                match inst.src[2] {
-                    Operand::Sgpr(r, _) => w.lane_mask(r),
-                    op => w.scalar64(op, inst.imm[2], ap) & w.lane_limit(),
-                }
-            };
+            let sel = mask_src2(w, inst, ap);
             let (a, b) = (s0()?, src(w, inst, 1, ap)?);
             let mut out = lanes1(w, a, |x| x);
             select_into(&mut out, &lanes1(w, b, |x| x), sel);
@@ -344,7 +338,7 @@ fn add_carry(w: &mut Wave, inst: &Inst, ap: (u64, u64), d: usize) -> Option<()> 
     // A carry-in of 0 (`v_add_co_u32`, the common case) and a scalar operand each get a loop of
     // their own, so the loops carry no lane-mask expansion or broadcast they do not need.
     let cin = if with_carry {
-        Some(carry_in(w, inst, ap))
+        Some(mask_src2(w, inst, ap))
     } else {
         None
     };

@@ -92,15 +92,6 @@ fn single_run(addrs: &[u64; LANES], exec: u64, size: u64) -> Option<(usize, usiz
     if (exec >> lo).count_ones() as usize != count {
         return None;
     }
-    if count == LANES {
-        // Every lane: each address against its neighbour's, over a fixed count (a loop the
-        // optimiser vectorises, where a running expected address chains lane to lane).
-        let mut diff = 0u64;
-        for l in 1..LANES {
-            diff |= addrs[l].wrapping_sub(addrs[l - 1]) ^ size;
-        }
-        return (diff == 0).then_some((0, LANES));
-    }
     let first = addrs[lo];
     let mut expect = first;
     let mut diff = 0u64;
@@ -605,11 +596,25 @@ fn gather<M: Memory + ?Sized>(
     Ok(())
 }
 
-/// Dword `k` of each lane's `SIZE` loaded bytes into `reg` (a constant size, so the optimiser
-/// vectorises the gather).
+/// Dword `k` of each lane's `size` loaded bytes (lane `l`'s at `l * size`) into `out`; the
+/// common sizes get loops of their own, in forms the optimiser vectorises.
 #[inline(always)]
-fn dword_k<const SIZE: usize>(reg: &mut Lanes, data: &[u8], k: usize) {
-    for (r, b) in reg.iter_mut().zip(data.chunks_exact(SIZE)) {
+fn dword_k(out: &mut Lanes, data: &[u8], size: usize, k: usize) {
+    match size {
+        4 => dword_k_of::<4>(out, data, 0),
+        16 => dword_k_of::<16>(out, data, k),
+        _ => {
+            for (r, b) in out.iter_mut().zip(data.chunks_exact(size)) {
+                *r = u32::from_le_bytes([b[4 * k], b[4 * k + 1], b[4 * k + 2], b[4 * k + 3]]);
+            }
+        }
+    }
+}
+
+/// [`dword_k`] for a constant size.
+#[inline(always)]
+fn dword_k_of<const SIZE: usize>(out: &mut Lanes, data: &[u8], k: usize) {
+    for (r, b) in out.iter_mut().zip(data.chunks_exact(SIZE)) {
         *r = u32::from_le_bytes([b[4 * k], b[4 * k + 1], b[4 * k + 2], b[4 * k + 3]]);
     }
 }
@@ -629,39 +634,12 @@ pub(super) fn write_back(
             let reg = w.vreg_mut(inst, inst.dst, k)?;
             if exec == u64::MAX {
                 // Every lane: straight into the register (no merge, no copy of the lanes).
-                match size {
-                    4 => {
-                        for (r, b) in reg.iter_mut().zip(data.chunks_exact(4)) {
-                            *r = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-                        }
-                    }
-                    16 => dword_k::<16>(reg, data, k),
-                    _ => {
-                        for (r, b) in reg.iter_mut().zip(data.chunks_exact(size)) {
-                            *r = u32::from_le_bytes([
-                                b[4 * k],
-                                b[4 * k + 1],
-                                b[4 * k + 2],
-                                b[4 * k + 3],
-                            ]);
-                        }
-                    }
-                }
-                continue;
-            }
-            let mut vals = [0u32; LANES];
-            if size == 4 {
-                // One dword per lane (the common case, in a form the optimiser vectorises).
-                for (v, b) in vals.iter_mut().zip(data.chunks_exact(4)) {
-                    *v = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-                }
+                dword_k(reg, data, size, k);
             } else {
-                // `data` holds LANES * 16 bytes, so every lane's dword is there.
-                for (v, b) in vals.iter_mut().zip(data.chunks_exact(size)) {
-                    *v = u32::from_le_bytes([b[4 * k], b[4 * k + 1], b[4 * k + 2], b[4 * k + 3]]);
-                }
+                let mut vals = [0u32; LANES];
+                dword_k(&mut vals, data, size, k);
+                select_into(reg, &vals, exec);
             }
-            select_into(reg, &vals, exec);
         }
         return Ok(());
     }
